@@ -1,0 +1,357 @@
+package parser
+
+// Node is any node of the syntax tree.
+type Node interface {
+	// Pos is the position of the node's first token.
+	Pos() Pos
+}
+
+// Expr is a scalar or aggregate expression. The set of expression kinds is
+// closed: exprNode is unexported.
+type Expr interface {
+	Node
+	exprNode()
+}
+
+// Stmt is one statement. The set of statement kinds is closed.
+type Stmt interface {
+	Node
+	stmtNode()
+}
+
+// ---- expressions ----
+
+// ColumnRef names a column, optionally qualified by its table.
+type ColumnRef struct {
+	NamePos Pos
+	Table   string // "" when unqualified
+	Name    string
+}
+
+// LiteralKind says which kind of constant a Literal holds.
+type LiteralKind int
+
+// Literal kinds.
+const (
+	IntLit LiteralKind = iota
+	FloatLit
+	StringLit
+	NullLit
+	BoolLit
+)
+
+// Literal is a constant. Raw is the number's spelling, the string's value,
+// or "NULL", "TRUE", "FALSE".
+type Literal struct {
+	ValuePos Pos
+	Kind     LiteralKind
+	Raw      string
+}
+
+// UnaryExpr is -X, +X or NOT X.
+type UnaryExpr struct {
+	OpPos Pos
+	Op    string // "-", "+", "NOT"
+	X     Expr
+}
+
+// BinaryExpr is X Op Y for arithmetic, comparison, AND, OR and ||.
+type BinaryExpr struct {
+	X     Expr
+	OpPos Pos
+	Op    string // normalised: "=", "<>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "||", "AND", "OR"
+	Y     Expr
+}
+
+// NamedArg is a named argument of a call: name => value.
+type NamedArg struct {
+	NamePos Pos
+	Name    string
+	Value   Expr
+}
+
+// CallExpr is a function or aggregate call. Name is upper-cased.
+type CallExpr struct {
+	NamePos  Pos
+	Name     string
+	Distinct bool
+	Star     bool // COUNT(*)
+	Args     []Expr
+	Named    []NamedArg
+}
+
+// TupleExpr is a parenthesised list of two or more expressions, as in
+// contribution_bounds_per_group => (0, 100).
+type TupleExpr struct {
+	Lparen Pos
+	Elems  []Expr
+}
+
+// WhenClause is one WHEN cond THEN result arm of a CASE.
+type WhenClause struct {
+	Cond   Expr
+	Result Expr
+}
+
+// CaseExpr is CASE [operand] WHEN ... THEN ... [ELSE ...] END.
+type CaseExpr struct {
+	CasePos Pos
+	Operand Expr // nil for a searched CASE
+	Whens   []WhenClause
+	Else    Expr // nil when absent
+}
+
+// CastExpr is CAST(X AS Type); Type is one of INTEGER, REAL, TEXT, NUMERIC.
+type CastExpr struct {
+	CastPos Pos
+	X       Expr
+	Type    string
+}
+
+// InExpr is X [NOT] IN (list).
+type InExpr struct {
+	X    Expr
+	Not  bool
+	List []Expr
+}
+
+// BetweenExpr is X [NOT] BETWEEN Lo AND Hi.
+type BetweenExpr struct {
+	X      Expr
+	Not    bool
+	Lo, Hi Expr
+}
+
+// LikeExpr is X [NOT] LIKE Pattern.
+type LikeExpr struct {
+	X       Expr
+	Not     bool
+	Pattern Expr
+}
+
+// IsNullExpr is X IS [NOT] NULL.
+type IsNullExpr struct {
+	X   Expr
+	Not bool
+}
+
+// ParenExpr is (X).
+type ParenExpr struct {
+	Lparen Pos
+	X      Expr
+}
+
+func (e *ColumnRef) Pos() Pos   { return e.NamePos }
+func (e *Literal) Pos() Pos     { return e.ValuePos }
+func (e *UnaryExpr) Pos() Pos   { return e.OpPos }
+func (e *BinaryExpr) Pos() Pos  { return e.X.Pos() }
+func (e *CallExpr) Pos() Pos    { return e.NamePos }
+func (e *TupleExpr) Pos() Pos   { return e.Lparen }
+func (e *CaseExpr) Pos() Pos    { return e.CasePos }
+func (e *CastExpr) Pos() Pos    { return e.CastPos }
+func (e *InExpr) Pos() Pos      { return e.X.Pos() }
+func (e *BetweenExpr) Pos() Pos { return e.X.Pos() }
+func (e *LikeExpr) Pos() Pos    { return e.X.Pos() }
+func (e *IsNullExpr) Pos() Pos  { return e.X.Pos() }
+func (e *ParenExpr) Pos() Pos   { return e.Lparen }
+
+func (*ColumnRef) exprNode()   {}
+func (*Literal) exprNode()     {}
+func (*UnaryExpr) exprNode()   {}
+func (*BinaryExpr) exprNode()  {}
+func (*CallExpr) exprNode()    {}
+func (*TupleExpr) exprNode()   {}
+func (*CaseExpr) exprNode()    {}
+func (*CastExpr) exprNode()    {}
+func (*InExpr) exprNode()      {}
+func (*BetweenExpr) exprNode() {}
+func (*LikeExpr) exprNode()    {}
+func (*IsNullExpr) exprNode()  {}
+func (*ParenExpr) exprNode()   {}
+
+// ---- statements ----
+
+// Option is name = value inside OPTIONS (...) or SET BUDGET.
+type Option struct {
+	NamePos Pos
+	Name    string // lower-cased
+	Value   Expr
+}
+
+// SelectItem is one entry of the select list.
+type SelectItem struct {
+	Star  bool // SELECT *
+	Expr  Expr // nil when Star
+	Alias string
+	At    Pos
+}
+
+// OrderItem is one ORDER BY key.
+type OrderItem struct {
+	Expr Expr
+	Desc bool
+}
+
+// TableRef names the table in FROM.
+type TableRef struct {
+	NamePos Pos
+	Name    string
+}
+
+// SelectStmt is a query, optionally WITH DIFFERENTIAL_PRIVACY OPTIONS (...).
+type SelectStmt struct {
+	SelectPos Pos
+	DP        bool
+	DPOptions []Option
+	Items     []SelectItem
+	From      *TableRef // nil for SELECT without FROM
+	Where     Expr
+	GroupBy   []Expr
+	Having    Expr
+	OrderBy   []OrderItem
+	Limit     Expr
+	Offset    Expr
+}
+
+// ExplainStmt is EXPLAIN <select>.
+type ExplainStmt struct {
+	ExplainPos Pos
+	Query      *SelectStmt
+}
+
+// SetStmt is SET name = value: a session parameter such as epsilon.
+type SetStmt struct {
+	SetPos Pos
+	Name   string // lower-cased
+	Value  Expr
+}
+
+// SetBudgetStmt is SET BUDGET epsilon = E[, delta = D] (owner).
+type SetBudgetStmt struct {
+	SetPos  Pos
+	Options []Option
+}
+
+// ShowStmt is SHOW BUDGET, SHOW TABLES or SHOW POLICY t.
+type ShowStmt struct {
+	ShowPos Pos
+	What    string // "BUDGET", "TABLES", "POLICY"
+	Table   *TableRef
+}
+
+// CreatePolicyStmt is CREATE PRIVACY POLICY ON t [OPTIONS (...)] (owner).
+type CreatePolicyStmt struct {
+	CreatePos Pos
+	Table     *TableRef
+	Options   []Option
+}
+
+// SetBoundsStmt is ALTER PRIVACY POLICY ON t SET BOUNDS col (lo, hi) (owner).
+type SetBoundsStmt struct {
+	AlterPos Pos
+	Table    *TableRef
+	Column   *ColumnRef
+	Lo, Hi   Expr
+}
+
+// SetDomainStmt is ALTER PRIVACY POLICY ON t SET DOMAIN col (v, ...) (owner).
+type SetDomainStmt struct {
+	AlterPos Pos
+	Table    *TableRef
+	Column   *ColumnRef
+	Values   []Expr
+}
+
+// SetPublicStmt is ALTER TABLE t SET PUBLIC (owner).
+type SetPublicStmt struct {
+	AlterPos Pos
+	Table    *TableRef
+}
+
+// DropPolicyStmt is DROP PRIVACY POLICY ON t (owner).
+type DropPolicyStmt struct {
+	DropPos Pos
+	Table   *TableRef
+}
+
+func (s *SelectStmt) Pos() Pos       { return s.SelectPos }
+func (s *ExplainStmt) Pos() Pos      { return s.ExplainPos }
+func (s *SetStmt) Pos() Pos          { return s.SetPos }
+func (s *SetBudgetStmt) Pos() Pos    { return s.SetPos }
+func (s *ShowStmt) Pos() Pos         { return s.ShowPos }
+func (s *CreatePolicyStmt) Pos() Pos { return s.CreatePos }
+func (s *SetBoundsStmt) Pos() Pos    { return s.AlterPos }
+func (s *SetDomainStmt) Pos() Pos    { return s.AlterPos }
+func (s *SetPublicStmt) Pos() Pos    { return s.AlterPos }
+func (s *DropPolicyStmt) Pos() Pos   { return s.DropPos }
+
+func (*SelectStmt) stmtNode()       {}
+func (*ExplainStmt) stmtNode()      {}
+func (*SetStmt) stmtNode()          {}
+func (*SetBudgetStmt) stmtNode()    {}
+func (*ShowStmt) stmtNode()         {}
+func (*CreatePolicyStmt) stmtNode() {}
+func (*SetBoundsStmt) stmtNode()    {}
+func (*SetDomainStmt) stmtNode()    {}
+func (*SetPublicStmt) stmtNode()    {}
+func (*DropPolicyStmt) stmtNode()   {}
+
+// IsOwnerStmt reports whether s needs owner mode.
+func IsOwnerStmt(s Stmt) bool {
+	switch s.(type) {
+	case *SetBudgetStmt, *CreatePolicyStmt, *SetBoundsStmt, *SetDomainStmt, *SetPublicStmt, *DropPolicyStmt:
+		return true
+	}
+	return false
+}
+
+// Walk calls fn for e and, while fn returns true, for each sub-expression in
+// source order.
+func Walk(e Expr, fn func(Expr) bool) {
+	if e == nil || !fn(e) {
+		return
+	}
+	switch e := e.(type) {
+	case *UnaryExpr:
+		Walk(e.X, fn)
+	case *BinaryExpr:
+		Walk(e.X, fn)
+		Walk(e.Y, fn)
+	case *CallExpr:
+		for _, a := range e.Args {
+			Walk(a, fn)
+		}
+		for _, a := range e.Named {
+			Walk(a.Value, fn)
+		}
+	case *TupleExpr:
+		for _, x := range e.Elems {
+			Walk(x, fn)
+		}
+	case *CaseExpr:
+		Walk(e.Operand, fn)
+		for _, w := range e.Whens {
+			Walk(w.Cond, fn)
+			Walk(w.Result, fn)
+		}
+		Walk(e.Else, fn)
+	case *CastExpr:
+		Walk(e.X, fn)
+	case *InExpr:
+		Walk(e.X, fn)
+		for _, x := range e.List {
+			Walk(x, fn)
+		}
+	case *BetweenExpr:
+		Walk(e.X, fn)
+		Walk(e.Lo, fn)
+		Walk(e.Hi, fn)
+	case *LikeExpr:
+		Walk(e.X, fn)
+		Walk(e.Pattern, fn)
+	case *IsNullExpr:
+		Walk(e.X, fn)
+	case *ParenExpr:
+		Walk(e.X, fn)
+	}
+}

@@ -1,0 +1,270 @@
+package parser
+
+import (
+	"strings"
+)
+
+// QuoteIdent quotes a name as an SQL identifier ("name", with " doubled).
+func QuoteIdent(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// QuoteString quotes s as an SQL string literal.
+func QuoteString(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// Format renders an expression as SQL that SQLite accepts. Identifiers are
+// always quoted and every compound sub-expression is parenthesised, so the
+// output never depends on operator precedence.
+func Format(e Expr) string { return FormatWith(e, nil) }
+
+// FormatWith is Format with an override: for every node where override
+// returns ok, its text replaces the node's own rendering.
+func FormatWith(e Expr, override func(Expr) (string, bool)) string {
+	var sb strings.Builder
+	f := formatter{sb: &sb, override: override}
+	f.expr(e)
+	return sb.String()
+}
+
+type formatter struct {
+	sb       *strings.Builder
+	override func(Expr) (string, bool)
+}
+
+func (f formatter) w(s string) { f.sb.WriteString(s) }
+
+func (f formatter) list(xs []Expr) {
+	for i, x := range xs {
+		if i > 0 {
+			f.w(", ")
+		}
+		f.expr(x)
+	}
+}
+
+func (f formatter) expr(e Expr) {
+	if f.override != nil {
+		if s, ok := f.override(e); ok {
+			f.w(s)
+			return
+		}
+	}
+	switch e := e.(type) {
+	case *ColumnRef:
+		if e.Table != "" {
+			f.w(QuoteIdent(e.Table) + ".")
+		}
+		f.w(QuoteIdent(e.Name))
+	case *Literal:
+		if e.Kind == StringLit {
+			f.w(QuoteString(e.Raw))
+		} else {
+			f.w(e.Raw)
+		}
+	case *UnaryExpr:
+		f.w("(" + e.Op)
+		if e.Op == "NOT" {
+			f.w(" ")
+		}
+		f.expr(e.X)
+		f.w(")")
+	case *BinaryExpr:
+		f.w("(")
+		f.expr(e.X)
+		f.w(" " + e.Op + " ")
+		f.expr(e.Y)
+		f.w(")")
+	case *CallExpr:
+		f.w(e.Name + "(")
+		if e.Distinct {
+			f.w("DISTINCT ")
+		}
+		if e.Star {
+			f.w("*")
+		}
+		f.list(e.Args)
+		for i, a := range e.Named {
+			if i > 0 || len(e.Args) > 0 {
+				f.w(", ")
+			}
+			f.w(a.Name + " => ")
+			f.expr(a.Value)
+		}
+		f.w(")")
+	case *TupleExpr:
+		f.w("(")
+		f.list(e.Elems)
+		f.w(")")
+	case *CaseExpr:
+		f.w("CASE")
+		if e.Operand != nil {
+			f.w(" ")
+			f.expr(e.Operand)
+		}
+		for _, wc := range e.Whens {
+			f.w(" WHEN ")
+			f.expr(wc.Cond)
+			f.w(" THEN ")
+			f.expr(wc.Result)
+		}
+		if e.Else != nil {
+			f.w(" ELSE ")
+			f.expr(e.Else)
+		}
+		f.w(" END")
+	case *CastExpr:
+		f.w("CAST(")
+		f.expr(e.X)
+		f.w(" AS " + e.Type + ")")
+	case *InExpr:
+		f.w("(")
+		f.expr(e.X)
+		f.w(not(e.Not) + " IN (")
+		f.list(e.List)
+		f.w("))")
+	case *BetweenExpr:
+		f.w("(")
+		f.expr(e.X)
+		f.w(not(e.Not) + " BETWEEN ")
+		f.expr(e.Lo)
+		f.w(" AND ")
+		f.expr(e.Hi)
+		f.w(")")
+	case *LikeExpr:
+		f.w("(")
+		f.expr(e.X)
+		f.w(not(e.Not) + " LIKE ")
+		f.expr(e.Pattern)
+		f.w(")")
+	case *IsNullExpr:
+		f.w("(")
+		f.expr(e.X)
+		if e.Not {
+			f.w(" IS NOT NULL)")
+		} else {
+			f.w(" IS NULL)")
+		}
+	case *ParenExpr:
+		f.expr(e.X)
+	}
+}
+
+func not(b bool) string {
+	if b {
+		return " NOT"
+	}
+	return ""
+}
+
+// FormatStmt renders a statement in canonical form (used by golden tests and
+// by the ledger to record what was charged).
+func FormatStmt(s Stmt) string {
+	var sb strings.Builder
+	opts := func(list []Option) {
+		for i, o := range list {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(o.Name + " = " + Format(o.Value))
+		}
+	}
+	switch s := s.(type) {
+	case *SelectStmt:
+		sb.WriteString("SELECT ")
+		if s.DP {
+			sb.WriteString("WITH DIFFERENTIAL_PRIVACY ")
+			if len(s.DPOptions) > 0 {
+				sb.WriteString("OPTIONS (")
+				opts(s.DPOptions)
+				sb.WriteString(") ")
+			}
+		}
+		for i, it := range s.Items {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			if it.Star {
+				sb.WriteString("*")
+				continue
+			}
+			sb.WriteString(Format(it.Expr))
+			if it.Alias != "" {
+				sb.WriteString(" AS " + QuoteIdent(it.Alias))
+			}
+		}
+		if s.From != nil {
+			sb.WriteString(" FROM " + QuoteIdent(s.From.Name))
+		}
+		if s.Where != nil {
+			sb.WriteString(" WHERE " + Format(s.Where))
+		}
+		if len(s.GroupBy) > 0 {
+			sb.WriteString(" GROUP BY ")
+			for i, g := range s.GroupBy {
+				if i > 0 {
+					sb.WriteString(", ")
+				}
+				sb.WriteString(Format(g))
+			}
+		}
+		if s.Having != nil {
+			sb.WriteString(" HAVING " + Format(s.Having))
+		}
+		if len(s.OrderBy) > 0 {
+			sb.WriteString(" ORDER BY ")
+			for i, o := range s.OrderBy {
+				if i > 0 {
+					sb.WriteString(", ")
+				}
+				sb.WriteString(Format(o.Expr))
+				if o.Desc {
+					sb.WriteString(" DESC")
+				}
+			}
+		}
+		if s.Limit != nil {
+			sb.WriteString(" LIMIT " + Format(s.Limit))
+			if s.Offset != nil {
+				sb.WriteString(" OFFSET " + Format(s.Offset))
+			}
+		}
+	case *ExplainStmt:
+		sb.WriteString("EXPLAIN " + FormatStmt(s.Query))
+	case *SetStmt:
+		sb.WriteString("SET " + s.Name + " = " + Format(s.Value))
+	case *SetBudgetStmt:
+		sb.WriteString("SET BUDGET ")
+		opts(s.Options)
+	case *ShowStmt:
+		sb.WriteString("SHOW " + s.What)
+		if s.Table != nil {
+			sb.WriteString(" " + QuoteIdent(s.Table.Name))
+		}
+	case *CreatePolicyStmt:
+		sb.WriteString("CREATE PRIVACY POLICY ON " + QuoteIdent(s.Table.Name))
+		if len(s.Options) > 0 {
+			sb.WriteString(" OPTIONS (")
+			opts(s.Options)
+			sb.WriteString(")")
+		}
+	case *SetBoundsStmt:
+		sb.WriteString("ALTER PRIVACY POLICY ON " + QuoteIdent(s.Table.Name) + " SET BOUNDS " +
+			QuoteIdent(s.Column.Name) + " (" + Format(s.Lo) + ", " + Format(s.Hi) + ")")
+	case *SetDomainStmt:
+		sb.WriteString("ALTER PRIVACY POLICY ON " + QuoteIdent(s.Table.Name) + " SET DOMAIN " + QuoteIdent(s.Column.Name) + " (")
+		for i, v := range s.Values {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(Format(v))
+		}
+		sb.WriteString(")")
+	case *SetPublicStmt:
+		sb.WriteString("ALTER TABLE " + QuoteIdent(s.Table.Name) + " SET PUBLIC")
+	case *DropPolicyStmt:
+		sb.WriteString("DROP PRIVACY POLICY ON " + QuoteIdent(s.Table.Name))
+	}
+	return sb.String()
+}

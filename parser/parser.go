@@ -1,0 +1,776 @@
+package parser
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Error is one syntax error at a position.
+type Error struct {
+	Pos Pos
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
+
+// Position returns the error's line and column.
+func (e *Error) Position() (line, col int) { return e.Pos.Line, e.Pos.Col }
+
+// ErrorList is a list of syntax errors, in source order.
+type ErrorList []*Error
+
+func (l ErrorList) Error() string {
+	switch len(l) {
+	case 0:
+		return "no errors"
+	case 1:
+		return l[0].Error()
+	}
+	return fmt.Sprintf("%s (and %d more errors)", l[0], len(l)-1)
+}
+
+// Position returns the first error's line and column.
+func (l ErrorList) Position() (line, col int) {
+	if len(l) == 0 {
+		return 0, 0
+	}
+	return l[0].Pos.Line, l[0].Pos.Col
+}
+
+// Err returns nil for an empty list, else the list sorted by position.
+func (l ErrorList) Err() error {
+	if len(l) == 0 {
+		return nil
+	}
+	sort.SliceStable(l, func(i, j int) bool { return l[i].Pos.Offset < l[j].Pos.Offset })
+	return l
+}
+
+// maxErrors is how many errors a script may produce before parsing stops.
+const maxErrors = 10
+
+// bailout is the private panic that stops parsing; only ParseScript recovers it.
+type bailout struct{}
+
+// reserved words cannot be used as bare column or table names.
+var reserved = map[string]bool{
+	"SELECT": true, "FROM": true, "WHERE": true, "GROUP": true, "BY": true, "HAVING": true,
+	"ORDER": true, "LIMIT": true, "OFFSET": true, "AS": true, "AND": true, "OR": true, "NOT": true,
+	"IN": true, "BETWEEN": true, "LIKE": true, "IS": true, "NULL": true, "TRUE": true, "FALSE": true,
+	"CASE": true, "WHEN": true, "THEN": true, "ELSE": true, "END": true, "CAST": true,
+	"DISTINCT": true, "ASC": true, "DESC": true, "WITH": true, "ON": true, "JOIN": true,
+	"UNION": true, "EXCEPT": true, "INTERSECT": true, "ALL": true, "SET": true, "CREATE": true,
+	"ALTER": true, "DROP": true, "TABLE": true, "EXPLAIN": true, "SHOW": true, "INSERT": true,
+	"UPDATE": true, "DELETE": true, "ATTACH": true, "DETACH": true, "PRAGMA": true,
+	"LEFT": true, "RIGHT": true, "INNER": true, "OUTER": true, "CROSS": true, "USING": true,
+}
+
+// aggregateNames are the aggregate functions the grammar accepts; the
+// planner decides which of them it can answer privately.
+var aggregateNames = map[string]bool{
+	"COUNT": true, "SUM": true, "AVG": true, "MIN": true, "MAX": true,
+	"VAR_POP": true, "VARIANCE": true, "STDDEV_POP": true, "STDDEV": true,
+	"MEDIAN": true, "PERCENTILE_CONT": true,
+}
+
+// scalarFuncs are the deterministic scalar functions of the dialect, with
+// their minimum and maximum argument counts (-1: no maximum).
+var scalarFuncs = map[string][2]int{
+	"ABS": {1, 1}, "ROUND": {1, 2}, "COALESCE": {2, -1}, "IFNULL": {2, 2}, "NULLIF": {2, 2},
+	"LOWER": {1, 1}, "UPPER": {1, 1}, "LENGTH": {1, 1}, "SUBSTR": {2, 3}, "TRIM": {1, 1},
+	"LTRIM": {1, 1}, "RTRIM": {1, 1}, "REPLACE": {3, 3}, "INSTR": {2, 2},
+	"SQRT": {1, 1}, "EXP": {1, 1}, "LN": {1, 1}, "LOG10": {1, 1}, "POWER": {2, 2},
+	"FLOOR": {1, 1}, "CEIL": {1, 1}, "SIGN": {1, 1},
+	"MIN": {2, -1}, "MAX": {2, -1}, // with two or more arguments MIN and MAX are scalar
+}
+
+// IsAggregate reports whether call is an aggregate call (MIN and MAX with
+// one argument are aggregates, with more they are scalar).
+func IsAggregate(call *CallExpr) bool {
+	if !aggregateNames[call.Name] {
+		return false
+	}
+	if call.Name == "MIN" || call.Name == "MAX" {
+		return len(call.Args) == 1 && !call.Star
+	}
+	return true
+}
+
+type parser struct {
+	lex  *lexer
+	tok  token
+	errs ErrorList
+}
+
+// ParseScript parses a semicolon-separated list of statements. Positions are
+// relative to the whole script. On error it returns an ErrorList.
+func ParseScript(src string) ([]Stmt, error) {
+	p := &parser{lex: newLexer(src)}
+	p.next()
+	var stmts []Stmt
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(bailout); !ok {
+					panic(r)
+				}
+			}
+		}()
+		for p.tok.kind != tokEOF {
+			if p.tok.is(";") {
+				p.next()
+				continue
+			}
+			if s := p.statementOrSync(); s != nil {
+				stmts = append(stmts, s)
+			}
+		}
+	}()
+	if err := p.errs.Err(); err != nil {
+		return nil, err
+	}
+	return stmts, nil
+}
+
+// ParseStatement parses exactly one statement (a trailing ';' is allowed).
+func ParseStatement(src string) (Stmt, error) {
+	stmts, err := ParseScript(src)
+	if err != nil {
+		return nil, err
+	}
+	if len(stmts) != 1 {
+		return nil, ErrorList{{Pos: Pos{Offset: 0, Line: 1, Col: 1}, Msg: fmt.Sprintf("expected one statement, found %d", len(stmts))}}
+	}
+	return stmts[0], nil
+}
+
+// ParseExpr parses a single scalar expression (used by tests and tools).
+func ParseExpr(src string) (Expr, error) {
+	p := &parser{lex: newLexer(src)}
+	p.next()
+	var e Expr
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				_, bail := r.(bailout)
+				_, stop := r.(stmtError)
+				if !bail && !stop {
+					panic(r)
+				}
+			}
+		}()
+		e = p.expr()
+		if p.tok.kind != tokEOF {
+			p.fail(p.tok.pos, "expected end of expression, found %s", p.tok.describe())
+		}
+	}()
+	if err := p.errs.Err(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// stmtError carries a statement-level error up to statementOrSync.
+type stmtError struct{}
+
+func (p *parser) statementOrSync() (s Stmt) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(stmtError); !ok {
+				panic(r)
+			}
+			s = nil
+			for p.tok.kind != tokEOF && !p.tok.is(";") {
+				p.next()
+			}
+		}
+	}()
+	s = p.statement()
+	if p.tok.kind != tokEOF && !p.tok.is(";") {
+		p.fail(p.tok.pos, "expected ';' or end of input, found %s", p.tok.describe())
+	}
+	return s
+}
+
+func (p *parser) next() { p.tok = p.lex.next() }
+
+// fail records an error and abandons the current statement. When the
+// current token is a lexical error, that error is reported instead.
+func (p *parser) fail(pos Pos, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if p.tok.kind == tokIllegal {
+		pos, msg = p.tok.pos, p.tok.text
+	}
+	p.errs = append(p.errs, &Error{Pos: pos, Msg: msg})
+	if len(p.errs) >= maxErrors {
+		panic(bailout{})
+	}
+	panic(stmtError{})
+}
+
+func (p *parser) expect(s string) Pos {
+	pos := p.tok.pos
+	if !p.tok.is(s) {
+		p.fail(pos, "expected %s, found %s", quoteWord(s), p.tok.describe())
+	}
+	p.next()
+	return pos
+}
+
+func quoteWord(s string) string {
+	if len(s) > 0 && (s[0] >= 'A' && s[0] <= 'Z' || s[0] >= 'a' && s[0] <= 'z') {
+		return strings.ToUpper(s)
+	}
+	return "'" + s + "'"
+}
+
+func (p *parser) accept(s string) bool {
+	if p.tok.is(s) {
+		p.next()
+		return true
+	}
+	return false
+}
+
+func (p *parser) statement() Stmt {
+	t := p.tok
+	switch {
+	case t.is("SELECT"):
+		return p.selectStmt()
+	case t.is("EXPLAIN"):
+		p.next()
+		if !p.tok.is("SELECT") {
+			p.fail(p.tok.pos, "expected SELECT after EXPLAIN, found %s", p.tok.describe())
+		}
+		return &ExplainStmt{ExplainPos: t.pos, Query: p.selectStmt()}
+	case t.is("SET"):
+		p.next()
+		if p.tok.is("BUDGET") {
+			p.next()
+			return &SetBudgetStmt{SetPos: t.pos, Options: p.optionList(false)}
+		}
+		namePos := p.tok.pos
+		name := p.plainName("parameter name")
+		p.expect("=")
+		_ = namePos
+		return &SetStmt{SetPos: t.pos, Name: strings.ToLower(name), Value: p.expr()}
+	case t.is("SHOW"):
+		p.next()
+		switch {
+		case p.accept("BUDGET"):
+			return &ShowStmt{ShowPos: t.pos, What: "BUDGET"}
+		case p.accept("TABLES"):
+			return &ShowStmt{ShowPos: t.pos, What: "TABLES"}
+		case p.accept("POLICY"):
+			return &ShowStmt{ShowPos: t.pos, What: "POLICY", Table: p.tableRef()}
+		}
+		p.fail(p.tok.pos, "expected BUDGET, TABLES or POLICY after SHOW, found %s", p.tok.describe())
+	case t.is("CREATE"):
+		p.next()
+		if !p.tok.is("PRIVACY") {
+			p.fail(p.tok.pos, "expected PRIVACY POLICY after CREATE (dpsql does not create tables with SQL; use 'dpsql import'), found %s", p.tok.describe())
+		}
+		p.next()
+		p.expect("POLICY")
+		p.expect("ON")
+		s := &CreatePolicyStmt{CreatePos: t.pos, Table: p.tableRef()}
+		if p.accept("OPTIONS") {
+			s.Options = p.optionList(true)
+		}
+		return s
+	case t.is("ALTER"):
+		p.next()
+		if p.accept("TABLE") {
+			tbl := p.tableRef()
+			p.expect("SET")
+			p.expect("PUBLIC")
+			return &SetPublicStmt{AlterPos: t.pos, Table: tbl}
+		}
+		if !p.tok.is("PRIVACY") {
+			p.fail(p.tok.pos, "expected PRIVACY POLICY or TABLE after ALTER, found %s", p.tok.describe())
+		}
+		p.next()
+		p.expect("POLICY")
+		p.expect("ON")
+		tbl := p.tableRef()
+		p.expect("SET")
+		switch {
+		case p.accept("BOUNDS"):
+			col := p.columnName()
+			p.expect("(")
+			lo := p.expr()
+			p.expect(",")
+			hi := p.expr()
+			p.expect(")")
+			return &SetBoundsStmt{AlterPos: t.pos, Table: tbl, Column: col, Lo: lo, Hi: hi}
+		case p.accept("DOMAIN"):
+			col := p.columnName()
+			p.expect("(")
+			vals := []Expr{p.expr()}
+			for p.accept(",") {
+				vals = append(vals, p.expr())
+			}
+			p.expect(")")
+			return &SetDomainStmt{AlterPos: t.pos, Table: tbl, Column: col, Values: vals}
+		}
+		p.fail(p.tok.pos, "expected BOUNDS or DOMAIN after SET, found %s", p.tok.describe())
+	case t.is("DROP"):
+		p.next()
+		if !p.tok.is("PRIVACY") {
+			p.fail(p.tok.pos, "expected PRIVACY POLICY after DROP (dpsql does not drop tables), found %s", p.tok.describe())
+		}
+		p.next()
+		p.expect("POLICY")
+		p.expect("ON")
+		return &DropPolicyStmt{DropPos: t.pos, Table: p.tableRef()}
+	}
+	if t.kind == tokIdent {
+		p.fail(t.pos, "unsupported statement %s: dpsql accepts SELECT, EXPLAIN, SET, SHOW and the owner's policy statements", strings.ToUpper(t.text))
+	}
+	p.fail(t.pos, "expected a statement, found %s", t.describe())
+	return nil
+}
+
+// optionList parses name = value [, ...], in parentheses when paren is set.
+func (p *parser) optionList(paren bool) []Option {
+	if paren {
+		p.expect("(")
+	}
+	var opts []Option
+	for {
+		pos := p.tok.pos
+		name := p.plainName("option name")
+		p.expect("=")
+		opts = append(opts, Option{NamePos: pos, Name: strings.ToLower(name), Value: p.expr()})
+		if !p.accept(",") {
+			break
+		}
+	}
+	if paren {
+		p.expect(")")
+	}
+	return opts
+}
+
+// plainName reads an unquoted or quoted identifier.
+func (p *parser) plainName(what string) string {
+	if p.tok.kind != tokIdent && p.tok.kind != tokQuotedIdent {
+		p.fail(p.tok.pos, "expected %s, found %s", what, p.tok.describe())
+	}
+	name := p.tok.text
+	p.next()
+	return name
+}
+
+// name reads a table or column name: quoted, or an unreserved identifier.
+func (p *parser) name(what string) (string, Pos) {
+	t := p.tok
+	if t.kind == tokQuotedIdent || (t.kind == tokIdent && !reserved[strings.ToUpper(t.text)]) {
+		p.next()
+		return t.text, t.pos
+	}
+	p.fail(t.pos, "expected %s, found %s", what, t.describe())
+	return "", t.pos
+}
+
+func (p *parser) tableRef() *TableRef {
+	n, pos := p.name("table name")
+	return &TableRef{NamePos: pos, Name: n}
+}
+
+func (p *parser) columnName() *ColumnRef {
+	n, pos := p.name("column name")
+	return &ColumnRef{NamePos: pos, Name: n}
+}
+
+func (p *parser) selectStmt() *SelectStmt {
+	s := &SelectStmt{SelectPos: p.expect("SELECT")}
+	if p.tok.is("WITH") {
+		p.next()
+		if !p.tok.is("DIFFERENTIAL_PRIVACY") {
+			p.fail(p.tok.pos, "expected DIFFERENTIAL_PRIVACY after SELECT WITH, found %s", p.tok.describe())
+		}
+		p.next()
+		s.DP = true
+		if p.accept("OPTIONS") {
+			s.DPOptions = p.optionList(true)
+		}
+	}
+	if p.tok.is("DISTINCT") || p.tok.is("ALL") {
+		p.fail(p.tok.pos, "SELECT %s is not supported", strings.ToUpper(p.tok.text))
+	}
+	for {
+		item := SelectItem{At: p.tok.pos}
+		if p.accept("*") {
+			item.Star = true
+		} else {
+			item.Expr = p.expr()
+			if p.accept("AS") {
+				item.Alias, _ = p.name("alias")
+			} else if p.tok.kind == tokQuotedIdent || (p.tok.kind == tokIdent && !reserved[strings.ToUpper(p.tok.text)]) {
+				item.Alias, _ = p.name("alias")
+			}
+		}
+		s.Items = append(s.Items, item)
+		if !p.accept(",") {
+			break
+		}
+	}
+	if p.accept("FROM") {
+		s.From = p.tableRef()
+		if p.tok.is("AS") || p.tok.kind == tokQuotedIdent || (p.tok.kind == tokIdent && !reserved[strings.ToUpper(p.tok.text)]) {
+			p.fail(p.tok.pos, "table aliases are not supported, found %s", p.tok.describe())
+		}
+		switch {
+		case p.tok.is(","), p.tok.is("JOIN"), p.tok.is("LEFT"), p.tok.is("INNER"), p.tok.is("CROSS"), p.tok.is("RIGHT"):
+			p.fail(p.tok.pos, "joins are not supported yet, found %s", p.tok.describe())
+		}
+	}
+	if p.accept("WHERE") {
+		s.Where = p.expr()
+	}
+	if p.tok.is("GROUP") {
+		p.next()
+		p.expect("BY")
+		s.GroupBy = p.exprList()
+	}
+	if p.accept("HAVING") {
+		s.Having = p.expr()
+	}
+	if p.tok.is("ORDER") {
+		p.next()
+		p.expect("BY")
+		for {
+			item := OrderItem{Expr: p.expr()}
+			if p.accept("DESC") {
+				item.Desc = true
+			} else {
+				p.accept("ASC")
+			}
+			s.OrderBy = append(s.OrderBy, item)
+			if !p.accept(",") {
+				break
+			}
+		}
+	}
+	if p.accept("LIMIT") {
+		s.Limit = p.expr()
+		if p.accept("OFFSET") {
+			s.Offset = p.expr()
+		}
+	}
+	if p.tok.is("UNION") || p.tok.is("EXCEPT") || p.tok.is("INTERSECT") {
+		p.fail(p.tok.pos, "compound queries (%s) are not supported", strings.ToUpper(p.tok.text))
+	}
+	return s
+}
+
+func (p *parser) exprList() []Expr {
+	list := []Expr{p.expr()}
+	for p.accept(",") {
+		list = append(list, p.expr())
+	}
+	return list
+}
+
+// ---- expressions, by precedence from low to high ----
+
+func (p *parser) expr() Expr { return p.orExpr() }
+
+func (p *parser) orExpr() Expr {
+	x := p.andExpr()
+	for p.tok.is("OR") {
+		pos := p.tok.pos
+		p.next()
+		x = &BinaryExpr{X: x, OpPos: pos, Op: "OR", Y: p.andExpr()}
+	}
+	return x
+}
+
+func (p *parser) andExpr() Expr {
+	x := p.notExpr()
+	for p.tok.is("AND") {
+		pos := p.tok.pos
+		p.next()
+		x = &BinaryExpr{X: x, OpPos: pos, Op: "AND", Y: p.notExpr()}
+	}
+	return x
+}
+
+func (p *parser) notExpr() Expr {
+	if p.tok.is("NOT") {
+		pos := p.tok.pos
+		p.next()
+		return &UnaryExpr{OpPos: pos, Op: "NOT", X: p.notExpr()}
+	}
+	return p.comparison()
+}
+
+var comparisonOps = map[string]string{"=": "=", "==": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+func (p *parser) comparison() Expr {
+	x := p.additive()
+	for {
+		t := p.tok
+		if t.kind == tokOp {
+			if op, ok := comparisonOps[t.text]; ok {
+				p.next()
+				x = &BinaryExpr{X: x, OpPos: t.pos, Op: op, Y: p.additive()}
+				continue
+			}
+		}
+		if t.is("IS") {
+			p.next()
+			not := p.accept("NOT")
+			p.expect("NULL")
+			x = &IsNullExpr{X: x, Not: not}
+			continue
+		}
+		not := false
+		if t.is("NOT") {
+			p.next()
+			not = true
+			if !p.tok.is("IN") && !p.tok.is("BETWEEN") && !p.tok.is("LIKE") {
+				p.fail(p.tok.pos, "expected IN, BETWEEN or LIKE after NOT, found %s", p.tok.describe())
+			}
+		}
+		switch {
+		case p.accept("IN"):
+			p.expect("(")
+			if p.tok.is("SELECT") {
+				p.fail(p.tok.pos, "subqueries are not supported")
+			}
+			list := p.exprList()
+			p.expect(")")
+			x = &InExpr{X: x, Not: not, List: list}
+		case p.accept("BETWEEN"):
+			lo := p.additive()
+			p.expect("AND")
+			x = &BetweenExpr{X: x, Not: not, Lo: lo, Hi: p.additive()}
+		case p.accept("LIKE"):
+			x = &LikeExpr{X: x, Not: not, Pattern: p.additive()}
+		default:
+			return x
+		}
+	}
+}
+
+func (p *parser) additive() Expr {
+	x := p.multiplicative()
+	for p.tok.is("+") || p.tok.is("-") {
+		t := p.tok
+		p.next()
+		x = &BinaryExpr{X: x, OpPos: t.pos, Op: t.text, Y: p.multiplicative()}
+	}
+	return x
+}
+
+func (p *parser) multiplicative() Expr {
+	x := p.concat()
+	for p.tok.is("*") || p.tok.is("/") || p.tok.is("%") {
+		t := p.tok
+		p.next()
+		x = &BinaryExpr{X: x, OpPos: t.pos, Op: t.text, Y: p.concat()}
+	}
+	return x
+}
+
+func (p *parser) concat() Expr {
+	x := p.unary()
+	for p.tok.is("||") {
+		t := p.tok
+		p.next()
+		x = &BinaryExpr{X: x, OpPos: t.pos, Op: "||", Y: p.unary()}
+	}
+	return x
+}
+
+func (p *parser) unary() Expr {
+	if p.tok.is("-") || p.tok.is("+") {
+		t := p.tok
+		p.next()
+		return &UnaryExpr{OpPos: t.pos, Op: t.text, X: p.unary()}
+	}
+	return p.primary()
+}
+
+var castTypes = map[string]bool{"INTEGER": true, "REAL": true, "TEXT": true, "NUMERIC": true}
+
+func (p *parser) primary() Expr {
+	t := p.tok
+	switch t.kind {
+	case tokInt:
+		p.next()
+		return &Literal{ValuePos: t.pos, Kind: IntLit, Raw: t.text}
+	case tokFloat:
+		p.next()
+		return &Literal{ValuePos: t.pos, Kind: FloatLit, Raw: t.text}
+	case tokString:
+		p.next()
+		return &Literal{ValuePos: t.pos, Kind: StringLit, Raw: t.text}
+	case tokQuotedIdent:
+		return p.columnRef()
+	case tokOp:
+		if t.text == "(" {
+			p.next()
+			if p.tok.is("SELECT") {
+				p.fail(p.tok.pos, "subqueries are not supported")
+			}
+			x := p.expr()
+			if p.tok.is(",") {
+				elems := []Expr{x}
+				for p.accept(",") {
+					elems = append(elems, p.expr())
+				}
+				p.expect(")")
+				return &TupleExpr{Lparen: t.pos, Elems: elems}
+			}
+			p.expect(")")
+			return &ParenExpr{Lparen: t.pos, X: x}
+		}
+	case tokIdent:
+		up := strings.ToUpper(t.text)
+		switch up {
+		case "NULL":
+			p.next()
+			return &Literal{ValuePos: t.pos, Kind: NullLit, Raw: "NULL"}
+		case "TRUE", "FALSE":
+			p.next()
+			return &Literal{ValuePos: t.pos, Kind: BoolLit, Raw: up}
+		case "CASE":
+			return p.caseExpr()
+		case "CAST":
+			p.next()
+			p.expect("(")
+			x := p.expr()
+			p.expect("AS")
+			typPos := p.tok.pos
+			typ := strings.ToUpper(p.plainName("type name"))
+			if !castTypes[typ] {
+				p.fail(typPos, "unknown type %s in CAST (expected INTEGER, REAL, TEXT or NUMERIC)", typ)
+			}
+			p.expect(")")
+			return &CastExpr{CastPos: t.pos, X: x, Type: typ}
+		case "EXISTS":
+			p.fail(t.pos, "subqueries are not supported")
+		}
+		if reserved[up] {
+			p.fail(t.pos, "expected an expression, found %s", t.describe())
+		}
+		if p.lexPeekIsLparen() {
+			return p.call()
+		}
+		return p.columnRef()
+	}
+	p.fail(t.pos, "expected an expression, found %s", t.describe())
+	return nil
+}
+
+// lexPeekIsLparen reports whether the token after the current one is '('.
+func (p *parser) lexPeekIsLparen() bool {
+	save := *p.lex
+	t := p.lex.next()
+	*p.lex = save
+	return t.kind == tokOp && t.text == "("
+}
+
+func (p *parser) columnRef() Expr {
+	first, pos := p.name("column name")
+	if p.accept(".") {
+		col, _ := p.name("column name")
+		return &ColumnRef{NamePos: pos, Table: first, Name: col}
+	}
+	return &ColumnRef{NamePos: pos, Name: first}
+}
+
+func (p *parser) call() Expr {
+	t := p.tok
+	name := strings.ToUpper(t.text)
+	p.next()
+	p.expect("(")
+	c := &CallExpr{NamePos: t.pos, Name: name}
+	if !aggregateNames[name] {
+		if _, ok := scalarFuncs[name]; !ok {
+			p.fail(t.pos, "unknown function %s", name)
+		}
+	}
+	if p.accept("DISTINCT") {
+		c.Distinct = true
+	}
+	if p.tok.is("*") {
+		p.next()
+		c.Star = true
+	} else if !p.tok.is(")") {
+		for {
+			if p.tok.kind == tokIdent && p.lexPeekIs("=>") {
+				pos := p.tok.pos
+				n := strings.ToLower(p.tok.text)
+				p.next()
+				p.expect("=>")
+				c.Named = append(c.Named, NamedArg{NamePos: pos, Name: n, Value: p.expr()})
+			} else {
+				if len(c.Named) > 0 {
+					p.fail(p.tok.pos, "positional argument after named argument")
+				}
+				c.Args = append(c.Args, p.expr())
+			}
+			if !p.accept(",") {
+				break
+			}
+		}
+	}
+	p.expect(")")
+	if c.Star && (name != "COUNT" || c.Distinct) {
+		p.fail(t.pos, "%s(*) is not valid; only COUNT(*) takes *", name)
+	}
+	if p.tok.is("OVER") || p.tok.is("FILTER") {
+		p.fail(p.tok.pos, "window functions and FILTER clauses are not supported")
+	}
+	if !IsAggregate(c) && !c.Star {
+		lim := scalarFuncs[name]
+		n := len(c.Args)
+		if n < lim[0] || (lim[1] >= 0 && n > lim[1]) || len(c.Named) > 0 || c.Distinct {
+			p.fail(t.pos, "wrong arguments to %s: %s", name, arity(lim))
+		}
+	}
+	return c
+}
+
+func arity(lim [2]int) string {
+	switch {
+	case lim[1] < 0:
+		return fmt.Sprintf("expects at least %d arguments", lim[0])
+	case lim[0] == lim[1]:
+		return fmt.Sprintf("expects %d argument(s)", lim[0])
+	}
+	return fmt.Sprintf("expects %d to %d arguments", lim[0], lim[1])
+}
+
+func (p *parser) lexPeekIs(op string) bool {
+	save := *p.lex
+	t := p.lex.next()
+	*p.lex = save
+	return t.kind == tokOp && t.text == op
+}
+
+func (p *parser) caseExpr() Expr {
+	c := &CaseExpr{CasePos: p.tok.pos}
+	p.next()
+	if !p.tok.is("WHEN") {
+		c.Operand = p.expr()
+	}
+	for p.accept("WHEN") {
+		cond := p.expr()
+		p.expect("THEN")
+		c.Whens = append(c.Whens, WhenClause{Cond: cond, Result: p.expr()})
+	}
+	if len(c.Whens) == 0 {
+		p.fail(p.tok.pos, "expected WHEN, found %s", p.tok.describe())
+	}
+	if p.accept("ELSE") {
+		c.Else = p.expr()
+	}
+	p.expect("END")
+	return c
+}

@@ -1,0 +1,167 @@
+package parser
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestGoldenFormat parses every statement of testdata/valid.sql, renders it
+// canonically, compares with testdata/valid.golden, and checks that the
+// canonical form parses back to itself.
+func TestGoldenFormat(t *testing.T) {
+	src, err := os.ReadFile("testdata/valid.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts, err := ParseScript(string(src))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	var out strings.Builder
+	for _, s := range stmts {
+		text := FormatStmt(s)
+		out.WriteString(s.Pos().String() + "\t" + text + "\n")
+		again, err := ParseStatement(text)
+		if err != nil {
+			t.Errorf("canonical form does not parse: %q: %v", text, err)
+			continue
+		}
+		if got := FormatStmt(again); got != text {
+			t.Errorf("round trip changed the statement:\n first %s\nsecond %s", text, got)
+		}
+	}
+	checkGolden(t, "testdata/valid.golden", out.String())
+}
+
+func checkGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (run go test ./parser -update to accept):\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+var errorComment = regexp.MustCompile(`/\* ERROR "((?:[^"\\]|\\.)*)" \*/`)
+
+// TestErrors checks each line of testdata/errors.sql: the parse must fail
+// with a message matching the ERROR comment, positioned at the token that
+// stands right before the comment.
+func TestErrors(t *testing.T) {
+	src, err := os.ReadFile("testdata/errors.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(src)), "\n") {
+		m := errorComment.FindStringSubmatchIndex(line)
+		if m == nil {
+			t.Fatalf("line without ERROR comment: %s", line)
+		}
+		want := regexp.MustCompile(strings.ReplaceAll(line[m[2]:m[3]], `\"`, `"`))
+		sql := line[:m[0]] + line[m[1]:]
+		// The expected position is that of the last token before the comment.
+		lx := newLexer(line[:m[0]])
+		var last token
+		for tok := lx.next(); tok.kind != tokEOF; tok = lx.next() {
+			last = tok
+			if tok.kind == tokIllegal {
+				break
+			}
+		}
+		if strings.Contains(want.String(), "found end of input") {
+			last.pos.Offset = len(sql)
+		}
+		_, err := ParseScript(sql)
+		var list ErrorList
+		if !errors.As(err, &list) {
+			t.Errorf("%s: want error %q, got %v", sql, want, err)
+			continue
+		}
+		if !want.MatchString(list[0].Msg) {
+			t.Errorf("%s: error %q does not match %q", sql, list[0].Msg, want)
+		}
+		if list[0].Pos.Offset != last.pos.Offset {
+			t.Errorf("%s: error at offset %d (%s), want %d", sql, list[0].Pos.Offset, list[0].Pos, last.pos.Offset)
+		}
+	}
+}
+
+func TestPositionsAreLineColumn(t *testing.T) {
+	_, err := ParseScript("SELECT COUNT(*)\nFROM t\nWHERE a = ;")
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("want ErrorList, got %v", err)
+	}
+	if got := list[0].Pos.String(); got != "3:11" {
+		t.Errorf("position %s, want 3:11", got)
+	}
+	if line, col := list.Position(); line != 3 || col != 11 {
+		t.Errorf("Position() = %d:%d", line, col)
+	}
+}
+
+func TestScriptRecoversAfterError(t *testing.T) {
+	_, err := ParseScript("SELECT FROM;\nSHOW BUDGET;\nSELECT 1 +;")
+	var list ErrorList
+	if !errors.As(err, &list) || len(list) != 2 {
+		t.Fatalf("want two errors, got %v", err)
+	}
+	if list[0].Pos.Line != 1 || list[1].Pos.Line != 3 {
+		t.Errorf("errors at %s and %s, want lines 1 and 3", list[0].Pos, list[1].Pos)
+	}
+}
+
+func TestMinMaxAggregateOrScalar(t *testing.T) {
+	for _, tc := range []struct {
+		src string
+		agg bool
+	}{{"MAX(a)", true}, {"MAX(a, b)", false}, {"COUNT(*)", true}, {"ABS(a)", false}} {
+		e, err := ParseExpr(tc.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := IsAggregate(e.(*CallExpr)); got != tc.agg {
+			t.Errorf("IsAggregate(%s) = %v", tc.src, got)
+		}
+	}
+}
+
+func FuzzParseScript(f *testing.F) {
+	src, _ := os.ReadFile("testdata/valid.sql")
+	for _, line := range strings.Split(string(src), "\n") {
+		f.Add(line)
+	}
+	f.Add("SELECT '")
+	f.Add("/*")
+	f.Add(`SELECT "a""b" FROM "t"`)
+	f.Fuzz(func(t *testing.T, s string) {
+		stmts, err := ParseScript(s)
+		if err != nil {
+			var list ErrorList
+			if !errors.As(err, &list) || len(list) == 0 {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		for _, st := range stmts {
+			text := FormatStmt(st)
+			if _, err := ParseStatement(text); err != nil {
+				t.Fatalf("canonical form %q of %q does not parse: %v", text, s, err)
+			}
+		}
+	})
+}

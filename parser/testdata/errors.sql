@@ -1,0 +1,23 @@
+SELECT COUNT(*) FROM adult WHERE /* ERROR "expected an expression, found end of input" */
+SELECT * FROM a JOIN /* ERROR "joins are not supported" */ b
+SELECT a FROM t UNION /* ERROR "compound queries" */ SELECT b FROM t
+PRAGMA /* ERROR "unsupported statement PRAGMA" */ table_info(t)
+ATTACH /* ERROR "unsupported statement ATTACH" */ 'x.db' AS x
+DELETE /* ERROR "unsupported statement DELETE" */ FROM t
+INSERT /* ERROR "unsupported statement INSERT" */ INTO t VALUES (1)
+CREATE TABLE /* ERROR "expected PRIVACY POLICY" */ t (a)
+SELECT a FROM t WHERE a IN (SELECT /* ERROR "subqueries are not supported" */ b FROM u)
+SELECT COUNT(*) FROM ( /* ERROR "expected table name" */ SELECT a FROM t)
+SELECT LOAD_EXTENSION /* ERROR "unknown function LOAD_EXTENSION" */ ('x')
+SELECT SUM /* ERROR "SUM\(\*\) is not valid" */ (*) FROM t
+SELECT 'abc /* ERROR "unterminated string" */
+SELECT "" /* ERROR "empty quoted identifier" */ FROM t
+SELECT 12abc /* ERROR "malformed number" */ FROM t
+SELECT a FROM t WHERE a = 1 garbage /* ERROR "expected ';' or end of input" */ x
+SELECT ABS /* ERROR "wrong arguments to ABS" */ (1, 2) FROM t
+SELECT CAST(a AS BLOB /* ERROR "unknown type BLOB" */) FROM t
+SELECT a FROM t x /* ERROR "table aliases are not supported" */
+SELECT COUNT(*) OVER /* ERROR "window functions" */ () FROM t
+SELECT a @ /* ERROR "unexpected character '@'" */ b FROM t
+SELECT DISTINCT /* ERROR "SELECT DISTINCT is not supported" */ a FROM t
+SHOW USERS /* ERROR "expected BUDGET, TABLES or POLICY" */

@@ -1,0 +1,25 @@
+SELECT COUNT(*) FROM adult;
+select count(*), sum("Age"), avg("Age") from adult where "Sex" = 'Female' and "Age" >= 40;
+SELECT "Education", COUNT(*) AS n, AVG("Age") avg_age FROM adult GROUP BY "Education" HAVING COUNT(*) > 10 ORDER BY 2 DESC LIMIT 5;
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6) "Education", AVG("Age", contribution_bounds_per_group => (0, 125)) AS avg_age FROM adult GROUP BY "Education";
+SELECT ROUND(SUM(x) / COUNT(*), 1) FROM t WHERE x BETWEEN 1 AND 10 OR y NOT IN ('a', 'b''c') OR z IS NOT NULL OR w NOT LIKE 'x%';
+SELECT CASE WHEN a > 1 THEN 'big' ELSE 'small' END, CAST(b AS REAL), -c + +d * (e - f) % 3 || 'x' FROM t;
+SELECT COUNT(*) FROM t WHERE NOT a = 1 AND (b <> 2 OR c != 3) AND d == 4;
+SELECT t.a, COUNT(b) FROM t GROUP BY t.a LIMIT 10 OFFSET 2;
+EXPLAIN SELECT SUM("Capital Gain") FROM adult;
+SET epsilon = 0.5;
+SET BUDGET epsilon = 10, delta = 1e-6;
+SHOW BUDGET;
+SHOW TABLES;
+SHOW POLICY adult;
+CREATE PRIVACY POLICY ON adult;
+CREATE PRIVACY POLICY ON "my table" OPTIONS (max_groups_contributed = 1);
+ALTER PRIVACY POLICY ON adult SET BOUNDS "Age" (0, 125);
+ALTER PRIVACY POLICY ON adult SET DOMAIN "Education" ('Bachelors', 'HS-grad');
+ALTER TABLE zipcodes SET PUBLIC;
+DROP PRIVACY POLICY ON adult;
+SELECT COUNT(*) /* block comment */ FROM t -- trailing comment
+;
+SELECT 1.5e3, .5, 2E-2, NULL, TRUE, false FROM t;
+SELECT CASE a WHEN 1 THEN 'one' WHEN 2 THEN 'two' END FROM t;
+SELECT MAX(a, b), MIN(1, 2, 3), COALESCE(a, 0) FROM t;
