@@ -1,0 +1,362 @@
+// Package catalog keeps the schema and the privacy policy of a dpsql
+// database: which tables are public, the declared clipping bounds of
+// columns, and the public domains of group-key columns. Everything lives in
+// _dpsql_* tables of the same SQLite file as the data.
+//
+// Where it sits: the planner reads a Catalog snapshot to resolve names and
+// decide what may be released; owner statements change the policy through
+// the functions here. The catalog never reads private data values.
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Sentinel errors, checkable with errors.Is.
+var (
+	// ErrUnknownTable: the table does not exist (or is internal).
+	ErrUnknownTable = errors.New("unknown table")
+	// ErrUnknownColumn: the column does not exist in the table.
+	ErrUnknownColumn = errors.New("unknown column")
+	// ErrNoPolicy: an ALTER/DROP names a table without a privacy policy.
+	ErrNoPolicy = errors.New("no privacy policy")
+	// ErrInvalidPolicy: a policy statement has a bad value.
+	ErrInvalidPolicy = errors.New("invalid policy")
+)
+
+// InternalPrefix starts the names of dpsql's own tables; analysts cannot
+// see or query them, and imports cannot create them.
+const InternalPrefix = "_dpsql_"
+
+// IsInternalName reports whether a table name is reserved for dpsql or
+// SQLite itself.
+func IsInternalName(name string) bool {
+	l := strings.ToLower(name)
+	return strings.HasPrefix(l, InternalPrefix) || strings.HasPrefix(l, "sqlite_")
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS _dpsql_tables (
+	table_name TEXT PRIMARY KEY COLLATE NOCASE,
+	public     INTEGER NOT NULL DEFAULT 0,
+	has_policy INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS _dpsql_bounds (
+	table_name  TEXT NOT NULL COLLATE NOCASE,
+	column_name TEXT NOT NULL COLLATE NOCASE,
+	lo REAL NOT NULL,
+	hi REAL NOT NULL,
+	PRIMARY KEY (table_name, column_name)
+);
+CREATE TABLE IF NOT EXISTS _dpsql_domains (
+	table_name  TEXT NOT NULL COLLATE NOCASE,
+	column_name TEXT NOT NULL COLLATE NOCASE,
+	position    INTEGER NOT NULL,
+	value       ANY NOT NULL,
+	PRIMARY KEY (table_name, column_name, position)
+);
+`
+
+// Init creates the catalog tables when they are missing.
+func Init(ctx context.Context, db *sql.DB) error {
+	_, err := db.ExecContext(ctx, schema)
+	return err
+}
+
+// Column is one column of a table, with the type SQLite declared for it.
+type Column struct {
+	Name string
+	Type string // INTEGER, REAL, TEXT or what the table declared
+}
+
+// Bounds are declared clipping bounds [Lo, Hi] of a numeric column.
+type Bounds struct {
+	Lo, Hi float64
+}
+
+// Table is one user table with its policy.
+type Table struct {
+	Name      string
+	Columns   []Column
+	Public    bool
+	HasPolicy bool                // CREATE PRIVACY POLICY was run
+	Bounds    map[string]Bounds   // by canonical column name
+	Domains   map[string][]any    // by canonical column name; values int64, float64 or string
+}
+
+// Column returns the column with the given name, matched case-insensitively
+// as SQLite does.
+func (t *Table) Column(name string) (Column, bool) {
+	for _, c := range t.Columns {
+		if strings.EqualFold(c.Name, name) {
+			return c, true
+		}
+	}
+	return Column{}, false
+}
+
+// Catalog is a snapshot of all user tables and their policies.
+type Catalog struct {
+	tables []*Table
+}
+
+// Tables returns the user tables sorted by name.
+func (c *Catalog) Tables() []*Table { return c.tables }
+
+// Table finds a user table by name, case-insensitively.
+func (c *Catalog) Table(name string) (*Table, bool) {
+	for _, t := range c.tables {
+		if strings.EqualFold(t.Name, name) {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// Querier is what Load needs: *sql.DB, *sql.Conn and *sql.Tx all have it.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// Load reads the schema and the policies.
+func Load(ctx context.Context, q Querier) (*Catalog, error) {
+	names, err := queryStrings(ctx, q, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	cat := &Catalog{}
+	byName := map[string]*Table{}
+	for _, n := range names {
+		if IsInternalName(n) {
+			continue
+		}
+		t := &Table{Name: n, Bounds: map[string]Bounds{}, Domains: map[string][]any{}}
+		rows, err := q.QueryContext(ctx, `SELECT name, type FROM pragma_table_info(?) ORDER BY cid`, n)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var c Column
+			if err := rows.Scan(&c.Name, &c.Type); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			t.Columns = append(t.Columns, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		cat.tables = append(cat.tables, t)
+		byName[strings.ToLower(n)] = t
+	}
+	rows, err := q.QueryContext(ctx, `SELECT table_name, public, has_policy FROM _dpsql_tables`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var name string
+		var public, has bool
+		if err := rows.Scan(&name, &public, &has); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if t := byName[strings.ToLower(name)]; t != nil {
+			t.Public, t.HasPolicy = public, has
+		}
+	}
+	rows.Close()
+	rows, err = q.QueryContext(ctx, `SELECT table_name, column_name, lo, hi FROM _dpsql_bounds`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var tn, cn string
+		var b Bounds
+		if err := rows.Scan(&tn, &cn, &b.Lo, &b.Hi); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if t := byName[strings.ToLower(tn)]; t != nil {
+			if c, ok := t.Column(cn); ok {
+				t.Bounds[c.Name] = b
+			}
+		}
+	}
+	rows.Close()
+	rows, err = q.QueryContext(ctx, `SELECT table_name, column_name, value FROM _dpsql_domains ORDER BY table_name, column_name, position`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tn, cn string
+		var v any
+		if err := rows.Scan(&tn, &cn, &v); err != nil {
+			return nil, err
+		}
+		if b, ok := v.([]byte); ok {
+			v = string(b)
+		}
+		if t := byName[strings.ToLower(tn)]; t != nil {
+			if c, ok := t.Column(cn); ok {
+				t.Domains[c.Name] = append(t.Domains[c.Name], v)
+			}
+		}
+	}
+	return cat, rows.Err()
+}
+
+func queryStrings(ctx context.Context, q Querier, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// Execer runs statements; *sql.DB, *sql.Conn and *sql.Tx all have it.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// CreatePolicy marks table as private with an explicit policy (every row
+// is its own privacy unit in this version).
+func (c *Catalog) CreatePolicy(ctx context.Context, db Execer, table string) error {
+	t, ok := c.Table(table)
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownTable, table)
+	}
+	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_tables (table_name, public, has_policy) VALUES (?, 0, 1)
+		ON CONFLICT (table_name) DO UPDATE SET public = 0, has_policy = 1`, t.Name)
+	return err
+}
+
+// DropPolicy removes the table's policy, bounds and domains; the table stays
+// private.
+func (c *Catalog) DropPolicy(ctx context.Context, db Execer, table string) error {
+	t, err := c.policyTable(table)
+	if err != nil {
+		return err
+	}
+	for _, q := range []string{
+		`DELETE FROM _dpsql_bounds WHERE table_name = ?`,
+		`DELETE FROM _dpsql_domains WHERE table_name = ?`,
+		`DELETE FROM _dpsql_tables WHERE table_name = ?`,
+	} {
+		if _, err := db.ExecContext(ctx, q, t.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Catalog) policyTable(table string) (*Table, error) {
+	t, ok := c.Table(table)
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTable, table)
+	}
+	if !t.HasPolicy {
+		return nil, fmt.Errorf("%w on table %q: run CREATE PRIVACY POLICY ON %s first", ErrNoPolicy, t.Name, t.Name)
+	}
+	return t, nil
+}
+
+// SetBounds declares clipping bounds for a numeric column.
+func (c *Catalog) SetBounds(ctx context.Context, db Execer, table, column string, b Bounds) error {
+	t, err := c.policyTable(table)
+	if err != nil {
+		return err
+	}
+	col, ok := t.Column(column)
+	if !ok {
+		return fmt.Errorf("%w %q in table %q", ErrUnknownColumn, column, t.Name)
+	}
+	if math.IsNaN(b.Lo) || math.IsNaN(b.Hi) || math.IsInf(b.Lo, 0) || math.IsInf(b.Hi, 0) || b.Lo >= b.Hi {
+		return fmt.Errorf("%w: bounds must be finite numbers with lo < hi, got (%v, %v)", ErrInvalidPolicy, b.Lo, b.Hi)
+	}
+	_, err = db.ExecContext(ctx, `INSERT INTO _dpsql_bounds (table_name, column_name, lo, hi) VALUES (?, ?, ?, ?)
+		ON CONFLICT (table_name, column_name) DO UPDATE SET lo = excluded.lo, hi = excluded.hi`, t.Name, col.Name, b.Lo, b.Hi)
+	return err
+}
+
+// SetDomain declares the public domain of a group-key column; the values
+// must be distinct, non-NULL constants (int64, float64 or string).
+func (c *Catalog) SetDomain(ctx context.Context, db Execer, table, column string, values []any) error {
+	t, err := c.policyTable(table)
+	if err != nil {
+		return err
+	}
+	col, ok := t.Column(column)
+	if !ok {
+		return fmt.Errorf("%w %q in table %q", ErrUnknownColumn, column, t.Name)
+	}
+	seen := map[string]bool{}
+	for _, v := range values {
+		switch v.(type) {
+		case int64, float64, string:
+		default:
+			return fmt.Errorf("%w: domain values must be numbers or strings, got %v", ErrInvalidPolicy, v)
+		}
+		k := fmt.Sprintf("%T:%v", v, v)
+		if seen[k] {
+			return fmt.Errorf("%w: domain value %v is listed twice", ErrInvalidPolicy, v)
+		}
+		seen[k] = true
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM _dpsql_domains WHERE table_name = ? AND column_name = ?`, t.Name, col.Name); err != nil {
+		return err
+	}
+	for i, v := range values {
+		if _, err := db.ExecContext(ctx, `INSERT INTO _dpsql_domains (table_name, column_name, position, value) VALUES (?, ?, ?, ?)`,
+			t.Name, col.Name, i, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetPublic marks a table public: it is queried without noise. Its policy,
+// if any, is removed.
+func (c *Catalog) SetPublic(ctx context.Context, db Execer, table string) error {
+	t, ok := c.Table(table)
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownTable, table)
+	}
+	for _, q := range []string{
+		`DELETE FROM _dpsql_bounds WHERE table_name = ?`,
+		`DELETE FROM _dpsql_domains WHERE table_name = ?`,
+	} {
+		if _, err := db.ExecContext(ctx, q, t.Name); err != nil {
+			return err
+		}
+	}
+	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_tables (table_name, public, has_policy) VALUES (?, 1, 0)
+		ON CONFLICT (table_name) DO UPDATE SET public = 1, has_policy = 0`, t.Name)
+	return err
+}
+
+// SortedColumns returns the names of the map's keys in order (for stable output).
+func SortedColumns[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
