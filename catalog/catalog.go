@@ -85,9 +85,9 @@ type Table struct {
 	Name      string
 	Columns   []Column
 	Public    bool
-	HasPolicy bool                // CREATE PRIVACY POLICY was run
-	Bounds    map[string]Bounds   // by canonical column name
-	Domains   map[string][]any    // by canonical column name; values int64, float64 or string
+	HasPolicy bool              // CREATE PRIVACY POLICY was run
+	Bounds    map[string]Bounds // by canonical column name
+	Domains   map[string][]any  // by canonical column name; values int64, float64 or string
 }
 
 // Column returns the column with the given name, matched case-insensitively

@@ -12,7 +12,9 @@ type seeded struct{ r *rand.Rand }
 
 func (s seeded) Uint64() uint64 { return s.r.Uint64() }
 
-func newSeeded(seed uint64) Source { return seeded{rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))} }
+func newSeeded(seed uint64) Source {
+	return seeded{rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
 
 // Each statistical check below allows 4.4 standard errors: with a normal
 // approximation its false-failure rate is about 1e-5 per check.

@@ -1,6 +1,8 @@
 package parser
 
 import (
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -267,4 +269,74 @@ func FormatStmt(s Stmt) string {
 		sb.WriteString("DROP PRIVACY POLICY ON " + QuoteIdent(s.Table.Name))
 	}
 	return sb.String()
+}
+
+// LiteralValue evaluates a constant: a literal, optionally signed. It returns
+// int64, float64, string, bool or nil (for NULL).
+func LiteralValue(e Expr) (any, error) {
+	switch e := e.(type) {
+	case *ParenExpr:
+		return LiteralValue(e.X)
+	case *UnaryExpr:
+		if e.Op == "NOT" {
+			break
+		}
+		v, err := LiteralValue(e.X)
+		if err != nil {
+			return nil, err
+		}
+		switch v := v.(type) {
+		case int64:
+			if e.Op == "-" {
+				return -v, nil
+			}
+			return v, nil
+		case float64:
+			if e.Op == "-" {
+				return -v, nil
+			}
+			return v, nil
+		}
+		return nil, &Error{Pos: e.OpPos, Msg: "expected a number after " + e.Op}
+	case *Literal:
+		switch e.Kind {
+		case IntLit:
+			if i, err := strconv.ParseInt(e.Raw, 10, 64); err == nil {
+				return i, nil
+			}
+			f, err := strconv.ParseFloat(e.Raw, 64)
+			if err != nil {
+				return nil, &Error{Pos: e.ValuePos, Msg: "number out of range: " + e.Raw}
+			}
+			return f, nil
+		case FloatLit:
+			f, err := strconv.ParseFloat(e.Raw, 64)
+			if err != nil || math.IsInf(f, 0) {
+				return nil, &Error{Pos: e.ValuePos, Msg: "number out of range: " + e.Raw}
+			}
+			return f, nil
+		case StringLit:
+			return e.Raw, nil
+		case BoolLit:
+			return e.Raw == "TRUE", nil
+		case NullLit:
+			return nil, nil
+		}
+	}
+	return nil, &Error{Pos: e.Pos(), Msg: "expected a constant, found " + Format(e)}
+}
+
+// NumberValue evaluates a constant number as float64.
+func NumberValue(e Expr) (float64, error) {
+	v, err := LiteralValue(e)
+	if err != nil {
+		return 0, err
+	}
+	switch v := v.(type) {
+	case int64:
+		return float64(v), nil
+	case float64:
+		return v, nil
+	}
+	return 0, &Error{Pos: e.Pos(), Msg: "expected a number, found " + Format(e)}
 }

@@ -104,7 +104,8 @@ type parser struct {
 }
 
 // ParseScript parses a semicolon-separated list of statements. Positions are
-// relative to the whole script. On error it returns an ErrorList.
+// relative to the whole script. On error it returns an ErrorList and the
+// statements that precede the first error.
 func ParseScript(src string) ([]Stmt, error) {
 	p := &parser{lex: newLexer(src)}
 	p.next()
@@ -128,7 +129,14 @@ func ParseScript(src string) ([]Stmt, error) {
 		}
 	}()
 	if err := p.errs.Err(); err != nil {
-		return nil, err
+		// Keep the statements before the first error: a script runner
+		// executes those, then reports the error.
+		first := p.errs[0].Pos.Offset
+		n := 0
+		for n < len(stmts) && stmts[n].Pos().Offset < first {
+			n++
+		}
+		return stmts[:n], err
 	}
 	return stmts, nil
 }

@@ -1,0 +1,305 @@
+// Command dpsql is the differentially private SQL shell: a REPL, a batch
+// runner for SQL scripts and one-shot statements, a CSV importer and a demo.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+
+	"github.com/chzyer/readline"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/demo"
+)
+
+const usage = `dpsql: a differentially private SQL engine over SQLite.
+
+Usage:
+  dpsql --db FILE [--owner] [--format table|csv|json] [--epsilon E] [-c "STMT; ..." | -f SCRIPT]
+  dpsql import --db FILE --table NAME CSVFILE
+  dpsql demo [--db FILE]
+
+With -c the statements are run in order; with -f they are read from SCRIPT
+(-- comments and multi-line statements allowed); with neither, an interactive
+shell starts when standard input is a terminal, and statements are read from
+standard input otherwise. Each result is printed in the chosen format. The
+first failing statement's error is printed to stderr as
+"error: LINE:COL: message" and stops the run with exit status 1.
+
+Analysts (the default) may run SELECT, EXPLAIN, SET epsilon, SHOW BUDGET,
+SHOW TABLES and SHOW POLICY. --owner also allows CREATE/ALTER/DROP PRIVACY
+POLICY, ALTER TABLE ... SET PUBLIC and SET BUDGET.
+
+Subcommands:
+  import   create table NAME from a CSV file with a header row (an owner action)
+  demo     build a demo database from generated data, run three example
+           private queries, then open the shell if stdin is a terminal
+
+Options:
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if len(args) > 0 {
+		switch args[0] {
+		case "import":
+			return runImport(ctx, args[1:], stdout, stderr)
+		case "demo":
+			return runDemo(ctx, args[1:], stdin, stdout, stderr)
+		case "help":
+			args = []string{"--help"}
+		}
+	}
+	fs := flag.NewFlagSet("dpsql", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	db := fs.String("db", "", "database `FILE` (required)")
+	owner := fs.Bool("owner", false, "owner mode: allow policy and budget statements")
+	format := fs.String("format", "table", "output `format`: table, csv or json")
+	command := fs.String("c", "", "run the `statements` and exit")
+	file := fs.String("f", "", "run the statements of `SCRIPT` and exit")
+	eps := fs.Float64("epsilon", 0, "default ε per query for this session (same as SET epsilon)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "error: unexpected argument %q (see dpsql --help)\n", fs.Arg(0))
+		return 2
+	}
+	if *db == "" {
+		fmt.Fprintln(stderr, "error: --db FILE is required (or try: dpsql demo)")
+		return 2
+	}
+	pr, err := newPrinter(*format, stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 2
+	}
+	if *command != "" && *file != "" {
+		fmt.Fprintln(stderr, "error: use either -c or -f, not both")
+		return 2
+	}
+	eng, err := dpsql.Open(*db, dpsql.Options{Owner: *owner, Epsilon: *eps})
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	defer eng.Close()
+	switch {
+	case *command != "":
+		return runScript(ctx, eng, *command, pr, stderr)
+	case *file != "":
+		src, err := os.ReadFile(*file)
+		if err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+		return runScript(ctx, eng, string(src), pr, stderr)
+	}
+	if f, ok := stdin.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
+		return repl(ctx, eng, pr, stderr)
+	}
+	src, err := io.ReadAll(stdin)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	return runScript(ctx, eng, string(src), pr, stderr)
+}
+
+func runScript(ctx context.Context, eng *dpsql.Engine, script string, pr *printer, stderr io.Writer) int {
+	err := eng.Run(ctx, script, pr.print)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	return 0
+}
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments, returning the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dpsql import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	db := fs.String("db", "", "database `FILE` (created if missing)")
+	table := fs.String("table", "", "`NAME` of the new table")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: dpsql import --db FILE --table NAME CSVFILE
+
+Creates table NAME from CSVFILE, whose first row holds the column names (kept
+verbatim). Column types are inferred (INTEGER, REAL, TEXT); empty fields become
+NULL. A malformed file fails with its line number and leaves no table behind.
+The new table is private until the owner says otherwise.
+
+Options:
+`)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *db == "" || *table == "" || len(pos) != 1 {
+		fmt.Fprintln(stderr, "error: usage: dpsql import --db FILE --table NAME CSVFILE")
+		return 2
+	}
+	eng, err := dpsql.Open(*db, dpsql.Options{Owner: true})
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	defer eng.Close()
+	n, err := eng.ImportCSV(ctx, *table, pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "error: import %s: %v\n", pos[0], err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "imported %d rows into %s\n", n, *table)
+	return 0
+}
+
+func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dpsql demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	db := fs.String("db", "", "where to build the demo database (default: a temporary file, removed on exit)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: dpsql demo [--db FILE]\n\nBuilds a demo database of %d synthetic patients with a privacy policy and a budget of ε=10,\nruns three example private queries, and opens the shell when stdin is a terminal.\n\nOptions:\n", demo.Rows)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	path := *db
+	if path == "" {
+		dir, err := os.MkdirTemp("", "dpsql-demo-")
+		if err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		path = filepath.Join(dir, "demo.db")
+	} else if _, err := os.Stat(path); err == nil {
+		fmt.Fprintf(stderr, "error: %s already exists; give a new path to build the demo in\n", path)
+		return 1
+	}
+	if err := demo.Generate(ctx, path); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	owner, err := dpsql.Open(path, dpsql.Options{Owner: true})
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	err = owner.Run(ctx, demo.Setup, func(*dpsql.Result) error { return nil })
+	owner.Close()
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	eng, err := dpsql.Open(path, dpsql.Options{Epsilon: 0.5})
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	defer eng.Close()
+	pr, _ := newPrinter("table", stdout)
+	fmt.Fprintf(stdout, "Demo database: %d synthetic patients in table \"patients\" (%s).\n", demo.Rows, path)
+	fmt.Fprintln(stdout, "Policy: each row is a privacy unit; bounds on age, income, visits; public domains for region and diagnosis; budget ε=10.")
+	fmt.Fprintln(stdout, "Session default: SET epsilon = 0.5 per query. Every answer below is differentially private.")
+	for _, q := range demo.Queries {
+		fmt.Fprintf(stdout, "\ndpsql> %s;\n", q)
+		if code := runScript(ctx, eng, q, pr, stderr); code != 0 {
+			return code
+		}
+	}
+	fmt.Fprintf(stdout, "\ndpsql> SHOW BUDGET;\n")
+	if code := runScript(ctx, eng, "SHOW BUDGET", pr, stderr); code != 0 {
+		return code
+	}
+	if f, ok := stdin.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
+		fmt.Fprintln(stdout, "\nNow it is your turn (analyst mode; try EXPLAIN SELECT ..., SHOW POLICY patients; Ctrl-D quits).")
+		return repl(ctx, eng, pr, stderr)
+	}
+	return 0
+}
+
+// repl is the interactive shell: statements end with ';' and may span lines.
+func repl(ctx context.Context, eng *dpsql.Engine, pr *printer, stderr io.Writer) int {
+	history := ""
+	if dir, err := os.UserConfigDir(); err == nil {
+		if os.MkdirAll(filepath.Join(dir, "dpsql"), 0o700) == nil {
+			history = filepath.Join(dir, "dpsql", "history")
+		}
+	}
+	name := filepath.Base(eng.Path())
+	rl, err := readline.NewEx(&readline.Config{Prompt: name + "> ", HistoryFile: history, InterruptPrompt: "^C", EOFPrompt: ""})
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	defer rl.Close()
+	var buf strings.Builder
+	for {
+		if buf.Len() == 0 {
+			rl.SetPrompt(name + "> ")
+		} else {
+			rl.SetPrompt(strings.Repeat(" ", len(name)-1) + "...> ")
+		}
+		line, err := rl.Readline()
+		if errors.Is(err, readline.ErrInterrupt) {
+			buf.Reset()
+			continue
+		}
+		if err != nil { // io.EOF: Ctrl-D
+			return 0
+		}
+		buf.WriteString(line)
+		buf.WriteString("\n")
+		if !strings.HasSuffix(strings.TrimSpace(buf.String()), ";") {
+			continue
+		}
+		if err := eng.Run(ctx, buf.String(), pr.print); err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+		}
+		buf.Reset()
+	}
+}

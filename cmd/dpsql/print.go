@@ -1,0 +1,183 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dpsql/dpsql"
+)
+
+// printer writes results in one of the output formats.
+type printer struct {
+	format string
+	w      io.Writer
+}
+
+func newPrinter(format string, w io.Writer) (*printer, error) {
+	switch format {
+	case "table", "csv", "json":
+		return &printer{format: format, w: w}, nil
+	}
+	return nil, fmt.Errorf("unknown format %q (table, csv or json)", format)
+}
+
+func formatValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case string:
+		return v
+	}
+	return fmt.Sprint(v)
+}
+
+func (p *printer) print(r *dpsql.Result) error {
+	switch p.format {
+	case "csv":
+		if r.Columns == nil {
+			return nil
+		}
+		cw := csv.NewWriter(p.w)
+		cw.Write(r.Columns)
+		for _, row := range r.Rows {
+			rec := make([]string, len(row))
+			for i, v := range row {
+				if v != nil {
+					rec[i] = formatValue(v)
+				}
+			}
+			cw.Write(rec)
+		}
+		cw.Flush()
+		return cw.Error()
+	case "json":
+		if r.Columns == nil {
+			return nil
+		}
+		// One JSON array of row objects per result, keys in column order.
+		var sb strings.Builder
+		sb.WriteString("[")
+		for i, row := range r.Rows {
+			if i > 0 {
+				sb.WriteString(",")
+			}
+			sb.WriteString("{")
+			for j, v := range row {
+				if j > 0 {
+					sb.WriteString(",")
+				}
+				k, _ := json.Marshal(r.Columns[j])
+				if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+					v = nil
+				}
+				val, err := json.Marshal(v)
+				if err != nil {
+					return err
+				}
+				sb.Write(k)
+				sb.WriteString(":")
+				sb.Write(val)
+			}
+			sb.WriteString("}")
+		}
+		sb.WriteString("]\n")
+		_, err := io.WriteString(p.w, sb.String())
+		return err
+	}
+	return p.table(r)
+}
+
+// table prints aligned columns, numbers right-aligned, and a footer with
+// the privacy cost and the 95% error bounds of noisy columns.
+func (p *printer) table(r *dpsql.Result) error {
+	if r.Columns == nil {
+		if r.Message != "" {
+			fmt.Fprintln(p.w, r.Message)
+		}
+		return nil
+	}
+	widths := make([]int, len(r.Columns))
+	numeric := make([]bool, len(r.Columns))
+	for i, c := range r.Columns {
+		widths[i] = utf8.RuneCountInString(c)
+		numeric[i] = true
+	}
+	cells := make([][]string, len(r.Rows))
+	for i, row := range r.Rows {
+		cells[i] = make([]string, len(row))
+		for j, v := range row {
+			s := formatValue(v)
+			cells[i][j] = s
+			widths[j] = max(widths[j], utf8.RuneCountInString(s))
+			switch v.(type) {
+			case int64, float64, nil:
+			default:
+				numeric[j] = false
+			}
+		}
+	}
+	pad := func(s string, w int, right bool) string {
+		n := w - utf8.RuneCountInString(s)
+		if right {
+			return strings.Repeat(" ", n) + s
+		}
+		return s + strings.Repeat(" ", n)
+	}
+	var sb strings.Builder
+	for i, c := range r.Columns {
+		if i > 0 {
+			sb.WriteString(" | ")
+		}
+		sb.WriteString(pad(c, widths[i], numeric[i]))
+	}
+	sb.WriteString("\n")
+	for i := range r.Columns {
+		if i > 0 {
+			sb.WriteString("-+-")
+		}
+		sb.WriteString(strings.Repeat("-", widths[i]))
+	}
+	sb.WriteString("\n")
+	for _, row := range cells {
+		for j, s := range row {
+			if j > 0 {
+				sb.WriteString(" | ")
+			}
+			sb.WriteString(pad(s, widths[j], numeric[j]))
+		}
+		sb.WriteString("\n")
+	}
+	fmt.Fprintf(&sb, "(%d row%s", len(r.Rows), map[bool]string{true: "", false: "s"}[len(r.Rows) == 1])
+	if r.Cost.Epsilon > 0 || r.Cost.Delta > 0 {
+		fmt.Fprintf(&sb, "; spent ε=%g", r.Cost.Epsilon)
+		if r.Cost.Delta > 0 {
+			fmt.Fprintf(&sb, ", δ=%g", r.Cost.Delta)
+		}
+		if len(r.ErrorBounds) > 0 {
+			names := make([]string, 0, len(r.ErrorBounds))
+			for n := range r.ErrorBounds {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			var parts []string
+			for _, n := range names {
+				parts = append(parts, fmt.Sprintf("%s ±%.3g", n, r.ErrorBounds[n]))
+			}
+			sb.WriteString("; 95% noise bound: " + strings.Join(parts, ", "))
+		}
+	}
+	sb.WriteString(")\n")
+	_, err := io.WriteString(p.w, sb.String())
+	return err
+}

@@ -1,0 +1,439 @@
+// Package dpsql is a differentially private SQL engine over embedded SQLite.
+//
+// An Engine opens one database file, which holds the data, the privacy
+// policy and the privacy budget's ledger. Analysts run ordinary SQL; every
+// query on a private table returns noisy aggregates whose privacy cost is
+// committed to the ledger before the answer is returned:
+//
+//	eng, err := dpsql.Open("adult.db", dpsql.Options{})
+//	res, err := eng.Query(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5) COUNT(*) FROM adult`)
+//
+// The pipeline is parser → planner → rewrite → exec, with the budget charged
+// between rewrite and exec; docs/architecture.md draws it.
+package dpsql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/csvimport"
+	"github.com/dpsql/dpsql/exec"
+	"github.com/dpsql/dpsql/mechanism"
+	"github.com/dpsql/dpsql/parser"
+	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/rewrite"
+
+	_ "modernc.org/sqlite" // the embedded backend
+)
+
+// Errors a caller can check with errors.Is.
+var (
+	ErrBudgetExhausted = budget.ErrBudgetExhausted
+	ErrNoBudget        = budget.ErrNoBudget
+	ErrNotPrivate      = planner.ErrNotPrivate
+	ErrNeedsBounds     = planner.ErrNeedsBounds
+	ErrUnknownName     = planner.ErrUnknownName
+	ErrUnsupported     = planner.ErrUnsupported
+	ErrNoEpsilon       = planner.ErrNoEpsilon
+	// ErrOwnerOnly: the statement needs owner mode.
+	ErrOwnerOnly = errors.New("owner mode required")
+	// ErrNoDatabase: an analyst opened a database file that does not exist.
+	ErrNoDatabase = errors.New("no such database")
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Owner enables owner statements (policies, budget) and imports.
+	Owner bool
+	// Epsilon is the session's default ε per query (0: none; queries must
+	// then give one in OPTIONS or after SET epsilon).
+	Epsilon float64
+
+	noise mechanism.Noiser // tests only; nil means crypto/rand
+}
+
+// Engine is one session on one database file. Its methods are safe for
+// concurrent use; statements of one Engine run one at a time.
+type Engine struct {
+	db    *sql.DB
+	path  string
+	owner bool
+	noise mechanism.Noiser
+
+	mu   sync.Mutex
+	sess planner.Session
+}
+
+// Open opens (in owner mode: creates if missing) the database at path.
+func Open(path string, opts Options) (*Engine, error) {
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("database path %q must not contain '?' or '#'", path)
+	}
+	if !opts.Owner {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("%w: %s (the owner creates it, e.g. with 'dpsql import')", ErrNoDatabase, path)
+		}
+	}
+	if math.IsNaN(opts.Epsilon) || math.IsInf(opts.Epsilon, 0) || opts.Epsilon < 0 {
+		return nil, fmt.Errorf("epsilon must be a positive number, got %v", opts.Epsilon)
+	}
+	// busy_timeout lets concurrent writers (budget charges from another
+	// process) wait for each other instead of failing; _txlock=immediate
+	// makes every transaction take the write lock up front.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(30000)&_txlock=immediate")
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	if err := catalog.Init(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	if err := budget.Init(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	noise := opts.noise
+	if noise == nil {
+		noise = mechanism.NewSecureNoiser(nil)
+	}
+	return &Engine{db: db, path: path, owner: opts.Owner, noise: noise, sess: planner.Session{Epsilon: opts.Epsilon}}, nil
+}
+
+// Close closes the database.
+func (e *Engine) Close() error { return e.db.Close() }
+
+// Path is the database file's path.
+func (e *Engine) Path() string { return e.path }
+
+// Result is the outcome of one statement: a table, or a message for
+// statements that return none.
+type Result struct {
+	Columns []string
+	Rows    [][]any // int64, float64, string or nil
+	Message string  // for statements without rows, e.g. "budget set"
+	// Cost is what the statement charged to the ledger (zero for
+	// everything but private queries).
+	Cost budget.Cost
+	// ErrorBounds gives, per noisy output column that is a plain
+	// aggregate, the half-width of its 95% noise interval; empty otherwise.
+	ErrorBounds map[string]float64
+}
+
+// Query runs exactly one statement.
+func (e *Engine) Query(ctx context.Context, sqlText string) (*Result, error) {
+	stmt, err := parser.ParseStatement(sqlText)
+	if err != nil {
+		return nil, err
+	}
+	return e.run(ctx, stmt)
+}
+
+// Run parses a script and runs its statements in order, calling fn with
+// each result. It stops at the first error (a syntax error anywhere stops
+// the script at that statement) and returns it; statements after it do not
+// run.
+func (e *Engine) Run(ctx context.Context, script string, fn func(*Result) error) error {
+	stmts, perr := parser.ParseScript(script)
+	for _, s := range stmts {
+		res, err := e.run(ctx, s)
+		if err != nil {
+			return err
+		}
+		if err := fn(res); err != nil {
+			return err
+		}
+	}
+	return perr
+}
+
+func (e *Engine) run(ctx context.Context, stmt parser.Stmt) (*Result, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if parser.IsOwnerStmt(stmt) && !e.owner {
+		return nil, &planner.Error{Pos: stmt.Pos(), Kind: ErrOwnerOnly,
+			Msg: "this statement needs owner mode (run dpsql with --owner)"}
+	}
+	cat, err := catalog.Load(ctx, e.db)
+	if err != nil {
+		return nil, err
+	}
+	switch s := stmt.(type) {
+	case *parser.SelectStmt:
+		return e.query(ctx, s, cat)
+	case *parser.ExplainStmt:
+		return e.explain(s, cat)
+	case *parser.SetStmt:
+		return e.set(s)
+	case *parser.ShowStmt:
+		return e.show(ctx, s, cat)
+	default:
+		return e.ownerStatement(ctx, stmt, cat)
+	}
+}
+
+func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.Catalog) (*Result, error) {
+	plan, err := planner.PlanSelect(s, cat, e.sess)
+	if err != nil {
+		return nil, err
+	}
+	switch p := plan.(type) {
+	case *planner.PublicQuery:
+		r, err := exec.Public(ctx, e.db, p)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Columns: r.Columns, Rows: r.Rows}, nil
+	case *planner.PrivateQuery:
+		rw, err := rewrite.Private(p)
+		if err != nil {
+			return nil, err
+		}
+		cost := budget.Cost{Epsilon: p.Epsilon, Delta: p.Delta}
+		// The charge is committed before the data is read: nothing is
+		// released that has not been paid for.
+		if err := budget.Charge(ctx, e.db, cost, parser.FormatStmt(s)); err != nil {
+			if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
+				return nil, &planner.Error{Pos: s.SelectPos, Kind: err, Msg: err.Error()}
+			}
+			return nil, err
+		}
+		r, err := exec.Private(ctx, e.db, p, rw, e.noise)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Columns: r.Columns, Rows: r.Rows, Cost: cost, ErrorBounds: errorBounds(p)}, nil
+	}
+	return nil, fmt.Errorf("dpsql: unknown plan %T", plan)
+}
+
+// errorBounds reports the 95% noise half-width of outputs that are a plain
+// COUNT or SUM (for AVG the error is not additive and is left out).
+func errorBounds(p *planner.PrivateQuery) map[string]float64 {
+	out := map[string]float64{}
+	for _, o := range p.Outputs {
+		call, ok := o.Expr.(*parser.CallExpr)
+		if !ok {
+			continue
+		}
+		i, ok := p.AggOf[call]
+		if !ok || p.Aggregates[i].Kind == planner.AggAvg {
+			continue
+		}
+		c := p.Cells[p.Aggregates[i].Cells[0]]
+		out[o.Name] = mechanism.LaplaceErrorBound(mechanism.LaplaceScale(c.L1Sensitivity, c.Epsilon), 0.05)
+	}
+	return out
+}
+
+func (e *Engine) explain(s *parser.ExplainStmt, cat *catalog.Catalog) (*Result, error) {
+	plan, err := planner.PlanSelect(s.Query, cat, e.sess)
+	if err != nil {
+		return nil, err
+	}
+	switch p := plan.(type) {
+	case *planner.PublicQuery:
+		return &Result{Columns: []string{"step", "detail"}, Rows: [][]any{
+			{"table", "public: the query runs as written, without noise, and spends nothing"},
+			{"backend SQL", parser.FormatStmt(p.Stmt)},
+		}}, nil
+	case *planner.PrivateQuery:
+		rw, err := rewrite.Private(p)
+		if err != nil {
+			return nil, err
+		}
+		r := exec.Explain(p, rw)
+		return &Result{Columns: r.Columns, Rows: r.Rows}, nil
+	}
+	return nil, fmt.Errorf("dpsql: unknown plan %T", plan)
+}
+
+func (e *Engine) set(s *parser.SetStmt) (*Result, error) {
+	switch s.Name {
+	case "epsilon":
+		v, err := parser.NumberValue(s.Value)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+			return nil, &planner.Error{Pos: s.Value.Pos(), Kind: planner.ErrInvalidOption, Msg: "epsilon must be a positive number"}
+		}
+		e.sess.Epsilon = v
+		return &Result{Message: fmt.Sprintf("epsilon = %g per query for this session", v)}, nil
+	}
+	return nil, &planner.Error{Pos: s.SetPos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown parameter %q (known: epsilon; the owner sets the total with SET BUDGET)", s.Name)}
+}
+
+func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Catalog) (*Result, error) {
+	switch s.What {
+	case "BUDGET":
+		st, err := budget.GetStatus(ctx, e.db)
+		if err != nil {
+			return nil, err
+		}
+		if !st.Set {
+			return &Result{Message: "no budget set: private queries are refused until the owner runs SET BUDGET epsilon = E[, delta = D]"}, nil
+		}
+		rem := st.Remaining()
+		return &Result{Columns: []string{"budget", "epsilon", "delta"}, Rows: [][]any{
+			{"total", st.Total.Epsilon, st.Total.Delta},
+			{"spent", st.Spent.Epsilon, st.Spent.Delta},
+			{"remaining", rem.Epsilon, rem.Delta},
+		}}, nil
+	case "TABLES":
+		res := &Result{Columns: []string{"table", "privacy", "policy"}}
+		for _, t := range cat.Tables() {
+			kind, pol := "private", "default (each row is a privacy unit)"
+			if t.Public {
+				kind, pol = "public", "none"
+			} else if t.HasPolicy {
+				pol = "declared"
+			}
+			res.Rows = append(res.Rows, []any{t.Name, kind, pol})
+		}
+		return res, nil
+	case "POLICY":
+		t, ok := cat.Table(s.Table.Name)
+		if !ok || catalog.IsInternalName(s.Table.Name) {
+			return nil, &planner.Error{Pos: s.Table.NamePos, Kind: planner.ErrUnknownName, Msg: fmt.Sprintf("unknown table %q", s.Table.Name)}
+		}
+		return policyResult(t), nil
+	}
+	return nil, fmt.Errorf("dpsql: unknown SHOW %s", s.What)
+}
+
+func policyResult(t *catalog.Table) *Result {
+	res := &Result{Columns: []string{"setting", "column", "value"}}
+	add := func(a, b, c string) { res.Rows = append(res.Rows, []any{a, b, c}) }
+	switch {
+	case t.Public:
+		add("privacy", "", "public: queried without noise")
+		return res
+	case t.HasPolicy:
+		add("privacy", "", "private, declared policy")
+	default:
+		add("privacy", "", "private, default policy")
+	}
+	add("privacy unit", "", "each row")
+	for _, c := range catalog.SortedColumns(t.Bounds) {
+		b := t.Bounds[c]
+		add("bounds", c, fmt.Sprintf("[%g, %g]", b.Lo, b.Hi))
+	}
+	for _, c := range catalog.SortedColumns(t.Domains) {
+		var vals []string
+		for _, v := range t.Domains[c] {
+			vals = append(vals, rewrite.SQLLiteral(v))
+		}
+		add("domain", c, fmt.Sprintf("%d values: %s", len(vals), strings.Join(vals, ", ")))
+	}
+	return res
+}
+
+// ownerStatement runs a policy or budget statement in one transaction.
+func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *catalog.Catalog) (*Result, error) {
+	fail := func(pos parser.Pos, err error) error {
+		return &planner.Error{Pos: pos, Kind: err, Msg: err.Error()}
+	}
+	if s, ok := stmt.(*parser.SetBudgetStmt); ok {
+		total := budget.Cost{}
+		seenEps := false
+		for _, o := range s.Options {
+			v, err := parser.NumberValue(o.Value)
+			if err != nil {
+				return nil, err
+			}
+			switch o.Name {
+			case "epsilon":
+				total.Epsilon, seenEps = v, true
+			case "delta":
+				total.Delta = v
+			default:
+				return nil, &planner.Error{Pos: o.NamePos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown budget option %q (known: epsilon, delta)", o.Name)}
+			}
+		}
+		if !seenEps {
+			return nil, &planner.Error{Pos: s.SetPos, Kind: planner.ErrInvalidOption, Msg: "SET BUDGET needs epsilon = E"}
+		}
+		if err := budget.SetTotal(ctx, e.db, total); err != nil {
+			return nil, fail(s.SetPos, err)
+		}
+		return &Result{Message: fmt.Sprintf("budget set: epsilon = %g, delta = %g", total.Epsilon, total.Delta)}, nil
+	}
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	var msg string
+	switch s := stmt.(type) {
+	case *parser.CreatePolicyStmt:
+		if len(s.Options) > 0 {
+			o := s.Options[0]
+			switch o.Name {
+			case "privacy_unit_column", "max_groups_contributed", "max_rows_contributed":
+				return nil, &planner.Error{Pos: o.NamePos, Kind: planner.ErrUnsupported, Msg: fmt.Sprintf("option %s is not supported yet: in this version every row is its own privacy unit", o.Name)}
+			}
+			return nil, &planner.Error{Pos: o.NamePos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown policy option %q", o.Name)}
+		}
+		err, msg = cat.CreatePolicy(ctx, tx, s.Table.Name), "privacy policy created on "+s.Table.Name
+	case *parser.DropPolicyStmt:
+		err, msg = cat.DropPolicy(ctx, tx, s.Table.Name), "privacy policy dropped on "+s.Table.Name+" (the table stays private)"
+	case *parser.SetPublicStmt:
+		err, msg = cat.SetPublic(ctx, tx, s.Table.Name), s.Table.Name+" is public: it is queried without noise"
+	case *parser.SetBoundsStmt:
+		lo, lerr := parser.NumberValue(s.Lo)
+		if lerr != nil {
+			return nil, lerr
+		}
+		hi, herr := parser.NumberValue(s.Hi)
+		if herr != nil {
+			return nil, herr
+		}
+		err, msg = cat.SetBounds(ctx, tx, s.Table.Name, s.Column.Name, catalog.Bounds{Lo: lo, Hi: hi}), fmt.Sprintf("bounds of %s set to [%g, %g]", s.Column.Name, lo, hi)
+	case *parser.SetDomainStmt:
+		vals := make([]any, len(s.Values))
+		for i, v := range s.Values {
+			x, verr := parser.LiteralValue(v)
+			if verr != nil {
+				return nil, verr
+			}
+			if x == nil {
+				return nil, &planner.Error{Pos: v.Pos(), Kind: planner.ErrInvalidOption, Msg: "a domain cannot contain NULL"}
+			}
+			if b, ok := x.(bool); ok {
+				x = map[bool]int64{false: 0, true: 1}[b]
+			}
+			vals[i] = x
+		}
+		err, msg = cat.SetDomain(ctx, tx, s.Table.Name, s.Column.Name, vals), fmt.Sprintf("domain of %s set (%d values)", s.Column.Name, len(vals))
+	default:
+		return nil, fmt.Errorf("dpsql: unknown statement %T", stmt)
+	}
+	if err != nil {
+		return nil, fail(stmt.Pos(), err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return &Result{Message: msg}, nil
+}
+
+// ImportCSV creates table from a CSV file with a header row (owner only)
+// and returns the number of rows imported. On error nothing is created.
+func (e *Engine) ImportCSV(ctx context.Context, table, path string) (int64, error) {
+	if !e.owner {
+		return 0, fmt.Errorf("%w: importing data needs owner mode (run dpsql with --owner)", ErrOwnerOnly)
+	}
+	if table == "" || catalog.IsInternalName(table) {
+		return 0, fmt.Errorf("invalid table name %q", table)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n, _, err := csvimport.Import(ctx, e.db, table, path)
+	return n, err
+}

@@ -1,0 +1,616 @@
+// Package planner decides whether a SELECT can be answered with
+// differential privacy, and how.
+//
+// Where it sits: parser → planner → rewrite → exec. The planner resolves
+// names against a catalog snapshot, checks that every value leaving the
+// engine is either a noisy aggregate, a public group key, or deterministic
+// post-processing of those, and fixes the noisy cells with their L1
+// sensitivities and ε shares. It never reads data, so none of its errors can
+// depend on private values.
+package planner
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/parser"
+)
+
+// Sentinel error kinds, checkable with errors.Is on a *Error.
+var (
+	// ErrNotPrivate: the query would release something that is not
+	// differentially private (a raw row, a private column, a private key).
+	ErrNotPrivate = errors.New("query cannot be answered privately")
+	// ErrUnknownName: a table or column does not exist.
+	ErrUnknownName = errors.New("unknown name")
+	// ErrNeedsBounds: SUM or AVG over a column without clipping bounds.
+	ErrNeedsBounds = errors.New("aggregate needs bounds")
+	// ErrUnsupported: valid SQL that this version cannot answer privately.
+	ErrUnsupported = errors.New("not supported")
+	// ErrNoEpsilon: no ε in the query options nor in the session.
+	ErrNoEpsilon = errors.New("no epsilon")
+	// ErrInvalidOption: a bad OPTIONS value.
+	ErrInvalidOption = errors.New("invalid option")
+)
+
+// Error is a planning error at a position in the SQL text.
+type Error struct {
+	Pos  parser.Pos
+	Kind error
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Pos.IsValid() {
+		return e.Pos.String() + ": " + e.Msg
+	}
+	return e.Msg
+}
+
+// Unwrap returns the error's kind.
+func (e *Error) Unwrap() error { return e.Kind }
+
+// Position returns the line and column of the error.
+func (e *Error) Position() (line, col int) { return e.Pos.Line, e.Pos.Col }
+
+func errorf(pos parser.Pos, kind error, format string, args ...any) *Error {
+	return &Error{Pos: pos, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Plan is the result of planning a SELECT: *PublicQuery or *PrivateQuery.
+type Plan interface{ planNode() }
+
+// PublicQuery is a SELECT over a public table or over no table: it runs as
+// written, without noise and without spending budget.
+type PublicQuery struct {
+	Stmt *parser.SelectStmt
+}
+
+// CellKind is what a noisy cell measures.
+type CellKind int
+
+// Cell kinds.
+const (
+	CountRows   CellKind = iota // COUNT(*)
+	CountValues                 // COUNT(x): rows where x is not NULL
+	ClippedSum                  // Σ clip(x, lo, hi)
+	CenteredSum                 // Σ (clip(x, lo, hi) − (lo+hi)/2)
+)
+
+// Cell is one exact quantity that is computed by the backend per group and
+// released only with Laplace noise.
+type Cell struct {
+	Kind          CellKind
+	Arg           parser.Expr // nil for CountRows
+	Lo, Hi        float64     // clipping bounds for sums
+	L1Sensitivity float64
+	Epsilon       float64
+	Label         string // e.g. `COUNT(*)`, `SUM(clip("Age", 0, 125))`
+}
+
+// AggKind is an aggregate function the engine answers.
+type AggKind int
+
+// Aggregate kinds.
+const (
+	AggCount AggKind = iota
+	AggSum
+	AggAvg
+)
+
+// Aggregate is one distinct aggregate of the query and the cells it is
+// computed from (indexes into PrivateQuery.Cells).
+type Aggregate struct {
+	Kind   AggKind
+	Text   string // canonical SQL of the call, for EXPLAIN
+	Lo, Hi float64
+	Cells  []int // COUNT: [count]; SUM: [sum]; AVG: [centred sum, count]
+}
+
+// GroupKey is a GROUP BY column with its public domain.
+type GroupKey struct {
+	Column string
+	Domain []any
+}
+
+// Output is one released column: an expression over aggregates and keys.
+type Output struct {
+	Name string
+	Expr parser.Expr
+}
+
+// PrivateQuery is an aggregate query over a private table.
+type PrivateQuery struct {
+	Stmt       *parser.SelectStmt
+	Table      *catalog.Table
+	Where      parser.Expr
+	Keys       []GroupKey
+	Aggregates []*Aggregate
+	Cells      []*Cell
+	Outputs    []Output
+	Having     parser.Expr
+	OrderBy    []parser.OrderItem
+	Limit      parser.Expr
+	Offset     parser.Expr
+	Epsilon    float64 // the query's total ε, split across Cells
+	Delta      float64 // δ spent (0: every mechanism here is pure ε-DP)
+	// AggOf maps every aggregate call of the statement to its Aggregate.
+	AggOf map[*parser.CallExpr]int
+	// KeyOf maps every reference to a GROUP BY column outside aggregates
+	// to its key index.
+	KeyOf map[*parser.ColumnRef]int
+}
+
+// Groups is the number of output groups: the product of the domain sizes.
+func (q *PrivateQuery) Groups() int {
+	n := 1
+	for _, k := range q.Keys {
+		n *= len(k.Domain)
+	}
+	return n
+}
+
+func (*PublicQuery) planNode()  {}
+func (*PrivateQuery) planNode() {}
+
+// Session holds the per-session defaults a query may rely on.
+type Session struct {
+	Epsilon float64 // 0: unset
+}
+
+// maxGroups caps the cross product of public domains.
+const maxGroups = 1_000_000
+
+// PlanSelect plans a SELECT against the catalog.
+func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Plan, error) {
+	if stmt.From == nil {
+		if stmt.DP {
+			return nil, errorf(stmt.SelectPos, ErrUnsupported, "SELECT WITH DIFFERENTIAL_PRIVACY needs a FROM clause")
+		}
+		if err := noColumns(stmt); err != nil {
+			return nil, err
+		}
+		return &PublicQuery{Stmt: stmt}, nil
+	}
+	if catalog.IsInternalName(stmt.From.Name) {
+		return nil, errorf(stmt.From.NamePos, ErrUnknownName, "unknown table %q", stmt.From.Name)
+	}
+	tbl, ok := cat.Table(stmt.From.Name)
+	if !ok {
+		return nil, errorf(stmt.From.NamePos, ErrUnknownName, "unknown table %q (SHOW TABLES lists the tables)", stmt.From.Name)
+	}
+	if tbl.Public {
+		if err := checkColumns(stmt, tbl); err != nil {
+			return nil, err
+		}
+		return &PublicQuery{Stmt: stmt}, nil
+	}
+	b := &builder{stmt: stmt, tbl: tbl, q: &PrivateQuery{
+		Stmt: stmt, Table: tbl, Where: stmt.Where, Having: stmt.Having, OrderBy: stmt.OrderBy,
+		Limit: stmt.Limit, Offset: stmt.Offset,
+		AggOf: map[*parser.CallExpr]int{}, KeyOf: map[*parser.ColumnRef]int{},
+	}, cellIndex: map[string]int{}, aggIndex: map[string]int{}}
+	if err := b.build(sess); err != nil {
+		return nil, err
+	}
+	return b.q, nil
+}
+
+// noColumns rejects column references in a SELECT without FROM.
+func noColumns(stmt *parser.SelectStmt) error {
+	var err error
+	forEachExpr(stmt, func(e parser.Expr) {
+		parser.Walk(e, func(x parser.Expr) bool {
+			if c, ok := x.(*parser.ColumnRef); ok && err == nil {
+				err = errorf(c.NamePos, ErrUnknownName, "unknown column %q (the query has no FROM clause)", c.Name)
+			}
+			if c, ok := x.(*parser.CallExpr); ok && parser.IsAggregate(c) && err == nil {
+				err = errorf(c.NamePos, ErrUnsupported, "aggregate %s needs a FROM clause", c.Name)
+			}
+			return err == nil
+		})
+	})
+	return err
+}
+
+// checkColumns resolves every column of a query on a public table, so the
+// error is ours (with a position) rather than the backend's.
+func checkColumns(stmt *parser.SelectStmt, tbl *catalog.Table) error {
+	aliases := map[string]bool{}
+	for _, it := range stmt.Items {
+		if it.Alias != "" {
+			aliases[strings.ToLower(it.Alias)] = true
+		}
+	}
+	var err error
+	forEachExpr(stmt, func(e parser.Expr) {
+		parser.Walk(e, func(x parser.Expr) bool {
+			if c, ok := x.(*parser.ColumnRef); ok && err == nil {
+				if c.Table != "" && !strings.EqualFold(c.Table, tbl.Name) {
+					err = errorf(c.NamePos, ErrUnknownName, "unknown table %q in column reference", c.Table)
+				} else if _, ok := tbl.Column(c.Name); !ok && !(c.Table == "" && aliases[strings.ToLower(c.Name)]) {
+					err = errorf(c.NamePos, ErrUnknownName, "unknown column %q in table %q", c.Name, tbl.Name)
+				}
+			}
+			return err == nil
+		})
+	})
+	return err
+}
+
+func forEachExpr(stmt *parser.SelectStmt, fn func(parser.Expr)) {
+	for _, it := range stmt.Items {
+		if it.Expr != nil {
+			fn(it.Expr)
+		}
+	}
+	for _, e := range []parser.Expr{stmt.Where, stmt.Having, stmt.Limit, stmt.Offset} {
+		if e != nil {
+			fn(e)
+		}
+	}
+	for _, g := range stmt.GroupBy {
+		fn(g)
+	}
+	for _, o := range stmt.OrderBy {
+		fn(o.Expr)
+	}
+}
+
+type builder struct {
+	stmt      *parser.SelectStmt
+	tbl       *catalog.Table
+	q         *PrivateQuery
+	cellIndex map[string]int
+	aggIndex  map[string]int
+	aliases   map[string]bool
+}
+
+func (b *builder) build(sess Session) error {
+	s := b.stmt
+	eps, delta, err := queryBudget(s, sess)
+	if err != nil {
+		return err
+	}
+	if s.Where != nil {
+		if err := b.rowExpr(s.Where, "WHERE"); err != nil {
+			return err
+		}
+	}
+	for _, g := range s.GroupBy {
+		if err := b.groupKey(g); err != nil {
+			return err
+		}
+	}
+	if b.q.Groups() > maxGroups {
+		return errorf(s.GroupBy[0].Pos(), ErrUnsupported, "GROUP BY over %d groups exceeds the limit of %d", b.q.Groups(), maxGroups)
+	}
+	b.aliases = map[string]bool{}
+	hasAgg := false
+	for _, it := range s.Items {
+		if it.Star {
+			return errorf(it.At, ErrNotPrivate, "SELECT * would release raw rows of private table %q; select aggregates such as COUNT(*) instead", b.tbl.Name)
+		}
+		if err := b.outputExpr(it.Expr, "the select list"); err != nil {
+			return err
+		}
+		hasAgg = hasAgg || containsAggregate(it.Expr)
+		name := it.Alias
+		if name == "" {
+			if c, ok := it.Expr.(*parser.ColumnRef); ok {
+				name = b.canonicalKey(c)
+			} else {
+				name = parser.Format(it.Expr)
+			}
+		} else {
+			b.aliases[strings.ToLower(it.Alias)] = true
+		}
+		b.q.Outputs = append(b.q.Outputs, Output{Name: name, Expr: it.Expr})
+	}
+	if !hasAgg && len(s.GroupBy) == 0 {
+		return errorf(s.SelectPos, ErrNotPrivate, "a query on private table %q must aggregate (COUNT, SUM, AVG) or group by public domains; it cannot return rows", b.tbl.Name)
+	}
+	if s.Having != nil {
+		if err := b.outputExpr(s.Having, "HAVING"); err != nil {
+			return err
+		}
+	}
+	for _, o := range s.OrderBy {
+		if lit, ok := o.Expr.(*parser.Literal); ok && lit.Kind == parser.IntLit {
+			v, _ := parser.LiteralValue(lit)
+			if n, ok := v.(int64); !ok || n < 1 || int(n) > len(s.Items) {
+				return errorf(lit.ValuePos, ErrInvalidOption, "ORDER BY position %s is not in the select list (1 to %d)", lit.Raw, len(s.Items))
+			}
+			continue
+		}
+		if err := b.outputExpr(o.Expr, "ORDER BY"); err != nil {
+			return err
+		}
+	}
+	for _, e := range []parser.Expr{s.Limit, s.Offset} {
+		if e == nil {
+			continue
+		}
+		v, err := parser.LiteralValue(e)
+		if n, ok := v.(int64); err != nil || !ok || n < 0 {
+			return errorf(e.Pos(), ErrInvalidOption, "LIMIT and OFFSET take a non-negative integer constant")
+		}
+	}
+	// Split ε equally across the noisy cells. Each row (privacy unit)
+	// falls in exactly one group, so by parallel composition each cell's
+	// ε covers all its groups; by sequential composition the cells add up
+	// to the query's ε.
+	b.q.Epsilon, b.q.Delta = eps, 0
+	_ = delta // δ is accepted but no mechanism of this version spends it
+	per := eps / float64(len(b.q.Cells))
+	for _, c := range b.q.Cells {
+		c.Epsilon = per
+	}
+	return nil
+}
+
+// queryBudget reads epsilon and delta from the OPTIONS or the session.
+func queryBudget(s *parser.SelectStmt, sess Session) (eps, delta float64, err error) {
+	eps = sess.Epsilon
+	for _, o := range s.DPOptions {
+		v, verr := parser.NumberValue(o.Value)
+		switch o.Name {
+		case "epsilon":
+			if verr != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+				return 0, 0, errorf(o.Value.Pos(), ErrInvalidOption, "epsilon must be a positive number")
+			}
+			eps = v
+		case "delta":
+			if verr != nil || math.IsNaN(v) || v < 0 || v >= 1 {
+				return 0, 0, errorf(o.Value.Pos(), ErrInvalidOption, "delta must be a number in [0, 1)")
+			}
+			delta = v
+		case "max_groups_contributed", "max_rows_contributed", "privacy_unit_column":
+			return 0, 0, errorf(o.NamePos, ErrUnsupported, "option %s is not supported yet: every row is its own privacy unit", o.Name)
+		default:
+			return 0, 0, errorf(o.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, delta)", o.Name)
+		}
+	}
+	if eps <= 0 {
+		return 0, 0, errorf(s.SelectPos, ErrNoEpsilon, "no epsilon for this query: run SET epsilon = E, or write SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = E) ...")
+	}
+	return eps, delta, nil
+}
+
+func containsAggregate(e parser.Expr) bool {
+	found := false
+	parser.Walk(e, func(x parser.Expr) bool {
+		if c, ok := x.(*parser.CallExpr); ok && parser.IsAggregate(c) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// rowExpr checks a per-row expression (WHERE, aggregate arguments): columns
+// must exist and no aggregate may appear.
+func (b *builder) rowExpr(e parser.Expr, where string) error {
+	var err error
+	parser.Walk(e, func(x parser.Expr) bool {
+		switch x := x.(type) {
+		case *parser.ColumnRef:
+			if _, cerr := b.column(x); cerr != nil {
+				err = cerr
+			}
+		case *parser.CallExpr:
+			if parser.IsAggregate(x) {
+				err = errorf(x.NamePos, ErrUnsupported, "aggregate %s is not allowed in %s", x.Name, where)
+			}
+		case *parser.TupleExpr:
+			err = errorf(x.Lparen, ErrUnsupported, "a parenthesised list is not allowed here")
+		}
+		return err == nil
+	})
+	return err
+}
+
+func (b *builder) column(c *parser.ColumnRef) (catalog.Column, error) {
+	if c.Table != "" && !strings.EqualFold(c.Table, b.tbl.Name) {
+		return catalog.Column{}, errorf(c.NamePos, ErrUnknownName, "unknown table %q in column reference", c.Table)
+	}
+	col, ok := b.tbl.Column(c.Name)
+	if !ok {
+		return catalog.Column{}, errorf(c.NamePos, ErrUnknownName, "unknown column %q in table %q", c.Name, b.tbl.Name)
+	}
+	return col, nil
+}
+
+func (b *builder) groupKey(g parser.Expr) error {
+	c, ok := g.(*parser.ColumnRef)
+	if !ok {
+		return errorf(g.Pos(), ErrUnsupported, "GROUP BY takes column names; %s is an expression", parser.Format(g))
+	}
+	col, err := b.column(c)
+	if err != nil {
+		return err
+	}
+	for _, k := range b.q.Keys {
+		if k.Column == col.Name {
+			return errorf(c.NamePos, ErrInvalidOption, "column %q appears twice in GROUP BY", col.Name)
+		}
+	}
+	dom := b.tbl.Domains[col.Name]
+	if len(dom) == 0 {
+		return errorf(c.NamePos, ErrNotPrivate,
+			"GROUP BY %q would release values of a private column; the owner must declare its public domain with ALTER PRIVACY POLICY ON %s SET DOMAIN %s (...)",
+			col.Name, parser.QuoteIdent(b.tbl.Name), parser.QuoteIdent(col.Name))
+	}
+	b.q.Keys = append(b.q.Keys, GroupKey{Column: col.Name, Domain: dom})
+	return nil
+}
+
+// keyIndex returns the GROUP BY key a column reference names, or -1.
+func (b *builder) keyIndex(c *parser.ColumnRef) int {
+	if c.Table != "" && !strings.EqualFold(c.Table, b.tbl.Name) {
+		return -1
+	}
+	for i, k := range b.q.Keys {
+		if strings.EqualFold(k.Column, c.Name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (b *builder) canonicalKey(c *parser.ColumnRef) string {
+	if i := b.keyIndex(c); i >= 0 {
+		return b.q.Keys[i].Column
+	}
+	return c.Name
+}
+
+// outputExpr checks an expression that is computed after noise: it may use
+// aggregates, group keys, constants, and (in HAVING/ORDER BY) aliases.
+func (b *builder) outputExpr(e parser.Expr, where string) error {
+	var err error
+	parser.Walk(e, func(x parser.Expr) bool {
+		switch x := x.(type) {
+		case *parser.CallExpr:
+			if parser.IsAggregate(x) {
+				err = b.aggregate(x)
+				return false // its arguments are per-row and checked there
+			}
+		case *parser.ColumnRef:
+			if i := b.keyIndex(x); i >= 0 {
+				b.q.KeyOf[x] = i
+				return true
+			}
+			if x.Table == "" && b.aliases[strings.ToLower(x.Name)] && where != "the select list" {
+				return true
+			}
+			if _, cerr := b.column(x); cerr != nil {
+				err = cerr
+				return false
+			}
+			err = errorf(x.NamePos, ErrNotPrivate,
+				"column %q of private table %q can only appear inside an aggregate or in GROUP BY (with a public domain)", x.Name, b.tbl.Name)
+		case *parser.TupleExpr:
+			err = errorf(x.Lparen, ErrUnsupported, "a parenthesised list is not allowed here")
+		}
+		return err == nil
+	})
+	return err
+}
+
+func (b *builder) aggregate(call *parser.CallExpr) error {
+	var kind AggKind
+	switch call.Name {
+	case "COUNT":
+		kind = AggCount
+		if call.Distinct {
+			return errorf(call.NamePos, ErrUnsupported, "COUNT(DISTINCT ...) needs privacy units, which this version does not have yet; use COUNT(*) or COUNT(column)")
+		}
+	case "SUM":
+		kind = AggSum
+	case "AVG":
+		kind = AggAvg
+	default:
+		return errorf(call.NamePos, ErrUnsupported, "aggregate %s is not supported yet (supported: COUNT, SUM, AVG)", call.Name)
+	}
+	if call.Distinct {
+		return errorf(call.NamePos, ErrUnsupported, "%s(DISTINCT ...) is not supported", call.Name)
+	}
+	if !call.Star && len(call.Args) != 1 {
+		return errorf(call.NamePos, ErrUnsupported, "%s takes one argument", call.Name)
+	}
+	var arg parser.Expr
+	if !call.Star {
+		arg = call.Args[0]
+		if err := b.rowExpr(arg, "an aggregate argument"); err != nil {
+			return err
+		}
+	}
+	agg := &Aggregate{Kind: kind}
+	var bounds *catalog.Bounds
+	for _, na := range call.Named {
+		if na.Name != "contribution_bounds_per_group" {
+			return errorf(na.NamePos, ErrInvalidOption, "unknown named argument %q (known: contribution_bounds_per_group)", na.Name)
+		}
+		if kind == AggCount {
+			return errorf(na.NamePos, ErrInvalidOption, "COUNT takes no bounds")
+		}
+		t, ok := na.Value.(*parser.TupleExpr)
+		if !ok || len(t.Elems) != 2 {
+			return errorf(na.Value.Pos(), ErrInvalidOption, "contribution_bounds_per_group takes a pair (lo, hi)")
+		}
+		lo, err1 := parser.NumberValue(t.Elems[0])
+		hi, err2 := parser.NumberValue(t.Elems[1])
+		if err1 != nil || err2 != nil || math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(lo < hi) {
+			return errorf(na.Value.Pos(), ErrInvalidOption, "contribution_bounds_per_group needs finite numbers lo < hi")
+		}
+		bounds = &catalog.Bounds{Lo: lo, Hi: hi}
+	}
+	if kind != AggCount && bounds == nil {
+		if c, ok := arg.(*parser.ColumnRef); ok {
+			col, _ := b.column(c)
+			if bd, ok := b.tbl.Bounds[col.Name]; ok {
+				bounds = &bd
+			}
+		}
+		if bounds == nil {
+			hint := "the owner can declare them with ALTER PRIVACY POLICY ON " + parser.QuoteIdent(b.tbl.Name) + " SET BOUNDS <column> (lo, hi)"
+			return errorf(call.NamePos, ErrNeedsBounds, "%s(%s) needs clipping bounds: write %s(%s, contribution_bounds_per_group => (lo, hi)), or %s",
+				call.Name, parser.Format(arg), call.Name, parser.Format(arg), hint)
+		}
+	}
+	argText := "*"
+	if arg != nil {
+		argText = parser.Format(arg)
+	}
+	agg.Text = call.Name + "(" + argText + ")"
+	if bounds != nil {
+		agg.Lo, agg.Hi = bounds.Lo, bounds.Hi
+		agg.Text = fmt.Sprintf("%s(%s, bounds [%g, %g])", call.Name, argText, bounds.Lo, bounds.Hi)
+	}
+	if i, ok := b.aggIndex[agg.Text]; ok {
+		b.q.AggOf[call] = i
+		return nil
+	}
+	switch kind {
+	case AggCount:
+		if arg == nil {
+			agg.Cells = []int{b.cell(&Cell{Kind: CountRows, L1Sensitivity: 1, Label: "COUNT(*)"})}
+		} else {
+			agg.Cells = []int{b.cell(&Cell{Kind: CountValues, Arg: arg, L1Sensitivity: 1, Label: "COUNT(" + argText + ")"})}
+		}
+	case AggSum:
+		// Adding or removing one row changes Σ clip(x) by at most max(|lo|, |hi|).
+		agg.Cells = []int{b.cell(&Cell{Kind: ClippedSum, Arg: arg, Lo: bounds.Lo, Hi: bounds.Hi,
+			L1Sensitivity: math.Max(math.Abs(bounds.Lo), math.Abs(bounds.Hi)),
+			Label:         fmt.Sprintf("SUM(clip(%s, %g, %g))", argText, bounds.Lo, bounds.Hi)})}
+	case AggAvg:
+		// Centred at the midpoint m, one row changes Σ (clip(x) − m) by at
+		// most (hi − lo)/2, and COUNT(x) by 1.
+		mid := bounds.Lo/2 + bounds.Hi/2
+		agg.Cells = []int{
+			b.cell(&Cell{Kind: CenteredSum, Arg: arg, Lo: bounds.Lo, Hi: bounds.Hi,
+				L1Sensitivity: (bounds.Hi - bounds.Lo) / 2,
+				Label:         fmt.Sprintf("SUM(clip(%s, %g, %g) - %g)", argText, bounds.Lo, bounds.Hi, mid)}),
+			b.cell(&Cell{Kind: CountValues, Arg: arg, L1Sensitivity: 1, Label: "COUNT(" + argText + ")"}),
+		}
+	}
+	b.aggIndex[agg.Text] = len(b.q.Aggregates)
+	b.q.AggOf[call] = len(b.q.Aggregates)
+	b.q.Aggregates = append(b.q.Aggregates, agg)
+	return nil
+}
+
+// cell adds a cell, or returns the index of an identical one: COUNT("x")
+// and the count inside AVG("x") are measured once.
+func (b *builder) cell(c *Cell) int {
+	if i, ok := b.cellIndex[c.Label]; ok {
+		return i
+	}
+	b.cellIndex[c.Label] = len(b.q.Cells)
+	b.q.Cells = append(b.q.Cells, c)
+	return len(b.q.Cells) - 1
+}

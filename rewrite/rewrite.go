@@ -1,0 +1,181 @@
+// Package rewrite turns a private query plan into the SQL the backend runs
+// and the SQL that post-processes the noisy results.
+//
+// Where it sits: planner → rewrite → exec. The backend statement scans the
+// private table once and returns, per group of the public domain, the exact
+// cells the plan asked for; exec adds noise to every cell. The
+// post-processing statement then reads only the noisy results (a temporary
+// table of noisy aggregates and public keys) to apply the select list's
+// expressions, HAVING, ORDER BY and LIMIT.
+//
+// Why the rules preserve privacy:
+//   - ClipValues: every summed value is clipped to the declared [lo, hi]
+//     inside the scan, so one row moves a sum by at most max(|lo|, |hi|) (or
+//     (hi−lo)/2 once centred), whatever the data.
+//   - PublicDomainKeys: group keys are mapped to positions in the owner's
+//     public domain; rows outside it are dropped, and groups with no rows
+//     are filled in by exec, so which groups appear reveals nothing.
+//   - NoisyResultsOnly: the post-processing statement reads only the
+//     temporary table of noisy values; it cannot name the private table.
+package rewrite
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/dpsql/dpsql/parser"
+	"github.com/dpsql/dpsql/planner"
+)
+
+// ResultTable is the temporary table the post-processing statement reads.
+const ResultTable = "_dpsql_result"
+
+// Rewritten is what exec runs for one private query.
+type Rewritten struct {
+	// Scan is the backend statement. Its columns are one key index per
+	// GROUP BY column (0-based position in that column's domain), then one
+	// column per cell, in plan order.
+	Scan string
+	// ResultColumns are the columns of ResultTable: k0.. (key values) then
+	// a0.. (noisy aggregate values).
+	ResultColumns []string
+	// Post is the post-processing statement over ResultTable.
+	Post string
+}
+
+// KeyColumn names the result column holding GROUP BY key i.
+func KeyColumn(i int) string { return "k" + strconv.Itoa(i) }
+
+// AggColumn names the result column holding aggregate i.
+func AggColumn(i int) string { return "a" + strconv.Itoa(i) }
+
+// Private rewrites a private query.
+func Private(q *planner.PrivateQuery) (*Rewritten, error) {
+	var sel []string
+	for i, k := range q.Keys {
+		sel = append(sel, domainIndex(k)+" AS "+KeyColumn(i))
+	}
+	for i, c := range q.Cells {
+		sel = append(sel, cellSQL(c)+" AS c"+strconv.Itoa(i))
+	}
+	var sb strings.Builder
+	sb.WriteString("SELECT " + strings.Join(sel, ", ") + " FROM " + parser.QuoteIdent(q.Table.Name))
+	if q.Where != nil {
+		sb.WriteString(" WHERE " + parser.Format(q.Where))
+	}
+	if len(q.Keys) > 0 {
+		var keys, notNull []string
+		for i := range q.Keys {
+			keys = append(keys, KeyColumn(i))
+			notNull = append(notNull, KeyColumn(i)+" IS NOT NULL")
+		}
+		sb.WriteString(" GROUP BY " + strings.Join(keys, ", ") + " HAVING " + strings.Join(notNull, " AND "))
+	}
+	r := &Rewritten{Scan: sb.String()}
+	for i := range q.Keys {
+		r.ResultColumns = append(r.ResultColumns, KeyColumn(i))
+	}
+	for i := range q.Aggregates {
+		r.ResultColumns = append(r.ResultColumns, AggColumn(i))
+	}
+	r.Post = post(q)
+	return r, nil
+}
+
+// domainIndex maps a key column to its position in the public domain, or
+// NULL for values outside it. Comparison follows SQLite's own rules, so a
+// value matches its domain entry exactly as "=" would.
+func domainIndex(k planner.GroupKey) string {
+	var sb strings.Builder
+	sb.WriteString("CASE " + parser.QuoteIdent(k.Column))
+	for i, v := range k.Domain {
+		fmt.Fprintf(&sb, " WHEN %s THEN %d", SQLLiteral(v), i)
+	}
+	sb.WriteString(" END")
+	return sb.String()
+}
+
+// SQLLiteral renders a constant as SQL.
+func SQLLiteral(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		return parser.QuoteString(v)
+	case bool:
+		if v {
+			return "1"
+		}
+		return "0"
+	}
+	return parser.QuoteString(fmt.Sprint(v))
+}
+
+func clip(c *planner.Cell) string {
+	x := parser.Format(c.Arg)
+	return fmt.Sprintf("MIN(MAX(%s, %s), %s)", x, SQLLiteral(c.Lo), SQLLiteral(c.Hi))
+}
+
+func cellSQL(c *planner.Cell) string {
+	switch c.Kind {
+	case planner.CountRows:
+		return "COUNT(*)"
+	case planner.CountValues:
+		return "COUNT(" + parser.Format(c.Arg) + ")"
+	case planner.ClippedSum:
+		return "TOTAL(" + clip(c) + ")"
+	case planner.CenteredSum:
+		mid := c.Lo/2 + c.Hi/2
+		return "TOTAL(" + clip(c) + " - " + SQLLiteral(mid) + ")"
+	}
+	panic(fmt.Sprintf("rewrite: unknown cell kind %d", c.Kind))
+}
+
+// post builds the post-processing statement: the select list, HAVING,
+// ORDER BY and LIMIT with aggregates replaced by the noisy result columns
+// and group keys by the public key columns.
+func post(q *planner.PrivateQuery) string {
+	override := func(e parser.Expr) (string, bool) {
+		switch e := e.(type) {
+		case *parser.CallExpr:
+			if i, ok := q.AggOf[e]; ok {
+				return AggColumn(i), true
+			}
+		case *parser.ColumnRef:
+			if i, ok := q.KeyOf[e]; ok {
+				return KeyColumn(i), true
+			}
+		}
+		return "", false
+	}
+	var items []string
+	for _, o := range q.Outputs {
+		items = append(items, parser.FormatWith(o.Expr, override)+" AS "+parser.QuoteIdent(o.Name))
+	}
+	var sb strings.Builder
+	sb.WriteString("SELECT " + strings.Join(items, ", ") + " FROM temp." + ResultTable)
+	if q.Having != nil {
+		sb.WriteString(" WHERE " + parser.FormatWith(q.Having, override))
+	}
+	sb.WriteString(" ORDER BY ")
+	for _, o := range q.OrderBy {
+		sb.WriteString(parser.FormatWith(o.Expr, override))
+		if o.Desc {
+			sb.WriteString(" DESC")
+		}
+		sb.WriteString(", ")
+	}
+	sb.WriteString("rowid") // ties and the default keep the domain's order
+	if q.Limit != nil {
+		sb.WriteString(" LIMIT " + parser.Format(q.Limit))
+		if q.Offset != nil {
+			sb.WriteString(" OFFSET " + parser.Format(q.Offset))
+		}
+	}
+	return sb.String()
+}
