@@ -3,7 +3,11 @@ module github.com/dpsql/dpsql
 go 1.26.8
 
 require (
-	github.com/chzyer/readline v1.5.1 // indirect
+	github.com/chzyer/readline v1.5.1
+	modernc.org/sqlite v1.61.1
+)
+
+require (
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
@@ -13,5 +17,4 @@ require (
 	modernc.org/libc v1.79.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
-	modernc.org/sqlite v1.61.1 // indirect
 )

@@ -1,0 +1,350 @@
+package dpsql_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/budget"
+)
+
+// newDB creates a database with table t of 1000 rows: x = i % 100 (so
+// Σx = 49500), g = one of 'a', 'b', 'c', 'z' by i % 4, y NULL on odd i.
+func newDB(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "t.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = db.Exec(`CREATE TABLE t (i INTEGER, x INTEGER, g TEXT, y REAL);
+		WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999)
+		INSERT INTO t SELECT i, i % 100, substr('abcz', i % 4 + 1, 1), CASE WHEN i % 2 = 0 THEN i / 10.0 END FROM n;
+		CREATE TABLE lookup (code TEXT, label TEXT);
+		INSERT INTO lookup VALUES ('a', 'Alpha'), ('b', 'Beta');`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := open(t, path, dpsql.Options{Owner: true})
+	mustRun(t, owner, `CREATE PRIVACY POLICY ON t;
+		ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 100);
+		ALTER PRIVACY POLICY ON t SET DOMAIN g ('a', 'b', 'c', 'd');
+		ALTER TABLE lookup SET PUBLIC;
+		SET BUDGET epsilon = 100, delta = 1e-6;`)
+	return path
+}
+
+func open(t *testing.T, path string, opts dpsql.Options) *dpsql.Engine {
+	t.Helper()
+	e, err := dpsql.OpenWithNoise(path, opts, dpsql.ZeroNoise())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func mustRun(t *testing.T, e *dpsql.Engine, script string) []*dpsql.Result {
+	t.Helper()
+	var out []*dpsql.Result
+	if err := e.Run(context.Background(), script, func(r *dpsql.Result) error { out = append(out, r); return nil }); err != nil {
+		t.Fatalf("%s: %v", script, err)
+	}
+	return out
+}
+
+func query(t *testing.T, e *dpsql.Engine, q string) *dpsql.Result {
+	t.Helper()
+	r, err := e.Query(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return r
+}
+
+func spent(t *testing.T, e *dpsql.Engine) float64 {
+	t.Helper()
+	r := query(t, e, "SHOW BUDGET")
+	return r.Rows[1][1].(float64)
+}
+
+func num(v any) float64 {
+	switch v := v.(type) {
+	case int64:
+		return float64(v)
+	case float64:
+		return v
+	}
+	return math.NaN()
+}
+
+func bruteCount(pred func(i int) bool) int {
+	n := 0
+	for i := 0; i < 1000; i++ {
+		if pred(i) {
+			n++
+		}
+	}
+	return n
+}
+
+// bruteClippedMeanY is the mean of y = i/10 over even i, clipped to [lo, hi].
+func bruteClippedMeanY(lo, hi float64) float64 {
+	var sum float64
+	for i := 0; i < 1000; i += 2 {
+		sum += math.Min(hi, math.Max(lo, float64(i)/10))
+	}
+	return sum / 500
+}
+
+func TestExactAnswersWithoutNoise(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	for _, tc := range []struct {
+		sql  string
+		want [][]any
+	}{
+		{`SELECT COUNT(*) FROM t`, [][]any{{1000}}},
+		{`SELECT COUNT(y), SUM(x), AVG(x) FROM t`, [][]any{{500, 49500, 49.5}}},
+		{`SELECT SUM(x, contribution_bounds_per_group => (0, 10)) FROM t`, [][]any{{10*900 + 45*10}}},
+		{`SELECT COUNT(*) FROM t WHERE x >= 50 AND g IN ('a', 'b')`, [][]any{{bruteCount(func(i int) bool { return i%100 >= 50 && i%4 < 2 })}}},
+		// Empty domain values are released (as 0); values outside the domain ('z') are dropped.
+		{`SELECT g, COUNT(*) AS n, SUM(x) FROM t GROUP BY g`, [][]any{{"a", 250, 12000}, {"b", 250, 12250}, {"c", 250, 12500}, {"d", 0, 0}}},
+		{`SELECT g, COUNT(*) AS n FROM t GROUP BY g HAVING n > 0 ORDER BY g DESC LIMIT 2`, [][]any{{"c", 250}, {"b", 250}}},
+		{`SELECT SUM(x) / COUNT(*), ROUND(AVG(x), 1) + 1 FROM t`, [][]any{{49.5, 50.5}}},
+		{`SELECT AVG(y, contribution_bounds_per_group => (0, 50)) FROM t`, [][]any{{bruteClippedMeanY(0, 50)}}},
+		{`SELECT code, label FROM lookup ORDER BY code`, [][]any{{"a", "Alpha"}, {"b", "Beta"}}},
+		{`SELECT 1 + 1`, [][]any{{2}}},
+	} {
+		r := query(t, e, tc.sql)
+		if len(r.Rows) != len(tc.want) {
+			t.Errorf("%s: %d rows %v, want %v", tc.sql, len(r.Rows), r.Rows, tc.want)
+			continue
+		}
+		for i, row := range tc.want {
+			for j, w := range row {
+				got := r.Rows[i][j]
+				if ws, ok := w.(string); ok {
+					if got != ws {
+						t.Errorf("%s: row %d col %d = %v, want %v", tc.sql, i, j, got, w)
+					}
+					continue
+				}
+				wf := num(w)
+				if _, ok := w.(int); ok {
+					wf = float64(w.(int))
+				}
+				if math.Abs(num(got)-wf) > 1e-9 {
+					t.Errorf("%s: row %d col %d = %v, want %v", tc.sql, i, j, got, wf)
+				}
+			}
+		}
+	}
+}
+
+func TestAvgClippedAndColumnNames(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	r := query(t, e, `SELECT AVG(x, contribution_bounds_per_group => (60, 70)) AS m, COUNT(*) FROM t`)
+	if r.Columns[0] != "m" || r.Columns[1] != "COUNT(*)" {
+		t.Errorf("columns %q", r.Columns)
+	}
+	// Clipping to [60, 70]: 60×60 values at 60 ... exact clipped mean.
+	var sum float64
+	for i := 0; i < 1000; i++ {
+		sum += math.Min(70, math.Max(60, float64(i%100)))
+	}
+	if got := r.Rows[0][0].(float64); math.Abs(got-sum/1000) > 1e-9 {
+		t.Errorf("clipped AVG = %v, want %v", got, sum/1000)
+	}
+}
+
+func TestRefusalsSpendNothing(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	for _, tc := range []struct {
+		sql  string
+		kind error
+		msg  string
+	}{
+		{`SELECT * FROM t`, dpsql.ErrNotPrivate, "raw rows"},
+		{`SELECT x FROM t`, dpsql.ErrNotPrivate, "inside an aggregate"},
+		{`SELECT x, COUNT(*) FROM t GROUP BY x`, dpsql.ErrNotPrivate, "SET DOMAIN"},
+		{`SELECT COUNT(*) FROM t GROUP BY g HAVING x > 1`, dpsql.ErrNotPrivate, "inside an aggregate"},
+		{`SELECT SUM(y) FROM t`, dpsql.ErrNeedsBounds, "contribution_bounds_per_group"},
+		{`SELECT MAX(x) FROM t`, dpsql.ErrUnsupported, "not supported"},
+		{`SELECT COUNT(DISTINCT x) FROM t`, dpsql.ErrUnsupported, "DISTINCT"},
+		{`SELECT COUNT(*) FROM nope`, dpsql.ErrUnknownName, "unknown table"},
+		{`SELECT COUNT(*) FROM _dpsql_ledger`, dpsql.ErrUnknownName, "unknown table"},
+		{`SELECT COUNT(*) FROM sqlite_master`, dpsql.ErrUnknownName, "unknown table"},
+		{`SELECT SUM(nope) FROM t`, dpsql.ErrUnknownName, "unknown column"},
+		{`SELECT 1 FROM t`, dpsql.ErrNotPrivate, "must aggregate"},
+		{`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = -1) COUNT(*) FROM t`, nil, "epsilon must be a positive"},
+		{`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1000) COUNT(*) FROM t`, dpsql.ErrBudgetExhausted, "remain"},
+		{`ATTACH 'x.db' AS x`, nil, "unsupported statement ATTACH"},
+		{`PRAGMA table_info(t)`, nil, "unsupported statement PRAGMA"},
+		{`SET BUDGET epsilon = 1000`, dpsql.ErrOwnerOnly, "owner mode"},
+		{`ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 1000)`, dpsql.ErrOwnerOnly, "owner mode"},
+		{`SELECT COUNT(*) FROM t JOIN lookup`, nil, "joins are not supported"},
+	} {
+		_, err := e.Query(context.Background(), tc.sql)
+		if err == nil {
+			t.Errorf("%s: no error", tc.sql)
+			continue
+		}
+		if tc.kind != nil && !errors.Is(err, tc.kind) {
+			t.Errorf("%s: error %v is not %v", tc.sql, err, tc.kind)
+		}
+		if !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: error %q does not mention %q", tc.sql, err, tc.msg)
+		}
+	}
+	if s := spent(t, e); s != 0 {
+		t.Errorf("refused queries spent ε=%v", s)
+	}
+}
+
+func TestNoBudgetNoEpsilon(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n.db")
+	owner := open(t, path, dpsql.Options{Owner: true})
+	db, _ := sql.Open("sqlite", "file:"+path)
+	db.Exec(`CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1)`)
+	db.Close()
+	_, err := owner.Query(context.Background(), `SELECT COUNT(*) FROM t`)
+	if !errors.Is(err, dpsql.ErrNoEpsilon) {
+		t.Errorf("no epsilon: %v", err)
+	}
+	_, err = owner.Query(context.Background(), `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM t`)
+	if !errors.Is(err, dpsql.ErrNoBudget) || !strings.Contains(err.Error(), "SET BUDGET") {
+		t.Errorf("no budget: %v", err)
+	}
+}
+
+func TestChargeIsDurableAndExplainIsFree(t *testing.T) {
+	path := newDB(t)
+	e := open(t, path, dpsql.Options{})
+	mustRun(t, e, `SET epsilon = 0.25; EXPLAIN SELECT g, AVG(x) FROM t GROUP BY g`)
+	if s := spent(t, e); s != 0 {
+		t.Fatalf("EXPLAIN spent ε=%v", s)
+	}
+	r := query(t, e, `SELECT g, COUNT(*), AVG(x) FROM t GROUP BY g`)
+	if r.Cost.Epsilon != 0.25 {
+		t.Errorf("reported cost %v", r.Cost)
+	}
+	e.Close()
+	// A fresh process sees the charge, with the statement, in the ledger.
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	entries, err := budget.Ledger(context.Background(), db)
+	if err != nil || len(entries) != 1 || entries[0].Cost.Epsilon != 0.25 || !strings.Contains(entries[0].Statement, "AVG") {
+		t.Errorf("ledger %+v, %v", entries, err)
+	}
+}
+
+func TestExplainShowsCells(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	r := query(t, e, `EXPLAIN SELECT g, COUNT(*), AVG(x) FROM t GROUP BY g`)
+	var text strings.Builder
+	for _, row := range r.Rows {
+		text.WriteString(row[0].(string) + ": " + row[1].(string) + "\n")
+	}
+	for _, want := range []string{"backend SQL: SELECT CASE", "Laplace, sensitivity 1, ε=0.333333", "sensitivity 50", "95% error", "ε=1, δ=0"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("EXPLAIN lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+func TestRealNoiseIsAdded(t *testing.T) {
+	path := newDB(t)
+	e, err := dpsql.Open(path, dpsql.Options{Epsilon: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// With ε = 0.1, P(noise = 0) ≈ 0.05, so 20 exact answers in a row
+	// happen with probability about 1e-26.
+	exact := 0
+	for i := 0; i < 20; i++ {
+		r := query(t, e, `SELECT COUNT(*) FROM t`)
+		n, ok := r.Rows[0][0].(int64)
+		if !ok || n < 0 {
+			t.Fatalf("noisy count %v is not a non-negative integer", r.Rows[0][0])
+		}
+		if n == 1000 {
+			exact++
+		}
+	}
+	if exact == 20 {
+		t.Error("20 noisy counts were all exact: is noise applied?")
+	}
+	if s := spent(t, e); math.Abs(s-2) > 1e-9 {
+		t.Errorf("spent %v, want 2", s)
+	}
+}
+
+func TestRunStopsAtFirstError(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 0.5})
+	n := 0
+	err := e.Run(context.Background(), "SELECT COUNT(*) FROM t;\nSELECT nope FROM t;\nSELECT COUNT(*) FROM t;", func(*dpsql.Result) error { n++; return nil })
+	if err == nil || !strings.HasPrefix(err.Error(), "2:8: ") {
+		t.Errorf("error %v, want one at 2:8", err)
+	}
+	if n != 1 {
+		t.Errorf("%d statements ran, want 1", n)
+	}
+	n = 0
+	err = e.Run(context.Background(), "SHOW TABLES;\nSELECT FROM;\nSHOW BUDGET;", func(*dpsql.Result) error { n++; return nil })
+	if err == nil || !strings.HasPrefix(err.Error(), "2:8: ") || n != 1 {
+		t.Errorf("syntax error: %v after %d statements", err, n)
+	}
+}
+
+// TestAdult checks exact figures on the UCI Adult extract (skipped when
+// ../shared/data is absent).
+func TestAdult(t *testing.T) {
+	csvPath := filepath.Join("..", "shared", "data", "adult.csv")
+	if _, err := os.Stat(csvPath); err != nil {
+		t.Skip("../shared/data/adult.csv not present")
+	}
+	path := filepath.Join(t.TempDir(), "adult.db")
+	owner := open(t, path, dpsql.Options{Owner: true})
+	n, err := owner.ImportCSV(context.Background(), "adult", csvPath)
+	if err != nil || n != 32561 {
+		t.Fatalf("import: %d rows, %v", n, err)
+	}
+	mustRun(t, owner, `CREATE PRIVACY POLICY ON adult;
+		ALTER PRIVACY POLICY ON adult SET BOUNDS "Age" (0, 125);
+		ALTER PRIVACY POLICY ON adult SET DOMAIN "Education" ('HS-grad', 'Some-college', 'Bachelors');
+		SET BUDGET epsilon = 10`)
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	for _, tc := range []struct {
+		sql  string
+		want float64
+	}{
+		{`SELECT COUNT(*) FROM adult`, 32561},
+		{`SELECT COUNT(*) FROM adult WHERE "Age" >= 40`, 14237},
+		{`SELECT SUM("Age") FROM adult`, 1256257},
+		{`SELECT AVG("Age") FROM adult`, 38.58164675532078},
+		{`SELECT SUM("Age", contribution_bounds_per_group => (0, 30)) FROM adult`, 913809},
+		{`SELECT SUM("Capital Gain", contribution_bounds_per_group => (0, 100000)) FROM adult`, 35089324},
+		{`SELECT COUNT(*) FROM adult WHERE "Education-Num" > 10`, 10516},
+		{`SELECT SUM("Age") FROM adult WHERE "Education-Num" > 10`, 422876},
+	} {
+		r := query(t, e, tc.sql)
+		if got := num(r.Rows[0][0]); math.Abs(got-tc.want) > 1e-6*math.Max(1, tc.want) {
+			t.Errorf("%s = %v, want %v", tc.sql, got, tc.want)
+		}
+	}
+	r := query(t, e, `SELECT "Education", COUNT(*) FROM adult GROUP BY "Education"`)
+	if len(r.Rows) != 3 || r.Rows[0][0] != "HS-grad" || num(r.Rows[0][1]) != 10501 || num(r.Rows[1][1]) != 7291 || num(r.Rows[2][1]) != 5355 {
+		t.Errorf("Education bins: %v", r.Rows)
+	}
+}
