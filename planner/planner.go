@@ -271,10 +271,6 @@ type builder struct {
 
 func (b *builder) build(sess Session) error {
 	s := b.stmt
-	eps, delta, err := queryBudget(s, sess)
-	if err != nil {
-		return err
-	}
 	if s.Where != nil {
 		if err := b.rowExpr(s.Where, "WHERE"); err != nil {
 			return err
@@ -338,6 +334,10 @@ func (b *builder) build(sess Session) error {
 		if n, ok := v.(int64); err != nil || !ok || n < 0 {
 			return errorf(e.Pos(), ErrInvalidOption, "LIMIT and OFFSET take a non-negative integer constant")
 		}
+	}
+	eps, delta, err := queryBudget(s, sess)
+	if err != nil {
+		return err
 	}
 	// Split ε equally across the noisy cells. Each row (privacy unit)
 	// falls in exactly one group, so by parallel composition each cell's

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var binary string
+
+// TestMain builds the dpsql binary once; the tests drive it as a user would.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dpsql-cli-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "dpsql")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+// writeCSV writes a people.csv with column names that need quoting.
+func writeCSV(t *testing.T, dir string, rows int) string {
+	t.Helper()
+	var sb strings.Builder
+	sb.WriteString("Name,Age,Capital Gain,Education-Num,Score\n")
+	for i := 0; i < rows; i++ {
+		score := fmt.Sprintf("%.1f", float64(i%7)/2)
+		if i%5 == 0 {
+			score = "" // NULL
+		}
+		fmt.Fprintf(&sb, "\"p, %d\",%d,%d,%d,%s\n", i, 20+i%50, (i%3)*1000, i%16, score)
+	}
+	path := filepath.Join(dir, "people.csv")
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestImportPolicyQueryContract(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	out, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 300))
+	if code != 0 || out != "imported 300 rows into people\n" {
+		t.Fatalf("import: code %d, out %q, err %q", code, out, errOut)
+	}
+	_, errOut, code = runCLI(t, "", "--db", db, "--owner", "-c", `CREATE PRIVACY POLICY ON people;
+		ALTER PRIVACY POLICY ON people SET BOUNDS "Age" (0, 100);
+		ALTER PRIVACY POLICY ON people SET DOMAIN "Education-Num" (0, 1, 2, 3);
+		SET BUDGET epsilon = 3`)
+	if code != 0 {
+		t.Fatalf("owner setup: %d %s", code, errOut)
+	}
+	out, errOut, code = runCLI(t, "", "--db", db, "--format", "csv", "-c",
+		`SET epsilon = 1; SELECT "Education-Num" AS edu, COUNT(*) AS n, AVG("Age") AS a FROM people GROUP BY "Education-Num"`)
+	if code != 0 {
+		t.Fatalf("query: %d %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 5 || lines[0] != "edu,n,a" || !strings.HasPrefix(lines[1], "0,") || !strings.HasPrefix(lines[4], "3,") {
+		t.Errorf("csv output:\n%s", out)
+	}
+	// JSON output parses, and SHOW BUDGET reflects the spend.
+	out, _, code = runCLI(t, "", "--db", db, "--format", "json", "-c", `SHOW BUDGET`)
+	var rows []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 3 || rows[1]["epsilon"] != 1.0 {
+		t.Errorf("SHOW BUDGET json: %q", out)
+	}
+	// Over budget: a clear error, exit status 1, nothing spent.
+	_, errOut, code = runCLI(t, "", "--db", db, "-c", `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 2.5) COUNT(*) FROM people`)
+	if code != 1 || !strings.HasPrefix(errOut, "error: 1:1: privacy budget exhausted") {
+		t.Errorf("over budget: code %d, stderr %q", code, errOut)
+	}
+	// Analysts cannot run owner statements.
+	_, errOut, code = runCLI(t, "", "--db", db, "-c", `SET BUDGET epsilon = 100`)
+	if code != 1 || !strings.Contains(errOut, "owner mode") {
+		t.Errorf("owner statement as analyst: code %d, stderr %q", code, errOut)
+	}
+	// The first error stops the run; its position is line:column of the script.
+	out, errOut, code = runCLI(t, "", "--db", db, "--format", "csv", "-c", "SHOW TABLES;\nSELECT \"Name\" FROM people;\nSHOW BUDGET")
+	if code != 1 || !strings.HasPrefix(errOut, "error: 2:8: ") || strings.Contains(out, "budget") {
+		t.Errorf("first error: code %d, out %q, stderr %q", code, out, errOut)
+	}
+}
+
+func TestScriptsFromFileAndStdin(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	if _, e, code := runCLI(t, "", "import", writeCSV(t, dir, 50), "--db", db, "--table", "people"); code != 0 {
+		t.Fatal(e)
+	}
+	script := filepath.Join(dir, "s.sql")
+	os.WriteFile(script, []byte("-- set up\nCREATE PRIVACY POLICY\n  ON people;\nSET BUDGET epsilon = 1; -- done\n"), 0o644)
+	if _, e, code := runCLI(t, "", "--db", db, "--owner", "-f", script); code != 0 {
+		t.Fatalf("-f: %s", e)
+	}
+	out, e, code := runCLI(t, "SHOW POLICY people;\nSHOW TABLES;\n", "--db", db, "--format", "csv")
+	if code != 0 || !strings.Contains(out, "privacy,,\"private, declared policy\"") || !strings.Contains(out, "people,private,declared") {
+		t.Errorf("stdin script: %d %q %q", code, out, e)
+	}
+}
+
+func TestImportFailuresLeaveNoTable(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{"ragged.csv", "a,b\n1,2\n3\n4,5\n", "line 3: wrong number of fields"},
+		{"quote.csv", "a,b\n1,2\n\"x,3\n", "line 3"},
+		{"bare.csv", "a,b\n1,2\nx\"y,3\n", "line 3"},
+		{"empty.csv", "", "header row is required"},
+		{"dup.csv", "a,A\n1,2\n", "appears twice"},
+	} {
+		path := filepath.Join(dir, tc.name)
+		os.WriteFile(path, []byte(tc.content), 0o644)
+		_, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "t", path)
+		if code != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: code %d, stderr %q, want %q", tc.name, code, errOut, tc.want)
+		}
+	}
+	out, _, _ := runCLI(t, "", "--db", db, "--format", "csv", "-c", "SHOW TABLES")
+	if strings.TrimSpace(out) != "table,privacy,policy" {
+		t.Errorf("tables after failed imports: %q", out)
+	}
+	// Importing over an existing table fails too.
+	good := filepath.Join(dir, "good.csv")
+	os.WriteFile(good, []byte("a\n1\n"), 0o644)
+	runCLI(t, "", "import", "--db", db, "--table", "t", good)
+	if _, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "T", good); code != 1 || !strings.Contains(errOut, "already exists") {
+		t.Errorf("re-import: %d %q", code, errOut)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	if out, errOut, code := runCLI(t, "", "--help"); code != 0 || !strings.Contains(errOut+out, "dpsql import --db FILE --table NAME CSVFILE") {
+		t.Errorf("--help: %d %q", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "", "-c", "SHOW TABLES"); code != 2 || !strings.Contains(errOut, "--db FILE is required") {
+		t.Errorf("missing --db: %d %q", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "", "--db", filepath.Join(t.TempDir(), "missing.db"), "-c", "SHOW TABLES"); code != 1 || !strings.Contains(errOut, "no such database") {
+		t.Errorf("missing database: %d %q", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "", "--db", "x.db", "--format", "xml"); code != 2 || !strings.Contains(errOut, "unknown format") {
+		t.Errorf("bad format: %d %q", code, errOut)
+	}
+}
+
+func TestDemoRuns(t *testing.T) {
+	out, errOut, code := runCLI(t, "", "demo")
+	if code != 0 {
+		t.Fatalf("demo: %d %s", code, errOut)
+	}
+	if strings.Count(out, "dpsql> SELECT") != 3 || !strings.Contains(out, "remaining") {
+		t.Errorf("demo output:\n%s", out)
+	}
+}
