@@ -77,7 +77,7 @@ const (
 	CountRows   CellKind = iota // COUNT(*)
 	CountValues                 // COUNT(x): rows where x is not NULL
 	ClippedSum                  // Σ clip(x, lo, hi)
-	CenteredSum                 // Σ (clip(x, lo, hi) − (lo+hi)/2)
+	CenteredSum                 // Σ (clip(x, lo, hi) − (lo+hi)/2), from Σ clip(x) and cell CountCell
 )
 
 // Cell is one exact quantity that is computed by the backend per group and
@@ -86,6 +86,7 @@ type Cell struct {
 	Kind          CellKind
 	Arg           parser.Expr // nil for CountRows
 	Lo, Hi        float64     // clipping bounds for sums
+	CountCell     int         // CenteredSum: the cell counting the non-NULL values of Arg
 	L1Sensitivity float64
 	Epsilon       float64
 	Label         string // e.g. `COUNT(*)`, `SUM(clip("Age", 0, 125))`
@@ -591,12 +592,11 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		// Centred at the midpoint m, one row changes Σ (clip(x) − m) by at
 		// most (hi − lo)/2, and COUNT(x) by 1.
 		mid := bounds.Lo/2 + bounds.Hi/2
-		agg.Cells = []int{
-			b.cell(&Cell{Kind: CenteredSum, Arg: arg, Lo: bounds.Lo, Hi: bounds.Hi,
-				L1Sensitivity: (bounds.Hi - bounds.Lo) / 2,
-				Label:         fmt.Sprintf("SUM(clip(%s, %g, %g) - %g)", argText, bounds.Lo, bounds.Hi, mid)}),
-			b.cell(&Cell{Kind: CountValues, Arg: arg, L1Sensitivity: 1, Label: "COUNT(" + argText + ")"}),
-		}
+		count := b.cell(&Cell{Kind: CountValues, Arg: arg, L1Sensitivity: 1, Label: "COUNT(" + argText + ")"})
+		sum := b.cell(&Cell{Kind: CenteredSum, Arg: arg, Lo: bounds.Lo, Hi: bounds.Hi, CountCell: count,
+			L1Sensitivity: (bounds.Hi - bounds.Lo) / 2,
+			Label:         fmt.Sprintf("SUM(clip(%s, %g, %g) - %g)", argText, bounds.Lo, bounds.Hi, mid)})
+		agg.Cells = []int{sum, count}
 	}
 	b.aggIndex[agg.Text] = len(b.q.Aggregates)
 	b.q.AggOf[call] = len(b.q.Aggregates)

@@ -10,8 +10,8 @@
 //
 // Why the rules preserve privacy:
 //   - ClipValues: every summed value is clipped to the declared [lo, hi]
-//     inside the scan, so one row moves a sum by at most max(|lo|, |hi|) (or
-//     (hi−lo)/2 once centred), whatever the data.
+//     inside the scan, so one row moves a sum by at most max(|lo|, |hi|),
+//     whatever the data.
 //   - PublicDomainKeys: group keys are mapped to positions in the owner's
 //     public domain; rows outside it are dropped, and groups with no rows
 //     are filled in by exec, so which groups appear reveals nothing.
@@ -116,9 +116,13 @@ func SQLLiteral(v any) string {
 	return parser.QuoteString(fmt.Sprint(v))
 }
 
+// clip renders clip(x, lo, hi) as a CASE: a NULL x stays NULL (and is
+// skipped by TOTAL), and on SQLite a CASE costs less per row than the
+// MIN(MAX(...)) function calls.
 func clip(c *planner.Cell) string {
 	x := parser.Format(c.Arg)
-	return fmt.Sprintf("MIN(MAX(%s, %s), %s)", x, SQLLiteral(c.Lo), SQLLiteral(c.Hi))
+	lo, hi := SQLLiteral(c.Lo), SQLLiteral(c.Hi)
+	return fmt.Sprintf("CASE WHEN %s < %s THEN %s WHEN %s > %s THEN %s ELSE %s END", x, lo, lo, x, hi, hi, x)
 }
 
 func cellSQL(c *planner.Cell) string {
@@ -127,11 +131,10 @@ func cellSQL(c *planner.Cell) string {
 		return "COUNT(*)"
 	case planner.CountValues:
 		return "COUNT(" + parser.Format(c.Arg) + ")"
-	case planner.ClippedSum:
+	case planner.ClippedSum, planner.CenteredSum:
+		// A centred sum is Σ clip(x) − mid·COUNT(x); exec subtracts the
+		// centre from the exact values, before any noise.
 		return "TOTAL(" + clip(c) + ")"
-	case planner.CenteredSum:
-		mid := c.Lo/2 + c.Hi/2
-		return "TOTAL(" + clip(c) + " - " + SQLLiteral(mid) + ")"
 	}
 	panic(fmt.Sprintf("rewrite: unknown cell kind %d", c.Kind))
 }
