@@ -360,3 +360,17 @@ func SortedColumns[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// New builds a catalog from tables (for tests and tools that plan without a
+// database).
+func New(tables ...*Table) *Catalog {
+	for _, t := range tables {
+		if t.Bounds == nil {
+			t.Bounds = map[string]Bounds{}
+		}
+		if t.Domains == nil {
+			t.Domains = map[string][]any{}
+		}
+	}
+	return &Catalog{tables: tables}
+}

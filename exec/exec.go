@@ -122,14 +122,18 @@ func scan(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.
 	}
 	defer rows.Close()
 	nk := len(q.Keys)
+	nm := 0
+	for _, m := range rw.CellColumn {
+		nm = max(nm, m+1)
+	}
 	keys := make([]sql.NullInt64, nk)
-	cells := make([]sql.NullFloat64, nc)
-	ptrs := make([]any, 0, nk+nc)
+	measured := make([]sql.NullFloat64, nm)
+	ptrs := make([]any, 0, nk+nm)
 	for i := range keys {
 		ptrs = append(ptrs, &keys[i])
 	}
-	for i := range cells {
-		ptrs = append(ptrs, &cells[i])
+	for i := range measured {
+		ptrs = append(ptrs, &measured[i])
 	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
@@ -143,8 +147,8 @@ func scan(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.
 			}
 			g = g*size + int(k.Int64)
 		}
-		for i, c := range cells {
-			exact[g*nc+i] = c.Float64 // NULL (no rows) counts as 0
+		for i, m := range rw.CellColumn {
+			exact[g*nc+i] = measured[m].Float64 // NULL (no rows) counts as 0
 		}
 	}
 	if err := rows.Err(); err != nil {

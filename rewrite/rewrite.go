@@ -34,9 +34,14 @@ const ResultTable = "_dpsql_result"
 // Rewritten is what exec runs for one private query.
 type Rewritten struct {
 	// Scan is the backend statement. Its columns are one key index per
-	// GROUP BY column (0-based position in that column's domain), then one
-	// column per cell, in plan order.
+	// GROUP BY column (0-based position in that column's domain), then the
+	// distinct measurements the cells need.
 	Scan string
+	// CellColumn gives, for each cell of the plan, the index of its
+	// measurement among the Scan's columns after the keys. Cells with the
+	// same measurement (SUM and AVG of one column and bounds) share it, so
+	// each is computed once per row.
+	CellColumn []int
 	// ResultColumns are the columns of ResultTable: k0.. (key values) then
 	// a0.. (noisy aggregate values).
 	ResultColumns []string
@@ -56,8 +61,17 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	for i, k := range q.Keys {
 		sel = append(sel, domainIndex(k)+" AS "+KeyColumn(i))
 	}
+	measured := map[string]int{}
+	cellColumn := make([]int, len(q.Cells))
 	for i, c := range q.Cells {
-		sel = append(sel, cellSQL(c)+" AS c"+strconv.Itoa(i))
+		m := cellSQL(c)
+		j, ok := measured[m]
+		if !ok {
+			j = len(measured)
+			measured[m] = j
+			sel = append(sel, m+" AS m"+strconv.Itoa(j))
+		}
+		cellColumn[i] = j
 	}
 	var sb strings.Builder
 	sb.WriteString("SELECT " + strings.Join(sel, ", ") + " FROM " + parser.QuoteIdent(q.Table.Name))
@@ -72,7 +86,7 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 		}
 		sb.WriteString(" GROUP BY " + strings.Join(keys, ", ") + " HAVING " + strings.Join(notNull, " AND "))
 	}
-	r := &Rewritten{Scan: sb.String()}
+	r := &Rewritten{Scan: sb.String(), CellColumn: cellColumn}
 	for i := range q.Keys {
 		r.ResultColumns = append(r.ResultColumns, KeyColumn(i))
 	}

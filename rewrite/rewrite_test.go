@@ -1,0 +1,79 @@
+package rewrite_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/parser"
+	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/rewrite"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func testCatalog() *catalog.Catalog {
+	return catalog.New(
+		&catalog.Table{
+			Name: "adult", HasPolicy: true,
+			Columns: []catalog.Column{{Name: "Age", Type: "INTEGER"}, {Name: "Sex", Type: "TEXT"}, {Name: "Education", Type: "TEXT"}, {Name: "Capital Gain", Type: "INTEGER"}},
+			Bounds:  map[string]catalog.Bounds{"Age": {Lo: 0, Hi: 125}},
+			Domains: map[string][]any{"Sex": {"Female", "Male"}, "Education": {"Bachelors", "HS-grad", "Masters"}},
+		},
+		&catalog.Table{Name: "lookup", Public: true, Columns: []catalog.Column{{Name: "code", Type: "TEXT"}, {Name: "label", Type: "TEXT"}}},
+	)
+}
+
+// TestGolden plans and rewrites each query of testdata/queries.sql and
+// compares the backend SQL, the noise plan and the post-processing SQL with
+// testdata/rewrite.golden (go test ./rewrite -update regenerates it).
+func TestGolden(t *testing.T) {
+	src, err := os.ReadFile("testdata/queries.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts, err := parser.ParseScript(string(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for _, s := range stmts {
+		sel := s.(*parser.SelectStmt)
+		fmt.Fprintf(&out, "query: %s\n", parser.FormatStmt(sel))
+		plan, err := planner.PlanSelect(sel, testCatalog(), planner.Session{Epsilon: 1})
+		if err != nil {
+			t.Fatalf("%s: %v", parser.FormatStmt(sel), err)
+		}
+		switch p := plan.(type) {
+		case *planner.PublicQuery:
+			out.WriteString("public: runs as written\n\n")
+		case *planner.PrivateQuery:
+			rw, err := rewrite.Private(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&out, "scan: %s\n", rw.Scan)
+			for i, c := range p.Cells {
+				fmt.Fprintf(&out, "cell c%d: %s sensitivity=%g epsilon=%.6g\n", i, c.Label, c.L1Sensitivity, c.Epsilon)
+			}
+			fmt.Fprintf(&out, "post: %s\n\n", rw.Post)
+		}
+	}
+	got := out.String()
+	if *update {
+		if err := os.WriteFile("testdata/rewrite.golden", []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile("testdata/rewrite.golden")
+	if err != nil {
+		t.Fatalf("%v (run go test ./rewrite -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("rewrite output differs from testdata/rewrite.golden (go test ./rewrite -update to accept):\n%s", got)
+	}
+}
