@@ -563,6 +563,11 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 				call.Name, parser.Format(arg), call.Name, parser.Format(arg), hint)
 		}
 	}
+	if bounds != nil {
+		if span := bounds.Hi - bounds.Lo; math.IsInf(span, 0) || span/2 <= 0 {
+			return errorf(call.NamePos, ErrInvalidOption, "bounds (%g, %g) of %s are out of range", bounds.Lo, bounds.Hi, call.Name)
+		}
+	}
 	argText := "*"
 	if arg != nil {
 		argText = parser.Format(arg)

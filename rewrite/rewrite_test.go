@@ -3,6 +3,7 @@ package rewrite_test
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -76,4 +77,38 @@ func TestGolden(t *testing.T) {
 	if got != string(want) {
 		t.Errorf("rewrite output differs from testdata/rewrite.golden (go test ./rewrite -update to accept):\n%s", got)
 	}
+}
+
+// FuzzPlanRewrite feeds arbitrary statements through parse, plan and
+// rewrite: none may panic, and every private plan must rewrite.
+func FuzzPlanRewrite(f *testing.F) {
+	src, _ := os.ReadFile("testdata/queries.sql")
+	for _, q := range strings.Split(string(src), ";") {
+		f.Add(q)
+	}
+	f.Add(`SELECT "Sex", COUNT(*) FROM adult GROUP BY "Sex" ORDER BY 9`)
+	f.Add(`SELECT AVG("Age", contribution_bounds_per_group => (5, 1)) FROM adult`)
+	f.Fuzz(func(t *testing.T, q string) {
+		stmts, _ := parser.ParseScript(q)
+		for _, s := range stmts {
+			sel, ok := s.(*parser.SelectStmt)
+			if !ok {
+				continue
+			}
+			plan, err := planner.PlanSelect(sel, testCatalog(), planner.Session{Epsilon: 1})
+			if err != nil {
+				continue
+			}
+			if p, ok := plan.(*planner.PrivateQuery); ok {
+				if _, err := rewrite.Private(p); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				for _, c := range p.Cells {
+					if !(c.L1Sensitivity > 0) || math.IsInf(c.L1Sensitivity, 0) || !(c.Epsilon > 0) {
+						t.Fatalf("%s: cell %s has sensitivity %v, epsilon %v", q, c.Label, c.L1Sensitivity, c.Epsilon)
+					}
+				}
+			}
+		}
+	})
 }
