@@ -39,7 +39,6 @@ var (
 	ErrBudgetExhausted = budget.ErrBudgetExhausted
 	ErrNoBudget        = budget.ErrNoBudget
 	ErrNotPrivate      = planner.ErrNotPrivate
-	ErrNeedsBounds     = planner.ErrNeedsBounds
 	ErrUnknownName     = planner.ErrUnknownName
 	ErrUnsupported     = planner.ErrUnsupported
 	ErrNoEpsilon       = planner.ErrNoEpsilon
@@ -68,8 +67,9 @@ type Engine struct {
 	owner bool
 	noise mechanism.Noiser
 
-	mu   sync.Mutex
-	sess planner.Session
+	mu         sync.Mutex
+	sess       planner.Session
+	showBounds bool
 }
 
 // Open opens (in owner mode: creates if missing) the database at path.
@@ -124,8 +124,12 @@ type Result struct {
 	// everything but private queries).
 	Cost budget.Cost
 	// ErrorBounds gives, per noisy output column that is a plain
-	// aggregate, the half-width of its 95% noise interval; empty otherwise.
+	// aggregate with declared bounds, the half-width of its 95% noise
+	// interval; empty otherwise.
 	ErrorBounds map[string]float64
+	// Notes are remarks to show with the result, such as the privately
+	// chosen bounds after SET show_bounds = on.
+	Notes []string
 }
 
 // Query runs exactly one statement.
@@ -206,11 +210,17 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 			}
 			return nil, err
 		}
-		r, err := exec.Private(ctx, e.db, p, rw, e.noise)
+		r, chosen, err := exec.Private(ctx, e.db, p, rw, e.noise)
 		if err != nil {
 			return nil, err
 		}
-		return &Result{Columns: r.Columns, Rows: r.Rows, Cost: cost, ErrorBounds: errorBounds(p)}, nil
+		res := &Result{Columns: r.Columns, Rows: r.Rows, Cost: cost, ErrorBounds: errorBounds(p)}
+		if e.showBounds {
+			for _, c := range chosen {
+				res.Notes = append(res.Notes, fmt.Sprintf("bounds of %s chosen privately: [%g, %g]", c.Label, c.Lo, c.Hi))
+			}
+		}
+		return res, nil
 	}
 	return nil, fmt.Errorf("dpsql: unknown plan %T", plan)
 }
@@ -225,7 +235,7 @@ func errorBounds(p *planner.PrivateQuery) map[string]float64 {
 			continue
 		}
 		i, ok := p.AggOf[call]
-		if !ok || p.Aggregates[i].Kind == planner.AggAvg {
+		if !ok || (p.Aggregates[i].Kind != planner.AggCount && p.Aggregates[i].Kind != planner.AggSum) || p.Aggregates[i].Search >= 0 {
 			continue
 		}
 		c := p.Cells[p.Aggregates[i].Cells[0]]
@@ -257,16 +267,34 @@ func (e *Engine) explain(s *parser.ExplainStmt, cat *catalog.Catalog) (*Result, 
 }
 
 func (e *Engine) set(s *parser.SetStmt) (*Result, error) {
+	bad := func(msg string) error {
+		return &planner.Error{Pos: s.Value.Pos(), Kind: planner.ErrInvalidOption, Msg: msg}
+	}
 	switch s.Name {
 	case "epsilon":
 		v, err := parser.NumberValue(s.Value)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-			return nil, &planner.Error{Pos: s.Value.Pos(), Kind: planner.ErrInvalidOption, Msg: "epsilon must be a positive number"}
+			return nil, bad("epsilon must be a positive number")
 		}
 		e.sess.Epsilon = v
 		return &Result{Message: fmt.Sprintf("epsilon = %g per query for this session", v)}, nil
+	case "bounds_epsilon_fraction":
+		v, err := parser.NumberValue(s.Value)
+		if err != nil || !planner.ValidBoundsFraction(v) {
+			return nil, bad("bounds_epsilon_fraction must be a number strictly between 0 and 1")
+		}
+		e.sess.BoundsFraction = v
+		return &Result{Message: fmt.Sprintf("bounds_epsilon_fraction = %g: that share of a query's ε chooses missing bounds", v)}, nil
+	case "show_bounds":
+		v, err := parser.LiteralValue(s.Value)
+		on, ok := v.(bool)
+		if err != nil || !ok {
+			return nil, bad("show_bounds takes on or off")
+		}
+		e.showBounds = on
+		return &Result{Message: fmt.Sprintf("show_bounds = %v", map[bool]string{true: "on", false: "off"}[on])}, nil
 	}
-	return nil, &planner.Error{Pos: s.SetPos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown parameter %q (known: epsilon; the owner sets the total with SET BUDGET)", s.Name)}
+	return nil, &planner.Error{Pos: s.SetPos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown parameter %q (known: epsilon, bounds_epsilon_fraction, show_bounds; the owner sets the total with SET BUDGET)", s.Name)}
 }
 
 func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Catalog) (*Result, error) {

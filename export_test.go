@@ -8,6 +8,27 @@ type zeroNoise struct{}
 
 func (zeroNoise) AddLaplace(v, _, _ float64) (float64, error) { return v, nil }
 
+// NewSparse compares without noise: above when q ≥ the threshold.
+func (zeroNoise) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholder, error) {
+	return &exactThreshold{t: opts.Threshold, left: opts.Cutoff}, nil
+}
+
+type exactThreshold struct {
+	t    float64
+	left int
+}
+
+func (e *exactThreshold) Next(q float64) (bool, error) {
+	if e.left == 0 {
+		return false, mechanism.ErrSparseDone
+	}
+	if q >= e.t {
+		e.left--
+		return true, nil
+	}
+	return false, nil
+}
+
 // OpenWithNoise opens an engine with an injected noise source (tests only).
 func OpenWithNoise(path string, opts Options, n mechanism.Noiser) (*Engine, error) {
 	opts.noise = n

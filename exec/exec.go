@@ -16,6 +16,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
@@ -72,68 +73,155 @@ func collect(ctx context.Context, db queryer, query string, args ...any) (*Resul
 	return res, rows.Err()
 }
 
-// Private runs the scan, adds noise to every cell of every group (empty
-// groups included), and post-processes. The caller must have charged the
-// plan's cost before calling.
-func Private(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.Rewritten, noise mechanism.Noiser) (*Result, error) {
-	exact, err := scan(ctx, db, q, rw)
+// ChosenBound reports the bounds a private search chose for an argument.
+type ChosenBound struct {
+	Label  string
+	Lo, Hi float64
+}
+
+// Private runs the scan, chooses any bounds that were not declared, adds
+// noise to every cell of every group (empty groups included), and
+// post-processes. The caller must have charged the plan's cost before
+// calling. The chosen bounds are DP releases too and are returned.
+func Private(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.Rewritten, noise mechanism.Noiser) (*Result, []ChosenBound, error) {
+	sc, err := scan(ctx, db, q, rw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	groups := len(exact) / max(1, len(q.Cells))
-	noisy := make([]float64, len(exact))
-	for g := 0; g < groups; g++ {
-		for i, c := range q.Cells {
-			v, err := noise.AddLaplace(exact[g*len(q.Cells)+i], c.L1Sensitivity, c.Epsilon)
-			if err != nil {
-				return nil, err
-			}
-			noisy[g*len(q.Cells)+i] = v
+	chosen := make([]autobound.Result, len(q.Searches))
+	var notes []ChosenBound
+	for i, sr := range q.Searches {
+		var all autobound.Histogram
+		for g := range sc.hists {
+			all.Merge(&sc.hists[g][i])
+		}
+		r, err := autobound.Search(&all, sr.Epsilon, noise)
+		if err != nil {
+			return nil, nil, err
+		}
+		chosen[i] = r
+		notes = append(notes, ChosenBound{Label: sr.Label, Lo: r.Lo, Hi: r.Hi})
+	}
+	nc := len(q.Cells)
+	groups := q.Groups()
+	cells := make([]cellBounds, nc)
+	for i, c := range q.Cells {
+		cells[i] = cellBounds{lo: c.Lo, hi: c.Hi, sens: c.L1Sensitivity}
+		if c.Search >= 0 {
+			r := chosen[c.Search]
+			cells[i] = cellBounds{lo: r.Lo, hi: r.Hi, sens: planner.SensitivityFor(c.Kind, r.Lo, r.Hi)}
 		}
 	}
-	exact = nil // nothing exact survives past this point
+	noisy := make([]float64, groups*nc)
+	for g := 0; g < groups; g++ {
+		exact := sc.exactCells(q, rw, g, cells, chosen)
+		for i, c := range q.Cells {
+			v, err := noise.AddLaplace(exact[i], cells[i].sens, c.Epsilon)
+			if err != nil {
+				return nil, nil, err
+			}
+			noisy[g*nc+i] = v
+		}
+	}
+	sc = nil // nothing exact survives past this point
+	aggBounds := make([][2]float64, len(q.Aggregates))
+	for i, a := range q.Aggregates {
+		aggBounds[i] = [2]float64{a.Lo, a.Hi}
+		if a.Search >= 0 {
+			aggBounds[i] = [2]float64{chosen[a.Search].Lo, chosen[a.Search].Hi}
+		}
+	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS temp."+rewrite.ResultTable); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := conn.ExecContext(ctx, "CREATE TEMP TABLE "+rewrite.ResultTable+" ("+strings.Join(rw.ResultColumns, ", ")+")"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS temp."+rewrite.ResultTable)
-	if err := fill(ctx, conn, q, rw, noisy, groups); err != nil {
-		return nil, err
+	if err := fill(ctx, conn, q, rw, noisy, groups, aggBounds); err != nil {
+		return nil, nil, err
 	}
-	return collect(ctx, conn, rw.Post)
+	res, err := collect(ctx, conn, rw.Post)
+	return res, notes, err
 }
 
-// scan runs the backend statement and returns the exact cells as a
-// groups×cells matrix in domain order, with zeros for groups without rows.
-func scan(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.Rewritten) ([]float64, error) {
+type cellBounds struct{ lo, hi, sens float64 }
+
+// scanned holds the exact per-group measurements: measured columns, and
+// the histograms of the bound searches.
+type scanned struct {
+	values [][]float64             // [group][measured column]
+	hists  [][]autobound.Histogram // [group][search]
+}
+
+// exactCells computes the exact value of every cell of group g.
+func (sc *scanned) exactCells(q *planner.PrivateQuery, rw *rewrite.Rewritten, g int, cells []cellBounds, chosen []autobound.Result) []float64 {
+	out := make([]float64, len(q.Cells))
+	for i, c := range q.Cells {
+		src := rw.CellSource[i]
+		if src.Column >= 0 {
+			out[i] = sc.values[g][src.Column]
+			continue
+		}
+		r := chosen[src.Search]
+		m := sc.hists[g][src.Search].Moments(r.LoIdx, r.HiIdx)
+		mid := cells[i].lo/2 + cells[i].hi/2
+		switch c.Kind {
+		case planner.CountValues:
+			out[i] = m.N
+		case planner.ClippedSum, planner.CenteredSum:
+			out[i] = m.Sum
+		case planner.CenteredSumSq:
+			// Σ (x − m)² = Σ x² − 2m Σ x + m² n over the clipped values.
+			out[i] = math.Max(0, m.SumSq-2*mid*m.Sum+mid*mid*m.N)
+		}
+	}
+	// Centre the sums: Σ (clip(x) − m) = Σ clip(x) − m·n, from exact values.
+	for i, c := range q.Cells {
+		if c.Kind == planner.CenteredSum {
+			mid := cells[i].lo/2 + cells[i].hi/2
+			out[i] -= mid * out[c.CountCell]
+		}
+	}
+	return out
+}
+
+// scan runs the backend statement and returns the exact measurements per
+// group in domain order, with zeros for groups without rows.
+func scan(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.Rewritten) (*scanned, error) {
 	groups := q.Groups()
-	nc := len(q.Cells)
-	exact := make([]float64, groups*nc)
+	nm := len(rw.Measured)
+	isHist := make([]int, nm)
+	for i := range isHist {
+		isHist[i] = -1
+	}
+	for s, col := range rw.SearchColumn {
+		isHist[col] = s
+	}
+	sc := &scanned{values: make([][]float64, groups), hists: make([][]autobound.Histogram, groups)}
+	for g := range sc.values {
+		sc.values[g] = make([]float64, nm)
+		sc.hists[g] = make([]autobound.Histogram, len(q.Searches))
+	}
 	rows, err := db.QueryContext(ctx, rw.Scan)
 	if err != nil {
 		return nil, backendError(ctx, err)
 	}
 	defer rows.Close()
 	nk := len(q.Keys)
-	nm := 0
-	for _, m := range rw.CellColumn {
-		nm = max(nm, m+1)
-	}
 	keys := make([]sql.NullInt64, nk)
-	measured := make([]sql.NullFloat64, nm)
+	vals := make([]any, nm)
 	ptrs := make([]any, 0, nk+nm)
 	for i := range keys {
 		ptrs = append(ptrs, &keys[i])
 	}
-	for i := range measured {
-		ptrs = append(ptrs, &measured[i])
+	for i := range vals {
+		ptrs = append(ptrs, &vals[i])
 	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
@@ -147,23 +235,27 @@ func scan(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.
 			}
 			g = g*size + int(k.Int64)
 		}
-		for i, m := range rw.CellColumn {
-			exact[g*nc+i] = measured[m].Float64 // NULL (no rows) counts as 0
+		for j, v := range vals {
+			if s := isHist[j]; s >= 0 {
+				b, _ := v.([]byte)
+				if err := sc.hists[g][s].UnmarshalBinary(b); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			switch v := v.(type) {
+			case int64:
+				sc.values[g][j] = float64(v)
+			case float64:
+				sc.values[g][j] = v
+			}
+			// NULL (no rows) counts as 0.
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, backendError(ctx, err)
 	}
-	for i, c := range q.Cells {
-		if c.Kind != planner.CenteredSum {
-			continue
-		}
-		mid := c.Lo/2 + c.Hi/2
-		for g := 0; g < groups; g++ {
-			exact[g*nc+i] -= mid * exact[g*nc+c.CountCell]
-		}
-	}
-	return exact, nil
+	return sc, nil
 }
 
 func backendError(ctx context.Context, err error) error {
@@ -174,24 +266,33 @@ func backendError(ctx context.Context, err error) error {
 	return ErrBackend
 }
 
-// aggregateValue combines the noisy cells of one aggregate.
-func aggregateValue(a *planner.Aggregate, cells []float64) any {
+// aggregateValue combines the noisy cells of one aggregate with bounds
+// [lo, hi] (declared or chosen).
+func aggregateValue(a *planner.Aggregate, cells []float64, lo, hi float64) any {
 	switch a.Kind {
 	case planner.AggCount:
 		return int64(math.Max(0, math.Round(cells[a.Cells[0]])))
 	case planner.AggSum:
 		return cells[a.Cells[0]]
-	case planner.AggAvg:
-		mid := a.Lo/2 + a.Hi/2
-		n := math.Max(1, cells[a.Cells[1]])
-		return math.Min(a.Hi, math.Max(a.Lo, mid+cells[a.Cells[0]]/n))
 	}
-	panic("exec: unknown aggregate kind")
+	mid := lo/2 + hi/2
+	n := math.Max(1, cells[a.Cells[1]])
+	meanC := cells[a.Cells[0]] / n // mean of the centred values
+	if a.Kind == planner.AggAvg {
+		return math.Min(hi, math.Max(lo, mid+meanC))
+	}
+	half := (hi - lo) / 2
+	meanC = math.Min(half, math.Max(-half, meanC))
+	v := math.Min(half*half, math.Max(0, cells[a.Cells[2]]/n-meanC*meanC))
+	if a.Kind == planner.AggStddev {
+		return math.Sqrt(v)
+	}
+	return v
 }
 
 // fill writes one row per group into the result table: the group's public
 // key values, then its noisy aggregates.
-func fill(ctx context.Context, conn *sql.Conn, q *planner.PrivateQuery, rw *rewrite.Rewritten, noisy []float64, groups int) error {
+func fill(ctx context.Context, conn *sql.Conn, q *planner.PrivateQuery, rw *rewrite.Rewritten, noisy []float64, groups int, aggBounds [][2]float64) error {
 	width := len(rw.ResultColumns)
 	const maxParams = 30000
 	perStmt := max(1, maxParams/width)
@@ -218,8 +319,8 @@ func fill(ctx context.Context, conn *sql.Conn, q *planner.PrivateQuery, rw *rewr
 		}
 		args = append(args, keyVals...)
 		cells := noisy[g*nc : (g+1)*nc]
-		for _, a := range q.Aggregates {
-			args = append(args, aggregateValue(a, cells))
+		for i, a := range q.Aggregates {
+			args = append(args, aggregateValue(a, cells, aggBounds[i][0], aggBounds[i][1]))
 		}
 		pending++
 		if pending == perStmt {
@@ -249,12 +350,26 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 	add("table", fmt.Sprintf("%s, private; each row is one privacy unit", parser.QuoteIdent(q.Table.Name)))
 	add("groups", keys)
 	add("backend SQL", rw.Scan)
+	for i, sr := range q.Searches {
+		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: 1, Cutoff: 2, Monotonic: true}
+		add(fmt.Sprintf("bounds search s%d", i), fmt.Sprintf(
+			"%s: no declared bounds, chosen privately from one histogram scan (%s): sparse vector technique, cutoff 2, monotonic counts, ε=%.6g (%.3g of the query's ε), query noise scale %.4g, stops where at most about %d noise scales of values lie beyond a candidate; candidates 0 and (1 + k/4)·2^e for e in [%d, %d]",
+			sr.Label, rewrite.HistogramFunction, sr.Epsilon, q.BoundsFraction, mechanism.SparseQueryScale(opts), autobound.ThresholdScales, autobound.MinExp, autobound.MaxExp-1))
+	}
 	for i, c := range q.Cells {
+		if c.Search >= 0 {
+			add(fmt.Sprintf("noise c%d", i), fmt.Sprintf("%s: Laplace, ε=%.6g, sensitivity from the bounds chosen by s%d", c.Label, c.Epsilon, c.Search))
+			continue
+		}
 		scale := mechanism.LaplaceScale(c.L1Sensitivity, c.Epsilon)
 		add(fmt.Sprintf("noise c%d", i), fmt.Sprintf("%s: Laplace, sensitivity %g, ε=%.6g, scale %.6g, 95%% error ±%.6g",
 			c.Label, c.L1Sensitivity, c.Epsilon, scale, mechanism.LaplaceErrorBound(scale, 0.05)))
 	}
 	for i, a := range q.Aggregates {
+		lo, hi, mid := fmt.Sprint(a.Lo), fmt.Sprint(a.Hi), fmt.Sprint(a.Lo/2+a.Hi/2)
+		if a.Search >= 0 {
+			lo, hi, mid = "lo", "hi", "(lo+hi)/2"
+		}
 		var how string
 		switch a.Kind {
 		case planner.AggCount:
@@ -262,7 +377,12 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 		case planner.AggSum:
 			how = fmt.Sprintf("noisy c%d", a.Cells[0])
 		case planner.AggAvg:
-			how = fmt.Sprintf("%g + noisy c%d / max(1, noisy c%d), clamped to [%g, %g]", a.Lo/2+a.Hi/2, a.Cells[0], a.Cells[1], a.Lo, a.Hi)
+			how = fmt.Sprintf("%s + noisy c%d / max(1, noisy c%d), clamped to [%s, %s]", mid, a.Cells[0], a.Cells[1], lo, hi)
+		case planner.AggVar, planner.AggStddev:
+			how = fmt.Sprintf("noisy c%d / n − (noisy c%d / n)², n = max(1, noisy c%d), clamped to [0, ((%s − %s)/2)²]", a.Cells[2], a.Cells[0], a.Cells[1], hi, lo)
+			if a.Kind == planner.AggStddev {
+				how = "sqrt of " + how
+			}
 		}
 		add(fmt.Sprintf("aggregate a%d", i), a.Text+" = "+how)
 	}

@@ -51,6 +51,14 @@ type Noiser interface {
 	// AddLaplace returns value plus Laplace noise calibrated to the given
 	// L1 sensitivity and epsilon.
 	AddLaplace(value, l1Sensitivity, epsilon float64) (float64, error)
+	// NewSparse starts a sparse vector technique run.
+	NewSparse(opts SparseOptions) (Thresholder, error)
+}
+
+// Thresholder answers, query by query, whether a value is above a
+// threshold; *Sparse is the private one.
+type Thresholder interface {
+	Next(q float64) (bool, error)
 }
 
 // granularityParam fixes the grid: the grid step is the smallest power of two

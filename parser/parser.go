@@ -262,6 +262,11 @@ func (p *parser) statement() Stmt {
 		name := p.plainName("parameter name")
 		p.expect("=")
 		_ = namePos
+		if p.tok.is("ON") || p.tok.is("OFF") {
+			v := &Literal{ValuePos: p.tok.pos, Kind: BoolLit, Raw: map[bool]string{true: "TRUE", false: "FALSE"}[p.tok.is("ON")]}
+			p.next()
+			return &SetStmt{SetPos: t.pos, Name: strings.ToLower(name), Value: v}
+		}
 		return &SetStmt{SetPos: t.pos, Name: strings.ToLower(name), Value: p.expr()}
 	case t.is("SHOW"):
 		p.next()

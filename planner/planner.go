@@ -26,8 +26,6 @@ var (
 	ErrNotPrivate = errors.New("query cannot be answered privately")
 	// ErrUnknownName: a table or column does not exist.
 	ErrUnknownName = errors.New("unknown name")
-	// ErrNeedsBounds: SUM or AVG over a column without clipping bounds.
-	ErrNeedsBounds = errors.New("aggregate needs bounds")
 	// ErrUnsupported: valid SQL that this version cannot answer privately.
 	ErrUnsupported = errors.New("not supported")
 	// ErrNoEpsilon: no ε in the query options nor in the session.
@@ -74,22 +72,54 @@ type CellKind int
 
 // Cell kinds.
 const (
-	CountRows   CellKind = iota // COUNT(*)
-	CountValues                 // COUNT(x): rows where x is not NULL
-	ClippedSum                  // Σ clip(x, lo, hi)
-	CenteredSum                 // Σ (clip(x, lo, hi) − (lo+hi)/2), from Σ clip(x) and cell CountCell
+	CountRows     CellKind = iota // COUNT(*)
+	CountValues                   // COUNT(x): rows where x is not NULL
+	ClippedSum                    // Σ clip(x, lo, hi)
+	CenteredSum                   // Σ (clip(x, lo, hi) − m), m = (lo+hi)/2, from Σ clip(x) and cell CountCell
+	CenteredSumSq                 // Σ (clip(x, lo, hi) − m)²
 )
 
 // Cell is one exact quantity that is computed by the backend per group and
 // released only with Laplace noise.
 type Cell struct {
-	Kind          CellKind
-	Arg           parser.Expr // nil for CountRows
-	Lo, Hi        float64     // clipping bounds for sums
-	CountCell     int         // CenteredSum: the cell counting the non-NULL values of Arg
+	Kind      CellKind
+	Arg       parser.Expr // nil for CountRows
+	Lo, Hi    float64     // clipping bounds for sums (unset when Search ≥ 0)
+	CountCell int         // CenteredSum: the cell counting the non-NULL values of Arg
+	// Search is the index of the bound search (in PrivateQuery.Searches)
+	// that chooses Lo and Hi at run time, or -1 for declared bounds. Such a
+	// cell's L1Sensitivity is 0 here and follows from the chosen bounds.
+	Search        int
 	L1Sensitivity float64
 	Epsilon       float64
 	Label         string // e.g. `COUNT(*)`, `SUM(clip("Age", 0, 125))`
+}
+
+// SensitivityFor returns the L1 sensitivity of a cell of kind k with bounds
+// [lo, hi] when one row is added or removed:
+//   - a count moves by 1;
+//   - Σ clip(x) by the clipped value of the row, at most max(|lo|, |hi|);
+//   - Σ (clip(x) − m) by at most (hi − lo)/2, since clip(x) − m ∈ [−(hi−lo)/2, (hi−lo)/2];
+//   - Σ (clip(x) − m)² by at most ((hi − lo)/2)².
+func SensitivityFor(k CellKind, lo, hi float64) float64 {
+	switch k {
+	case ClippedSum:
+		return math.Max(math.Abs(lo), math.Abs(hi))
+	case CenteredSum:
+		return (hi - lo) / 2
+	case CenteredSumSq:
+		return (hi - lo) / 2 * (hi - lo) / 2
+	}
+	return 1
+}
+
+// Search is one private choice of clipping bounds for an aggregate
+// argument without declared bounds; all aggregates of the query over the
+// same expression share it.
+type Search struct {
+	Arg     parser.Expr
+	Label   string // canonical SQL of Arg
+	Epsilon float64
 }
 
 // AggKind is an aggregate function the engine answers.
@@ -100,15 +130,18 @@ const (
 	AggCount AggKind = iota
 	AggSum
 	AggAvg
+	AggVar    // VAR_POP, VARIANCE
+	AggStddev // STDDEV_POP, STDDEV
 )
 
 // Aggregate is one distinct aggregate of the query and the cells it is
 // computed from (indexes into PrivateQuery.Cells).
 type Aggregate struct {
 	Kind   AggKind
-	Text   string // canonical SQL of the call, for EXPLAIN
-	Lo, Hi float64
-	Cells  []int // COUNT: [count]; SUM: [sum]; AVG: [centred sum, count]
+	Text   string  // canonical SQL of the call, for EXPLAIN
+	Lo, Hi float64 // declared bounds (unset when Search ≥ 0)
+	Search int     // bound search index, or -1
+	Cells  []int   // COUNT: [count]; SUM: [sum]; AVG: [centred sum, count]; VAR, STDDEV: [centred sum, count, centred sum of squares]
 }
 
 // GroupKey is a GROUP BY column with its public domain.
@@ -136,8 +169,12 @@ type PrivateQuery struct {
 	OrderBy    []parser.OrderItem
 	Limit      parser.Expr
 	Offset     parser.Expr
-	Epsilon    float64 // the query's total ε, split across Cells
+	Searches   []*Search
+	Epsilon    float64 // the query's total ε, split across Searches and Cells
 	Delta      float64 // δ spent (0: every mechanism here is pure ε-DP)
+	// BoundsFraction is the share of Epsilon spent on bound searches (0
+	// when there are none).
+	BoundsFraction float64
 	// AggOf maps every aggregate call of the statement to its Aggregate.
 	AggOf map[*parser.CallExpr]int
 	// KeyOf maps every reference to a GROUP BY column outside aggregates
@@ -160,7 +197,14 @@ func (*PrivateQuery) planNode() {}
 // Session holds the per-session defaults a query may rely on.
 type Session struct {
 	Epsilon float64 // 0: unset
+	// BoundsFraction is the share of a query's ε spent on choosing bounds
+	// privately when some aggregate has none (0: DefaultBoundsFraction).
+	BoundsFraction float64
 }
+
+// DefaultBoundsFraction is the default share of ε spent on bound searches,
+// chosen by measurement on adult.csv (docs/benchmarks.md).
+const DefaultBoundsFraction = 0.2
 
 // maxGroups caps the cross product of public domains.
 const maxGroups = 1_000_000
@@ -189,7 +233,7 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 		}
 		return &PublicQuery{Stmt: stmt}, nil
 	}
-	b := &builder{stmt: stmt, tbl: tbl, q: &PrivateQuery{
+	b := &builder{stmt: stmt, tbl: tbl, searchIndex: map[string]int{}, q: &PrivateQuery{
 		Stmt: stmt, Table: tbl, Where: stmt.Where, Having: stmt.Having, OrderBy: stmt.OrderBy,
 		Limit: stmt.Limit, Offset: stmt.Offset,
 		AggOf: map[*parser.CallExpr]int{}, KeyOf: map[*parser.ColumnRef]int{},
@@ -262,12 +306,13 @@ func forEachExpr(stmt *parser.SelectStmt, fn func(parser.Expr)) {
 }
 
 type builder struct {
-	stmt      *parser.SelectStmt
-	tbl       *catalog.Table
-	q         *PrivateQuery
-	cellIndex map[string]int
-	aggIndex  map[string]int
-	aliases   map[string]bool
+	stmt        *parser.SelectStmt
+	tbl         *catalog.Table
+	q           *PrivateQuery
+	cellIndex   map[string]int
+	aggIndex    map[string]int
+	searchIndex map[string]int
+	aliases     map[string]bool
 }
 
 func (b *builder) build(sess Session) error {
@@ -336,17 +381,25 @@ func (b *builder) build(sess Session) error {
 			return errorf(e.Pos(), ErrInvalidOption, "LIMIT and OFFSET take a non-negative integer constant")
 		}
 	}
-	eps, delta, err := queryBudget(s, sess)
+	eps, delta, frac, err := queryBudget(s, sess)
 	if err != nil {
 		return err
 	}
-	// Split ε equally across the noisy cells. Each row (privacy unit)
-	// falls in exactly one group, so by parallel composition each cell's
-	// ε covers all its groups; by sequential composition the cells add up
-	// to the query's ε.
+	// ε is split by sequential composition: a share frac to the bound
+	// searches (equally), the rest equally across the noisy cells. Each
+	// row (privacy unit) falls in exactly one group, so by parallel
+	// composition each cell's ε covers all its groups.
 	b.q.Epsilon, b.q.Delta = eps, 0
 	_ = delta // δ is accepted but no mechanism of this version spends it
-	per := eps / float64(len(b.q.Cells))
+	cellEps := eps
+	if len(b.q.Searches) > 0 {
+		b.q.BoundsFraction = frac
+		for _, sr := range b.q.Searches {
+			sr.Epsilon = eps * frac / float64(len(b.q.Searches))
+		}
+		cellEps = eps * (1 - frac)
+	}
+	per := cellEps / float64(len(b.q.Cells))
 	for _, c := range b.q.Cells {
 		c.Epsilon = per
 	}
@@ -354,32 +407,44 @@ func (b *builder) build(sess Session) error {
 }
 
 // queryBudget reads epsilon and delta from the OPTIONS or the session.
-func queryBudget(s *parser.SelectStmt, sess Session) (eps, delta float64, err error) {
-	eps = sess.Epsilon
+func queryBudget(s *parser.SelectStmt, sess Session) (eps, delta, frac float64, err error) {
+	eps, frac = sess.Epsilon, sess.BoundsFraction
+	if frac == 0 {
+		frac = DefaultBoundsFraction
+	}
 	for _, o := range s.DPOptions {
 		v, verr := parser.NumberValue(o.Value)
 		switch o.Name {
 		case "epsilon":
 			if verr != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-				return 0, 0, errorf(o.Value.Pos(), ErrInvalidOption, "epsilon must be a positive number")
+				return 0, 0, 0, errorf(o.Value.Pos(), ErrInvalidOption, "epsilon must be a positive number")
 			}
 			eps = v
 		case "delta":
 			if verr != nil || math.IsNaN(v) || v < 0 || v >= 1 {
-				return 0, 0, errorf(o.Value.Pos(), ErrInvalidOption, "delta must be a number in [0, 1)")
+				return 0, 0, 0, errorf(o.Value.Pos(), ErrInvalidOption, "delta must be a number in [0, 1)")
 			}
 			delta = v
+		case "bounds_epsilon_fraction":
+			if verr != nil || !ValidBoundsFraction(v) {
+				return 0, 0, 0, errorf(o.Value.Pos(), ErrInvalidOption, "bounds_epsilon_fraction must be a number strictly between 0 and 1")
+			}
+			frac = v
 		case "max_groups_contributed", "max_rows_contributed", "privacy_unit_column":
-			return 0, 0, errorf(o.NamePos, ErrUnsupported, "option %s is not supported yet: every row is its own privacy unit", o.Name)
+			return 0, 0, 0, errorf(o.NamePos, ErrUnsupported, "option %s is not supported yet: every row is its own privacy unit", o.Name)
 		default:
-			return 0, 0, errorf(o.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, delta)", o.Name)
+			return 0, 0, 0, errorf(o.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, delta, bounds_epsilon_fraction)", o.Name)
 		}
 	}
 	if eps <= 0 {
-		return 0, 0, errorf(s.SelectPos, ErrNoEpsilon, "no epsilon for this query: run SET epsilon = E, or write SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = E) ...")
+		return 0, 0, 0, errorf(s.SelectPos, ErrNoEpsilon, "no epsilon for this query: run SET epsilon = E, or write SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = E) ...")
 	}
-	return eps, delta, nil
+	return eps, delta, frac, nil
 }
+
+// ValidBoundsFraction reports whether f is a usable share of ε for bound
+// searches: strictly between 0 and 1.
+func ValidBoundsFraction(f float64) bool { return f > 0 && f < 1 }
 
 func containsAggregate(e parser.Expr) bool {
 	found := false
@@ -502,22 +567,20 @@ func (b *builder) outputExpr(e parser.Expr, where string) error {
 	return err
 }
 
+var aggKinds = map[string]AggKind{
+	"COUNT": AggCount, "SUM": AggSum, "AVG": AggAvg,
+	"VAR_POP": AggVar, "VARIANCE": AggVar, "STDDEV_POP": AggStddev, "STDDEV": AggStddev,
+}
+
 func (b *builder) aggregate(call *parser.CallExpr) error {
-	var kind AggKind
-	switch call.Name {
-	case "COUNT":
-		kind = AggCount
-		if call.Distinct {
-			return errorf(call.NamePos, ErrUnsupported, "COUNT(DISTINCT ...) needs privacy units, which this version does not have yet; use COUNT(*) or COUNT(column)")
-		}
-	case "SUM":
-		kind = AggSum
-	case "AVG":
-		kind = AggAvg
-	default:
-		return errorf(call.NamePos, ErrUnsupported, "aggregate %s is not supported yet (supported: COUNT, SUM, AVG)", call.Name)
+	kind, ok := aggKinds[call.Name]
+	if !ok {
+		return errorf(call.NamePos, ErrUnsupported, "aggregate %s is not supported yet (supported: COUNT, SUM, AVG, VAR_POP, VARIANCE, STDDEV_POP, STDDEV)", call.Name)
 	}
 	if call.Distinct {
+		if kind == AggCount {
+			return errorf(call.NamePos, ErrUnsupported, "COUNT(DISTINCT ...) needs privacy units, which this version does not have yet; use COUNT(*) or COUNT(column)")
+		}
 		return errorf(call.NamePos, ErrUnsupported, "%s(DISTINCT ...) is not supported", call.Name)
 	}
 	if !call.Star && len(call.Args) != 1 {
@@ -530,7 +593,6 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 			return err
 		}
 	}
-	agg := &Aggregate{Kind: kind}
 	var bounds *catalog.Bounds
 	for _, na := range call.Named {
 		if na.Name != "contribution_bounds_per_group" {
@@ -557,14 +619,9 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 				bounds = &bd
 			}
 		}
-		if bounds == nil {
-			hint := "the owner can declare them with ALTER PRIVACY POLICY ON " + parser.QuoteIdent(b.tbl.Name) + " SET BOUNDS <column> (lo, hi)"
-			return errorf(call.NamePos, ErrNeedsBounds, "%s(%s) needs clipping bounds: write %s(%s, contribution_bounds_per_group => (lo, hi)), or %s",
-				call.Name, parser.Format(arg), call.Name, parser.Format(arg), hint)
-		}
 	}
 	if bounds != nil {
-		if span := bounds.Hi - bounds.Lo; math.IsInf(span, 0) || span/2 <= 0 {
+		if span := bounds.Hi - bounds.Lo; math.IsInf(span, 0) || span/2 <= 0 || math.IsInf(span*span, 0) {
 			return errorf(call.NamePos, ErrInvalidOption, "bounds (%g, %g) of %s are out of range", bounds.Lo, bounds.Hi, call.Name)
 		}
 	}
@@ -572,41 +629,68 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	if arg != nil {
 		argText = parser.Format(arg)
 	}
-	agg.Text = call.Name + "(" + argText + ")"
-	if bounds != nil {
+	agg := &Aggregate{Kind: kind, Search: -1, Text: call.Name + "(" + argText + ")"}
+	switch {
+	case bounds != nil:
 		agg.Lo, agg.Hi = bounds.Lo, bounds.Hi
 		agg.Text = fmt.Sprintf("%s(%s, bounds [%g, %g])", call.Name, argText, bounds.Lo, bounds.Hi)
+	case kind != AggCount:
+		// No declared bounds: choose them privately at run time, once per
+		// argument expression for the whole query.
+		agg.Search = b.search(arg, argText)
+		agg.Text = fmt.Sprintf("%s(%s, bounds chosen privately)", call.Name, argText)
 	}
 	if i, ok := b.aggIndex[agg.Text]; ok {
 		b.q.AggOf[call] = i
 		return nil
 	}
+	// newCell makes a cell over arg with this aggregate's bounds.
+	newCell := func(k CellKind, label string) int {
+		c := &Cell{Kind: k, Arg: arg, Search: -1, Label: label}
+		if k != CountRows && k != CountValues {
+			c.Lo, c.Hi, c.Search = agg.Lo, agg.Hi, agg.Search
+		}
+		if c.Search < 0 {
+			c.L1Sensitivity = SensitivityFor(k, c.Lo, c.Hi)
+		}
+		return b.cell(c)
+	}
+	bnd := fmt.Sprintf("%g, %g", agg.Lo, agg.Hi)
+	if agg.Search >= 0 {
+		bnd = "chosen bounds"
+	}
 	switch kind {
 	case AggCount:
 		if arg == nil {
-			agg.Cells = []int{b.cell(&Cell{Kind: CountRows, L1Sensitivity: 1, Label: "COUNT(*)"})}
+			agg.Cells = []int{newCell(CountRows, "COUNT(*)")}
 		} else {
-			agg.Cells = []int{b.cell(&Cell{Kind: CountValues, Arg: arg, L1Sensitivity: 1, Label: "COUNT(" + argText + ")"})}
+			agg.Cells = []int{newCell(CountValues, "COUNT("+argText+")")}
 		}
 	case AggSum:
-		// Adding or removing one row changes Σ clip(x) by at most max(|lo|, |hi|).
-		agg.Cells = []int{b.cell(&Cell{Kind: ClippedSum, Arg: arg, Lo: bounds.Lo, Hi: bounds.Hi,
-			L1Sensitivity: math.Max(math.Abs(bounds.Lo), math.Abs(bounds.Hi)),
-			Label:         fmt.Sprintf("SUM(clip(%s, %g, %g))", argText, bounds.Lo, bounds.Hi)})}
-	case AggAvg:
-		// Centred at the midpoint m, one row changes Σ (clip(x) − m) by at
-		// most (hi − lo)/2, and COUNT(x) by 1.
-		mid := bounds.Lo/2 + bounds.Hi/2
-		count := b.cell(&Cell{Kind: CountValues, Arg: arg, L1Sensitivity: 1, Label: "COUNT(" + argText + ")"})
-		sum := b.cell(&Cell{Kind: CenteredSum, Arg: arg, Lo: bounds.Lo, Hi: bounds.Hi, CountCell: count,
-			L1Sensitivity: (bounds.Hi - bounds.Lo) / 2,
-			Label:         fmt.Sprintf("SUM(clip(%s, %g, %g) - %g)", argText, bounds.Lo, bounds.Hi, mid)})
+		agg.Cells = []int{newCell(ClippedSum, fmt.Sprintf("SUM(clip(%s, %s))", argText, bnd))}
+	case AggAvg, AggVar, AggStddev:
+		count := newCell(CountValues, "COUNT("+argText+")")
+		sum := newCell(CenteredSum, fmt.Sprintf("SUM(clip(%s, %s) - midpoint)", argText, bnd))
+		b.q.Cells[sum].CountCell = count
 		agg.Cells = []int{sum, count}
+		if kind != AggAvg {
+			agg.Cells = append(agg.Cells, newCell(CenteredSumSq, fmt.Sprintf("SUM((clip(%s, %s) - midpoint)^2)", argText, bnd)))
+		}
 	}
 	b.aggIndex[agg.Text] = len(b.q.Aggregates)
 	b.q.AggOf[call] = len(b.q.Aggregates)
 	b.q.Aggregates = append(b.q.Aggregates, agg)
 	return nil
+}
+
+// search returns the bound search for an argument, adding it if new.
+func (b *builder) search(arg parser.Expr, label string) int {
+	if i, ok := b.searchIndex[label]; ok {
+		return i
+	}
+	b.searchIndex[label] = len(b.q.Searches)
+	b.q.Searches = append(b.q.Searches, &Search{Arg: arg, Label: label})
+	return len(b.q.Searches) - 1
 }
 
 // cell adds a cell, or returns the index of an identical one: COUNT("x")

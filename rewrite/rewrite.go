@@ -12,6 +12,10 @@
 //   - ClipValues: every summed value is clipped to the declared [lo, hi]
 //     inside the scan, so one row moves a sum by at most max(|lo|, |hi|),
 //     whatever the data.
+//   - HistogramForSearch: an argument without declared bounds is measured
+//     as a magnitude histogram, from which exec chooses bounds with the
+//     sparse vector technique and then reads the clipped sums for exactly
+//     those bounds; the histogram itself never leaves exec.
 //   - PublicDomainKeys: group keys are mapped to positions in the owner's
 //     public domain; rows outside it are dropped, and groups with no rows
 //     are filled in by exec, so which groups appear reveals nothing.
@@ -37,17 +41,33 @@ type Rewritten struct {
 	// GROUP BY column (0-based position in that column's domain), then the
 	// distinct measurements the cells need.
 	Scan string
-	// CellColumn gives, for each cell of the plan, the index of its
-	// measurement among the Scan's columns after the keys. Cells with the
-	// same measurement (SUM and AVG of one column and bounds) share it, so
-	// each is computed once per row.
-	CellColumn []int
+	// Measured lists the SQL of the Scan's columns after the keys.
+	Measured []string
+	// CellSource says where each cell of the plan gets its exact value:
+	// a measured column (cells with the same measurement, such as SUM and
+	// AVG of one column and bounds, share it, so it is computed once per
+	// row), or the histogram of a bound search.
+	CellSource []Source
+	// SearchColumn gives, for each bound search, the measured column that
+	// holds its histogram.
+	SearchColumn []int
 	// ResultColumns are the columns of ResultTable: k0.. (key values) then
 	// a0.. (noisy aggregate values).
 	ResultColumns []string
 	// Post is the post-processing statement over ResultTable.
 	Post string
 }
+
+// Source is where a cell's exact value comes from: Column ≥ 0 for a
+// measured column, else Search ≥ 0 for the histogram of that bound search.
+type Source struct {
+	Column int
+	Search int
+}
+
+// HistogramFunction is the SQLite aggregate (registered by exec) that
+// returns a value's magnitude histogram (autobound.Histogram, encoded).
+const HistogramFunction = "dpsql_histogram"
 
 // KeyColumn names the result column holding GROUP BY key i.
 func KeyColumn(i int) string { return "k" + strconv.Itoa(i) }
@@ -62,16 +82,36 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 		sel = append(sel, domainIndex(k)+" AS "+KeyColumn(i))
 	}
 	measured := map[string]int{}
-	cellColumn := make([]int, len(q.Cells))
-	for i, c := range q.Cells {
-		m := cellSQL(c)
+	var measuredSQL []string
+	measure := func(m string) int {
 		j, ok := measured[m]
 		if !ok {
-			j = len(measured)
+			j = len(measuredSQL)
 			measured[m] = j
+			measuredSQL = append(measuredSQL, m)
 			sel = append(sel, m+" AS m"+strconv.Itoa(j))
 		}
-		cellColumn[i] = j
+		return j
+	}
+	searchColumn := make([]int, len(q.Searches))
+	searchOf := map[string]int{}
+	for i, sr := range q.Searches {
+		searchColumn[i] = measure(HistogramFunction + "(" + parser.Format(sr.Arg) + ")")
+		searchOf[sr.Label] = i
+	}
+	cellSource := make([]Source, len(q.Cells))
+	for i, c := range q.Cells {
+		src := Source{Column: -1, Search: c.Search}
+		if c.Kind == planner.CountValues {
+			// A count over an argument that has a histogram is read from it.
+			if j, ok := searchOf[parser.Format(c.Arg)]; ok {
+				src.Search = j
+			}
+		}
+		if src.Search < 0 {
+			src.Column = measure(cellSQL(c))
+		}
+		cellSource[i] = src
 	}
 	var sb strings.Builder
 	sb.WriteString("SELECT " + strings.Join(sel, ", ") + " FROM " + parser.QuoteIdent(q.Table.Name))
@@ -86,7 +126,7 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 		}
 		sb.WriteString(" GROUP BY " + strings.Join(keys, ", ") + " HAVING " + strings.Join(notNull, " AND "))
 	}
-	r := &Rewritten{Scan: sb.String(), CellColumn: cellColumn}
+	r := &Rewritten{Scan: sb.String(), Measured: measuredSQL, CellSource: cellSource, SearchColumn: searchColumn}
 	for i := range q.Keys {
 		r.ResultColumns = append(r.ResultColumns, KeyColumn(i))
 	}
@@ -149,6 +189,9 @@ func cellSQL(c *planner.Cell) string {
 		// A centred sum is Σ clip(x) − mid·COUNT(x); exec subtracts the
 		// centre from the exact values, before any noise.
 		return "TOTAL(" + clip(c) + ")"
+	case planner.CenteredSumSq:
+		d := "(" + clip(c) + " - " + SQLLiteral(c.Lo/2+c.Hi/2) + ")"
+		return "TOTAL(" + d + " * " + d + ")"
 	}
 	panic(fmt.Sprintf("rewrite: unknown cell kind %d", c.Kind))
 }

@@ -57,8 +57,11 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			fmt.Fprintf(&out, "scan: %s\n", rw.Scan)
+			for i, sr := range p.Searches {
+				fmt.Fprintf(&out, "search s%d: %s epsilon=%.6g\n", i, sr.Label, sr.Epsilon)
+			}
 			for i, c := range p.Cells {
-				fmt.Fprintf(&out, "cell c%d: %s sensitivity=%g epsilon=%.6g\n", i, c.Label, c.L1Sensitivity, c.Epsilon)
+				fmt.Fprintf(&out, "cell c%d: %s sensitivity=%g epsilon=%.6g source=%+v\n", i, c.Label, c.L1Sensitivity, c.Epsilon, rw.CellSource[i])
 			}
 			fmt.Fprintf(&out, "post: %s\n\n", rw.Post)
 		}
@@ -104,7 +107,7 @@ func FuzzPlanRewrite(f *testing.F) {
 					t.Fatalf("%s: %v", q, err)
 				}
 				for _, c := range p.Cells {
-					if !(c.L1Sensitivity > 0) || math.IsInf(c.L1Sensitivity, 0) || !(c.Epsilon > 0) {
+					if (c.Search < 0 && (!(c.L1Sensitivity > 0) || math.IsInf(c.L1Sensitivity, 0))) || !(c.Epsilon > 0) {
 						t.Fatalf("%s: cell %s has sensitivity %v, epsilon %v", q, c.Label, c.L1Sensitivity, c.Epsilon)
 					}
 				}

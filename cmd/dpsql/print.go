@@ -178,6 +178,9 @@ func (p *printer) table(r *dpsql.Result) error {
 		}
 	}
 	sb.WriteString(")\n")
+	for _, n := range r.Notes {
+		sb.WriteString("note: " + n + "\n")
+	}
 	_, err := io.WriteString(p.w, sb.String())
 	return err
 }

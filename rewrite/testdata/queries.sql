@@ -5,3 +5,5 @@ SELECT "Education", COUNT(*) AS n, ROUND(AVG("Age"), 1) FROM adult GROUP BY "Edu
 SELECT "Sex", "Education", SUM("Capital Gain", contribution_bounds_per_group => (0, 100000)) FROM adult GROUP BY "Sex", "Education";
 SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 2) SUM("Age") / COUNT(*) AS mean FROM adult WHERE "Age" BETWEEN 18 AND 65;
 SELECT code, label FROM lookup WHERE code LIKE 'a%';
+SELECT AVG("Capital Gain"), SUM("Capital Gain"), COUNT("Capital Gain") FROM adult;
+SELECT "Sex", VAR_POP("Age"), STDDEV("Capital Gain") FROM adult GROUP BY "Sex";

@@ -1,0 +1,279 @@
+// Package autobound chooses clipping bounds privately, from one scan.
+//
+// Where it sits: the backend computes, per group, a Histogram of a column's
+// values over magnitude buckets (exec registers it as an SQLite aggregate);
+// Search merges the groups' histograms and runs the sparse vector technique
+// over the counts "how many values lie beyond candidate b" to pick a lower
+// and an upper bound; Moments then gives the exact clipped count, sum and
+// sum of squares for those bounds from the same histograms. So a query with
+// automatic bounds scans the data once, and its cost does not depend on the
+// number of candidates.
+//
+// Candidates are 0 and (1 + k/4)·2^e for k = 0..3 and e = MinExp..MaxExp−1:
+// four per octave, finer than powers of two, and all exact in binary, so a
+// bucket boundary is a candidate and clipped sums at a candidate are exact.
+package autobound
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dpsql/dpsql/mechanism"
+)
+
+// Candidate grid.
+const (
+	MinExp     = -20 // smallest non-zero candidate: 2^-20
+	MaxExp     = 63  // largest candidate: 1.75·2^62
+	perOctave  = 4
+	NumBuckets = 1 + (MaxExp-MinExp)*perOctave // bucket 0 holds exact zeros
+)
+
+// Candidate returns the j-th candidate bound (j = 0 is 0).
+func Candidate(j int) float64 {
+	if j <= 0 {
+		return 0
+	}
+	t := j - 1
+	return math.Ldexp(1+float64(t%perOctave)/perOctave, MinExp+t/perOctave)
+}
+
+// bucket returns the smallest j ≥ 1 with Candidate(j) ≥ a, for a > 0, or
+// NumBuckets when a exceeds every candidate.
+func bucket(a float64) int {
+	if a <= math.Ldexp(1, MinExp) {
+		return 1
+	}
+	m, e := math.Frexp(a) // a = m·2^e, m in [0.5, 1)
+	k := int(math.Ceil(m * 8))
+	j := (e-1-MinExp)*perOctave + (k - 4) + 1
+	if j >= NumBuckets {
+		return NumBuckets
+	}
+	return j
+}
+
+// Histogram holds, for each sign and magnitude bucket, the count, sum and
+// sum of squares of the magnitudes of the non-NULL values. Values beyond
+// the largest candidate (and non-numeric values, which SQLite orders above
+// all numbers) are only counted, in Over: every candidate clips them.
+type Histogram struct {
+	Zeros int64
+	N     [2][NumBuckets]int64 // [0]: positive values, [1]: negative values
+	Sum   [2][NumBuckets]float64
+	SumSq [2][NumBuckets]float64
+	Over  [2]int64
+}
+
+// Add adds one value; NULLs must not be added.
+func (h *Histogram) Add(x float64) {
+	side := 0
+	if x < 0 || (math.IsInf(x, -1)) {
+		side, x = 1, -x
+	}
+	switch {
+	case x == 0:
+		h.Zeros++
+		return
+	case math.IsNaN(x) || math.IsInf(x, 0):
+		h.Over[side]++
+		return
+	}
+	j := bucket(x)
+	if j >= NumBuckets {
+		h.Over[side]++
+		return
+	}
+	h.N[side][j]++
+	h.Sum[side][j] += x
+	h.SumSq[side][j] += x * x
+}
+
+// AddAbove counts a value that sorts above every number (SQLite text).
+func (h *Histogram) AddAbove() { h.Over[0]++ }
+
+// Merge adds o into h.
+func (h *Histogram) Merge(o *Histogram) {
+	h.Zeros += o.Zeros
+	for s := 0; s < 2; s++ {
+		h.Over[s] += o.Over[s]
+		for j := range h.N[s] {
+			h.N[s][j] += o.N[s][j]
+			h.Sum[s][j] += o.Sum[s][j]
+			h.SumSq[s][j] += o.SumSq[s][j]
+		}
+	}
+}
+
+// Count is the number of values.
+func (h *Histogram) Count() int64 {
+	n := h.Zeros + h.Over[0] + h.Over[1]
+	for s := 0; s < 2; s++ {
+		for _, c := range h.N[s] {
+			n += c
+		}
+	}
+	return n
+}
+
+// beyond returns, for one side, q_j = #{values with magnitude > Candidate(j)}
+// on that side, for every j.
+func (h *Histogram) beyond(side int) []int64 {
+	q := make([]int64, NumBuckets)
+	rest := h.Over[side]
+	for j := NumBuckets - 1; j >= 0; j-- {
+		q[j] = rest
+		rest += h.N[side][j]
+	}
+	return q
+}
+
+// Moments are a column's clipped count, sum and sum of squares.
+type Moments struct {
+	N, Sum, SumSq float64
+}
+
+// Moments returns the moments of the values clipped to [lo, hi], where
+// lo = −Candidate(jl) and hi = Candidate(jh). They are exact up to floating
+// point, because a candidate is a bucket boundary.
+func (h *Histogram) Moments(jl, jh int) Moments {
+	m := Moments{N: float64(h.Zeros)}
+	for side, jb := range [2]int{jh, jl} {
+		b := Candidate(jb)
+		sign := 1.0
+		if side == 1 {
+			sign = -1
+		}
+		clipped := float64(h.Over[side])
+		for j := 1; j < NumBuckets; j++ {
+			if j <= jb {
+				m.Sum += sign * h.Sum[side][j]
+				m.SumSq += h.SumSq[side][j]
+				m.N += float64(h.N[side][j])
+			} else {
+				clipped += float64(h.N[side][j])
+			}
+		}
+		m.N += clipped
+		m.Sum += sign * b * clipped
+		m.SumSq += b * b * clipped
+	}
+	return m
+}
+
+// MarshalBinary encodes the histogram sparsely (only non-empty buckets).
+func (h *Histogram) MarshalBinary() ([]byte, error) {
+	buf := make([]byte, 0, 64)
+	buf = binary.AppendVarint(buf, h.Zeros)
+	buf = binary.AppendVarint(buf, h.Over[0])
+	buf = binary.AppendVarint(buf, h.Over[1])
+	for s := 0; s < 2; s++ {
+		for j, n := range h.N[s] {
+			if n == 0 {
+				continue
+			}
+			buf = binary.AppendUvarint(buf, uint64(s*NumBuckets+j))
+			buf = binary.AppendVarint(buf, n)
+			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(h.Sum[s][j]))
+			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(h.SumSq[s][j]))
+		}
+	}
+	return buf, nil
+}
+
+var errCorrupt = errors.New("autobound: corrupt histogram encoding")
+
+// UnmarshalBinary decodes MarshalBinary's output.
+func (h *Histogram) UnmarshalBinary(b []byte) error {
+	*h = Histogram{}
+	var vals [3]int64
+	for i := range vals {
+		v, n := binary.Varint(b)
+		if n <= 0 {
+			return errCorrupt
+		}
+		vals[i], b = v, b[n:]
+	}
+	h.Zeros, h.Over[0], h.Over[1] = vals[0], vals[1], vals[2]
+	for len(b) > 0 {
+		idx, n := binary.Uvarint(b)
+		if n <= 0 || idx >= 2*NumBuckets {
+			return errCorrupt
+		}
+		b = b[n:]
+		cnt, n := binary.Varint(b)
+		if n <= 0 || len(b) < n+16 {
+			return errCorrupt
+		}
+		b = b[n:]
+		s, j := int(idx)/NumBuckets, int(idx)%NumBuckets
+		h.N[s][j] = cnt
+		h.Sum[s][j] = math.Float64frombits(binary.LittleEndian.Uint64(b))
+		h.SumSq[s][j] = math.Float64frombits(binary.LittleEndian.Uint64(b[8:]))
+		b = b[16:]
+	}
+	return nil
+}
+
+// ThresholdScales is the default threshold in units of the query noise
+// scale: the search stops at the first candidate beyond which at most about
+// this many noise scales' worth of values lie. Chosen by measurement
+// (docs/benchmarks.md).
+const ThresholdScales = 3
+
+// Result is a chosen pair of bounds.
+type Result struct {
+	Lo, Hi       float64
+	LoIdx, HiIdx int // candidate indexes: Lo = −Candidate(LoIdx), Hi = Candidate(HiIdx)
+}
+
+// Search chooses bounds with ε-DP (for add/remove-one-row neighbours, each
+// row moving every count by at most 1): one Sparse run with cutoff 2 over
+// monotonic counting queries, first the negative side −q⁻_0, −q⁻_1, ...
+// until the first ⊤, then the positive side. The threshold is −t with
+// t = ThresholdScales × the query noise scale.
+//
+// Why it is private: the stream's queries are counts with sensitivity 1,
+// all moving in the same direction when a row is added (monotonic), chosen
+// adaptively from earlier ⊥/⊤ answers only; this is exactly the setting of
+// Lyu et al.'s Algorithm 1 with c = 2. Only the two ⊤ positions leave.
+func Search(h *Histogram, epsilon float64, noise mechanism.Noiser) (Result, error) {
+	opts := mechanism.SparseOptions{Epsilon: epsilon, Sensitivity: 1, Cutoff: 2, Monotonic: true}
+	if epsilon <= 0 || math.IsNaN(epsilon) || math.IsInf(epsilon, 0) {
+		return Result{}, fmt.Errorf("%w: bound search epsilon %v", mechanism.ErrInvalidParameter, epsilon)
+	}
+	opts.Threshold = -ThresholdScales * mechanism.SparseQueryScale(opts)
+	sv, err := noise.NewSparse(opts)
+	if err != nil {
+		return Result{}, err
+	}
+	pick := func(side int) (int, error) {
+		q := h.beyond(side)
+		for j := 0; j < NumBuckets; j++ {
+			above, err := sv.Next(-float64(q[j]))
+			if err != nil {
+				return 0, err
+			}
+			if above {
+				return j, nil
+			}
+		}
+		return NumBuckets - 1, nil // nothing reported: the widest bound
+	}
+	jl, err := pick(1)
+	if err != nil {
+		return Result{}, err
+	}
+	jh, err := pick(0)
+	if err != nil {
+		return Result{}, err
+	}
+	r := Result{Lo: -Candidate(jl), Hi: Candidate(jh), LoIdx: jl, HiIdx: jh}
+	if r.Lo == r.Hi { // both at 0: keep a non-empty interval
+		r.HiIdx = 1
+		r.Hi = Candidate(1)
+	}
+	return r, nil
+}

@@ -1,0 +1,168 @@
+package autobound
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dpsql/dpsql/mechanism"
+)
+
+func TestBucketBoundaries(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 100_000; i++ {
+		a := math.Exp2(r.Float64()*100 - 30)
+		j := bucket(a)
+		if j >= NumBuckets {
+			if a <= Candidate(NumBuckets-1) {
+				t.Fatalf("%g put beyond the top candidate %g", a, Candidate(NumBuckets-1))
+			}
+			continue
+		}
+		if a > Candidate(j) || (j > 1 && a <= Candidate(j-1)) {
+			t.Fatalf("%g in bucket %d = (%g, %g]", a, j, Candidate(j-1), Candidate(j))
+		}
+	}
+	for j := 1; j < NumBuckets; j++ { // a candidate is in its own bucket
+		if got := bucket(Candidate(j)); got != j {
+			t.Fatalf("candidate %d (%g) in bucket %d", j, Candidate(j), got)
+		}
+		if Candidate(j) <= Candidate(j-1) {
+			t.Fatalf("candidates not increasing at %d", j)
+		}
+	}
+}
+
+// TestMomentsMatchBruteForce compares the histogram's clipped moments with
+// a direct clip-and-sum, for every pair of candidate bounds in a range.
+func TestMomentsMatchBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var xs []float64
+	var h Histogram
+	for i := 0; i < 5000; i++ {
+		var x float64
+		switch i % 5 {
+		case 0:
+			x = float64(r.IntN(100)) // integers, many on candidates
+		case 1:
+			x = -r.ExpFloat64() * 50
+		case 2:
+			x = 0
+		case 3:
+			x = r.NormFloat64() * 1e4
+		default:
+			x = math.Ldexp(1.25, r.IntN(30)-10) // exactly on candidates
+		}
+		xs = append(xs, x)
+		h.Add(x)
+	}
+	var back Histogram
+	enc, _ := h.MarshalBinary()
+	if err := back.UnmarshalBinary(enc); err != nil || back != h {
+		t.Fatalf("encoding round trip failed: %v", err)
+	}
+	if h.Count() != int64(len(xs)) {
+		t.Fatalf("count %d, want %d", h.Count(), len(xs))
+	}
+	for jl := 0; jl < NumBuckets; jl += 7 {
+		for jh := 0; jh < NumBuckets; jh += 5 {
+			lo, hi := -Candidate(jl), Candidate(jh)
+			var n, s, s2 float64
+			for _, x := range xs {
+				c := math.Min(hi, math.Max(lo, x))
+				n++
+				s += c
+				s2 += c * c
+			}
+			m := h.Moments(jl, jh)
+			if m.N != n || math.Abs(m.Sum-s) > 1e-9*math.Max(1, math.Abs(s))+1e-9 || math.Abs(m.SumSq-s2) > 1e-9*math.Max(1, s2) {
+				t.Fatalf("bounds [%g, %g]: moments %+v, brute force {N:%g Sum:%g SumSq:%g}", lo, hi, m, n, s, s2)
+			}
+		}
+	}
+}
+
+func TestCorruptEncodingIsAnError(t *testing.T) {
+	var h Histogram
+	for _, b := range [][]byte{nil, {1}, {0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff}, {0, 0, 0, 1, 2, 3}} {
+		if err := h.UnmarshalBinary(b); err == nil {
+			t.Errorf("%v decoded without error", b)
+		}
+	}
+}
+
+type seeded struct{ r *rand.Rand }
+
+func (s seeded) Uint64() uint64 { return s.r.Uint64() }
+
+// TestSearchFindsTheTail: on ages in [17, 90] with a thin tail, the chosen
+// upper bound lies in [64, 256] and the lower bound is 0, in at least 95%
+// of 200 seeded runs at ε = 0.2 (the default share of ε = 1). A correct
+// search fails this with tiny probability (the bound misses only when the
+// threshold noise exceeds several scales).
+func TestSearchFindsTheTail(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var h Histogram
+	for i := 0; i < 32_000; i++ {
+		h.Add(float64(17 + int(math.Min(73, r.ExpFloat64()*20))))
+	}
+	noise := mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(7, 8))})
+	good := 0
+	for i := 0; i < 200; i++ {
+		res, err := Search(&h, 0.2, noise)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Lo == 0 && res.Hi >= 64 && res.Hi <= 256 {
+			good++
+		}
+	}
+	if good < 190 {
+		t.Errorf("bounds in range in %d of 200 runs", good)
+	}
+}
+
+// TestSearchIsPrivate runs the search many times on a histogram and on its
+// neighbour without the largest value, and checks that the distribution of
+// the chosen upper bound index satisfies P(D) ≤ e^ε P(D') (both ways) bin
+// by bin within 4.4 standard errors (false-failure rate ~1e-5 per bin).
+func TestSearchIsPrivate(t *testing.T) {
+	const n, eps = 20_000, 1.0
+	var d, dp Histogram
+	for i := 0; i < 40; i++ {
+		d.Add(float64(i % 10))
+		dp.Add(float64(i % 10))
+	}
+	d.Add(200) // the extra row of D
+	run := func(h *Histogram, seed uint64) map[int]int {
+		noise := mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed))})
+		out := map[int]int{}
+		for i := 0; i < n; i++ {
+			res, err := Search(h, eps, noise)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[res.HiIdx]++
+		}
+		return out
+	}
+	a, b := run(&d, 11), run(&dp, 12)
+	e := math.Exp(eps)
+	checked := 0
+	for j := 0; j < NumBuckets; j++ {
+		for _, pr := range [][2]int{{a[j], b[j]}, {b[j], a[j]}} {
+			if pr[0] < 300 || pr[1] < 300 {
+				continue
+			}
+			p, q := float64(pr[0])/n, float64(pr[1])/n
+			se := math.Sqrt(p/n + e*e*q/n)
+			if p-e*q > 4.4*se {
+				t.Errorf("index %d: %.4f > e^ε × %.4f", j, p, q)
+			}
+			checked++
+		}
+	}
+	if checked < 4 {
+		t.Errorf("only %d comparisons had enough samples", checked)
+	}
+}
