@@ -11,9 +11,10 @@ import (
 	"github.com/dpsql/dpsql"
 )
 
-// benchDB builds a table t(x INTEGER, g TEXT) of n rows (x uniform in
-// [0, 1000), g one of 8 values) with bounds and a domain on g, and a budget
-// large enough for any benchmark.
+// benchDB builds a table t(x INTEGER, g TEXT, y INTEGER) of n rows (x
+// uniform in [0, 1000), g one of 8 values, y a copy of x) with bounds on x
+// (none on y) and a domain on g, and a budget large enough for any
+// benchmark.
 func benchDB(b *testing.B, n int) string {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "bench.db")
@@ -21,9 +22,10 @@ func benchDB(b *testing.B, n int) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, err = db.Exec(fmt.Sprintf(`CREATE TABLE t (x INTEGER, g TEXT);
+	_, err = db.Exec(fmt.Sprintf(`CREATE TABLE t (x INTEGER, g TEXT, y INTEGER);
 		WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
-		INSERT INTO t SELECT abs(random()) %% 1000, 'g' || (i %% 8) FROM n;`, n-1))
+		INSERT INTO t (x, g) SELECT abs(random()) %% 1000, 'g' || (i %% 8) FROM n;
+		UPDATE t SET y = x;`, n-1))
 	db.Close()
 	if err != nil {
 		b.Fatal(err)
@@ -99,4 +101,17 @@ func BenchmarkGroupedAvgDeclaredBounds(b *testing.B) {
 func BenchmarkFilteredAvgDeclaredBounds(b *testing.B) {
 	q := `SELECT AVG(x) FROM t WHERE g = 'g1' OR g = 'g2'`
 	benchRatio(b, 1_000_000, q, q)
+}
+
+// BenchmarkAvgAutoBounds: private AVG of a column without declared bounds
+// (bounds chosen privately from one histogram scan) against the raw
+// SELECT AVG of the same column.
+func BenchmarkAvgAutoBounds(b *testing.B) {
+	benchRatio(b, 1_000_000, `SELECT AVG(y) FROM t`, `SELECT AVG(y) FROM t`)
+}
+
+// BenchmarkStddevAutoBounds: private STDDEV_POP with automatic bounds
+// against the raw AVG (SQLite has no STDDEV).
+func BenchmarkStddevAutoBounds(b *testing.B) {
+	benchRatio(b, 1_000_000, `SELECT AVG(y) FROM t`, `SELECT STDDEV_POP(y) FROM t`)
 }

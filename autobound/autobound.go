@@ -9,9 +9,10 @@
 // automatic bounds scans the data once, and its cost does not depend on the
 // number of candidates.
 //
-// Candidates are 0 and (1 + k/4)·2^e for k = 0..3 and e = MinExp..MaxExp−1:
-// four per octave, finer than powers of two, and all exact in binary, so a
-// bucket boundary is a candidate and clipped sums at a candidate are exact.
+// Candidates are 0 and (1 + k/8)·2^e for k = 0..7 and e = MinExp..MaxExp−1:
+// eight per octave, finer than powers of two (a bound at most 12.5% above
+// the value it must cover), and all exact in binary, so a bucket boundary is
+// a candidate and clipped sums at a candidate are exact.
 package autobound
 
 import (
@@ -26,8 +27,8 @@ import (
 // Candidate grid.
 const (
 	MinExp     = -20 // smallest non-zero candidate: 2^-20
-	MaxExp     = 63  // largest candidate: 1.75·2^62
-	perOctave  = 4
+	MaxExp     = 63  // largest candidate: 1.875·2^62
+	perOctave  = 8
 	NumBuckets = 1 + (MaxExp-MinExp)*perOctave // bucket 0 holds exact zeros
 )
 
@@ -47,8 +48,8 @@ func bucket(a float64) int {
 		return 1
 	}
 	m, e := math.Frexp(a) // a = m·2^e, m in [0.5, 1)
-	k := int(math.Ceil(m * 8))
-	j := (e-1-MinExp)*perOctave + (k - 4) + 1
+	k := int(math.Ceil(m * 2 * perOctave)) // in [perOctave, 2·perOctave]
+	j := (e-1-MinExp)*perOctave + (k - perOctave) + 1
 	if j >= NumBuckets {
 		return NumBuckets
 	}

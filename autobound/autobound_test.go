@@ -51,7 +51,7 @@ func TestMomentsMatchBruteForce(t *testing.T) {
 		case 3:
 			x = r.NormFloat64() * 1e4
 		default:
-			x = math.Ldexp(1.25, r.IntN(30)-10) // exactly on candidates
+			x = math.Ldexp(1.125+0.25*float64(r.IntN(3)), r.IntN(30)-10) // exactly on candidates
 		}
 		xs = append(xs, x)
 		h.Add(x)

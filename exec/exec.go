@@ -353,7 +353,7 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 	for i, sr := range q.Searches {
 		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: 1, Cutoff: 2, Monotonic: true}
 		add(fmt.Sprintf("bounds search s%d", i), fmt.Sprintf(
-			"%s: no declared bounds, chosen privately from one histogram scan (%s): sparse vector technique, cutoff 2, monotonic counts, ε=%.6g (%.3g of the query's ε), query noise scale %.4g, stops where at most about %d noise scales of values lie beyond a candidate; candidates 0 and (1 + k/4)·2^e for e in [%d, %d]",
+			"%s: no declared bounds, chosen privately from one histogram scan (%s): sparse vector technique, cutoff 2, monotonic counts, ε=%.6g (%.3g of the query's ε), query noise scale %.4g, stops where at most about %d noise scales of values lie beyond a candidate; candidates 0 and (1 + k/8)·2^e for e in [%d, %d]",
 			sr.Label, rewrite.HistogramFunction, sr.Epsilon, q.BoundsFraction, mechanism.SparseQueryScale(opts), autobound.ThresholdScales, autobound.MinExp, autobound.MaxExp-1))
 	}
 	for i, c := range q.Cells {
