@@ -109,4 +109,3 @@ func BenchmarkAutoBoundsAccuracyAdult(b *testing.B) {
 		}
 	}
 }
-

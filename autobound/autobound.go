@@ -47,7 +47,7 @@ func bucket(a float64) int {
 	if a <= math.Ldexp(1, MinExp) {
 		return 1
 	}
-	m, e := math.Frexp(a) // a = m·2^e, m in [0.5, 1)
+	m, e := math.Frexp(a)                  // a = m·2^e, m in [0.5, 1)
 	k := int(math.Ceil(m * 2 * perOctave)) // in [perOctave, 2·perOctave]
 	j := (e-1-MinExp)*perOctave + (k - perOctave) + 1
 	if j >= NumBuckets {
@@ -271,7 +271,7 @@ func Search(h *Histogram, epsilon float64, noise mechanism.Noiser) (Result, erro
 	if err != nil {
 		return Result{}, err
 	}
-	r := Result{Lo: -Candidate(jl), Hi: Candidate(jh), LoIdx: jl, HiIdx: jh}
+	r := Result{Lo: 0 - Candidate(jl), Hi: Candidate(jh), LoIdx: jl, HiIdx: jh} // 0 − x, not −x: no −0
 	if r.Lo == r.Hi { // both at 0: keep a non-empty interval
 		r.HiIdx = 1
 		r.Hi = Candidate(1)
