@@ -277,15 +277,24 @@ func (c *Catalog) policyTable(table string) (*Table, error) {
 	return t, nil
 }
 
-// SetBounds declares clipping bounds for a numeric column.
-func (c *Catalog) SetBounds(ctx context.Context, db Execer, table, column string, b Bounds) error {
+// policyColumn resolves a column of a table that has a policy.
+func (c *Catalog) policyColumn(table, column string) (*Table, Column, error) {
 	t, err := c.policyTable(table)
 	if err != nil {
-		return err
+		return nil, Column{}, err
 	}
 	col, ok := t.Column(column)
 	if !ok {
-		return fmt.Errorf("%w %q in table %q", ErrUnknownColumn, column, t.Name)
+		return nil, Column{}, fmt.Errorf("%w %q in table %q", ErrUnknownColumn, column, t.Name)
+	}
+	return t, col, nil
+}
+
+// SetBounds declares clipping bounds for a numeric column.
+func (c *Catalog) SetBounds(ctx context.Context, db Execer, table, column string, b Bounds) error {
+	t, col, err := c.policyColumn(table, column)
+	if err != nil {
+		return err
 	}
 	if math.IsNaN(b.Lo) || math.IsNaN(b.Hi) || math.IsInf(b.Lo, 0) || math.IsInf(b.Hi, 0) || b.Lo >= b.Hi {
 		return fmt.Errorf("%w: bounds must be finite numbers with lo < hi, got (%v, %v)", ErrInvalidPolicy, b.Lo, b.Hi)
@@ -298,13 +307,9 @@ func (c *Catalog) SetBounds(ctx context.Context, db Execer, table, column string
 // SetDomain declares the public domain of a group-key column; the values
 // must be distinct, non-NULL constants (int64, float64 or string).
 func (c *Catalog) SetDomain(ctx context.Context, db Execer, table, column string, values []any) error {
-	t, err := c.policyTable(table)
+	t, col, err := c.policyColumn(table, column)
 	if err != nil {
 		return err
-	}
-	col, ok := t.Column(column)
-	if !ok {
-		return fmt.Errorf("%w %q in table %q", ErrUnknownColumn, column, t.Name)
 	}
 	seen := map[string]bool{}
 	for _, v := range values {
