@@ -132,11 +132,37 @@ type Result struct {
 	Notes []string
 }
 
-// Query runs exactly one statement.
-func (e *Engine) Query(ctx context.Context, sqlText string) (*Result, error) {
+// SyntaxError is a statement that is not in the dpsql grammar. Line and
+// Column locate the first error; Errors lists them all.
+type SyntaxError struct {
+	Line, Column int
+	Msg          string
+	Errors       parser.ErrorList
+}
+
+func (e *SyntaxError) Error() string { return e.Errors.Error() }
+
+// Position returns the line and column of the first error.
+func (e *SyntaxError) Position() (line, col int) { return e.Line, e.Column }
+
+// syntaxError wraps the parser's error list; other errors pass unchanged.
+func syntaxError(err error) error {
+	var list parser.ErrorList
+	if errors.As(err, &list) && len(list) > 0 {
+		return &SyntaxError{Line: list[0].Pos.Line, Column: list[0].Pos.Col, Msg: list[0].Msg, Errors: list}
+	}
+	return err
+}
+
+// Query runs exactly one statement. Args bind its parameters (? or $N) as
+// literals; see parser.Bind for the accepted types.
+func (e *Engine) Query(ctx context.Context, sqlText string, args ...any) (*Result, error) {
 	stmt, err := parser.ParseStatement(sqlText)
 	if err != nil {
-		return nil, err
+		return nil, syntaxError(err)
+	}
+	if err := parser.Bind(stmt, args); err != nil {
+		return nil, syntaxError(parser.ErrorList{err.(*parser.Error)})
 	}
 	return e.run(ctx, stmt)
 }
@@ -144,10 +170,13 @@ func (e *Engine) Query(ctx context.Context, sqlText string) (*Result, error) {
 // Run parses a script and runs its statements in order, calling fn with
 // each result. It stops at the first error (a syntax error anywhere stops
 // the script at that statement) and returns it; statements after it do not
-// run.
+// run. Scripts take no parameters.
 func (e *Engine) Run(ctx context.Context, script string, fn func(*Result) error) error {
 	stmts, perr := parser.ParseScript(script)
 	for _, s := range stmts {
+		if err := parser.Bind(s, nil); err != nil {
+			return syntaxError(parser.ErrorList{err.(*parser.Error)})
+		}
 		res, err := e.run(ctx, s)
 		if err != nil {
 			return err
@@ -156,7 +185,7 @@ func (e *Engine) Run(ctx context.Context, script string, fn func(*Result) error)
 			return err
 		}
 	}
-	return perr
+	return syntaxError(perr)
 }
 
 func (e *Engine) run(ctx context.Context, stmt parser.Stmt) (*Result, error) {

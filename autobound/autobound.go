@@ -272,7 +272,7 @@ func Search(h *Histogram, epsilon float64, noise mechanism.Noiser) (Result, erro
 		return Result{}, err
 	}
 	r := Result{Lo: 0 - Candidate(jl), Hi: Candidate(jh), LoIdx: jl, HiIdx: jh} // 0 − x, not −x: no −0
-	if r.Lo == r.Hi { // both at 0: keep a non-empty interval
+	if r.Lo == r.Hi {                                                           // both at 0: keep a non-empty interval
 		r.HiIdx = 1
 		r.Hi = Candidate(1)
 	}

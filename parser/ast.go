@@ -135,6 +135,15 @@ type IsNullExpr struct {
 	Not bool
 }
 
+// Placeholder is a statement parameter: ? (numbered in order of
+// appearance) or $N. Bind sets Value to a literal; an unbound placeholder
+// cannot be planned.
+type Placeholder struct {
+	At    Pos
+	Index int  // 1-based
+	Value Expr // the bound literal, nil until bound
+}
+
 // ParenExpr is (X).
 type ParenExpr struct {
 	Lparen Pos
@@ -154,6 +163,7 @@ func (e *BetweenExpr) Pos() Pos { return e.X.Pos() }
 func (e *LikeExpr) Pos() Pos    { return e.X.Pos() }
 func (e *IsNullExpr) Pos() Pos  { return e.X.Pos() }
 func (e *ParenExpr) Pos() Pos   { return e.Lparen }
+func (e *Placeholder) Pos() Pos { return e.At }
 
 func (*ColumnRef) exprNode()   {}
 func (*Literal) exprNode()     {}
@@ -168,6 +178,7 @@ func (*BetweenExpr) exprNode() {}
 func (*LikeExpr) exprNode()    {}
 func (*IsNullExpr) exprNode()  {}
 func (*ParenExpr) exprNode()   {}
+func (*Placeholder) exprNode() {}
 
 // ---- statements ----
 
@@ -353,5 +364,7 @@ func Walk(e Expr, fn func(Expr) bool) {
 		Walk(e.X, fn)
 	case *ParenExpr:
 		Walk(e.X, fn)
+	case *Placeholder:
+		Walk(e.Value, fn)
 	}
 }

@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -150,6 +151,12 @@ func (f formatter) expr(e Expr) {
 		}
 	case *ParenExpr:
 		f.expr(e.X)
+	case *Placeholder:
+		if e.Value != nil {
+			f.expr(e.Value)
+		} else {
+			f.w("$" + strconv.Itoa(e.Index))
+		}
 	}
 }
 
@@ -277,6 +284,11 @@ func LiteralValue(e Expr) (any, error) {
 	switch e := e.(type) {
 	case *ParenExpr:
 		return LiteralValue(e.X)
+	case *Placeholder:
+		if e.Value == nil {
+			return nil, &Error{Pos: e.At, Msg: fmt.Sprintf("parameter $%d has no value", e.Index)}
+		}
+		return LiteralValue(e.Value)
 	case *UnaryExpr:
 		if e.Op == "NOT" {
 			break

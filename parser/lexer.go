@@ -31,7 +31,8 @@ const (
 	tokInt
 	tokFloat
 	tokString
-	tokOp // punctuation and operators
+	tokOp    // punctuation and operators
+	tokParam // a numbered parameter $N; text holds N
 	tokIllegal
 )
 
@@ -47,6 +48,8 @@ func (k tokenKind) String() string {
 		return "string"
 	case tokOp:
 		return "operator"
+	case tokParam:
+		return "parameter"
 	}
 	return "illegal character"
 }
@@ -71,6 +74,8 @@ func (t token) describe() string {
 		return fmt.Sprintf("string '%s'", t.text)
 	case tokInt, tokFloat:
 		return "number " + t.text
+	case tokParam:
+		return "parameter $" + t.text
 	case tokOp:
 		return fmt.Sprintf("%q", t.text)
 	}
@@ -208,7 +213,15 @@ func (l *lexer) next() token {
 			return token{kind: tokOp, text: op, pos: start}
 		}
 	}
-	if strings.ContainsRune("+-*/%=<>(),;.", r) {
+	if r == '$' && isDigit(l.peekRune(1)) {
+		l.advance()
+		b := l.off
+		for isDigit(l.peekRune(0)) {
+			l.advance()
+		}
+		return token{kind: tokParam, text: l.src[b:l.off], pos: start}
+	}
+	if strings.ContainsRune("+-*/%=<>(),;.?", r) {
 		l.advance()
 		return token{kind: tokOp, text: string(r), pos: start}
 	}

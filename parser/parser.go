@@ -3,6 +3,7 @@ package parser
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -98,9 +99,10 @@ func IsAggregate(call *CallExpr) bool {
 }
 
 type parser struct {
-	lex  *lexer
-	tok  token
-	errs ErrorList
+	lex    *lexer
+	tok    token
+	errs   ErrorList
+	params int // '?' parameters seen so far
 }
 
 // ParseScript parses a semicolon-separated list of statements. Positions are
@@ -624,7 +626,19 @@ func (p *parser) primary() Expr {
 		return &Literal{ValuePos: t.pos, Kind: StringLit, Raw: t.text}
 	case tokQuotedIdent:
 		return p.columnRef()
+	case tokParam:
+		p.next()
+		n, err := strconv.Atoi(t.text)
+		if err != nil || n < 1 || n > 32766 {
+			p.fail(t.pos, "parameter $%s out of range", t.text)
+		}
+		return &Placeholder{At: t.pos, Index: n}
 	case tokOp:
+		if t.text == "?" {
+			p.next()
+			p.params++
+			return &Placeholder{At: t.pos, Index: p.params}
+		}
 		if t.text == "(" {
 			p.next()
 			if p.tok.is("SELECT") {

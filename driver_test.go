@@ -1,0 +1,122 @@
+package dpsql_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+)
+
+func TestDriverQueriesThroughDatabaseSQL(t *testing.T) {
+	path := newDB(t)
+	db, err := sql.Open("dpsql", "file:"+path+"?epsilon=0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // one session, so SET statements stick
+	var n int64
+	if err := db.QueryRow(`SELECT COUNT(*) FROM t WHERE x >= ? AND g = $2`, 50, "a").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n < 0 || n > 2000 {
+		t.Errorf("noisy count %d is implausible", n)
+	}
+	rows, err := db.Query(`SELECT g, COUNT(*) AS n FROM t GROUP BY g`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, _ := rows.ColumnTypes()
+	if types[0].DatabaseTypeName() != "TEXT" || types[1].DatabaseTypeName() != "INTEGER" || types[1].ScanType() != reflect.TypeOf(int64(0)) {
+		t.Errorf("column types %s %s %v", types[0].DatabaseTypeName(), types[1].DatabaseTypeName(), types[1].ScanType())
+	}
+	groups := 0
+	for rows.Next() {
+		var g string
+		var c int64
+		if err := rows.Scan(&g, &c); err != nil {
+			t.Fatal(err)
+		}
+		groups++
+	}
+	rows.Close()
+	if groups != 4 {
+		t.Errorf("%d groups", groups)
+	}
+	// Prepared statements bind values as literals: an injection attempt is
+	// just a string that matches no row.
+	st, err := db.Prepare(`SELECT COUNT(*) FROM t WHERE g = ?`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.QueryRow("a' OR 1=1 --").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if _, err := db.Exec(`SET epsilon = 0.25`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBoundParameterIsALiteral checks, with the noise off, that a bound
+// string cannot change the statement.
+func TestBoundParameterIsALiteral(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	r, err := e.Query(context.Background(), `SELECT COUNT(*) FROM t WHERE g = ?`, "a' OR 1=1 --")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rows[0][0].(int64) != 0 {
+		t.Errorf("injection matched %v rows", r.Rows[0][0])
+	}
+	r, _ = e.Query(context.Background(), `SELECT COUNT(*) FROM t WHERE g = $1 AND x < $2`, "a", -0.5)
+	if r.Rows[0][0].(int64) != 0 {
+		t.Errorf("x < -0.5 matched %v rows", r.Rows[0][0])
+	}
+}
+
+func TestDriverErrors(t *testing.T) {
+	path := newDB(t)
+	db, _ := sql.Open("dpsql", path)
+	defer db.Close()
+	_, err := db.Query("SELECT COUNT(*)\nFROM t WHERE")
+	var se *dpsql.SyntaxError
+	if !errors.As(err, &se) || se.Line != 2 || se.Column != 13 {
+		t.Errorf("syntax error: %v (%+v)", err, se)
+	}
+	if _, err := db.Query(`SELECT x FROM t`); !errors.Is(err, dpsql.ErrNotPrivate) {
+		t.Errorf("raw column: %v", err)
+	}
+	if _, err := db.Query(`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1e6) COUNT(*) FROM t`); !errors.Is(err, dpsql.ErrBudgetExhausted) {
+		t.Errorf("over budget: %v", err)
+	}
+	if _, err := db.Exec(`SET BUDGET epsilon = 5`); !errors.Is(err, dpsql.ErrOwnerOnly) {
+		t.Errorf("owner statement: %v", err)
+	}
+	if _, err := db.Query(`SELECT COUNT(*) FROM t WHERE x = ?`); err == nil || !strings.Contains(err.Error(), "1 parameters, got 0") {
+		t.Errorf("missing parameter: %v", err)
+	}
+	if _, err := db.Begin(); !errors.Is(err, dpsql.ErrNoTransactions) {
+		t.Errorf("Begin: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := db.QueryContext(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM t`); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	for _, dsn := range []string{"file:x.db?role=admin", "file:x.db?colour=red", "file:x.db?epsilon=-1", ""} {
+		if db, err := sql.Open("dpsql", dsn); err == nil {
+			t.Errorf("DSN %q accepted", dsn)
+			db.Close()
+		}
+	}
+	owner, _ := sql.Open("dpsql", "file:"+path+"?role=owner")
+	defer owner.Close()
+	if _, err := owner.Exec(`SET BUDGET epsilon = ?`, 200.0); err != nil {
+		t.Errorf("owner SET BUDGET with a parameter: %v", err)
+	}
+}
