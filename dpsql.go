@@ -167,6 +167,27 @@ func (e *Engine) Query(ctx context.Context, sqlText string, args ...any) (*Resul
 	return e.run(ctx, stmt)
 }
 
+// RunEach parses a script and runs every statement in order, going on
+// after errors: fn receives each statement's result or error (a syntax
+// error stands in for a statement that did not parse) and returns false to
+// stop.
+func (e *Engine) RunEach(ctx context.Context, script string, fn func(*Result, error) bool) {
+	for _, it := range parser.ParseScriptItems(script) {
+		var res *Result
+		var err error
+		if it.Err != nil {
+			err = syntaxError(parser.ErrorList{it.Err})
+		} else if berr := parser.Bind(it.Stmt, nil); berr != nil {
+			err = syntaxError(parser.ErrorList{berr.(*parser.Error)})
+		} else {
+			res, err = e.run(ctx, it.Stmt)
+		}
+		if !fn(res, err) {
+			return
+		}
+	}
+}
+
 // Run parses a script and runs its statements in order, calling fn with
 // each result. It stops at the first error (a syntax error anywhere stops
 // the script at that statement) and returns it; statements after it do not

@@ -101,15 +101,60 @@ func IsAggregate(call *CallExpr) bool {
 type parser struct {
 	lex    *lexer
 	tok    token
-	errs   ErrorList
-	params int // '?' parameters seen so far
+	errs    ErrorList
+	params  int // '?' parameters seen so far
+	maxErrs int // bail out after this many errors (< 0: never)
 }
 
 // ParseScript parses a semicolon-separated list of statements. Positions are
 // relative to the whole script. On error it returns an ErrorList and the
 // statements that precede the first error.
 func ParseScript(src string) ([]Stmt, error) {
-	p := &parser{lex: newLexer(src)}
+	stmts, errs := parseScript(src, maxErrors)
+	if err := errs.Err(); err != nil {
+		// Keep the statements before the first error: a script runner
+		// executes those, then reports the error.
+		first := errs[0].Pos.Offset
+		n := 0
+		for n < len(stmts) && stmts[n].Pos().Offset < first {
+			n++
+		}
+		return stmts[:n], err
+	}
+	return stmts, nil
+}
+
+// ScriptItem is one statement of a script, or the syntax error that stands
+// in place of a statement that did not parse.
+type ScriptItem struct {
+	Stmt Stmt
+	Err  *Error
+}
+
+// ParseScriptItems parses every statement of a script, recovering after
+// each syntax error at the next ';', and returns statements and errors in
+// source order (for runners that go on after errors).
+func ParseScriptItems(src string) []ScriptItem {
+	stmts, errs := parseScript(src, -1)
+	errs.Err() // sorts
+	var items []ScriptItem
+	i, j := 0, 0
+	for i < len(stmts) || j < len(errs) {
+		if j == len(errs) || (i < len(stmts) && stmts[i].Pos().Offset < errs[j].Pos.Offset) {
+			items = append(items, ScriptItem{Stmt: stmts[i]})
+			i++
+		} else {
+			items = append(items, ScriptItem{Err: errs[j]})
+			j++
+		}
+	}
+	return items
+}
+
+// parseScript parses statements until the end, or until limit errors
+// (limit < 0: no limit).
+func parseScript(src string, limit int) ([]Stmt, ErrorList) {
+	p := &parser{lex: newLexer(src), maxErrs: limit}
 	p.next()
 	var stmts []Stmt
 	func() {
@@ -130,17 +175,7 @@ func ParseScript(src string) ([]Stmt, error) {
 			}
 		}
 	}()
-	if err := p.errs.Err(); err != nil {
-		// Keep the statements before the first error: a script runner
-		// executes those, then reports the error.
-		first := p.errs[0].Pos.Offset
-		n := 0
-		for n < len(stmts) && stmts[n].Pos().Offset < first {
-			n++
-		}
-		return stmts[:n], err
-	}
-	return stmts, nil
+	return stmts, p.errs
 }
 
 // ParseStatement parses exactly one statement (a trailing ';' is allowed).
@@ -157,7 +192,7 @@ func ParseStatement(src string) (Stmt, error) {
 
 // ParseExpr parses a single scalar expression (used by tests and tools).
 func ParseExpr(src string) (Expr, error) {
-	p := &parser{lex: newLexer(src)}
+	p := &parser{lex: newLexer(src), maxErrs: maxErrors}
 	p.next()
 	var e Expr
 	func() {
@@ -213,7 +248,7 @@ func (p *parser) fail(pos Pos, format string, args ...any) {
 		pos, msg = p.tok.pos, p.tok.text
 	}
 	p.errs = append(p.errs, &Error{Pos: pos, Msg: msg})
-	if len(p.errs) >= maxErrors {
+	if p.maxErrs >= 0 && len(p.errs) >= p.maxErrs {
 		panic(bailout{})
 	}
 	panic(stmtError{})

@@ -22,7 +22,7 @@ import (
 const usage = `dpsql: a differentially private SQL engine over SQLite.
 
 Usage:
-  dpsql --db FILE [--owner] [--format table|csv|json] [--epsilon E] [-c "STMT; ..." | -f SCRIPT]
+  dpsql --db FILE [--owner] [--format table|csv|json] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
   dpsql import --db FILE --table NAME CSVFILE
   dpsql demo [--db FILE]
 
@@ -31,7 +31,9 @@ With -c the statements are run in order; with -f they are read from SCRIPT
 shell starts when standard input is a terminal, and statements are read from
 standard input otherwise. Each result is printed in the chosen format. The
 first failing statement's error is printed to stderr as
-"error: LINE:COL: message" and stops the run with exit status 1.
+"error: LINE:COL: message" (with -f: "error: SCRIPT:LINE:COL: message") and
+stops the run with exit status 1; with --continue the run goes on, a summary
+follows, and the exit status is 1 if any statement failed.
 
 Analysts (the default) may run SELECT, EXPLAIN, SET epsilon, SHOW BUDGET,
 SHOW TABLES and SHOW POLICY. --owner also allows CREATE/ALTER/DROP PRIVACY
@@ -70,6 +72,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	command := fs.String("c", "", "run the `statements` and exit")
 	file := fs.String("f", "", "run the statements of `SCRIPT` and exit")
 	eps := fs.Float64("epsilon", 0, "default ε per query for this session (same as SET epsilon)")
+	cont := fs.Bool("continue", false, "go on after a failing statement and print a summary at the end (exit status 1 if any failed)")
+	output := fs.String("output", "", "write results to `FILE` instead of standard output")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -88,7 +92,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "error: --db FILE is required (or try: dpsql demo)")
 		return 2
 	}
-	pr, err := newPrinter(*format, stdout)
+	out := stdout
+	if *output != "" {
+		f, err := os.Create(*output)
+		if err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+		defer f.Close()
+		out = f
+	}
+	pr, err := newPrinter(*format, out)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
@@ -103,16 +117,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer eng.Close()
+	b := batch{eng: eng, pr: pr, stderr: stderr, cont: *cont}
 	switch {
 	case *command != "":
-		return runScript(ctx, eng, *command, pr, stderr)
+		return b.run(ctx, *command, "")
 	case *file != "":
 		src, err := os.ReadFile(*file)
 		if err != nil {
 			fmt.Fprintln(stderr, "error:", err)
 			return 1
 		}
-		return runScript(ctx, eng, string(src), pr, stderr)
+		return b.run(ctx, string(src), *file)
 	}
 	if f, ok := stdin.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
 		return repl(ctx, eng, pr, stderr)
@@ -122,13 +137,50 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
 	}
-	return runScript(ctx, eng, string(src), pr, stderr)
+	return b.run(ctx, string(src), "")
 }
 
-func runScript(ctx context.Context, eng *dpsql.Engine, script string, pr *printer, stderr io.Writer) int {
-	err := eng.Run(ctx, script, pr.print)
-	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
+// batch runs scripts: it stops at the first error, or with cont goes on
+// and prints a summary.
+type batch struct {
+	eng    *dpsql.Engine
+	pr     *printer
+	stderr io.Writer
+	cont   bool
+}
+
+// positioned is an error that knows its line and column in the script.
+type positioned interface{ Position() (line, col int) }
+
+// errorText renders an error, prefixed by the script's file name when the
+// error has a position ("report.sql:3:8: message").
+func errorText(err error, file string) string {
+	var p positioned
+	if file != "" && errors.As(err, &p) {
+		if line, _ := p.Position(); line > 0 {
+			return file + ":" + err.Error()
+		}
+	}
+	return err.Error()
+}
+
+func (b batch) run(ctx context.Context, script, file string) int {
+	ran, failed := 0, 0
+	b.eng.RunEach(ctx, script, func(res *dpsql.Result, err error) bool {
+		ran++
+		if err == nil {
+			err = b.pr.print(res)
+		}
+		if err != nil {
+			failed++
+			fmt.Fprintln(b.stderr, "error:", errorText(err, file))
+		}
+		return err == nil || (b.cont && ctx.Err() == nil)
+	})
+	if b.cont {
+		fmt.Fprintf(b.stderr, "%d statements, %d succeeded, %d failed\n", ran, ran-failed, failed)
+	}
+	if failed > 0 {
 		return 1
 	}
 	return 0
@@ -247,12 +299,12 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fmt.Fprintln(stdout, "Session default: SET epsilon = 0.5 per query. Every answer below is differentially private.")
 	for _, q := range demo.Queries {
 		fmt.Fprintf(stdout, "\ndpsql> %s;\n", q)
-		if code := runScript(ctx, eng, q, pr, stderr); code != 0 {
+		if code := (batch{eng: eng, pr: pr, stderr: stderr}).run(ctx, q, ""); code != 0 {
 			return code
 		}
 	}
 	fmt.Fprintf(stdout, "\ndpsql> SHOW BUDGET;\n")
-	if code := runScript(ctx, eng, "SHOW BUDGET", pr, stderr); code != 0 {
+	if code := (batch{eng: eng, pr: pr, stderr: stderr}).run(ctx, "SHOW BUDGET", ""); code != 0 {
 		return code
 	}
 	if f, ok := stdin.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {

@@ -182,3 +182,32 @@ func TestDemoRuns(t *testing.T) {
 		t.Errorf("demo output:\n%s", out)
 	}
 }
+
+func TestContinueOutputAndFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 40)); code != 0 {
+		t.Fatal(e)
+	}
+	script := filepath.Join(dir, "report.sql")
+	os.WriteFile(script, []byte("SHOW TABLES;\n-- a bad one\nSELECT \"Name\" FROM people;\nSELECT FROM;\nSHOW POLICY people;\n"), 0o644)
+	out := filepath.Join(dir, "out.csv")
+	stdout, errOut, code := runCLI(t, "", "--db", db, "--format", "csv", "--continue", "--output", out, "-f", script)
+	if code != 1 || stdout != "" {
+		t.Errorf("code %d, stdout %q", code, stdout)
+	}
+	for _, want := range []string{"error: " + script + ":3:8: ", "error: " + script + ":4:8: ", "4 statements, 2 succeeded, 2 failed"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	written, _ := os.ReadFile(out)
+	if !strings.Contains(string(written), "people,private") || !strings.Contains(string(written), "privacy unit") {
+		t.Errorf("output file:\n%s", written)
+	}
+	// Without --continue the run stops at the first error.
+	_, errOut, code = runCLI(t, "", "--db", db, "-f", script)
+	if code != 1 || strings.Count(errOut, "error:") != 1 {
+		t.Errorf("stop at first error: %d %q", code, errOut)
+	}
+}
