@@ -99,8 +99,8 @@ func IsAggregate(call *CallExpr) bool {
 }
 
 type parser struct {
-	lex    *lexer
-	tok    token
+	lex     *lexer
+	tok     token
 	errs    ErrorList
 	params  int // '?' parameters seen so far
 	maxErrs int // bail out after this many errors (< 0: never)
