@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/csvimport"
 )
 
 // adultDB imports ../shared/data/adult.csv into a fresh database with a
@@ -27,7 +28,7 @@ func adultDB(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	defer owner.Close()
-	if _, err := owner.ImportCSV(context.Background(), "adult", csvPath); err != nil {
+	if _, _, err := owner.ImportCSV(context.Background(), "adult", csvPath, csvimport.Options{}); err != nil {
 		tb.Fatal(err)
 	}
 	if err := owner.Run(context.Background(), `CREATE PRIVACY POLICY ON adult; SET BUDGET epsilon = 1e9`, func(*dpsql.Result) error { return nil }); err != nil {

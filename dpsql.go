@@ -501,17 +501,17 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 	return &Result{Message: msg}, nil
 }
 
-// ImportCSV creates table from a CSV file with a header row (owner only)
-// and returns the number of rows imported. On error nothing is created.
-func (e *Engine) ImportCSV(ctx context.Context, table, path string) (int64, error) {
+// ImportCSV creates table from a CSV file (owner only) and returns the
+// number of rows imported and the columns with their inferred types. On
+// error nothing is created. See csvimport.Options for the settings.
+func (e *Engine) ImportCSV(ctx context.Context, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error) {
 	if !e.owner {
-		return 0, fmt.Errorf("%w: importing data needs owner mode (run dpsql with --owner)", ErrOwnerOnly)
+		return 0, nil, fmt.Errorf("%w: importing data needs owner mode (run dpsql with --owner)", ErrOwnerOnly)
 	}
 	if table == "" || catalog.IsInternalName(table) {
-		return 0, fmt.Errorf("invalid table name %q", table)
+		return 0, nil, fmt.Errorf("invalid table name %q", table)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n, _, err := csvimport.Import(ctx, e.db, table, path)
-	return n, err
+	return csvimport.Import(ctx, e.db, table, path, opts)
 }

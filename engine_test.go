@@ -12,6 +12,7 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/csvimport"
 )
 
 // newDB creates a database with table t of 1000 rows: x = i % 100 (so
@@ -317,7 +318,7 @@ func TestAdult(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "adult.db")
 	owner := open(t, path, dpsql.Options{Owner: true})
-	n, err := owner.ImportCSV(context.Background(), "adult", csvPath)
+	n, _, err := owner.ImportCSV(context.Background(), "adult", csvPath, csvimport.Options{})
 	if err != nil || n != 32561 {
 		t.Fatalf("import: %d rows, %v", n, err)
 	}

@@ -8,14 +8,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/chzyer/readline"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/demo"
 )
 
@@ -207,13 +210,20 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	db := fs.String("db", "", "database `FILE` (created if missing)")
 	table := fs.String("table", "", "`NAME` of the new table")
+	hdr := fs.Bool("header", true, "the first row holds the column names (--header=false or --no-header: name them c1, c2, ...)")
+	noHeader := fs.Bool("no-header", false, "the first row is data")
+	delim := fs.String("delimiter", ",", "field separator: one character, or \\t for tab")
+	sample := fs.Int("sample", 10000, "how many rows type inference looks at")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: dpsql import --db FILE --table NAME CSVFILE
+		fmt.Fprint(stderr, `Usage: dpsql import --db FILE --table NAME [--no-header] [--delimiter C] CSVFILE
 
-Creates table NAME from CSVFILE, whose first row holds the column names (kept
-verbatim). Column types are inferred (INTEGER, REAL, TEXT); empty fields become
-NULL. A malformed file fails with its line number and leaves no table behind.
-The new table is private until the owner says otherwise.
+Creates table NAME from CSVFILE in one streaming pass. The header row gives the
+column names verbatim. Column types (INTEGER, REAL, TEXT) are inferred from the
+first --sample rows; a later value that does not fit widens its column
+(INTEGER to REAL, or to TEXT) before the import commits, so no value is lost.
+Empty fields become NULL. A malformed file fails with its line number and
+leaves no table behind. The new table is private until the owner says
+otherwise. On a terminal a progress line shows rows, rows/s and the time left.
 
 Options:
 `)
@@ -230,19 +240,60 @@ Options:
 		fmt.Fprintln(stderr, "error: usage: dpsql import --db FILE --table NAME CSVFILE")
 		return 2
 	}
+	opts := csvimport.Options{NoHeader: *noHeader || !*hdr, SampleRows: *sample}
+	d := *delim
+	if d == `\t` {
+		d = "\t"
+	}
+	if r := []rune(d); len(r) != 1 || r[0] == '"' || r[0] == '\r' || r[0] == '\n' {
+		fmt.Fprintf(stderr, "error: --delimiter must be one character other than a quote or newline, got %q\n", *delim)
+		return 2
+	} else {
+		opts.Delimiter = r[0]
+	}
+	if f, ok := stderr.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
+		opts.Progress = progressLine(stderr)
+	}
 	eng, err := dpsql.Open(*db, dpsql.Options{Owner: true})
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
 	}
 	defer eng.Close()
-	n, err := eng.ImportCSV(ctx, *table, pos[0])
+	n, cols, err := eng.ImportCSV(ctx, *table, pos[0], opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: import %s: %v\n", pos[0], err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "imported %d rows into %s\n", n, *table)
+	var types []string
+	for _, c := range cols {
+		t := c.Name + " " + c.Type
+		if c.Widened {
+			t += " (widened after the sample)"
+		}
+		types = append(types, t)
+	}
+	fmt.Fprintf(stderr, "columns: %s\n", strings.Join(types, ", "))
 	return 0
+}
+
+// progressLine returns a progress callback that redraws one terminal line.
+func progressLine(w io.Writer) func(int64, float64) {
+	start := time.Now()
+	return func(rows int64, frac float64) {
+		el := time.Since(start).Seconds()
+		rate := float64(rows) / math.Max(el, 1e-9)
+		eta := "?"
+		if frac > 0 {
+			eta = (time.Duration(el*(1-frac)/frac) * time.Second).Round(time.Second).String()
+		}
+		if frac >= 1 {
+			fmt.Fprintf(w, "\r%d rows, %.0f rows/s, done in %.1fs          \n", rows, rate, el)
+			return
+		}
+		fmt.Fprintf(w, "\r%d rows, %.0f rows/s, %3.0f%%, about %s left   ", rows, rate, 100*frac, eta)
+	}
 }
 
 func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

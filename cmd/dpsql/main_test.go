@@ -135,7 +135,7 @@ func TestImportFailuresLeaveNoTable(t *testing.T) {
 		{"ragged.csv", "a,b\n1,2\n3\n4,5\n", "line 3: wrong number of fields"},
 		{"quote.csv", "a,b\n1,2\n\"x,3\n", "line 3"},
 		{"bare.csv", "a,b\n1,2\nx\"y,3\n", "line 3"},
-		{"empty.csv", "", "header row is required"},
+		{"empty.csv", "", "the file is empty"},
 		{"dup.csv", "a,A\n1,2\n", "appears twice"},
 	} {
 		path := filepath.Join(dir, tc.name)
@@ -209,5 +209,35 @@ func TestContinueOutputAndFileErrors(t *testing.T) {
 	_, errOut, code = runCLI(t, "", "--db", db, "-f", script)
 	if code != 1 || strings.Count(errOut, "error:") != 1 {
 		t.Errorf("stop at first error: %d %q", code, errOut)
+	}
+}
+
+func TestImportOptionsAndWidening(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	// The sample (2 rows) sees integers; later rows hold a real and a word.
+	path := filepath.Join(dir, "w.csv")
+	os.WriteFile(path, []byte("a;b;c\n1;2;x\n3;4;y\n5;6.5;z\n7;eight;w\n"), 0o644)
+	out, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "w", "--delimiter", ";", "--sample", "2", path)
+	if code != 0 || out != "imported 4 rows into w\n" {
+		t.Fatalf("import: %d %q %q", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "a INTEGER, b TEXT (widened after the sample), c TEXT") {
+		t.Errorf("type report: %q", errOut)
+	}
+	// Nothing was lost: the owner makes the table public and reads it back.
+	runCLI(t, "", "--db", db, "--owner", "-c", "ALTER TABLE w SET PUBLIC")
+	out, errOut, _ = runCLI(t, "", "--db", db, "--format", "csv", "-c", "SELECT a, b FROM w ORDER BY a")
+	if out != "a,b\n1,2\n3,4\n5,6.5\n7,eight\n" {
+		t.Errorf("widened table: %q %q", out, errOut)
+	}
+	// No header, tab-separated.
+	tsv := filepath.Join(dir, "t.tsv")
+	os.WriteFile(tsv, []byte("1\tx\n2\ty\n"), 0o644)
+	if out, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "t", "--no-header", "--delimiter", `\t`, tsv); code != 0 || out != "imported 2 rows into t\n" || !strings.Contains(errOut, "c1 INTEGER, c2 TEXT") {
+		t.Errorf("tsv: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "u", "--delimiter", "ab", tsv); code != 2 || !strings.Contains(errOut, "one character") {
+		t.Errorf("bad delimiter: %d %q", code, errOut)
 	}
 }
