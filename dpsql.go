@@ -515,3 +515,30 @@ func (e *Engine) ImportCSV(ctx context.Context, table, path string, opts csvimpo
 	defer e.mu.Unlock()
 	return csvimport.Import(ctx, e.db, table, path, opts)
 }
+
+// TableInfo describes a user table: names and declared types only, which
+// are not private data.
+type TableInfo struct {
+	Name    string
+	Public  bool
+	Columns []catalog.Column
+}
+
+// Tables lists the user tables (dpsql's own are hidden).
+func (e *Engine) Tables(ctx context.Context) ([]TableInfo, error) {
+	cat, err := catalog.Load(ctx, e.db)
+	if err != nil {
+		return nil, err
+	}
+	var out []TableInfo
+	for _, t := range cat.Tables() {
+		out = append(out, TableInfo{Name: t.Name, Public: t.Public, Columns: t.Columns})
+	}
+	return out, nil
+}
+
+// Budget returns the database's budget status.
+func (e *Engine) Budget(ctx context.Context) (budget.Status, error) { return budget.GetStatus(ctx, e.db) }
+
+// Owner reports whether the engine is in owner mode.
+func (e *Engine) Owner() bool { return e.owner }

@@ -31,8 +31,9 @@ Usage:
 
 With -c the statements are run in order; with -f they are read from SCRIPT
 (-- comments and multi-line statements allowed); with neither, an interactive
-shell starts when standard input is a terminal, and statements are read from
-standard input otherwise. Each result is printed in the chosen format. The
+shell starts when standard input is a terminal (readline, history in the user
+config directory, tab completion, .help for its dot-commands), and statements
+are read from standard input otherwise. Each result is printed in the chosen format. The
 first failing statement's error is printed to stderr as
 "error: LINE:COL: message" (with -f: "error: SCRIPT:LINE:COL: message") and
 stops the run with exit status 1; with --continue the run goes on, a summary
@@ -71,7 +72,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	db := fs.String("db", "", "database `FILE` (required)")
 	owner := fs.Bool("owner", false, "owner mode: allow policy and budget statements")
-	format := fs.String("format", "table", "output `format`: table, csv or json")
+	format := fs.String("format", "table", "output `format`: table, csv, json or line")
 	command := fs.String("c", "", "run the `statements` and exit")
 	file := fs.String("f", "", "run the statements of `SCRIPT` and exit")
 	eps := fs.Float64("epsilon", 0, "default ε per query for this session (same as SET epsilon)")
@@ -133,7 +134,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return b.run(ctx, string(src), *file)
 	}
 	if f, ok := stdin.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
-		return repl(ctx, eng, pr, stderr)
+		return repl(eng, pr, f, stdout, stderr)
 	}
 	src, err := io.ReadAll(stdin)
 	if err != nil {
@@ -359,50 +360,8 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return code
 	}
 	if f, ok := stdin.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
-		fmt.Fprintln(stdout, "\nNow it is your turn (analyst mode; try EXPLAIN SELECT ..., SHOW POLICY patients; Ctrl-D quits).")
-		return repl(ctx, eng, pr, stderr)
+		fmt.Fprintln(stdout, "\nNow it is your turn (analyst mode; try EXPLAIN SELECT ..., .schema, .help; Ctrl-D quits).")
+		return repl(eng, pr, f, stdout, stderr)
 	}
 	return 0
-}
-
-// repl is the interactive shell: statements end with ';' and may span lines.
-func repl(ctx context.Context, eng *dpsql.Engine, pr *printer, stderr io.Writer) int {
-	history := ""
-	if dir, err := os.UserConfigDir(); err == nil {
-		if os.MkdirAll(filepath.Join(dir, "dpsql"), 0o700) == nil {
-			history = filepath.Join(dir, "dpsql", "history")
-		}
-	}
-	name := filepath.Base(eng.Path())
-	rl, err := readline.NewEx(&readline.Config{Prompt: name + "> ", HistoryFile: history, InterruptPrompt: "^C", EOFPrompt: ""})
-	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
-	}
-	defer rl.Close()
-	var buf strings.Builder
-	for {
-		if buf.Len() == 0 {
-			rl.SetPrompt(name + "> ")
-		} else {
-			rl.SetPrompt(strings.Repeat(" ", len(name)-1) + "...> ")
-		}
-		line, err := rl.Readline()
-		if errors.Is(err, readline.ErrInterrupt) {
-			buf.Reset()
-			continue
-		}
-		if err != nil { // io.EOF: Ctrl-D
-			return 0
-		}
-		buf.WriteString(line)
-		buf.WriteString("\n")
-		if !strings.HasSuffix(strings.TrimSpace(buf.String()), ";") {
-			continue
-		}
-		if err := eng.Run(ctx, buf.String(), pr.print); err != nil {
-			fmt.Fprintln(stderr, "error:", err)
-		}
-		buf.Reset()
-	}
 }

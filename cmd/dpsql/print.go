@@ -22,10 +22,10 @@ type printer struct {
 
 func newPrinter(format string, w io.Writer) (*printer, error) {
 	switch format {
-	case "table", "csv", "json":
+	case "table", "csv", "json", "line":
 		return &printer{format: format, w: w}, nil
 	}
-	return nil, fmt.Errorf("unknown format %q (table, csv or json)", format)
+	return nil, fmt.Errorf("unknown format %q (table, csv, json or line)", format)
 }
 
 func formatValue(v any) string {
@@ -44,6 +44,26 @@ func formatValue(v any) string {
 
 func (p *printer) print(r *dpsql.Result) error {
 	switch p.format {
+	case "line":
+		// One "column = value" line per column, a blank line between rows.
+		if r.Columns == nil {
+			return p.table(r) // the message, if any
+		}
+		w := 0
+		for _, c := range r.Columns {
+			w = max(w, utf8.RuneCountInString(c))
+		}
+		var sb strings.Builder
+		for i, row := range r.Rows {
+			if i > 0 {
+				sb.WriteString("\n")
+			}
+			for j, v := range row {
+				fmt.Fprintf(&sb, "%*s = %s\n", w, r.Columns[j], formatValue(v))
+			}
+		}
+		_, err := io.WriteString(p.w, sb.String())
+		return err
 	case "csv":
 		if r.Columns == nil {
 			return nil
@@ -135,28 +155,24 @@ func (p *printer) table(r *dpsql.Result) error {
 		return s + strings.Repeat(" ", n)
 	}
 	var sb strings.Builder
+	line := func(parts []string, sep string) {
+		sb.WriteString(strings.TrimRight(strings.Join(parts, sep), " "))
+		sb.WriteString("\n")
+	}
+	parts := make([]string, len(r.Columns))
 	for i, c := range r.Columns {
-		if i > 0 {
-			sb.WriteString(" | ")
-		}
-		sb.WriteString(pad(c, widths[i], numeric[i]))
+		parts[i] = pad(c, widths[i], numeric[i])
 	}
-	sb.WriteString("\n")
+	line(parts, " | ")
 	for i := range r.Columns {
-		if i > 0 {
-			sb.WriteString("-+-")
-		}
-		sb.WriteString(strings.Repeat("-", widths[i]))
+		parts[i] = strings.Repeat("-", widths[i])
 	}
-	sb.WriteString("\n")
+	line(parts, "-+-")
 	for _, row := range cells {
 		for j, s := range row {
-			if j > 0 {
-				sb.WriteString(" | ")
-			}
-			sb.WriteString(pad(s, widths[j], numeric[j]))
+			parts[j] = pad(s, widths[j], numeric[j])
 		}
-		sb.WriteString("\n")
+		line(parts, " | ")
 	}
 	fmt.Fprintf(&sb, "(%d row%s", len(r.Rows), map[bool]string{true: "", false: "s"}[len(r.Rows) == 1])
 	if r.Cost.Epsilon > 0 || r.Cost.Delta > 0 {

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/chzyer/readline"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/csvimport"
+)
+
+const replHelp = `Statements end with ';' and may span lines. Ctrl-C cancels the running
+query (or the statement being typed); Ctrl-D quits.
+
+.help              this text
+.tables            list tables, private or public
+.schema [TABLE]    columns and types
+.policy [TABLE]    privacy policy: bounds and public domains
+.budget            total, spent and remaining privacy budget
+.mode MODE         output format: table, csv, json or line
+.timer on|off      show how long each statement took
+.explain on|off    show the plan of each query instead of running it (spends nothing)
+.read FILE         run the statements in FILE
+.import FILE TABLE create TABLE from a CSV file (owner mode)
+.quit              leave (also .exit)
+`
+
+// shell is the interactive session: statements and meta-commands.
+type shell struct {
+	eng     *dpsql.Engine
+	pr      *printer
+	out     io.Writer
+	errw    io.Writer
+	name    string
+	timer   bool
+	explain bool
+}
+
+// prompt shows the database and the remaining ε: "adult.db ε=8.4> ".
+func (s *shell) prompt(ctx context.Context) string {
+	st, err := s.eng.Budget(ctx)
+	if err != nil || !st.Set {
+		return s.name + "> "
+	}
+	return fmt.Sprintf("%s ε=%.4g> ", s.name, st.Remaining().Epsilon)
+}
+
+// statement runs the statements of text; errors are printed and the shell
+// goes on.
+func (s *shell) statement(ctx context.Context, text string) {
+	if s.explain {
+		trimmed := strings.TrimSpace(text)
+		if len(trimmed) >= 6 && strings.EqualFold(trimmed[:6], "SELECT") {
+			text = "EXPLAIN " + trimmed
+		}
+	}
+	start := time.Now()
+	s.eng.RunEach(ctx, text, func(res *dpsql.Result, err error) bool {
+		if err == nil {
+			err = s.pr.print(res)
+		}
+		if err != nil {
+			fmt.Fprintln(s.errw, "error:", err)
+		}
+		return err == nil
+	})
+	if s.timer {
+		fmt.Fprintf(s.out, "time: %.1f ms\n", float64(time.Since(start).Microseconds())/1000)
+	}
+}
+
+func onOff(arg string) (bool, error) {
+	switch strings.ToLower(arg) {
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("expected on or off, got %q", arg)
+}
+
+// meta runs a dot-command; it reports whether the shell should quit.
+func (s *shell) meta(ctx context.Context, line string) (quit bool) {
+	fields := strings.Fields(line)
+	cmd, args := fields[0], fields[1:]
+	fail := func(format string, a ...any) { fmt.Fprintf(s.errw, "error: "+format+"\n", a...) }
+	one := func() (string, bool) {
+		if len(args) != 1 {
+			fail("%s takes one argument (see .help)", cmd)
+			return "", false
+		}
+		return args[0], true
+	}
+	switch cmd {
+	case ".quit", ".exit":
+		return true
+	case ".help":
+		fmt.Fprint(s.out, replHelp)
+	case ".tables":
+		s.statement(ctx, "SHOW TABLES")
+	case ".budget":
+		s.statement(ctx, "SHOW BUDGET")
+	case ".schema":
+		tables, err := s.eng.Tables(ctx)
+		if err != nil {
+			fail("%v", err)
+			return false
+		}
+		found := false
+		for _, t := range tables {
+			if len(args) > 0 && !strings.EqualFold(t.Name, args[0]) {
+				continue
+			}
+			found = true
+			kind := "private"
+			if t.Public {
+				kind = "public"
+			}
+			var cols []string
+			for _, c := range t.Columns {
+				cols = append(cols, fmt.Sprintf("  %q %s", c.Name, c.Type))
+			}
+			fmt.Fprintf(s.out, "-- %s\nTABLE %q (\n%s\n);\n", kind, t.Name, strings.Join(cols, ",\n"))
+		}
+		if len(args) > 0 && !found {
+			fail("unknown table %q", args[0])
+		}
+	case ".policy":
+		if len(args) > 0 {
+			s.statement(ctx, "SHOW POLICY "+quoteName(args[0]))
+			return false
+		}
+		tables, err := s.eng.Tables(ctx)
+		if err != nil {
+			fail("%v", err)
+		}
+		for _, t := range tables {
+			fmt.Fprintf(s.out, "%s:\n", t.Name)
+			s.statement(ctx, "SHOW POLICY "+quoteName(t.Name))
+		}
+	case ".mode":
+		if m, ok := one(); ok {
+			if _, err := newPrinter(m, s.out); err != nil {
+				fail("%v", err)
+			} else {
+				s.pr.format = m
+			}
+		}
+	case ".timer", ".explain":
+		if a, ok := one(); ok {
+			v, err := onOff(a)
+			if err != nil {
+				fail("%s: %v", cmd, err)
+			} else if cmd == ".timer" {
+				s.timer = v
+			} else {
+				s.explain = v
+			}
+		}
+	case ".read":
+		if f, ok := one(); ok {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				fail("%v", err)
+				return false
+			}
+			s.statement(ctx, string(src))
+		}
+	case ".import":
+		if len(args) != 2 {
+			fail(".import takes FILE TABLE")
+			return false
+		}
+		n, _, err := s.eng.ImportCSV(ctx, args[1], args[0], csvimport.Options{})
+		if err != nil {
+			fail("import %s: %v", args[0], err)
+			return false
+		}
+		fmt.Fprintf(s.out, "imported %d rows into %s\n", n, args[1])
+	default:
+		fail("unknown command %s (try .help)", cmd)
+	}
+	return false
+}
+
+func quoteName(n string) string { return `"` + strings.ReplaceAll(n, `"`, `""`) + `"` }
+
+var completionKeywords = []string{
+	"SELECT", "FROM", "WHERE", "GROUP BY", "HAVING", "ORDER BY", "LIMIT", "AS", "AND", "OR", "NOT",
+	"COUNT(", "SUM(", "AVG(", "VAR_POP(", "STDDEV_POP(", "ROUND(", "CASE", "WHEN", "THEN", "ELSE", "END",
+	"EXPLAIN", "SHOW BUDGET", "SHOW TABLES", "SHOW POLICY", "SET epsilon =", "SET show_bounds =",
+	"SET bounds_epsilon_fraction =", "WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon =",
+	"contribution_bounds_per_group =>", "CREATE PRIVACY POLICY ON", "ALTER PRIVACY POLICY ON",
+	"SET BOUNDS", "SET DOMAIN", "SET BUDGET epsilon =", "DROP PRIVACY POLICY ON", "DESC", "ASC",
+}
+
+// completer completes keywords, meta-commands, and table and column names
+// (quoted when they need it).
+type completer struct {
+	s   *shell
+	ctx context.Context
+}
+
+func (c completer) Do(line []rune, pos int) ([][]rune, int) {
+	start := pos
+	for start > 0 && (unicode.IsLetter(line[start-1]) || unicode.IsDigit(line[start-1]) || strings.ContainsRune(`_."-`, line[start-1])) {
+		start--
+	}
+	prefix := string(line[start:pos])
+	if prefix == "" {
+		return nil, 0
+	}
+	cands := append([]string(nil), completionKeywords...)
+	for _, m := range []string{".help", ".tables", ".schema", ".policy", ".budget", ".mode", ".timer", ".explain", ".read", ".import", ".quit"} {
+		cands = append(cands, m)
+	}
+	if tables, err := c.s.eng.Tables(c.ctx); err == nil {
+		for _, t := range tables {
+			cands = append(cands, identifier(t.Name))
+			for _, col := range t.Columns {
+				cands = append(cands, identifier(col.Name))
+			}
+		}
+	}
+	sort.Strings(cands)
+	var out [][]rune
+	seen := map[string]bool{}
+	for _, k := range cands {
+		if seen[k] || len(k) < len(prefix) || !strings.EqualFold(k[:len(prefix)], prefix) {
+			continue
+		}
+		seen[k] = true
+		out = append(out, []rune(k[len(prefix):]))
+	}
+	return out, len([]rune(prefix))
+}
+
+// identifier quotes a name unless it is a plain lower-case word.
+func identifier(n string) string {
+	for i, r := range n {
+		if !(r == '_' || unicode.IsLower(r) || (i > 0 && unicode.IsDigit(r))) {
+			return quoteName(n)
+		}
+	}
+	return n
+}
+
+// repl reads statements with readline until Ctrl-D or .quit. Ctrl-C while
+// a statement runs cancels that statement only.
+func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io.Writer) int {
+	ctx := context.Background()
+	s := &shell{eng: eng, pr: pr, out: stdout, errw: stderr, name: filepath.Base(eng.Path())}
+	history := ""
+	if dir, err := os.UserConfigDir(); err == nil {
+		if os.MkdirAll(filepath.Join(dir, "dpsql"), 0o700) == nil {
+			history = filepath.Join(dir, "dpsql", "history")
+		}
+	}
+	rl, err := readline.NewEx(&readline.Config{
+		Prompt: s.prompt(ctx), HistoryFile: history, InterruptPrompt: "^C", EOFPrompt: "",
+		AutoComplete: completer{s: s, ctx: ctx}, Stdin: stdin, Stdout: stdout, Stderr: stderr,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	defer rl.Close()
+	fmt.Fprintln(stdout, "dpsql: differentially private SQL. Statements end with ';'. .help for help, Ctrl-D to quit.")
+	var buf strings.Builder
+	for {
+		if buf.Len() == 0 {
+			rl.SetPrompt(s.prompt(ctx))
+		} else {
+			rl.SetPrompt(strings.Repeat(" ", max(0, len([]rune(s.name))-3)) + "...> ")
+		}
+		line, err := rl.Readline()
+		if errors.Is(err, readline.ErrInterrupt) {
+			buf.Reset()
+			continue
+		}
+		if err != nil { // io.EOF: Ctrl-D
+			return 0
+		}
+		if buf.Len() == 0 && strings.HasPrefix(strings.TrimSpace(line), ".") {
+			if s.meta(ctx, strings.TrimSpace(line)) {
+				return 0
+			}
+			continue
+		}
+		buf.WriteString(line)
+		buf.WriteString("\n")
+		if !strings.HasSuffix(strings.TrimSpace(buf.String()), ";") {
+			continue
+		}
+		runCancellable(ctx, func(qctx context.Context) { s.statement(qctx, buf.String()) })
+		buf.Reset()
+	}
+}
+
+// runCancellable runs fn with a context that Ctrl-C (SIGINT) cancels.
+func runCancellable(ctx context.Context, fn func(context.Context)) {
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	defer signal.Stop(sig)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-done:
+		}
+	}()
+	fn(qctx)
+	close(done)
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+)
+
+// TestREPLSession types a session into the shell through readline's
+// standard input and reads the screen it writes.
+func TestREPLSession(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 100)); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := runCLI(t, "", "--db", db, "--owner", "-c", `CREATE PRIVACY POLICY ON people; ALTER PRIVACY POLICY ON people SET BOUNDS "Age" (0, 100); SET BUDGET epsilon = 5`); code != 0 {
+		t.Fatal(e)
+	}
+	eng, err := dpsql.Open(db, dpsql.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	t.Setenv("XDG_CONFIG_HOME", dir) // history goes to the test's directory
+	keys := strings.Join([]string{
+		".help",
+		".tables",
+		".schema people",
+		".mode line",
+		"SET epsilon = 0.5;",
+		"SELECT COUNT(*) AS n,",
+		"  AVG(\"Age\") AS a FROM people;",
+		".mode table",
+		".timer on",
+		".explain on",
+		"SELECT SUM(\"Age\") FROM people;",
+		".explain off",
+		"SELECT nope FROM people;",
+		".budget",
+		".bogus",
+		".quit",
+	}, "\n") + "\n"
+	var out, errb bytes.Buffer
+	pr, _ := newPrinter("table", &out)
+	code := repl(eng, pr, io.NopCloser(strings.NewReader(keys)), &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	screen := out.String()
+	for _, want := range []string{
+		".import FILE TABLE",      // .help
+		"people | private",        // .tables
+		`"Capital Gain" INTEGER`,  // .schema
+		"epsilon = 0.5 per query", // SET
+		"n = ", "a = ",            // .mode line, multi-line statement
+		"backend SQL",         // .explain on: planned, not run
+		"time: ",              // .timer
+		"remaining |     4.5", // .budget after one query of 0.5
+	} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("screen lacks %q:\n%s", want, screen)
+		}
+	}
+	// The prompt shows the database and the remaining budget (readline
+	// prints it only on a real terminal, so it is checked directly).
+	if p := (&shell{eng: eng, name: "p.db"}).prompt(t.Context()); p != "p.db ε=4.5> " {
+		t.Errorf("prompt %q", p)
+	}
+	for _, want := range []string{`error: 1:8: unknown column "nope"`, "unknown command .bogus"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("errors lack %q:\n%s", want, errb.String())
+		}
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 3))
+	eng, _ := dpsql.Open(db, dpsql.Options{})
+	defer eng.Close()
+	c := completer{s: &shell{eng: eng}, ctx: t.Context()}
+	got, n := c.Do([]rune(`SELECT AVG("Cap`), len(`SELECT AVG("Cap`))
+	if n != 4 || len(got) != 1 || string(got[0]) != `ital Gain"` {
+		t.Errorf("column completion: %q %d", got, n)
+	}
+	got, _ = c.Do([]rune("sel"), 3)
+	if len(got) != 1 || string(got[0]) != "ECT" {
+		t.Errorf("keyword completion: %q", got)
+	}
+	got, _ = c.Do([]rune("SELECT COUNT(*) FROM pe"), 23)
+	if len(got) != 1 || string(got[0]) != "ople" {
+		t.Errorf("table completion: %q", got)
+	}
+}
