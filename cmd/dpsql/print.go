@@ -33,7 +33,9 @@ func formatValue(v any) string {
 	case nil:
 		return "NULL"
 	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
+		// 12 significant digits: noisy values carry no meaning further
+		// down, and sums of charges like 0.1+0.2 read as 0.3.
+		return strconv.FormatFloat(v, 'g', 12, 64)
 	case int64:
 		return strconv.FormatInt(v, 10)
 	case string:
@@ -75,6 +77,9 @@ func (p *printer) print(r *dpsql.Result) error {
 			for i, v := range row {
 				if v != nil {
 					rec[i] = formatValue(v)
+					if f, ok := v.(float64); ok {
+						rec[i] = strconv.FormatFloat(f, 'g', -1, 64) // full precision for machines
+					}
 				}
 			}
 			cw.Write(rec)

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/csvimport"
+)
+
+var update = flag.Bool("update", false, "paste fresh outputs into docs/tutorial.md")
+
+var tutorialBlock = regexp.MustCompile("(?s)```sql( owner| error)?\n(.*?)```\n(\n```text\n(.*?)```\n)?")
+
+// TestTutorial runs every SQL block of docs/tutorial.md on adult.csv, in
+// order, as the owner ("sql owner") or an analyst. Each block must succeed
+// (a "sql error" block must fail), and its output must have the shape of
+// the output pasted under it: the same header lines and the same number
+// of lines (the numbers are noisy and are not compared). With -update the
+// fresh outputs are pasted into the file.
+func TestTutorial(t *testing.T) {
+	csvPath := filepath.Join("..", "..", "..", "shared", "data", "adult.csv")
+	if _, err := os.Stat(csvPath); err != nil {
+		t.Skip("../shared/data/adult.csv not present")
+	}
+	docPath := filepath.Join("..", "..", "docs", "tutorial.md")
+	doc, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "adult.db")
+	owner, err := dpsql.Open(db, dpsql.Options{Owner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	if _, _, err := owner.ImportCSV(context.Background(), "adult", csvPath, csvimport.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	analyst, err := dpsql.Open(db, dpsql.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer analyst.Close()
+	blocks := tutorialBlock.FindAllSubmatchIndex(doc, -1)
+	if len(blocks) < 8 {
+		t.Fatalf("found %d SQL blocks", len(blocks))
+	}
+	var out bytes.Buffer
+	last := 0
+	for _, m := range blocks {
+		kind, sql := "", string(doc[m[4]:m[5]])
+		if m[2] >= 0 {
+			kind = string(doc[m[2]:m[3]])
+		}
+		eng := analyst
+		if kind == " owner" {
+			eng = owner
+		}
+		var screen bytes.Buffer
+		pr, _ := newPrinter("table", &screen)
+		runErr := eng.Run(context.Background(), sql, pr.print)
+		if runErr != nil {
+			screen.WriteString("error: " + runErr.Error() + "\n")
+		}
+		switch {
+		case kind == " error" && runErr == nil:
+			t.Errorf("block expected to fail ran:\n%s", sql)
+		case kind != " error" && runErr != nil:
+			t.Errorf("block failed: %v\n%s", runErr, sql)
+		}
+		if m[6] < 0 { // no output block (owner statements)
+			continue
+		}
+		pasted := string(doc[m[8]:m[9]])
+		if *update {
+			out.Write(doc[last:m[8]])
+			out.Write(screen.Bytes())
+			last = m[9]
+			continue
+		}
+		if shape(pasted) != shape(screen.String()) {
+			t.Errorf("output of\n%s\nhas another shape than the pasted one:\n--- pasted\n%s--- now\n%s(go test ./cmd/dpsql -run Tutorial -update to paste it again)", sql, pasted, screen.String())
+		}
+	}
+	if *update {
+		out.Write(doc[last:])
+		if err := os.WriteFile(docPath, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// shape keeps what does not depend on the noise: the number of lines, the
+// header line of each table, and the words of lines without digits.
+func shape(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	var b strings.Builder
+	for i, l := range lines {
+		switch {
+		case i+1 < len(lines) && strings.HasPrefix(lines[i+1], "---"):
+			b.WriteString(strings.Join(strings.Fields(l), " "))
+		case strings.HasPrefix(l, "---"):
+			b.WriteString("---") // separator widths follow the noisy values
+		case strings.ContainsAny(l, "0123456789"):
+			b.WriteString("#")
+		default:
+			b.WriteString(l)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
