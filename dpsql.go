@@ -538,7 +538,9 @@ func (e *Engine) Tables(ctx context.Context) ([]TableInfo, error) {
 }
 
 // Budget returns the database's budget status.
-func (e *Engine) Budget(ctx context.Context) (budget.Status, error) { return budget.GetStatus(ctx, e.db) }
+func (e *Engine) Budget(ctx context.Context) (budget.Status, error) {
+	return budget.GetStatus(ctx, e.db)
+}
 
 // Owner reports whether the engine is in owner mode.
 func (e *Engine) Owner() bool { return e.owner }
