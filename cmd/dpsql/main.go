@@ -25,8 +25,8 @@ import (
 const usage = `dpsql: a differentially private SQL engine over SQLite.
 
 Usage:
-  dpsql --db FILE [--owner] [--format table|csv|json] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
-  dpsql import --db FILE --table NAME CSVFILE
+  dpsql --db FILE [--owner] [--format table|csv|json|line] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
+  dpsql import --db FILE --table NAME [--no-header] [--delimiter C] [--sample N] CSVFILE
   dpsql demo [--db FILE]
 
 With -c the statements are run in order; with -f they are read from SCRIPT
@@ -39,12 +39,13 @@ first failing statement's error is printed to stderr as
 stops the run with exit status 1; with --continue the run goes on, a summary
 follows, and the exit status is 1 if any statement failed.
 
-Analysts (the default) may run SELECT, EXPLAIN, SET epsilon, SHOW BUDGET,
-SHOW TABLES and SHOW POLICY. --owner also allows CREATE/ALTER/DROP PRIVACY
+Analysts (the default) may run SELECT, EXPLAIN, SET (epsilon,
+bounds_epsilon_fraction, show_bounds), SHOW BUDGET, SHOW TABLES and SHOW
+POLICY. docs/dialect.md lists the accepted SQL. --owner also allows CREATE/ALTER/DROP PRIVACY
 POLICY, ALTER TABLE ... SET PUBLIC and SET BUDGET.
 
 Subcommands:
-  import   create table NAME from a CSV file with a header row (an owner action)
+  import   create table NAME from a CSV file (an owner action; see dpsql import --help)
   demo     build a demo database from generated data, run three example
            private queries, then open the shell if stdin is a terminal
 
