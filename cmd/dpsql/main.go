@@ -33,16 +33,16 @@ With -c the statements are run in order; with -f they are read from SCRIPT
 (-- comments and multi-line statements allowed); with neither, an interactive
 shell starts when standard input is a terminal (readline, history in the user
 config directory, tab completion, .help for its dot-commands), and statements
-are read from standard input otherwise. Each result is printed in the chosen format. The
-first failing statement's error is printed to stderr as
+are read from standard input otherwise. Each result is printed in the chosen
+format. The first failing statement's error is printed to stderr as
 "error: LINE:COL: message" (with -f: "error: SCRIPT:LINE:COL: message") and
 stops the run with exit status 1; with --continue the run goes on, a summary
 follows, and the exit status is 1 if any statement failed.
 
 Analysts (the default) may run SELECT, EXPLAIN, SET (epsilon,
 bounds_epsilon_fraction, show_bounds), SHOW BUDGET, SHOW TABLES and SHOW
-POLICY. docs/dialect.md lists the accepted SQL. --owner also allows CREATE/ALTER/DROP PRIVACY
-POLICY, ALTER TABLE ... SET PUBLIC and SET BUDGET.
+POLICY. --owner also allows CREATE/ALTER/DROP PRIVACY POLICY, ALTER TABLE
+... SET PUBLIC and SET BUDGET. docs/dialect.md lists the accepted SQL.
 
 Subcommands:
   import   create table NAME from a CSV file (an owner action; see dpsql import --help)

@@ -159,7 +159,7 @@ func TestImportFailuresLeaveNoTable(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	if out, errOut, code := runCLI(t, "", "--help"); code != 0 || !strings.Contains(errOut+out, "dpsql import --db FILE --table NAME CSVFILE") {
+	if out, errOut, code := runCLI(t, "", "--help"); code != 0 || !strings.Contains(errOut+out, "dpsql import --db FILE --table NAME") {
 		t.Errorf("--help: %d %q", code, errOut)
 	}
 	if _, errOut, code := runCLI(t, "", "-c", "SHOW TABLES"); code != 2 || !strings.Contains(errOut, "--db FILE is required") {
