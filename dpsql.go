@@ -397,7 +397,13 @@ func policyResult(t *catalog.Table) *Result {
 	default:
 		add("privacy", "", "private, default policy")
 	}
-	add("privacy unit", "", "each row")
+	if t.Unit.Column == "" {
+		add("privacy unit", "", "each row")
+	} else {
+		add("privacy unit", t.Unit.Column, "all rows with the same value")
+		add("max_groups_contributed", "", fmt.Sprint(t.Unit.MaxGroups))
+		add("max_rows_contributed", "", fmt.Sprint(t.Unit.MaxRows))
+	}
 	for _, c := range catalog.SortedColumns(t.Bounds) {
 		b := t.Bounds[c]
 		add("bounds", c, fmt.Sprintf("[%g, %g]", b.Lo, b.Hi))
@@ -450,15 +456,40 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 	var msg string
 	switch s := stmt.(type) {
 	case *parser.CreatePolicyStmt:
-		if len(s.Options) > 0 {
-			o := s.Options[0]
+		u := catalog.Unit{MaxGroups: 1, MaxRows: 1}
+		for _, o := range s.Options {
+			bad := &planner.Error{Pos: o.Value.Pos(), Kind: planner.ErrInvalidOption}
 			switch o.Name {
-			case "privacy_unit_column", "max_groups_contributed", "max_rows_contributed":
-				return nil, &planner.Error{Pos: o.NamePos, Kind: planner.ErrUnsupported, Msg: fmt.Sprintf("option %s is not supported yet: in this version every row is its own privacy unit", o.Name)}
+			case "privacy_unit_column":
+				c, ok := o.Value.(*parser.ColumnRef)
+				if !ok || c.Table != "" {
+					if v, err := parser.LiteralValue(o.Value); err == nil {
+						if name, ok := v.(string); ok {
+							u.Column = name
+							continue
+						}
+					}
+					bad.Msg = "privacy_unit_column takes a column name"
+					return nil, bad
+				}
+				u.Column = c.Name
+			case "max_groups_contributed", "max_rows_contributed":
+				v, err := parser.LiteralValue(o.Value)
+				n, ok := v.(int64)
+				if err != nil || !ok || n < 1 {
+					bad.Msg = o.Name + " takes a positive integer"
+					return nil, bad
+				}
+				if o.Name == "max_groups_contributed" {
+					u.MaxGroups = n
+				} else {
+					u.MaxRows = n
+				}
+			default:
+				return nil, &planner.Error{Pos: o.NamePos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown policy option %q (known: privacy_unit_column, max_groups_contributed, max_rows_contributed)", o.Name)}
 			}
-			return nil, &planner.Error{Pos: o.NamePos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown policy option %q", o.Name)}
 		}
-		err, msg = cat.CreatePolicy(ctx, tx, s.Table.Name), "privacy policy created on "+s.Table.Name
+		err, msg = cat.CreatePolicy(ctx, tx, s.Table.Name, u), "privacy policy created on "+s.Table.Name
 	case *parser.DropPolicyStmt:
 		err, msg = cat.DropPolicy(ctx, tx, s.Table.Name), "privacy policy dropped on "+s.Table.Name+" (the table stays private)"
 	case *parser.SetPublicStmt:

@@ -230,8 +230,9 @@ type Result struct {
 	LoIdx, HiIdx int // candidate indexes: Lo = −Candidate(LoIdx), Hi = Candidate(HiIdx)
 }
 
-// Search chooses bounds with ε-DP (for add/remove-one-row neighbours, each
-// row moving every count by at most 1): one Sparse run with cutoff 2 over
+// Search chooses bounds with ε-DP, where sensitivity is how many rows one
+// privacy unit can add (1 when a row is a unit; l0·l∞ after contribution
+// bounding), so that every count moves by at most that: one Sparse run with cutoff 2 over
 // monotonic counting queries, first the negative side −q⁻_0, −q⁻_1, ...
 // until the first ⊤, then the positive side. The threshold is −t with
 // t = ThresholdScales × the query noise scale.
@@ -240,8 +241,8 @@ type Result struct {
 // all moving in the same direction when a row is added (monotonic), chosen
 // adaptively from earlier ⊥/⊤ answers only; this is exactly the setting of
 // Lyu et al.'s Algorithm 1 with c = 2. Only the two ⊤ positions leave.
-func Search(h *Histogram, epsilon float64, noise mechanism.Noiser) (Result, error) {
-	opts := mechanism.SparseOptions{Epsilon: epsilon, Sensitivity: 1, Cutoff: 2, Monotonic: true}
+func Search(h *Histogram, epsilon, sensitivity float64, noise mechanism.Noiser) (Result, error) {
+	opts := mechanism.SparseOptions{Epsilon: epsilon, Sensitivity: sensitivity, Cutoff: 2, Monotonic: true}
 	if epsilon <= 0 || math.IsNaN(epsilon) || math.IsInf(epsilon, 0) {
 		return Result{}, fmt.Errorf("%w: bound search epsilon %v", mechanism.ErrInvalidParameter, epsilon)
 	}

@@ -109,7 +109,7 @@ func TestSearchFindsTheTail(t *testing.T) {
 	noise := mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(7, 8))})
 	good := 0
 	for i := 0; i < 200; i++ {
-		res, err := Search(&h, 0.2, noise)
+		res, err := Search(&h, 0.2, 1, noise)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestSearchIsPrivate(t *testing.T) {
 		noise := mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed))})
 		out := map[int]int{}
 		for i := 0; i < n; i++ {
-			res, err := Search(h, eps, noise)
+			res, err := Search(h, eps, 1, noise)
 			if err != nil {
 				t.Fatal(err)
 			}

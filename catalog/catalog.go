@@ -45,7 +45,10 @@ const schema = `
 CREATE TABLE IF NOT EXISTS _dpsql_tables (
 	table_name TEXT PRIMARY KEY COLLATE NOCASE,
 	public     INTEGER NOT NULL DEFAULT 0,
-	has_policy INTEGER NOT NULL DEFAULT 0
+	has_policy INTEGER NOT NULL DEFAULT 0,
+	unit_column TEXT,
+	max_groups INTEGER NOT NULL DEFAULT 1,
+	max_rows   INTEGER NOT NULL DEFAULT 1
 );
 CREATE TABLE IF NOT EXISTS _dpsql_bounds (
 	table_name  TEXT NOT NULL COLLATE NOCASE,
@@ -63,10 +66,32 @@ CREATE TABLE IF NOT EXISTS _dpsql_domains (
 );
 `
 
-// Init creates the catalog tables when they are missing.
+// Init creates the catalog tables when they are missing, and adds the
+// privacy-unit columns to a _dpsql_tables made by an earlier version.
 func Init(ctx context.Context, db *sql.DB) error {
-	_, err := db.ExecContext(ctx, schema)
-	return err
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		return err
+	}
+	cols, err := queryStrings(ctx, db, `SELECT name FROM pragma_table_info('_dpsql_tables')`)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, c := range cols {
+		have[c] = true
+	}
+	for _, add := range []struct{ name, def string }{
+		{"unit_column", "TEXT"},
+		{"max_groups", "INTEGER NOT NULL DEFAULT 1"},
+		{"max_rows", "INTEGER NOT NULL DEFAULT 1"},
+	} {
+		if !have[add.name] {
+			if _, err := db.ExecContext(ctx, "ALTER TABLE _dpsql_tables ADD COLUMN "+add.name+" "+add.def); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Column is one column of a table, with the type SQLite declared for it.
@@ -86,6 +111,9 @@ type Table struct {
 	Columns   []Column
 	Public    bool
 	HasPolicy bool              // CREATE PRIVACY POLICY was run
+	// Unit is the privacy unit: its column ("" when each row is a unit)
+	// and the contribution bounds of one unit.
+	Unit Unit
 	Bounds    map[string]Bounds // by canonical column name
 	Domains   map[string][]any  // by canonical column name; values int64, float64 or string
 }
@@ -99,6 +127,14 @@ func (t *Table) Column(name string) (Column, bool) {
 		}
 	}
 	return Column{}, false
+}
+
+// Unit describes the privacy unit of a table and how much one unit may
+// contribute to a query.
+type Unit struct {
+	Column    string // "" when each row is its own unit
+	MaxGroups int64  // l0: groups one unit may contribute to
+	MaxRows   int64  // l∞: rows one unit may contribute per group
 }
 
 // Catalog is a snapshot of all user tables and their policies.
@@ -156,19 +192,29 @@ func Load(ctx context.Context, q Querier) (*Catalog, error) {
 		cat.tables = append(cat.tables, t)
 		byName[strings.ToLower(n)] = t
 	}
-	rows, err := q.QueryContext(ctx, `SELECT table_name, public, has_policy FROM _dpsql_tables`)
+	for _, t := range cat.tables {
+		t.Unit = Unit{MaxGroups: 1, MaxRows: 1}
+	}
+	rows, err := q.QueryContext(ctx, `SELECT table_name, public, has_policy, COALESCE(unit_column, ''), max_groups, max_rows FROM _dpsql_tables`)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		var name string
 		var public, has bool
-		if err := rows.Scan(&name, &public, &has); err != nil {
+		var u Unit
+		if err := rows.Scan(&name, &public, &has, &u.Column, &u.MaxGroups, &u.MaxRows); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		if t := byName[strings.ToLower(name)]; t != nil {
 			t.Public, t.HasPolicy = public, has
+			if c, ok := t.Column(u.Column); ok {
+				u.Column = c.Name
+			} else {
+				u.Column = ""
+			}
+			t.Unit = u
 		}
 	}
 	rows.Close()
@@ -235,15 +281,28 @@ type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// CreatePolicy marks table as private with an explicit policy (every row
-// is its own privacy unit in this version).
-func (c *Catalog) CreatePolicy(ctx context.Context, db Execer, table string) error {
+// CreatePolicy marks table as private with an explicit policy: its
+// privacy unit (u.Column, "" for one unit per row) and the unit's
+// contribution bounds.
+func (c *Catalog) CreatePolicy(ctx context.Context, db Execer, table string, u Unit) error {
 	t, ok := c.Table(table)
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownTable, table)
 	}
-	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_tables (table_name, public, has_policy) VALUES (?, 0, 1)
-		ON CONFLICT (table_name) DO UPDATE SET public = 0, has_policy = 1`, t.Name)
+	var unitCol any
+	if u.Column != "" {
+		col, ok := t.Column(u.Column)
+		if !ok {
+			return fmt.Errorf("%w %q in table %q (privacy_unit_column)", ErrUnknownColumn, u.Column, t.Name)
+		}
+		unitCol = col.Name
+	}
+	if u.MaxGroups < 1 || u.MaxRows < 1 {
+		return fmt.Errorf("%w: max_groups_contributed and max_rows_contributed must be at least 1", ErrInvalidPolicy)
+	}
+	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_tables (table_name, public, has_policy, unit_column, max_groups, max_rows) VALUES (?, 0, 1, ?, ?, ?)
+		ON CONFLICT (table_name) DO UPDATE SET public = 0, has_policy = 1, unit_column = excluded.unit_column,
+		max_groups = excluded.max_groups, max_rows = excluded.max_rows`, t.Name, unitCol, u.MaxGroups, u.MaxRows)
 	return err
 }
 
@@ -352,7 +411,7 @@ func (c *Catalog) SetPublic(ctx context.Context, db Execer, table string) error 
 		}
 	}
 	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_tables (table_name, public, has_policy) VALUES (?, 1, 0)
-		ON CONFLICT (table_name) DO UPDATE SET public = 1, has_policy = 0`, t.Name)
+		ON CONFLICT (table_name) DO UPDATE SET public = 1, has_policy = 0, unit_column = NULL, max_groups = 1, max_rows = 1`, t.Name)
 	return err
 }
 

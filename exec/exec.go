@@ -95,21 +95,24 @@ func Private(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewri
 		for g := range sc.hists {
 			all.Merge(&sc.hists[g][i])
 		}
-		r, err := autobound.Search(&all, sr.Epsilon, noise)
+		r, err := autobound.Search(&all, sr.Epsilon, sr.Sensitivity, noise)
 		if err != nil {
 			return nil, nil, err
 		}
 		chosen[i] = r
 		notes = append(notes, ChosenBound{Label: sr.Label, Lo: r.Lo, Hi: r.Hi})
 	}
+	if err := selectGroups(sc, q, rw, noise); err != nil {
+		return nil, nil, err
+	}
 	nc := len(q.Cells)
-	groups := q.Groups()
+	groups := len(sc.values)
 	cells := make([]cellBounds, nc)
 	for i, c := range q.Cells {
 		cells[i] = cellBounds{lo: c.Lo, hi: c.Hi, sens: c.L1Sensitivity}
 		if c.Search >= 0 {
 			r := chosen[c.Search]
-			cells[i] = cellBounds{lo: r.Lo, hi: r.Hi, sens: planner.SensitivityFor(c.Kind, r.Lo, r.Hi)}
+			cells[i] = cellBounds{lo: r.Lo, hi: r.Hi, sens: c.Scale * planner.SensitivityFor(c.Kind, r.Lo, r.Hi)}
 		}
 	}
 	noisy := make([]float64, groups*nc)
@@ -123,6 +126,7 @@ func Private(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewri
 			noisy[g*nc+i] = v
 		}
 	}
+	keys := sc.keys
 	sc = nil // nothing exact survives past this point
 	aggBounds := make([][2]float64, len(q.Aggregates))
 	for i, a := range q.Aggregates {
@@ -143,7 +147,7 @@ func Private(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewri
 		return nil, nil, err
 	}
 	defer conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS temp."+rewrite.ResultTable)
-	if err := fill(ctx, conn, q, rw, noisy, groups, aggBounds); err != nil {
+	if err := fill(ctx, conn, q, rw, noisy, keys, aggBounds); err != nil {
 		return nil, nil, err
 	}
 	res, err := collect(ctx, conn, rw.Post)
@@ -155,6 +159,7 @@ type cellBounds struct{ lo, hi, sens float64 }
 // scanned holds the exact per-group measurements: measured columns, and
 // the histograms of the bound searches.
 type scanned struct {
+	keys   [][]any                 // [group][key]: released key values
 	values [][]float64             // [group][measured column]
 	hists  [][]autobound.Histogram // [group][search]
 }
@@ -192,9 +197,10 @@ func (sc *scanned) exactCells(q *planner.PrivateQuery, rw *rewrite.Rewritten, g 
 }
 
 // scan runs the backend statement and returns the exact measurements per
-// group in domain order, with zeros for groups without rows.
+// group. With public domains only, the groups are every combination of
+// domain values, in domain order, with zeros for groups without rows; with
+// partition selection they are the groups the scan met, in its order.
 func scan(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.Rewritten) (*scanned, error) {
-	groups := q.Groups()
 	nm := len(rw.Measured)
 	isHist := make([]int, nm)
 	for i := range isHist {
@@ -203,18 +209,36 @@ func scan(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.
 	for s, col := range rw.SearchColumn {
 		isHist[col] = s
 	}
-	sc := &scanned{values: make([][]float64, groups), hists: make([][]autobound.Histogram, groups)}
-	for g := range sc.values {
-		sc.values[g] = make([]float64, nm)
-		sc.hists[g] = make([]autobound.Histogram, len(q.Searches))
+	sc := &scanned{}
+	addGroup := func(keys []any) int {
+		sc.keys = append(sc.keys, keys)
+		sc.values = append(sc.values, make([]float64, nm))
+		sc.hists = append(sc.hists, make([]autobound.Histogram, len(q.Searches)))
+		return len(sc.keys) - 1
 	}
-	rows, err := db.QueryContext(ctx, rw.Scan)
+	nk := len(q.Keys)
+	if q.Selection == nil {
+		for g := 0; g < q.Groups(); g++ {
+			keys := make([]any, nk)
+			rest := g
+			for i := nk - 1; i >= 0; i-- {
+				size := len(q.Keys[i].Domain)
+				keys[i] = q.Keys[i].Domain[rest%size]
+				rest /= size
+			}
+			addGroup(keys)
+		}
+	}
+	var args []any
+	if rw.NeedsKey {
+		args = append(args, int64(randomKey()))
+	}
+	rows, err := db.QueryContext(ctx, rw.Scan, args...)
 	if err != nil {
 		return nil, backendError(ctx, err)
 	}
 	defer rows.Close()
-	nk := len(q.Keys)
-	keys := make([]sql.NullInt64, nk)
+	keys := make([]any, nk)
 	vals := make([]any, nm)
 	ptrs := make([]any, 0, nk+nm)
 	for i := range keys {
@@ -227,13 +251,32 @@ func scan(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, backendError(ctx, err)
 		}
-		g := 0
-		for i, k := range keys {
-			size := len(q.Keys[i].Domain)
-			if !k.Valid || k.Int64 < 0 || int(k.Int64) >= size {
-				return nil, fmt.Errorf("exec: key index out of the domain") // an internal invariant, not data-dependent
+		var g int
+		if q.Selection == nil {
+			for i, k := range keys {
+				size := len(q.Keys[i].Domain)
+				idx, ok := k.(int64)
+				if !ok || idx < 0 || int(idx) >= size {
+					return nil, fmt.Errorf("exec: key index out of the domain") // an internal invariant, not data-dependent
+				}
+				g = g*size + int(idx)
 			}
-			g = g*size + int(k.Int64)
+		} else {
+			kv := make([]any, nk)
+			for i, k := range keys {
+				if b, ok := k.([]byte); ok {
+					k = string(b)
+				}
+				if d := q.Keys[i].Domain; d != nil {
+					idx, ok := k.(int64)
+					if !ok || idx < 0 || int(idx) >= len(d) {
+						return nil, fmt.Errorf("exec: key index out of the domain")
+					}
+					k = d[idx]
+				}
+				kv[i] = k
+			}
+			g = addGroup(kv)
 		}
 		for j, v := range vals {
 			if s := isHist[j]; s >= 0 {
@@ -256,6 +299,32 @@ func scan(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.
 		return nil, backendError(ctx, err)
 	}
 	return sc, nil
+}
+
+// randomKey draws the per-query key of the contribution-bounding order.
+func randomKey() uint64 { return mechanism.CryptoSource().Uint64() }
+
+// selectGroups keeps, under partition selection, only the groups whose
+// noisy count of distinct units passes the threshold; the others are
+// dropped before anything about them is computed or released.
+func selectGroups(sc *scanned, q *planner.PrivateQuery, rw *rewrite.Rewritten, noise mechanism.Noiser) error {
+	sel := q.Selection
+	if sel == nil {
+		return nil
+	}
+	kept := 0
+	for g := range sc.keys {
+		n, err := noise.AddLaplace(sc.values[g][rw.UnitsColumn], sel.Sensitivity, sel.Epsilon)
+		if err != nil {
+			return err
+		}
+		if n > sel.Threshold {
+			sc.keys[kept], sc.values[kept], sc.hists[kept] = sc.keys[g], sc.values[g], sc.hists[g]
+			kept++
+		}
+	}
+	sc.keys, sc.values, sc.hists = sc.keys[:kept], sc.values[:kept], sc.hists[:kept]
+	return nil
 }
 
 func backendError(ctx context.Context, err error) error {
@@ -292,7 +361,8 @@ func aggregateValue(a *planner.Aggregate, cells []float64, lo, hi float64) any {
 
 // fill writes one row per group into the result table: the group's public
 // key values, then its noisy aggregates.
-func fill(ctx context.Context, conn *sql.Conn, q *planner.PrivateQuery, rw *rewrite.Rewritten, noisy []float64, groups int, aggBounds [][2]float64) error {
+func fill(ctx context.Context, conn *sql.Conn, q *planner.PrivateQuery, rw *rewrite.Rewritten, noisy []float64, keys [][]any, aggBounds [][2]float64) error {
+	groups := len(keys)
 	width := len(rw.ResultColumns)
 	const maxParams = 30000
 	perStmt := max(1, maxParams/width)
@@ -310,14 +380,7 @@ func fill(ctx context.Context, conn *sql.Conn, q *planner.PrivateQuery, rw *rewr
 	}
 	pending := 0
 	for g := 0; g < groups; g++ {
-		rest := g
-		keyVals := make([]any, len(q.Keys))
-		for i := len(q.Keys) - 1; i >= 0; i-- {
-			size := len(q.Keys[i].Domain)
-			keyVals[i] = q.Keys[i].Domain[rest%size]
-			rest /= size
-		}
-		args = append(args, keyVals...)
+		args = append(args, keys[g]...)
 		cells := noisy[g*nc : (g+1)*nc]
 		for i, a := range q.Aggregates {
 			args = append(args, aggregateValue(a, cells, aggBounds[i][0], aggBounds[i][1]))
@@ -343,15 +406,27 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 	if len(q.Keys) > 0 {
 		var names []string
 		for _, k := range q.Keys {
-			names = append(names, fmt.Sprintf("%s (%d public values)", parser.QuoteIdent(k.Column), len(k.Domain)))
+			if k.Domain == nil {
+				names = append(names, parser.QuoteIdent(k.Column)+" (private values)")
+			} else {
+				names = append(names, fmt.Sprintf("%s (%d public values)", parser.QuoteIdent(k.Column), len(k.Domain)))
+			}
 		}
 		keys = fmt.Sprintf("GROUP BY %s: %d groups, all released, empty ones included", strings.Join(names, " × "), q.Groups())
+		if sel := q.Selection; sel != nil {
+			keys = fmt.Sprintf("GROUP BY %s: groups chosen by partition selection — a group is released only if its count of distinct units (Laplace, sensitivity %g, ε=%.6g) exceeds τ=%.6g; δ=%g", strings.Join(names, " × "), sel.Sensitivity, sel.Epsilon, sel.Threshold, sel.Delta)
+		}
 	}
-	add("table", fmt.Sprintf("%s, private; each row is one privacy unit", parser.QuoteIdent(q.Table.Name)))
+	if u := q.Unit; u.Column != "" {
+		add("table", fmt.Sprintf("%s, private; privacy unit %s", parser.QuoteIdent(q.Table.Name), parser.QuoteIdent(u.Column)))
+		add("bounding", fmt.Sprintf("each unit keeps at most %d group(s) and at most %d row(s) per group, chosen in an order keyed at random per query; one unit changes at most %d row(s)", u.MaxGroups, u.MaxRows, u.MaxGroups*u.MaxRows))
+	} else {
+		add("table", fmt.Sprintf("%s, private; each row is one privacy unit", parser.QuoteIdent(q.Table.Name)))
+	}
 	add("groups", keys)
 	add("backend SQL", rw.Scan)
 	for i, sr := range q.Searches {
-		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: 1, Cutoff: 2, Monotonic: true}
+		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: sr.Sensitivity, Cutoff: 2, Monotonic: true}
 		add(fmt.Sprintf("bounds search s%d", i), fmt.Sprintf(
 			"%s: no declared bounds, chosen privately from one histogram scan (%s): sparse vector technique, cutoff 2, monotonic counts, ε=%.6g (%.3g of the query's ε), query noise scale %.4g, stops where at most about %d noise scales of values lie beyond a candidate; candidates 0 and (1 + k/8)·2^e for e in [%d, %d]",
 			sr.Label, rewrite.HistogramFunction, sr.Epsilon, q.BoundsFraction, mechanism.SparseQueryScale(opts), autobound.ThresholdScales, autobound.MinExp, autobound.MaxExp-1))

@@ -77,6 +77,7 @@ const (
 	ClippedSum                    // Σ clip(x, lo, hi)
 	CenteredSum                   // Σ (clip(x, lo, hi) − m), m = (lo+hi)/2, from Σ clip(x) and cell CountCell
 	CenteredSumSq                 // Σ (clip(x, lo, hi) − m)²
+	CountUnits                    // COUNT(DISTINCT <privacy unit column>)
 )
 
 // Cell is one exact quantity that is computed by the backend per group and
@@ -89,7 +90,11 @@ type Cell struct {
 	// Search is the index of the bound search (in PrivateQuery.Searches)
 	// that chooses Lo and Hi at run time, or -1 for declared bounds. Such a
 	// cell's L1Sensitivity is 0 here and follows from the chosen bounds.
-	Search        int
+	Search int
+	// Scale multiplies the per-row sensitivity: how many rows one privacy
+	// unit can change (l0·l∞ after contribution bounding; l0 for
+	// CountUnits; 1 when each row is a unit).
+	Scale         float64
 	L1Sensitivity float64
 	Epsilon       float64
 	Label         string // e.g. `COUNT(*)`, `SUM(clip("Age", 0, 125))`
@@ -120,6 +125,23 @@ type Search struct {
 	Arg     parser.Expr
 	Label   string // canonical SQL of Arg
 	Epsilon float64
+	// Sensitivity of its counting queries: how many rows one unit can add
+	// (l0·l∞).
+	Sensitivity float64
+}
+
+// Selection is DP partition selection for GROUP BY keys without a public
+// domain: a group is released only when its noisy count of distinct units
+// (after contribution bounding) exceeds Threshold.
+type Selection struct {
+	Epsilon, Delta float64
+	// Sensitivity is l0: one unit counts once in at most l0 groups.
+	Sensitivity float64
+	// Threshold τ = 1 + (l0/ε)·ln(l0/(2δ)): a group that only one unit
+	// supports is released with probability at most δ/l0, so by the union
+	// bound over its ≤ l0 groups that unit's presence shows with
+	// probability at most δ.
+	Threshold float64
 }
 
 // AggKind is an aggregate function the engine answers.
@@ -144,7 +166,8 @@ type Aggregate struct {
 	Cells  []int   // COUNT: [count]; SUM: [sum]; AVG: [centred sum, count]; VAR, STDDEV: [centred sum, count, centred sum of squares]
 }
 
-// GroupKey is a GROUP BY column with its public domain.
+// GroupKey is a GROUP BY column with its public domain, or without one
+// (Domain nil): then its groups are chosen by partition selection.
 type GroupKey struct {
 	Column string
 	Domain []any
@@ -170,7 +193,13 @@ type PrivateQuery struct {
 	Limit      parser.Expr
 	Offset     parser.Expr
 	Searches   []*Search
-	Epsilon    float64 // the query's total ε, split across Searches and Cells
+	// Unit is the privacy unit and the contribution bounds in force for
+	// this query (the policy's, or the query's OPTIONS overrides). With a
+	// unit column the rewrite bounds contributions before aggregating.
+	Unit catalog.Unit
+	// Selection is set when some GROUP BY key has no public domain.
+	Selection  *Selection
+	Epsilon    float64 // the query's total ε, split across Searches, Selection and Cells
 	Delta      float64 // δ spent (0: every mechanism here is pure ε-DP)
 	// BoundsFraction is the share of Epsilon spent on bound searches (0
 	// when there are none).
@@ -182,7 +211,8 @@ type PrivateQuery struct {
 	KeyOf map[*parser.ColumnRef]int
 }
 
-// Groups is the number of output groups: the product of the domain sizes.
+// Groups is the number of output groups: the product of the domain sizes
+// (meaningful only without Selection).
 func (q *PrivateQuery) Groups() int {
 	n := 1
 	for _, k := range q.Keys {
@@ -313,10 +343,19 @@ type builder struct {
 	aggIndex    map[string]int
 	searchIndex map[string]int
 	aliases     map[string]bool
+	rowScale    float64 // l0·l∞: rows one unit can change
+	delta       float64
 }
 
 func (b *builder) build(sess Session) error {
 	s := b.stmt
+	opts, err := queryOptions(s, sess, b.tbl)
+	if err != nil {
+		return err
+	}
+	b.q.Unit = opts.unit
+	b.rowScale = float64(opts.unit.MaxGroups * opts.unit.MaxRows)
+	b.delta = opts.delta
 	if s.Where != nil {
 		if err := b.rowExpr(s.Where, "WHERE"); err != nil {
 			return err
@@ -327,7 +366,12 @@ func (b *builder) build(sess Session) error {
 			return err
 		}
 	}
-	if b.q.Groups() > maxGroups {
+	for _, k := range b.q.Keys {
+		if k.Domain == nil && b.q.Selection == nil {
+			b.q.Selection = &Selection{Sensitivity: float64(opts.unit.MaxGroups)}
+		}
+	}
+	if b.q.Selection == nil && b.q.Groups() > maxGroups {
 		return errorf(s.GroupBy[0].Pos(), ErrUnsupported, "GROUP BY over %d groups exceeds the limit of %d", b.q.Groups(), maxGroups)
 	}
 	b.aliases = map[string]bool{}
@@ -381,25 +425,32 @@ func (b *builder) build(sess Session) error {
 			return errorf(e.Pos(), ErrInvalidOption, "LIMIT and OFFSET take a non-negative integer constant")
 		}
 	}
-	eps, delta, frac, err := queryBudget(s, sess)
-	if err != nil {
-		return err
+	if opts.eps <= 0 {
+		return errorf(s.SelectPos, ErrNoEpsilon, "no epsilon for this query: run SET epsilon = E, or write SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = E) ...")
 	}
+	eps := opts.eps
 	// ε is split by sequential composition: a share frac to the bound
-	// searches (equally), the rest equally across the noisy cells. Each
-	// row (privacy unit) falls in exactly one group, so by parallel
-	// composition each cell's ε covers all its groups.
+	// searches (equally), the rest equally across the noisy cells and the
+	// partition selection. Within a cell, one unit changes at most l0
+	// groups by at most l∞ rows each, which the cells' sensitivities
+	// account for (Scale), so one ε covers all groups.
 	b.q.Epsilon, b.q.Delta = eps, 0
-	_ = delta // δ is accepted but no mechanism of this version spends it
 	cellEps := eps
 	if len(b.q.Searches) > 0 {
-		b.q.BoundsFraction = frac
+		b.q.BoundsFraction = opts.frac
 		for _, sr := range b.q.Searches {
-			sr.Epsilon = eps * frac / float64(len(b.q.Searches))
+			sr.Epsilon = eps * opts.frac / float64(len(b.q.Searches))
 		}
-		cellEps = eps * (1 - frac)
+		cellEps = eps * (1 - opts.frac)
 	}
-	per := cellEps / float64(len(b.q.Cells))
+	parts := len(b.q.Cells)
+	if sel := b.q.Selection; sel != nil {
+		parts++
+		sel.Epsilon, sel.Delta = cellEps/float64(parts), opts.delta
+		sel.Threshold = 1 + sel.Sensitivity/sel.Epsilon*math.Log(sel.Sensitivity/(2*opts.delta))
+		b.q.Delta = opts.delta
+	}
+	per := cellEps / float64(parts)
 	for _, c := range b.q.Cells {
 		c.Epsilon = per
 	}
@@ -407,39 +458,66 @@ func (b *builder) build(sess Session) error {
 }
 
 // queryBudget reads epsilon and delta from the OPTIONS or the session.
-func queryBudget(s *parser.SelectStmt, sess Session) (eps, delta, frac float64, err error) {
-	eps, frac = sess.Epsilon, sess.BoundsFraction
-	if frac == 0 {
-		frac = DefaultBoundsFraction
+// options are a query's privacy parameters after OPTIONS and session.
+type options struct {
+	eps, delta, frac float64
+	unit             catalog.Unit
+}
+
+// queryOptions reads epsilon, delta, the bounds share and contribution
+// overrides from the OPTIONS clause, the session and the table's policy.
+// A missing ε is reported by the caller, after the query's other checks.
+func queryOptions(s *parser.SelectStmt, sess Session, tbl *catalog.Table) (options, error) {
+	o := options{eps: sess.Epsilon, frac: sess.BoundsFraction, unit: tbl.Unit}
+	if o.frac == 0 {
+		o.frac = DefaultBoundsFraction
 	}
-	for _, o := range s.DPOptions {
-		v, verr := parser.NumberValue(o.Value)
-		switch o.Name {
+	if o.unit.MaxGroups < 1 || o.unit.MaxRows < 1 {
+		o.unit.MaxGroups, o.unit.MaxRows = 1, 1
+	}
+	for _, opt := range s.DPOptions {
+		v, verr := parser.NumberValue(opt.Value)
+		bad := func(msg string) (options, error) {
+			return options{}, errorf(opt.Value.Pos(), ErrInvalidOption, "%s", msg)
+		}
+		switch opt.Name {
 		case "epsilon":
 			if verr != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-				return 0, 0, 0, errorf(o.Value.Pos(), ErrInvalidOption, "epsilon must be a positive number")
+				return bad("epsilon must be a positive number")
 			}
-			eps = v
+			o.eps = v
 		case "delta":
 			if verr != nil || math.IsNaN(v) || v < 0 || v >= 1 {
-				return 0, 0, 0, errorf(o.Value.Pos(), ErrInvalidOption, "delta must be a number in [0, 1)")
+				return bad("delta must be a number in [0, 1)")
 			}
-			delta = v
+			o.delta = v
 		case "bounds_epsilon_fraction":
 			if verr != nil || !ValidBoundsFraction(v) {
-				return 0, 0, 0, errorf(o.Value.Pos(), ErrInvalidOption, "bounds_epsilon_fraction must be a number strictly between 0 and 1")
+				return bad("bounds_epsilon_fraction must be a number strictly between 0 and 1")
 			}
-			frac = v
-		case "max_groups_contributed", "max_rows_contributed", "privacy_unit_column":
-			return 0, 0, 0, errorf(o.NamePos, ErrUnsupported, "option %s is not supported yet: every row is its own privacy unit", o.Name)
+			o.frac = v
+		case "max_groups_contributed", "max_rows_contributed":
+			if tbl.Unit.Column == "" {
+				return options{}, errorf(opt.NamePos, ErrInvalidOption, "%s needs a privacy unit: table %q has one row per unit (the owner sets privacy_unit_column)", opt.Name, tbl.Name)
+			}
+			if verr != nil || v < 1 || v != math.Trunc(v) || v > 1e6 {
+				return bad(opt.Name + " takes a positive integer")
+			}
+			if opt.Name == "max_groups_contributed" {
+				o.unit.MaxGroups = int64(v)
+			} else {
+				o.unit.MaxRows = int64(v)
+			}
+		case "privacy_unit_column":
+			return options{}, errorf(opt.NamePos, ErrInvalidOption, "the privacy unit is the owner's choice (CREATE PRIVACY POLICY ... OPTIONS (privacy_unit_column = ...))")
 		default:
-			return 0, 0, 0, errorf(o.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, delta, bounds_epsilon_fraction)", o.Name)
+			return options{}, errorf(opt.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, delta, bounds_epsilon_fraction, max_groups_contributed, max_rows_contributed)", opt.Name)
 		}
 	}
-	if eps <= 0 {
-		return 0, 0, 0, errorf(s.SelectPos, ErrNoEpsilon, "no epsilon for this query: run SET epsilon = E, or write SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = E) ...")
+	if tbl.Unit.Column == "" {
+		o.unit = catalog.Unit{MaxGroups: 1, MaxRows: 1} // a row is in one group, once
 	}
-	return eps, delta, frac, nil
+	return o, nil
 }
 
 // ValidBoundsFraction reports whether f is a usable share of ε for bound
@@ -505,9 +583,9 @@ func (b *builder) groupKey(g parser.Expr) error {
 		}
 	}
 	dom := b.tbl.Domains[col.Name]
-	if len(dom) == 0 {
+	if len(dom) == 0 && b.delta <= 0 {
 		return errorf(c.NamePos, ErrNotPrivate,
-			"GROUP BY %q would release values of a private column; the owner must declare its public domain with ALTER PRIVACY POLICY ON %s SET DOMAIN %s (...)",
+			"GROUP BY %q would release values of a private column: either the owner declares its public domain with ALTER PRIVACY POLICY ON %s SET DOMAIN %s (...), or the query sets OPTIONS (delta = D) so that groups are chosen by private partition selection",
 			col.Name, parser.QuoteIdent(b.tbl.Name), parser.QuoteIdent(col.Name))
 	}
 	b.q.Keys = append(b.q.Keys, GroupKey{Column: col.Name, Domain: dom})
@@ -577,11 +655,16 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	if !ok {
 		return errorf(call.NamePos, ErrUnsupported, "aggregate %s is not supported yet (supported: COUNT, SUM, AVG, VAR_POP, VARIANCE, STDDEV_POP, STDDEV)", call.Name)
 	}
+	countUnits := false
 	if call.Distinct {
-		if kind == AggCount {
-			return errorf(call.NamePos, ErrUnsupported, "COUNT(DISTINCT ...) needs privacy units, which this version does not have yet; use COUNT(*) or COUNT(column)")
+		if kind != AggCount {
+			return errorf(call.NamePos, ErrUnsupported, "%s(DISTINCT ...) is not supported", call.Name)
 		}
-		return errorf(call.NamePos, ErrUnsupported, "%s(DISTINCT ...) is not supported", call.Name)
+		c, ok := call.Args[0].(*parser.ColumnRef)
+		if !ok || b.q.Unit.Column == "" || !strings.EqualFold(c.Name, b.q.Unit.Column) || (c.Table != "" && !strings.EqualFold(c.Table, b.tbl.Name)) {
+			return errorf(call.NamePos, ErrUnsupported, "COUNT(DISTINCT ...) is supported only on the privacy unit column (the table's privacy_unit_column)")
+		}
+		countUnits = true
 	}
 	if !call.Star && len(call.Args) != 1 {
 		return errorf(call.NamePos, ErrUnsupported, "%s takes one argument", call.Name)
@@ -630,6 +713,9 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		argText = parser.Format(arg)
 	}
 	agg := &Aggregate{Kind: kind, Search: -1, Text: call.Name + "(" + argText + ")"}
+	if countUnits {
+		agg.Text = "COUNT(DISTINCT " + argText + ")"
+	}
 	switch {
 	case bounds != nil:
 		agg.Lo, agg.Hi = bounds.Lo, bounds.Hi
@@ -646,12 +732,15 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	}
 	// newCell makes a cell over arg with this aggregate's bounds.
 	newCell := func(k CellKind, label string) int {
-		c := &Cell{Kind: k, Arg: arg, Search: -1, Label: label}
-		if k != CountRows && k != CountValues {
+		c := &Cell{Kind: k, Arg: arg, Search: -1, Label: label, Scale: b.rowScale}
+		if k == CountUnits {
+			c.Scale = float64(b.q.Unit.MaxGroups)
+		}
+		if k != CountRows && k != CountValues && k != CountUnits {
 			c.Lo, c.Hi, c.Search = agg.Lo, agg.Hi, agg.Search
 		}
 		if c.Search < 0 {
-			c.L1Sensitivity = SensitivityFor(k, c.Lo, c.Hi)
+			c.L1Sensitivity = c.Scale * SensitivityFor(k, c.Lo, c.Hi)
 		}
 		return b.cell(c)
 	}
@@ -661,7 +750,9 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	}
 	switch kind {
 	case AggCount:
-		if arg == nil {
+		if countUnits {
+			agg.Cells = []int{newCell(CountUnits, agg.Text)}
+		} else if arg == nil {
 			agg.Cells = []int{newCell(CountRows, "COUNT(*)")}
 		} else {
 			agg.Cells = []int{newCell(CountValues, "COUNT("+argText+")")}
@@ -689,7 +780,7 @@ func (b *builder) search(arg parser.Expr, label string) int {
 		return i
 	}
 	b.searchIndex[label] = len(b.q.Searches)
-	b.q.Searches = append(b.q.Searches, &Search{Arg: arg, Label: label})
+	b.q.Searches = append(b.q.Searches, &Search{Arg: arg, Label: label, Sensitivity: b.rowScale})
 	return len(b.q.Searches) - 1
 }
 

@@ -51,6 +51,12 @@ type Rewritten struct {
 	// SearchColumn gives, for each bound search, the measured column that
 	// holds its histogram.
 	SearchColumn []int
+	// UnitsColumn is the measured column counting distinct units per group
+	// for partition selection, or -1.
+	UnitsColumn int
+	// NeedsKey: the Scan takes one parameter, a fresh random 64-bit key
+	// for the contribution-bounding order.
+	NeedsKey bool
 	// ResultColumns are the columns of ResultTable: k0.. (key values) then
 	// a0.. (noisy aggregate values).
 	ResultColumns []string
@@ -78,8 +84,8 @@ func AggColumn(i int) string { return "a" + strconv.Itoa(i) }
 // Private rewrites a private query.
 func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	var sel []string
-	for i, k := range q.Keys {
-		sel = append(sel, domainIndex(k)+" AS "+KeyColumn(i))
+	for i := range q.Keys {
+		sel = append(sel, scanKey(i))
 	}
 	measured := map[string]int{}
 	var measuredSQL []string
@@ -113,20 +119,49 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 		}
 		cellSource[i] = src
 	}
-	var sb strings.Builder
-	sb.WriteString("SELECT " + strings.Join(sel, ", ") + " FROM " + parser.QuoteIdent(q.Table.Name))
-	if q.Where != nil {
-		sb.WriteString(" WHERE " + parser.Format(q.Where))
-	}
-	if len(q.Keys) > 0 {
-		var keys, notNull []string
-		for i := range q.Keys {
-			keys = append(keys, KeyColumn(i))
-			notNull = append(notNull, KeyColumn(i)+" IS NOT NULL")
+	r := &Rewritten{Measured: measuredSQL, CellSource: cellSource, SearchColumn: searchColumn, UnitsColumn: -1}
+	bounded := q.Unit.Column != ""
+	if q.Selection != nil {
+		// The partition selection counts distinct units per group.
+		if bounded {
+			r.UnitsColumn = measure("COUNT(DISTINCT " + unitAlias + ")")
+		} else {
+			r.UnitsColumn = measure("COUNT(*)")
 		}
-		sb.WriteString(" GROUP BY " + strings.Join(keys, ", ") + " HAVING " + strings.Join(notNull, " AND "))
+		r.Measured = measuredSQL
 	}
-	r := &Rewritten{Scan: sb.String(), Measured: measuredSQL, CellSource: cellSource, SearchColumn: searchColumn}
+	var keys, domainNotNull []string
+	for i, k := range q.Keys {
+		keys = append(keys, scanKey(i))
+		if k.Domain != nil {
+			domainNotNull = append(domainNotNull, scanKey(i)+" IS NOT NULL")
+		}
+	}
+	var sb strings.Builder
+	if !bounded {
+		var items []string
+		for i, k := range q.Keys {
+			items = append(items, keyExpr(k)+" AS "+scanKey(i))
+		}
+		sb.WriteString("SELECT " + strings.Join(append(items, sel[len(q.Keys):]...), ", ") + " FROM " + parser.QuoteIdent(q.Table.Name))
+		if q.Where != nil {
+			sb.WriteString(" WHERE " + parser.Format(q.Where))
+		}
+		if len(keys) > 0 {
+			sb.WriteString(" GROUP BY " + strings.Join(keys, ", "))
+			if len(domainNotNull) > 0 {
+				sb.WriteString(" HAVING " + strings.Join(domainNotNull, " AND "))
+			}
+		}
+	} else {
+		sb.WriteString("SELECT " + strings.Join(sel, ", ") + " FROM (" + boundedRows(q, keys, domainNotNull) + ")")
+		sb.WriteString(fmt.Sprintf(" WHERE %s <= %d", rowRank, q.Unit.MaxRows))
+		if len(keys) > 0 {
+			sb.WriteString(fmt.Sprintf(" AND %s <= %d GROUP BY %s", groupRank, q.Unit.MaxGroups, strings.Join(keys, ", ")))
+		}
+		r.NeedsKey = true
+	}
+	r.Scan = sb.String()
 	for i := range q.Keys {
 		r.ResultColumns = append(r.ResultColumns, KeyColumn(i))
 	}
@@ -135,6 +170,70 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	}
 	r.Post = post(q)
 	return r, nil
+}
+
+// Names of the columns the bounding subqueries add; the _dpsql_ prefix is
+// reserved.
+const (
+	unitAlias = "_dpsql_u"
+	rowHash   = "_dpsql_h"
+	groupHash = "_dpsql_hg"
+	rowRank   = "_dpsql_rn"
+	groupRank = "_dpsql_gr"
+)
+
+// HashFunction is the SQLite scalar function (registered by exec) that
+// hashes its arguments under a per-query random key (the Scan's parameter
+// ?1): the random order in which contributions are kept.
+const HashFunction = "dpsql_hash"
+
+func scanKey(i int) string { return "_dpsql_k" + strconv.Itoa(i) }
+
+// keyExpr is a key's value in the scan: its domain position, or the raw
+// value for a key chosen by partition selection.
+func keyExpr(k planner.GroupKey) string {
+	if k.Domain == nil {
+		return parser.QuoteIdent(k.Column)
+	}
+	return domainIndex(k)
+}
+
+// boundedRows is the ContributionBounding rule: every row of the query
+// with its unit, its group, and two ranks drawn in an order the engine
+// keys at random per query — the row's rank among its unit's rows in the
+// same group, and the group's rank among its unit's groups. Keeping rows
+// with row rank ≤ l∞ and group rank ≤ l0 leaves each unit in at most l0
+// groups with at most l∞ rows each. Why it is private: which rows a unit
+// keeps depends only on that unit's own rows and the key, so adding or
+// removing a unit changes only its own kept rows, at most l0·l∞ of them,
+// which is what the cells' sensitivities assume. Rows without a unit
+// (NULL) belong to nobody and are dropped.
+func boundedRows(q *planner.PrivateQuery, keys, domainNotNull []string) string {
+	unit := parser.QuoteIdent(q.Unit.Column)
+	inner := []string{"*", unit + " AS " + unitAlias, HashFunction + "(?1, " + unit + ", rowid) AS " + rowHash}
+	var raw []string
+	for i, k := range q.Keys {
+		inner = append(inner, keyExpr(k)+" AS "+scanKey(i))
+		raw = append(raw, parser.QuoteIdent(k.Column))
+	}
+	if len(q.Keys) > 0 {
+		inner = append(inner, HashFunction+"(?1, "+unit+", "+strings.Join(raw, ", ")+") AS "+groupHash)
+	}
+	where := unit + " IS NOT NULL"
+	if q.Where != nil {
+		where = parser.Format(q.Where) + " AND " + where
+	}
+	innerSQL := "SELECT " + strings.Join(inner, ", ") + " FROM " + parser.QuoteIdent(q.Table.Name) + " WHERE " + where
+	part := append([]string{unitAlias}, keys...)
+	windows := "ROW_NUMBER() OVER (PARTITION BY " + strings.Join(part, ", ") + " ORDER BY " + rowHash + ") AS " + rowRank
+	if len(keys) > 0 {
+		windows += ", DENSE_RANK() OVER (PARTITION BY " + unitAlias + " ORDER BY " + strings.Join(append([]string{groupHash}, keys...), ", ") + ") AS " + groupRank
+	}
+	mid := "SELECT *, " + windows + " FROM (" + innerSQL + ")"
+	if len(domainNotNull) > 0 {
+		mid += " WHERE " + strings.Join(domainNotNull, " AND ")
+	}
+	return mid
 }
 
 // domainIndex maps a key column to its position in the public domain, or
@@ -185,6 +284,8 @@ func cellSQL(c *planner.Cell) string {
 		return "COUNT(*)"
 	case planner.CountValues:
 		return "COUNT(" + parser.Format(c.Arg) + ")"
+	case planner.CountUnits:
+		return "COUNT(DISTINCT " + parser.Format(c.Arg) + ")"
 	case planner.ClippedSum, planner.CenteredSum:
 		// A centred sum is Σ clip(x) − mid·COUNT(x); exec subtracts the
 		// centre from the exact values, before any noise.

@@ -24,6 +24,13 @@ func testCatalog() *catalog.Catalog {
 			Bounds:  map[string]catalog.Bounds{"Age": {Lo: 0, Hi: 125}},
 			Domains: map[string][]any{"Sex": {"Female", "Male"}, "Education": {"Bachelors", "HS-grad", "Masters"}},
 		},
+		&catalog.Table{
+			Name: "visits", HasPolicy: true,
+			Columns: []catalog.Column{{Name: "uid", Type: "INTEGER"}, {Name: "cost", Type: "REAL"}, {Name: "ward", Type: "TEXT"}, {Name: "day", Type: "INTEGER"}},
+			Bounds:  map[string]catalog.Bounds{"cost": {Lo: 0, Hi: 500}},
+			Domains: map[string][]any{"ward": {"A", "B"}},
+			Unit:    catalog.Unit{Column: "uid", MaxGroups: 2, MaxRows: 3},
+		},
 		&catalog.Table{Name: "lookup", Public: true, Columns: []catalog.Column{{Name: "code", Type: "TEXT"}, {Name: "label", Type: "TEXT"}}},
 	)
 }
@@ -62,6 +69,10 @@ func TestGolden(t *testing.T) {
 			}
 			for i, c := range p.Cells {
 				fmt.Fprintf(&out, "cell c%d: %s sensitivity=%g epsilon=%.6g source=%+v\n", i, c.Label, c.L1Sensitivity, c.Epsilon, rw.CellSource[i])
+			}
+			fmt.Fprintf(&out, "unit: %+v\n", p.Unit)
+			if sel := p.Selection; sel != nil {
+				fmt.Fprintf(&out, "selection: epsilon=%.6g delta=%g sensitivity=%g threshold=%.6g units column m%d\n", sel.Epsilon, sel.Delta, sel.Sensitivity, sel.Threshold, rw.UnitsColumn)
 			}
 			fmt.Fprintf(&out, "post: %s\n\n", rw.Post)
 		}

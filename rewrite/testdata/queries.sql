@@ -7,3 +7,7 @@ SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 2) SUM("Age") / COUNT(*) AS 
 SELECT code, label FROM lookup WHERE code LIKE 'a%';
 SELECT AVG("Capital Gain"), SUM("Capital Gain"), COUNT("Capital Gain") FROM adult;
 SELECT "Sex", VAR_POP("Age"), STDDEV("Capital Gain") FROM adult GROUP BY "Sex";
+SELECT COUNT(*), SUM(cost), COUNT(DISTINCT uid) FROM visits;
+SELECT ward, COUNT(*), AVG(cost) FROM visits GROUP BY ward;
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6, max_rows_contributed = 1) day, COUNT(DISTINCT uid) FROM visits GROUP BY day;
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-5) "Sex", "Age", COUNT(*) FROM adult GROUP BY "Sex", "Age";
