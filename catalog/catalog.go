@@ -110,12 +110,12 @@ type Table struct {
 	Name      string
 	Columns   []Column
 	Public    bool
-	HasPolicy bool              // CREATE PRIVACY POLICY was run
+	HasPolicy bool // CREATE PRIVACY POLICY was run
 	// Unit is the privacy unit: its column ("" when each row is a unit)
 	// and the contribution bounds of one unit.
-	Unit Unit
-	Bounds    map[string]Bounds // by canonical column name
-	Domains   map[string][]any  // by canonical column name; values int64, float64 or string
+	Unit    Unit
+	Bounds  map[string]Bounds // by canonical column name
+	Domains map[string][]any  // by canonical column name; values int64, float64 or string
 }
 
 // Column returns the column with the given name, matched case-insensitively

@@ -198,9 +198,9 @@ type PrivateQuery struct {
 	// unit column the rewrite bounds contributions before aggregating.
 	Unit catalog.Unit
 	// Selection is set when some GROUP BY key has no public domain.
-	Selection  *Selection
-	Epsilon    float64 // the query's total ε, split across Searches, Selection and Cells
-	Delta      float64 // δ spent (0: every mechanism here is pure ε-DP)
+	Selection *Selection
+	Epsilon   float64 // the query's total ε, split across Searches, Selection and Cells
+	Delta     float64 // δ spent (0: every mechanism here is pure ε-DP)
 	// BoundsFraction is the share of Epsilon spent on bound searches (0
 	// when there are none).
 	BoundsFraction float64
