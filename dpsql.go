@@ -423,6 +423,12 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 	fail := func(pos parser.Pos, err error) error {
 		return &planner.Error{Pos: pos, Kind: err, Msg: err.Error()}
 	}
+	if _, ok := stmt.(*parser.ResetBudgetStmt); ok {
+		if err := budget.Reset(ctx, e.db); err != nil {
+			return nil, err
+		}
+		return &Result{Message: "budget reset: nothing counts as spent; the ledger keeps every charge"}, nil
+	}
 	if s, ok := stmt.(*parser.SetBudgetStmt); ok {
 		total := budget.Cost{}
 		seenEps := false

@@ -34,6 +34,11 @@ CREATE TABLE IF NOT EXISTS _dpsql_budget (
 	epsilon REAL NOT NULL,
 	delta   REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS _dpsql_budget_resets (
+	id          INTEGER PRIMARY KEY AUTOINCREMENT,
+	reset       TEXT NOT NULL,
+	after_entry INTEGER NOT NULL -- charges with a larger ledger id count
+);
 CREATE TABLE IF NOT EXISTS _dpsql_ledger (
 	id        INTEGER PRIMARY KEY AUTOINCREMENT,
 	charged   TEXT NOT NULL,
@@ -93,8 +98,17 @@ func readStatus(ctx context.Context, q querier) (Status, error) {
 	default:
 		s.Set = true
 	}
-	err = q.QueryRowContext(ctx, `SELECT COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0) FROM _dpsql_ledger`).Scan(&s.Spent.Epsilon, &s.Spent.Delta)
+	err = q.QueryRowContext(ctx, `SELECT COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0) FROM _dpsql_ledger
+		WHERE id > (SELECT COALESCE(MAX(after_entry), 0) FROM _dpsql_budget_resets)`).Scan(&s.Spent.Epsilon, &s.Spent.Delta)
 	return s, err
+}
+
+// Reset starts the budget afresh (owner): charges so far stay in the
+// ledger for audit but no longer count as spent.
+func Reset(ctx context.Context, db *sql.DB) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_budget_resets (reset, after_entry)
+		SELECT ?, COALESCE(MAX(id), 0) FROM _dpsql_ledger`, time.Now().UTC().Format(time.RFC3339Nano))
+	return err
 }
 
 // GetStatus reads the budget's total and what has been spent.

@@ -118,3 +118,26 @@ func TestConcurrentSpendersCannotOverspend(t *testing.T) {
 		t.Errorf("spent %v of 1", s.Spent.Epsilon)
 	}
 }
+
+func TestResetKeepsTheLedger(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, filepath.Join(t.TempDir(), "b.db"))
+	SetTotal(ctx, db, Cost{Epsilon: 1})
+	if err := Charge(ctx, db, Cost{Epsilon: 1}, "q1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Charge(ctx, db, Cost{Epsilon: 0.5}, "q2"); !errors.Is(err, ErrBudgetExhausted) {
+		t.Fatalf("before reset: %v", err)
+	}
+	if err := Reset(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := Charge(ctx, db, Cost{Epsilon: 0.5}, "q3"); err != nil {
+		t.Fatalf("after reset: %v", err)
+	}
+	s, _ := GetStatus(ctx, db)
+	entries, _ := Ledger(ctx, db)
+	if s.Spent.Epsilon != 0.5 || len(entries) != 2 {
+		t.Errorf("spent %v with %d ledger entries, want 0.5 and 2", s.Spent.Epsilon, len(entries))
+	}
+}

@@ -237,6 +237,12 @@ type SetStmt struct {
 	Value  Expr
 }
 
+// ResetBudgetStmt is RESET BUDGET (owner): what was spent so far no longer
+// counts against the total; the ledger keeps every charge.
+type ResetBudgetStmt struct {
+	ResetPos Pos
+}
+
 // SetBudgetStmt is SET BUDGET epsilon = E[, delta = D] (owner).
 type SetBudgetStmt struct {
 	SetPos  Pos
@@ -289,6 +295,7 @@ func (s *SelectStmt) Pos() Pos       { return s.SelectPos }
 func (s *ExplainStmt) Pos() Pos      { return s.ExplainPos }
 func (s *SetStmt) Pos() Pos          { return s.SetPos }
 func (s *SetBudgetStmt) Pos() Pos    { return s.SetPos }
+func (s *ResetBudgetStmt) Pos() Pos  { return s.ResetPos }
 func (s *ShowStmt) Pos() Pos         { return s.ShowPos }
 func (s *CreatePolicyStmt) Pos() Pos { return s.CreatePos }
 func (s *SetBoundsStmt) Pos() Pos    { return s.AlterPos }
@@ -300,6 +307,7 @@ func (*SelectStmt) stmtNode()       {}
 func (*ExplainStmt) stmtNode()      {}
 func (*SetStmt) stmtNode()          {}
 func (*SetBudgetStmt) stmtNode()    {}
+func (*ResetBudgetStmt) stmtNode()  {}
 func (*ShowStmt) stmtNode()         {}
 func (*CreatePolicyStmt) stmtNode() {}
 func (*SetBoundsStmt) stmtNode()    {}
@@ -310,7 +318,7 @@ func (*DropPolicyStmt) stmtNode()   {}
 // IsOwnerStmt reports whether s needs owner mode.
 func IsOwnerStmt(s Stmt) bool {
 	switch s.(type) {
-	case *SetBudgetStmt, *CreatePolicyStmt, *SetBoundsStmt, *SetDomainStmt, *SetPublicStmt, *DropPolicyStmt:
+	case *SetBudgetStmt, *ResetBudgetStmt, *CreatePolicyStmt, *SetBoundsStmt, *SetDomainStmt, *SetPublicStmt, *DropPolicyStmt:
 		return true
 	}
 	return false

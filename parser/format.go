@@ -243,6 +243,8 @@ func FormatStmt(s Stmt) string {
 		sb.WriteString("EXPLAIN " + FormatStmt(s.Query))
 	case *SetStmt:
 		sb.WriteString("SET " + s.Name + " = " + Format(s.Value))
+	case *ResetBudgetStmt:
+		sb.WriteString("RESET BUDGET")
 	case *SetBudgetStmt:
 		sb.WriteString("SET BUDGET ")
 		opts(s.Options)

@@ -305,6 +305,10 @@ func (p *parser) statement() Stmt {
 			return &SetStmt{SetPos: t.pos, Name: strings.ToLower(name), Value: v}
 		}
 		return &SetStmt{SetPos: t.pos, Name: strings.ToLower(name), Value: p.expr()}
+	case t.is("RESET"):
+		p.next()
+		p.expect("BUDGET")
+		return &ResetBudgetStmt{ResetPos: t.pos}
 	case t.is("SHOW"):
 		p.next()
 		switch {

@@ -23,3 +23,4 @@ SELECT COUNT(*) /* block comment */ FROM t -- trailing comment
 SELECT 1.5e3, .5, 2E-2, NULL, TRUE, false FROM t;
 SELECT CASE a WHEN 1 THEN 'one' WHEN 2 THEN 'two' END FROM t;
 SELECT MAX(a, b), MIN(1, 2, 3), COALESCE(a, 0) FROM t;
+RESET BUDGET;

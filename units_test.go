@@ -1,0 +1,272 @@
+package dpsql_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/mechanism"
+)
+
+// visit is one generated row: a unit, its ward, the day and a cost.
+type visit struct {
+	uid  int
+	ward string
+	day  int
+	cost float64
+}
+
+// unitsDB writes visits into a new database with a policy on uid.
+func unitsDB(t testing.TB, visits []visit, policy string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "v.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, _ := db.Begin()
+	tx.Exec(`CREATE TABLE visits (uid INTEGER, ward TEXT, day INTEGER, cost REAL)`)
+	for _, v := range visits {
+		if _, err := tx.Exec(`INSERT INTO visits VALUES (?, ?, ?, ?)`, v.uid, v.ward, v.day, v.cost); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	owner, err := dpsql.Open(path, dpsql.Options{Owner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	if err := owner.Run(context.Background(), policy+`; SET BUDGET epsilon = 1e9, delta = 0.5`, func(*dpsql.Result) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// generateVisits makes units with 1–50 rows each; a unit stays in one ward
+// (A or B) and costs the same on every visit, so bounded answers do not
+// depend on which rows are kept.
+func generateVisits(units int, seed uint64) []visit {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var out []visit
+	for u := 1; u <= units; u++ {
+		ward := []string{"A", "B"}[r.IntN(2)]
+		cost := float64(r.IntN(100))
+		for i := 0; i < 1+r.IntN(50); i++ {
+			out = append(out, visit{uid: u, ward: ward, day: 1 + r.IntN(3), cost: cost})
+		}
+	}
+	return out
+}
+
+func TestContributionBoundingExact(t *testing.T) {
+	vs := generateVisits(200, 1)
+	path := unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 3);
+		ALTER PRIVACY POLICY ON visits SET BOUNDS cost (0, 100);
+		ALTER PRIVACY POLICY ON visits SET DOMAIN ward ('A', 'B', 'C')`)
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	// Brute force: each unit keeps min(rows, 3) rows, all in its ward.
+	rows := map[int]int{}
+	wardOf, costOf := map[int]string{}, map[int]float64{}
+	for _, v := range vs {
+		rows[v.uid]++
+		wardOf[v.uid], costOf[v.uid] = v.ward, v.cost
+	}
+	count, sum, units := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	var total float64
+	for u, n := range rows {
+		k := float64(min(n, 3))
+		count[wardOf[u]] += k
+		sum[wardOf[u]] += k * costOf[u]
+		units[wardOf[u]]++
+		total += k
+	}
+	r := query(t, e, `SELECT COUNT(*) FROM visits`)
+	if got := num(r.Rows[0][0]); got != total {
+		t.Errorf("bounded COUNT(*) = %v, want %v (raw rows: %d)", got, total, len(vs))
+	}
+	r = query(t, e, `SELECT ward, COUNT(*), SUM(cost), COUNT(DISTINCT uid) FROM visits GROUP BY ward`)
+	for _, row := range r.Rows {
+		w := row[0].(string)
+		if num(row[1]) != count[w] || math.Abs(num(row[2])-sum[w]) > 1e-6 || num(row[3]) != units[w] {
+			t.Errorf("ward %s: %v, want count %v sum %v units %v", w, row, count[w], sum[w], units[w])
+		}
+	}
+	// A per-query override of l∞.
+	r = query(t, e, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_rows_contributed = 1) COUNT(*) FROM visits`)
+	if got := num(r.Rows[0][0]); got != 200 {
+		t.Errorf("COUNT(*) with l∞ = 1: %v, want 200", got)
+	}
+	r = query(t, e, `EXPLAIN SELECT ward, COUNT(*) FROM visits GROUP BY ward`)
+	var text strings.Builder
+	for _, row := range r.Rows {
+		text.WriteString(fmt.Sprint(row...) + "\n")
+	}
+	for _, want := range []string{"privacy unit \"uid\"", "at most 1 group(s) and at most 3 row(s)", "sensitivity 3", "ROW_NUMBER() OVER (PARTITION BY _dpsql_u"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("EXPLAIN lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// TestGroupBoundingLimitsUnits: one unit visits every ward; with l0 = 2 it
+// counts in at most two of them.
+func TestGroupBoundingLimitsUnits(t *testing.T) {
+	vs := []visit{{1, "A", 1, 1}, {1, "B", 1, 1}, {1, "C", 1, 1}, {2, "A", 1, 1}}
+	path := unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = "uid", max_groups_contributed = 2);
+		ALTER PRIVACY POLICY ON visits SET DOMAIN ward ('A', 'B', 'C')`)
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	for i := 0; i < 10; i++ { // a fresh random choice each time
+		r := query(t, e, `SELECT ward, COUNT(DISTINCT uid) FROM visits GROUP BY ward`)
+		var total float64
+		for _, row := range r.Rows {
+			total += num(row[1])
+		}
+		if total != 3 { // unit 1 in two wards, unit 2 in one
+			t.Fatalf("units summed over wards = %v, want 3: %v", total, r.Rows)
+		}
+	}
+}
+
+func TestPartitionSelectionWithoutNoise(t *testing.T) {
+	var vs []visit
+	for u := 1; u <= 40; u++ {
+		vs = append(vs, visit{u, "A", 1, 5}) // day 1: 40 units
+	}
+	for u := 41; u <= 45; u++ {
+		vs = append(vs, visit{u, "A", 2, 5}) // day 2: 5 units, below τ
+	}
+	path := unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	if _, err := e.Query(context.Background(), `SELECT day, COUNT(*) FROM visits GROUP BY day`); err == nil || !strings.Contains(err.Error(), "delta") {
+		t.Errorf("private keys without delta: %v", err)
+	}
+	r := query(t, e, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-5) day, COUNT(*) AS n FROM visits GROUP BY day`)
+	if len(r.Rows) != 1 || num(r.Rows[0][0]) != 1 || num(r.Rows[0][1]) != 40 {
+		t.Errorf("released groups %v, want only day 1 with 40", r.Rows)
+	}
+	if r.Cost.Delta != 1e-5 {
+		t.Errorf("charged δ = %v", r.Cost.Delta)
+	}
+}
+
+type seeded struct{ r *rand.Rand }
+
+func (s seeded) Uint64() uint64 { return s.r.Uint64() }
+
+// TestUnitNeighboursEmpirically runs COUNT(*) on a database and on its
+// neighbour without the unit that has the most rows (it keeps l∞ = 3 rows,
+// so the true counts differ by 3), 1,500 times each with seeded noise at
+// ε = 1, and checks P(bin | D) ≤ e^ε P(bin | D') both ways for bins with
+// enough samples, within 4.4 standard errors (false-failure rate ~1e-5
+// per bin). A sensitivity of 1 instead of 3 would give ratios near e^3.
+func TestUnitNeighboursEmpirically(t *testing.T) {
+	if testing.Short() {
+		t.Skip("statistical test skipped in -short mode")
+	}
+	vs := generateVisits(30, 2)
+	most, rows := 0, map[int]int{}
+	for _, v := range vs {
+		rows[v.uid]++
+		if rows[v.uid] > rows[most] {
+			most = v.uid
+		}
+	}
+	var without []visit
+	for _, v := range vs {
+		if v.uid != most {
+			without = append(without, v)
+		}
+	}
+	policy := `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_rows_contributed = 3)`
+	const n, eps, width = 1500, 1.0, 3.0
+	hist := func(path string, seed uint64) map[int]int {
+		e, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: eps}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed))}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		h := map[int]int{}
+		for i := 0; i < n; i++ {
+			h[int(math.Floor(num(query(t, e, `SELECT COUNT(*) FROM visits`).Rows[0][0])/width))]++
+		}
+		return h
+	}
+	a, b := hist(unitsDB(t, vs, policy), 3), hist(unitsDB(t, without, policy), 4)
+	bins := []int{}
+	for k := range a {
+		bins = append(bins, k)
+	}
+	sort.Ints(bins)
+	e := math.Exp(eps)
+	checked := 0
+	for _, k := range bins {
+		for _, pr := range [][2]int{{a[k], b[k]}, {b[k], a[k]}} {
+			if pr[0] < 60 || pr[1] < 60 {
+				continue
+			}
+			p, q := float64(pr[0])/n, float64(pr[1])/n
+			if se := math.Sqrt(p/n + e*e*q/n); p-e*q > 4.4*se {
+				t.Errorf("bin %d: P=%.3f > e^ε·P'=%.3f", k, p, e*q)
+			}
+			checked++
+		}
+	}
+	if checked < 2 {
+		t.Errorf("only %d comparisons: %v %v", checked, a, b)
+	}
+}
+
+// TestPartitionSelectionReleasesARareGroupRarely: a group that one unit
+// alone supports must be released with probability at most δ/l0. With
+// ε = 1 (half of it for the selection), δ = 0.2 and l0 = 1 the threshold
+// makes that exactly 0.2; over 1,000 seeded runs the observed rate must
+// stay below 0.2 + 4.4 standard errors (false-failure rate ~1e-5).
+func TestPartitionSelectionReleasesARareGroupRarely(t *testing.T) {
+	if testing.Short() {
+		t.Skip("statistical test skipped in -short mode")
+	}
+	var vs []visit
+	for u := 1; u <= 100; u++ {
+		vs = append(vs, visit{u, "A", 1, 5})
+	}
+	vs = append(vs, visit{101, "A", 2, 5}, visit{101, "A", 2, 5}) // day 2: one unit
+	path := unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_rows_contributed = 5)`)
+	e, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 1}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(5, 5))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	owner := open(t, path, dpsql.Options{Owner: true})
+	const n, delta = 1000, 0.2
+	released, common := 0, 0
+	for i := 0; i < n; i++ {
+		mustRun(t, owner, "RESET BUDGET") // δ adds up over the runs
+		r := query(t, e, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 0.2) day, COUNT(*) FROM visits GROUP BY day`)
+		for _, row := range r.Rows {
+			switch num(row[0]) {
+			case 2:
+				released++
+			case 1:
+				common++
+			}
+		}
+	}
+	t.Logf("one-unit group released in %d of %d runs (δ = %v)", released, n, delta)
+	if limit := delta + 4.4*math.Sqrt(delta*(1-delta)/n); float64(released)/n > limit {
+		t.Errorf("the one-unit group was released in %d of %d runs (limit %.3f)", released, n, limit)
+	}
+	if common < n*99/100 {
+		t.Errorf("the 100-unit group was released in only %d of %d runs", common, n)
+	}
+}
