@@ -112,7 +112,7 @@ func TestContributionBoundingExact(t *testing.T) {
 	for _, row := range r.Rows {
 		text.WriteString(fmt.Sprint(row...) + "\n")
 	}
-	for _, want := range []string{"privacy unit \"uid\"", "at most 1 group(s) and at most 3 row(s)", "sensitivity 3", "ROW_NUMBER() OVER (PARTITION BY _dpsql_u"} {
+	for _, want := range []string{"privacy unit \"uid\"", "at most 1 group(s) and at most 3 row(s)", "sensitivity 3", "dpsql_bounded(?1, 'n', 1, 3, 1, \"uid\""} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("EXPLAIN lacks %q:\n%s", want, text.String())
 		}

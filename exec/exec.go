@@ -229,11 +229,54 @@ func scan(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.
 			addGroup(keys)
 		}
 	}
-	var args []any
-	if rw.NeedsKey {
-		args = append(args, int64(randomKey()))
+	// place returns the group of a scanned key tuple: its position among
+	// the domain combinations, or a new group under partition selection.
+	place := func(keys []any) (int, error) {
+		g := 0
+		kv := make([]any, nk)
+		for i, k := range keys {
+			if b, ok := k.([]byte); ok {
+				k = string(b)
+			}
+			if d := q.Keys[i].Domain; d != nil {
+				idx, ok := k.(int64)
+				if !ok || idx < 0 || int(idx) >= len(d) {
+					return 0, fmt.Errorf("exec: key index out of the domain") // an internal invariant, not data-dependent
+				}
+				g = g*len(d) + int(idx)
+				k = d[idx]
+			}
+			kv[i] = k
+		}
+		if q.Selection == nil {
+			return g, nil
+		}
+		return addGroup(kv), nil
 	}
-	rows, err := db.QueryContext(ctx, rw.Scan, args...)
+	if rw.Bounded {
+		key := int64(randomKey())
+		defer boundedResults.Delete(key)
+		var handle any
+		if err := db.QueryRowContext(ctx, rw.Scan, key).Scan(&handle); err != nil {
+			return nil, backendError(ctx, err)
+		}
+		res, _ := takeBounded(key)
+		if res == nil {
+			return sc, nil // no row matched
+		}
+		for _, bg := range res.groups {
+			g, err := place(bg.keys)
+			if err != nil {
+				return nil, err
+			}
+			copy(sc.values[g], bg.values)
+			for s, col := range rw.SearchColumn {
+				sc.hists[g][s] = *bg.hists[col]
+			}
+		}
+		return sc, nil
+	}
+	rows, err := db.QueryContext(ctx, rw.Scan)
 	if err != nil {
 		return nil, backendError(ctx, err)
 	}
@@ -251,32 +294,9 @@ func scan(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, backendError(ctx, err)
 		}
-		var g int
-		if q.Selection == nil {
-			for i, k := range keys {
-				size := len(q.Keys[i].Domain)
-				idx, ok := k.(int64)
-				if !ok || idx < 0 || int(idx) >= size {
-					return nil, fmt.Errorf("exec: key index out of the domain") // an internal invariant, not data-dependent
-				}
-				g = g*size + int(idx)
-			}
-		} else {
-			kv := make([]any, nk)
-			for i, k := range keys {
-				if b, ok := k.([]byte); ok {
-					k = string(b)
-				}
-				if d := q.Keys[i].Domain; d != nil {
-					idx, ok := k.(int64)
-					if !ok || idx < 0 || int(idx) >= len(d) {
-						return nil, fmt.Errorf("exec: key index out of the domain")
-					}
-					k = d[idx]
-				}
-				kv[i] = k
-			}
-			g = addGroup(kv)
+		g, err := place(keys)
+		if err != nil {
+			return nil, err
 		}
 		for j, v := range vals {
 			if s := isHist[j]; s >= 0 {

@@ -54,9 +54,10 @@ type Rewritten struct {
 	// UnitsColumn is the measured column counting distinct units per group
 	// for partition selection, or -1.
 	UnitsColumn int
-	// NeedsKey: the Scan takes one parameter, a fresh random 64-bit key
-	// for the contribution-bounding order.
-	NeedsKey bool
+	// Bounded: the Scan is one call of the bounded aggregate, which takes
+	// one parameter, a fresh random 64-bit key, and returns it as the handle
+	// of its measurements (in the order of Measured).
+	Bounded bool
 	// ResultColumns are the columns of ResultTable: k0.. (key values) then
 	// a0.. (noisy aggregate values).
 	ResultColumns []string
@@ -87,22 +88,38 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	for i := range q.Keys {
 		sel = append(sel, scanKey(i))
 	}
+	bounded := q.Unit.Column != ""
 	measured := map[string]int{}
-	var measuredSQL []string
-	measure := func(m string) int {
+	var measuredSQL, specs, args []string
+	argIndex := func(e parser.Expr) string {
+		a := parser.Format(e)
+		for i, x := range args {
+			if x == a {
+				return strconv.Itoa(i)
+			}
+		}
+		args = append(args, a)
+		return strconv.Itoa(len(args) - 1)
+	}
+	// measure adds a measurement: its SQL for a plain scan, and (with
+	// contribution bounding) its spec for the bounded aggregate.
+	measure := func(m string, spec func() string) int {
 		j, ok := measured[m]
 		if !ok {
 			j = len(measuredSQL)
 			measured[m] = j
 			measuredSQL = append(measuredSQL, m)
 			sel = append(sel, m+" AS m"+strconv.Itoa(j))
+			if bounded {
+				specs = append(specs, spec())
+			}
 		}
 		return j
 	}
 	searchColumn := make([]int, len(q.Searches))
 	searchOf := map[string]int{}
 	for i, sr := range q.Searches {
-		searchColumn[i] = measure(HistogramFunction + "(" + parser.Format(sr.Arg) + ")")
+		searchColumn[i] = measure(HistogramFunction+"("+parser.Format(sr.Arg)+")", func() string { return "h" + argIndex(sr.Arg) })
 		searchOf[sr.Label] = i
 	}
 	cellSource := make([]Source, len(q.Cells))
@@ -115,21 +132,20 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 			}
 		}
 		if src.Search < 0 {
-			src.Column = measure(cellSQL(c))
+			src.Column = measure(cellSQL(c), func() string { return cellSpec(c, argIndex) })
 		}
 		cellSource[i] = src
 	}
-	r := &Rewritten{Measured: measuredSQL, CellSource: cellSource, SearchColumn: searchColumn, UnitsColumn: -1}
-	bounded := q.Unit.Column != ""
+	r := &Rewritten{CellSource: cellSource, SearchColumn: searchColumn, UnitsColumn: -1}
 	if q.Selection != nil {
 		// The partition selection counts distinct units per group.
 		if bounded {
-			r.UnitsColumn = measure("COUNT(DISTINCT " + unitAlias + ")")
+			r.UnitsColumn = measure("COUNT(DISTINCT "+parser.QuoteIdent(q.Unit.Column)+")", func() string { return "u" })
 		} else {
-			r.UnitsColumn = measure("COUNT(*)")
+			r.UnitsColumn = measure("COUNT(*)", func() string { return "n" })
 		}
-		r.Measured = measuredSQL
 	}
+	r.Measured = measuredSQL
 	var keys, domainNotNull []string
 	for i, k := range q.Keys {
 		keys = append(keys, scanKey(i))
@@ -154,12 +170,28 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 			}
 		}
 	} else {
-		sb.WriteString("SELECT " + strings.Join(sel, ", ") + " FROM (" + boundedRows(q, keys, domainNotNull) + ")")
-		sb.WriteString(fmt.Sprintf(" WHERE %s <= %d", rowRank, q.Unit.MaxRows))
-		if len(keys) > 0 {
-			sb.WriteString(fmt.Sprintf(" AND %s <= %d GROUP BY %s", groupRank, q.Unit.MaxGroups, strings.Join(keys, ", ")))
+		// ContributionBounding: the bounded aggregate keeps, per unit, at
+		// most l0 groups and l∞ rows per group and measures those.
+		unit := parser.QuoteIdent(q.Unit.Column)
+		call := []string{"?1", parser.QuoteString(strings.Join(specs, ";")), strconv.FormatInt(q.Unit.MaxGroups, 10),
+			strconv.FormatInt(q.Unit.MaxRows, 10), strconv.Itoa(len(q.Keys)), unit}
+		where := []string{unit + " IS NOT NULL"}
+		for _, k := range q.Keys {
+			call = append(call, keyExpr(k))
+			if k.Domain != nil {
+				var vals []string
+				for _, v := range k.Domain {
+					vals = append(vals, SQLLiteral(v))
+				}
+				where = append(where, parser.QuoteIdent(k.Column)+" IN ("+strings.Join(vals, ", ")+")")
+			}
 		}
-		r.NeedsKey = true
+		call = append(call, args...)
+		if q.Where != nil {
+			where = append([]string{parser.Format(q.Where)}, where...)
+		}
+		sb.WriteString("SELECT " + BoundedFunction + "(" + strings.Join(call, ", ") + ") FROM " + parser.QuoteIdent(q.Table.Name) + " WHERE " + strings.Join(where, " AND "))
+		r.Bounded = true
 	}
 	r.Scan = sb.String()
 	for i := range q.Keys {
@@ -172,20 +204,9 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	return r, nil
 }
 
-// Names of the columns the bounding subqueries add; the _dpsql_ prefix is
-// reserved.
-const (
-	unitAlias = "_dpsql_u"
-	rowHash   = "_dpsql_h"
-	groupHash = "_dpsql_hg"
-	rowRank   = "_dpsql_rn"
-	groupRank = "_dpsql_gr"
-)
-
-// HashFunction is the SQLite scalar function (registered by exec) that
-// hashes its arguments under a per-query random key (the Scan's parameter
-// ?1): the random order in which contributions are kept.
-const HashFunction = "dpsql_hash"
+// BoundedFunction is the SQLite aggregate (registered by exec) that bounds
+// each unit's contribution and measures the kept rows; see exec/bounded.go.
+const BoundedFunction = "dpsql_bounded"
 
 func scanKey(i int) string { return "_dpsql_k" + strconv.Itoa(i) }
 
@@ -198,42 +219,26 @@ func keyExpr(k planner.GroupKey) string {
 	return domainIndex(k)
 }
 
-// boundedRows is the ContributionBounding rule: every row of the query
-// with its unit, its group, and two ranks drawn in an order the engine
-// keys at random per query — the row's rank among its unit's rows in the
-// same group, and the group's rank among its unit's groups. Keeping rows
-// with row rank ≤ l∞ and group rank ≤ l0 leaves each unit in at most l0
-// groups with at most l∞ rows each. Why it is private: which rows a unit
-// keeps depends only on that unit's own rows and the key, so adding or
-// removing a unit changes only its own kept rows, at most l0·l∞ of them,
-// which is what the cells' sensitivities assume. Rows without a unit
-// (NULL) belong to nobody and are dropped.
-func boundedRows(q *planner.PrivateQuery, keys, domainNotNull []string) string {
-	unit := parser.QuoteIdent(q.Unit.Column)
-	inner := []string{"*", unit + " AS " + unitAlias, HashFunction + "(?1, " + unit + ", rowid) AS " + rowHash}
-	var raw []string
-	for i, k := range q.Keys {
-		inner = append(inner, keyExpr(k)+" AS "+scanKey(i))
-		raw = append(raw, parser.QuoteIdent(k.Column))
+// cellSpec names a cell's measurement for the bounded aggregate:
+// n (rows), c<i> (non-NULL values of argument i), s<i>:lo:hi (Σ clip),
+// q<i>:lo:hi (Σ (clip − midpoint)²), u (distinct units).
+func cellSpec(c *planner.Cell, arg func(parser.Expr) string) string {
+	b := func() string {
+		return ":" + strconv.FormatFloat(c.Lo, 'g', -1, 64) + ":" + strconv.FormatFloat(c.Hi, 'g', -1, 64)
 	}
-	if len(q.Keys) > 0 {
-		inner = append(inner, HashFunction+"(?1, "+unit+", "+strings.Join(raw, ", ")+") AS "+groupHash)
+	switch c.Kind {
+	case planner.CountRows:
+		return "n"
+	case planner.CountValues:
+		return "c" + arg(c.Arg)
+	case planner.ClippedSum, planner.CenteredSum:
+		return "s" + arg(c.Arg) + b()
+	case planner.CenteredSumSq:
+		return "q" + arg(c.Arg) + b()
+	case planner.CountUnits:
+		return "u"
 	}
-	where := unit + " IS NOT NULL"
-	if q.Where != nil {
-		where = parser.Format(q.Where) + " AND " + where
-	}
-	innerSQL := "SELECT " + strings.Join(inner, ", ") + " FROM " + parser.QuoteIdent(q.Table.Name) + " WHERE " + where
-	part := append([]string{unitAlias}, keys...)
-	windows := "ROW_NUMBER() OVER (PARTITION BY " + strings.Join(part, ", ") + " ORDER BY " + rowHash + ") AS " + rowRank
-	if len(keys) > 0 {
-		windows += ", DENSE_RANK() OVER (PARTITION BY " + unitAlias + " ORDER BY " + strings.Join(append([]string{groupHash}, keys...), ", ") + ") AS " + groupRank
-	}
-	mid := "SELECT *, " + windows + " FROM (" + innerSQL + ")"
-	if len(domainNotNull) > 0 {
-		mid += " WHERE " + strings.Join(domainNotNull, " AND ")
-	}
-	return mid
+	panic(fmt.Sprintf("rewrite: unknown cell kind %d", c.Kind))
 }
 
 // domainIndex maps a key column to its position in the public domain, or
