@@ -191,7 +191,10 @@ func TestRefusalsSpendNothing(t *testing.T) {
 		{`PRAGMA table_info(t)`, nil, "unsupported statement PRAGMA"},
 		{`SET BUDGET epsilon = 1000`, dpsql.ErrOwnerOnly, "owner mode"},
 		{`ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 1000)`, dpsql.ErrOwnerOnly, "owner mode"},
-		{`SELECT COUNT(*) FROM t JOIN lookup`, nil, "joins are not supported"},
+		{`SELECT COUNT(*) FROM t JOIN lookup ON t.x > lookup.code`, dpsql.ErrUnsupported, "column = column"},
+		{`SELECT COUNT(*) FROM t AS a JOIN t AS b ON a.x = b.x`, dpsql.ErrNotPrivate, "privacy_unit_column on both"},
+		{`SELECT COUNT(*) FROM t JOIN lookup ON g = code GROUP BY label`, dpsql.ErrNotPrivate, "delta"},
+		{`SELECT AVG(n) FROM (SELECT g, COUNT(*) AS n FROM t GROUP BY g) AS s`, dpsql.ErrUnsupported, "no privacy_unit_column"},
 	} {
 		_, err := e.Query(context.Background(), tc.sql)
 		if err == nil {

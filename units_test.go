@@ -270,3 +270,77 @@ func TestPartitionSelectionReleasesARareGroupRarely(t *testing.T) {
 		t.Errorf("the 100-unit group was released in only %d of %d runs", common, n)
 	}
 }
+
+// joinDB: visits (unit uid, l0 = 1, l∞ = 10) and a public wards table in
+// which ward A appears twice.
+func joinDB(t *testing.T) (string, []visit) {
+	vs := generateVisits(100, 7)
+	path := unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_rows_contributed = 10);
+		ALTER PRIVACY POLICY ON visits SET DOMAIN ward ('A', 'B')`)
+	db, _ := sql.Open("sqlite", "file:"+path)
+	db.Exec(`CREATE TABLE wards (code TEXT, label TEXT); INSERT INTO wards VALUES ('A', 'Acute'), ('A', 'Acute (annex)'), ('B', 'Burns')`)
+	db.Close()
+	owner := open(t, path, dpsql.Options{Owner: true})
+	mustRun(t, owner, `ALTER TABLE wards SET PUBLIC`)
+	return path, vs
+}
+
+func TestJoinsAndSubqueriesExact(t *testing.T) {
+	path, vs := joinDB(t)
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	rows := map[int]int{}
+	wardOf := map[int]string{}
+	for _, v := range vs {
+		rows[v.uid]++
+		wardOf[v.uid] = v.ward
+	}
+	// Private ⋈ public: ward A rows match two wards rows, but each unit
+	// still keeps at most l∞ = 10 rows.
+	var want float64
+	for u, n := range rows {
+		m := n
+		if wardOf[u] == "A" {
+			m = 2 * n
+		}
+		want += float64(min(m, 10))
+	}
+	r := query(t, e, `SELECT COUNT(*) FROM visits v JOIN wards w ON v.ward = w.code`)
+	if got := num(r.Rows[0][0]); got != want {
+		t.Errorf("private ⋈ public COUNT = %v, want %v", got, want)
+	}
+	// Per-unit pre-aggregation in a subquery, and the same as a WITH query.
+	var sum float64
+	for _, n := range rows {
+		sum += math.Min(float64(n), 60)
+	}
+	for _, q := range []string{
+		`SELECT AVG(n, contribution_bounds_per_group => (0, 60)) FROM (SELECT uid, COUNT(*) AS n FROM visits GROUP BY uid) AS per_unit`,
+		`WITH per_unit AS (SELECT uid, COUNT(*) AS n FROM visits GROUP BY uid) SELECT AVG(per_unit.n, contribution_bounds_per_group => (0, 60)) FROM per_unit`,
+	} {
+		r = query(t, e, q)
+		if got := num(r.Rows[0][0]); math.Abs(got-sum/float64(len(rows))) > 1e-9 {
+			t.Errorf("%s = %v, want %v", q, got, sum/float64(len(rows)))
+		}
+	}
+	// A public column of the join as group key needs partition selection.
+	r = query(t, e, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) w.label, COUNT(DISTINCT v.uid) FROM visits v JOIN wards w ON v.ward = w.code GROUP BY w.label`)
+	if len(r.Rows) == 0 || len(r.Rows) > 3 {
+		t.Errorf("partition-selected labels: %v", r.Rows)
+	}
+	for _, bad := range []struct{ sql, msg string }{
+		{`SELECT COUNT(*) FROM (SELECT ward, COUNT(*) AS n FROM visits GROUP BY ward) AS s`, "must select the privacy unit column"},
+		{`SELECT COUNT(*) FROM (SELECT uid, ward, COUNT(*) AS n FROM visits GROUP BY ward) AS s`, "add \"uid\" to its GROUP BY"},
+		{`SELECT COUNT(*) FROM (SELECT uid FROM visits LIMIT 5) AS s`, "LIMIT"},
+		{`SELECT COUNT(*) FROM visits a JOIN visits b ON a.ward = b.ward`, "only be joined on their privacy unit columns"},
+		{`SELECT COUNT(*) FROM visits a JOIN visits b ON a.uid = b.uid WHERE ward = 'A'`, "ambiguous"},
+	} {
+		if _, err := e.Query(context.Background(), bad.sql); err == nil || !strings.Contains(err.Error(), bad.msg) {
+			t.Errorf("%s: %v, want %q", bad.sql, err, bad.msg)
+		}
+	}
+	// Private ⋈ private on the unit column is allowed.
+	r = query(t, e, `SELECT COUNT(DISTINCT a.uid) FROM visits a JOIN visits b ON a.uid = b.uid`)
+	if got := num(r.Rows[0][0]); got != float64(len(rows)) {
+		t.Errorf("units after a self-join on uid: %v, want %d", got, len(rows))
+	}
+}

@@ -437,11 +437,14 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 			keys = fmt.Sprintf("GROUP BY %s: groups chosen by partition selection — a group is released only if its count of distinct units (Laplace, sensitivity %g, ε=%.6g) exceeds τ=%.6g; δ=%g", strings.Join(names, " × "), sel.Sensitivity, sel.Epsilon, sel.Threshold, sel.Delta)
 		}
 	}
-	if u := q.Unit; u.Column != "" {
-		add("table", fmt.Sprintf("%s, private; privacy unit %s", parser.QuoteIdent(q.Table.Name), parser.QuoteIdent(u.Column)))
+	if u := q.Unit; u.Column != "" && q.UnitSQL != "" {
+		add("table", fmt.Sprintf("%s, private; privacy unit %s", q.FromName, parser.QuoteIdent(u.Column)))
 		add("bounding", fmt.Sprintf("each unit keeps at most %d group(s) and at most %d row(s) per group, chosen in an order keyed at random per query; one unit changes at most %d row(s)", u.MaxGroups, u.MaxRows, u.MaxGroups*u.MaxRows))
 	} else {
-		add("table", fmt.Sprintf("%s, private; each row is one privacy unit", parser.QuoteIdent(q.Table.Name)))
+		add("table", fmt.Sprintf("%s, private; each row is one privacy unit", q.FromName))
+		if q.UnitSQL != "" {
+			add("bounding", fmt.Sprintf("the join can repeat a row: each private row (%s) is kept at most once", q.UnitSQL))
+		}
 	}
 	add("groups", keys)
 	add("backend SQL", rw.Scan)

@@ -203,19 +203,58 @@ type OrderItem struct {
 	Desc bool
 }
 
-// TableRef names the table in FROM.
+// TableRef names a table (in FROM, with an optional alias).
 type TableRef struct {
 	NamePos Pos
 	Name    string
+	Alias   string
 }
+
+// FromItem is a relation in FROM: *TableRef, *SubqueryRef or *JoinExpr.
+type FromItem interface {
+	Node
+	fromNode()
+}
+
+// SubqueryRef is (SELECT ...) AS alias in FROM.
+type SubqueryRef struct {
+	Lparen Pos
+	Query  *SelectStmt
+	Alias  string
+}
+
+// JoinExpr is Left [INNER] JOIN Right ON On.
+type JoinExpr struct {
+	Left    FromItem
+	JoinPos Pos
+	Right   FromItem
+	On      Expr
+}
+
+// CTE is one name AS (SELECT ...) of a WITH clause.
+type CTE struct {
+	NamePos Pos
+	Name    string
+	Query   *SelectStmt
+}
+
+func (t *TableRef) Pos() Pos    { return t.NamePos }
+func (t *SubqueryRef) Pos() Pos { return t.Lparen }
+func (t *JoinExpr) Pos() Pos    { return t.Left.Pos() }
+
+func (*TableRef) fromNode()    {}
+func (*SubqueryRef) fromNode() {}
+func (*JoinExpr) fromNode()    {}
 
 // SelectStmt is a query, optionally WITH DIFFERENTIAL_PRIVACY OPTIONS (...).
 type SelectStmt struct {
+	WithPos   Pos // position of WITH, when With is not empty
+	With      []CTE
 	SelectPos Pos
 	DP        bool
 	DPOptions []Option
 	Items     []SelectItem
-	From      *TableRef // nil for SELECT without FROM
+	From      FromItem // nil for SELECT without FROM
 	Where     Expr
 	GroupBy   []Expr
 	Having    Expr
@@ -291,7 +330,12 @@ type DropPolicyStmt struct {
 	Table   *TableRef
 }
 
-func (s *SelectStmt) Pos() Pos       { return s.SelectPos }
+func (s *SelectStmt) Pos() Pos {
+	if len(s.With) > 0 {
+		return s.WithPos
+	}
+	return s.SelectPos
+}
 func (s *ExplainStmt) Pos() Pos      { return s.ExplainPos }
 func (s *SetStmt) Pos() Pos          { return s.SetPos }
 func (s *SetBudgetStmt) Pos() Pos    { return s.SetPos }

@@ -106,6 +106,10 @@ func forEachStmtExpr(s Stmt, fn func(Expr)) {
 	}
 	switch s := s.(type) {
 	case *SelectStmt:
+		for _, c := range s.With {
+			forEachStmtExpr(c.Query, fn)
+		}
+		forEachFrom(s.From, fn)
 		opts(s.DPOptions)
 		for _, it := range s.Items {
 			call(it.Expr)
@@ -129,5 +133,16 @@ func forEachStmtExpr(s Stmt, fn func(Expr)) {
 		call(s.Lo, s.Hi)
 	case *SetDomainStmt:
 		call(s.Values...)
+	}
+}
+
+func forEachFrom(f FromItem, fn func(Expr)) {
+	switch f := f.(type) {
+	case *SubqueryRef:
+		forEachStmtExpr(f.Query, fn)
+	case *JoinExpr:
+		forEachFrom(f.Left, fn)
+		forEachFrom(f.Right, fn)
+		fn(f.On)
 	}
 }

@@ -181,6 +181,16 @@ func FormatStmt(s Stmt) string {
 	}
 	switch s := s.(type) {
 	case *SelectStmt:
+		if len(s.With) > 0 {
+			sb.WriteString("WITH ")
+			for i, c := range s.With {
+				if i > 0 {
+					sb.WriteString(", ")
+				}
+				sb.WriteString(QuoteIdent(c.Name) + " AS (" + FormatStmt(c.Query) + ")")
+			}
+			sb.WriteString(" ")
+		}
 		sb.WriteString("SELECT ")
 		if s.DP {
 			sb.WriteString("WITH DIFFERENTIAL_PRIVACY ")
@@ -204,7 +214,7 @@ func FormatStmt(s Stmt) string {
 			}
 		}
 		if s.From != nil {
-			sb.WriteString(" FROM " + QuoteIdent(s.From.Name))
+			sb.WriteString(" FROM " + FormatFrom(s.From))
 		}
 		if s.Where != nil {
 			sb.WriteString(" WHERE " + Format(s.Where))
@@ -353,4 +363,20 @@ func NumberValue(e Expr) (float64, error) {
 		return v, nil
 	}
 	return 0, &Error{Pos: e.Pos(), Msg: "expected a number, found " + Format(e)}
+}
+
+// FormatFrom renders a FROM clause.
+func FormatFrom(f FromItem) string {
+	switch f := f.(type) {
+	case *TableRef:
+		if f.Alias != "" {
+			return QuoteIdent(f.Name) + " AS " + QuoteIdent(f.Alias)
+		}
+		return QuoteIdent(f.Name)
+	case *SubqueryRef:
+		return "(" + FormatStmt(f.Query) + ") AS " + QuoteIdent(f.Alias)
+	case *JoinExpr:
+		return FormatFrom(f.Left) + " JOIN " + FormatFrom(f.Right) + " ON " + Format(f.On)
+	}
+	return ""
 }

@@ -281,11 +281,11 @@ func (p *parser) accept(s string) bool {
 func (p *parser) statement() Stmt {
 	t := p.tok
 	switch {
-	case t.is("SELECT"):
+	case t.is("SELECT"), t.is("WITH"):
 		return p.selectStmt()
 	case t.is("EXPLAIN"):
 		p.next()
-		if !p.tok.is("SELECT") {
+		if !p.tok.is("SELECT") && !p.tok.is("WITH") {
 			p.fail(p.tok.pos, "expected SELECT after EXPLAIN, found %s", p.tok.describe())
 		}
 		return &ExplainStmt{ExplainPos: t.pos, Query: p.selectStmt()}
@@ -428,6 +428,54 @@ func (p *parser) name(what string) (string, Pos) {
 	return "", t.pos
 }
 
+// fromClause parses item { [INNER] JOIN item ON expr }.
+func (p *parser) fromClause() FromItem {
+	left := p.fromItem()
+	for {
+		t := p.tok
+		switch {
+		case t.is("INNER"):
+			p.next()
+			if !p.tok.is("JOIN") {
+				p.fail(p.tok.pos, "expected JOIN after INNER, found %s", p.tok.describe())
+			}
+			fallthrough
+		case t.is("JOIN"):
+			p.next()
+			right := p.fromItem()
+			p.expect("ON")
+			left = &JoinExpr{Left: left, JoinPos: t.pos, Right: right, On: p.expr()}
+		case t.is(","), t.is("LEFT"), t.is("RIGHT"), t.is("CROSS"), t.is("FULL"), t.is("NATURAL"), t.is("OUTER"):
+			p.fail(t.pos, "only [INNER] JOIN ... ON is supported, found %s", t.describe())
+		default:
+			return left
+		}
+	}
+}
+
+// fromItem parses name [[AS] alias] or (SELECT ...) [AS] alias.
+func (p *parser) fromItem() FromItem {
+	if p.tok.is("(") {
+		lp := p.tok.pos
+		p.next()
+		if !p.tok.is("SELECT") && !p.tok.is("WITH") {
+			p.fail(p.tok.pos, "expected a subquery (SELECT ...) in FROM, found %s", p.tok.describe())
+		}
+		q := p.selectStmt()
+		p.expect(")")
+		p.accept("AS")
+		alias, _ := p.name("an alias for the subquery")
+		return &SubqueryRef{Lparen: lp, Query: q, Alias: alias}
+	}
+	t := p.tableRef()
+	if p.accept("AS") {
+		t.Alias, _ = p.name("alias")
+	} else if p.tok.kind == tokQuotedIdent || (p.tok.kind == tokIdent && !reserved[strings.ToUpper(p.tok.text)]) {
+		t.Alias, _ = p.name("alias")
+	}
+	return t
+}
+
 func (p *parser) tableRef() *TableRef {
 	n, pos := p.name("table name")
 	return &TableRef{NamePos: pos, Name: n}
@@ -439,7 +487,25 @@ func (p *parser) columnName() *ColumnRef {
 }
 
 func (p *parser) selectStmt() *SelectStmt {
-	s := &SelectStmt{SelectPos: p.expect("SELECT")}
+	var ctes []CTE
+	withPos := p.tok.pos
+	if p.tok.is("WITH") {
+		p.next()
+		for {
+			name, pos := p.name("a name for the WITH query")
+			p.expect("AS")
+			p.expect("(")
+			if !p.tok.is("SELECT") {
+				p.fail(p.tok.pos, "expected SELECT in WITH, found %s", p.tok.describe())
+			}
+			ctes = append(ctes, CTE{NamePos: pos, Name: name, Query: p.selectStmt()})
+			p.expect(")")
+			if !p.accept(",") {
+				break
+			}
+		}
+	}
+	s := &SelectStmt{WithPos: withPos, With: ctes, SelectPos: p.expect("SELECT")}
 	if p.tok.is("WITH") {
 		p.next()
 		if !p.tok.is("DIFFERENTIAL_PRIVACY") {
@@ -472,14 +538,7 @@ func (p *parser) selectStmt() *SelectStmt {
 		}
 	}
 	if p.accept("FROM") {
-		s.From = p.tableRef()
-		if p.tok.is("AS") || p.tok.kind == tokQuotedIdent || (p.tok.kind == tokIdent && !reserved[strings.ToUpper(p.tok.text)]) {
-			p.fail(p.tok.pos, "table aliases are not supported, found %s", p.tok.describe())
-		}
-		switch {
-		case p.tok.is(","), p.tok.is("JOIN"), p.tok.is("LEFT"), p.tok.is("INNER"), p.tok.is("CROSS"), p.tok.is("RIGHT"):
-			p.fail(p.tok.pos, "joins are not supported yet, found %s", p.tok.describe())
-		}
+		s.From = p.fromClause()
 	}
 	if p.accept("WHERE") {
 		s.Where = p.expr()

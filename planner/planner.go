@@ -169,7 +169,8 @@ type Aggregate struct {
 // GroupKey is a GROUP BY column with its public domain, or without one
 // (Domain nil): then its groups are chosen by partition selection.
 type GroupKey struct {
-	Column string
+	Column string // its name, for output
+	SQL    string // how the backend names it
 	Domain []any
 }
 
@@ -181,8 +182,16 @@ type Output struct {
 
 // PrivateQuery is an aggregate query over a private table.
 type PrivateQuery struct {
-	Stmt       *parser.SelectStmt
-	Table      *catalog.Table
+	Stmt *parser.SelectStmt
+	// Table is the private table when the FROM clause is exactly one
+	// table (nil for joins and subqueries).
+	Table *catalog.Table
+	// FromSQL is the FROM clause as the backend runs it (WITH queries
+	// inlined); FromName names it in messages.
+	FromSQL, FromName string
+	// UnitSQL names each row's privacy unit in FromSQL; "" when every row
+	// is its own unit and appears once (no bounding needed).
+	UnitSQL    string
 	Where      parser.Expr
 	Keys       []GroupKey
 	Aggregates []*Aggregate
@@ -250,21 +259,23 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 		}
 		return &PublicQuery{Stmt: stmt}, nil
 	}
-	if catalog.IsInternalName(stmt.From.Name) {
-		return nil, errorf(stmt.From.NamePos, ErrUnknownName, "unknown table %q", stmt.From.Name)
+	rel, err := buildFrom(stmt, cat)
+	if err != nil {
+		return nil, err
 	}
-	tbl, ok := cat.Table(stmt.From.Name)
-	if !ok {
-		return nil, errorf(stmt.From.NamePos, ErrUnknownName, "unknown table %q (SHOW TABLES lists the tables)", stmt.From.Name)
-	}
-	if tbl.Public {
-		if err := checkColumns(stmt, tbl); err != nil {
+	if !rel.private {
+		if err := checkRelationColumns(stmt, rel); err != nil {
 			return nil, err
 		}
 		return &PublicQuery{Stmt: stmt}, nil
 	}
-	b := &builder{stmt: stmt, tbl: tbl, searchIndex: map[string]int{}, q: &PrivateQuery{
-		Stmt: stmt, Table: tbl, Where: stmt.Where, Having: stmt.Having, OrderBy: stmt.OrderBy,
+	fb := &fromBuilder{cat: cat, ctes: map[string]*parser.CTE{}}
+	for i := range stmt.With {
+		fb.ctes[strings.ToLower(stmt.With[i].Name)] = &stmt.With[i]
+	}
+	b := &builder{stmt: stmt, rel: rel, searchIndex: map[string]int{}, q: &PrivateQuery{
+		Stmt: stmt, Table: rel.base, FromSQL: fb.fromSQL(stmt.From), FromName: rel.name, UnitSQL: rel.unitSQL,
+		Where: stmt.Where, Having: stmt.Having, OrderBy: stmt.OrderBy,
 		Limit: stmt.Limit, Offset: stmt.Offset,
 		AggOf: map[*parser.CallExpr]int{}, KeyOf: map[*parser.ColumnRef]int{},
 	}, cellIndex: map[string]int{}, aggIndex: map[string]int{}}
@@ -284,31 +295,6 @@ func noColumns(stmt *parser.SelectStmt) error {
 			}
 			if c, ok := x.(*parser.CallExpr); ok && parser.IsAggregate(c) && err == nil {
 				err = errorf(c.NamePos, ErrUnsupported, "aggregate %s needs a FROM clause", c.Name)
-			}
-			return err == nil
-		})
-	})
-	return err
-}
-
-// checkColumns resolves every column of a query on a public table, so the
-// error is ours (with a position) rather than the backend's.
-func checkColumns(stmt *parser.SelectStmt, tbl *catalog.Table) error {
-	aliases := map[string]bool{}
-	for _, it := range stmt.Items {
-		if it.Alias != "" {
-			aliases[strings.ToLower(it.Alias)] = true
-		}
-	}
-	var err error
-	forEachExpr(stmt, func(e parser.Expr) {
-		parser.Walk(e, func(x parser.Expr) bool {
-			if c, ok := x.(*parser.ColumnRef); ok && err == nil {
-				if c.Table != "" && !strings.EqualFold(c.Table, tbl.Name) {
-					err = errorf(c.NamePos, ErrUnknownName, "unknown table %q in column reference", c.Table)
-				} else if _, ok := tbl.Column(c.Name); !ok && !(c.Table == "" && aliases[strings.ToLower(c.Name)]) {
-					err = errorf(c.NamePos, ErrUnknownName, "unknown column %q in table %q", c.Name, tbl.Name)
-				}
 			}
 			return err == nil
 		})
@@ -337,7 +323,7 @@ func forEachExpr(stmt *parser.SelectStmt, fn func(parser.Expr)) {
 
 type builder struct {
 	stmt        *parser.SelectStmt
-	tbl         *catalog.Table
+	rel         *relation
 	q           *PrivateQuery
 	cellIndex   map[string]int
 	aggIndex    map[string]int
@@ -349,7 +335,7 @@ type builder struct {
 
 func (b *builder) build(sess Session) error {
 	s := b.stmt
-	opts, err := queryOptions(s, sess, b.tbl)
+	opts, err := queryOptions(s, sess, b.rel)
 	if err != nil {
 		return err
 	}
@@ -378,7 +364,7 @@ func (b *builder) build(sess Session) error {
 	hasAgg := false
 	for _, it := range s.Items {
 		if it.Star {
-			return errorf(it.At, ErrNotPrivate, "SELECT * would release raw rows of private table %q; select aggregates such as COUNT(*) instead", b.tbl.Name)
+			return errorf(it.At, ErrNotPrivate, "SELECT * would release raw rows of private %s; select aggregates such as COUNT(*) instead", b.rel.name)
 		}
 		if err := b.outputExpr(it.Expr, "the select list"); err != nil {
 			return err
@@ -397,7 +383,7 @@ func (b *builder) build(sess Session) error {
 		b.q.Outputs = append(b.q.Outputs, Output{Name: name, Expr: it.Expr})
 	}
 	if !hasAgg && len(s.GroupBy) == 0 {
-		return errorf(s.SelectPos, ErrNotPrivate, "a query on private table %q must aggregate (COUNT, SUM, AVG) or group by public domains; it cannot return rows", b.tbl.Name)
+		return errorf(s.SelectPos, ErrNotPrivate, "a query on private %s must aggregate (COUNT, SUM, AVG) or group by public domains; it cannot return rows", b.rel.name)
 	}
 	if s.Having != nil {
 		if err := b.outputExpr(s.Having, "HAVING"); err != nil {
@@ -467,8 +453,8 @@ type options struct {
 // queryOptions reads epsilon, delta, the bounds share and contribution
 // overrides from the OPTIONS clause, the session and the table's policy.
 // A missing ε is reported by the caller, after the query's other checks.
-func queryOptions(s *parser.SelectStmt, sess Session, tbl *catalog.Table) (options, error) {
-	o := options{eps: sess.Epsilon, frac: sess.BoundsFraction, unit: tbl.Unit}
+func queryOptions(s *parser.SelectStmt, sess Session, rel *relation) (options, error) {
+	o := options{eps: sess.Epsilon, frac: sess.BoundsFraction, unit: rel.unit}
 	if o.frac == 0 {
 		o.frac = DefaultBoundsFraction
 	}
@@ -497,8 +483,8 @@ func queryOptions(s *parser.SelectStmt, sess Session, tbl *catalog.Table) (optio
 			}
 			o.frac = v
 		case "max_groups_contributed", "max_rows_contributed":
-			if tbl.Unit.Column == "" {
-				return options{}, errorf(opt.NamePos, ErrInvalidOption, "%s needs a privacy unit: table %q has one row per unit (the owner sets privacy_unit_column)", opt.Name, tbl.Name)
+			if rel.unit.Column == "" {
+				return options{}, errorf(opt.NamePos, ErrInvalidOption, "%s needs a privacy unit: %s has one row per unit (the owner sets privacy_unit_column)", opt.Name, rel.name)
 			}
 			if verr != nil || v < 1 || v != math.Trunc(v) || v > 1e6 {
 				return bad(opt.Name + " takes a positive integer")
@@ -514,7 +500,7 @@ func queryOptions(s *parser.SelectStmt, sess Session, tbl *catalog.Table) (optio
 			return options{}, errorf(opt.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, delta, bounds_epsilon_fraction, max_groups_contributed, max_rows_contributed)", opt.Name)
 		}
 	}
-	if tbl.Unit.Column == "" {
+	if rel.unit.Column == "" {
 		o.unit = catalog.Unit{MaxGroups: 1, MaxRows: 1} // a row is in one group, once
 	}
 	return o, nil
@@ -557,16 +543,7 @@ func (b *builder) rowExpr(e parser.Expr, where string) error {
 	return err
 }
 
-func (b *builder) column(c *parser.ColumnRef) (catalog.Column, error) {
-	if c.Table != "" && !strings.EqualFold(c.Table, b.tbl.Name) {
-		return catalog.Column{}, errorf(c.NamePos, ErrUnknownName, "unknown table %q in column reference", c.Table)
-	}
-	col, ok := b.tbl.Column(c.Name)
-	if !ok {
-		return catalog.Column{}, errorf(c.NamePos, ErrUnknownName, "unknown column %q in table %q", c.Name, b.tbl.Name)
-	}
-	return col, nil
-}
+func (b *builder) column(c *parser.ColumnRef) (*relCol, error) { return b.rel.resolve(c) }
 
 func (b *builder) groupKey(g parser.Expr) error {
 	c, ok := g.(*parser.ColumnRef)
@@ -578,27 +555,32 @@ func (b *builder) groupKey(g parser.Expr) error {
 		return err
 	}
 	for _, k := range b.q.Keys {
-		if k.Column == col.Name {
-			return errorf(c.NamePos, ErrInvalidOption, "column %q appears twice in GROUP BY", col.Name)
+		if k.SQL == col.sql {
+			return errorf(c.NamePos, ErrInvalidOption, "column %q appears twice in GROUP BY", col.name)
 		}
 	}
-	dom := b.tbl.Domains[col.Name]
+	dom := col.domain
 	if len(dom) == 0 && b.delta <= 0 {
+		table := "<table>"
+		if b.rel.base != nil {
+			table = parser.QuoteIdent(b.rel.base.Name)
+		}
 		return errorf(c.NamePos, ErrNotPrivate,
-			"GROUP BY %q would release values of a private column: either the owner declares its public domain with ALTER PRIVACY POLICY ON %s SET DOMAIN %s (...), or the query sets OPTIONS (delta = D) so that groups are chosen by private partition selection",
-			col.Name, parser.QuoteIdent(b.tbl.Name), parser.QuoteIdent(col.Name))
+			"GROUP BY %q would release values that depend on private data: either the owner declares its public domain with ALTER PRIVACY POLICY ON %s SET DOMAIN %s (...), or the query sets OPTIONS (delta = D) so that groups are chosen by private partition selection",
+			col.name, table, parser.QuoteIdent(col.name))
 	}
-	b.q.Keys = append(b.q.Keys, GroupKey{Column: col.Name, Domain: dom})
+	b.q.Keys = append(b.q.Keys, GroupKey{Column: col.name, SQL: col.sql, Domain: dom})
 	return nil
 }
 
 // keyIndex returns the GROUP BY key a column reference names, or -1.
 func (b *builder) keyIndex(c *parser.ColumnRef) int {
-	if c.Table != "" && !strings.EqualFold(c.Table, b.tbl.Name) {
+	col, err := b.rel.resolve(c)
+	if err != nil {
 		return -1
 	}
 	for i, k := range b.q.Keys {
-		if strings.EqualFold(k.Column, c.Name) {
+		if k.SQL == col.sql {
 			return i
 		}
 	}
@@ -636,7 +618,7 @@ func (b *builder) outputExpr(e parser.Expr, where string) error {
 				return false
 			}
 			err = errorf(x.NamePos, ErrNotPrivate,
-				"column %q of private table %q can only appear inside an aggregate or in GROUP BY (with a public domain)", x.Name, b.tbl.Name)
+				"column %q of private %s can only appear inside an aggregate or in GROUP BY (with a public domain)", x.Name, b.rel.name)
 		case *parser.TupleExpr:
 			err = errorf(x.Lparen, ErrUnsupported, "a parenthesised list is not allowed here")
 		}
@@ -655,13 +637,20 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	if !ok {
 		return errorf(call.NamePos, ErrUnsupported, "aggregate %s is not supported yet (supported: COUNT, SUM, AVG, VAR_POP, VARIANCE, STDDEV_POP, STDDEV)", call.Name)
 	}
+	if !call.Star && len(call.Args) != 1 {
+		return errorf(call.NamePos, ErrUnsupported, "%s takes one argument", call.Name)
+	}
 	countUnits := false
 	if call.Distinct {
 		if kind != AggCount {
 			return errorf(call.NamePos, ErrUnsupported, "%s(DISTINCT ...) is not supported", call.Name)
 		}
 		c, ok := call.Args[0].(*parser.ColumnRef)
-		if !ok || b.q.Unit.Column == "" || !strings.EqualFold(c.Name, b.q.Unit.Column) || (c.Table != "" && !strings.EqualFold(c.Table, b.tbl.Name)) {
+		var col *relCol
+		if ok {
+			col, _ = b.rel.resolve(c)
+		}
+		if col == nil || b.q.Unit.Column == "" || col.sql != b.rel.unitSQL {
 			return errorf(call.NamePos, ErrUnsupported, "COUNT(DISTINCT ...) is supported only on the privacy unit column (the table's privacy_unit_column)")
 		}
 		countUnits = true
@@ -697,8 +686,8 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	}
 	if kind != AggCount && bounds == nil {
 		if c, ok := arg.(*parser.ColumnRef); ok {
-			col, _ := b.column(c)
-			if bd, ok := b.tbl.Bounds[col.Name]; ok {
+			if col, err := b.column(c); err == nil && col.bounds != nil {
+				bd := *col.bounds
 				bounds = &bd
 			}
 		}

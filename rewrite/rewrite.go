@@ -88,7 +88,7 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	for i := range q.Keys {
 		sel = append(sel, scanKey(i))
 	}
-	bounded := q.Unit.Column != ""
+	bounded := q.UnitSQL != ""
 	measured := map[string]int{}
 	var measuredSQL, specs, args []string
 	argIndex := func(e parser.Expr) string {
@@ -140,7 +140,7 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	if q.Selection != nil {
 		// The partition selection counts distinct units per group.
 		if bounded {
-			r.UnitsColumn = measure("COUNT(DISTINCT "+parser.QuoteIdent(q.Unit.Column)+")", func() string { return "u" })
+			r.UnitsColumn = measure("COUNT(DISTINCT "+q.UnitSQL+")", func() string { return "u" })
 		} else {
 			r.UnitsColumn = measure("COUNT(*)", func() string { return "n" })
 		}
@@ -159,7 +159,7 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 		for i, k := range q.Keys {
 			items = append(items, keyExpr(k)+" AS "+scanKey(i))
 		}
-		sb.WriteString("SELECT " + strings.Join(append(items, sel[len(q.Keys):]...), ", ") + " FROM " + parser.QuoteIdent(q.Table.Name))
+		sb.WriteString("SELECT " + strings.Join(append(items, sel[len(q.Keys):]...), ", ") + " FROM " + q.FromSQL)
 		if q.Where != nil {
 			sb.WriteString(" WHERE " + parser.Format(q.Where))
 		}
@@ -172,7 +172,7 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	} else {
 		// ContributionBounding: the bounded aggregate keeps, per unit, at
 		// most l0 groups and l∞ rows per group and measures those.
-		unit := parser.QuoteIdent(q.Unit.Column)
+		unit := q.UnitSQL
 		call := []string{"?1", parser.QuoteString(strings.Join(specs, ";")), strconv.FormatInt(q.Unit.MaxGroups, 10),
 			strconv.FormatInt(q.Unit.MaxRows, 10), strconv.Itoa(len(q.Keys)), unit}
 		where := []string{unit + " IS NOT NULL"}
@@ -183,14 +183,14 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 				for _, v := range k.Domain {
 					vals = append(vals, SQLLiteral(v))
 				}
-				where = append(where, parser.QuoteIdent(k.Column)+" IN ("+strings.Join(vals, ", ")+")")
+				where = append(where, k.SQL+" IN ("+strings.Join(vals, ", ")+")")
 			}
 		}
 		call = append(call, args...)
 		if q.Where != nil {
 			where = append([]string{parser.Format(q.Where)}, where...)
 		}
-		sb.WriteString("SELECT " + BoundedFunction + "(" + strings.Join(call, ", ") + ") FROM " + parser.QuoteIdent(q.Table.Name) + " WHERE " + strings.Join(where, " AND "))
+		sb.WriteString("SELECT " + BoundedFunction + "(" + strings.Join(call, ", ") + ") FROM " + q.FromSQL + " WHERE " + strings.Join(where, " AND "))
 		r.Bounded = true
 	}
 	r.Scan = sb.String()
@@ -214,7 +214,7 @@ func scanKey(i int) string { return "_dpsql_k" + strconv.Itoa(i) }
 // value for a key chosen by partition selection.
 func keyExpr(k planner.GroupKey) string {
 	if k.Domain == nil {
-		return parser.QuoteIdent(k.Column)
+		return k.SQL
 	}
 	return domainIndex(k)
 }
@@ -246,7 +246,7 @@ func cellSpec(c *planner.Cell, arg func(parser.Expr) string) string {
 // value matches its domain entry exactly as "=" would.
 func domainIndex(k planner.GroupKey) string {
 	var sb strings.Builder
-	sb.WriteString("CASE " + parser.QuoteIdent(k.Column))
+	sb.WriteString("CASE " + k.SQL)
 	for i, v := range k.Domain {
 		fmt.Fprintf(&sb, " WHEN %s THEN %d", SQLLiteral(v), i)
 	}

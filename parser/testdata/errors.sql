@@ -1,5 +1,5 @@
 SELECT COUNT(*) FROM adult WHERE /* ERROR "expected an expression, found end of input" */
-SELECT * FROM a JOIN /* ERROR "joins are not supported" */ b
+SELECT * FROM a JOIN b WHERE /* ERROR "expected ON, found \"WHERE\"" */ x
 SELECT a FROM t UNION /* ERROR "compound queries" */ SELECT b FROM t
 PRAGMA /* ERROR "unsupported statement PRAGMA" */ table_info(t)
 ATTACH /* ERROR "unsupported statement ATTACH" */ 'x.db' AS x
@@ -7,7 +7,7 @@ DELETE /* ERROR "unsupported statement DELETE" */ FROM t
 INSERT /* ERROR "unsupported statement INSERT" */ INTO t VALUES (1)
 CREATE TABLE /* ERROR "expected PRIVACY POLICY" */ t (a)
 SELECT a FROM t WHERE a IN (SELECT /* ERROR "subqueries are not supported" */ b FROM u)
-SELECT COUNT(*) FROM ( /* ERROR "expected table name" */ SELECT a FROM t)
+SELECT COUNT(*) FROM (SELECT a FROM t) WHERE /* ERROR "expected an alias for the subquery" */ a
 SELECT LOAD_EXTENSION /* ERROR "unknown function LOAD_EXTENSION" */ ('x')
 SELECT SUM /* ERROR "SUM\(\*\) is not valid" */ (*) FROM t
 SELECT 'abc /* ERROR "unterminated string" */
@@ -16,8 +16,11 @@ SELECT 12abc /* ERROR "malformed number" */ FROM t
 SELECT a FROM t WHERE a = 1 garbage /* ERROR "expected ';' or end of input" */ x
 SELECT ABS /* ERROR "wrong arguments to ABS" */ (1, 2) FROM t
 SELECT CAST(a AS BLOB /* ERROR "unknown type BLOB" */) FROM t
-SELECT a FROM t x /* ERROR "table aliases are not supported" */
+SELECT a FROM t LEFT /* ERROR "only \[INNER\] JOIN ... ON is supported" */ JOIN u ON a = b
 SELECT COUNT(*) OVER /* ERROR "window functions" */ () FROM t
 SELECT a @ /* ERROR "unexpected character '@'" */ b FROM t
 SELECT DISTINCT /* ERROR "SELECT DISTINCT is not supported" */ a FROM t
 SHOW USERS /* ERROR "expected BUDGET, TABLES or POLICY" */
+SELECT a FROM t, /* ERROR "only \[INNER\] JOIN" */ u
+SELECT a FROM (t /* ERROR "expected a subquery" */)
+WITH v AS (SELECT a FROM t) DELETE /* ERROR "expected SELECT" */ FROM v

@@ -24,3 +24,7 @@ SELECT 1.5e3, .5, 2E-2, NULL, TRUE, false FROM t;
 SELECT CASE a WHEN 1 THEN 'one' WHEN 2 THEN 'two' END FROM t;
 SELECT MAX(a, b), MIN(1, 2, 3), COALESCE(a, 0) FROM t;
 RESET BUDGET;
+SELECT v.ward, COUNT(*) FROM visits AS v JOIN wards w ON v.ward = w.code GROUP BY v.ward;
+SELECT AVG(n) FROM (SELECT uid, COUNT(*) AS n FROM visits GROUP BY uid) AS per_unit;
+WITH per_unit AS (SELECT uid, SUM(cost) AS total FROM visits GROUP BY uid) SELECT AVG(total) FROM per_unit;
+SELECT COUNT(*) FROM a INNER JOIN b ON a.uid = b.uid JOIN c ON b.k = c.k;

@@ -11,3 +11,6 @@ SELECT COUNT(*), SUM(cost), COUNT(DISTINCT uid) FROM visits;
 SELECT ward, COUNT(*), AVG(cost) FROM visits GROUP BY ward;
 SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6, max_rows_contributed = 1) day, COUNT(DISTINCT uid) FROM visits GROUP BY day;
 SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-5) "Sex", "Age", COUNT(*) FROM adult GROUP BY "Sex", "Age";
+SELECT v.ward, COUNT(*) FROM visits AS v JOIN lookup AS l ON v.ward = l.code GROUP BY v.ward;
+WITH per_unit AS (SELECT uid, SUM(cost) AS total FROM visits GROUP BY uid) SELECT AVG(total) FROM per_unit;
+SELECT COUNT(*) FROM adult AS a JOIN lookup AS x ON a."Sex" = x.code;
