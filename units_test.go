@@ -188,42 +188,78 @@ func TestUnitNeighboursEmpirically(t *testing.T) {
 			without = append(without, v)
 		}
 	}
-	policy := `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_rows_contributed = 3)`
-	const n, eps, width = 1500, 1.0, 3.0
-	hist := func(path string, seed uint64) map[int]int {
+	policy := `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_rows_contributed = 3);
+		ALTER PRIVACY POLICY ON visits SET BOUNDS cost (0, 100)`
+	// One query releases COUNT(*) (sensitivity 3) and SUM(cost)
+	// (sensitivity 300) with ε/2 each: each marginal is (ε/2)-DP.
+	const n, eps = 1500, 1.0
+	widths := []float64{6, 600}
+	hist := func(path string, seed uint64) [2]map[int]int {
 		e, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: eps}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed))}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer e.Close()
-		h := map[int]int{}
+		h := [2]map[int]int{{}, {}}
 		for i := 0; i < n; i++ {
-			h[int(math.Floor(num(query(t, e, `SELECT COUNT(*) FROM visits`).Rows[0][0])/width))]++
+			row := query(t, e, `SELECT COUNT(*), SUM(cost) FROM visits`).Rows[0]
+			for j := range h {
+				h[j][int(math.Floor(num(row[j])/widths[j]))]++
+			}
 		}
 		return h
 	}
 	a, b := hist(unitsDB(t, vs, policy), 3), hist(unitsDB(t, without, policy), 4)
-	bins := []int{}
-	for k := range a {
-		bins = append(bins, k)
-	}
-	sort.Ints(bins)
-	e := math.Exp(eps)
-	checked := 0
-	for _, k := range bins {
-		for _, pr := range [][2]int{{a[k], b[k]}, {b[k], a[k]}} {
-			if pr[0] < 60 || pr[1] < 60 {
-				continue
+	e := math.Exp(eps / 2)
+	for j, name := range []string{"COUNT", "SUM"} {
+		bins := []int{}
+		for k := range a[j] {
+			bins = append(bins, k)
+		}
+		sort.Ints(bins)
+		checked := 0
+		for _, k := range bins {
+			for _, pr := range [][2]int{{a[j][k], b[j][k]}, {b[j][k], a[j][k]}} {
+				if pr[0] < 60 || pr[1] < 60 {
+					continue
+				}
+				p, q := float64(pr[0])/n, float64(pr[1])/n
+				if se := math.Sqrt(p/n + e*e*q/n); p-e*q > 4.4*se {
+					t.Errorf("%s bin %d: P=%.3f > e^(ε/2)·P'=%.3f", name, k, p, e*q)
+				}
+				checked++
 			}
-			p, q := float64(pr[0])/n, float64(pr[1])/n
-			if se := math.Sqrt(p/n + e*e*q/n); p-e*q > 4.4*se {
-				t.Errorf("bin %d: P=%.3f > e^ε·P'=%.3f", k, p, e*q)
-			}
-			checked++
+		}
+		if checked < 2 {
+			t.Errorf("%s: only %d comparisons: %v %v", name, checked, a[j], b[j])
 		}
 	}
-	if checked < 2 {
-		t.Errorf("only %d comparisons: %v %v", checked, a, b)
+}
+
+// TestAdultWithRepeatedRows builds, from adult.csv, a table where each
+// person (unit) appears 1 to 3 times; with max_rows_contributed = 1 the
+// exact bounded answers are the original table's figures.
+func TestAdultWithRepeatedRows(t *testing.T) {
+	path := adultDB(t)
+	db, _ := sql.Open("sqlite", "file:"+path)
+	_, err := db.Exec(`CREATE TABLE people AS SELECT a.rowid AS person, a."Age" AS age, a."Sex" AS sex
+		FROM adult a JOIN (SELECT 1 AS k UNION ALL SELECT 2 UNION ALL SELECT 3) r ON r.k <= 1 + a.rowid % 3`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := open(t, path, dpsql.Options{Owner: true})
+	mustRun(t, owner, `CREATE PRIVACY POLICY ON people OPTIONS (privacy_unit_column = person, max_rows_contributed = 1);
+		ALTER PRIVACY POLICY ON people SET BOUNDS age (0, 125);
+		ALTER PRIVACY POLICY ON people SET DOMAIN sex ('Female', 'Male')`)
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	r := query(t, e, `SELECT COUNT(*), SUM(age), COUNT(DISTINCT person) FROM people`)
+	if num(r.Rows[0][0]) != 32561 || num(r.Rows[0][1]) != 1256257 || num(r.Rows[0][2]) != 32561 {
+		t.Errorf("bounded figures %v, want 32561, 1256257, 32561", r.Rows[0])
+	}
+	r = query(t, e, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_rows_contributed = 3) COUNT(*) FROM people`)
+	if num(r.Rows[0][0]) <= 32561*1.9 {
+		t.Errorf("with l∞ = 3 the repeated rows count: %v", r.Rows[0][0])
 	}
 }
 
