@@ -84,11 +84,7 @@ func buildFrom(stmt *parser.SelectStmt, cat *catalog.Catalog) (*relation, error)
 func (fb *fromBuilder) item(f parser.FromItem) (*relation, error) {
 	switch f := f.(type) {
 	case *parser.TableRef:
-		if cte := fb.ctes[strings.ToLower(f.Name)]; cte != nil {
-			alias := f.Alias
-			if alias == "" {
-				alias = f.Name
-			}
+		if cte, alias := fb.cte(f); cte != nil {
 			return fb.derived(cte.Query, alias, cte.NamePos)
 		}
 		return fb.table(f)
@@ -98,6 +94,19 @@ func (fb *fromBuilder) item(f parser.FromItem) (*relation, error) {
 		return fb.join(f)
 	}
 	return nil, fmt.Errorf("planner: unknown FROM item %T", f)
+}
+
+// cte returns the WITH query a table reference names, if any, and the
+// alias its rows go by.
+func (fb *fromBuilder) cte(f *parser.TableRef) (*parser.CTE, string) {
+	cte := fb.ctes[strings.ToLower(f.Name)]
+	if cte == nil {
+		return nil, ""
+	}
+	if f.Alias != "" {
+		return cte, f.Alias
+	}
+	return cte, f.Name
 }
 
 func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
@@ -333,11 +342,7 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 func (fb *fromBuilder) fromSQL(f parser.FromItem) string {
 	switch f := f.(type) {
 	case *parser.TableRef:
-		if cte := fb.ctes[strings.ToLower(f.Name)]; cte != nil {
-			alias := f.Alias
-			if alias == "" {
-				alias = f.Name
-			}
+		if cte, alias := fb.cte(f); cte != nil {
 			return "(" + parser.FormatStmt(cte.Query) + ") AS " + parser.QuoteIdent(alias)
 		}
 		return parser.FormatFrom(f)
