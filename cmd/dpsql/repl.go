@@ -281,7 +281,7 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 		if buf.Len() == 0 {
 			rl.SetPrompt(s.prompt(ctx))
 		} else {
-			rl.SetPrompt(strings.Repeat(" ", max(0, len([]rune(s.name))-3)) + "...> ")
+			rl.SetPrompt(strings.Repeat(" ", len([]rune(s.name))) + " ...> ")
 		}
 		line, err := rl.Readline()
 		if errors.Is(err, readline.ErrInterrupt) {
