@@ -236,14 +236,6 @@ func (a *boundedAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 	return nil
 }
 
-func anyToValues(vs []any) []driver.Value {
-	out := make([]driver.Value, len(vs))
-	for i, v := range vs {
-		out[i] = v
-	}
-	return out
-}
-
 func (a *boundedAgg) setup(args []driver.Value) error {
 	if len(args) < 6 {
 		return errors.New("dpsql_bounded: too few arguments")

@@ -36,24 +36,6 @@ const (
 	tokIllegal
 )
 
-func (k tokenKind) String() string {
-	switch k {
-	case tokEOF:
-		return "end of input"
-	case tokIdent, tokQuotedIdent:
-		return "identifier"
-	case tokInt, tokFloat:
-		return "number"
-	case tokString:
-		return "string"
-	case tokOp:
-		return "operator"
-	case tokParam:
-		return "parameter"
-	}
-	return "illegal character"
-}
-
 // token is one lexical token; text holds the identifier name (unquoted),
 // the string value, the number's spelling or the operator.
 type token struct {

@@ -64,12 +64,14 @@ type fromBuilder struct {
 	joined bool
 }
 
-func buildFrom(stmt *parser.SelectStmt, cat *catalog.Catalog) (*relation, error) {
+// buildFrom returns the FROM clause's relation and the builder that knows
+// its WITH queries (for rendering the clause).
+func buildFrom(stmt *parser.SelectStmt, cat *catalog.Catalog) (*relation, *fromBuilder, error) {
 	fb := &fromBuilder{cat: cat, ctes: map[string]*parser.CTE{}}
 	for i := range stmt.With {
 		c := &stmt.With[i]
 		if _, dup := fb.ctes[strings.ToLower(c.Name)]; dup {
-			return nil, errorf(c.NamePos, ErrInvalidOption, "WITH name %q is defined twice", c.Name)
+			return nil, nil, errorf(c.NamePos, ErrInvalidOption, "WITH name %q is defined twice", c.Name)
 		}
 		fb.ctes[strings.ToLower(c.Name)] = c
 	}
@@ -78,7 +80,8 @@ func buildFrom(stmt *parser.SelectStmt, cat *catalog.Catalog) (*relation, error)
 	if t, ok := stmt.From.(*parser.TableRef); ok && fb.ctes[strings.ToLower(t.Name)] != nil {
 		fb.joined = true
 	}
-	return fb.item(stmt.From)
+	rel, err := fb.item(stmt.From)
+	return rel, fb, err
 }
 
 func (fb *fromBuilder) item(f parser.FromItem) (*relation, error) {

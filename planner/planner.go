@@ -183,9 +183,6 @@ type Output struct {
 // PrivateQuery is an aggregate query over a private table.
 type PrivateQuery struct {
 	Stmt *parser.SelectStmt
-	// Table is the private table when the FROM clause is exactly one
-	// table (nil for joins and subqueries).
-	Table *catalog.Table
 	// FromSQL is the FROM clause as the backend runs it (WITH queries
 	// inlined); FromName names it in messages.
 	FromSQL, FromName string
@@ -259,7 +256,7 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 		}
 		return &PublicQuery{Stmt: stmt}, nil
 	}
-	rel, err := buildFrom(stmt, cat)
+	rel, fb, err := buildFrom(stmt, cat)
 	if err != nil {
 		return nil, err
 	}
@@ -269,12 +266,8 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 		}
 		return &PublicQuery{Stmt: stmt}, nil
 	}
-	fb := &fromBuilder{cat: cat, ctes: map[string]*parser.CTE{}}
-	for i := range stmt.With {
-		fb.ctes[strings.ToLower(stmt.With[i].Name)] = &stmt.With[i]
-	}
 	b := &builder{stmt: stmt, rel: rel, searchIndex: map[string]int{}, q: &PrivateQuery{
-		Stmt: stmt, Table: rel.base, FromSQL: fb.fromSQL(stmt.From), FromName: rel.name, UnitSQL: rel.unitSQL,
+		Stmt: stmt, FromSQL: fb.fromSQL(stmt.From), FromName: rel.name, UnitSQL: rel.unitSQL,
 		Where: stmt.Where, Having: stmt.Having, OrderBy: stmt.OrderBy,
 		Limit: stmt.Limit, Offset: stmt.Offset,
 		AggOf: map[*parser.CallExpr]int{}, KeyOf: map[*parser.ColumnRef]int{},
