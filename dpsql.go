@@ -251,6 +251,13 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 		if err != nil {
 			return nil, err
 		}
+		// The backend compiles both statements before anything is charged:
+		// a statement it rejects costs nothing.
+		prep, err := exec.Prepare(ctx, e.db, p, rw)
+		if err != nil {
+			return nil, err
+		}
+		defer prep.Close()
 		cost := budget.Cost{Epsilon: p.Epsilon, Delta: p.Delta}
 		// The charge is committed before the data is read: nothing is
 		// released that has not been paid for.
@@ -260,7 +267,7 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 			}
 			return nil, err
 		}
-		r, chosen, err := exec.Private(ctx, e.db, p, rw, e.noise)
+		r, chosen, err := prep.Run(ctx, e.noise)
 		if err != nil {
 			return nil, err
 		}
@@ -302,8 +309,8 @@ func (e *Engine) explain(s *parser.ExplainStmt, cat *catalog.Catalog) (*Result, 
 	switch p := plan.(type) {
 	case *planner.PublicQuery:
 		return &Result{Columns: []string{"step", "detail"}, Rows: [][]any{
-			{"table", "public: the query runs as written, without noise, and spends nothing"},
-			{"backend SQL", parser.FormatStmt(p.Stmt)},
+			{"table", "public: the query runs without noise and spends nothing"},
+			{"backend SQL", p.SQL},
 		}}, nil
 	case *planner.PrivateQuery:
 		rw, err := rewrite.Private(p)

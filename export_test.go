@@ -1,12 +1,22 @@
 package dpsql
 
-import "github.com/dpsql/dpsql/mechanism"
+import (
+	"math/big"
+
+	"github.com/dpsql/dpsql/mechanism"
+)
 
 // zeroNoise adds no noise: it lets tests check exact answers. It exists only
 // in test builds.
 type zeroNoise struct{}
 
 func (zeroNoise) AddLaplace(v, _, _ float64) (float64, error) { return v, nil }
+
+// AddLaplaceExact returns the exact value, rounded to float64 only at the end.
+func (zeroNoise) AddLaplaceExact(v *big.Float, _, _ float64) (float64, error) {
+	f, _ := v.Float64()
+	return f, nil
+}
 
 // NewSparse compares without noise: above when q ≥ the threshold.
 func (zeroNoise) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholder, error) {

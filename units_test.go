@@ -112,7 +112,7 @@ func TestContributionBoundingExact(t *testing.T) {
 	for _, row := range r.Rows {
 		text.WriteString(fmt.Sprint(row...) + "\n")
 	}
-	for _, want := range []string{"privacy unit \"uid\"", "at most 1 group(s) and at most 3 row(s)", "sensitivity 3", "dpsql_bounded(?1, 'n', 1, 3, 1, \"uid\""} {
+	for _, want := range []string{"privacy unit \"uid\"", "at most 1 group(s) and at most 3 row(s)", "sensitivity 3", "dpsql_measure(?1, 'n', 1, 3, 1, \"_dpsql_t0\".\"uid\"", "carried from the base column \"visits\".\"uid\""} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("EXPLAIN lacks %q:\n%s", want, text.String())
 		}
@@ -364,7 +364,7 @@ func TestJoinsAndSubqueriesExact(t *testing.T) {
 		t.Errorf("partition-selected labels: %v", r.Rows)
 	}
 	for _, bad := range []struct{ sql, msg string }{
-		{`SELECT COUNT(*) FROM (SELECT ward, COUNT(*) AS n FROM visits GROUP BY ward) AS s`, "must select the privacy unit column"},
+		{`SELECT COUNT(*) FROM (SELECT ward, COUNT(*) AS n FROM visits GROUP BY ward) AS s`, "must be per unit"},
 		{`SELECT COUNT(*) FROM (SELECT uid, ward, COUNT(*) AS n FROM visits GROUP BY ward) AS s`, "add \"uid\" to its GROUP BY"},
 		{`SELECT COUNT(*) FROM (SELECT uid FROM visits LIMIT 5) AS s`, "LIMIT"},
 		{`SELECT COUNT(*) FROM visits a JOIN visits b ON a.ward = b.ward`, "only be joined on their privacy unit columns"},

@@ -16,11 +16,10 @@
 package autobound
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 
+	"github.com/dpsql/dpsql/exactsum"
 	"github.com/dpsql/dpsql/mechanism"
 )
 
@@ -63,8 +62,8 @@ func bucket(a float64) int {
 type Histogram struct {
 	Zeros int64
 	N     [2][NumBuckets]int64 // [0]: positive values, [1]: negative values
-	Sum   [2][NumBuckets]float64
-	SumSq [2][NumBuckets]float64
+	Sum   [2][NumBuckets]exactsum.Acc // exact Σ of magnitudes
+	SumSq [2][NumBuckets]exactsum.Acc // exact Σ of squared magnitudes
 	Over  [2]int64
 }
 
@@ -88,8 +87,8 @@ func (h *Histogram) Add(x float64) {
 		return
 	}
 	h.N[side][j]++
-	h.Sum[side][j] += x
-	h.SumSq[side][j] += x * x
+	h.Sum[side][j].Add(x)
+	h.SumSq[side][j].AddSquare(x)
 }
 
 // AddAbove counts a value that sorts above every number (SQLite text).
@@ -102,8 +101,8 @@ func (h *Histogram) Merge(o *Histogram) {
 		h.Over[s] += o.Over[s]
 		for j := range h.N[s] {
 			h.N[s][j] += o.N[s][j]
-			h.Sum[s][j] += o.Sum[s][j]
-			h.SumSq[s][j] += o.SumSq[s][j]
+			h.Sum[s][j].AddAcc(&o.Sum[s][j])
+			h.SumSq[s][j].AddAcc(&o.SumSq[s][j])
 		}
 	}
 }
@@ -131,91 +130,51 @@ func (h *Histogram) beyond(side int) []int64 {
 	return q
 }
 
-// Moments are a column's clipped count, sum and sum of squares.
+// Moments are a column's clipped count, and its exact clipped sum and sum
+// of squares.
 type Moments struct {
-	N, Sum, SumSq float64
+	N          int64
+	Sum, SumSq exactsum.Acc
 }
 
 // Moments returns the moments of the values clipped to [lo, hi], where
-// lo = −Candidate(jl) and hi = Candidate(jh). They are exact up to floating
-// point, because a candidate is a bucket boundary.
-func (h *Histogram) Moments(jl, jh int) Moments {
-	m := Moments{N: float64(h.Zeros)}
+// lo = −Candidate(jl) and hi = Candidate(jh). They are exact, because a
+// candidate is a bucket boundary and the buckets' sums are exact.
+func (h *Histogram) Moments(jl, jh int) *Moments {
+	m := &Moments{N: h.Zeros}
 	for side, jb := range [2]int{jh, jl} {
 		b := Candidate(jb)
 		sign := 1.0
 		if side == 1 {
 			sign = -1
 		}
-		clipped := float64(h.Over[side])
+		clipped := h.Over[side]
 		for j := 1; j < NumBuckets; j++ {
 			if j <= jb {
-				m.Sum += sign * h.Sum[side][j]
-				m.SumSq += h.SumSq[side][j]
-				m.N += float64(h.N[side][j])
+				if side == 1 {
+					neg := negated(&h.Sum[side][j])
+					m.Sum.AddAcc(neg)
+				} else {
+					m.Sum.AddAcc(&h.Sum[side][j])
+				}
+				m.SumSq.AddAcc(&h.SumSq[side][j])
+				m.N += h.N[side][j]
 			} else {
-				clipped += float64(h.N[side][j])
+				clipped += h.N[side][j]
 			}
 		}
 		m.N += clipped
-		m.Sum += sign * b * clipped
-		m.SumSq += b * b * clipped
+		m.Sum.AddScaled(sign*b, clipped)
+		m.SumSq.AddScaled(b*b, clipped)
 	}
 	return m
 }
 
-// MarshalBinary encodes the histogram sparsely (only non-empty buckets).
-func (h *Histogram) MarshalBinary() ([]byte, error) {
-	buf := make([]byte, 0, 64)
-	buf = binary.AppendVarint(buf, h.Zeros)
-	buf = binary.AppendVarint(buf, h.Over[0])
-	buf = binary.AppendVarint(buf, h.Over[1])
-	for s := 0; s < 2; s++ {
-		for j, n := range h.N[s] {
-			if n == 0 {
-				continue
-			}
-			buf = binary.AppendUvarint(buf, uint64(s*NumBuckets+j))
-			buf = binary.AppendVarint(buf, n)
-			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(h.Sum[s][j]))
-			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(h.SumSq[s][j]))
-		}
-	}
-	return buf, nil
-}
-
-var errCorrupt = errors.New("autobound: corrupt histogram encoding")
-
-// UnmarshalBinary decodes MarshalBinary's output.
-func (h *Histogram) UnmarshalBinary(b []byte) error {
-	*h = Histogram{}
-	var vals [3]int64
-	for i := range vals {
-		v, n := binary.Varint(b)
-		if n <= 0 {
-			return errCorrupt
-		}
-		vals[i], b = v, b[n:]
-	}
-	h.Zeros, h.Over[0], h.Over[1] = vals[0], vals[1], vals[2]
-	for len(b) > 0 {
-		idx, n := binary.Uvarint(b)
-		if n <= 0 || idx >= 2*NumBuckets {
-			return errCorrupt
-		}
-		b = b[n:]
-		cnt, n := binary.Varint(b)
-		if n <= 0 || len(b) < n+16 {
-			return errCorrupt
-		}
-		b = b[n:]
-		s, j := int(idx)/NumBuckets, int(idx)%NumBuckets
-		h.N[s][j] = cnt
-		h.Sum[s][j] = math.Float64frombits(binary.LittleEndian.Uint64(b))
-		h.SumSq[s][j] = math.Float64frombits(binary.LittleEndian.Uint64(b[8:]))
-		b = b[16:]
-	}
-	return nil
+// negated returns −a.
+func negated(a *exactsum.Acc) *exactsum.Acc {
+	var n exactsum.Acc
+	n.AddNegated(a)
+	return &n
 }
 
 // ThresholdScales is the default threshold in units of the query noise

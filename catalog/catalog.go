@@ -37,8 +37,43 @@ const InternalPrefix = "_dpsql_"
 // IsInternalName reports whether a table name is reserved for dpsql or
 // SQLite itself.
 func IsInternalName(name string) bool {
-	l := strings.ToLower(name)
+	l := FoldName(name)
 	return strings.HasPrefix(l, InternalPrefix) || strings.HasPrefix(l, "sqlite_")
+}
+
+// FoldName folds an identifier exactly as SQLite compares identifiers:
+// ASCII letters A–Z become a–z and every other byte stays as it is. Go's
+// Unicode case folding must never be used on names: it would make the
+// planner and SQLite resolve one name to different objects (U+0130 "İ"
+// folds to "i" in Go, and not at all in SQLite).
+func FoldName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
+}
+
+// SameName reports whether SQLite takes a and b for the same identifier.
+func SameName(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 const schema = `
@@ -118,11 +153,11 @@ type Table struct {
 	Domains map[string][]any  // by canonical column name; values int64, float64 or string
 }
 
-// Column returns the column with the given name, matched case-insensitively
-// as SQLite does.
+// Column returns the column with the given name, matched as SQLite matches
+// names (ASCII case-insensitively).
 func (t *Table) Column(name string) (Column, bool) {
 	for _, c := range t.Columns {
-		if strings.EqualFold(c.Name, name) {
+		if SameName(c.Name, name) {
 			return c, true
 		}
 	}
@@ -148,7 +183,7 @@ func (c *Catalog) Tables() []*Table { return c.tables }
 // Table finds a user table by name, case-insensitively.
 func (c *Catalog) Table(name string) (*Table, bool) {
 	for _, t := range c.tables {
-		if strings.EqualFold(t.Name, name) {
+		if SameName(t.Name, name) {
 			return t, true
 		}
 	}
@@ -190,7 +225,7 @@ func Load(ctx context.Context, q Querier) (*Catalog, error) {
 			return nil, err
 		}
 		cat.tables = append(cat.tables, t)
-		byName[strings.ToLower(n)] = t
+		byName[FoldName(n)] = t
 	}
 	for _, t := range cat.tables {
 		t.Unit = Unit{MaxGroups: 1, MaxRows: 1}
@@ -207,7 +242,7 @@ func Load(ctx context.Context, q Querier) (*Catalog, error) {
 			rows.Close()
 			return nil, err
 		}
-		if t := byName[strings.ToLower(name)]; t != nil {
+		if t := byName[FoldName(name)]; t != nil {
 			t.Public, t.HasPolicy = public, has
 			if c, ok := t.Column(u.Column); ok {
 				u.Column = c.Name
@@ -229,7 +264,7 @@ func Load(ctx context.Context, q Querier) (*Catalog, error) {
 			rows.Close()
 			return nil, err
 		}
-		if t := byName[strings.ToLower(tn)]; t != nil {
+		if t := byName[FoldName(tn)]; t != nil {
 			if c, ok := t.Column(cn); ok {
 				t.Bounds[c.Name] = b
 			}
@@ -250,7 +285,7 @@ func Load(ctx context.Context, q Querier) (*Catalog, error) {
 		if b, ok := v.([]byte); ok {
 			v = string(b)
 		}
-		if t := byName[strings.ToLower(tn)]; t != nil {
+		if t := byName[FoldName(tn)]; t != nil {
 			if c, ok := t.Column(cn); ok {
 				t.Domains[c.Name] = append(t.Domains[c.Name], v)
 			}

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/parser"
 )
 
@@ -266,10 +267,10 @@ func header(first []string, noHeader bool) ([]Column, error) {
 		if name == "" {
 			return nil, &Error{Line: 1, Msg: fmt.Sprintf("column %d has an empty name", i+1)}
 		}
-		if seen[strings.ToLower(name)] {
+		if seen[catalog.FoldName(name)] {
 			return nil, &Error{Line: 1, Msg: fmt.Sprintf("column name %q appears twice", name)}
 		}
-		seen[strings.ToLower(name)] = true
+		seen[catalog.FoldName(name)] = true
 		cols[i].Name = name
 	}
 	return cols, nil

@@ -14,9 +14,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
+	"os"
 	"strings"
 
+	sqlite "modernc.org/sqlite"
+
 	"github.com/dpsql/dpsql/autobound"
+	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
@@ -34,17 +39,42 @@ type Result struct {
 // some row, say) could depend on private data.
 var ErrBackend = errors.New("evaluating the query on the private table failed (details are withheld because they could depend on private data)")
 
-// Public runs a query on a public table (or without a table) as written.
+// Public runs a query on public tables (or without a table). Its SQL is
+// printed from the plan, and the authorizer lets it read only the tables
+// the plan resolved.
 func Public(ctx context.Context, db *sql.DB, q *planner.PublicQuery) (*Result, error) {
-	return collect(ctx, db, parser.FormatStmt(q.Stmt))
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if err := authorize(conn, q.Reads); err != nil {
+		return nil, err
+	}
+	defer unauthorize(conn)
+	stmt, err := conn.PrepareContext(ctx, q.SQL)
+	if err != nil {
+		return nil, prepareError(err)
+	}
+	defer stmt.Close()
+	return collect(ctx, stmt)
+}
+
+// ErrRejected reports a statement the backend refused to compile. It is
+// returned before any budget is charged, and compiling reads no data, so
+// its detail depends only on the schema and the statement.
+var ErrRejected = errors.New("the backend rejected the statement")
+
+func prepareError(err error) error {
+	return fmt.Errorf("%w: %v", ErrRejected, err)
 }
 
 type queryer interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryContext(ctx context.Context, args ...any) (*sql.Rows, error)
 }
 
-func collect(ctx context.Context, db queryer, query string, args ...any) (*Result, error) {
-	rows, err := db.QueryContext(ctx, query, args...)
+func collect(ctx context.Context, stmt queryer, args ...any) (*Result, error) {
+	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -73,18 +103,142 @@ func collect(ctx context.Context, db queryer, query string, args ...any) (*Resul
 	return res, rows.Err()
 }
 
+// authorize installs, on one connection, SQLite's authorizer for an
+// analyst's statement: it may select, call functions, read the columns
+// the plan resolved (every column of a public table) and the temporary
+// result table, and insert into that table; nothing else — in particular
+// never sqlite_* or _dpsql_* tables. It is the second line of defence
+// behind printing every statement from the resolved plan.
+func authorize(conn *sql.Conn, reads map[string]map[string]bool) error {
+	allowed := func(table, column, database string) bool {
+		if table == rewrite.ResultTable {
+			return database == "temp"
+		}
+		// SQLite names no database when COUNT(*) reads a table's size.
+		if catalog.IsInternalName(table) || (database != "main" && !(database == "" && column == "")) {
+			return false
+		}
+		for t, cols := range reads {
+			if !catalog.SameName(t, table) {
+				continue
+			}
+			if cols["*"] || column == "" {
+				return true
+			}
+			for c := range cols {
+				if catalog.SameName(c, column) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return conn.Raw(func(dc any) error {
+		r, ok := dc.(sqlite.AuthorizerRegisterer)
+		if !ok {
+			return errors.New("exec: the SQLite driver has no authorizer")
+		}
+		return r.RegisterAuthorizer(func(action sqlite.AuthorizerActionCode, a1, a2, database, _ string) sqlite.AuthorizerReturnCode {
+			switch action {
+			case sqlite.AuthSelect, sqlite.AuthFunction:
+				return sqlite.AuthorizerOK
+			case sqlite.AuthRead:
+				if allowed(a1, a2, database) {
+					return sqlite.AuthorizerOK
+				}
+			case sqlite.AuthInsert:
+				if a1 == rewrite.ResultTable && database == "temp" {
+					return sqlite.AuthorizerOK
+				}
+			}
+			if os.Getenv("DPSQL_DEBUG_AUTH") != "" {
+				fmt.Fprintln(os.Stderr, "deny", action, a1, a2, database)
+			}
+			return sqlite.AuthorizerDeny
+		})
+	})
+}
+
+// unauthorize removes the authorizer before the connection goes back to
+// the pool.
+func unauthorize(conn *sql.Conn) {
+	_ = conn.Raw(func(dc any) error {
+		if r, ok := dc.(sqlite.AuthorizerRegisterer); ok {
+			return r.RegisterAuthorizer(nil)
+		}
+		return nil
+	})
+}
+
 // ChosenBound reports the bounds a private search chose for an argument.
 type ChosenBound struct {
 	Label  string
 	Lo, Hi float64
 }
 
-// Private runs the scan, chooses any bounds that were not declared, adds
+// Prepared is a private query whose statements the backend has compiled,
+// under the authorizer, on a connection of its own. Preparing reads no
+// data; a statement the backend rejects is rejected here, before any
+// budget is charged.
+type Prepared struct {
+	conn       *sql.Conn
+	scan, post *sql.Stmt
+	q          *planner.PrivateQuery
+	rw         *rewrite.Rewritten
+}
+
+// Prepare compiles a private query's scan and post-processing statements.
+// The caller must Close the result.
+func Prepare(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.Rewritten) (_ *Prepared, err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := &Prepared{conn: conn, q: q, rw: rw}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	if _, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS temp."+rewrite.ResultTable); err != nil {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, "CREATE TEMP TABLE "+rewrite.ResultTable+" ("+strings.Join(rw.ResultColumns, ", ")+")"); err != nil {
+		return nil, err
+	}
+	if err := authorize(conn, q.Reads); err != nil {
+		return nil, err
+	}
+	if p.scan, err = conn.PrepareContext(ctx, rw.Scan); err != nil {
+		return nil, prepareError(err)
+	}
+	if p.post, err = conn.PrepareContext(ctx, rw.Post); err != nil {
+		return nil, prepareError(err)
+	}
+	return p, nil
+}
+
+// Close releases the connection (removing the authorizer and the result
+// table first).
+func (p *Prepared) Close() {
+	if p.scan != nil {
+		p.scan.Close()
+	}
+	if p.post != nil {
+		p.post.Close()
+	}
+	unauthorize(p.conn)
+	_, _ = p.conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS temp."+rewrite.ResultTable)
+	p.conn.Close()
+}
+
+// Run runs the scan, chooses any bounds that were not declared, adds
 // noise to every cell of every group (empty groups included), and
 // post-processes. The caller must have charged the plan's cost before
 // calling. The chosen bounds are DP releases too and are returned.
-func Private(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.Rewritten, noise mechanism.Noiser) (*Result, []ChosenBound, error) {
-	sc, err := scan(ctx, db, q, rw)
+func (p *Prepared) Run(ctx context.Context, noise mechanism.Noiser) (*Result, []ChosenBound, error) {
+	q, rw := p.q, p.rw
+	sc, err := p.runScan(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -93,7 +247,7 @@ func Private(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewri
 	for i, sr := range q.Searches {
 		var all autobound.Histogram
 		for g := range sc.hists {
-			all.Merge(&sc.hists[g][i])
+			all.Merge(sc.hists[g][i])
 		}
 		r, err := autobound.Search(&all, sr.Epsilon, sr.Sensitivity, noise)
 		if err != nil {
@@ -119,7 +273,7 @@ func Private(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewri
 	for g := 0; g < groups; g++ {
 		exact := sc.exactCells(q, rw, g, cells, chosen)
 		for i, c := range q.Cells {
-			v, err := noise.AddLaplace(exact[i], cells[i].sens, c.Epsilon)
+			v, err := noise.AddLaplaceExact(exact[i], cells[i].sens, c.Epsilon)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -135,22 +289,10 @@ func Private(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewri
 			aggBounds[i] = [2]float64{chosen[a.Search].Lo, chosen[a.Search].Hi}
 		}
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
+	if err := fill(ctx, p.conn, q, rw, noisy, keys, aggBounds); err != nil {
 		return nil, nil, err
 	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS temp."+rewrite.ResultTable); err != nil {
-		return nil, nil, err
-	}
-	if _, err := conn.ExecContext(ctx, "CREATE TEMP TABLE "+rewrite.ResultTable+" ("+strings.Join(rw.ResultColumns, ", ")+")"); err != nil {
-		return nil, nil, err
-	}
-	defer conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS temp."+rewrite.ResultTable)
-	if err := fill(ctx, conn, q, rw, noisy, keys, aggBounds); err != nil {
-		return nil, nil, err
-	}
-	res, err := collect(ctx, conn, rw.Post)
+	res, err := collect(ctx, p.post)
 	return res, notes, err
 }
 
@@ -159,61 +301,69 @@ type cellBounds struct{ lo, hi, sens float64 }
 // scanned holds the exact per-group measurements: measured columns, and
 // the histograms of the bound searches.
 type scanned struct {
-	keys   [][]any                 // [group][key]: released key values
-	values [][]float64             // [group][measured column]
-	hists  [][]autobound.Histogram // [group][search]
+	keys   [][]any                  // [group][key]: released key values
+	values [][]*big.Float           // [group][measured column], exact
+	hists  [][]*autobound.Histogram // [group][search]
 }
 
+var bigZero = new(big.Float)
+
 // exactCells computes the exact value of every cell of group g.
-func (sc *scanned) exactCells(q *planner.PrivateQuery, rw *rewrite.Rewritten, g int, cells []cellBounds, chosen []autobound.Result) []float64 {
-	out := make([]float64, len(q.Cells))
+func (sc *scanned) exactCells(q *planner.PrivateQuery, rw *rewrite.Rewritten, g int, cells []cellBounds, chosen []autobound.Result) []*big.Float {
+	out := make([]*big.Float, len(q.Cells))
+	counts := make([]int64, len(q.Cells)) // values summed by each sum cell
 	for i, c := range q.Cells {
 		src := rw.CellSource[i]
 		if src.Column >= 0 {
 			out[i] = sc.values[g][src.Column]
+			if out[i] == nil {
+				out[i] = bigZero
+			}
 			continue
 		}
 		r := chosen[src.Search]
 		m := sc.hists[g][src.Search].Moments(r.LoIdx, r.HiIdx)
 		mid := cells[i].lo/2 + cells[i].hi/2
+		counts[i] = m.N
 		switch c.Kind {
 		case planner.CountValues:
-			out[i] = m.N
+			out[i] = new(big.Float).SetInt64(m.N)
 		case planner.ClippedSum, planner.CenteredSum:
-			out[i] = m.Sum
+			out[i] = m.Sum.Big()
 		case planner.CenteredSumSq:
-			// Σ (x − m)² = Σ x² − 2m Σ x + m² n over the clipped values.
-			out[i] = math.Max(0, m.SumSq-2*mid*m.Sum+mid*mid*m.N)
+			out[i] = CentredSquares(m.Sum.Big(), m.SumSq.Big(), m.N, mid)
 		}
 	}
-	// Centre the sums: Σ (clip(x) − m) = Σ clip(x) − m·n, from exact values.
+	// Centre the sums exactly: Σ (clip(x) − m) = Σ clip(x) − m·n, where n is
+	// the count of the values summed (the cell CountCell measures exactly
+	// those: every non-NULL value is numeric).
 	for i, c := range q.Cells {
 		if c.Kind == planner.CenteredSum {
-			mid := cells[i].lo/2 + cells[i].hi/2
-			out[i] -= mid * out[c.CountCell]
+			mid := new(big.Float).SetPrec(4096).SetFloat64(cells[i].lo/2 + cells[i].hi/2)
+			n := new(big.Float).SetPrec(4096).Set(out[c.CountCell])
+			v := new(big.Float).SetPrec(4096).Set(out[i])
+			out[i] = v.Sub(v, mid.Mul(mid, n))
 		}
 	}
 	return out
 }
 
-// scan runs the backend statement and returns the exact measurements per
-// group. With public domains only, the groups are every combination of
-// domain values, in domain order, with zeros for groups without rows; with
-// partition selection they are the groups the scan met, in its order.
-func scan(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.Rewritten) (*scanned, error) {
+// runScan runs the backend statement and returns the exact measurements
+// per group. With public domains only, the groups are every combination
+// of domain values, in domain order, with zeros for groups without rows;
+// with partition selection they are the groups the scan met.
+func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
+	q, rw := p.q, p.rw
 	nm := len(rw.Measured)
-	isHist := make([]int, nm)
-	for i := range isHist {
-		isHist[i] = -1
-	}
-	for s, col := range rw.SearchColumn {
-		isHist[col] = s
-	}
 	sc := &scanned{}
 	addGroup := func(keys []any) int {
 		sc.keys = append(sc.keys, keys)
-		sc.values = append(sc.values, make([]float64, nm))
-		sc.hists = append(sc.hists, make([]autobound.Histogram, len(q.Searches)))
+		sc.values = append(sc.values, make([]*big.Float, nm))
+		h := make([]*autobound.Histogram, len(q.Searches))
+		for i := range h {
+			h[i] = &autobound.Histogram{}
+		}
+		sc.hists = append(sc.hists, h)
 		return len(sc.keys) - 1
 	}
 	nk := len(q.Keys)
@@ -235,9 +385,6 @@ func scan(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.
 		g := 0
 		kv := make([]any, nk)
 		for i, k := range keys {
-			if b, ok := k.([]byte); ok {
-				k = string(b)
-			}
 			if d := q.Keys[i].Domain; d != nil {
 				idx, ok := k.(int64)
 				if !ok || idx < 0 || int(idx) >= len(d) {
@@ -253,70 +400,28 @@ func scan(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.
 		}
 		return addGroup(kv), nil
 	}
-	if rw.Bounded {
-		key := int64(randomKey())
-		defer boundedResults.Delete(key)
-		var handle any
-		if err := db.QueryRowContext(ctx, rw.Scan, key).Scan(&handle); err != nil {
-			return nil, backendError(ctx, err)
-		}
-		res, _ := takeBounded(key)
-		if res == nil {
-			return sc, nil // no row matched
-		}
-		for _, bg := range res.groups {
-			g, err := place(bg.keys)
-			if err != nil {
-				return nil, err
-			}
-			copy(sc.values[g], bg.values)
-			for s, col := range rw.SearchColumn {
-				sc.hists[g][s] = *bg.hists[col]
-			}
-		}
-		return sc, nil
-	}
-	rows, err := db.QueryContext(ctx, rw.Scan)
-	if err != nil {
+	key := int64(randomKey())
+	defer measuredResults.Delete(key)
+	var handle any
+	if err := p.scan.QueryRowContext(ctx, key).Scan(&handle); err != nil {
 		return nil, backendError(ctx, err)
 	}
-	defer rows.Close()
-	keys := make([]any, nk)
-	vals := make([]any, nm)
-	ptrs := make([]any, 0, nk+nm)
-	for i := range keys {
-		ptrs = append(ptrs, &keys[i])
+	res, _ := takeMeasured(key)
+	if res == nil {
+		return sc, nil // no row matched
 	}
-	for i := range vals {
-		ptrs = append(ptrs, &vals[i])
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, backendError(ctx, err)
+	for _, bg := range res.groups {
+		if len(bg.keys) != nk {
+			continue // the single group of a scan without keys that met no row
 		}
-		g, err := place(keys)
+		g, err := place(bg.keys)
 		if err != nil {
 			return nil, err
 		}
-		for j, v := range vals {
-			if s := isHist[j]; s >= 0 {
-				b, _ := v.([]byte)
-				if err := sc.hists[g][s].UnmarshalBinary(b); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			switch v := v.(type) {
-			case int64:
-				sc.values[g][j] = float64(v)
-			case float64:
-				sc.values[g][j] = v
-			}
-			// NULL (no rows) counts as 0.
+		copy(sc.values[g], bg.values)
+		for s, col := range rw.SearchColumn {
+			sc.hists[g][s] = bg.hists[col]
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, backendError(ctx, err)
 	}
 	return sc, nil
 }
@@ -334,7 +439,11 @@ func selectGroups(sc *scanned, q *planner.PrivateQuery, rw *rewrite.Rewritten, n
 	}
 	kept := 0
 	for g := range sc.keys {
-		n, err := noise.AddLaplace(sc.values[g][rw.UnitsColumn], sel.Sensitivity, sel.Epsilon)
+		units := sc.values[g][rw.UnitsColumn]
+		if units == nil {
+			units = bigZero
+		}
+		n, err := noise.AddLaplaceExact(units, sel.Sensitivity, sel.Epsilon)
 		if err != nil {
 			return err
 		}
@@ -355,12 +464,16 @@ func backendError(ctx context.Context, err error) error {
 	return ErrBackend
 }
 
+// maxCount is the largest count released: a noisy count beyond int64 is
+// clamped, never wrapped.
+const maxCount = 1 << 62
+
 // aggregateValue combines the noisy cells of one aggregate with bounds
 // [lo, hi] (declared or chosen).
 func aggregateValue(a *planner.Aggregate, cells []float64, lo, hi float64) any {
 	switch a.Kind {
 	case planner.AggCount:
-		return int64(math.Max(0, math.Round(cells[a.Cells[0]])))
+		return int64(math.Min(maxCount, math.Max(0, math.Round(cells[a.Cells[0]]))))
 	case planner.AggSum:
 		return cells[a.Cells[0]]
 	}
@@ -438,12 +551,12 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 		}
 	}
 	if u := q.Unit; u.Column != "" && q.UnitSQL != "" {
-		add("table", fmt.Sprintf("%s, private; privacy unit %s", q.FromName, parser.QuoteIdent(u.Column)))
+		add("table", fmt.Sprintf("%s, private; privacy unit %s (carried from the base column %s)", q.FromName, parser.QuoteIdent(u.Column), q.UnitBase))
 		add("bounding", fmt.Sprintf("each unit keeps at most %d group(s) and at most %d row(s) per group, chosen in an order keyed at random per query; one unit changes at most %d row(s)", u.MaxGroups, u.MaxRows, u.MaxGroups*u.MaxRows))
 	} else {
 		add("table", fmt.Sprintf("%s, private; each row is one privacy unit", q.FromName))
 		if q.UnitSQL != "" {
-			add("bounding", fmt.Sprintf("the join can repeat a row: each private row (%s) is kept at most once", q.UnitSQL))
+			add("bounding", fmt.Sprintf("the join can repeat a row: each private row (%s) is kept at most once", q.UnitBase))
 		}
 	}
 	add("groups", keys)
@@ -452,7 +565,7 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: sr.Sensitivity, Cutoff: 2, Monotonic: true}
 		add(fmt.Sprintf("bounds search s%d", i), fmt.Sprintf(
 			"%s: no declared bounds, chosen privately from one histogram scan (%s): sparse vector technique, cutoff 2, monotonic counts, ε=%.6g (%.3g of the query's ε), query noise scale %.4g, stops where at most about %d noise scales of values lie beyond a candidate; candidates 0 and (1 + k/8)·2^e for e in [%d, %d]",
-			sr.Label, rewrite.HistogramFunction, sr.Epsilon, q.BoundsFraction, mechanism.SparseQueryScale(opts), autobound.ThresholdScales, autobound.MinExp, autobound.MaxExp-1))
+			sr.Label, rewrite.MeasureFunction, sr.Epsilon, q.BoundsFraction, mechanism.SparseQueryScale(opts), autobound.ThresholdScales, autobound.MinExp, autobound.MaxExp-1))
 	}
 	for i, c := range q.Cells {
 		if c.Search >= 0 {

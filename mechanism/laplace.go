@@ -51,6 +51,10 @@ type Noiser interface {
 	// AddLaplace returns value plus Laplace noise calibrated to the given
 	// L1 sensitivity and epsilon.
 	AddLaplace(value, l1Sensitivity, epsilon float64) (float64, error)
+	// AddLaplaceExact is AddLaplace for an exact value (an exact sum that
+	// float64 may not represent): the value is rounded to the noise grid
+	// exactly, so the only rounding before the noise is that one step.
+	AddLaplaceExact(value *big.Float, l1Sensitivity, epsilon float64) (float64, error)
 	// NewSparse starts a sparse vector technique run.
 	NewSparse(opts SparseOptions) (Thresholder, error)
 }
@@ -122,6 +126,81 @@ func (n *SecureNoiser) AddLaplace(value, l1Sensitivity, epsilon float64) (float6
 	}
 	k := n.DiscreteLaplace(uint64(tf))
 	return math.Round(value/g)*g + float64(k)*g, nil
+}
+
+// CheckLaplace reports whether AddLaplace accepts these parameters for
+// every finite value: the planner calls it for every cell before the
+// charge, so that the noise step cannot fail after it.
+func CheckLaplace(l1Sensitivity, epsilon float64) error {
+	if err := checkPositive("sensitivity", l1Sensitivity); err != nil {
+		return err
+	}
+	if err := checkPositive("epsilon", epsilon); err != nil {
+		return err
+	}
+	b := LaplaceScale(l1Sensitivity, epsilon)
+	g := Granularity(b)
+	if math.IsInf(b, 0) || g <= 0 || math.IsInf(g, 0) || math.IsNaN(g) {
+		return fmt.Errorf("%w: noise scale %v/%v out of range", ErrInvalidParameter, l1Sensitivity, epsilon)
+	}
+	if tf := math.Ceil((l1Sensitivity/g+1)/epsilon) + 1; !(tf < 1<<62) {
+		return fmt.Errorf("%w: noise scale out of range", ErrInvalidParameter)
+	}
+	return nil
+}
+
+// AddLaplaceExact rounds the exact value to the grid — exactly, in big
+// arithmetic — and adds discrete Laplace noise, as AddLaplace does. The
+// result is converted to float64 only after the noise (post-processing),
+// saturating at ±MaxFloat64.
+func (n *SecureNoiser) AddLaplaceExact(value *big.Float, l1Sensitivity, epsilon float64) (float64, error) {
+	if err := CheckLaplace(l1Sensitivity, epsilon); err != nil {
+		return 0, err
+	}
+	if value == nil || value.IsInf() {
+		return 0, fmt.Errorf("%w: value is not finite", ErrInvalidParameter)
+	}
+	g := Granularity(LaplaceScale(l1Sensitivity, epsilon))
+	tf := math.Ceil((l1Sensitivity/g+1)/epsilon) + 1
+	k := n.DiscreteLaplace(uint64(tf))
+	_, gexp := math.Frexp(g) // g = 0.5·2^gexp, a power of two
+	steps := RoundToGrid(value, gexp-1)
+	steps.Add(steps, big.NewInt(k))
+	out := new(big.Float).SetPrec(uint(max(64, steps.BitLen()))).SetInt(steps)
+	out.SetMantExp(out, gexp-1)
+	f, _ := out.Float64()
+	return clampFinite(f), nil
+}
+
+// RoundToGrid returns round(value / 2^e) to the nearest integer, ties away
+// from zero, exactly.
+func RoundToGrid(value *big.Float, e int) *big.Int {
+	// Enough bits to hold x and x ± 1/2 exactly: from the higher of x's top
+	// bit and 2^0 down to the lower of its last bit and 2^-1.
+	xe := value.MantExp(nil) - e
+	prec := value.MinPrec() + uint(max(xe, -xe)) + 4
+	if prec < 64 {
+		prec = 64
+	}
+	x := new(big.Float).SetPrec(prec).SetMantExp(value, -e) // exact: scaling by a power of two
+	half := new(big.Float).SetPrec(prec).SetFloat64(0.5)
+	if x.Sign() < 0 {
+		x.Sub(x, half)
+	} else {
+		x.Add(x, half)
+	}
+	i, _ := x.Int(nil) // truncates toward zero
+	return i
+}
+
+func clampFinite(f float64) float64 {
+	if math.IsInf(f, 1) {
+		return math.MaxFloat64
+	}
+	if math.IsInf(f, -1) {
+		return -math.MaxFloat64
+	}
+	return f
 }
 
 // DiscreteLaplace draws k with P(k) ∝ exp(-|k|/t), exactly (Canonne, Kamath

@@ -10,12 +10,19 @@ import (
 
 // relCol is a column of the FROM clause's relation.
 type relCol struct {
-	qual    string // the table name or alias that qualifies it
+	qual    string // the table name or alias that qualifies it (analyst's spelling)
 	name    string
-	sql     string // how the rewritten SQL names it
+	sql     string // how the rewritten SQL names it: "generated alias"."column"
 	bounds  *catalog.Bounds
 	domain  []any
 	private bool
+	// table and column name the base table column it is, for the
+	// authorizer ("" for computed columns of a subquery).
+	table, column string
+	// unit is the relation's unit SQL when the column's value is the
+	// privacy unit by provenance (the base unit column itself, or a
+	// subquery output that is exactly that column); "" otherwise.
+	unit string
 }
 
 // relation is what the FROM clause produces: its columns, its SQL, and
@@ -26,18 +33,26 @@ type relation struct {
 	private bool
 	// unit: the policy's unit and bounds; unitSQL names the unit of each
 	// row in the relation ("" when each row is its own unit and needs no
-	// bounding: a single private table without a unit column).
+	// bounding: a single private table without a unit column). The unit
+	// is always carried by the engine from the base table's column, under
+	// a name the analyst cannot write.
 	unit    catalog.Unit
 	unitSQL string
+	// unitBase names the base column the unit comes from, for EXPLAIN.
+	unitBase string
 	// base is the private base table, when the relation is exactly one.
 	base *catalog.Table
+	// sql is the relation as a FROM item, printed from resolved names.
+	sql string
+	rn  *renderer
 }
 
-// resolve finds the column a reference names.
+// resolve finds the column a reference names, comparing names as SQLite
+// does, and records how the backend names it.
 func (r *relation) resolve(c *parser.ColumnRef) (*relCol, error) {
 	var found *relCol
 	for _, col := range r.cols {
-		if !strings.EqualFold(col.name, c.Name) || (c.Table != "" && !strings.EqualFold(col.qual, c.Table)) {
+		if !catalog.SameName(col.name, c.Name) || (c.Table != "" && !catalog.SameName(col.qual, c.Table)) {
 			continue
 		}
 		if found != nil {
@@ -51,6 +66,10 @@ func (r *relation) resolve(c *parser.ColumnRef) (*relCol, error) {
 		}
 		return nil, errorf(c.NamePos, ErrUnknownName, "unknown column %q in %s", c.Name, r.name)
 	}
+	r.rn.cols[c] = found.sql
+	if found.table != "" {
+		r.rn.read(found.table, found.column)
+	}
 	return found, nil
 }
 
@@ -58,30 +77,29 @@ func (r *relation) resolve(c *parser.ColumnRef) (*relCol, error) {
 // shape is one the engine can keep private.
 type fromBuilder struct {
 	cat  *catalog.Catalog
-	ctes map[string]*parser.CTE
+	ctes map[string]*parser.CTE // by folded name
 	// joined is set when the FROM has more than one item or a subquery,
 	// so rows can repeat and each needs an explicit unit.
 	joined bool
+	rn     *renderer
 }
 
-// buildFrom returns the FROM clause's relation and the builder that knows
-// its WITH queries (for rendering the clause).
-func buildFrom(stmt *parser.SelectStmt, cat *catalog.Catalog) (*relation, *fromBuilder, error) {
-	fb := &fromBuilder{cat: cat, ctes: map[string]*parser.CTE{}}
+// buildFrom returns the FROM clause's relation.
+func buildFrom(stmt *parser.SelectStmt, cat *catalog.Catalog, rn *renderer) (*relation, error) {
+	fb := &fromBuilder{cat: cat, ctes: map[string]*parser.CTE{}, rn: rn}
 	for i := range stmt.With {
 		c := &stmt.With[i]
-		if _, dup := fb.ctes[strings.ToLower(c.Name)]; dup {
-			return nil, nil, errorf(c.NamePos, ErrInvalidOption, "WITH name %q is defined twice", c.Name)
+		if _, dup := fb.ctes[catalog.FoldName(c.Name)]; dup {
+			return nil, errorf(c.NamePos, ErrInvalidOption, "WITH name %q is defined twice", c.Name)
 		}
-		fb.ctes[strings.ToLower(c.Name)] = c
+		fb.ctes[catalog.FoldName(c.Name)] = c
 	}
 	_, isTable := stmt.From.(*parser.TableRef)
 	fb.joined = !isTable
-	if t, ok := stmt.From.(*parser.TableRef); ok && fb.ctes[strings.ToLower(t.Name)] != nil {
+	if t, ok := stmt.From.(*parser.TableRef); ok && fb.ctes[catalog.FoldName(t.Name)] != nil {
 		fb.joined = true
 	}
-	rel, err := fb.item(stmt.From)
-	return rel, fb, err
+	return fb.item(stmt.From)
 }
 
 func (fb *fromBuilder) item(f parser.FromItem) (*relation, error) {
@@ -102,7 +120,7 @@ func (fb *fromBuilder) item(f parser.FromItem) (*relation, error) {
 // cte returns the WITH query a table reference names, if any, and the
 // alias its rows go by.
 func (fb *fromBuilder) cte(f *parser.TableRef) (*parser.CTE, string) {
-	cte := fb.ctes[strings.ToLower(f.Name)]
+	cte := fb.ctes[catalog.FoldName(f.Name)]
 	if cte == nil {
 		return nil, ""
 	}
@@ -111,6 +129,9 @@ func (fb *fromBuilder) cte(f *parser.TableRef) (*parser.CTE, string) {
 	}
 	return cte, f.Name
 }
+
+// rowidNames are SQLite's names for a rowid; a real column can shadow each.
+var rowidNames = []string{"rowid", "_rowid_", "oid"}
 
 func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 	if catalog.IsInternalName(f.Name) {
@@ -124,13 +145,17 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 	if qual == "" {
 		qual = t.Name
 	}
-	r := &relation{name: fmt.Sprintf("table %q", t.Name), private: !t.Public, unit: t.Unit}
-	prefix := ""
-	if fb.joined {
-		prefix = parser.QuoteIdent(qual) + "."
+	alias := fb.rn.alias()
+	prefix := parser.QuoteIdent(alias) + "."
+	r := &relation{name: fmt.Sprintf("table %q", t.Name), private: !t.Public, unit: t.Unit, rn: fb.rn,
+		sql: parser.QuoteIdent(t.Name) + " AS " + parser.QuoteIdent(alias)}
+	if t.Public {
+		fb.rn.read(t.Name, "*")
+	} else if fb.rn.reads[t.Name] == nil {
+		fb.rn.reads[t.Name] = map[string]bool{} // the table itself (its size, for COUNT(*))
 	}
 	for _, c := range t.Columns {
-		col := &relCol{qual: qual, name: c.Name, sql: prefix + parser.QuoteIdent(c.Name), private: !t.Public}
+		col := &relCol{qual: qual, name: c.Name, sql: prefix + parser.QuoteIdent(c.Name), private: !t.Public, table: t.Name, column: c.Name}
 		if b, ok := t.Bounds[c.Name]; ok && !t.Public {
 			col.bounds = &b
 		}
@@ -144,23 +169,56 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 		switch {
 		case t.Unit.Column != "":
 			r.unitSQL = prefix + parser.QuoteIdent(t.Unit.Column)
+			r.unitBase = parser.QuoteIdent(t.Name) + "." + parser.QuoteIdent(t.Unit.Column)
+			fb.rn.read(t.Name, t.Unit.Column)
+			for _, col := range r.cols {
+				if col.column == t.Unit.Column {
+					col.unit = r.unitSQL
+				}
+			}
 		case fb.joined:
 			// Each row is a unit, but a join can repeat it: the row's
 			// identity becomes the unit, so bounding keeps it once.
-			r.unitSQL = parser.QuoteIdent(qual) + ".rowid"
+			name := ""
+			for _, n := range rowidNames {
+				if _, shadowed := t.Column(n); !shadowed {
+					name = n
+					break
+				}
+			}
+			if name == "" {
+				return nil, errorf(f.NamePos, ErrUnsupported, "table %q has columns named rowid, _rowid_ and oid, so its rows cannot be told apart in a join; the owner can set a privacy_unit_column", t.Name)
+			}
+			r.unitSQL = prefix + name
+			r.unitBase = parser.QuoteIdent(t.Name) + "." + name
 			r.unit = catalog.Unit{MaxGroups: 1, MaxRows: 1}
+			fb.rn.read(t.Name, "ROWID")
 		}
 	}
 	return r, nil
 }
 
+// subqueryAggregates are the aggregates a subquery in FROM may use: those
+// SQLite has and the renderer makes total.
+var subqueryAggregates = map[string]bool{"COUNT": true, "SUM": true, "AVG": true, "MIN": true, "MAX": true}
+
+// unitColumn is the reserved output column that carries a subquery's
+// privacy unit; outputColumn names its other outputs. Analysts cannot
+// write names with the reserved prefix, so neither can be impersonated.
+const unitColumn = catalog.InternalPrefix + "unit"
+
+func outputColumn(i int) string { return fmt.Sprintf("%sc%d", catalog.InternalPrefix, i) }
+
 // derived checks a subquery in FROM (or a WITH query). It must read one
-// private table with a privacy unit column and keep that column, either
-// row by row (no GROUP BY, no aggregates) or per unit (GROUP BY includes
-// the unit column). Then each of its rows belongs to exactly one unit and
-// is computed from that unit's rows only, so adding or removing a unit
-// changes only that unit's rows of the derived table — the bounding and
-// sensitivities that follow apply to it unchanged. Its values are not
+// table; if that table is private it must have a privacy unit column, and
+// the subquery either keeps rows as they are (no GROUP BY, no aggregates)
+// or aggregates per unit (GROUP BY includes the unit column). Then each of
+// its rows belongs to exactly one unit and is computed from that unit's
+// rows only, so adding or removing a unit changes only that unit's rows of
+// the derived table — the bounding and sensitivities that follow apply to
+// it unchanged. The unit travels in a reserved column projected from the
+// base unit column (UnitProvenance), whatever the analyst names the
+// outputs; the outputs get generated names too. Its values are not
 // released: only the outer query's noisy aggregates are.
 func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Pos) (*relation, error) {
 	refuse := func(p parser.Pos, format string, args ...any) error {
@@ -173,87 +231,164 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 		return nil, refuse(q.SelectPos, "needs a FROM clause")
 	}
 	tref, ok := q.From.(*parser.TableRef)
-	if !ok || fb.ctes[strings.ToLower(tref.Name)] != nil {
+	if !ok || fb.ctes[catalog.FoldName(tref.Name)] != nil {
 		return nil, refuse(q.From.Pos(), "must read one table (joins go in the outer query)")
 	}
 	if q.Limit != nil || q.Offset != nil || len(q.OrderBy) > 0 {
 		return nil, refuse(q.SelectPos, "LIMIT, OFFSET and ORDER BY would let other units decide which rows remain")
 	}
-	inner := &fromBuilder{cat: fb.cat, ctes: map[string]*parser.CTE{}}
+	inner := &fromBuilder{cat: fb.cat, ctes: map[string]*parser.CTE{}, rn: fb.rn, joined: true}
 	base, err := inner.table(tref)
 	if err != nil {
 		return nil, err
 	}
-	r := &relation{name: fmt.Sprintf("subquery %q", alias), private: base.private, unit: base.unit}
+	outAlias := fb.rn.alias()
+	r := &relation{name: fmt.Sprintf("subquery %q", alias), private: base.private, unit: base.unit, rn: fb.rn}
 	if base.private && base.unit.Column == "" {
 		return nil, refuse(pos, "reads private table %q, which has no privacy_unit_column; a subquery must keep the unit it aggregates over", base.base.Name)
 	}
-	// Names of the output columns; the unit column must be among them.
-	unitOut := ""
-	for _, it := range q.Items {
+	if base.private {
+		r.unitSQL = parser.QuoteIdent(outAlias) + "." + parser.QuoteIdent(unitColumn)
+		r.unitBase = base.unitBase
+	}
+	var names []string
+	for i, it := range q.Items {
 		if it.Star {
 			return nil, refuse(it.At, "list its columns instead of *")
 		}
 		name := it.Alias
+		col := &relCol{qual: alias, sql: parser.QuoteIdent(outAlias) + "." + parser.QuoteIdent(outputColumn(i)), private: base.private}
 		if c, ok := it.Expr.(*parser.ColumnRef); ok {
-			col, err := base.resolve(c)
+			bc, err := base.resolve(c)
 			if err != nil {
 				return nil, err
 			}
 			if name == "" {
-				name = col.name
+				name = bc.name
 			}
-			if base.private && strings.EqualFold(col.name, base.unit.Column) {
-				unitOut = name
+			if bc.unit != "" {
+				col.unit = r.unitSQL
 			}
 		}
 		if name == "" {
 			return nil, refuse(it.At, "give %s a name with AS", parser.Format(it.Expr))
 		}
-		r.cols = append(r.cols, &relCol{qual: alias, name: name, sql: parser.QuoteIdent(alias) + "." + parser.QuoteIdent(name), private: base.private})
+		col.name = name
+		names = append(names, name)
+		r.cols = append(r.cols, col)
 	}
-	if err := checkRelationColumns(q, base); err != nil {
-		return nil, err
-	}
-	if !base.private {
-		return r, nil
-	}
-	if unitOut == "" {
-		return nil, refuse(q.SelectPos, "must select the privacy unit column %q", base.unit.Column)
-	}
-	hasAgg := false
-	forEachExpr(q, func(e parser.Expr) { hasAgg = hasAgg || containsAggregate(e) })
-	if len(q.GroupBy) > 0 || hasAgg {
-		grouped := false
-		for _, g := range q.GroupBy {
-			if c, ok := g.(*parser.ColumnRef); ok {
-				if col, err := base.resolve(c); err == nil && strings.EqualFold(col.name, base.unit.Column) {
-					grouped = true
-				}
+	if err := resolveAll(q, base, func(name string) (string, bool) {
+		for i, n := range names {
+			if q.Items[i].Alias != "" && catalog.SameName(n, name) {
+				return parser.QuoteIdent(outputColumn(i)), true
 			}
 		}
-		if !grouped {
-			return nil, refuse(q.SelectPos, "aggregates in a subquery must be per unit: add %q to its GROUP BY", base.unit.Column)
+		return "", false
+	}); err != nil {
+		return nil, err
+	}
+	var aggErr error
+	forEachExpr(q, func(e parser.Expr) {
+		parser.Walk(e, func(x parser.Expr) bool {
+			if c, ok := x.(*parser.CallExpr); ok && parser.IsAggregate(c) && !subqueryAggregates[c.Name] && aggErr == nil {
+				aggErr = refuse(c.NamePos, "aggregate %s is not available in a subquery (available: COUNT, SUM, AVG, MIN, MAX)", c.Name)
+			}
+			return aggErr == nil
+		})
+	})
+	if aggErr != nil {
+		return nil, aggErr
+	}
+	if base.private {
+		hasAgg := false
+		forEachExpr(q, func(e parser.Expr) { hasAgg = hasAgg || containsAggregate(e) })
+		if len(q.GroupBy) > 0 || hasAgg {
+			grouped := false
+			for _, g := range q.GroupBy {
+				if c, ok := g.(*parser.ColumnRef); ok {
+					if col, err := base.resolve(c); err == nil && col.unit != "" {
+						grouped = true
+					}
+				}
+			}
+			if !grouped {
+				return nil, refuse(q.SelectPos, "aggregates in a subquery must be per unit: add %q to its GROUP BY", base.unit.Column)
+			}
 		}
 	}
-	r.unitSQL = parser.QuoteIdent(alias) + "." + parser.QuoteIdent(unitOut)
+	var sb strings.Builder
+	sb.WriteString("(SELECT ")
+	for i, it := range q.Items {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(fb.rn.sql(it.Expr, nil) + " AS " + parser.QuoteIdent(outputColumn(i)))
+	}
+	if base.private {
+		sb.WriteString(", " + base.unitSQL + " AS " + parser.QuoteIdent(unitColumn))
+	}
+	sb.WriteString(" FROM " + base.sql)
+	writeTail(&sb, q, fb.rn, false)
+	sb.WriteString(") AS " + parser.QuoteIdent(outAlias))
+	r.sql = sb.String()
 	return r, nil
 }
 
-// checkRelationColumns resolves every column of a query against a relation.
-func checkRelationColumns(q *parser.SelectStmt, r *relation) error {
-	aliases := map[string]bool{}
-	for _, it := range q.Items {
-		if it.Alias != "" {
-			aliases[strings.ToLower(it.Alias)] = true
+// writeTail prints WHERE, GROUP BY and HAVING (and, for a top-level public
+// query, ORDER BY, LIMIT and OFFSET) from resolved names.
+func writeTail(sb *strings.Builder, q *parser.SelectStmt, rn *renderer, orderAndLimit bool) {
+	if q.Where != nil {
+		sb.WriteString(" WHERE " + rn.sql(q.Where, nil))
+	}
+	if len(q.GroupBy) > 0 {
+		sb.WriteString(" GROUP BY ")
+		for i, g := range q.GroupBy {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(rn.sql(g, nil))
 		}
 	}
+	if q.Having != nil {
+		sb.WriteString(" HAVING " + rn.sql(q.Having, nil))
+	}
+	if !orderAndLimit {
+		return
+	}
+	if len(q.OrderBy) > 0 {
+		sb.WriteString(" ORDER BY ")
+		for i, o := range q.OrderBy {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(rn.sql(o.Expr, nil))
+			if o.Desc {
+				sb.WriteString(" DESC")
+			}
+		}
+	}
+	if q.Limit != nil {
+		sb.WriteString(" LIMIT " + rn.sql(q.Limit, nil))
+		if q.Offset != nil {
+			sb.WriteString(" OFFSET " + rn.sql(q.Offset, nil))
+		}
+	}
+}
+
+// resolveAll resolves every column of a query against a relation; a name
+// that is not a column may be one of the query's own aliases, which alias
+// renders.
+func resolveAll(q *parser.SelectStmt, r *relation, alias func(name string) (string, bool)) error {
 	var err error
 	forEachExpr(q, func(e parser.Expr) {
 		parser.Walk(e, func(x parser.Expr) bool {
 			if c, ok := x.(*parser.ColumnRef); ok && err == nil {
-				if _, rerr := r.resolve(c); rerr != nil && !(c.Table == "" && aliases[strings.ToLower(c.Name)]) {
-					err = rerr
+				if _, rerr := r.resolve(c); rerr != nil {
+					if s, ok := alias(c.Name); ok && c.Table == "" {
+						r.rn.cols[c] = s
+					} else {
+						err = rerr
+					}
 				}
 			}
 			return err == nil
@@ -276,7 +411,7 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 		return nil, err
 	}
 	out := &relation{name: l.name + " joined with " + r.name, cols: append(append([]*relCol{}, l.cols...), r.cols...),
-		private: l.private || r.private}
+		private: l.private || r.private, rn: fb.rn}
 	// ON must be a conjunction of equalities between columns.
 	var eqs [][2]*relCol
 	var walk func(e parser.Expr) error
@@ -313,6 +448,7 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 	if err := walk(j.On); err != nil {
 		return nil, err
 	}
+	out.sql = l.sql + " JOIN " + r.sql + " ON " + fb.rn.sql(j.On, nil)
 	switch {
 	case !l.private && !r.private:
 		return out, nil
@@ -322,37 +458,20 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 		}
 		matched := false
 		for _, e := range eqs {
-			if (e[0].sql == l.unitSQL && e[1].sql == r.unitSQL) || (e[1].sql == l.unitSQL && e[0].sql == r.unitSQL) {
+			if (e[0].unit == l.unitSQL && e[1].unit == r.unitSQL) || (e[1].unit == l.unitSQL && e[0].unit == r.unitSQL) {
 				matched = true
 			}
 		}
 		if !matched {
-			return nil, errorf(j.JoinPos, ErrNotPrivate, "two private relations may only be joined on their privacy unit columns: add %s = %s to ON", l.unitSQL, r.unitSQL)
+			return nil, errorf(j.JoinPos, ErrNotPrivate, "two private relations may only be joined on their privacy unit columns: add %s = %s to ON", l.unitBase, r.unitBase)
 		}
-		out.unit, out.unitSQL = l.unit, l.unitSQL
+		out.unit, out.unitSQL, out.unitBase = l.unit, l.unitSQL, l.unitBase
 	default:
 		p := l
 		if r.private {
 			p = r
 		}
-		out.unit, out.unitSQL = p.unit, p.unitSQL
+		out.unit, out.unitSQL, out.unitBase = p.unit, p.unitSQL, p.unitBase
 	}
 	return out, nil
-}
-
-// fromSQL renders the FROM clause for the rewritten query, with WITH
-// queries inlined as subqueries.
-func (fb *fromBuilder) fromSQL(f parser.FromItem) string {
-	switch f := f.(type) {
-	case *parser.TableRef:
-		if cte, alias := fb.cte(f); cte != nil {
-			return "(" + parser.FormatStmt(cte.Query) + ") AS " + parser.QuoteIdent(alias)
-		}
-		return parser.FormatFrom(f)
-	case *parser.SubqueryRef:
-		return parser.FormatFrom(f)
-	case *parser.JoinExpr:
-		return fb.fromSQL(f.Left) + " JOIN " + fb.fromSQL(f.Right) + " ON " + parser.Format(f.On)
-	}
-	return ""
 }

@@ -65,6 +65,11 @@ type Plan interface{ planNode() }
 // written, without noise and without spending budget.
 type PublicQuery struct {
 	Stmt *parser.SelectStmt
+	// SQL is the statement the backend runs, printed from the resolved
+	// plan (never the analyst's text).
+	SQL string
+	// Reads is what SQL may read: per table, the columns ("*": all).
+	Reads map[string]map[string]bool
 }
 
 // CellKind is what a noisy cell measures.
@@ -184,11 +189,18 @@ type Output struct {
 type PrivateQuery struct {
 	Stmt *parser.SelectStmt
 	// FromSQL is the FROM clause as the backend runs it (WITH queries
-	// inlined); FromName names it in messages.
+	// inlined, every name resolved); FromName names it in messages.
 	FromSQL, FromName string
 	// UnitSQL names each row's privacy unit in FromSQL; "" when every row
-	// is its own unit and appears once (no bounding needed).
-	UnitSQL    string
+	// is its own unit and appears once (no bounding needed). It is always
+	// engine-generated: the base unit column, or a reserved column that
+	// a subquery projects from it.
+	UnitSQL string
+	// UnitBase is the base table column the unit comes from (for EXPLAIN).
+	UnitBase string
+	// Reads is what the backend statement may read: per table, the
+	// columns the plan resolved ("*": every column of a public table).
+	Reads      map[string]map[string]bool
 	Where      parser.Expr
 	Keys       []GroupKey
 	Aggregates []*Aggregate
@@ -215,7 +227,38 @@ type PrivateQuery struct {
 	// KeyOf maps every reference to a GROUP BY column outside aggregates
 	// to its key index.
 	KeyOf map[*parser.ColumnRef]int
+	// AliasOf maps every reference to a select-list alias (in HAVING and
+	// ORDER BY) to the output it names.
+	AliasOf map[*parser.ColumnRef]int
+
+	rn *renderer
 }
+
+// SQL renders a per-row expression of the query (WHERE, an aggregate
+// argument) for the backend, from resolved names and in total form.
+func (q *PrivateQuery) SQL(e parser.Expr) string { return q.rn.sql(e, nil) }
+
+// PostSQL renders an output expression, with override replacing
+// aggregates and keys; alias references are replaced by the expression
+// they name.
+func (q *PrivateQuery) PostSQL(e parser.Expr, override func(parser.Expr) (string, bool)) string {
+	var ov func(parser.Expr) (string, bool)
+	ov = func(x parser.Expr) (string, bool) {
+		if s, ok := override(x); ok {
+			return s, true
+		}
+		if c, ok := x.(*parser.ColumnRef); ok {
+			if i, ok := q.AliasOf[c]; ok {
+				return "(" + q.rn.sql(q.Outputs[i].Expr, ov) + ")", true
+			}
+		}
+		return "", false
+	}
+	return q.rn.sql(e, ov)
+}
+
+// RenderErr reports an internal failure to resolve a rendered name.
+func (q *PrivateQuery) RenderErr() error { return q.rn.err() }
 
 // Groups is the number of output groups: the product of the domain sizes
 // (meaningful only without Selection).
@@ -247,6 +290,10 @@ const maxGroups = 1_000_000
 
 // PlanSelect plans a SELECT against the catalog.
 func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Plan, error) {
+	if err := checkStmtTotal(stmt); err != nil {
+		return nil, err
+	}
+	rn := newRenderer()
 	if stmt.From == nil {
 		if stmt.DP {
 			return nil, errorf(stmt.SelectPos, ErrUnsupported, "SELECT WITH DIFFERENTIAL_PRIVACY needs a FROM clause")
@@ -254,28 +301,74 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 		if err := noColumns(stmt); err != nil {
 			return nil, err
 		}
-		return &PublicQuery{Stmt: stmt}, nil
+		return &PublicQuery{Stmt: stmt, SQL: publicSQL(stmt, nil, rn), Reads: rn.reads}, nil
 	}
-	rel, fb, err := buildFrom(stmt, cat)
+	rel, err := buildFrom(stmt, cat, rn)
 	if err != nil {
 		return nil, err
 	}
 	if !rel.private {
-		if err := checkRelationColumns(stmt, rel); err != nil {
+		if stmt.DP {
+			return nil, errorf(stmt.SelectPos, ErrUnsupported, "the query reads only public tables: it needs no DIFFERENTIAL_PRIVACY clause")
+		}
+		if err := resolveAll(stmt, rel, func(name string) (string, bool) {
+			for _, it := range stmt.Items {
+				if it.Alias != "" && catalog.SameName(it.Alias, name) {
+					return parser.QuoteIdent(it.Alias), true
+				}
+			}
+			return "", false
+		}); err != nil {
 			return nil, err
 		}
-		return &PublicQuery{Stmt: stmt}, nil
+		sqlText := publicSQL(stmt, rel, rn)
+		if err := rn.err(); err != nil {
+			return nil, err
+		}
+		return &PublicQuery{Stmt: stmt, SQL: sqlText, Reads: rn.reads}, nil
 	}
 	b := &builder{stmt: stmt, rel: rel, searchIndex: map[string]int{}, q: &PrivateQuery{
-		Stmt: stmt, FromSQL: fb.fromSQL(stmt.From), FromName: rel.name, UnitSQL: rel.unitSQL,
+		Stmt: stmt, FromSQL: rel.sql, FromName: rel.name, UnitSQL: rel.unitSQL, UnitBase: rel.unitBase,
 		Where: stmt.Where, Having: stmt.Having, OrderBy: stmt.OrderBy,
 		Limit: stmt.Limit, Offset: stmt.Offset,
-		AggOf: map[*parser.CallExpr]int{}, KeyOf: map[*parser.ColumnRef]int{},
+		AggOf: map[*parser.CallExpr]int{}, KeyOf: map[*parser.ColumnRef]int{}, AliasOf: map[*parser.ColumnRef]int{},
+		Reads: rn.reads, rn: rn,
 	}, cellIndex: map[string]int{}, aggIndex: map[string]int{}}
 	if err := b.build(sess); err != nil {
 		return nil, err
 	}
 	return b.q, nil
+}
+
+// publicSQL prints a query over public tables (or none) from resolved
+// names. Every output gets an explicit name: the analyst's alias, the
+// column name as written, or the canonical text of the expression.
+func publicSQL(stmt *parser.SelectStmt, rel *relation, rn *renderer) string {
+	var sb strings.Builder
+	sb.WriteString("SELECT ")
+	for i, it := range stmt.Items {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		if it.Star {
+			sb.WriteString("*")
+			continue
+		}
+		name := it.Alias
+		if name == "" {
+			if c, ok := it.Expr.(*parser.ColumnRef); ok {
+				name = c.Name
+			} else {
+				name = parser.Format(it.Expr)
+			}
+		}
+		sb.WriteString(rn.sql(it.Expr, nil) + " AS " + parser.QuoteIdent(name))
+	}
+	if rel != nil {
+		sb.WriteString(" FROM " + rel.sql)
+	}
+	writeTail(&sb, stmt, rn, true)
+	return sb.String()
 }
 
 // noColumns rejects column references in a SELECT without FROM.
@@ -321,7 +414,7 @@ type builder struct {
 	cellIndex   map[string]int
 	aggIndex    map[string]int
 	searchIndex map[string]int
-	aliases     map[string]bool
+	aliases     map[string]int // folded alias → output index
 	rowScale    float64 // l0·l∞: rows one unit can change
 	delta       float64
 }
@@ -353,7 +446,7 @@ func (b *builder) build(sess Session) error {
 	if b.q.Selection == nil && b.q.Groups() > maxGroups {
 		return errorf(s.GroupBy[0].Pos(), ErrUnsupported, "GROUP BY over %d groups exceeds the limit of %d", b.q.Groups(), maxGroups)
 	}
-	b.aliases = map[string]bool{}
+	b.aliases = map[string]int{}
 	hasAgg := false
 	for _, it := range s.Items {
 		if it.Star {
@@ -370,8 +463,8 @@ func (b *builder) build(sess Session) error {
 			} else {
 				name = parser.Format(it.Expr)
 			}
-		} else {
-			b.aliases[strings.ToLower(it.Alias)] = true
+		} else if _, dup := b.aliases[catalog.FoldName(it.Alias)]; !dup {
+			b.aliases[catalog.FoldName(it.Alias)] = len(b.q.Outputs)
 		}
 		b.q.Outputs = append(b.q.Outputs, Output{Name: name, Expr: it.Expr})
 	}
@@ -603,7 +696,8 @@ func (b *builder) outputExpr(e parser.Expr, where string) error {
 				b.q.KeyOf[x] = i
 				return true
 			}
-			if x.Table == "" && b.aliases[strings.ToLower(x.Name)] && where != "the select list" {
+			if i, ok := b.aliases[catalog.FoldName(x.Name)]; ok && x.Table == "" && where != "the select list" {
+				b.q.AliasOf[x] = i
 				return true
 			}
 			if _, cerr := b.column(x); cerr != nil {
@@ -643,7 +737,7 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		if ok {
 			col, _ = b.rel.resolve(c)
 		}
-		if col == nil || b.q.Unit.Column == "" || col.sql != b.rel.unitSQL {
+		if col == nil || b.q.Unit.Column == "" || col.unit == "" || col.unit != b.rel.unitSQL {
 			return errorf(call.NamePos, ErrUnsupported, "COUNT(DISTINCT ...) is supported only on the privacy unit column (the table's privacy_unit_column)")
 		}
 		countUnits = true

@@ -2,25 +2,15 @@
 // and the SQL that post-processes the noisy results.
 //
 // Where it sits: planner → rewrite → exec. The backend statement scans the
-// private table once and returns, per group of the public domain, the exact
-// cells the plan asked for; exec adds noise to every cell. The
+// private table once, through the measurement aggregate, which leaves per
+// group the exact cells the plan asked for; exec adds noise to every cell. The
 // post-processing statement then reads only the noisy results (a temporary
 // table of noisy aggregates and public keys) to apply the select list's
 // expressions, HAVING, ORDER BY and LIMIT.
 //
-// Why the rules preserve privacy:
-//   - ClipValues: every summed value is clipped to the declared [lo, hi]
-//     inside the scan, so one row moves a sum by at most max(|lo|, |hi|),
-//     whatever the data.
-//   - HistogramForSearch: an argument without declared bounds is measured
-//     as a magnitude histogram, from which exec chooses bounds with the
-//     sparse vector technique and then reads the clipped sums for exactly
-//     those bounds; the histogram itself never leaves exec.
-//   - PublicDomainKeys: group keys are mapped to positions in the owner's
-//     public domain; rows outside it are dropped, and groups with no rows
-//     are filled in by exec, so which groups appear reveals nothing.
-//   - NoisyResultsOnly: the post-processing statement reads only the
-//     temporary table of noisy values; it cannot name the private table.
+// The rules and why each preserves privacy are listed on Private; the
+// post-processing statement (NoisyResultsOnly) reads only the temporary
+// table of noisy values and public keys: it cannot name the private table.
 package rewrite
 
 import (
@@ -37,11 +27,12 @@ const ResultTable = "_dpsql_result"
 
 // Rewritten is what exec runs for one private query.
 type Rewritten struct {
-	// Scan is the backend statement. Its columns are one key index per
-	// GROUP BY column (0-based position in that column's domain), then the
-	// distinct measurements the cells need.
+	// Scan is the backend statement: one call of the measurement
+	// aggregate (MeasureFunction) over the FROM clause, which takes one
+	// parameter, a fresh random 64-bit key, and returns it as the handle
+	// of its per-group measurements (in the order of Measured).
 	Scan string
-	// Measured lists the SQL of the Scan's columns after the keys.
+	// Measured lists the measurement specs of the Scan.
 	Measured []string
 	// CellSource says where each cell of the plan gets its exact value:
 	// a measured column (cells with the same measurement, such as SUM and
@@ -54,10 +45,6 @@ type Rewritten struct {
 	// UnitsColumn is the measured column counting distinct units per group
 	// for partition selection, or -1.
 	UnitsColumn int
-	// Bounded: the Scan is one call of the bounded aggregate, which takes
-	// one parameter, a fresh random 64-bit key, and returns it as the handle
-	// of its measurements (in the order of Measured).
-	Bounded bool
 	// ResultColumns are the columns of ResultTable: k0.. (key values) then
 	// a0.. (noisy aggregate values).
 	ResultColumns []string
@@ -72,27 +59,33 @@ type Source struct {
 	Search int
 }
 
-// HistogramFunction is the SQLite aggregate (registered by exec) that
-// returns a value's magnitude histogram (autobound.Histogram, encoded).
-const HistogramFunction = "dpsql_histogram"
-
 // KeyColumn names the result column holding GROUP BY key i.
 func KeyColumn(i int) string { return "k" + strconv.Itoa(i) }
 
 // AggColumn names the result column holding aggregate i.
 func AggColumn(i int) string { return "a" + strconv.Itoa(i) }
 
-// Private rewrites a private query.
+// MeasureFunction is the SQLite aggregate (registered by exec) that bounds
+// each unit's contribution and measures what is kept; see exec/measure.go.
+const MeasureFunction = "dpsql_measure"
+
+// Private rewrites a private query. Every expression is printed by the
+// planner from resolved names (q.SQL), never from the analyst's text.
+//
+// Why the rules preserve privacy:
+//   - ContributionBounding: with a unit column the aggregate keeps, per
+//     unit, at most l0 groups and l∞ rows per group and measures those.
+//   - NumericClip: every value is converted to a number by a total rule and
+//     clipped numerically before it is summed, whatever its storage class.
+//   - ExactSums: sums are exact; the value handed to the noise is the exact
+//     clipped aggregate.
+//   - PublicDomainKeys: group keys are mapped to positions in the owner's
+//     public domain; rows outside it are dropped, and groups with no rows
+//     are filled in by exec, so which groups appear reveals nothing.
 func Private(q *planner.PrivateQuery) (*Rewritten, error) {
-	var sel []string
-	for i := range q.Keys {
-		sel = append(sel, scanKey(i))
-	}
-	bounded := q.UnitSQL != ""
-	measured := map[string]int{}
-	var measuredSQL, specs, args []string
+	var args, specs []string
 	argIndex := func(e parser.Expr) string {
-		a := parser.Format(e)
+		a := q.SQL(e)
 		for i, x := range args {
 			if x == a {
 				return strconv.Itoa(i)
@@ -101,25 +94,20 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 		args = append(args, a)
 		return strconv.Itoa(len(args) - 1)
 	}
-	// measure adds a measurement: its SQL for a plain scan, and (with
-	// contribution bounding) its spec for the bounded aggregate.
-	measure := func(m string, spec func() string) int {
-		j, ok := measured[m]
+	measured := map[string]int{}
+	measure := func(spec string) int {
+		j, ok := measured[spec]
 		if !ok {
-			j = len(measuredSQL)
-			measured[m] = j
-			measuredSQL = append(measuredSQL, m)
-			sel = append(sel, m+" AS m"+strconv.Itoa(j))
-			if bounded {
-				specs = append(specs, spec())
-			}
+			j = len(specs)
+			measured[spec] = j
+			specs = append(specs, spec)
 		}
 		return j
 	}
 	searchColumn := make([]int, len(q.Searches))
 	searchOf := map[string]int{}
 	for i, sr := range q.Searches {
-		searchColumn[i] = measure(HistogramFunction+"("+parser.Format(sr.Arg)+")", func() string { return "h" + argIndex(sr.Arg) })
+		searchColumn[i] = measure("h" + argIndex(sr.Arg))
 		searchOf[sr.Label] = i
 	}
 	cellSource := make([]Source, len(q.Cells))
@@ -132,68 +120,51 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 			}
 		}
 		if src.Search < 0 {
-			src.Column = measure(cellSQL(c), func() string { return cellSpec(c, argIndex) })
+			src.Column = measure(cellSpec(c, argIndex))
 		}
 		cellSource[i] = src
 	}
+	bounded := q.UnitSQL != ""
 	r := &Rewritten{CellSource: cellSource, SearchColumn: searchColumn, UnitsColumn: -1}
 	if q.Selection != nil {
 		// The partition selection counts distinct units per group.
 		if bounded {
-			r.UnitsColumn = measure("COUNT(DISTINCT "+q.UnitSQL+")", func() string { return "u" })
+			r.UnitsColumn = measure("u")
 		} else {
-			r.UnitsColumn = measure("COUNT(*)", func() string { return "n" })
+			r.UnitsColumn = measure("n")
 		}
 	}
-	r.Measured = measuredSQL
-	var keys, domainNotNull []string
-	for i, k := range q.Keys {
-		keys = append(keys, scanKey(i))
+	if len(specs) == 0 {
+		specs = append(specs, "n") // the aggregate needs at least one measurement
+	}
+	r.Measured = specs
+	l0, unit := "0", "NULL"
+	var where []string
+	if bounded {
+		l0, unit = strconv.FormatInt(q.Unit.MaxGroups, 10), q.UnitSQL
+		where = append(where, unit+" IS NOT NULL")
+	}
+	call := []string{"?1", parser.QuoteString(strings.Join(specs, ";")), l0,
+		strconv.FormatInt(q.Unit.MaxRows, 10), strconv.Itoa(len(q.Keys)), unit}
+	for _, k := range q.Keys {
+		call = append(call, keyExpr(k))
 		if k.Domain != nil {
-			domainNotNull = append(domainNotNull, scanKey(i)+" IS NOT NULL")
+			var vals []string
+			for _, v := range k.Domain {
+				vals = append(vals, SQLLiteral(v))
+			}
+			where = append(where, k.SQL+" IN ("+strings.Join(vals, ", ")+")")
 		}
 	}
-	var sb strings.Builder
-	if !bounded {
-		var items []string
-		for i, k := range q.Keys {
-			items = append(items, keyExpr(k)+" AS "+scanKey(i))
-		}
-		sb.WriteString("SELECT " + strings.Join(append(items, sel[len(q.Keys):]...), ", ") + " FROM " + q.FromSQL)
-		if q.Where != nil {
-			sb.WriteString(" WHERE " + parser.Format(q.Where))
-		}
-		if len(keys) > 0 {
-			sb.WriteString(" GROUP BY " + strings.Join(keys, ", "))
-			if len(domainNotNull) > 0 {
-				sb.WriteString(" HAVING " + strings.Join(domainNotNull, " AND "))
-			}
-		}
-	} else {
-		// ContributionBounding: the bounded aggregate keeps, per unit, at
-		// most l0 groups and l∞ rows per group and measures those.
-		unit := q.UnitSQL
-		call := []string{"?1", parser.QuoteString(strings.Join(specs, ";")), strconv.FormatInt(q.Unit.MaxGroups, 10),
-			strconv.FormatInt(q.Unit.MaxRows, 10), strconv.Itoa(len(q.Keys)), unit}
-		where := []string{unit + " IS NOT NULL"}
-		for _, k := range q.Keys {
-			call = append(call, keyExpr(k))
-			if k.Domain != nil {
-				var vals []string
-				for _, v := range k.Domain {
-					vals = append(vals, SQLLiteral(v))
-				}
-				where = append(where, k.SQL+" IN ("+strings.Join(vals, ", ")+")")
-			}
-		}
-		call = append(call, args...)
-		if q.Where != nil {
-			where = append([]string{parser.Format(q.Where)}, where...)
-		}
-		sb.WriteString("SELECT " + BoundedFunction + "(" + strings.Join(call, ", ") + ") FROM " + q.FromSQL + " WHERE " + strings.Join(where, " AND "))
-		r.Bounded = true
+	call = append(call, args...)
+	if q.Where != nil {
+		where = append([]string{q.SQL(q.Where)}, where...)
 	}
-	r.Scan = sb.String()
+	scan := "SELECT " + MeasureFunction + "(" + strings.Join(call, ", ") + ") FROM " + q.FromSQL
+	if len(where) > 0 {
+		scan += " WHERE " + strings.Join(where, " AND ")
+	}
+	r.Scan = scan
 	for i := range q.Keys {
 		r.ResultColumns = append(r.ResultColumns, KeyColumn(i))
 	}
@@ -201,14 +172,11 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 		r.ResultColumns = append(r.ResultColumns, AggColumn(i))
 	}
 	r.Post = post(q)
+	if err := q.RenderErr(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
-
-// BoundedFunction is the SQLite aggregate (registered by exec) that bounds
-// each unit's contribution and measures the kept rows; see exec/bounded.go.
-const BoundedFunction = "dpsql_bounded"
-
-func scanKey(i int) string { return "_dpsql_k" + strconv.Itoa(i) }
 
 // keyExpr is a key's value in the scan: its domain position, or the raw
 // value for a key chosen by partition selection.
@@ -219,9 +187,9 @@ func keyExpr(k planner.GroupKey) string {
 	return domainIndex(k)
 }
 
-// cellSpec names a cell's measurement for the bounded aggregate:
-// n (rows), c<i> (non-NULL values of argument i), s<i>:lo:hi (Σ clip),
-// q<i>:lo:hi (Σ (clip − midpoint)²), u (distinct units).
+// cellSpec names a cell's measurement for the measurement aggregate:
+// n (rows), c<i> (non-NULL values of argument i), s<i>:lo:hi (exact
+// Σ clip), q<i>:lo:hi (exact Σ (clip − midpoint)²), u (distinct units).
 func cellSpec(c *planner.Cell, arg func(parser.Expr) string) string {
 	b := func() string {
 		return ":" + strconv.FormatFloat(c.Lo, 'g', -1, 64) + ":" + strconv.FormatFloat(c.Hi, 'g', -1, 64)
@@ -274,34 +242,6 @@ func SQLLiteral(v any) string {
 	return parser.QuoteString(fmt.Sprint(v))
 }
 
-// clip renders clip(x, lo, hi) as a CASE: a NULL x stays NULL (and is
-// skipped by TOTAL), and on SQLite a CASE costs less per row than the
-// MIN(MAX(...)) function calls.
-func clip(c *planner.Cell) string {
-	x := parser.Format(c.Arg)
-	lo, hi := SQLLiteral(c.Lo), SQLLiteral(c.Hi)
-	return fmt.Sprintf("CASE WHEN %s < %s THEN %s WHEN %s > %s THEN %s ELSE %s END", x, lo, lo, x, hi, hi, x)
-}
-
-func cellSQL(c *planner.Cell) string {
-	switch c.Kind {
-	case planner.CountRows:
-		return "COUNT(*)"
-	case planner.CountValues:
-		return "COUNT(" + parser.Format(c.Arg) + ")"
-	case planner.CountUnits:
-		return "COUNT(DISTINCT " + parser.Format(c.Arg) + ")"
-	case planner.ClippedSum, planner.CenteredSum:
-		// A centred sum is Σ clip(x) − mid·COUNT(x); exec subtracts the
-		// centre from the exact values, before any noise.
-		return "TOTAL(" + clip(c) + ")"
-	case planner.CenteredSumSq:
-		d := "(" + clip(c) + " - " + SQLLiteral(c.Lo/2+c.Hi/2) + ")"
-		return "TOTAL(" + d + " * " + d + ")"
-	}
-	panic(fmt.Sprintf("rewrite: unknown cell kind %d", c.Kind))
-}
-
 // post builds the post-processing statement: the select list, HAVING,
 // ORDER BY and LIMIT with aggregates replaced by the noisy result columns
 // and group keys by the public key columns.
@@ -321,16 +261,16 @@ func post(q *planner.PrivateQuery) string {
 	}
 	var items []string
 	for _, o := range q.Outputs {
-		items = append(items, parser.FormatWith(o.Expr, override)+" AS "+parser.QuoteIdent(o.Name))
+		items = append(items, q.PostSQL(o.Expr, override)+" AS "+parser.QuoteIdent(o.Name))
 	}
 	var sb strings.Builder
 	sb.WriteString("SELECT " + strings.Join(items, ", ") + " FROM temp." + ResultTable)
 	if q.Having != nil {
-		sb.WriteString(" WHERE " + parser.FormatWith(q.Having, override))
+		sb.WriteString(" WHERE " + q.PostSQL(q.Having, override))
 	}
 	sb.WriteString(" ORDER BY ")
 	for _, o := range q.OrderBy {
-		sb.WriteString(parser.FormatWith(o.Expr, override))
+		sb.WriteString(q.PostSQL(o.Expr, override))
 		if o.Desc {
 			sb.WriteString(" DESC")
 		}

@@ -1,0 +1,175 @@
+// Package exactsum adds float64 values without rounding.
+//
+// Where it sits: exec's measurement aggregate and autobound's histogram
+// accumulate clipped values with it, and exec hands the exact totals to the
+// noise. Privacy needs this: the Laplace mechanism's sensitivity is a claim
+// about the exact clipped sum, and a float64 running sum can move by far
+// more than the sensitivity between neighbouring databases (rounding far
+// from zero, cancellation after centring), which noise calibrated to the
+// sensitivity does not hide.
+//
+// An Acc keeps, per binary exponent e, the 128-bit two's-complement sum of
+// the integer mantissas m of the values m·2^e added so far (|m| < 2^53, so
+// 2^64 additions cannot overflow). The exact total is then Σ sum_e·2^e,
+// which Big returns as a big.Float with enough precision to hold it
+// exactly. Adding costs O(1); memory grows with the range of exponents
+// seen, at most about 2,100 entries.
+package exactsum
+
+import (
+	"math"
+	"math/big"
+	"math/bits"
+)
+
+// Acc is an exact sum of float64 values. The zero value is an empty sum.
+// It is not safe for concurrent use.
+type Acc struct {
+	base int        // exponent of sums[0]
+	sums []uint128 // sums[i]: Σ mantissas with exponent base+i
+}
+
+type uint128 struct{ hi, lo uint64 }
+
+// Add adds x exactly. x must be finite; NaN and ±Inf are ignored (the
+// callers clip every value into a finite range first).
+func (a *Acc) Add(x float64) {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return
+	}
+	b := math.Float64bits(x)
+	neg := b>>63 == 1
+	e := int((b >> 52) & 0x7ff)
+	m := b & (1<<52 - 1)
+	if e == 0 {
+		e = 1 // subnormal: m·2^(1−1075)
+	} else {
+		m |= 1 << 52
+	}
+	exp := e - 1075
+	a.addMant(exp, m, neg)
+}
+
+func (a *Acc) addMant(exp int, m uint64, neg bool) {
+	if len(a.sums) == 0 {
+		a.base = exp
+		a.sums = make([]uint128, 1, 8)
+	}
+	if exp < a.base {
+		grow := a.base - exp
+		n := make([]uint128, len(a.sums)+grow, cap(a.sums)+grow)
+		copy(n[grow:], a.sums)
+		a.sums, a.base = n, exp
+	}
+	i := exp - a.base
+	for i >= len(a.sums) {
+		a.sums = append(a.sums, uint128{})
+	}
+	s := &a.sums[i]
+	var c uint64
+	if neg {
+		s.lo, c = bits.Sub64(s.lo, m, 0)
+		s.hi, _ = bits.Sub64(s.hi, 0, c)
+	} else {
+		s.lo, c = bits.Add64(s.lo, m, 0)
+		s.hi, _ = bits.Add64(s.hi, 0, c)
+	}
+}
+
+// AddSquare adds x² exactly (up to 2^-1074 per call when x² underflows):
+// x·x = p + e with p the rounded product and e = fma(x, x, −p) its error.
+func (a *Acc) AddSquare(x float64) {
+	p := x * x
+	a.Add(p)
+	a.Add(math.FMA(x, x, -p))
+}
+
+// AddNegated subtracts every value of o.
+func (a *Acc) AddNegated(o *Acc) {
+	for i, s := range o.sums {
+		if s == (uint128{}) {
+			continue
+		}
+		var neg uint128
+		var c uint64
+		neg.lo, c = bits.Sub64(0, s.lo, 0)
+		neg.hi, _ = bits.Sub64(0, s.hi, c)
+		a.addWide(o.base+i, neg)
+	}
+}
+
+// AddAcc adds every value of o.
+func (a *Acc) AddAcc(o *Acc) {
+	for i, s := range o.sums {
+		if s != (uint128{}) {
+			a.addWide(o.base+i, s)
+		}
+	}
+}
+
+func (a *Acc) addWide(exp int, s uint128) {
+	if len(a.sums) == 0 {
+		a.base = exp
+		a.sums = make([]uint128, 1, 8)
+	}
+	if exp < a.base {
+		grow := a.base - exp
+		n := make([]uint128, len(a.sums)+grow)
+		copy(n[grow:], a.sums)
+		a.sums, a.base = n, exp
+	}
+	j := exp - a.base
+	for j >= len(a.sums) {
+		a.sums = append(a.sums, uint128{})
+	}
+	d := &a.sums[j]
+	var c uint64
+	d.lo, c = bits.Add64(d.lo, s.lo, 0)
+	d.hi, _ = bits.Add64(d.hi, s.hi, c)
+}
+
+// AddScaled adds k·x for a count k ≥ 0, exactly: k·x is the sum of x·2^i
+// over the set bits i of k, and each x·2^i is exact while it stays below
+// the float64 range (callers' values are at most 2^63, so it does).
+func (a *Acc) AddScaled(x float64, k int64) {
+	if k <= 0 || x == 0 {
+		return
+	}
+	for i := 0; k != 0; i++ {
+		if k&1 == 1 {
+			a.Add(math.Ldexp(x, i))
+		}
+		k >>= 1
+	}
+}
+
+// Big returns the exact sum.
+func (a *Acc) Big() *big.Float {
+	total := new(big.Int)
+	for i := len(a.sums) - 1; i >= 0; i-- {
+		total.Lsh(total, 1)
+		s := a.sums[i]
+		if s == (uint128{}) {
+			continue
+		}
+		v := new(big.Int).SetUint64(s.hi)
+		v.Lsh(v, 64)
+		v.Or(v, new(big.Int).SetUint64(s.lo))
+		if s.hi>>63 == 1 { // negative in two's complement
+			v.Sub(v, new(big.Int).Lsh(big.NewInt(1), 128))
+		}
+		total.Add(total, v)
+	}
+	prec := uint(total.BitLen())
+	if prec < 64 {
+		prec = 64
+	}
+	f := new(big.Float).SetPrec(prec).SetInt(total)
+	return f.SetMantExp(f, a.base)
+}
+
+// Float64 returns the exact sum rounded to the nearest float64.
+func (a *Acc) Float64() float64 {
+	f, _ := a.Big().Float64()
+	return f
+}

@@ -1,0 +1,556 @@
+package exec
+
+import (
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+
+	sqlite "modernc.org/sqlite"
+
+	"github.com/dpsql/dpsql/autobound"
+	"github.com/dpsql/dpsql/exactsum"
+	"github.com/dpsql/dpsql/mechanism"
+	"github.com/dpsql/dpsql/rewrite"
+)
+
+// The measurement aggregate performs contribution bounding and every
+// per-group measurement in one streaming pass, inside SQLite's scan:
+//
+//	dpsql_measure(key, specs, l0, l∞, nk, unit, k1..k_nk, a1..a_m)
+//
+// With l0 = 0 every row is its own unit and is measured as it comes. With
+// l0 ≥ 1, for each privacy unit it keeps the l0 groups with the smallest
+// keyed hash of (unit, group) — a uniform random choice of groups,
+// consistent however often a group reappears — and, within each kept
+// group, a uniform random sample of at most l∞ rows (reservoir sampling
+// from a generator seeded by the per-query key and crypto/rand). At the end
+// it measures the kept rows, per group. Memory is O(units · l0 · l∞), not
+// O(rows).
+//
+// Why it is private: what a unit keeps depends only on its own rows and the
+// key, so adding or removing a unit changes only its own ≤ l0·l∞ kept
+// rows, as the cells' sensitivities assume.
+//
+// Why the measurements are what the sensitivities claim (NumericClip,
+// ExactSums): every argument value is first converted to a number by a
+// rule that cannot fail — SQLite's own CAST(x AS REAL): integers and reals
+// as they are, text and blobs by their longest numeric prefix (0 when there
+// is none) — and then clipped numerically to [lo, hi], so no storage class
+// passes the clip. Sums and sums of squares are accumulated exactly
+// (exactsum), and centring happens on the exact totals, so the value handed
+// to the noise is the exact clipped aggregate, whatever the magnitudes.
+// Nothing here returns an error that depends on the data.
+//
+// The result does not travel through SQLite: the aggregate returns the key
+// as a handle and leaves the measurements in measuredResults, from which
+// exec takes them.
+func init() {
+	sqlite.MustRegisterFunction(rewrite.MeasureFunction, &sqlite.FunctionImpl{
+		NArgs:         -1,
+		Deterministic: true,
+		MakeAggregate: func(sqlite.FunctionContext) (sqlite.AggregateFunction, error) {
+			return &measureAgg{}, nil
+		},
+	})
+}
+
+// measuredResults holds finished measurements by query key.
+var measuredResults sync.Map // int64 → *measured
+
+// measured is the measurements of every group that kept a row.
+type measured struct {
+	groups []*measuredGroup
+}
+
+type measuredGroup struct {
+	keys   []any
+	values []*big.Float            // per spec, exact (histogram specs: nil)
+	hists  []*autobound.Histogram // per spec (nil unless a histogram spec)
+}
+
+// takeMeasured removes and returns the result stored under key.
+func takeMeasured(key int64) (*measured, bool) {
+	v, ok := measuredResults.LoadAndDelete(key)
+	if !ok {
+		return nil, false
+	}
+	return v.(*measured), true
+}
+
+// value is one argument value of a kept row, already numeric.
+type value struct {
+	f     float64
+	valid bool // false: NULL
+}
+
+type keptGroup struct {
+	id   string // keyString of keys
+	hash uint64
+	keys []any
+	seen int64     // rows met in this group
+	rows [][]value // at most l∞
+}
+
+type unitState struct {
+	groups []*keptGroup // at most l0, by group key
+}
+
+type spec struct {
+	kind   byte // n, c, s, q, u, h
+	arg    int
+	lo, hi float64
+}
+
+// groupAcc accumulates one group's measurements.
+type groupAcc struct {
+	keys  []any
+	n     []int64         // per spec: rows (n), values (c, s, q), units (u)
+	sum   []exactsum.Acc  // s, q: Σ clip(x)
+	sq    []exactsum.Acc  // q: Σ clip(x)²
+	hists []*autobound.Histogram
+}
+
+type measureAgg struct {
+	init     bool
+	key      int64
+	specs    []spec
+	l0, lInf int // l0 = 0: no bounding
+	nk       int
+	rng      *rand.Rand
+	units    map[string]*unitState
+	groups   map[string]*groupAcc
+	order    []*groupAcc
+	row      []value
+	err      error
+}
+
+func parseSpecs(s string) ([]spec, error) {
+	var out []spec
+	for _, part := range strings.Split(s, ";") {
+		if part == "" {
+			return nil, errors.New("empty spec")
+		}
+		f := strings.Split(part[1:], ":")
+		sp := spec{kind: part[0]}
+		var err error
+		if len(f) > 0 && f[0] != "" {
+			if sp.arg, err = strconv.Atoi(f[0]); err != nil {
+				return nil, err
+			}
+		}
+		if sp.kind == 's' || sp.kind == 'q' {
+			if len(f) != 3 {
+				return nil, fmt.Errorf("spec %q needs bounds", part)
+			}
+			if sp.lo, err = strconv.ParseFloat(f[1], 64); err != nil {
+				return nil, err
+			}
+			if sp.hi, err = strconv.ParseFloat(f[2], 64); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, sp)
+	}
+	return out, nil
+}
+
+func toInt(v driver.Value) (int, bool) {
+	i, ok := v.(int64)
+	return int(i), ok
+}
+
+// keyString encodes a group's key values for map lookups.
+func keyString(vals []driver.Value) string {
+	var sb strings.Builder
+	for _, v := range vals {
+		switch v := v.(type) {
+		case nil:
+			sb.WriteString("n;")
+		case int64:
+			sb.WriteString("i" + strconv.FormatInt(v, 10) + ";")
+		case float64:
+			sb.WriteString("f" + strconv.FormatUint(math.Float64bits(v), 16) + ";")
+		case string:
+			sb.WriteString("s" + strconv.Itoa(len(v)) + ":" + v + ";")
+		case []byte:
+			sb.WriteString("b" + strconv.Itoa(len(v)) + ":" + string(v) + ";")
+		}
+	}
+	return sb.String()
+}
+
+// Numeric converts a value to a number as SQLite's CAST(x AS REAL) does,
+// by a rule that cannot fail: NULL stays NULL (ok false); integers and
+// reals are themselves; text and blobs give their longest prefix that is a
+// decimal number (after leading spaces), or 0 when there is none. A prefix
+// too large for float64 gives ±Inf, which clipping maps to a bound.
+func Numeric(v driver.Value) (float64, bool) {
+	switch v := v.(type) {
+	case nil:
+		return 0, false
+	case int64:
+		return float64(v), true
+	case float64:
+		if math.IsNaN(v) {
+			return 0, false
+		}
+		return v, true
+	case string:
+		return numericPrefix(v), true
+	case []byte:
+		return numericPrefix(string(v)), true
+	}
+	return 0, false
+}
+
+func numericPrefix(s string) float64 {
+	i := 0
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' || s[i] == '\f' || s[i] == '\v') {
+		i++
+	}
+	start := i
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	digits := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+		digits++
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			digits++
+		}
+	}
+	if digits == 0 {
+		return 0
+	}
+	end := i
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		j := i + 1
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		k := j
+		for k < len(s) && s[k] >= '0' && s[k] <= '9' {
+			k++
+		}
+		if k > j {
+			end = k
+		}
+	}
+	f, err := strconv.ParseFloat(s[start:end], 64)
+	if err != nil && !math.IsInf(f, 0) {
+		return 0 // cannot happen for this grammar; never fail
+	}
+	return f
+}
+
+// clip clips x to [lo, hi]; ±Inf land on the bounds.
+func clip(x, lo, hi float64) float64 {
+	if x > hi {
+		return hi
+	}
+	if x < lo {
+		return lo
+	}
+	return x
+}
+
+func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error {
+	if a.err != nil {
+		return a.err
+	}
+	if !a.init {
+		if err := a.setup(args); err != nil {
+			a.err = err
+			return err
+		}
+	}
+	keys := args[6 : 6+a.nk]
+	vals := args[6+a.nk:]
+	if a.l0 == 0 {
+		g := a.group(keys)
+		for i := range a.row {
+			f, ok := Numeric(vals[i])
+			a.row[i] = value{f: f, valid: ok}
+		}
+		g.addRow(a.specs, a.row)
+		return nil
+	}
+	unit := args[5]
+	if unit == nil {
+		return nil // rows without a unit belong to nobody
+	}
+	ukey := keyString([]driver.Value{unit})
+	st := a.units[ukey]
+	if st == nil {
+		st = &unitState{}
+		a.units[ukey] = st
+	}
+	gkey := keyString(keys)
+	var g *keptGroup
+	for _, kg := range st.groups {
+		if kg.id == gkey {
+			g = kg
+			break
+		}
+	}
+	if g == nil {
+		h := hashValues(append([]driver.Value{a.key, unit}, keys...))
+		if len(st.groups) >= a.l0 {
+			// Keep the l0 groups with the smallest hashes.
+			worst := 0
+			for i, kg := range st.groups {
+				if kg.hash > st.groups[worst].hash {
+					worst = i
+				}
+			}
+			if h >= st.groups[worst].hash {
+				return nil
+			}
+			st.groups = append(st.groups[:worst], st.groups[worst+1:]...)
+		}
+		g = &keptGroup{id: gkey, hash: h, keys: keyValues(keys)}
+		st.groups = append(st.groups, g)
+	}
+	row := make([]value, len(vals))
+	for i, v := range vals {
+		f, ok := Numeric(v)
+		row[i] = value{f: f, valid: ok}
+	}
+	g.seen++
+	if len(g.rows) < a.lInf {
+		g.rows = append(g.rows, row)
+	} else if j := a.rng.Int64N(g.seen); j < int64(a.lInf) {
+		g.rows[j] = row // reservoir sampling: every row kept with probability l∞/seen
+	}
+	return nil
+}
+
+func keyValues(keys []driver.Value) []any {
+	kv := make([]any, len(keys))
+	for i, k := range keys {
+		if b, ok := k.([]byte); ok {
+			k = string(b)
+		}
+		kv[i] = k
+	}
+	return kv
+}
+
+// group returns the accumulator of a key tuple, creating it.
+func (a *measureAgg) group(keys []driver.Value) *groupAcc {
+	id := ""
+	if len(keys) > 0 {
+		id = keyString(keys)
+	}
+	if g := a.groups[id]; g != nil {
+		return g
+	}
+	return a.newGroup(id, keyValues(keys))
+}
+
+func (a *measureAgg) newGroup(id string, keys []any) *groupAcc {
+	g := &groupAcc{keys: keys, n: make([]int64, len(a.specs)),
+		sum: make([]exactsum.Acc, len(a.specs)), sq: make([]exactsum.Acc, len(a.specs)),
+		hists: make([]*autobound.Histogram, len(a.specs))}
+	for i, sp := range a.specs {
+		if sp.kind == 'h' {
+			g.hists[i] = &autobound.Histogram{}
+		}
+	}
+	a.groups[id] = g
+	a.order = append(a.order, g)
+	return g
+}
+
+// addRow measures one (kept) row into the group.
+func (g *groupAcc) addRow(specs []spec, row []value) {
+	for i, sp := range specs {
+		switch sp.kind {
+		case 'n':
+			g.n[i]++
+		case 'u':
+			// counted per unit in finish
+		default:
+			v := row[sp.arg]
+			if !v.valid {
+				continue
+			}
+			switch sp.kind {
+			case 'c':
+				g.n[i]++
+			case 's':
+				g.n[i]++
+				g.sum[i].Add(clip(v.f, sp.lo, sp.hi))
+			case 'q':
+				c := clip(v.f, sp.lo, sp.hi)
+				g.n[i]++
+				g.sum[i].Add(c)
+				g.sq[i].AddSquare(c)
+			case 'h':
+				g.hists[i].Add(v.f)
+			}
+		}
+	}
+}
+
+func (a *measureAgg) setup(args []driver.Value) error {
+	if len(args) < 6 {
+		return errors.New("dpsql_measure: too few arguments")
+	}
+	key, ok := args[0].(int64)
+	specText, ok2 := args[1].(string)
+	l0, ok3 := toInt(args[2])
+	lInf, ok4 := toInt(args[3])
+	nk, ok5 := toInt(args[4])
+	if !ok || !ok2 || !ok3 || !ok4 || !ok5 || l0 < 0 || lInf < 1 || nk < 0 || len(args) < 6+nk {
+		return errors.New("dpsql_measure: bad arguments")
+	}
+	specs, err := parseSpecs(specText)
+	if err != nil {
+		return fmt.Errorf("dpsql_measure: %w", err)
+	}
+	for _, sp := range specs {
+		if sp.kind != 'n' && sp.kind != 'u' && (sp.arg < 0 || 6+nk+sp.arg >= len(args)) {
+			return errors.New("dpsql_measure: spec argument out of range")
+		}
+	}
+	a.init, a.key, a.specs, a.l0, a.lInf, a.nk = true, key, specs, l0, lInf, nk
+	a.rng = rand.New(rand.NewChaCha8(seedFrom(key)))
+	a.units = map[string]*unitState{}
+	a.groups = map[string]*groupAcc{}
+	a.row = make([]value, len(args)-6-nk)
+	return nil
+}
+
+// seedFrom stretches the query key and fresh crypto randomness into a
+// ChaCha8 seed: the reservoir choices are unpredictable even to someone who
+// learns the key.
+func seedFrom(key int64) [32]byte {
+	var seed [32]byte
+	src := mechanism.CryptoSource()
+	for i := 0; i < 4; i++ {
+		x := src.Uint64()
+		if i == 0 {
+			x ^= uint64(key)
+		}
+		for b := 0; b < 8; b++ {
+			seed[i*8+b] = byte(x >> (8 * b))
+		}
+	}
+	return seed
+}
+
+func (a *measureAgg) WindowInverse(*sqlite.FunctionContext, []driver.Value) error {
+	return errors.New("dpsql_measure is not a window function")
+}
+
+// WindowValue computes the measurements and stores them under the key.
+func (a *measureAgg) WindowValue(*sqlite.FunctionContext) (driver.Value, error) {
+	if a.err != nil {
+		return nil, a.err
+	}
+	if !a.init {
+		return nil, nil // no rows: exec treats a missing result as empty
+	}
+	if a.l0 > 0 {
+		for _, st := range a.units {
+			for _, kg := range st.groups {
+				g := a.groups[kg.id]
+				if g == nil {
+					g = a.newGroup(kg.id, kg.keys)
+				}
+				for _, row := range kg.rows {
+					g.addRow(a.specs, row)
+				}
+				for i, sp := range a.specs {
+					if sp.kind == 'u' {
+						g.n[i]++
+					}
+				}
+			}
+		}
+	}
+	res := &measured{}
+	for _, g := range a.order {
+		mg := &measuredGroup{keys: g.keys, values: make([]*big.Float, len(a.specs)), hists: g.hists}
+		for i, sp := range a.specs {
+			switch sp.kind {
+			case 'h':
+			case 's':
+				mg.values[i] = g.sum[i].Big()
+			case 'q':
+				mg.values[i] = CentredSquares(g.sum[i].Big(), g.sq[i].Big(), g.n[i], sp.lo/2+sp.hi/2)
+			default:
+				mg.values[i] = new(big.Float).SetInt64(g.n[i])
+			}
+		}
+		res.groups = append(res.groups, mg)
+	}
+	measuredResults.Store(a.key, res)
+	return a.key, nil
+}
+
+// CentredSquares returns Σ (x − m)² = Σx² − 2m·Σx + m²·n exactly, from
+// the exact Σx and Σx² of n values.
+func CentredSquares(sum, sq *big.Float, n int64, m float64) *big.Float {
+	const prec = 4096 // wide enough for every product of float64 magnitudes here
+	bm := new(big.Float).SetPrec(prec).SetFloat64(m)
+	out := new(big.Float).SetPrec(prec).Set(sq)
+	t := new(big.Float).SetPrec(prec).Mul(bm, sum)
+	out.Sub(out, t.Mul(t, big.NewFloat(2)))
+	t2 := new(big.Float).SetPrec(prec).Mul(bm, bm)
+	t2.Mul(t2, new(big.Float).SetPrec(prec).SetInt64(n))
+	return out.Add(out, t2)
+}
+
+func (a *measureAgg) Final(*sqlite.FunctionContext) {}
+
+// hashValues is the keyed hash that orders a unit's groups.
+func hashValues(args []driver.Value) uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(b byte) { h = (h ^ uint64(b)) * 1099511628211 }
+	mix64 := func(x uint64) {
+		for i := 0; i < 8; i++ {
+			mix(byte(x >> (8 * i)))
+		}
+	}
+	for _, a := range args {
+		switch v := a.(type) {
+		case nil:
+			mix(0)
+		case int64:
+			mix(1)
+			mix64(uint64(v))
+		case float64:
+			mix(2)
+			mix64(math.Float64bits(v))
+		case string:
+			mix(3)
+			for i := 0; i < len(v); i++ {
+				mix(v[i])
+			}
+			mix64(uint64(len(v)))
+		case []byte:
+			mix(4)
+			for _, c := range v {
+				mix(c)
+			}
+			mix64(uint64(len(v)))
+		}
+	}
+	h += 0x9e3779b97f4a7c15
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9
+	h = (h ^ (h >> 27)) * 0x94d049bb133111eb
+	return h ^ (h >> 31)
+}

@@ -1,0 +1,187 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/parser"
+)
+
+// The backend never sees analyst text. Every statement it runs is printed
+// here from the resolved plan: tables by the catalog's canonical names under
+// aliases the engine generates, columns by the resolved, quoted
+// "alias"."column", and every expression in a total form (one that returns
+// a value, NULL where SQLite would raise, for every input). An analyst's
+// spelling of a name can therefore never make SQLite read something other
+// than what the planner resolved; the authorizer (Reads) checks it again
+// inside SQLite.
+
+// MaxTextOperand is how many characters of each text operand || and
+// REPLACE use: SQLite raises "string or blob too big" past its size limit,
+// so without a cap a single long value could make a query fail, which
+// would tell whether that value exists. With the cap a || result has at
+// most 2·MaxTextOperand characters and a REPLACE result at most
+// MaxTextOperand² characters, whatever the data.
+const MaxTextOperand = 1024
+
+// MaxLikePattern is the longest LIKE pattern accepted, in bytes; SQLite
+// rejects patterns over 50,000 bytes at run time, and long patterns with
+// many wildcards cost time that grows with the data.
+const MaxLikePattern = 256
+
+// maxLikeWildcards caps the % wildcards of one LIKE pattern: each one can
+// multiply the matching work on a long value.
+const maxLikeWildcards = 8
+
+// renderer prints resolved expressions for the backend.
+type renderer struct {
+	// cols maps every resolved column reference (and alias reference) to
+	// its SQL.
+	cols map[*parser.ColumnRef]string
+	// reads collects, per table (canonical name), the columns the plan
+	// resolved; "*" stands for every column of a public table.
+	reads   map[string]map[string]bool
+	missing []*parser.ColumnRef
+	aliases int
+}
+
+func newRenderer() *renderer {
+	return &renderer{cols: map[*parser.ColumnRef]string{}, reads: map[string]map[string]bool{}}
+}
+
+// alias returns a fresh table alias. Analysts cannot name anything with the
+// reserved prefix (catalog.IsInternalName), so it never collides.
+func (rn *renderer) alias() string {
+	rn.aliases++
+	return fmt.Sprintf("%st%d", catalog.InternalPrefix, rn.aliases-1)
+}
+
+func (rn *renderer) read(table, column string) {
+	m := rn.reads[table]
+	if m == nil {
+		m = map[string]bool{}
+		rn.reads[table] = m
+	}
+	m[column] = true
+}
+
+// sql renders e; extra, when set, overrides nodes first (post-processing
+// replaces aggregates and keys with result columns).
+func (rn *renderer) sql(e parser.Expr, extra func(parser.Expr) (string, bool)) string {
+	var override func(parser.Expr) (string, bool)
+	override = func(x parser.Expr) (string, bool) {
+		if extra != nil {
+			if s, ok := extra(x); ok {
+				return s, true
+			}
+		}
+		sub := func(y parser.Expr) string { return parser.FormatWith(y, override) }
+		switch x := x.(type) {
+		case *parser.ColumnRef:
+			if s, ok := rn.cols[x]; ok {
+				return s, true
+			}
+			rn.missing = append(rn.missing, x)
+			return "NULL", true
+		case *parser.BinaryExpr:
+			if x.Op == "||" {
+				return "(" + capText(sub(x.X)) + " || " + capText(sub(x.Y)) + ")", true
+			}
+		case *parser.CallExpr:
+			switch {
+			case x.Name == "ABS" && len(x.Args) == 1:
+				// ABS raises "integer overflow" on −2^63 only; NULLIF turns
+				// that one value into NULL and evaluates the argument once.
+				return "ABS(NULLIF(" + sub(x.Args[0]) + ", -9223372036854775807 - 1))", true
+			case x.Name == "REPLACE" && len(x.Args) == 3:
+				return "REPLACE(" + capText(sub(x.Args[0])) + ", " + sub(x.Args[1]) + ", " + capText(sub(x.Args[2])) + ")", true
+			case x.Name == "SUM" && len(x.Args) == 1 && !x.Distinct && parser.IsAggregate(x):
+				// SQLite's SUM raises on integer overflow; TOTAL never does.
+				a := sub(x.Args[0])
+				return "(CASE WHEN COUNT(" + a + ") = 0 THEN NULL ELSE TOTAL(" + a + ") END)", true
+			}
+		}
+		return "", false
+	}
+	return parser.FormatWith(e, override)
+}
+
+func capText(s string) string {
+	return fmt.Sprintf("SUBSTR(%s, 1, %d)", s, MaxTextOperand)
+}
+
+// err reports a column reference that was rendered without having been
+// resolved: an internal invariant, never data-dependent.
+func (rn *renderer) err() error {
+	if len(rn.missing) == 0 {
+		return nil
+	}
+	c := rn.missing[0]
+	return errorf(c.NamePos, ErrUnknownName, "internal error: column %q was not resolved", c.Name)
+}
+
+// checkTotal refuses, before anything runs, the expressions whose run-time
+// behaviour SQLite could make depend on the data: a LIKE pattern must be a
+// constant string of at most MaxLikePattern bytes with few wildcards.
+func checkTotal(e parser.Expr) error {
+	var err error
+	parser.Walk(e, func(x parser.Expr) bool {
+		l, ok := x.(*parser.LikeExpr)
+		if !ok {
+			return true
+		}
+		v, lerr := parser.LiteralValue(l.Pattern)
+		s, isString := v.(string)
+		switch {
+		case lerr != nil || !isString:
+			err = errorf(l.Pattern.Pos(), ErrUnsupported, "a LIKE pattern must be a constant string")
+		case len(s) > MaxLikePattern:
+			err = errorf(l.Pattern.Pos(), ErrUnsupported, "a LIKE pattern may have at most %d bytes", MaxLikePattern)
+		case strings.Count(s, "%") > maxLikeWildcards:
+			err = errorf(l.Pattern.Pos(), ErrUnsupported, "a LIKE pattern may have at most %d %% wildcards", maxLikeWildcards)
+		}
+		return err == nil
+	})
+	return err
+}
+
+// checkStmtTotal runs checkTotal on every expression of a statement,
+// its WITH queries and its subqueries.
+func checkStmtTotal(s *parser.SelectStmt) error {
+	var err error
+	forEachExpr(s, func(e parser.Expr) {
+		if err == nil {
+			err = checkTotal(e)
+		}
+	})
+	for _, o := range s.DPOptions {
+		if err == nil {
+			err = checkTotal(o.Value)
+		}
+	}
+	for i := range s.With {
+		if err == nil {
+			err = checkStmtTotal(s.With[i].Query)
+		}
+	}
+	var from func(f parser.FromItem)
+	from = func(f parser.FromItem) {
+		switch f := f.(type) {
+		case *parser.SubqueryRef:
+			if err == nil {
+				err = checkStmtTotal(f.Query)
+			}
+		case *parser.JoinExpr:
+			from(f.Left)
+			from(f.Right)
+			if err == nil {
+				err = checkTotal(f.On)
+			}
+		}
+	}
+	if s.From != nil {
+		from(s.From)
+	}
+	return err
+}
