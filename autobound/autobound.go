@@ -61,7 +61,7 @@ func bucket(a float64) int {
 // all numbers) are only counted, in Over: every candidate clips them.
 type Histogram struct {
 	Zeros int64
-	N     [2][NumBuckets]int64 // [0]: positive values, [1]: negative values
+	N     [2][NumBuckets]int64        // [0]: positive values, [1]: negative values
 	Sum   [2][NumBuckets]exactsum.Acc // exact Σ of magnitudes
 	SumSq [2][NumBuckets]exactsum.Acc // exact Σ of squared magnitudes
 	Over  [2]int64

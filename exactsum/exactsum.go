@@ -25,7 +25,7 @@ import (
 // Acc is an exact sum of float64 values. The zero value is an empty sum.
 // It is not safe for concurrent use.
 type Acc struct {
-	base int        // exponent of sums[0]
+	base int       // exponent of sums[0]
 	sums []uint128 // sums[i]: Σ mantissas with exponent base+i
 }
 

@@ -70,7 +70,7 @@ type measured struct {
 
 type measuredGroup struct {
 	keys   []any
-	values []*big.Float            // per spec, exact (histogram specs: nil)
+	values []*big.Float           // per spec, exact (histogram specs: nil)
 	hists  []*autobound.Histogram // per spec (nil unless a histogram spec)
 }
 
@@ -110,9 +110,9 @@ type spec struct {
 // groupAcc accumulates one group's measurements.
 type groupAcc struct {
 	keys  []any
-	n     []int64         // per spec: rows (n), values (c, s, q), units (u)
-	sum   []exactsum.Acc  // s, q: Σ clip(x)
-	sq    []exactsum.Acc  // q: Σ clip(x)²
+	n     []int64        // per spec: rows (n), values (c, s, q), units (u)
+	sum   []exactsum.Acc // s, q: Σ clip(x)
+	sq    []exactsum.Acc // q: Σ clip(x)²
 	hists []*autobound.Histogram
 }
 

@@ -415,7 +415,7 @@ type builder struct {
 	aggIndex    map[string]int
 	searchIndex map[string]int
 	aliases     map[string]int // folded alias → output index
-	rowScale    float64 // l0·l∞: rows one unit can change
+	rowScale    float64        // l0·l∞: rows one unit can change
 	delta       float64
 }
 
