@@ -72,7 +72,7 @@ func TestAutoBoundsWithoutNoise(t *testing.T) {
 	for _, row := range r.Rows {
 		text.WriteString(row[0].(string) + ": " + row[1].(string) + "\n")
 	}
-	for _, want := range []string{"bounds search s0", "ε=0.2 (0.2 of the query's ε)", "dpsql_measure(?1, 'h0'", "sensitivity from the bounds chosen by s0"} {
+	for _, want := range []string{"bounds search s0", "ε=0.2 (0.2 of the query's ε)", "dpsql_measure(?1, \"_dpsql_t0\".\"y\")", "measurements: h0 per group", "sensitivity from the bounds chosen by s0"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("EXPLAIN lacks %q:\n%s", want, text.String())
 		}

@@ -260,7 +260,7 @@ func TestExplainShowsCells(t *testing.T) {
 	for _, row := range r.Rows {
 		text.WriteString(row[0].(string) + ": " + row[1].(string) + "\n")
 	}
-	for _, want := range []string{"backend SQL: SELECT dpsql_measure(?1, 'n;c0;s0:0:100', 0, 1, 1, NULL, CASE", "Laplace, sensitivity 1, ε=0.333333", "sensitivity 50", "95% error", "ε=1, δ=0"} {
+	for _, want := range []string{"backend SQL: SELECT dpsql_measure(?1, CASE", "measurements: n; c0; s0:0:100 per group", "Laplace, sensitivity 1, ε=0.333333", "sensitivity 50", "95% error", "ε=1, δ=0"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("EXPLAIN lacks %q:\n%s", want, text.String())
 		}

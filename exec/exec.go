@@ -400,13 +400,23 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 		}
 		return addGroup(kv), nil
 	}
-	key := int64(randomKey())
-	defer measuredResults.Delete(key)
+	specs, err := parseSpecs(strings.Join(rw.Measured, ";"))
+	if err != nil {
+		return nil, err
+	}
+	h := acquireHandle()
+	measureConfigs.Store(h, &measureConfig{key: int64(randomKey()), specs: specs,
+		l0: int(rw.MaxGroups), lInf: int(rw.MaxRows), nk: rw.Keys})
+	defer func() {
+		measureConfigs.Delete(h)
+		measuredResults.Delete(h)
+		releaseHandle(h)
+	}()
 	var handle any
-	if err := p.scan.QueryRowContext(ctx, key).Scan(&handle); err != nil {
+	if err := p.scan.QueryRowContext(ctx, h).Scan(&handle); err != nil {
 		return nil, backendError(ctx, err)
 	}
-	res, _ := takeMeasured(key)
+	res, _ := takeMeasured(h)
 	if res == nil {
 		return sc, nil // no row matched
 	}
@@ -561,6 +571,7 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 	}
 	add("groups", keys)
 	add("backend SQL", rw.Scan)
+	add("measurements", fmt.Sprintf("%s per group (argument i of the call is a<i>; values converted as CAST(x AS REAL), clipped, summed exactly)", strings.Join(rw.Measured, "; ")))
 	for i, sr := range q.Searches {
 		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: sr.Sensitivity, Cutoff: 2, Monotonic: true}
 		add(fmt.Sprintf("bounds search s%d", i), fmt.Sprintf(

@@ -22,16 +22,18 @@ import (
 // The measurement aggregate performs contribution bounding and every
 // per-group measurement in one streaming pass, inside SQLite's scan:
 //
-//	dpsql_measure(key, specs, l0, l∞, nk, unit, k1..k_nk, a1..a_m)
+//	dpsql_measure(handle, [unit,] k1..k_nk, a1..a_m)
 //
-// With l0 = 0 every row is its own unit and is measured as it comes. With
-// l0 ≥ 1, for each privacy unit it keeps the l0 groups with the smallest
-// keyed hash of (unit, group) — a uniform random choice of groups,
-// consistent however often a group reappears — and, within each kept
-// group, a uniform random sample of at most l∞ rows (reservoir sampling
-// from a generator seeded by the per-query key and crypto/rand). At the end
-// it measures the kept rows, per group. Memory is O(units · l0 · l∞), not
-// O(rows).
+// Its configuration (the measurement specs, l0, l∞, nk and the random key
+// of the query) is registered under the handle before the scan, so that
+// SQLite passes only per-row values. With l0 = 0 every row is its own unit
+// (there is no unit argument) and is measured as it comes. With l0 ≥ 1,
+// for each privacy unit it keeps the l0 groups with the smallest keyed hash
+// of (unit, group) — a uniform random choice of groups, consistent however
+// often a group reappears — and, within each kept group, a uniform random
+// sample of at most l∞ rows (reservoir sampling from a generator seeded by
+// the per-query key and crypto/rand). At the end it measures the kept
+// rows, per group. Memory is O(units · l0 · l∞), not O(rows).
 //
 // Why it is private: what a unit keeps depends only on its own rows and the
 // key, so adding or removing a unit changes only its own ≤ l0·l∞ kept
@@ -47,17 +49,57 @@ import (
 // to the noise is the exact clipped aggregate, whatever the magnitudes.
 // Nothing here returns an error that depends on the data.
 //
-// The result does not travel through SQLite: the aggregate returns the key
-// as a handle and leaves the measurements in measuredResults, from which
-// exec takes them.
+// The result does not travel through SQLite: the aggregate returns the
+// handle and leaves the measurements in measuredResults, from which exec
+// takes them.
 func init() {
 	sqlite.MustRegisterFunction(rewrite.MeasureFunction, &sqlite.FunctionImpl{
 		NArgs:         -1,
 		Deterministic: true,
+		VolatileArgs:  true, // Step copies whatever it keeps (keyString, keyValues)
 		MakeAggregate: func(sqlite.FunctionContext) (sqlite.AggregateFunction, error) {
 			return &measureAgg{}, nil
 		},
 	})
+}
+
+// measureConfig is one scan's configuration, registered under its handle.
+type measureConfig struct {
+	key      int64 // random per query: orders each unit's groups
+	specs    []spec
+	l0, lInf int
+	nk       int
+}
+
+var (
+	measureConfigs sync.Map // handle (int64) → *measureConfig
+	handles        struct {
+		sync.Mutex
+		used [256]bool
+	}
+)
+
+// acquireHandle returns a handle for one scan: a small integer when one is
+// free (Go boxes those without allocating, and SQLite passes the handle on
+// every row), else a random one.
+func acquireHandle() int64 {
+	handles.Lock()
+	defer handles.Unlock()
+	for i := 1; i < len(handles.used); i++ {
+		if !handles.used[i] {
+			handles.used[i] = true
+			return int64(i)
+		}
+	}
+	return int64(randomKey()>>1) | 1<<40
+}
+
+func releaseHandle(h int64) {
+	handles.Lock()
+	defer handles.Unlock()
+	if h > 0 && h < int64(len(handles.used)) {
+		handles.used[h] = false
+	}
 }
 
 // measuredResults holds finished measurements by query key.
@@ -118,14 +160,18 @@ type groupAcc struct {
 
 type measureAgg struct {
 	init     bool
+	handle   int64
 	key      int64
 	specs    []spec
-	l0, lInf int // l0 = 0: no bounding
+	l0, lInf int
 	nk       int
+	first    int // index of the first key argument
 	rng      *rand.Rand
 	units    map[string]*unitState
 	groups   map[string]*groupAcc
 	order    []*groupAcc
+	only     *groupAcc   // the group of a scan without keys
+	byIndex  []*groupAcc // groups of a single small integer key
 	row      []value
 	err      error
 }
@@ -158,11 +204,6 @@ func parseSpecs(s string) ([]spec, error) {
 		out = append(out, sp)
 	}
 	return out, nil
-}
-
-func toInt(v driver.Value) (int, bool) {
-	i, ok := v.(int64)
-	return int(i), ok
 }
 
 // keyString encodes a group's key values for map lookups.
@@ -275,8 +316,8 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 			return err
 		}
 	}
-	keys := args[6 : 6+a.nk]
-	vals := args[6+a.nk:]
+	keys := args[a.first : a.first+a.nk]
+	vals := args[a.first+a.nk:]
 	if a.l0 == 0 {
 		g := a.group(keys)
 		for i := range a.row {
@@ -286,7 +327,7 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 		g.addRow(a.specs, a.row)
 		return nil
 	}
-	unit := args[5]
+	unit := args[1]
 	if unit == nil {
 		return nil // rows without a unit belong to nobody
 	}
@@ -336,23 +377,50 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 	return nil
 }
 
+// keyValues copies key values out of SQLite's memory (the arguments are
+// volatile).
 func keyValues(keys []driver.Value) []any {
 	kv := make([]any, len(keys))
 	for i, k := range keys {
-		if b, ok := k.([]byte); ok {
-			k = string(b)
+		switch v := k.(type) {
+		case []byte:
+			k = string(v)
+		case string:
+			k = strings.Clone(v)
 		}
 		kv[i] = k
 	}
 	return kv
 }
 
-// group returns the accumulator of a key tuple, creating it.
+// group returns the accumulator of a key tuple, creating it. The common
+// shapes skip the map: no keys, and one small integer key (a position in
+// a public domain).
 func (a *measureAgg) group(keys []driver.Value) *groupAcc {
-	id := ""
-	if len(keys) > 0 {
-		id = keyString(keys)
+	switch len(keys) {
+	case 0:
+		if a.only == nil {
+			a.only = a.newGroup("", nil)
+		}
+		return a.only
+	case 1:
+		if i, ok := keys[0].(int64); ok && i >= 0 && i < 1<<12 {
+			for int(i) >= len(a.byIndex) {
+				a.byIndex = append(a.byIndex, nil)
+			}
+			if g := a.byIndex[i]; g != nil {
+				return g
+			}
+			id := keyString(keys)
+			g := a.groups[id]
+			if g == nil {
+				g = a.newGroup(id, keyValues(keys))
+			}
+			a.byIndex[i] = g
+			return g
+		}
 	}
+	id := keyString(keys)
 	if g := a.groups[id]; g != nil {
 		return g
 	}
@@ -405,31 +473,32 @@ func (g *groupAcc) addRow(specs []spec, row []value) {
 }
 
 func (a *measureAgg) setup(args []driver.Value) error {
-	if len(args) < 6 {
+	h, ok := args[0].(int64)
+	if !ok {
+		return errors.New("dpsql_measure: bad handle")
+	}
+	v, ok := measureConfigs.Load(h)
+	if !ok {
+		return errors.New("dpsql_measure: no configuration for the handle")
+	}
+	cfg := v.(*measureConfig)
+	a.first = 1
+	if cfg.l0 > 0 {
+		a.first = 2
+	}
+	if len(args) < a.first+cfg.nk {
 		return errors.New("dpsql_measure: too few arguments")
 	}
-	key, ok := args[0].(int64)
-	specText, ok2 := args[1].(string)
-	l0, ok3 := toInt(args[2])
-	lInf, ok4 := toInt(args[3])
-	nk, ok5 := toInt(args[4])
-	if !ok || !ok2 || !ok3 || !ok4 || !ok5 || l0 < 0 || lInf < 1 || nk < 0 || len(args) < 6+nk {
-		return errors.New("dpsql_measure: bad arguments")
-	}
-	specs, err := parseSpecs(specText)
-	if err != nil {
-		return fmt.Errorf("dpsql_measure: %w", err)
-	}
-	for _, sp := range specs {
-		if sp.kind != 'n' && sp.kind != 'u' && (sp.arg < 0 || 6+nk+sp.arg >= len(args)) {
+	for _, sp := range cfg.specs {
+		if sp.kind != 'n' && sp.kind != 'u' && (sp.arg < 0 || a.first+cfg.nk+sp.arg >= len(args)) {
 			return errors.New("dpsql_measure: spec argument out of range")
 		}
 	}
-	a.init, a.key, a.specs, a.l0, a.lInf, a.nk = true, key, specs, l0, lInf, nk
-	a.rng = rand.New(rand.NewChaCha8(seedFrom(key)))
+	a.init, a.handle, a.key, a.specs, a.l0, a.lInf, a.nk = true, h, cfg.key, cfg.specs, cfg.l0, cfg.lInf, cfg.nk
+	a.rng = rand.New(rand.NewChaCha8(seedFrom(cfg.key)))
 	a.units = map[string]*unitState{}
 	a.groups = map[string]*groupAcc{}
-	a.row = make([]value, len(args)-6-nk)
+	a.row = make([]value, len(args)-a.first-cfg.nk)
 	return nil
 }
 
@@ -497,8 +566,8 @@ func (a *measureAgg) WindowValue(*sqlite.FunctionContext) (driver.Value, error) 
 		}
 		res.groups = append(res.groups, mg)
 	}
-	measuredResults.Store(a.key, res)
-	return a.key, nil
+	measuredResults.Store(a.handle, res)
+	return a.handle, nil
 }
 
 // CentredSquares returns Σ (x − m)² = Σx² − 2m·Σx + m²·n exactly, from

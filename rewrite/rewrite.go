@@ -28,12 +28,21 @@ const ResultTable = "_dpsql_result"
 // Rewritten is what exec runs for one private query.
 type Rewritten struct {
 	// Scan is the backend statement: one call of the measurement
-	// aggregate (MeasureFunction) over the FROM clause, which takes one
-	// parameter, a fresh random 64-bit key, and returns it as the handle
-	// of its per-group measurements (in the order of Measured).
+	// aggregate (MeasureFunction) over the FROM clause,
+	//
+	//	dpsql_measure(?1, [unit,] k1..k_Keys, a1..a_m)
+	//
+	// whose one parameter is a handle under which exec registers the
+	// aggregate's configuration (Measured, MaxGroups, MaxRows, Keys and a
+	// fresh random key) and collects its per-group measurements.
 	Scan string
-	// Measured lists the measurement specs of the Scan.
+	// Measured lists the measurement specs, in the order of the results.
 	Measured []string
+	// MaxGroups is l0 (0: every row is its own unit, no bounding, and the
+	// call has no unit argument); MaxRows is l∞.
+	MaxGroups, MaxRows int64
+	// Keys is the number of group-key arguments.
+	Keys int
 	// CellSource says where each cell of the plan gets its exact value:
 	// a measured column (cells with the same measurement, such as SUM and
 	// AVG of one column and bounds, share it, so it is computed once per
@@ -138,14 +147,14 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 		specs = append(specs, "n") // the aggregate needs at least one measurement
 	}
 	r.Measured = specs
-	l0, unit := "0", "NULL"
+	r.MaxRows, r.Keys = q.Unit.MaxRows, len(q.Keys)
+	call := []string{"?1"}
 	var where []string
 	if bounded {
-		l0, unit = strconv.FormatInt(q.Unit.MaxGroups, 10), q.UnitSQL
-		where = append(where, unit+" IS NOT NULL")
+		r.MaxGroups = q.Unit.MaxGroups
+		call = append(call, q.UnitSQL)
+		where = append(where, q.UnitSQL+" IS NOT NULL")
 	}
-	call := []string{"?1", parser.QuoteString(strings.Join(specs, ";")), l0,
-		strconv.FormatInt(q.Unit.MaxRows, 10), strconv.Itoa(len(q.Keys)), unit}
 	for _, k := range q.Keys {
 		call = append(call, keyExpr(k))
 		if k.Domain != nil {
