@@ -31,7 +31,7 @@ func adultDB(tb testing.TB) string {
 	if _, _, err := owner.ImportCSV(context.Background(), "adult", csvPath, csvimport.Options{}); err != nil {
 		tb.Fatal(err)
 	}
-	if err := owner.Run(context.Background(), `CREATE PRIVACY POLICY ON adult; SET BUDGET epsilon = 1e9`, func(*dpsql.Result) error { return nil }); err != nil {
+	if err := owner.Run(context.Background(), `CREATE PRIVACY POLICY ON adult; SET BUDGET epsilon = 1e6`, func(*dpsql.Result) error { return nil }); err != nil {
 		tb.Fatal(err)
 	}
 	return path

@@ -38,7 +38,7 @@ func benchDB(b *testing.B, n int) string {
 	err = owner.Run(context.Background(), `CREATE PRIVACY POLICY ON t;
 		ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 1000);
 		ALTER PRIVACY POLICY ON t SET DOMAIN g ('g0', 'g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7');
-		SET BUDGET epsilon = 1e12`, func(*dpsql.Result) error { return nil })
+		SET BUDGET epsilon = 1e6`, func(*dpsql.Result) error { return nil })
 	if err != nil {
 		b.Fatal(err)
 	}

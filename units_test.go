@@ -47,7 +47,7 @@ func unitsDB(t testing.TB, visits []visit, policy string) string {
 		t.Fatal(err)
 	}
 	defer owner.Close()
-	if err := owner.Run(context.Background(), policy+`; SET BUDGET epsilon = 1e9, delta = 0.5`, func(*dpsql.Result) error { return nil }); err != nil {
+	if err := owner.Run(context.Background(), policy+`; SET BUDGET epsilon = 1e6, delta = 0.5`, func(*dpsql.Result) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return path

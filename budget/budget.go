@@ -7,6 +7,13 @@
 // the old total and overspend. A crash after the commit loses the answer,
 // never the charge. Accounting is basic sequential composition: the spent
 // (ε, δ) is the sum of all charges.
+//
+// The arithmetic is exact: every charge and total is recorded as an
+// integer number of units (EpsilonUnit, DeltaUnit) — a charge rounded up,
+// a total rounded down, both from the decimal that the float64 prints as —
+// and a charge is admitted only when the integer sum stays within the
+// total. There is no tolerance, so no sequence of tiny charges can spend
+// more than the total.
 package budget
 
 import (
@@ -15,6 +22,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
+	"strconv"
 	"time"
 )
 
@@ -48,10 +57,98 @@ CREATE TABLE IF NOT EXISTS _dpsql_ledger (
 );
 `
 
-// Init creates the budget tables when they are missing.
+// EpsilonUnit and DeltaUnit are the ledger's integer units: ε and δ are
+// recorded as whole multiples of them.
+const (
+	EpsilonUnit = 1e-12
+	DeltaUnit   = 1e-18
+)
+
+// MaxTotalEpsilon caps the total ε, so that every sum of charges fits the
+// ledger's 64-bit integers.
+const MaxTotalEpsilon = 1e6
+
+// Init creates the budget tables when they are missing, and gives a
+// ledger made by an earlier version its integer columns (charges rounded
+// up, the total rounded down), in one transaction.
 func Init(ctx context.Context, db *sql.DB) error {
-	_, err := db.ExecContext(ctx, schema)
-	return err
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, t := range []string{"_dpsql_ledger", "_dpsql_budget"} {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = 'epsilon_units'`, t).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			continue
+		}
+		for _, c := range []string{"epsilon_units", "delta_units"} {
+			if _, err := tx.ExecContext(ctx, "ALTER TABLE "+t+" ADD COLUMN "+c+" INTEGER"); err != nil {
+				return err
+			}
+		}
+		if err := migrateUnits(ctx, tx, t, t == "_dpsql_ledger"); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// migrateUnits fills the integer columns of rows recorded before they
+// existed.
+func migrateUnits(ctx context.Context, tx *sql.Tx, table string, up bool) error {
+	rows, err := tx.QueryContext(ctx, "SELECT rowid, epsilon, delta FROM "+table)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		id     int64
+		eu, du int64
+	}
+	var all []row
+	for rows.Next() {
+		var r row
+		var e, d float64
+		if err := rows.Scan(&r.id, &e, &d); err != nil {
+			rows.Close()
+			return err
+		}
+		r.eu, r.du = toUnits(e, EpsilonUnit, up), toUnits(d, DeltaUnit, up)
+		all = append(all, r)
+	}
+	rows.Close()
+	for _, r := range all {
+		if _, err := tx.ExecContext(ctx, "UPDATE "+table+" SET epsilon_units = ?, delta_units = ? WHERE rowid = ?", r.eu, r.du, r.id); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// toUnits converts v ≥ 0 to whole units, rounding up (charges) or down
+// (totals). It reads v as the shortest decimal that prints as v — the
+// number the user wrote — so 0.1 is exactly 1e11 ε-units.
+func toUnits(v, unit float64, up bool) int64 {
+	r, ok := new(big.Rat).SetString(strconv.FormatFloat(v, 'g', -1, 64))
+	if !ok || r.Sign() <= 0 {
+		return 0
+	}
+	u, _ := new(big.Rat).SetString(strconv.FormatFloat(unit, 'g', -1, 64))
+	q := new(big.Rat).Quo(r, u)
+	n := new(big.Int).Quo(q.Num(), q.Denom())
+	if up && new(big.Int).Mul(n, q.Denom()).Cmp(q.Num()) != 0 {
+		n.Add(n, big.NewInt(1))
+	}
+	if !n.IsInt64() {
+		return math.MaxInt64
+	}
+	return n.Int64()
 }
 
 // Cost is a privacy cost (or total) in (ε, δ).
@@ -62,8 +159,8 @@ type Cost struct {
 
 func (c Cost) validate() error {
 	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) || v < 0 }
-	if bad(c.Epsilon) || bad(c.Delta) || c.Delta >= 1 {
-		return fmt.Errorf("%w: epsilon must be a finite number ≥ 0 and delta in [0, 1), got ε=%v δ=%v", ErrInvalidCost, c.Epsilon, c.Delta)
+	if bad(c.Epsilon) || bad(c.Delta) || c.Delta >= 1 || c.Epsilon > MaxTotalEpsilon {
+		return fmt.Errorf("%w: epsilon must be a number in [0, %g] and delta in [0, 1), got ε=%v δ=%v", ErrInvalidCost, MaxTotalEpsilon, c.Epsilon, c.Delta)
 	}
 	return nil
 }
@@ -80,27 +177,41 @@ func (s Status) Remaining() Cost {
 	return Cost{Epsilon: math.Max(0, s.Total.Epsilon-s.Spent.Epsilon), Delta: math.Max(0, s.Total.Delta-s.Spent.Delta)}
 }
 
-// tolerance absorbs floating-point error in sums of charges: a query may
-// spend exactly what remains.
-const tolerance = 1e-9
-
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func readStatus(ctx context.Context, q querier) (Status, error) {
-	var s Status
-	err := q.QueryRowContext(ctx, `SELECT epsilon, delta FROM _dpsql_budget WHERE id = 1`).Scan(&s.Total.Epsilon, &s.Total.Delta)
+// units is a cost in ledger units.
+type units struct{ eps, delta int64 }
+
+func (u units) cost() Cost {
+	return Cost{Epsilon: fromUnits(u.eps, 12), Delta: fromUnits(u.delta, 18)}
+}
+
+// fromUnits is n·10^-digits as the float64 nearest the exact decimal.
+func fromUnits(n int64, digits int) float64 {
+	f, _ := strconv.ParseFloat(strconv.FormatInt(n, 10)+"e-"+strconv.Itoa(digits), 64)
+	return f
+}
+
+func readUnits(ctx context.Context, q querier) (set bool, total, spent units, err error) {
+	err = q.QueryRowContext(ctx, `SELECT epsilon_units, delta_units FROM _dpsql_budget WHERE id = 1`).Scan(&total.eps, &total.delta)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
+		err = nil
 	case err != nil:
-		return s, err
+		return
 	default:
-		s.Set = true
+		set = true
 	}
-	err = q.QueryRowContext(ctx, `SELECT COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0) FROM _dpsql_ledger
-		WHERE id > (SELECT COALESCE(MAX(after_entry), 0) FROM _dpsql_budget_resets)`).Scan(&s.Spent.Epsilon, &s.Spent.Delta)
-	return s, err
+	err = q.QueryRowContext(ctx, `SELECT COALESCE(SUM(epsilon_units), 0), COALESCE(SUM(delta_units), 0) FROM _dpsql_ledger
+		WHERE id > (SELECT COALESCE(MAX(after_entry), 0) FROM _dpsql_budget_resets)`).Scan(&spent.eps, &spent.delta)
+	return
+}
+
+func readStatus(ctx context.Context, q querier) (Status, error) {
+	set, total, spent, err := readUnits(ctx, q)
+	return Status{Set: set, Total: total.cost(), Spent: spent.cost()}, err
 }
 
 // Reset starts the budget afresh (owner): charges so far stay in the
@@ -123,8 +234,10 @@ func SetTotal(ctx context.Context, db *sql.DB, total Cost) error {
 	if total.Epsilon == 0 {
 		return fmt.Errorf("%w: the total epsilon must be positive", ErrInvalidCost)
 	}
-	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_budget (id, epsilon, delta) VALUES (1, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET epsilon = excluded.epsilon, delta = excluded.delta`, total.Epsilon, total.Delta)
+	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_budget (id, epsilon, delta, epsilon_units, delta_units) VALUES (1, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET epsilon = excluded.epsilon, delta = excluded.delta,
+		epsilon_units = excluded.epsilon_units, delta_units = excluded.delta_units`,
+		total.Epsilon, total.Delta, toUnits(total.Epsilon, EpsilonUnit, false), toUnits(total.Delta, DeltaUnit, false))
 	return err
 }
 
@@ -149,20 +262,22 @@ func Charge(ctx context.Context, db *sql.DB, cost Cost, statement string) (err e
 			_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
 		}
 	}()
-	s, err := readStatus(ctx, conn)
+	set, total, spent, err := readUnits(ctx, conn)
 	if err != nil {
 		return err
 	}
-	if !s.Set {
+	if !set {
 		return fmt.Errorf("%w: the owner must run SET BUDGET epsilon = E[, delta = D] first", ErrNoBudget)
 	}
-	rem := s.Remaining()
-	if s.Spent.Epsilon+cost.Epsilon > s.Total.Epsilon+tolerance || s.Spent.Delta+cost.Delta > s.Total.Delta+tolerance*1e-6 {
+	need := units{eps: toUnits(cost.Epsilon, EpsilonUnit, true), delta: toUnits(cost.Delta, DeltaUnit, true)}
+	if need.eps > total.eps-spent.eps || need.delta > total.delta-spent.delta {
+		rem := Status{Set: true, Total: total.cost(), Spent: spent.cost()}.Remaining()
+		t := total.cost()
 		return fmt.Errorf("%w: the query needs ε=%g, δ=%g but only ε=%g, δ=%g remain of ε=%g, δ=%g",
-			ErrBudgetExhausted, cost.Epsilon, cost.Delta, rem.Epsilon, rem.Delta, s.Total.Epsilon, s.Total.Delta)
+			ErrBudgetExhausted, cost.Epsilon, cost.Delta, rem.Epsilon, rem.Delta, t.Epsilon, t.Delta)
 	}
-	if _, err := conn.ExecContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta) VALUES (?, ?, ?, ?)`,
-		time.Now().UTC().Format(time.RFC3339Nano), statement, cost.Epsilon, cost.Delta); err != nil {
+	if _, err := conn.ExecContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units) VALUES (?, ?, ?, ?, ?, ?)`,
+		time.Now().UTC().Format(time.RFC3339Nano), statement, cost.Epsilon, cost.Delta, need.eps, need.delta); err != nil {
 		return err
 	}
 	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {

@@ -114,7 +114,7 @@ func TestConcurrentSpendersCannotOverspend(t *testing.T) {
 		t.Errorf("%d charges accepted and %d refused, want 10 and 30", ok, refused)
 	}
 	s, _ := GetStatus(ctx, a)
-	if s.Spent.Epsilon > 1+tolerance {
+	if s.Spent.Epsilon > 1 {
 		t.Errorf("spent %v of 1", s.Spent.Epsilon)
 	}
 }
@@ -139,5 +139,74 @@ func TestResetKeepsTheLedger(t *testing.T) {
 	entries, _ := Ledger(ctx, db)
 	if s.Spent.Epsilon != 0.5 || len(entries) != 2 {
 		t.Errorf("spent %v with %d ledger entries, want 0.5 and 2", s.Spent.Epsilon, len(entries))
+	}
+}
+
+// TestExactUnits: charges are whole ledger units with no slack. Ten
+// charges of 0.1 spend exactly 1; after that not even the smallest charge
+// passes (a float sum with a tolerance let tiny charges run forever), and
+// a cost below one unit is rounded up to a unit rather than charged as zero.
+func TestExactUnits(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, filepath.Join(t.TempDir(), "b.db"))
+	if err := SetTotal(ctx, db, Cost{Epsilon: 1, Delta: 1e-6}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		if err := Charge(ctx, db, Cost{Epsilon: 0.1}, "q"); err != nil {
+			t.Fatalf("charge %d of 0.1: %v", i, err)
+		}
+	}
+	for _, c := range []Cost{{Epsilon: EpsilonUnit}, {Epsilon: 1e-9}, {Delta: DeltaUnit}} {
+		if c.Delta > 0 {
+			if err := Charge(ctx, db, Cost{Delta: 1e-6}, "q"); err != nil {
+				t.Fatalf("δ charge within the total: %v", err)
+			}
+		}
+		if err := Charge(ctx, db, c, "q"); !errors.Is(err, ErrBudgetExhausted) {
+			t.Errorf("charge %+v after exhaustion: %v, want ErrBudgetExhausted", c, err)
+		}
+	}
+	if err := Charge(ctx, db, Cost{Epsilon: 5e-324}, "q"); !errors.Is(err, ErrBudgetExhausted) {
+		t.Errorf("ε = 5e-324 after exhaustion: %v, want ErrBudgetExhausted (it costs one unit, not zero)", err)
+	}
+	s, _ := GetStatus(ctx, db)
+	if s.Spent.Epsilon != 1 {
+		t.Errorf("spent %v, want exactly 1", s.Spent.Epsilon)
+	}
+}
+
+// TestMigrationToUnits: a ledger written before the integer columns
+// existed gets them, charges rounded up and the total down.
+func TestMigrationToUnits(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = raw.Exec(`CREATE TABLE _dpsql_budget (id INTEGER PRIMARY KEY CHECK (id = 1), epsilon REAL NOT NULL, delta REAL NOT NULL);
+		CREATE TABLE _dpsql_ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, charged TEXT NOT NULL, statement TEXT NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL);
+		INSERT INTO _dpsql_budget VALUES (1, 2, 1e-6);
+		INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta) VALUES ('t', 'q1', 0.5, 0), ('t', 'q2', 1.2500000000001, 1e-7);`)
+	raw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := open(t, path)
+	s, err := GetStatus(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Set || s.Total.Epsilon != 2 || s.Spent.Epsilon != 1.750000000001 || s.Spent.Delta != 1e-7 {
+		t.Fatalf("after migration: %+v", s)
+	}
+	// 1.2500000000001 is rounded up to 1.250000000001 ε: 2 − 1.750000000001
+	// leaves 0.249999999999, so 0.25 does not fit.
+	if err := Charge(ctx, db, Cost{Epsilon: 0.25}, "q"); !errors.Is(err, ErrBudgetExhausted) {
+		t.Errorf("charge of 0.25: %v, want ErrBudgetExhausted", err)
+	}
+	if err := Charge(ctx, db, Cost{Epsilon: 0.249999999999}, "q"); err != nil {
+		t.Errorf("charge of exactly what remains: %v", err)
 	}
 }

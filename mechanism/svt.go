@@ -85,6 +85,27 @@ func NewSparse(opts SparseOptions, src Source) (*Sparse, error) {
 	return s, nil
 }
 
+// CheckSparse reports whether a Sparse run with these options can start
+// and answer every finite query without a parameter error: the planner
+// calls it before the charge.
+func CheckSparse(opts SparseOptions) error {
+	if opts.Cutoff < 1 {
+		return fmt.Errorf("%w: cutoff must be at least 1", ErrInvalidParameter)
+	}
+	if math.IsNaN(opts.Threshold) || math.IsInf(opts.Threshold, 0) {
+		return fmt.Errorf("%w: threshold must be finite", ErrInvalidParameter)
+	}
+	eps1, eps2 := SparseSplit(opts.Epsilon, opts.Cutoff, opts.Monotonic)
+	if err := CheckLaplace(opts.Sensitivity, eps1); err != nil {
+		return err
+	}
+	f := 2.0
+	if opts.Monotonic {
+		f = 1
+	}
+	return CheckLaplace(f*float64(opts.Cutoff)*opts.Sensitivity, eps2)
+}
+
 // NewSparse starts a Sparse run drawing from the noiser's source.
 func (n *SecureNoiser) NewSparse(opts SparseOptions) (Thresholder, error) {
 	return NewSparse(opts, n.src)
