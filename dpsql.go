@@ -17,7 +17,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strings"
 	"sync"
@@ -82,8 +81,8 @@ func Open(path string, opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("%w: %s (the owner creates it, e.g. with 'dpsql import')", ErrNoDatabase, path)
 		}
 	}
-	if math.IsNaN(opts.Epsilon) || math.IsInf(opts.Epsilon, 0) || opts.Epsilon < 0 {
-		return nil, fmt.Errorf("epsilon must be a positive number, got %v", opts.Epsilon)
+	if opts.Epsilon != 0 && !planner.ValidEpsilon(opts.Epsilon) {
+		return nil, fmt.Errorf("%s, got %v", planner.EpsilonRange, opts.Epsilon)
 	}
 	// busy_timeout lets concurrent writers (budget charges from another
 	// process) wait for each other instead of failing; _txlock=immediate
@@ -330,8 +329,8 @@ func (e *Engine) set(s *parser.SetStmt) (*Result, error) {
 	switch s.Name {
 	case "epsilon":
 		v, err := parser.NumberValue(s.Value)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-			return nil, bad("epsilon must be a positive number")
+		if err != nil || !planner.ValidEpsilon(v) {
+			return nil, bad(planner.EpsilonRange)
 		}
 		e.sess.Epsilon = v
 		return &Result{Message: fmt.Sprintf("epsilon = %g per query for this session", v)}, nil

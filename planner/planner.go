@@ -15,7 +15,9 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
 )
 
@@ -518,13 +520,71 @@ func (b *builder) build(sess Session) error {
 	parts := len(b.q.Cells)
 	if sel := b.q.Selection; sel != nil {
 		parts++
-		sel.Epsilon, sel.Delta = cellEps/float64(parts), opts.delta
-		sel.Threshold = 1 + sel.Sensitivity/sel.Epsilon*math.Log(sel.Sensitivity/(2*opts.delta))
+		sel.Delta = opts.delta
 		b.q.Delta = opts.delta
 	}
-	per := cellEps / float64(parts)
+	// Each share is rounded down, so that the shares never add up to more
+	// than the ε the ledger is charged.
+	per := math.Nextafter(cellEps/float64(parts), 0)
 	for _, c := range b.q.Cells {
 		c.Epsilon = per
+	}
+	if sel := b.q.Selection; sel != nil {
+		sel.Epsilon = per
+		sel.Threshold = 1 + sel.Sensitivity/sel.Epsilon*math.Log(sel.Sensitivity/(2*opts.delta))
+	}
+	for _, sr := range b.q.Searches {
+		sr.Epsilon = math.Nextafter(sr.Epsilon, 0)
+	}
+	return b.checkNoise()
+}
+
+// MinEpsilon and MaxEpsilon bound the ε of one query; MinDelta is the
+// smallest positive δ. Outside them the noise step could fail (a grid
+// step or a discrete scale out of range) or the ledger could not record
+// the cost; the planner refuses them before anything is charged.
+const (
+	MinEpsilon = 1e-6
+	MaxEpsilon = 1000.0
+	MinDelta   = 1e-18
+)
+
+// checkNoise verifies, before the charge, that every mechanism of the plan
+// accepts its parameters for every database: each declared cell, each
+// cell whose bounds a search will choose (at the narrowest and the widest
+// candidate bounds), each search and the partition selection. So the
+// noise step after the charge cannot fail on a parameter.
+func (b *builder) checkNoise() error {
+	q := b.q
+	fail := func(what string, err error) error {
+		return errorf(b.stmt.SelectPos, ErrInvalidOption, "%s cannot be noised with these parameters (%v): use a larger epsilon or narrower bounds", what, err)
+	}
+	for _, c := range q.Cells {
+		if c.Search < 0 {
+			if err := mechanism.CheckLaplace(c.L1Sensitivity, c.Epsilon); err != nil {
+				return fail(c.Label, err)
+			}
+			continue
+		}
+		for _, hi := range []float64{autobound.Candidate(1), autobound.Candidate(autobound.NumBuckets - 1)} {
+			for _, lo := range []float64{0, -hi} {
+				if err := mechanism.CheckLaplace(c.Scale*SensitivityFor(c.Kind, lo, hi), c.Epsilon); err != nil {
+					return fail(c.Label, err)
+				}
+			}
+		}
+	}
+	for _, sr := range q.Searches {
+		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: sr.Sensitivity, Cutoff: 2, Monotonic: true}
+		opts.Threshold = -autobound.ThresholdScales * mechanism.SparseQueryScale(opts)
+		if err := mechanism.CheckSparse(opts); err != nil {
+			return fail("the bound search of "+sr.Label, err)
+		}
+	}
+	if sel := q.Selection; sel != nil {
+		if err := mechanism.CheckLaplace(sel.Sensitivity, sel.Epsilon); err != nil || math.IsNaN(sel.Threshold) || math.IsInf(sel.Threshold, 0) {
+			return fail("the partition selection", err)
+		}
 	}
 	return nil
 }
@@ -554,13 +614,13 @@ func queryOptions(s *parser.SelectStmt, sess Session, rel *relation) (options, e
 		}
 		switch opt.Name {
 		case "epsilon":
-			if verr != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-				return bad("epsilon must be a positive number")
+			if verr != nil || !ValidEpsilon(v) {
+				return bad(EpsilonRange)
 			}
 			o.eps = v
 		case "delta":
-			if verr != nil || math.IsNaN(v) || v < 0 || v >= 1 {
-				return bad("delta must be a number in [0, 1)")
+			if verr != nil || math.IsNaN(v) || v < 0 || v >= 1 || (v > 0 && v < MinDelta) {
+				return bad(fmt.Sprintf("delta must be 0 or a number in [%g, 1)", MinDelta))
 			}
 			o.delta = v
 		case "bounds_epsilon_fraction":
@@ -591,6 +651,12 @@ func queryOptions(s *parser.SelectStmt, sess Session, rel *relation) (options, e
 	}
 	return o, nil
 }
+
+// ValidEpsilon reports whether v is a usable ε for one query.
+func ValidEpsilon(v float64) bool { return v >= MinEpsilon && v <= MaxEpsilon }
+
+// EpsilonRange is the message for an ε outside [MinEpsilon, MaxEpsilon].
+var EpsilonRange = fmt.Sprintf("epsilon must be a number in [%g, %g]", MinEpsilon, MaxEpsilon)
 
 // ValidBoundsFraction reports whether f is a usable share of ε for bound
 // searches: strictly between 0 and 1.
