@@ -89,6 +89,9 @@ func buildFrom(stmt *parser.SelectStmt, cat *catalog.Catalog, rn *renderer) (*re
 	fb := &fromBuilder{cat: cat, ctes: map[string]*parser.CTE{}, rn: rn}
 	for i := range stmt.With {
 		c := &stmt.With[i]
+		if catalog.IsInternalName(c.Name) {
+			return nil, errorf(c.NamePos, ErrInvalidOption, "WITH name %q is reserved", c.Name)
+		}
 		if _, dup := fb.ctes[catalog.FoldName(c.Name)]; dup {
 			return nil, errorf(c.NamePos, ErrInvalidOption, "WITH name %q is defined twice", c.Name)
 		}
@@ -144,6 +147,9 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 	qual := f.Alias
 	if qual == "" {
 		qual = t.Name
+	}
+	if catalog.IsInternalName(qual) {
+		return nil, errorf(f.NamePos, ErrInvalidOption, "alias %q is reserved", qual)
 	}
 	alias := fb.rn.alias()
 	prefix := parser.QuoteIdent(alias) + "."
@@ -226,6 +232,9 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 	}
 	if len(q.With) > 0 || q.DP {
 		return nil, refuse(q.SelectPos, "WITH and DIFFERENTIAL_PRIVACY options belong to the outer query")
+	}
+	if catalog.IsInternalName(alias) {
+		return nil, errorf(pos, ErrInvalidOption, "alias %q is reserved", alias)
 	}
 	if q.From == nil {
 		return nil, refuse(q.SelectPos, "needs a FROM clause")

@@ -1,0 +1,422 @@
+package dpsql_test
+
+// Regression tests of the privacy hardening: one group per class of the
+// adversarial review (docs/privacy.md, "What an analyst cannot learn").
+// Each test fails on the engine before the hardening and passes after it.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/exec"
+	"github.com/dpsql/dpsql/mechanism"
+	"github.com/dpsql/dpsql/planner"
+)
+
+// hardDB creates a database from SQL, then runs the owner's policy script
+// (with a large budget).
+func hardDB(t testing.TB, create, policy string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "h.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(create); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	owner, err := dpsql.Open(path, dpsql.Options{Owner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	if err := owner.Run(context.Background(), policy+`; SET BUDGET epsilon = 1e6, delta = 0.5`, func(*dpsql.Result) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// recorder is a noiser that adds no noise and records every exact value
+// handed to the Laplace mechanism, with its sensitivity.
+type recorder struct {
+	mu    sync.Mutex
+	calls []recorded
+}
+
+type recorded struct {
+	value *big.Float
+	sens  float64
+}
+
+func (r *recorder) AddLaplace(v, sens, _ float64) (float64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, recorded{new(big.Float).SetPrec(4096).SetFloat64(v), sens})
+	return v, nil
+}
+
+func (r *recorder) AddLaplaceExact(v *big.Float, sens, _ float64) (float64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, recorded{new(big.Float).SetPrec(4096).Set(v), sens})
+	f, _ := v.Float64()
+	return f, nil
+}
+
+func (r *recorder) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholder, error) {
+	return dpsql.ZeroNoise().NewSparse(opts)
+}
+
+// exactValues runs q on the database and returns the exact values handed to
+// the noise, in order.
+func exactValues(t *testing.T, path, q string) []recorded {
+	t.Helper()
+	r := &recorder{}
+	e, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 1}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.Query(context.Background(), q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return r.calls
+}
+
+// checkNeighbourSensitivity: on neighbouring databases, every exact value
+// handed to the noise moves by at most its declared sensitivity — checked
+// exactly, in big arithmetic.
+func checkNeighbourSensitivity(t *testing.T, d, d2, q string) {
+	t.Helper()
+	a, b := exactValues(t, d, q), exactValues(t, d2, q)
+	if len(a) != len(b) {
+		t.Fatalf("%s: %d noisy cells on D, %d on D'", q, len(a), len(b))
+	}
+	for i := range a {
+		diff := new(big.Float).SetPrec(4096).Sub(a[i].value, b[i].value)
+		diff.Abs(diff)
+		if diff.Cmp(big.NewFloat(a[i].sens)) > 0 {
+			t.Errorf("%s: cell %d moves by %s between neighbours, sensitivity %g", q, i, diff.Text('g', 10), a[i].sens)
+		}
+	}
+}
+
+// empiricalNeighbours runs q n times on D and on D' with real noise, bins
+// the first output column and checks P(D) ≤ e^ε·P(D') (and the reverse) in
+// every well-populated bin, at 4.4 standard errors (a false failure about
+// once in 10^5 per comparison).
+func empiricalNeighbours(t *testing.T, d, d2, q string, eps, width float64) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("statistical test skipped in -short mode")
+	}
+	const n = 1000
+	hist := func(path string, seed uint64) map[int]int {
+		e, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 1}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed+1))}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		h := map[int]int{}
+		for i := 0; i < n; i++ {
+			res, err := e.Query(context.Background(), q)
+			if err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			h[int(math.Floor(num(res.Rows[0][0])/width))]++
+		}
+		return h
+	}
+	a, b := hist(d, 11), hist(d2, 12)
+	var bins []int
+	for k := range a {
+		bins = append(bins, k)
+	}
+	sort.Ints(bins)
+	e := math.Exp(eps)
+	checked := 0
+	for _, k := range bins {
+		for _, pr := range [][2]int{{a[k], b[k]}, {b[k], a[k]}} {
+			if pr[0] < 50 || pr[1] < 50 {
+				continue
+			}
+			p, q2 := float64(pr[0])/n, float64(pr[1])/n
+			if se := math.Sqrt(p/n + e*e*q2/n); p-e*q2 > 4.4*se {
+				t.Errorf("%s: bin %d: P=%.3f > e^ε·P'=%.3f", q, k, p, e*q2)
+			}
+			checked++
+		}
+	}
+	if checked < 2 {
+		t.Errorf("%s: only %d bins had enough samples", q, checked)
+	}
+}
+
+// Class 1: names resolve exactly as SQLite resolves them, and SQLite never
+// sees analyst text.
+func TestNamesResolveAsSQLiteDoes(t *testing.T) {
+	const create = `CREATE TABLE visits (uid INTEGER, code TEXT, amount INTEGER);
+		INSERT INTO visits VALUES (1, 'a', 10), (2, 'b', 20);
+		CREATE TABLE pub (code TEXT); INSERT INTO pub VALUES ('a');`
+	path := hardDB(t, create, `CREATE PRIVACY POLICY ON visits; ALTER TABLE pub SET PUBLIC`)
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	before := spent(t, e)
+	for _, q := range []string{
+		// U+0130 folds to "i" in Go's Unicode rules, and not at all in SQLite.
+		`WITH "vİsits" AS (SELECT code FROM pub) SELECT * FROM visits`,
+		`WITH "VİSITS" AS (SELECT code FROM pub) SELECT code FROM visits`,
+		`WITH "sqlİte_master" AS (SELECT code FROM pub) SELECT * FROM sqlite_master`,
+		`SELECT * FROM "sqlite_master"`,
+		`SELECT * FROM "_DPSQL_LEDGER"`,
+		`WITH "_dpsql_t0" AS (SELECT code FROM pub) SELECT * FROM "_dpsql_t0"`,
+		`SELECT "pub"."code" FROM pub JOIN visits ON "pub"."code" = "visits"."code"`,
+	} {
+		res, err := e.Query(context.Background(), q)
+		if err == nil {
+			t.Errorf("%s: answered with %v", q, res.Rows)
+		}
+	}
+	if spent(t, e) != before {
+		t.Error("refused statements spent budget")
+	}
+	// A public query is printed from resolved names: the backend SQL names
+	// the catalog's table under a generated alias.
+	res := query(t, e, `EXPLAIN SELECT CODE FROM PUB WHERE Code = 'a'`)
+	if got := fmt.Sprint(res.Rows); !strings.Contains(got, `FROM "pub" AS "_dpsql_t0" WHERE ("_dpsql_t0"."code" = 'a')`) {
+		t.Errorf("public backend SQL not printed from the plan: %s", got)
+	}
+	if got := query(t, e, `SELECT CODE FROM PUB`).Rows; len(got) != 1 || got[0][0] != "a" {
+		t.Errorf("public query: %v", got)
+	}
+}
+
+// Class 1, second line of defence: even a statement that reached the
+// backend could read only what its plan resolved.
+func TestAuthorizerEnforcesThePlan(t *testing.T) {
+	const create = `CREATE TABLE visits (uid INTEGER, code TEXT); INSERT INTO visits VALUES (1, 'a');
+		CREATE TABLE pub (code TEXT); INSERT INTO pub VALUES ('a');`
+	path := hardDB(t, create, `CREATE PRIVACY POLICY ON visits; ALTER TABLE pub SET PUBLIC`)
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	reads := map[string]map[string]bool{"pub": {"*": true}}
+	for _, stmt := range []string{
+		`SELECT * FROM visits`,
+		`SELECT name FROM sqlite_master`,
+		`SELECT * FROM _dpsql_ledger`,
+		`SELECT p.code, (SELECT uid FROM visits) FROM pub p`,
+	} {
+		res, err := exec.Public(context.Background(), db, &planner.PublicQuery{SQL: stmt, Reads: reads})
+		if !errors.Is(err, exec.ErrRejected) {
+			t.Errorf("%s: %v, %v; want ErrRejected", stmt, res, err)
+		}
+	}
+	if res, err := exec.Public(context.Background(), db, &planner.PublicQuery{SQL: `SELECT code FROM pub`, Reads: reads}); err != nil || len(res.Rows) != 1 {
+		t.Errorf("allowed read: %v, %v", res, err)
+	}
+	// The pool's connections are left without the authorizer.
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM sqlite_master`).Scan(&n); err != nil {
+		t.Errorf("authorizer left on a pooled connection: %v", err)
+	}
+}
+
+// Class 2: whether a query succeeds does not depend on the data.
+func TestRowEvaluationIsTotal(t *testing.T) {
+	create := func(extra string) string {
+		return `CREATE TABLE people (uid INTEGER, age INTEGER, gain INTEGER, name TEXT);
+			INSERT INTO people VALUES (1, 30, 100, 'ann'), (2, 40, 9223372036854775807, 'bob'), (2, 41, 9223372036854775807, 'bob');` + extra
+	}
+	policy := `CREATE PRIVACY POLICY ON people OPTIONS (privacy_unit_column = uid, max_rows_contributed = 2)`
+	d := hardDB(t, create(`INSERT INTO people VALUES (3, 90, 5, '`+strings.Repeat("a", 3000)+`');`), policy)
+	d2 := hardDB(t, create(""), policy)
+	queries := []string{
+		// The review's oracle: ABS overflows on −2^63 only when such a row exists.
+		`SELECT COUNT(*) FROM people WHERE CASE WHEN age = 90 THEN ABS(-9223372036854775807 - 1) ELSE 1 END = 1`,
+		`SELECT COUNT(*) FROM people WHERE ABS(CASE WHEN age = 90 THEN -9223372036854775807 - 1 ELSE 1 END) IS NULL`,
+		// SUM inside a per-unit subquery overflows on unit 2's own rows.
+		`SELECT COUNT(*) FROM (SELECT uid, SUM(gain) AS g FROM people GROUP BY uid) s WHERE g > 0`,
+		// A string grown past SQLite's size limit by nested REPLACE.
+		`SELECT COUNT(*) FROM people WHERE LENGTH(REPLACE(REPLACE(REPLACE(name, 'a', name), 'a', name), 'a', name)) > 0`,
+		`SELECT COUNT(*) FROM people WHERE LENGTH(name || name || name || name || name) > 0`,
+	}
+	for _, q := range queries {
+		for _, path := range []string{d, d2} {
+			e := open(t, path, dpsql.Options{Epsilon: 1})
+			if _, err := e.Query(context.Background(), q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	}
+	// Patterns SQLite could reject at run time are refused at plan time.
+	e := open(t, d, dpsql.Options{Epsilon: 1})
+	for _, q := range []string{
+		`SELECT COUNT(*) FROM people WHERE name LIKE name`,
+		`SELECT COUNT(*) FROM people WHERE name LIKE '` + strings.Repeat("_", 300) + `'`,
+		`SELECT COUNT(*) FROM people WHERE name LIKE '%a%a%a%a%a%a%a%a%a%'`,
+	} {
+		if _, err := e.Query(context.Background(), q); !errors.Is(err, dpsql.ErrUnsupported) {
+			t.Errorf("%s: %v, want ErrUnsupported", q, err)
+		}
+	}
+	empiricalNeighbours(t, d, d2, queries[0], 1, 2)
+}
+
+// Class 3: the exact value handed to the noise is the exact clipped
+// aggregate, whatever the magnitudes; it is never infinite.
+func TestExactValuesFarFromZero(t *testing.T) {
+	var rows []string
+	for i := 0; i < 300; i++ {
+		rows = append(rows, fmt.Sprintf("(%d)", int64(1e15)+int64(2*(i%2))))
+	}
+	create := `CREATE TABLE m (x REAL); INSERT INTO m VALUES ` + strings.Join(rows, ", ") + `;`
+	policy := `CREATE PRIVACY POLICY ON m; ALTER PRIVACY POLICY ON m SET BOUNDS x (1e15, 1000000000000002)`
+	d := hardDB(t, create+` INSERT INTO m VALUES (1e15);`, policy)
+	d2 := hardDB(t, create, policy)
+	for _, q := range []string{`SELECT VAR_POP(x) FROM m`, `SELECT AVG(x), SUM(x) FROM m`, `SELECT STDDEV(x) FROM m`} {
+		checkNeighbourSensitivity(t, d, d2, q)
+	}
+	// Wide bounds: the centred sum of squares exceeds the float64 range.
+	var big []string
+	for i := 0; i < 500; i++ {
+		big = append(big, "(1e153)", "(-1e153)")
+	}
+	wide := hardDB(t, `CREATE TABLE w (x REAL); INSERT INTO w VALUES `+strings.Join(big, ", ")+`;`,
+		`CREATE PRIVACY POLICY ON w; ALTER PRIVACY POLICY ON w SET BOUNDS x (-1e153, 1e153)`)
+	e := open(t, wide, dpsql.Options{Epsilon: 1})
+	res := query(t, e, `SELECT VAR_POP(x), STDDEV(x), AVG(x) FROM w`)
+	for i, v := range res.Rows[0] {
+		if f := num(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			t.Errorf("column %d is %v", i, v)
+		}
+	}
+	empiricalNeighbours(t, d, d2, `SELECT VAR_POP(x) FROM m`, 1.0/3, 0.3)
+}
+
+// Class 4: the unit of a derived relation comes from provenance, never
+// from a name the analyst controls.
+func TestUnitByProvenance(t *testing.T) {
+	var rows []string
+	for i := 0; i < 200; i++ {
+		rows = append(rows, fmt.Sprintf("(7, %d, 'rare')", i))
+	}
+	for u := 1; u <= 5; u++ {
+		rows = append(rows, fmt.Sprintf("(%d, 1, 'common')", 100+u))
+	}
+	create := `CREATE TABLE tx (uid INTEGER, amount INTEGER, kind TEXT); INSERT INTO tx VALUES ` + strings.Join(rows, ", ") + `;`
+	policy := `CREATE PRIVACY POLICY ON tx OPTIONS (privacy_unit_column = uid)`
+	d := hardDB(t, create, policy)
+	d2 := hardDB(t, strings.Replace(create, strings.Join(rows[:200], ", ")+", ", "", 1), policy)
+	e := open(t, d, dpsql.Options{Epsilon: 1})
+	fake := `SELECT COUNT(*) FROM (SELECT amount * 1000 + uid AS uid, uid AS real_uid, kind FROM tx) s`
+	if got := num(query(t, e, fake).Rows[0][0]); got != 6 {
+		t.Errorf("%s = %v, want 6 (one row per unit after bounding)", fake, got)
+	}
+	for _, q := range []string{
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-9) kind, COUNT(*) FROM (SELECT amount * 1000 + uid AS uid, uid, kind FROM tx) s GROUP BY kind`,
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-9) kind, COUNT(*) FROM (SELECT amount * 1000 + uid AS x, kind FROM tx) s GROUP BY kind`,
+	} {
+		res, err := e.Query(context.Background(), q)
+		if err != nil {
+			if !strings.Contains(err.Error(), "ambiguous") {
+				t.Errorf("%s: %v", q, err)
+			}
+			continue
+		}
+		for _, r := range res.Rows {
+			if r[0] == "rare" {
+				t.Errorf("%s released the group of one unit: %v", q, r)
+			}
+		}
+	}
+	if got := fmt.Sprint(query(t, e, `EXPLAIN `+fake).Rows); !strings.Contains(got, `carried from the base column "tx"."uid"`) {
+		t.Errorf("EXPLAIN does not name the base unit column: %s", got)
+	}
+	checkNeighbourSensitivity(t, d, d2, fake)
+	empiricalNeighbours(t, d, d2, fake, 1, 2)
+}
+
+// Class 5: clipping is numeric, whatever the storage class.
+func TestClippingIsNumeric(t *testing.T) {
+	create := `CREATE TABLE a (age INTEGER, note TEXT, b BLOB); INSERT INTO a VALUES (20, '1e15', x'39'), (30, 'abc', NULL), (25, ' 7x', x'ff');`
+	policy := `CREATE PRIVACY POLICY ON a`
+	d := hardDB(t, create+` INSERT INTO a VALUES (39, '39', x'3339');`, policy)
+	d2 := hardDB(t, create, policy)
+	e := open(t, d, dpsql.Options{Epsilon: 1})
+	res := query(t, e, `SELECT SUM(CAST(age AS TEXT), contribution_bounds_per_group => (0, 5)), SUM(note, contribution_bounds_per_group => (0, 5)), SUM(b, contribution_bounds_per_group => (0, 50)) FROM a`)
+	// 4 ages clipped to 5; notes 1e15 → 5, 'abc' → 0, ' 7x' → 5, '39' → 5;
+	// blobs '9' → 9, NULL skipped, x'ff' → 0, '39' → 39.
+	want := []float64{20, 15, 48}
+	for i, w := range want {
+		if got := num(res.Rows[0][i]); got != w {
+			t.Errorf("column %d = %v, want %v", i, got, w)
+		}
+	}
+	for _, q := range []string{
+		`SELECT SUM(CAST(age AS TEXT), contribution_bounds_per_group => (0, 5)) FROM a`,
+		`SELECT AVG(note, contribution_bounds_per_group => (0, 5)), VAR_POP(b, contribution_bounds_per_group => (0, 50)) FROM a`,
+		`SELECT AVG(note) FROM a`,
+	} {
+		checkNeighbourSensitivity(t, d, d2, q)
+	}
+	empiricalNeighbours(t, d, d2, `SELECT SUM(CAST(age AS TEXT), contribution_bounds_per_group => (0, 5)) FROM a`, 1, 10)
+}
+
+// Class 6: every parameter that could make the noise step fail is checked
+// before the charge; counts are clamped; statements the backend rejects
+// cost nothing.
+func TestParametersCheckedBeforeTheCharge(t *testing.T) {
+	const create = `CREATE TABLE v (uid INTEGER, x REAL); INSERT INTO v VALUES (1, 1), (2, 2);`
+	path := hardDB(t, create, `CREATE PRIVACY POLICY ON v OPTIONS (privacy_unit_column = uid)`)
+	e := open(t, path, dpsql.Options{})
+	before := spent(t, e)
+	for _, q := range []string{
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 5e-324) COUNT(*) FROM v`,
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1e9) COUNT(*) FROM v`,
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-300) uid, COUNT(*) FROM v GROUP BY uid`,
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1e-6, max_groups_contributed = 1000000, max_rows_contributed = 1000000) SUM(x, contribution_bounds_per_group => (0, 1e300)) FROM v`,
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM (SELECT uid FROM v HAVING uid > 1) s`,
+	} {
+		if res, err := e.Query(context.Background(), q); err == nil {
+			t.Errorf("%s: answered %v", q, res.Rows)
+		}
+	}
+	if spent(t, e) != before {
+		t.Errorf("refused statements spent %v", spent(t, e)-before)
+	}
+	// A huge noisy count is clamped into int64, never wrapped.
+	h, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 1}, hugeNoise{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	res := query(t, h, `SELECT COUNT(*) FROM v`)
+	if c, ok := res.Rows[0][0].(int64); !ok || c <= 0 {
+		t.Errorf("huge count released as %v", res.Rows[0][0])
+	}
+}
+
+// hugeNoise returns enormous values.
+type hugeNoise struct{}
+
+func (hugeNoise) AddLaplace(v, _, _ float64) (float64, error) { return 1e30, nil }
+func (hugeNoise) AddLaplaceExact(v *big.Float, _, _ float64) (float64, error) {
+	return 1e30, nil
+}
+func (hugeNoise) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholder, error) {
+	return dpsql.ZeroNoise().NewSparse(opts)
+}
