@@ -86,6 +86,16 @@ var scalarFuncs = map[string][2]int{
 	"MIN": {2, -1}, "MAX": {2, -1}, // with two or more arguments MIN and MAX are scalar
 }
 
+// ScalarFunctions returns the dialect's scalar functions with their
+// minimum and maximum argument counts (-1: no maximum).
+func ScalarFunctions() map[string][2]int {
+	out := make(map[string][2]int, len(scalarFuncs))
+	for k, v := range scalarFuncs {
+		out[k] = v
+	}
+	return out
+}
+
 // IsAggregate reports whether call is an aggregate call (MIN and MAX with
 // one argument are aggregates, with more they are scalar).
 func IsAggregate(call *CallExpr) bool {

@@ -296,6 +296,11 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 	}); err != nil {
 		return nil, err
 	}
+	for _, g := range q.GroupBy {
+		if _, err := parser.LiteralValue(g); err == nil {
+			return nil, refuse(g.Pos(), "GROUP BY takes columns or expressions; a constant would be read as a column position")
+		}
+	}
 	var aggErr error
 	forEachExpr(q, func(e parser.Expr) {
 		parser.Walk(e, func(x parser.Expr) bool {
