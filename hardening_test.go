@@ -200,6 +200,12 @@ func TestNamesResolveAsSQLiteDoes(t *testing.T) {
 	if got := query(t, e, `SELECT CODE FROM PUB`).Rows; len(got) != 1 || got[0][0] != "a" {
 		t.Errorf("public query: %v", got)
 	}
+	// A join bounded by rowid works when the rowid is an INTEGER PRIMARY KEY.
+	ipk := hardDB(t, `CREATE TABLE p (id INTEGER PRIMARY KEY, code TEXT); INSERT INTO p VALUES (1, 'a'), (2, 'a');
+		CREATE TABLE pub (code TEXT); INSERT INTO pub VALUES ('a'), ('a');`, `CREATE PRIVACY POLICY ON p; ALTER TABLE pub SET PUBLIC`)
+	if got := num(query(t, open(t, ipk, dpsql.Options{Epsilon: 1}), `SELECT COUNT(*) FROM p JOIN pub ON p.code = pub.code`).Rows[0][0]); got != 2 {
+		t.Errorf("join bounded by an INTEGER PRIMARY KEY rowid counted %v, want 2", got)
+	}
 }
 
 // Class 1, second line of defence: even a statement that reached the

@@ -199,6 +199,13 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 			r.unitBase = parser.QuoteIdent(t.Name) + "." + name
 			r.unit = catalog.Unit{MaxGroups: 1, MaxRows: 1}
 			fb.rn.read(t.Name, "ROWID")
+			// SQLite reports a rowid read under the name of an INTEGER
+			// PRIMARY KEY column, if the table has one.
+			for _, c := range t.Columns {
+				if catalog.SameName(c.Type, "INTEGER") {
+					fb.rn.read(t.Name, c.Name)
+				}
+			}
 		}
 	}
 	return r, nil
