@@ -46,9 +46,17 @@ func bucket(a float64) int {
 	if a <= math.Ldexp(1, MinExp) {
 		return 1
 	}
-	m, e := math.Frexp(a)                  // a = m·2^e, m in [0.5, 1)
-	k := int(math.Ceil(m * 2 * perOctave)) // in [perOctave, 2·perOctave]
-	j := (e-1-MinExp)*perOctave + (k - perOctave) + 1
+	// a = (1 + f)·2^e with f in [0, 1): the smallest candidate ≥ a is
+	// (1 + k/8)·2^e with k = ⌈8f⌉ (k = 8 is 2^(e+1)). ⌈8f⌉ is read from
+	// the top three bits of the mantissa, plus one if any lower bit is set.
+	b := math.Float64bits(a)
+	e := int(b>>52&0x7ff) - 1023
+	frac := b & (1<<52 - 1)
+	k := int(frac >> 49)
+	if frac&(1<<49-1) != 0 {
+		k++
+	}
+	j := (e-MinExp)*perOctave + k + 1
 	if j >= NumBuckets {
 		return NumBuckets
 	}
@@ -67,8 +75,14 @@ type Histogram struct {
 	Over  [2]int64
 }
 
-// Add adds one value; NULLs must not be added.
-func (h *Histogram) Add(x float64) {
+// Add adds one value; NULLs must not be added. The sums of squares are
+// left empty: use AddSquared when the moments will include them.
+func (h *Histogram) Add(x float64) { h.add(x, false) }
+
+// AddSquared adds one value to the sums and to the sums of squares.
+func (h *Histogram) AddSquared(x float64) { h.add(x, true) }
+
+func (h *Histogram) add(x float64, squares bool) {
 	side := 0
 	if x < 0 || (math.IsInf(x, -1)) {
 		side, x = 1, -x
@@ -88,7 +102,9 @@ func (h *Histogram) Add(x float64) {
 	}
 	h.N[side][j]++
 	h.Sum[side][j].Add(x)
-	h.SumSq[side][j].AddSquare(x)
+	if squares {
+		h.SumSq[side][j].AddSquare(x)
+	}
 }
 
 // AddAbove counts a value that sorts above every number (SQLite text).

@@ -55,7 +55,7 @@ func TestMomentsMatchBruteForce(t *testing.T) {
 			x = math.Ldexp(1.125+0.25*float64(r.IntN(3)), r.IntN(30)-10) // exactly on candidates
 		}
 		xs = append(xs, x)
-		h.Add(x)
+		h.AddSquared(x)
 	}
 	if h.Count() != int64(len(xs)) {
 		t.Fatalf("count %d, want %d", h.Count(), len(xs))
@@ -153,5 +153,31 @@ func TestSearchIsPrivate(t *testing.T) {
 	}
 	if checked < 4 {
 		t.Errorf("only %d comparisons had enough samples", checked)
+	}
+}
+
+// TestBucketIsTheSmallestCandidateAbove: bucket(a) is the smallest j with
+// Candidate(j) ≥ a, for values on, just above and just below candidates.
+func TestBucketIsTheSmallestCandidateAbove(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	var as []float64
+	for j := 1; j < NumBuckets; j++ {
+		c := Candidate(j)
+		as = append(as, c, math.Nextafter(c, 0), math.Nextafter(c, math.Inf(1)))
+	}
+	for i := 0; i < 10000; i++ {
+		as = append(as, math.Ldexp(r.Float64()+0.5, r.IntN(100)-30))
+	}
+	for _, a := range as {
+		want := NumBuckets
+		for j := 1; j < NumBuckets; j++ {
+			if Candidate(j) >= a {
+				want = j
+				break
+			}
+		}
+		if got := bucket(a); got != want {
+			t.Fatalf("bucket(%v) = %d, want %d", a, got, want)
+		}
 	}
 }

@@ -34,12 +34,11 @@ type uint128 struct{ hi, lo uint64 }
 // Add adds x exactly. x must be finite; NaN and ±Inf are ignored (the
 // callers clip every value into a finite range first).
 func (a *Acc) Add(x float64) {
-	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+	b := math.Float64bits(x)
+	e := int(b>>52) & 0x7ff
+	if e == 0x7ff || b<<1 == 0 { // NaN, ±Inf, ±0
 		return
 	}
-	b := math.Float64bits(x)
-	neg := b>>63 == 1
-	e := int((b >> 52) & 0x7ff)
 	m := b & (1<<52 - 1)
 	if e == 0 {
 		e = 1 // subnormal: m·2^(1−1075)
@@ -47,7 +46,19 @@ func (a *Acc) Add(x float64) {
 		m |= 1 << 52
 	}
 	exp := e - 1075
-	a.addMant(exp, m, neg)
+	if i := exp - a.base; uint(i) < uint(len(a.sums)) {
+		s := &a.sums[i]
+		var c uint64
+		if b>>63 == 1 {
+			s.lo, c = bits.Sub64(s.lo, m, 0)
+			s.hi -= c
+		} else {
+			s.lo, c = bits.Add64(s.lo, m, 0)
+			s.hi += c
+		}
+		return
+	}
+	a.addMant(exp, m, b>>63 == 1)
 }
 
 func (a *Acc) addMant(exp int, m uint64, neg bool) {

@@ -144,7 +144,7 @@ type unitState struct {
 }
 
 type spec struct {
-	kind   byte // n, c, s, q, u, h
+	kind   byte // n, c, s, q, u, h (histogram), H (histogram with squares)
 	arg    int
 	lo, hi float64
 }
@@ -432,7 +432,7 @@ func (a *measureAgg) newGroup(id string, keys []any) *groupAcc {
 		sum: make([]exactsum.Acc, len(a.specs)), sq: make([]exactsum.Acc, len(a.specs)),
 		hists: make([]*autobound.Histogram, len(a.specs))}
 	for i, sp := range a.specs {
-		if sp.kind == 'h' {
+		if sp.kind == 'h' || sp.kind == 'H' {
 			g.hists[i] = &autobound.Histogram{}
 		}
 	}
@@ -467,6 +467,8 @@ func (g *groupAcc) addRow(specs []spec, row []value) {
 				g.sq[i].AddSquare(c)
 			case 'h':
 				g.hists[i].Add(v.f)
+			case 'H':
+				g.hists[i].AddSquared(v.f)
 			}
 		}
 	}
@@ -555,7 +557,7 @@ func (a *measureAgg) WindowValue(*sqlite.FunctionContext) (driver.Value, error) 
 		mg := &measuredGroup{keys: g.keys, values: make([]*big.Float, len(a.specs)), hists: g.hists}
 		for i, sp := range a.specs {
 			switch sp.kind {
-			case 'h':
+			case 'h', 'H':
 			case 's':
 				mg.values[i] = g.sum[i].Big()
 			case 'q':

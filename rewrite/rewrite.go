@@ -116,7 +116,13 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	searchColumn := make([]int, len(q.Searches))
 	searchOf := map[string]int{}
 	for i, sr := range q.Searches {
-		searchColumn[i] = measure("h" + argIndex(sr.Arg))
+		kind := "h"
+		for _, c := range q.Cells {
+			if c.Search == i && c.Kind == planner.CenteredSumSq {
+				kind = "H" // the histogram keeps sums of squares too
+			}
+		}
+		searchColumn[i] = measure(kind + argIndex(sr.Arg))
 		searchOf[sr.Label] = i
 	}
 	cellSource := make([]Source, len(q.Cells))
@@ -198,7 +204,8 @@ func keyExpr(k planner.GroupKey) string {
 
 // cellSpec names a cell's measurement for the measurement aggregate:
 // n (rows), c<i> (non-NULL values of argument i), s<i>:lo:hi (exact
-// Σ clip), q<i>:lo:hi (exact Σ (clip − midpoint)²), u (distinct units).
+// Σ clip), q<i>:lo:hi (exact Σ (clip − midpoint)²), u (distinct units);
+// h<i> and H<i> (with sums of squares) are the histograms of bound searches.
 func cellSpec(c *planner.Cell, arg func(parser.Expr) string) string {
 	b := func() string {
 		return ":" + strconv.FormatFloat(c.Lo, 'g', -1, 64) + ":" + strconv.FormatFloat(c.Hi, 'g', -1, 64)
