@@ -426,3 +426,40 @@ func (hugeNoise) AddLaplaceExact(v *big.Float, _, _ float64) (float64, error) {
 func (hugeNoise) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholder, error) {
 	return dpsql.ZeroNoise().NewSparse(opts)
 }
+
+// TestConcurrentQueriesKeepTheirMeasurements: queries running at once, in
+// several engines over one file, each get their own measurement handle and
+// results (the registry is process-wide). Run under -race by .ci/run.
+func TestConcurrentQueriesKeepTheirMeasurements(t *testing.T) {
+	var rows []string
+	for i := 0; i < 300; i++ {
+		rows = append(rows, fmt.Sprintf("(%d, %d)", i%7, i))
+	}
+	path := hardDB(t, `CREATE TABLE c (uid INTEGER, x INTEGER); INSERT INTO c VALUES `+strings.Join(rows, ", ")+`;`,
+		`CREATE PRIVACY POLICY ON c OPTIONS (privacy_unit_column = uid, max_rows_contributed = 1000); ALTER PRIVACY POLICY ON c SET BOUNDS x (0, 1000)`)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			e, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 0.01}, dpsql.ZeroNoise())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer e.Close()
+			for i := 0; i < 15; i++ {
+				limit := 50 * (w + 1)
+				res, err := e.Query(context.Background(), fmt.Sprintf(`SELECT COUNT(*), SUM(x) FROM c WHERE x < %d`, limit))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if n, s := num(res.Rows[0][0]), num(res.Rows[0][1]); n != float64(limit) || s != float64(limit*(limit-1)/2) {
+					t.Errorf("worker %d: COUNT %v SUM %v, want %d and %d", w, n, s, limit, limit*(limit-1)/2)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+}
