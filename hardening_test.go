@@ -463,3 +463,42 @@ func TestConcurrentQueriesKeepTheirMeasurements(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestRefusalsAreTheSameOnNeighbours: for the statements of classes 1 and
+// 6, D and D′ (one unit removed) give the same outcome — the same error
+// text, or an answer on both — so a refusal tells nothing about the unit.
+func TestRefusalsAreTheSameOnNeighbours(t *testing.T) {
+	const base = `CREATE TABLE visits (uid INTEGER, code TEXT, amount REAL);
+		INSERT INTO visits VALUES (1, 'a', 10), (2, 'b', 20);
+		CREATE TABLE pub (code TEXT); INSERT INTO pub VALUES ('a');`
+	policy := `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid); ALTER TABLE pub SET PUBLIC`
+	d := hardDB(t, base+` INSERT INTO visits VALUES (3, 'c', 1e300), (3, 'c', -9223372036854775808);`, policy)
+	d2 := hardDB(t, base, policy)
+	stmts := []string{
+		`WITH "vİsits" AS (SELECT code FROM pub) SELECT * FROM visits`,
+		`WITH "sqlİte_master" AS (SELECT code FROM pub) SELECT * FROM sqlite_master`,
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 5e-324) COUNT(*) FROM visits`,
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1e-6, max_groups_contributed = 1000000, max_rows_contributed = 1000000) SUM(amount, contribution_bounds_per_group => (0, 1e300)) FROM visits`,
+		`SELECT COUNT(*) FROM (SELECT uid FROM visits HAVING uid > 1) s`,
+		`SELECT COUNT(*) FROM (SELECT uid, uid FROM visits) s`,
+		`SELECT VAR_POP(amount, contribution_bounds_per_group => (-1e150, 1e150)) FROM visits`,
+		`SELECT COUNT(*) FROM visits WHERE ABS(CAST(amount AS INTEGER)) > 0`,
+	}
+	outcome := func(path, q string) string {
+		e := open(t, path, dpsql.Options{Epsilon: 1})
+		before := spent(t, e)
+		_, err := e.Query(context.Background(), q)
+		if err != nil {
+			if spent(t, e) != before {
+				t.Errorf("%s: refused but charged", q)
+			}
+			return err.Error()
+		}
+		return "answered"
+	}
+	for _, q := range stmts {
+		if a, b := outcome(d, q), outcome(d2, q); a != b {
+			t.Errorf("%s:\n  on D:  %s\n  on D': %s", q, a, b)
+		}
+	}
+}
