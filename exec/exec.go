@@ -412,11 +412,33 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 		measuredResults.Delete(h)
 		releaseHandle(h)
 	}()
+	dest := make([]any, len(rw.Native)+1)
+	native := make([]any, len(rw.Native))
+	for i := range native {
+		dest[i] = &native[i]
+	}
 	var handle any
-	if err := p.scan.QueryRowContext(ctx, h).Scan(&handle); err != nil {
+	dest[len(native)] = &handle
+	if err := p.scan.QueryRowContext(ctx, h).Scan(dest...); err != nil {
 		return nil, backendError(ctx, err)
 	}
 	res, _ := takeMeasured(h)
+	if len(native) > 0 {
+		// Native counts: add SQLite's exact values to the aggregate's
+		// (which saw no row; the scan has no keys: one group).
+		if res == nil {
+			res = &measured{groups: []*measuredGroup{{values: make([]*big.Float, nm)}}}
+		}
+		g := res.groups[0]
+		for i, v := range native {
+			n, _ := v.(int64) // NULL: no integer rows
+			part := new(big.Float).SetInt64(n)
+			if g.values[i] != nil {
+				part.SetPrec(4096).Add(part, g.values[i])
+			}
+			g.values[i] = part
+		}
+	}
 	if res == nil {
 		return sc, nil // no row matched
 	}
