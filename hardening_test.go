@@ -524,3 +524,16 @@ func TestNativeCountsMatchTheAggregate(t *testing.T) {
 		t.Errorf("native %v, through the aggregate %v; want 50 and 44", native, viaGo)
 	}
 }
+
+// TestPublicQueriesKeepSQLiteSemantics: the total forms that private rows
+// need (SUM as TOTAL, text caps, constant LIKE patterns) do not change
+// answers about public tables.
+func TestPublicQueriesKeepSQLiteSemantics(t *testing.T) {
+	long := strings.Repeat("y", 2000)
+	path := hardDB(t, `CREATE TABLE pub (n INTEGER, s TEXT); INSERT INTO pub VALUES (1, '`+long+`'), (2, 'ab');`, `ALTER TABLE pub SET PUBLIC`)
+	e := open(t, path, dpsql.Options{})
+	row := query(t, e, `SELECT SUM(n), MAX(LENGTH(s || s)), COUNT(*) FROM pub WHERE s LIKE s`).Rows[0]
+	if row[0] != int64(3) || num(row[1]) != 4000 || num(row[2]) != 2 {
+		t.Errorf("public answers changed: %v", row)
+	}
+}

@@ -337,6 +337,8 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 			}
 		}
 	}
+	defer func(was bool) { fb.rn.private = was }(fb.rn.private)
+	fb.rn.private = base.private
 	var sb strings.Builder
 	sb.WriteString("(SELECT ")
 	for i, it := range q.Items {
@@ -469,6 +471,8 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 	if err := walk(j.On); err != nil {
 		return nil, err
 	}
+	defer func(was bool) { fb.rn.private = was }(fb.rn.private)
+	fb.rn.private = out.private
 	out.sql = l.sql + " JOIN " + r.sql + " ON " + fb.rn.sql(j.On, nil)
 	switch {
 	case !l.private && !r.private:

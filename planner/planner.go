@@ -292,9 +292,6 @@ const maxGroups = 1_000_000
 
 // PlanSelect plans a SELECT against the catalog.
 func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Plan, error) {
-	if err := checkStmtTotal(stmt); err != nil {
-		return nil, err
-	}
 	rn := newRenderer()
 	if stmt.From == nil {
 		if stmt.DP {
@@ -303,16 +300,19 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 		if err := noColumns(stmt); err != nil {
 			return nil, err
 		}
+		rn.private = false
 		return &PublicQuery{Stmt: stmt, SQL: publicSQL(stmt, nil, rn), Reads: rn.reads}, nil
 	}
 	rel, err := buildFrom(stmt, cat, rn)
 	if err != nil {
 		return nil, err
 	}
-	if !rel.private {
-		if stmt.DP {
-			return nil, errorf(stmt.SelectPos, ErrUnsupported, "the query reads only public tables: it needs no DIFFERENTIAL_PRIVACY clause")
+	if rel.private {
+		if err := checkStmtTotal(stmt); err != nil {
+			return nil, err
 		}
+	} else {
+		rn.private = false
 		if err := resolveAll(stmt, rel, func(name string) (string, bool) {
 			for _, it := range stmt.Items {
 				if it.Alias != "" && catalog.SameName(it.Alias, name) {

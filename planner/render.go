@@ -44,10 +44,16 @@ type renderer struct {
 	reads   map[string]map[string]bool
 	missing []*parser.ColumnRef
 	aliases int
+	// private: the expressions being printed are evaluated on rows of a
+	// private table, so they must be total even where that changes
+	// SQLite's semantics (text caps, SUM as TOTAL). Public data keeps
+	// SQLite's semantics exactly; ABS is made total everywhere (it only
+	// trades an error for NULL).
+	private bool
 }
 
 func newRenderer() *renderer {
-	return &renderer{cols: map[*parser.ColumnRef]string{}, reads: map[string]map[string]bool{}}
+	return &renderer{cols: map[*parser.ColumnRef]string{}, reads: map[string]map[string]bool{}, private: true}
 }
 
 // alias returns a fresh table alias. Analysts cannot name anything with the
@@ -85,7 +91,7 @@ func (rn *renderer) sql(e parser.Expr, extra func(parser.Expr) (string, bool)) s
 			rn.missing = append(rn.missing, x)
 			return "NULL", true
 		case *parser.BinaryExpr:
-			if x.Op == "||" {
+			if x.Op == "||" && rn.private {
 				return "(" + capText(sub(x.X)) + " || " + capText(sub(x.Y)) + ")", true
 			}
 		case *parser.CallExpr:
@@ -94,9 +100,9 @@ func (rn *renderer) sql(e parser.Expr, extra func(parser.Expr) (string, bool)) s
 				// ABS raises "integer overflow" on −2^63 only; NULLIF turns
 				// that one value into NULL and evaluates the argument once.
 				return "ABS(NULLIF(" + sub(x.Args[0]) + ", -9223372036854775807 - 1))", true
-			case x.Name == "REPLACE" && len(x.Args) == 3:
+			case x.Name == "REPLACE" && len(x.Args) == 3 && rn.private:
 				return "REPLACE(" + capText(sub(x.Args[0])) + ", " + sub(x.Args[1]) + ", " + capText(sub(x.Args[2])) + ")", true
-			case x.Name == "SUM" && len(x.Args) == 1 && !x.Distinct && parser.IsAggregate(x):
+			case x.Name == "SUM" && len(x.Args) == 1 && !x.Distinct && parser.IsAggregate(x) && rn.private:
 				// SQLite's SUM raises on integer overflow; TOTAL never does.
 				a := sub(x.Args[0])
 				return "(CASE WHEN COUNT(" + a + ") = 0 THEN NULL ELSE TOTAL(" + a + ") END)", true
