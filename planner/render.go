@@ -32,7 +32,7 @@ const MaxLikePattern = 256
 
 // maxLikeWildcards caps the % wildcards of one LIKE pattern: each one can
 // multiply the matching work on a long value.
-const maxLikeWildcards = 8
+const maxLikeWildcards = 4
 
 // renderer prints resolved expressions for the backend.
 type renderer struct {
