@@ -61,30 +61,15 @@ func (a *Acc) Add(x float64) {
 	a.addMant(exp, m, b>>63 == 1)
 }
 
+// addMant adds ±m·2^exp (the slow path of Add: a new exponent).
 func (a *Acc) addMant(exp int, m uint64, neg bool) {
-	if len(a.sums) == 0 {
-		a.base = exp
-		a.sums = make([]uint128, 1, 8)
-	}
-	if exp < a.base {
-		grow := a.base - exp
-		n := make([]uint128, len(a.sums)+grow, cap(a.sums)+grow)
-		copy(n[grow:], a.sums)
-		a.sums, a.base = n, exp
-	}
-	i := exp - a.base
-	for i >= len(a.sums) {
-		a.sums = append(a.sums, uint128{})
-	}
-	s := &a.sums[i]
-	var c uint64
+	v := uint128{lo: m}
 	if neg {
-		s.lo, c = bits.Sub64(s.lo, m, 0)
-		s.hi, _ = bits.Sub64(s.hi, 0, c)
-	} else {
-		s.lo, c = bits.Add64(s.lo, m, 0)
-		s.hi, _ = bits.Add64(s.hi, 0, c)
+		var c uint64
+		v.lo, c = bits.Sub64(0, m, 0)
+		v.hi, _ = bits.Sub64(0, 0, c)
 	}
+	a.addWide(exp, v)
 }
 
 // AddSquare adds x² exactly (up to 2^-1074 per call when x² underflows):
@@ -118,6 +103,8 @@ func (a *Acc) AddAcc(o *Acc) {
 	}
 }
 
+// addWide adds the 128-bit two's-complement sum s of mantissas with
+// exponent exp, growing the window of exponents as needed.
 func (a *Acc) addWide(exp int, s uint128) {
 	if len(a.sums) == 0 {
 		a.base = exp
@@ -125,7 +112,7 @@ func (a *Acc) addWide(exp int, s uint128) {
 	}
 	if exp < a.base {
 		grow := a.base - exp
-		n := make([]uint128, len(a.sums)+grow)
+		n := make([]uint128, len(a.sums)+grow, cap(a.sums)+grow)
 		copy(n[grow:], a.sums)
 		a.sums, a.base = n, exp
 	}
