@@ -68,7 +68,7 @@ func (t token) describe() string {
 func (t token) is(s string) bool {
 	switch t.kind {
 	case tokIdent:
-		return strings.EqualFold(t.text, s)
+		return upperASCII(t.text) == upperASCII(s)
 	case tokOp:
 		return t.text == s
 	}

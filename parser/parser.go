@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 )
 
 // Error is one syntax error at a position.
@@ -84,6 +83,29 @@ var scalarFuncs = map[string][2]int{
 	"SQRT": {1, 1}, "EXP": {1, 1}, "LN": {1, 1}, "LOG10": {1, 1}, "POWER": {2, 2},
 	"FLOOR": {1, 1}, "CEIL": {1, 1}, "SIGN": {1, 1},
 	"MIN": {2, -1}, "MAX": {2, -1}, // with two or more arguments MIN and MAX are scalar
+}
+
+// upperASCII and lowerASCII change the case of ASCII letters only, as
+// SQLite does for keywords and names: "ſ" (U+017F) is not "s" to SQLite,
+// so it must not be to dpsql either.
+func upperASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - ('a' - 'A')
+		}
+	}
+	return string(b)
+}
+
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
 }
 
 // ScalarFunctions returns the dialect's scalar functions with their
@@ -275,7 +297,7 @@ func (p *parser) expect(s string) Pos {
 
 func quoteWord(s string) string {
 	if len(s) > 0 && (s[0] >= 'A' && s[0] <= 'Z' || s[0] >= 'a' && s[0] <= 'z') {
-		return strings.ToUpper(s)
+		return upperASCII(s)
 	}
 	return "'" + s + "'"
 }
@@ -312,9 +334,9 @@ func (p *parser) statement() Stmt {
 		if p.tok.is("ON") || p.tok.is("OFF") {
 			v := &Literal{ValuePos: p.tok.pos, Kind: BoolLit, Raw: map[bool]string{true: "TRUE", false: "FALSE"}[p.tok.is("ON")]}
 			p.next()
-			return &SetStmt{SetPos: t.pos, Name: strings.ToLower(name), Value: v}
+			return &SetStmt{SetPos: t.pos, Name: lowerASCII(name), Value: v}
 		}
-		return &SetStmt{SetPos: t.pos, Name: strings.ToLower(name), Value: p.expr()}
+		return &SetStmt{SetPos: t.pos, Name: lowerASCII(name), Value: p.expr()}
 	case t.is("RESET"):
 		p.next()
 		p.expect("BUDGET")
@@ -390,7 +412,7 @@ func (p *parser) statement() Stmt {
 		return &DropPolicyStmt{DropPos: t.pos, Table: p.tableRef()}
 	}
 	if t.kind == tokIdent {
-		p.fail(t.pos, "unsupported statement %s: dpsql accepts SELECT, EXPLAIN, SET, SHOW and the owner's policy statements", strings.ToUpper(t.text))
+		p.fail(t.pos, "unsupported statement %s: dpsql accepts SELECT, EXPLAIN, SET, SHOW and the owner's policy statements", upperASCII(t.text))
 	}
 	p.fail(t.pos, "expected a statement, found %s", t.describe())
 	return nil
@@ -406,7 +428,7 @@ func (p *parser) optionList(paren bool) []Option {
 		pos := p.tok.pos
 		name := p.plainName("option name")
 		p.expect("=")
-		opts = append(opts, Option{NamePos: pos, Name: strings.ToLower(name), Value: p.expr()})
+		opts = append(opts, Option{NamePos: pos, Name: lowerASCII(name), Value: p.expr()})
 		if !p.accept(",") {
 			break
 		}
@@ -430,7 +452,7 @@ func (p *parser) plainName(what string) string {
 // name reads a table or column name: quoted, or an unreserved identifier.
 func (p *parser) name(what string) (string, Pos) {
 	t := p.tok
-	if t.kind == tokQuotedIdent || (t.kind == tokIdent && !reserved[strings.ToUpper(t.text)]) {
+	if t.kind == tokQuotedIdent || (t.kind == tokIdent && !reserved[upperASCII(t.text)]) {
 		p.next()
 		return t.text, t.pos
 	}
@@ -480,7 +502,7 @@ func (p *parser) fromItem() FromItem {
 	t := p.tableRef()
 	if p.accept("AS") {
 		t.Alias, _ = p.name("alias")
-	} else if p.tok.kind == tokQuotedIdent || (p.tok.kind == tokIdent && !reserved[strings.ToUpper(p.tok.text)]) {
+	} else if p.tok.kind == tokQuotedIdent || (p.tok.kind == tokIdent && !reserved[upperASCII(p.tok.text)]) {
 		t.Alias, _ = p.name("alias")
 	}
 	return t
@@ -528,7 +550,7 @@ func (p *parser) selectStmt() *SelectStmt {
 		}
 	}
 	if p.tok.is("DISTINCT") || p.tok.is("ALL") {
-		p.fail(p.tok.pos, "SELECT %s is not supported", strings.ToUpper(p.tok.text))
+		p.fail(p.tok.pos, "SELECT %s is not supported", upperASCII(p.tok.text))
 	}
 	for {
 		item := SelectItem{At: p.tok.pos}
@@ -538,7 +560,7 @@ func (p *parser) selectStmt() *SelectStmt {
 			item.Expr = p.expr()
 			if p.accept("AS") {
 				item.Alias, _ = p.name("alias")
-			} else if p.tok.kind == tokQuotedIdent || (p.tok.kind == tokIdent && !reserved[strings.ToUpper(p.tok.text)]) {
+			} else if p.tok.kind == tokQuotedIdent || (p.tok.kind == tokIdent && !reserved[upperASCII(p.tok.text)]) {
 				item.Alias, _ = p.name("alias")
 			}
 		}
@@ -584,7 +606,7 @@ func (p *parser) selectStmt() *SelectStmt {
 		}
 	}
 	if p.tok.is("UNION") || p.tok.is("EXCEPT") || p.tok.is("INTERSECT") {
-		p.fail(p.tok.pos, "compound queries (%s) are not supported", strings.ToUpper(p.tok.text))
+		p.fail(p.tok.pos, "compound queries (%s) are not supported", upperASCII(p.tok.text))
 	}
 	return s
 }
@@ -765,7 +787,7 @@ func (p *parser) primary() Expr {
 			return &ParenExpr{Lparen: t.pos, X: x}
 		}
 	case tokIdent:
-		up := strings.ToUpper(t.text)
+		up := upperASCII(t.text)
 		switch up {
 		case "NULL":
 			p.next()
@@ -781,7 +803,7 @@ func (p *parser) primary() Expr {
 			x := p.expr()
 			p.expect("AS")
 			typPos := p.tok.pos
-			typ := strings.ToUpper(p.plainName("type name"))
+			typ := upperASCII(p.plainName("type name"))
 			if !castTypes[typ] {
 				p.fail(typPos, "unknown type %s in CAST (expected INTEGER, REAL, TEXT or NUMERIC)", typ)
 			}
@@ -821,7 +843,7 @@ func (p *parser) columnRef() Expr {
 
 func (p *parser) call() Expr {
 	t := p.tok
-	name := strings.ToUpper(t.text)
+	name := upperASCII(t.text)
 	p.next()
 	p.expect("(")
 	c := &CallExpr{NamePos: t.pos, Name: name}
@@ -840,7 +862,7 @@ func (p *parser) call() Expr {
 		for {
 			if p.tok.kind == tokIdent && p.lexPeekIs("=>") {
 				pos := p.tok.pos
-				n := strings.ToLower(p.tok.text)
+				n := lowerASCII(p.tok.text)
 				p.next()
 				p.expect("=>")
 				c.Named = append(c.Named, NamedArg{NamePos: pos, Name: n, Value: p.expr()})

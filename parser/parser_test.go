@@ -165,3 +165,17 @@ func FuzzParseScript(f *testing.F) {
 		}
 	})
 }
+
+// TestKeywordsFoldASCIIOnly: SQLite folds ASCII letters only, so neither
+// does the parser: "ſ" (U+017F, which Go's Unicode folding takes for "s")
+// does not make a keyword or a function name.
+func TestKeywordsFoldASCIIOnly(t *testing.T) {
+	for _, src := range []string{"ſelect 1", "SELECT ſum(x) FROM t"} {
+		if _, err := ParseStatement(src); err == nil {
+			t.Errorf("%q parsed", src)
+		}
+	}
+	if _, err := ParseStatement("select sUm(x) fRoM t"); err != nil {
+		t.Errorf("ASCII case variants: %v", err)
+	}
+}
