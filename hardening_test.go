@@ -288,13 +288,17 @@ func TestRowEvaluationIsTotal(t *testing.T) {
 // Class 3: the exact value handed to the noise is the exact clipped
 // aggregate, whatever the magnitudes; it is never infinite.
 func TestExactValuesFarFromZero(t *testing.T) {
+	// Values in (c, c+2), c = 1e15: a float64 sum of 1,000 of them has an
+	// ulp of 128 where the sensitivity is 1, and Σx² − 2mΣx + m²n in
+	// doubles cancels terms of 1e33. (TestNeighbourSensitivityProperty
+	// catches the doubles version of that formula: 4.5e15 against 80.)
 	var rows []string
-	for i := 0; i < 300; i++ {
-		rows = append(rows, fmt.Sprintf("(%d)", int64(1e15)+int64(2*(i%2))))
+	for i := 0; i < 1000; i++ {
+		rows = append(rows, fmt.Sprintf("(%.17g)", 1e15+0.25*float64(1+i%7)))
 	}
 	create := `CREATE TABLE m (x REAL); INSERT INTO m VALUES ` + strings.Join(rows, ", ") + `;`
 	policy := `CREATE PRIVACY POLICY ON m; ALTER PRIVACY POLICY ON m SET BOUNDS x (1e15, 1000000000000002)`
-	d := hardDB(t, create+` INSERT INTO m VALUES (1e15);`, policy)
+	d := hardDB(t, create+` INSERT INTO m VALUES (1000000000000001.75);`, policy)
 	d2 := hardDB(t, create, policy)
 	for _, q := range []string{`SELECT VAR_POP(x) FROM m`, `SELECT AVG(x), SUM(x) FROM m`, `SELECT STDDEV(x) FROM m`} {
 		checkNeighbourSensitivity(t, d, d2, q)
