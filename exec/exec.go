@@ -183,6 +183,7 @@ type ChosenBound struct {
 type Prepared struct {
 	conn       *sql.Conn
 	scan, post *sql.Stmt
+	fallback   *sql.Stmt // nil unless the scan has native sums
 	q          *planner.PrivateQuery
 	rw         *rewrite.Rewritten
 }
@@ -215,6 +216,11 @@ func Prepare(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewri
 	if p.post, err = conn.PrepareContext(ctx, rw.Post); err != nil {
 		return nil, prepareError(err)
 	}
+	if rw.Fallback != "" {
+		if p.fallback, err = conn.PrepareContext(ctx, rw.Fallback); err != nil {
+			return nil, prepareError(err)
+		}
+	}
 	return p, nil
 }
 
@@ -226,6 +232,9 @@ func (p *Prepared) Close() {
 	}
 	if p.post != nil {
 		p.post.Close()
+	}
+	if p.fallback != nil {
+		p.fallback.Close()
 	}
 	unauthorize(p.conn)
 	_, _ = p.conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS temp."+rewrite.ResultTable)
@@ -404,39 +413,25 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := acquireHandle()
-	measureConfigs.Store(h, &measureConfig{key: int64(randomKey()), specs: specs,
-		l0: int(rw.MaxGroups), lInf: int(rw.MaxRows), nk: rw.Keys})
-	defer func() {
-		measureConfigs.Delete(h)
-		measuredResults.Delete(h)
-		releaseHandle(h)
-	}()
-	dest := make([]any, len(rw.Native)+1)
-	native := make([]any, len(rw.Native))
-	for i := range native {
-		dest[i] = &native[i]
+	res, native, err := p.measure(ctx, p.scan, specs, len(rw.Native))
+	if err != nil {
+		return nil, err
 	}
-	var handle any
-	dest[len(native)] = &handle
-	if err := p.scan.QueryRowContext(ctx, h).Scan(dest...); err != nil {
-		return nil, backendError(ctx, err)
-	}
-	res, _ := takeMeasured(h)
-	if len(native) > 0 {
-		// Native counts: add SQLite's exact values to the aggregate's
-		// (which saw no row; the scan has no keys: one group).
-		if res == nil {
-			res = &measured{groups: []*measuredGroup{{values: make([]*big.Float, nm)}}}
+	if p.fallback != nil && !nativeExact(native) {
+		// A native sum met a value that SQL does not clip exactly as the
+		// aggregate does: measure through the aggregate alone
+		// (rewrite.nativeScan).
+		if res, native, err = p.measure(ctx, p.fallback, specs, 0); err != nil {
+			return nil, err
 		}
-		g := res.groups[0]
+	}
+	if len(native) > 0 {
+		// Native measurements: SQLite's exact values; the aggregate saw no
+		// row, and the scan has no keys (one group).
+		res = &measured{groups: []*measuredGroup{{values: make([]*big.Float, nm)}}}
 		for i, v := range native {
-			n, _ := v.(int64) // NULL: no integer rows
-			part := new(big.Float).SetInt64(n)
-			if g.values[i] != nil {
-				part.SetPrec(4096).Add(part, g.values[i])
-			}
-			g.values[i] = part
+			n, _ := v.(int64) // NULL: no rows
+			res.groups[0].values[i] = new(big.Float).SetInt64(n)
 		}
 	}
 	if res == nil {
@@ -456,6 +451,43 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 		}
 	}
 	return sc, nil
+}
+
+// nativeExact reports whether native measurements are exact: no sum came
+// back as a REAL (rewrite.nativeScan).
+func nativeExact(values []any) bool {
+	for _, v := range values {
+		if _, isReal := v.(float64); isReal {
+			return false
+		}
+	}
+	return true
+}
+
+// measure runs one scan statement through the measurement aggregate and
+// returns its measurements and the scan's first natives columns.
+func (p *Prepared) measure(ctx context.Context, stmt *sql.Stmt, specs []spec, natives int) (*measured, []any, error) {
+	rw := p.rw
+	h := acquireHandle()
+	measureConfigs.Store(h, &measureConfig{key: int64(randomKey()), specs: specs,
+		l0: int(rw.MaxGroups), lInf: int(rw.MaxRows), nk: rw.Keys})
+	defer func() {
+		measureConfigs.Delete(h)
+		measuredResults.Delete(h)
+		releaseHandle(h)
+	}()
+	dest := make([]any, natives+1)
+	native := make([]any, natives)
+	for i := range native {
+		dest[i] = &native[i]
+	}
+	var handle any
+	dest[natives] = &handle
+	if err := stmt.QueryRowContext(ctx, h).Scan(dest...); err != nil {
+		return nil, nil, backendError(ctx, err)
+	}
+	res, _ := takeMeasured(h)
+	return res, native, nil
 }
 
 // randomKey draws the per-query key of the contribution-bounding order.

@@ -172,7 +172,6 @@ type measureAgg struct {
 	order    []*groupAcc
 	only     *groupAcc   // the group of a scan without keys
 	byIndex  []*groupAcc // groups of a single small integer key
-	row      []value
 	err      error
 }
 
@@ -319,12 +318,11 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 	keys := args[a.first : a.first+a.nk]
 	vals := args[a.first+a.nk:]
 	if a.l0 == 0 {
-		g := a.group(keys)
-		for i := range a.row {
-			f, ok := Numeric(vals[i])
-			a.row[i] = value{f: f, valid: ok}
+		g := a.only
+		if len(keys) > 0 || g == nil {
+			g = a.group(keys)
 		}
-		g.addRow(a.specs, a.row)
+		g.addValues(a.specs, vals)
 		return nil
 	}
 	unit := args[1]
@@ -441,6 +439,38 @@ func (a *measureAgg) newGroup(id string, keys []any) *groupAcc {
 	return g
 }
 
+// addValues measures one row's argument values into the group (a scan
+// without bounding: no row is kept, so the values are converted here).
+func (g *groupAcc) addValues(specs []spec, vals []driver.Value) {
+	for i := range specs {
+		sp := &specs[i]
+		if sp.kind == 'n' || sp.kind == 'u' { // without bounding each row is a unit
+			g.n[i]++
+			continue
+		}
+		f, ok := Numeric(vals[sp.arg])
+		if !ok {
+			continue
+		}
+		switch sp.kind {
+		case 'c':
+			g.n[i]++
+		case 's':
+			g.n[i]++
+			g.sum[i].Add(clip(f, sp.lo, sp.hi))
+		case 'q':
+			c := clip(f, sp.lo, sp.hi)
+			g.n[i]++
+			g.sum[i].Add(c)
+			g.sq[i].AddSquare(c)
+		case 'h':
+			g.hists[i].Add(f)
+		case 'H':
+			g.hists[i].AddSquared(f)
+		}
+	}
+}
+
 // addRow measures one (kept) row into the group.
 func (g *groupAcc) addRow(specs []spec, row []value) {
 	for i, sp := range specs {
@@ -500,7 +530,6 @@ func (a *measureAgg) setup(args []driver.Value) error {
 	a.rng = rand.New(rand.NewChaCha8(seedFrom(cfg.key)))
 	a.units = map[string]*unitState{}
 	a.groups = map[string]*groupAcc{}
-	a.row = make([]value, len(args)-a.first-cfg.nk)
 	return nil
 }
 

@@ -23,6 +23,9 @@ type relCol struct {
 	// privacy unit by provenance (the base unit column itself, or a
 	// subquery output that is exactly that column); "" otherwise.
 	unit string
+	// intAffinity: a base column whose declared type gives it SQLite's
+	// INTEGER affinity (the type contains "INT").
+	intAffinity bool
 }
 
 // relation is what the FROM clause produces: its columns, its SQL, and
@@ -67,6 +70,9 @@ func (r *relation) resolve(c *parser.ColumnRef) (*relCol, error) {
 		return nil, errorf(c.NamePos, ErrUnknownName, "unknown column %q in %s", c.Name, r.name)
 	}
 	r.rn.cols[c] = found.sql
+	if found.intAffinity {
+		r.rn.intCols[c] = true
+	}
 	if found.table != "" {
 		r.rn.read(found.table, found.column)
 	}
@@ -161,7 +167,8 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 		fb.rn.reads[t.Name] = map[string]bool{} // the table itself (its size, for COUNT(*))
 	}
 	for _, c := range t.Columns {
-		col := &relCol{qual: qual, name: c.Name, sql: prefix + parser.QuoteIdent(c.Name), private: !t.Public, table: t.Name, column: c.Name}
+		col := &relCol{qual: qual, name: c.Name, sql: prefix + parser.QuoteIdent(c.Name), private: !t.Public, table: t.Name, column: c.Name,
+			intAffinity: strings.Contains(catalog.FoldName(c.Type), "int")}
 		if b, ok := t.Bounds[c.Name]; ok && !t.Public {
 			col.bounds = &b
 		}

@@ -259,6 +259,21 @@ func (q *PrivateQuery) PostSQL(e parser.Expr, override func(parser.Expr) (string
 	return q.rn.sql(e, ov)
 }
 
+// IntegerColumn reports whether e is a plain reference to a base column of
+// INTEGER affinity (a schema fact, not a fact about the data: such a
+// column can still hold reals, text or blobs).
+func (q *PrivateQuery) IntegerColumn(e parser.Expr) bool {
+	for {
+		p, ok := e.(*parser.ParenExpr)
+		if !ok {
+			break
+		}
+		e = p.X
+	}
+	c, ok := e.(*parser.ColumnRef)
+	return ok && q.rn.intCols[c]
+}
+
 // RenderErr reports an internal failure to resolve a rendered name.
 func (q *PrivateQuery) RenderErr() error { return q.rn.err() }
 

@@ -39,6 +39,8 @@ type renderer struct {
 	// cols maps every resolved column reference (and alias reference) to
 	// its SQL.
 	cols map[*parser.ColumnRef]string
+	// intCols marks the references to base columns of INTEGER affinity.
+	intCols map[*parser.ColumnRef]bool
 	// reads collects, per table (canonical name), the columns the plan
 	// resolved; "*" stands for every column of a public table.
 	reads   map[string]map[string]bool
@@ -53,7 +55,7 @@ type renderer struct {
 }
 
 func newRenderer() *renderer {
-	return &renderer{cols: map[*parser.ColumnRef]string{}, reads: map[string]map[string]bool{}, private: true}
+	return &renderer{cols: map[*parser.ColumnRef]string{}, intCols: map[*parser.ColumnRef]bool{}, reads: map[string]map[string]bool{}, private: true}
 }
 
 // alias returns a fresh table alias. Analysts cannot name anything with the

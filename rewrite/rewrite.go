@@ -43,11 +43,14 @@ type Rewritten struct {
 	MaxGroups, MaxRows int64
 	// Keys is the number of group-key arguments.
 	Keys int
-	// Native, when set, gives for each measurement the SQL of its exact
-	// value computed by SQLite itself (counts only, see nativeCounts); the
-	// Scan then returns these columns first and the measurement aggregate
-	// is filtered to no row.
+	// Native, when set, gives for each measurement the SQL that SQLite
+	// computes natively (see nativeScan); the Scan then returns these
+	// columns first and the measurement aggregate is filtered to no row.
 	Native []string
+	// Fallback, when set, is the scan through the measurement aggregate
+	// alone, to run when a native sum comes back as a REAL (nativeScan):
+	// then its measurements replace the native ones.
+	Fallback string
 	// CellSource says where each cell of the plan gets its exact value:
 	// a measured column (cells with the same measurement, such as SUM and
 	// AVG of one column and bounds, share it, so it is computed once per
@@ -98,6 +101,7 @@ const MeasureFunction = "dpsql_measure"
 //     are filled in by exec, so which groups appear reveals nothing.
 func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	var args, specs []string
+	var argExprs []parser.Expr
 	argIndex := func(e parser.Expr) string {
 		a := q.SQL(e)
 		for i, x := range args {
@@ -106,6 +110,7 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 			}
 		}
 		args = append(args, a)
+		argExprs = append(argExprs, e)
 		return strconv.Itoa(len(args) - 1)
 	}
 	measured := map[string]int{}
@@ -181,16 +186,19 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 		where = append([]string{q.SQL(q.Where)}, where...)
 	}
 	measureCall := MeasureFunction + "(" + strings.Join(call, ", ") + ")"
-	if native, filter, ok := nativeCounts(q, specs, args); ok {
-		// NativeCounts: see nativeCounts.
-		r.Native = native
-		measureCall = strings.Join(native, ", ") + ", " + measureCall + " FILTER (WHERE " + filter + ")"
-	}
-	scan := "SELECT " + measureCall + " FROM " + q.FromSQL
+	tail := " FROM " + q.FromSQL
 	if len(where) > 0 {
-		scan += " WHERE " + strings.Join(where, " AND ")
+		tail += " WHERE " + strings.Join(where, " AND ")
 	}
-	r.Scan = scan
+	r.Scan = "SELECT " + measureCall + tail
+	if native, sums, ok := nativeScan(q, specs, args, argExprs); ok {
+		// NativeScan: see nativeScan.
+		r.Native = native
+		if sums {
+			r.Fallback = r.Scan
+		}
+		r.Scan = "SELECT " + strings.Join(native, ", ") + ", " + measureCall + " FILTER (WHERE 0)" + tail
+	}
 	for i := range q.Keys {
 		r.ResultColumns = append(r.ResultColumns, KeyColumn(i))
 	}
@@ -204,33 +212,66 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	return r, nil
 }
 
-// nativeCounts decides whether SQLite can measure everything itself: a
-// scan without units, keys, searches or partition selection whose
-// measurements are all counts. Counts are exact in SQL and cannot fail,
-// so the scan returns COUNT(*) and COUNT(arg) natively and the
-// measurement aggregate is filtered to no row (a call into Go per row
-// costs more than SQLite's own COUNT). (Splitting sums the same way — the
-// integer rows native, the others in Go — was measured slower: telling
-// integers apart costs a typeof() call per row and measurement.)
-func nativeCounts(q *planner.PrivateQuery, specs, args []string) (native []string, filter string, ok bool) {
+// maxNativeBound is the largest |bound| of a native sum. A table has
+// fewer than 2^46 rows (SQLite's largest database is 2^48 bytes, and a
+// row's cell takes at least 4), so integers clipped to ±2^16 add up to
+// less than 2^62: SQLite's integer SUM can neither overflow nor raise.
+const maxNativeBound = 1<<16 - 1
+
+// nativeScan decides whether SQLite can measure a scan itself, exactly
+// and more cheaply than a call into Go per row: a scan without units,
+// keys, searches or partition selection whose measurements are counts,
+// and sums of INTEGER-affinity columns with integer bounds of at most
+// maxNativeBound in magnitude. Counts are exact in SQL. A sum is
+//
+//	SUM(CASE WHEN x < lo THEN lo
+//	         WHEN x > hi THEN (CASE WHEN x <= 9e999 THEN hi ELSE 0.5 END)
+//	         ELSE x END)
+//
+// When every value is an integer, or a number outside the bounds, each
+// term is an integer equal to what the measurement aggregate adds (its
+// numeric conversion leaves numbers as they are), SQLite's integer SUM is
+// exact, and by maxNativeBound it cannot overflow. Every other value makes
+// the SUM a REAL: a real inside the bounds is added as it is, and text or
+// a blob (which SQLite orders above every number, +∞ included, so the SQL
+// clip would not convert it as the aggregate does) adds 0.5. A REAL sum
+// sends exec to Fallback, the same scan through the measurement aggregate
+// alone. Either way the value handed to the noise is the same exact
+// clipped sum; only the time differs. (Converting each value with CAST AS
+// NUMERIC, guarding with MAX(x), or choosing per row with typeof() were
+// all measured slower.)
+func nativeScan(q *planner.PrivateQuery, specs, args []string, argExprs []parser.Expr) (native []string, sums, ok bool) {
 	if q.UnitSQL != "" || len(q.Keys) > 0 || len(q.Searches) > 0 || q.Selection != nil {
-		return nil, "", false
+		return nil, false, false
 	}
 	for _, sp := range specs {
 		switch sp[0] {
 		case 'n':
 			native = append(native, "COUNT(*)")
-		case 'c':
-			i, err := strconv.Atoi(sp[1:])
+		case 'c', 's':
+			f := strings.Split(sp[1:], ":")
+			i, err := strconv.Atoi(f[0])
 			if err != nil || i < 0 || i >= len(args) {
-				return nil, "", false
+				return nil, false, false
 			}
-			native = append(native, "COUNT("+args[i]+")")
+			if sp[0] == 'c' {
+				native = append(native, "COUNT("+args[i]+")")
+				continue
+			}
+			lo, err1 := strconv.ParseInt(f[1], 10, 64)
+			hi, err2 := strconv.ParseInt(f[2], 10, 64)
+			if err1 != nil || err2 != nil || max(lo, -lo, hi, -hi) > maxNativeBound || !q.IntegerColumn(argExprs[i]) {
+				return nil, false, false
+			}
+			x := args[i]
+			native = append(native, fmt.Sprintf("SUM(CASE WHEN %s < %d THEN %d WHEN %s > %d THEN (CASE WHEN %s <= 9e999 THEN %d ELSE 0.5 END) ELSE %s END)",
+				x, lo, lo, x, hi, x, hi, x))
+			sums = true
 		default:
-			return nil, "", false
+			return nil, false, false
 		}
 	}
-	return native, "0", true
+	return native, sums, true
 }
 
 // keyExpr is a key's value in the scan: its domain position, or the raw
