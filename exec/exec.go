@@ -275,7 +275,7 @@ func (p *Prepared) Run(ctx context.Context, noise mechanism.Noiser) (*Result, []
 		cells[i] = cellBounds{lo: c.Lo, hi: c.Hi, sens: c.L1Sensitivity}
 		if c.Search >= 0 {
 			r := chosen[c.Search]
-			cells[i] = cellBounds{lo: r.Lo, hi: r.Hi, sens: c.Scale * planner.SensitivityFor(c.Kind, r.Lo, r.Hi)}
+			cells[i] = cellBounds{lo: r.Lo, hi: r.Hi, sens: planner.SensitivityFor(c.Kind, r.Lo, r.Hi, c.Scale)}
 		}
 	}
 	noisy := make([]float64, groups*nc)
@@ -332,7 +332,7 @@ func (sc *scanned) exactCells(q *planner.PrivateQuery, rw *rewrite.Rewritten, g 
 		}
 		r := chosen[src.Search]
 		m := sc.hists[g][src.Search].Moments(r.LoIdx, r.HiIdx)
-		mid := cells[i].lo/2 + cells[i].hi/2
+		mid := planner.Midpoint(cells[i].lo, cells[i].hi)
 		counts[i] = m.N
 		switch c.Kind {
 		case planner.CountValues:
@@ -348,7 +348,7 @@ func (sc *scanned) exactCells(q *planner.PrivateQuery, rw *rewrite.Rewritten, g 
 	// those: every non-NULL value is numeric).
 	for i, c := range q.Cells {
 		if c.Kind == planner.CenteredSum {
-			mid := new(big.Float).SetPrec(4096).SetFloat64(cells[i].lo/2 + cells[i].hi/2)
+			mid := new(big.Float).SetPrec(4096).SetFloat64(planner.Midpoint(cells[i].lo, cells[i].hi))
 			n := new(big.Float).SetPrec(4096).Set(out[c.CountCell])
 			v := new(big.Float).SetPrec(4096).Set(out[i])
 			out[i] = v.Sub(v, mid.Mul(mid, n))
@@ -541,7 +541,7 @@ func aggregateValue(a *planner.Aggregate, cells []float64, lo, hi float64) any {
 	case planner.AggSum:
 		return cells[a.Cells[0]]
 	}
-	mid := lo/2 + hi/2
+	mid := planner.Midpoint(lo, hi)
 	n := math.Max(1, cells[a.Cells[1]])
 	meanC := cells[a.Cells[0]] / n // mean of the centred values
 	if a.Kind == planner.AggAvg {

@@ -16,6 +16,7 @@ import (
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/exactsum"
 	"github.com/dpsql/dpsql/mechanism"
+	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/rewrite"
 )
 
@@ -590,7 +591,7 @@ func (a *measureAgg) WindowValue(*sqlite.FunctionContext) (driver.Value, error) 
 			case 's':
 				mg.values[i] = g.sum[i].Big()
 			case 'q':
-				mg.values[i] = CentredSquares(g.sum[i].Big(), g.sq[i].Big(), g.n[i], sp.lo/2+sp.hi/2)
+				mg.values[i] = CentredSquares(g.sum[i].Big(), g.sq[i].Big(), g.n[i], planner.Midpoint(sp.lo, sp.hi))
 			default:
 				mg.values[i] = new(big.Float).SetInt64(g.n[i])
 			}

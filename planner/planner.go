@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strings"
 
 	"github.com/dpsql/dpsql/autobound"
@@ -107,22 +108,45 @@ type Cell struct {
 	Label         string // e.g. `COUNT(*)`, `SUM(clip("Age", 0, 125))`
 }
 
+// Midpoint is the centre m of bounds [lo, hi] that centred sums subtract,
+// computed the same way everywhere.
+func Midpoint(lo, hi float64) float64 { return lo/2 + hi/2 }
+
 // SensitivityFor returns the L1 sensitivity of a cell of kind k with bounds
-// [lo, hi] when one row is added or removed:
-//   - a count moves by 1;
+// [lo, hi] when scale rows are added or removed:
+//   - a count moves by 1 per row;
 //   - Σ clip(x) by the clipped value of the row, at most max(|lo|, |hi|);
-//   - Σ (clip(x) − m) by at most (hi − lo)/2, since clip(x) − m ∈ [−(hi−lo)/2, (hi−lo)/2];
-//   - Σ (clip(x) − m)² by at most ((hi − lo)/2)².
-func SensitivityFor(k CellKind, lo, hi float64) float64 {
+//   - Σ (clip(x) − m) by at most h = max(m − lo, hi − m) (≈ (hi − lo)/2);
+//   - Σ (clip(x) − m)² by at most h².
+//
+// It is computed exactly and rounded up: a sensitivity rounded to the
+// nearest float can be smaller than what one row really moves (with
+// bounds (0.001, 0.002) the float (hi − lo)/2, squared, is).
+func SensitivityFor(k CellKind, lo, hi, scale float64) float64 {
+	const prec = 256
+	b := func(x float64) *big.Float { return new(big.Float).SetPrec(prec).SetFloat64(x) }
+	var per *big.Float
 	switch k {
 	case ClippedSum:
-		return math.Max(math.Abs(lo), math.Abs(hi))
-	case CenteredSum:
-		return (hi - lo) / 2
-	case CenteredSumSq:
-		return (hi - lo) / 2 * (hi - lo) / 2
+		per = b(math.Max(math.Abs(lo), math.Abs(hi)))
+	case CenteredSum, CenteredSumSq:
+		m := b(Midpoint(lo, hi))
+		below := new(big.Float).SetPrec(prec).Sub(m, b(lo))
+		above := new(big.Float).SetPrec(prec).Sub(b(hi), m)
+		per = below
+		if above.Cmp(below) > 0 {
+			per = above
+		}
+		if k == CenteredSumSq {
+			per = new(big.Float).SetPrec(prec).Mul(per, per)
+		}
+	default:
+		per = b(1)
 	}
-	return 1
+	total := new(big.Float).SetPrec(prec).Mul(per, b(scale))
+	up := new(big.Float).SetPrec(53).SetMode(big.ToPositiveInf).Set(total)
+	f, _ := up.Float64()
+	return f
 }
 
 // Search is one private choice of clipping bounds for an aggregate
@@ -583,7 +607,7 @@ func (b *builder) checkNoise() error {
 		}
 		for _, hi := range []float64{autobound.Candidate(1), autobound.Candidate(autobound.NumBuckets - 1)} {
 			for _, lo := range []float64{0, -hi} {
-				if err := mechanism.CheckLaplace(c.Scale*SensitivityFor(c.Kind, lo, hi), c.Epsilon); err != nil {
+				if err := mechanism.CheckLaplace(SensitivityFor(c.Kind, lo, hi, c.Scale), c.Epsilon); err != nil {
 					return fail(c.Label, err)
 				}
 			}
@@ -897,7 +921,7 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 			c.Lo, c.Hi, c.Search = agg.Lo, agg.Hi, agg.Search
 		}
 		if c.Search < 0 {
-			c.L1Sensitivity = c.Scale * SensitivityFor(k, c.Lo, c.Hi)
+			c.L1Sensitivity = SensitivityFor(k, c.Lo, c.Hi, c.Scale)
 		}
 		return b.cell(c)
 	}
