@@ -135,6 +135,7 @@ type parser struct {
 	tok     token
 	errs    ErrorList
 	params  int // '?' parameters seen so far
+	depth   int // current nesting, see MaxDepth
 	maxErrs int // bail out after this many errors (< 0: never)
 }
 
@@ -226,7 +227,7 @@ func ParseStatement(src string) (Stmt, error) {
 func ParseExpr(src string) (Expr, error) {
 	p := &parser{lex: newLexer(src), maxErrs: maxErrors}
 	p.next()
-	var e Expr
+	var e Expr // p.depth starts at 0
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -263,6 +264,7 @@ func (p *parser) statementOrSync() (s Stmt) {
 			}
 		}
 	}()
+	p.depth = 0
 	s = p.statement()
 	if p.tok.kind != tokEOF && !p.tok.is(";") {
 		p.fail(p.tok.pos, "expected ';' or end of input, found %s", p.tok.describe())
@@ -271,6 +273,25 @@ func (p *parser) statementOrSync() (s Stmt) {
 }
 
 func (p *parser) next() { p.tok = p.lex.next() }
+
+// MaxDepth bounds how deeply expressions and subqueries may nest (and how
+// long a chain of binary operators may be, since each link nests the
+// tree one level deeper). Without it a few hundred kilobytes of
+// parentheses overflow Go's stack, which kills the process. The engine
+// prints each level in at most two levels of SQL, so statements within
+// it stay within SQLite's own limit of 1,000.
+const MaxDepth = 400
+
+// deeper enters one more level of nesting at pos.
+func (p *parser) deeper(pos Pos) {
+	p.depth++
+	if p.depth > MaxDepth {
+		p.fail(pos, "expression nested too deeply (more than %d levels)", MaxDepth)
+	}
+}
+
+// restoreDepth returns to a depth saved on entry (deferred).
+func (p *parser) restoreDepth(d int) { p.depth = d }
 
 // fail records an error and abandons the current statement. When the
 // current token is a lexical error, that error is reported instead.
@@ -519,6 +540,8 @@ func (p *parser) columnName() *ColumnRef {
 }
 
 func (p *parser) selectStmt() *SelectStmt {
+	defer p.restoreDepth(p.depth)
+	p.deeper(p.tok.pos)
 	var ctes []CTE
 	withPos := p.tok.pos
 	if p.tok.is("WITH") {
@@ -621,23 +644,31 @@ func (p *parser) exprList() []Expr {
 
 // ---- expressions, by precedence from low to high ----
 
-func (p *parser) expr() Expr { return p.orExpr() }
+func (p *parser) expr() Expr {
+	defer p.restoreDepth(p.depth)
+	p.deeper(p.tok.pos)
+	return p.orExpr()
+}
 
 func (p *parser) orExpr() Expr {
+	defer p.restoreDepth(p.depth)
 	x := p.andExpr()
 	for p.tok.is("OR") {
 		pos := p.tok.pos
 		p.next()
+		p.deeper(pos)
 		x = &BinaryExpr{X: x, OpPos: pos, Op: "OR", Y: p.andExpr()}
 	}
 	return x
 }
 
 func (p *parser) andExpr() Expr {
+	defer p.restoreDepth(p.depth)
 	x := p.notExpr()
 	for p.tok.is("AND") {
 		pos := p.tok.pos
 		p.next()
+		p.deeper(pos)
 		x = &BinaryExpr{X: x, OpPos: pos, Op: "AND", Y: p.notExpr()}
 	}
 	return x
@@ -647,6 +678,8 @@ func (p *parser) notExpr() Expr {
 	if p.tok.is("NOT") {
 		pos := p.tok.pos
 		p.next()
+		defer p.restoreDepth(p.depth)
+		p.deeper(pos)
 		return &UnaryExpr{OpPos: pos, Op: "NOT", X: p.notExpr()}
 	}
 	return p.comparison()
@@ -655,18 +688,21 @@ func (p *parser) notExpr() Expr {
 var comparisonOps = map[string]string{"=": "=", "==": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 func (p *parser) comparison() Expr {
+	defer p.restoreDepth(p.depth)
 	x := p.additive()
 	for {
 		t := p.tok
 		if t.kind == tokOp {
 			if op, ok := comparisonOps[t.text]; ok {
 				p.next()
+				p.deeper(t.pos)
 				x = &BinaryExpr{X: x, OpPos: t.pos, Op: op, Y: p.additive()}
 				continue
 			}
 		}
 		if t.is("IS") {
 			p.next()
+			p.deeper(t.pos)
 			not := p.accept("NOT")
 			p.expect("NULL")
 			x = &IsNullExpr{X: x, Not: not}
@@ -679,6 +715,9 @@ func (p *parser) comparison() Expr {
 			if !p.tok.is("IN") && !p.tok.is("BETWEEN") && !p.tok.is("LIKE") {
 				p.fail(p.tok.pos, "expected IN, BETWEEN or LIKE after NOT, found %s", p.tok.describe())
 			}
+		}
+		if p.tok.is("IN") || p.tok.is("BETWEEN") || p.tok.is("LIKE") {
+			p.deeper(t.pos)
 		}
 		switch {
 		case p.accept("IN"):
@@ -702,30 +741,36 @@ func (p *parser) comparison() Expr {
 }
 
 func (p *parser) additive() Expr {
+	defer p.restoreDepth(p.depth)
 	x := p.multiplicative()
 	for p.tok.is("+") || p.tok.is("-") {
 		t := p.tok
 		p.next()
+		p.deeper(t.pos)
 		x = &BinaryExpr{X: x, OpPos: t.pos, Op: t.text, Y: p.multiplicative()}
 	}
 	return x
 }
 
 func (p *parser) multiplicative() Expr {
+	defer p.restoreDepth(p.depth)
 	x := p.concat()
 	for p.tok.is("*") || p.tok.is("/") || p.tok.is("%") {
 		t := p.tok
 		p.next()
+		p.deeper(t.pos)
 		x = &BinaryExpr{X: x, OpPos: t.pos, Op: t.text, Y: p.concat()}
 	}
 	return x
 }
 
 func (p *parser) concat() Expr {
+	defer p.restoreDepth(p.depth)
 	x := p.unary()
 	for p.tok.is("||") {
 		t := p.tok
 		p.next()
+		p.deeper(t.pos)
 		x = &BinaryExpr{X: x, OpPos: t.pos, Op: "||", Y: p.unary()}
 	}
 	return x
@@ -735,6 +780,8 @@ func (p *parser) unary() Expr {
 	if p.tok.is("-") || p.tok.is("+") {
 		t := p.tok
 		p.next()
+		defer p.restoreDepth(p.depth)
+		p.deeper(t.pos)
 		return &UnaryExpr{OpPos: t.pos, Op: t.text, X: p.unary()}
 	}
 	return p.primary()

@@ -179,3 +179,31 @@ func TestKeywordsFoldASCIIOnly(t *testing.T) {
 		t.Errorf("ASCII case variants: %v", err)
 	}
 }
+
+// TestNestingLimit: deep nesting is a syntax error at its position, not a
+// stack overflow that kills the process; nesting within MaxDepth parses.
+func TestNestingLimit(t *testing.T) {
+	deep := func(n int, open, mid, close string) string {
+		return "SELECT " + strings.Repeat(open, n) + mid + strings.Repeat(close, n)
+	}
+	for _, src := range []string{
+		deep(300000, "(", "1", ")"),
+		deep(300000, "- ", "1", ""),
+		deep(300000, "NOT ", "1", ""),
+		deep(300000, "ABS(", "1", ")"),
+		"SELECT 1" + strings.Repeat(" + 1", 300000),
+		"SELECT 1" + strings.Repeat(" || 'a'", 300000),
+		"SELECT COUNT(*) FROM " + strings.Repeat("(SELECT x FROM ", 5000) + "t" + strings.Repeat(") s", 5000),
+	} {
+		_, err := ParseStatement(src)
+		var list ErrorList
+		if !errors.As(err, &list) || !strings.Contains(list[0].Msg, "nested too deeply") {
+			t.Errorf("%.40s...: %v", src, err)
+		}
+	}
+	for _, src := range []string{deep(MaxDepth/2-5, "(", "1", ")"), "SELECT 1" + strings.Repeat(" + 1", MaxDepth-10), deep(MaxDepth/2-5, "- ", "1", "")} {
+		if _, err := ParseStatement(src); err != nil {
+			t.Errorf("%.40s... (within the limit): %v", src, err)
+		}
+	}
+}
