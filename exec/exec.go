@@ -184,6 +184,7 @@ type Prepared struct {
 	conn       *sql.Conn
 	scan, post *sql.Stmt
 	fallback   *sql.Stmt // nil unless the scan has native sums
+	slot       int64     // > 0: the statements call slotFunction(slot)
 	q          *planner.PrivateQuery
 	rw         *rewrite.Rewritten
 }
@@ -210,14 +211,19 @@ func Prepare(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewri
 	if err := authorize(conn, q.Reads); err != nil {
 		return nil, err
 	}
-	if p.scan, err = conn.PrepareContext(ctx, rw.Scan); err != nil {
+	// A slot function of its own spares passing the handle on every row.
+	fn, withHandle := rewrite.MeasureFunction, true
+	if p.slot = acquireSlot(); p.slot > 0 {
+		fn, withHandle = slotFunction(p.slot), false
+	}
+	if p.scan, err = conn.PrepareContext(ctx, rw.ScanWith(fn, withHandle)); err != nil {
 		return nil, prepareError(err)
 	}
 	if p.post, err = conn.PrepareContext(ctx, rw.Post); err != nil {
 		return nil, prepareError(err)
 	}
 	if rw.Fallback != "" {
-		if p.fallback, err = conn.PrepareContext(ctx, rw.Fallback); err != nil {
+		if p.fallback, err = conn.PrepareContext(ctx, rw.FallbackWith(fn, withHandle)); err != nil {
 			return nil, prepareError(err)
 		}
 	}
@@ -239,6 +245,9 @@ func (p *Prepared) Close() {
 	unauthorize(p.conn)
 	_, _ = p.conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS temp."+rewrite.ResultTable)
 	p.conn.Close()
+	if p.slot > 0 {
+		releaseHandle(p.slot)
+	}
 }
 
 // Run runs the scan, chooses any bounds that were not declared, adds
@@ -468,13 +477,18 @@ func nativeExact(values []any) bool {
 // returns its measurements and the scan's first natives columns.
 func (p *Prepared) measure(ctx context.Context, stmt *sql.Stmt, specs []spec, natives int) (*measured, []any, error) {
 	rw := p.rw
-	h := acquireHandle()
+	h := p.slot
+	var args []any
+	if h == 0 {
+		h = acquireHandle()
+		defer releaseHandle(h)
+		args = []any{h}
+	}
 	measureConfigs.Store(h, &measureConfig{key: int64(randomKey()), specs: specs,
 		l0: int(rw.MaxGroups), lInf: int(rw.MaxRows), nk: rw.Keys})
 	defer func() {
 		measureConfigs.Delete(h)
 		measuredResults.Delete(h)
-		releaseHandle(h)
 	}()
 	dest := make([]any, natives+1)
 	native := make([]any, natives)
@@ -483,7 +497,7 @@ func (p *Prepared) measure(ctx context.Context, stmt *sql.Stmt, specs []spec, na
 	}
 	var handle any
 	dest[natives] = &handle
-	if err := stmt.QueryRowContext(ctx, h).Scan(dest...); err != nil {
+	if err := stmt.QueryRowContext(ctx, args...).Scan(dest...); err != nil {
 		return nil, nil, backendError(ctx, err)
 	}
 	res, _ := takeMeasured(h)

@@ -67,6 +67,36 @@ type Rewritten struct {
 	ResultColumns []string
 	// Post is the post-processing statement over ResultTable.
 	Post string
+
+	callArgs []string // the measurement call's arguments after the handle
+	tail     string   // FROM and WHERE of the scan
+}
+
+// ScanWith prints the Scan calling the measurement aggregate as fn: with
+// handle, fn takes the handle ?1 first (MeasureFunction); without, fn is
+// bound to a handle of its own and takes only the per-row arguments.
+func (r *Rewritten) ScanWith(fn string, handle bool) string {
+	call := r.call(fn, handle)
+	if len(r.Native) > 0 {
+		return "SELECT " + strings.Join(r.Native, ", ") + ", " + call + " FILTER (WHERE 0)" + r.tail
+	}
+	return "SELECT " + call + r.tail
+}
+
+// FallbackWith prints the Fallback the same way ("" when there is none).
+func (r *Rewritten) FallbackWith(fn string, handle bool) string {
+	if len(r.Native) == 0 {
+		return ""
+	}
+	return "SELECT " + r.call(fn, handle) + r.tail
+}
+
+func (r *Rewritten) call(fn string, handle bool) string {
+	args := r.callArgs
+	if handle {
+		args = append([]string{"?1"}, args...)
+	}
+	return fn + "(" + strings.Join(args, ", ") + ")"
 }
 
 // Source is where a cell's exact value comes from: Column ≥ 0 for a
@@ -185,20 +215,19 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	if q.Where != nil {
 		where = append([]string{q.SQL(q.Where)}, where...)
 	}
-	measureCall := MeasureFunction + "(" + strings.Join(call, ", ") + ")"
-	tail := " FROM " + q.FromSQL
+	r.callArgs = call[1:] // after the handle
+	r.tail = " FROM " + q.FromSQL
 	if len(where) > 0 {
-		tail += " WHERE " + strings.Join(where, " AND ")
+		r.tail += " WHERE " + strings.Join(where, " AND ")
 	}
-	r.Scan = "SELECT " + measureCall + tail
 	if native, sums, ok := nativeScan(q, specs, args, argExprs); ok {
 		// NativeScan: see nativeScan.
 		r.Native = native
 		if sums {
-			r.Fallback = r.Scan
+			r.Fallback = r.FallbackWith(MeasureFunction, true)
 		}
-		r.Scan = "SELECT " + strings.Join(native, ", ") + ", " + measureCall + " FILTER (WHERE 0)" + tail
 	}
+	r.Scan = r.ScanWith(MeasureFunction, true)
 	for i := range q.Keys {
 		r.ResultColumns = append(r.ResultColumns, KeyColumn(i))
 	}
