@@ -23,11 +23,12 @@ import (
 // The measurement aggregate performs contribution bounding and every
 // per-group measurement in one streaming pass, inside SQLite's scan:
 //
-//	dpsql_measure(handle, [unit,] k1..k_nk, a1..a_m)
+//	dpsql_measure_<slot>([unit,] k1..k_nk, a1..a_m)   or
+//	dpsql_measure(handle, [unit,] k1..k_nk, a1..a_m)  (when no slot is free)
 //
 // Its configuration (the measurement specs, l0, l∞, nk and the random key
-// of the query) is registered under the handle before the scan, so that
-// SQLite passes only per-row values. With l0 = 0 every row is its own unit
+// of the query) is registered under the slot or handle before the scan,
+// so that SQLite passes only per-row values. With l0 = 0 every row is its own unit
 // (there is no unit argument) and is measured as it comes. With l0 ≥ 1,
 // for each privacy unit it keeps the l0 groups with the smallest keyed hash
 // of (unit, group) — a uniform random choice of groups, consistent however
