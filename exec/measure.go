@@ -479,59 +479,46 @@ func (g *groupAcc) addValues(specs []spec, vals []driver.Value) {
 			g.n[i]++
 			continue
 		}
-		f, ok := Numeric(vals[sp.arg])
-		if !ok {
-			continue
-		}
-		switch sp.kind {
-		case 'c':
-			g.n[i]++
-		case 's':
-			g.n[i]++
-			g.sum[i].Add(clip(f, sp.lo, sp.hi))
-		case 'q':
-			c := clip(f, sp.lo, sp.hi)
-			g.n[i]++
-			g.sum[i].Add(c)
-			g.sq[i].AddSquare(c)
-		case 'h':
-			g.hists[i].Add(f)
-		case 'H':
-			g.hists[i].AddSquared(f)
+		if f, ok := Numeric(vals[sp.arg]); ok {
+			g.addNumber(i, sp, f)
 		}
 	}
 }
 
-// addRow measures one (kept) row into the group.
+// addRow measures one kept row (its values already converted) into the
+// group; units are counted per unit in WindowValue.
 func (g *groupAcc) addRow(specs []spec, row []value) {
-	for i, sp := range specs {
+	for i := range specs {
+		sp := &specs[i]
 		switch sp.kind {
 		case 'n':
 			g.n[i]++
 		case 'u':
-			// counted per unit in finish
 		default:
-			v := row[sp.arg]
-			if !v.valid {
-				continue
-			}
-			switch sp.kind {
-			case 'c':
-				g.n[i]++
-			case 's':
-				g.n[i]++
-				g.sum[i].Add(clip(v.f, sp.lo, sp.hi))
-			case 'q':
-				c := clip(v.f, sp.lo, sp.hi)
-				g.n[i]++
-				g.sum[i].Add(c)
-				g.sq[i].AddSquare(c)
-			case 'h':
-				g.hists[i].Add(v.f)
-			case 'H':
-				g.hists[i].AddSquared(v.f)
+			if v := row[sp.arg]; v.valid {
+				g.addNumber(i, sp, v.f)
 			}
 		}
+	}
+}
+
+// addNumber adds one non-NULL argument value to measurement i.
+func (g *groupAcc) addNumber(i int, sp *spec, f float64) {
+	switch sp.kind {
+	case 'c':
+		g.n[i]++
+	case 's':
+		g.n[i]++
+		g.sum[i].Add(clip(f, sp.lo, sp.hi))
+	case 'q':
+		c := clip(f, sp.lo, sp.hi)
+		g.n[i]++
+		g.sum[i].Add(c)
+		g.sq[i].AddSquare(c)
+	case 'h':
+		g.hists[i].Add(f)
+	case 'H':
+		g.hists[i].AddSquared(f)
 	}
 }
 
