@@ -87,7 +87,9 @@ func Open(path string, opts Options) (*Engine, error) {
 	// busy_timeout lets concurrent writers (budget charges from another
 	// process) wait for each other instead of failing; _txlock=immediate
 	// makes every transaction take the write lock up front.
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(30000)&_txlock=immediate")
+	// The path is a file name, not a URI: '%' is escaped so that SQLite's
+	// URI decoding gives it back as written.
+	db, err := sql.Open("sqlite", "file:"+strings.ReplaceAll(path, "%", "%25")+"?_pragma=busy_timeout(30000)&_txlock=immediate")
 	if err != nil {
 		return nil, err
 	}

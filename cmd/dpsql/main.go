@@ -78,7 +78,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	file := fs.String("f", "", "run the statements of `SCRIPT` and exit")
 	eps := fs.Float64("epsilon", 0, "default ε per query for this session (same as SET epsilon)")
 	cont := fs.Bool("continue", false, "go on after a failing statement and print a summary at the end (exit status 1 if any failed)")
-	output := fs.String("output", "", "write results to `FILE` instead of standard output")
+	output := fs.String("output", "", "write results to `FILE` instead of standard output (opened only once the options, the script and the database have been checked)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -97,6 +97,31 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "error: --db FILE is required (or try: dpsql demo)")
 		return 2
 	}
+	// Everything is checked before --output is opened, so that a run that
+	// fails early leaves an existing output file as it was.
+	if _, err := newPrinter(*format, io.Discard); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 2
+	}
+	if *command != "" && *file != "" {
+		fmt.Fprintln(stderr, "error: use either -c or -f, not both")
+		return 2
+	}
+	var script []byte
+	if *file != "" {
+		src, err := os.ReadFile(*file)
+		if err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+		script = src
+	}
+	eng, err := dpsql.Open(*db, dpsql.Options{Owner: *owner, Epsilon: *eps})
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	defer eng.Close()
 	out := stdout
 	if *output != "" {
 		f, err := os.Create(*output)
@@ -107,32 +132,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer f.Close()
 		out = f
 	}
-	pr, err := newPrinter(*format, out)
-	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 2
-	}
-	if *command != "" && *file != "" {
-		fmt.Fprintln(stderr, "error: use either -c or -f, not both")
-		return 2
-	}
-	eng, err := dpsql.Open(*db, dpsql.Options{Owner: *owner, Epsilon: *eps})
-	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
-	}
-	defer eng.Close()
+	pr, _ := newPrinter(*format, out)
 	b := batch{eng: eng, pr: pr, stderr: stderr, cont: *cont}
 	switch {
 	case *command != "":
 		return b.run(ctx, *command, "")
 	case *file != "":
-		src, err := os.ReadFile(*file)
-		if err != nil {
-			fmt.Fprintln(stderr, "error:", err)
-			return 1
-		}
-		return b.run(ctx, string(src), *file)
+		return b.run(ctx, string(script), *file)
 	}
 	if f, ok := stdin.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
 		return repl(eng, pr, f, stdout, stderr)

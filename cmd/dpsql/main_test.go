@@ -241,3 +241,43 @@ func TestImportOptionsAndWidening(t *testing.T) {
 		t.Errorf("bad delimiter: %d %q", code, errOut)
 	}
 }
+
+// TestOutputFileKeptOnEarlyFailure: a run that fails before any statement
+// (missing database, bad --format, missing script) leaves an existing
+// --output file untouched (issue 11).
+func TestOutputFileKeptOnEarlyFailure(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "keep.txt")
+	os.WriteFile(out, []byte("precious"), 0o644)
+	for _, args := range [][]string{
+		{"--db", filepath.Join(dir, "missing.db"), "--output", out, "-c", "SHOW TABLES"},
+		{"--db", filepath.Join(dir, "missing.db"), "--format", "xml", "--output", out, "-c", "SHOW TABLES"},
+		{"--db", filepath.Join(dir, "missing.db"), "--output", out, "-f", filepath.Join(dir, "nope.sql")},
+	} {
+		if _, _, code := runCLI(t, "", args...); code == 0 {
+			t.Errorf("%v succeeded", args)
+		}
+		if b, _ := os.ReadFile(out); string(b) != "precious" {
+			t.Errorf("%v: output file now %q", args, b)
+		}
+	}
+}
+
+// TestPercentInDatabasePath: a '%' in --db is part of the file name, not a
+// URI escape ("x%41.db" is not "xA.db").
+func TestPercentInDatabasePath(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "x%41.db")
+	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 5)); code != 0 {
+		t.Fatal(e)
+	}
+	if _, err := os.Stat(db); err != nil {
+		t.Errorf("%s not created: %v", db, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "xA.db")); err == nil {
+		t.Error("xA.db created: the path was URI-decoded")
+	}
+	if _, e, code := runCLI(t, "", "--db", db, "-c", "SHOW TABLES"); code != 0 {
+		t.Errorf("opening %s: %s", db, e)
+	}
+}
