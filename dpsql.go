@@ -173,6 +173,18 @@ func (e *Engine) Query(ctx context.Context, sqlText string, args ...any) (*Resul
 // error stands in for a statement that did not parse) and returns false to
 // stop.
 func (e *Engine) RunEach(ctx context.Context, script string, fn func(*Result, error) bool) {
+	e.runEach(ctx, script, false, fn)
+}
+
+// ExplainEach is RunEach with every SELECT explained instead of run (as if
+// written EXPLAIN SELECT ...): it spends nothing on them. The choice is
+// made on each parsed statement, whatever comments or WITH clauses come
+// before the SELECT.
+func (e *Engine) ExplainEach(ctx context.Context, script string, fn func(*Result, error) bool) {
+	e.runEach(ctx, script, true, fn)
+}
+
+func (e *Engine) runEach(ctx context.Context, script string, explain bool, fn func(*Result, error) bool) {
 	for _, it := range parser.ParseScriptItems(script) {
 		var res *Result
 		var err error
@@ -181,7 +193,11 @@ func (e *Engine) RunEach(ctx context.Context, script string, fn func(*Result, er
 		} else if berr := parser.Bind(it.Stmt, nil); berr != nil {
 			err = syntaxError(parser.ErrorList{berr.(*parser.Error)})
 		} else {
-			res, err = e.run(ctx, it.Stmt)
+			stmt := it.Stmt
+			if sel, ok := stmt.(*parser.SelectStmt); ok && explain {
+				stmt = &parser.ExplainStmt{ExplainPos: sel.Pos(), Query: sel}
+			}
+			res, err = e.run(ctx, stmt)
 		}
 		if !fn(res, err) {
 			return

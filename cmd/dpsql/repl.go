@@ -58,14 +58,12 @@ func (s *shell) prompt(ctx context.Context) string {
 // statement runs the statements of text; errors are printed and the shell
 // goes on.
 func (s *shell) statement(ctx context.Context, text string) {
+	run := s.eng.RunEach
 	if s.explain {
-		trimmed := strings.TrimSpace(text)
-		if len(trimmed) >= 6 && strings.EqualFold(trimmed[:6], "SELECT") {
-			text = "EXPLAIN " + trimmed
-		}
+		run = s.eng.ExplainEach // decided per parsed statement, not on the text
 	}
 	start := time.Now()
-	s.eng.RunEach(ctx, text, func(res *dpsql.Result, err error) bool {
+	run(ctx, text, func(res *dpsql.Result, err error) bool {
 		if err == nil {
 			err = s.pr.print(res)
 		}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -96,5 +98,53 @@ func TestCompletion(t *testing.T) {
 	got, _ = c.Do([]rune("SELECT COUNT(*) FROM pe"), 23)
 	if len(got) != 1 || string(got[0]) != "ople" {
 		t.Errorf("table completion: %q", got)
+	}
+}
+
+// TestExplainOnSpendsNothing: with .explain on, every SELECT is explained —
+// after a WITH, a leading comment, as the second statement on a line, or
+// from .read — and the budget does not move (issue 11).
+func TestExplainOnSpendsNothing(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 50)); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := runCLI(t, "", "--db", db, "--owner", "-c", `CREATE PRIVACY POLICY ON people; SET BUDGET epsilon = 5`); code != 0 {
+		t.Fatal(e)
+	}
+	script := filepath.Join(dir, "q.sql")
+	if err := os.WriteFile(script, []byte("SELECT COUNT(*) FROM people;\n/* c */ SELECT COUNT(*) FROM people;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := dpsql.Open(db, dpsql.Options{Epsilon: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	keys := strings.Join([]string{
+		".explain on",
+		"WITH p AS (SELECT \"Age\" FROM people) SELECT COUNT(*) FROM people;",
+		"-- a comment",
+		"/* lead */ SELECT COUNT(*) FROM people;",
+		"SHOW TABLES; SELECT COUNT(*) FROM people;",
+		".read " + script,
+		".quit",
+	}, "\n") + "\n"
+	var out, errb bytes.Buffer
+	pr, _ := newPrinter("table", &out)
+	if code := repl(eng, pr, io.NopCloser(strings.NewReader(keys)), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	st, err := eng.Budget(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Spent.Epsilon != 0 {
+		t.Errorf("spent ε=%v with .explain on\n%s\n%s", st.Spent.Epsilon, out.String(), errb.String())
+	}
+	if n := strings.Count(out.String(), "privacy cost"); n < 5 {
+		t.Errorf("%d plans shown, want 5:\n%s", n, out.String())
 	}
 }
