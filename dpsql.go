@@ -94,6 +94,19 @@ func Open(path string, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	ctx := context.Background()
+	if !opts.Owner {
+		// An analyst never turns a file into a dpsql database: without the
+		// catalog (and the budget it needs) there is nothing to query.
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_tables', '_dpsql_budget')`).Scan(&n); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("opening %s: %w", path, err)
+		}
+		if n < 2 {
+			db.Close()
+			return nil, fmt.Errorf("%w: %s is not a dpsql database (the owner makes it one with 'dpsql import' or 'dpsql --owner')", ErrNoDatabase, path)
+		}
+	}
 	if err := catalog.Init(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)

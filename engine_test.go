@@ -354,3 +354,25 @@ func TestAdult(t *testing.T) {
 		t.Errorf("Education bins: %v", r.Rows)
 	}
 }
+
+// TestAnalystOpenChangesNothing: opening a plain SQLite file as an analyst
+// says it is not a dpsql database and adds no table to it (issue 11).
+func TestAnalystOpenChangesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plain.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE t (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dpsql.Open(path, dpsql.Options{}); !errors.Is(err, dpsql.ErrNoDatabase) || !strings.Contains(err.Error(), "not a dpsql database") {
+		t.Errorf("analyst open of a plain file: %v", err)
+	}
+	var n int
+	db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name LIKE '\_dpsql\_%' ESCAPE '\'`).Scan(&n)
+	if n != 0 {
+		t.Errorf("the analyst's open created %d _dpsql_ tables", n)
+	}
+}
