@@ -43,8 +43,12 @@ var (
 	ErrNoEpsilon       = planner.ErrNoEpsilon
 	// ErrOwnerOnly: the statement needs owner mode.
 	ErrOwnerOnly = errors.New("owner mode required")
-	// ErrNoDatabase: an analyst opened a database file that does not exist.
+	// ErrNoDatabase: an analyst opened a database file that does not exist
+	// or is not a dpsql database.
 	ErrNoDatabase = errors.New("no such database")
+	// ErrCancelled: the query's context was cancelled; the error says
+	// whether its cost had been charged.
+	ErrCancelled = errors.New("query cancelled")
 )
 
 // Options configure an Engine.
@@ -248,7 +252,7 @@ func (e *Engine) run(ctx context.Context, stmt parser.Stmt) (*Result, error) {
 	}
 	cat, err := catalog.Load(ctx, e.db)
 	if err != nil {
-		return nil, err
+		return nil, cancelled(ctx, err, nil)
 	}
 	switch s := stmt.(type) {
 	case *parser.SelectStmt:
@@ -283,23 +287,23 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 		}
 		// The backend compiles both statements before anything is charged:
 		// a statement it rejects costs nothing.
+		cost := budget.Cost{Epsilon: p.Epsilon, Delta: p.Delta}
 		prep, err := exec.Prepare(ctx, e.db, p, rw)
 		if err != nil {
-			return nil, err
+			return nil, cancelled(ctx, err, nil)
 		}
 		defer prep.Close()
-		cost := budget.Cost{Epsilon: p.Epsilon, Delta: p.Delta}
 		// The charge is committed before the data is read: nothing is
 		// released that has not been paid for.
 		if err := budget.Charge(ctx, e.db, cost, parser.FormatStmt(s)); err != nil {
 			if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
 				return nil, &planner.Error{Pos: s.SelectPos, Kind: err, Msg: err.Error()}
 			}
-			return nil, err
+			return nil, cancelled(ctx, err, nil)
 		}
 		r, chosen, err := prep.Run(ctx, e.noise)
 		if err != nil {
-			return nil, err
+			return nil, cancelled(ctx, err, &cost)
 		}
 		res := &Result{Columns: r.Columns, Rows: r.Rows, Cost: cost, ErrorBounds: errorBounds(p)}
 		if e.showBounds {
@@ -310,6 +314,19 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 		return res, nil
 	}
 	return nil, fmt.Errorf("dpsql: unknown plan %T", plan)
+}
+
+// cancelled turns the error of a query whose context was cancelled into
+// one that says what was charged: nothing before the charge, the query's
+// cost after it. Other errors pass unchanged.
+func cancelled(ctx context.Context, err error, charged *budget.Cost) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	if charged == nil {
+		return fmt.Errorf("%w; nothing was charged (%w)", ErrCancelled, ctx.Err())
+	}
+	return fmt.Errorf("%w; its ε=%g, δ=%g was charged (%w)", ErrCancelled, charged.Epsilon, charged.Delta, ctx.Err())
 }
 
 // errorBounds reports the 95% noise half-width of outputs that are a plain

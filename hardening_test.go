@@ -693,3 +693,43 @@ func TestPublicQueriesMatchSQLite(t *testing.T) {
 		}
 	}
 }
+
+// cancelling is a noiser that cancels the query's context during the
+// noise step, after the charge.
+type cancelling struct{ cancel func() }
+
+func (c cancelling) AddLaplace(v, _, _ float64) (float64, error) { c.cancel(); return v, nil }
+func (c cancelling) AddLaplaceExact(v *big.Float, _, _ float64) (float64, error) {
+	c.cancel()
+	f, _ := v.Float64()
+	return f, nil
+}
+func (c cancelling) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholder, error) {
+	return dpsql.ZeroNoise().NewSparse(opts)
+}
+
+// TestCancelledQuerySaysWhatWasCharged: a query cancelled before it runs
+// says nothing was charged (and nothing was); one cancelled after the
+// charge says its ε was charged (issue 11).
+func TestCancelledQuerySaysWhatWasCharged(t *testing.T) {
+	path := hardDB(t, `CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2);`, `CREATE PRIVACY POLICY ON c`)
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	before := spent(t, e)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := e.Query(ctx, `SELECT COUNT(*) FROM c`)
+	if !errors.Is(err, dpsql.ErrCancelled) || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "nothing was charged") || spent(t, e) != before {
+		t.Errorf("cancelled before: %v, spent %v", err, spent(t, e)-before)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	c, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 1}, cancelling{cancel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Query(ctx, `SELECT COUNT(*) FROM c`)
+	if !errors.Is(err, dpsql.ErrCancelled) || !strings.Contains(err.Error(), "ε=1, δ=0 was charged") || spent(t, e) != before+1 {
+		t.Errorf("cancelled after the charge: %v, spent %v", err, spent(t, e)-before)
+	}
+}
