@@ -33,6 +33,10 @@ query (or the statement being typed); Ctrl-D quits.
 .read FILE         run the statements in FILE
 .import FILE TABLE create TABLE from a CSV file (owner mode)
 .quit              leave (also .exit)
+
+psql habits work too: \q, quit and exit leave; \? is .help; \d lists the tables
+and \d TABLE describes one; \timing toggles .timer; \x switches between .mode
+line and .mode table.
 `
 
 // shell is the interactive session: statements and meta-commands.
@@ -148,6 +152,10 @@ func (s *shell) meta(ctx context.Context, line string) (quit bool) {
 		}
 	case ".mode":
 		if m, ok := one(); ok {
+			if m == "toggle-line" { // \x
+				m = map[bool]string{true: "table", false: "line"}[s.pr.format == "line"]
+				fmt.Fprintf(s.out, "mode %s\n", m)
+			}
 			if _, err := newPrinter(m, s.out); err != nil {
 				fail("%v", err)
 			} else {
@@ -156,6 +164,10 @@ func (s *shell) meta(ctx context.Context, line string) (quit bool) {
 		}
 	case ".timer", ".explain":
 		if a, ok := one(); ok {
+			if a == "toggle" { // \timing
+				a = map[bool]string{true: "off", false: "on"}[s.timer]
+				fmt.Fprintf(s.out, "timer %s\n", a)
+			}
 			v, err := onOff(a)
 			if err != nil {
 				fail("%s: %v", cmd, err)
@@ -289,6 +301,15 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 		if err != nil { // io.EOF: Ctrl-D
 			return 0
 		}
+		if buf.Len() == 0 {
+			if meta, ok := psqlHabit(strings.TrimSpace(line)); ok {
+				if meta == "" {
+					fmt.Fprintf(stderr, "error: unknown command %s: the shell's commands start with '.' (.help lists them)\n", strings.TrimSpace(line))
+					continue
+				}
+				line = meta
+			}
+		}
 		if buf.Len() == 0 && strings.HasPrefix(strings.TrimSpace(line), ".") {
 			if s.meta(ctx, strings.TrimSpace(line)) {
 				return 0
@@ -303,6 +324,42 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 		runCancellable(ctx, func(qctx context.Context) { s.statement(qctx, buf.String()) })
 		buf.Reset()
 	}
+}
+
+// psqlHabit maps what psql and sqlite3 users type out of habit to the
+// shell's dot-command: \q, quit and exit quit; \? and \h are .help; \d and
+// \dt list the tables, \d NAME describes one; \timing toggles .timer; \x
+// switches between .mode line and .mode table. ok is false when the line
+// is not such a habit; meta is "" for an unknown backslash command.
+func psqlHabit(line string) (meta string, ok bool) {
+	word := strings.TrimSuffix(line, ";")
+	fields := strings.Fields(word)
+	if len(fields) == 0 {
+		return "", false
+	}
+	switch strings.ToLower(fields[0]) {
+	case `\q`, "quit", "exit":
+		if len(fields) == 1 {
+			return ".quit", true
+		}
+	case `\?`, `\h`, "help":
+		if len(fields) == 1 || fields[0][0] == '\\' {
+			return ".help", true
+		}
+	case `\d`, `\dt`:
+		if len(fields) == 1 {
+			return ".tables", true
+		}
+		return ".schema " + strings.Join(fields[1:], " "), true
+	case `\timing`:
+		return ".timer toggle", true
+	case `\x`:
+		return ".mode toggle-line", true
+	}
+	if strings.HasPrefix(fields[0], `\`) {
+		return "", true
+	}
+	return "", false
 }
 
 // runCancellable runs fn with a context that Ctrl-C (SIGINT) cancels.

@@ -148,3 +148,50 @@ func TestExplainOnSpendsNothing(t *testing.T) {
 		t.Errorf("%d plans shown, want 5:\n%s", n, out.String())
 	}
 }
+
+// TestPsqlHabits: \q, quit, exit, \?, \d, \d NAME, \timing and \x do what
+// a psql user expects; another backslash command says what to type
+// instead, and none drops into continuation mode (issue 11).
+func TestPsqlHabits(t *testing.T) {
+	for line, want := range map[string]string{
+		`\q`: ".quit", "quit": ".quit", "exit;": ".quit", `\?`: ".help", `\d`: ".tables", `\dt`: ".tables",
+		`\d people`: ".schema people", `\timing`: ".timer toggle", `\x`: ".mode toggle-line", `\copy x`: "",
+	} {
+		if got, ok := psqlHabit(line); !ok || got != want {
+			t.Errorf("%q: %q, %v; want %q", line, got, ok, want)
+		}
+	}
+	for _, line := range []string{"SELECT 1;", "quit it", ".quit", ""} {
+		if _, ok := psqlHabit(line); ok {
+			t.Errorf("%q taken for a habit", line)
+		}
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 20)); code != 0 {
+		t.Fatal(e)
+	}
+	eng, err := dpsql.Open(db, dpsql.Options{Owner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	var out, errb bytes.Buffer
+	pr, _ := newPrinter("table", &out)
+	keys := `\d people` + "\n" + `\x` + "\n" + `\timing` + "\n" + `\copy` + "\n" + `\q` + "\n" + "SHOW TABLES;\n"
+	if code := repl(eng, pr, io.NopCloser(strings.NewReader(keys)), &out, &errb); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{`"Capital Gain"`, "mode line", "timer on"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("screen lacks %q:\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(errb.String(), `unknown command \copy`) {
+		t.Errorf("stderr: %s", errb.String())
+	}
+	if strings.Contains(out.String(), "people | private") {
+		t.Errorf(`\q did not quit before SHOW TABLES:\n%s`, out.String())
+	}
+}
