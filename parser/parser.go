@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Error is one syntax error at a position.
@@ -106,6 +107,25 @@ func lowerASCII(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// Complete reports whether src ends with a complete statement, as
+// sqlite3_complete does: its last token, comments aside, is ';', and no
+// string, quoted identifier or comment is left open. An interactive shell
+// asks it whether to run what was typed or to read another line.
+func Complete(src string) bool {
+	l := newLexer(src)
+	var last token
+	for {
+		t := l.next()
+		switch {
+		case t.kind == tokEOF:
+			return last.kind == tokOp && last.text == ";"
+		case t.kind == tokIllegal && strings.HasPrefix(t.text, "unterminated"):
+			return false
+		}
+		last = t
+	}
 }
 
 // ScalarFunctions returns the dialect's scalar functions with their

@@ -207,3 +207,27 @@ func TestNestingLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestComplete: a statement is complete when its last token, comments
+// aside, is ';' outside strings, quoted identifiers and comments.
+func TestComplete(t *testing.T) {
+	for src, want := range map[string]bool{
+		"SELECT 1;":               true,
+		"SHOW BUDGET; -- note":    true,
+		"SHOW BUDGET; /* note */": true,
+		"SELECT 'a;\n":            false,
+		"SELECT 'a;\nb';":         true,
+		`SELECT "x;`:              false,
+		"SELECT 1 /* ; */":        false,
+		"SELECT 1 /* ;":           false,
+		"SELECT 1":                false,
+		"SELECT 1; SELECT 2":      false,
+		"SELECT 1; SELECT 2;":     true,
+		"SELECT 1 -- ;":           false,
+		"SELECT @;":               true, // an illegal character still ends the statement (and is reported)
+	} {
+		if got := Complete(src); got != want {
+			t.Errorf("Complete(%q) = %v, want %v", src, got, want)
+		}
+	}
+}

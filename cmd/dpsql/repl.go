@@ -16,6 +16,7 @@ import (
 	"github.com/chzyer/readline"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/csvimport"
 )
 
@@ -318,7 +319,7 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 		}
 		buf.WriteString(line)
 		buf.WriteString("\n")
-		if !strings.HasSuffix(strings.TrimSpace(buf.String()), ";") {
+		if !parser.Complete(buf.String()) { // as sqlite3_complete: not a ';' inside a string or comment
 			continue
 		}
 		runCancellable(ctx, func(qctx context.Context) { s.statement(qctx, buf.String()) })

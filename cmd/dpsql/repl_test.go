@@ -195,3 +195,34 @@ func TestPsqlHabits(t *testing.T) {
 		t.Errorf(`\q did not quit before SHOW TABLES:\n%s`, out.String())
 	}
 }
+
+// TestStatementEndsAtACompleteSemicolon: a ';' followed by a comment ends
+// the statement; a ';' inside a string that spans lines does not (issue 11).
+func TestStatementEndsAtACompleteSemicolon(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 20)); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := runCLI(t, "", "--db", db, "--owner", "-c", `SET BUDGET epsilon = 5`); code != 0 {
+		t.Fatal(e)
+	}
+	eng, err := dpsql.Open(db, dpsql.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	var out, errb bytes.Buffer
+	pr, _ := newPrinter("table", &out)
+	keys := "SHOW BUDGET; -- a note\nSHOW POLICY 'a;\npeople';\nSHOW TABLES;\n"
+	if code := repl(eng, pr, io.NopCloser(strings.NewReader(keys)), &out, &errb); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.Contains(out.String(), "remaining") || !strings.Contains(out.String(), "people | private") {
+		t.Errorf("screen:\n%s\nstderr:\n%s", out.String(), errb.String())
+	}
+	if !strings.Contains(errb.String(), "'a;\npeople'") { // one statement, the string whole
+		t.Errorf("the string with ';' inside was cut: %s", errb.String())
+	}
+}
