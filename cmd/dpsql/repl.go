@@ -16,8 +16,8 @@ import (
 	"github.com/chzyer/readline"
 
 	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/csvimport"
+	"github.com/dpsql/dpsql/parser"
 )
 
 const replHelp = `Statements end with ';' and may span lines. Ctrl-C cancels the running
