@@ -28,7 +28,7 @@ query (or the statement being typed); Ctrl-D quits.
 .schema [TABLE]    columns and types
 .policy [TABLE]    privacy policy: bounds and public domains
 .budget            total, spent and remaining privacy budget
-.mode MODE         output format: table, csv, json or line
+.mode [MODE]       output format: table, csv, json or line (no MODE: show it)
 .timer on|off      show how long each statement took
 .explain on|off    show the plan of each query instead of running it (spends nothing)
 .read FILE         run the statements in FILE
@@ -152,6 +152,10 @@ func (s *shell) meta(ctx context.Context, line string) (quit bool) {
 			s.statement(ctx, "SHOW POLICY "+quoteName(t.Name))
 		}
 	case ".mode":
+		if len(args) == 0 {
+			fmt.Fprintf(s.out, "mode %s\n", s.pr.format)
+			return false
+		}
 		if m, ok := one(); ok {
 			if m == "toggle-line" { // \x
 				m = map[bool]string{true: "table", false: "line"}[s.pr.format == "line"]
@@ -185,7 +189,7 @@ func (s *shell) meta(ctx context.Context, line string) (quit bool) {
 				fail("%v", err)
 				return false
 			}
-			s.statement(ctx, string(src))
+			runCancellable(ctx, func(qctx context.Context) { s.statement(qctx, string(src)) }) // Ctrl-C stops the script
 		}
 	case ".import":
 		if len(args) != 2 {
@@ -300,6 +304,9 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 			continue
 		}
 		if err != nil { // io.EOF: Ctrl-D
+			if strings.TrimSpace(buf.String()) != "" {
+				fmt.Fprintln(stderr, "error: the last statement was incomplete (it did not end with ';') and did not run")
+			}
 			return 0
 		}
 		if buf.Len() == 0 {

@@ -226,3 +226,27 @@ func TestStatementEndsAtACompleteSemicolon(t *testing.T) {
 		t.Errorf("the string with ';' inside was cut: %s", errb.String())
 	}
 }
+
+// TestModeAndIncompleteStatement: .mode alone prints the mode; Ctrl-D with
+// a statement still open says it did not run (issue 11).
+func TestModeAndIncompleteStatement(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 5)); code != 0 {
+		t.Fatal(e)
+	}
+	eng, err := dpsql.Open(db, dpsql.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	var out, errb bytes.Buffer
+	pr, _ := newPrinter("csv", &out)
+	if code := repl(eng, pr, io.NopCloser(strings.NewReader(".mode\nSHOW TABLES\n")), &out, &errb); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.Contains(out.String(), "mode csv") || !strings.Contains(errb.String(), "incomplete") {
+		t.Errorf("screen %q, stderr %q", out.String(), errb.String())
+	}
+}
