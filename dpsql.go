@@ -350,6 +350,14 @@ func errorBounds(p *planner.PrivateQuery) map[string]float64 {
 
 func (e *Engine) explain(s *parser.ExplainStmt, cat *catalog.Catalog) (*Result, error) {
 	plan, err := planner.PlanSelect(s.Query, cat, e.sess)
+	assumed := false
+	if errors.Is(err, planner.ErrNoEpsilon) {
+		// EXPLAIN spends nothing, so it needs no ε: it shows the plan at
+		// ε = 1 and says so.
+		sess := e.sess
+		sess.Epsilon, assumed = 1, true
+		plan, err = planner.PlanSelect(s.Query, cat, sess)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -365,6 +373,9 @@ func (e *Engine) explain(s *parser.ExplainStmt, cat *catalog.Catalog) (*Result, 
 			return nil, err
 		}
 		r := exec.Explain(p, rw)
+		if assumed {
+			r.Rows = append(r.Rows, []any{"epsilon", "no epsilon was set: the plan is shown at ε = 1 (SET epsilon = E, or OPTIONS (epsilon = E), to choose)"})
+		}
 		return &Result{Columns: r.Columns, Rows: r.Rows}, nil
 	}
 	return nil, fmt.Errorf("dpsql: unknown plan %T", plan)

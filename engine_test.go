@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -374,5 +375,20 @@ func TestAnalystOpenChangesNothing(t *testing.T) {
 	db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name LIKE '\_dpsql\_%' ESCAPE '\'`).Scan(&n)
 	if n != 0 {
 		t.Errorf("the analyst's open created %d _dpsql_ tables", n)
+	}
+}
+
+// TestExplainWithoutEpsilon: EXPLAIN spends nothing and so needs no ε; it
+// shows the plan at ε = 1 and says so (the README's quick start runs it
+// in a new process, issue 11).
+func TestExplainWithoutEpsilon(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{})
+	res := query(t, e, `EXPLAIN SELECT AVG(x) FROM t`)
+	got := fmt.Sprint(res.Rows)
+	if !strings.Contains(got, "shown at ε = 1") || !strings.Contains(got, "ε=1, δ=0") {
+		t.Errorf("EXPLAIN without ε: %s", got)
+	}
+	if _, err := e.Query(context.Background(), `SELECT AVG(x) FROM t`); !errors.Is(err, dpsql.ErrNoEpsilon) {
+		t.Errorf("the query itself still needs ε: %v", err)
 	}
 }
