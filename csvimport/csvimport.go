@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"os"
 	"strconv"
 	"strings"
@@ -85,15 +86,101 @@ const (
 
 var typeNames = [...]string{"INTEGER", "REAL", "TEXT"}
 
-// kindOf is the narrowest kind that holds a non-empty field.
+// kindOf is the narrowest kind that holds a non-empty field without
+// changing it: INTEGER only for a plain decimal integer within int64
+// without leading zeros ("0" itself aside) or a '+'; REAL only for a plain
+// decimal number (the same integer part, an optional fraction and
+// exponent) whose float64 is the same number as the text, up to trailing
+// zeros ("1.50" is 1.5, but "99999999999999999999" would become 1e20); no
+// hexadecimal, underscores, spaces, Inf or NaN. Anything else is TEXT, so
+// "02134" stays a string.
 func kindOf(v string) kind {
-	if _, err := strconv.ParseInt(v, 10, 64); err == nil {
+	if _, ok := parseInt(v); ok {
 		return kindInt
 	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+	if _, ok := parseReal(v); ok {
 		return kindReal
 	}
 	return kindText
+}
+
+// parseInt reads v as INTEGER when kindOf's rule allows it.
+func parseInt(v string) (int64, bool) {
+	d := v
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if d == "" || d[0] < '0' || d[0] > '9' || (d[0] == '0' && (len(d) > 1 || len(v) > 1)) {
+		return 0, false // empty, a sign other than '-', a leading zero, or "-0"
+	}
+	i, err := strconv.ParseInt(v, 10, 64) // rejects every other non-digit
+	return i, err == nil
+}
+
+// plainDecimal reports whether v is -?(0|[1-9][0-9]*)?(\.[0-9]*)?([eE][+-]?[0-9]+)?
+// with at least one digit before the exponent.
+func plainDecimal(v string) bool {
+	i := 0
+	if i < len(v) && v[i] == '-' {
+		i++
+	}
+	digits := 0
+	start := i
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	if i-start > 1 && v[start] == '0' {
+		return false // a leading zero
+	}
+	digits += i - start
+	if i < len(v) && v[i] == '.' {
+		i++
+		f := i
+		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+			i++
+		}
+		digits += i - f
+	}
+	if digits == 0 {
+		return false
+	}
+	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
+		i++
+		if i < len(v) && (v[i] == '+' || v[i] == '-') {
+			i++
+		}
+		e := i
+		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+			i++
+		}
+		if i == e {
+			return false
+		}
+	}
+	return i == len(v)
+}
+
+// parseReal reads v as REAL when kindOf's rule allows it.
+func parseReal(v string) (float64, bool) {
+	if !plainDecimal(v) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, false
+	}
+	// The float must be the number written. Short decimals without an
+	// exponent always are (15 significant digits survive a float64); the
+	// others are compared exactly with the float's shortest decimal.
+	if len(v) <= 15 && !strings.ContainsAny(v, "eE") {
+		return f, true
+	}
+	written, ok1 := new(big.Rat).SetString(v)
+	stored, ok2 := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+	if !ok1 || !ok2 || written.Cmp(stored) != 0 {
+		return 0, false
+	}
+	return f, true
 }
 
 // countingReader counts bytes read, for progress.
@@ -115,9 +202,34 @@ func rowsPerInsert(cols int) int { return max(1, min(256, 32000/cols)) }
 // Import creates table from the CSV file at path and returns the number of
 // rows imported and the columns. The table must not exist.
 func Import(ctx context.Context, db *sql.DB, table, path string, opts Options) (int64, []Column, error) {
-	f, err := os.Open(path)
+	n, cols, final, err := importOnce(ctx, db, table, path, opts, nil)
+	if err != nil || final == nil {
+		return n, cols, err
+	}
+	// Rows after the sample needed wider types: the first pass was rolled
+	// back, and a second one stores every value with the final types, so
+	// none passes through a narrower type on the way (a REAL column that
+	// must become TEXT would otherwise keep "1.0" for "1").
+	n, cols2, again, err := importOnce(ctx, db, table, path, opts, final)
 	if err != nil {
 		return 0, nil, err
+	}
+	if again != nil {
+		return 0, nil, &Error{Msg: "internal error: the column types changed between two passes"}
+	}
+	for i := range cols2 {
+		cols2[i].Widened = cols[i].Type != cols2[i].Type || cols[i].Widened
+	}
+	return n, cols2, nil
+}
+
+// importOnce runs one pass: the types are the sample's, or forced. When a
+// row after the sample needs a wider type it rolls back and returns the
+// final types to force in a second pass.
+func importOnce(ctx context.Context, db *sql.DB, table, path string, opts Options, forced []kind) (int64, []Column, []kind, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, nil, nil, err
 	}
 	defer f.Close()
 	var size int64
@@ -131,15 +243,15 @@ func Import(ctx context.Context, db *sql.DB, table, path string, opts Options) (
 	}
 	first, err := cr.Read()
 	if err == io.EOF {
-		return 0, nil, &Error{Msg: "the file is empty"}
+		return 0, nil, nil, &Error{Msg: "the file is empty"}
 	}
 	if err != nil {
-		return 0, nil, readErr(err)
+		return 0, nil, nil, readErr(err)
 	}
 	first = append([]string(nil), first...)
 	cols, err := header(first, opts.NoHeader)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	// The sample: the first rows, held in memory, decide the types.
 	sampleRows := opts.SampleRows
@@ -156,7 +268,7 @@ func Import(ctx context.Context, db *sql.DB, table, path string, opts Options) (
 			break
 		}
 		if err != nil {
-			return 0, nil, readErr(err)
+			return 0, nil, nil, readErr(err)
 		}
 		sample = append(sample, append([]string(nil), rec...))
 	}
@@ -168,32 +280,36 @@ func Import(ctx context.Context, db *sql.DB, table, path string, opts Options) (
 			}
 		}
 	}
+	if forced != nil {
+		copy(kinds, forced)
+	}
 	for i := range cols {
 		cols[i].Type = typeNames[kinds[i]]
 	}
 
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	defer tx.Rollback()
 	var exists int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name = ? COLLATE NOCASE`, table).Scan(&exists); err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	if exists > 0 {
-		return 0, nil, &Error{Msg: fmt.Sprintf("table %q already exists", table)}
+		return 0, nil, nil, &Error{Msg: fmt.Sprintf("table %q already exists", table)}
 	}
 	if _, err := tx.ExecContext(ctx, createSQL(table, cols)); err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	ins := &inserter{ctx: ctx, tx: tx, table: table, width: len(cols), batch: rowsPerInsert(len(cols))}
 	defer ins.close()
 	seen := make([]kind, len(cols)) // the widest kind met, after the sample too
 	copy(seen, kinds)
+	big := make([]bool, len(cols)) // an integer beyond 2^53 met
 	add := func(rec []string, line int) error {
 		for i, v := range rec {
-			ins.args = append(ins.args, convert(v, kinds[i], &seen[i]))
+			ins.args = append(ins.args, convert(v, kinds[i], &seen[i], &big[i]))
 		}
 		ins.pending++
 		if ins.pending == ins.batch {
@@ -210,7 +326,7 @@ func Import(ctx context.Context, db *sql.DB, table, path string, opts Options) (
 	}
 	for _, rec := range sample {
 		if err := add(rec, line); err != nil {
-			return 0, nil, err
+			return 0, nil, nil, err
 		}
 		n++
 		line++
@@ -222,33 +338,33 @@ func Import(ctx context.Context, db *sql.DB, table, path string, opts Options) (
 			break
 		}
 		if err != nil {
-			return 0, nil, readErr(err)
+			return 0, nil, nil, readErr(err)
 		}
 		line, _ = cr.FieldPos(0)
 		if err := add(rec, line); err != nil {
-			return 0, nil, err
+			return 0, nil, nil, err
 		}
 		n++
 		if opts.Progress != nil && n%100_000 == 0 && size > 0 {
 			opts.Progress(n, float64(counter.n)/float64(size))
 		}
 		if n%100_000 == 0 && ctx.Err() != nil {
-			return 0, nil, ctx.Err()
+			return 0, nil, nil, ctx.Err()
 		}
 	}
 	if err := ins.flush(); err != nil {
-		return 0, nil, &Error{Msg: err.Error()}
+		return 0, nil, nil, &Error{Msg: err.Error()}
 	}
-	if err := widen(ctx, tx, table, cols, kinds, seen); err != nil {
-		return 0, nil, err
+	if final := finalKinds(kinds, seen, big); final != nil {
+		return 0, cols, final, nil // the deferred Rollback undoes this pass
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	if opts.Progress != nil {
 		opts.Progress(n, 1)
 	}
-	return n, cols, nil
+	return n, cols, nil, nil
 }
 
 // header names the columns: the header row verbatim (trimmed, BOM removed),
@@ -285,58 +401,54 @@ func createSQL(table string, cols []Column) string {
 }
 
 // convert turns a field into the value stored for a column of kind k,
-// recording in seen the widest kind met.
-func convert(v string, k kind, seen *kind) any {
+// recording in seen the widest kind met and in big whether an integer
+// beyond 2^53 (which a REAL cannot hold) was met.
+func convert(v string, k kind, seen *kind, big *bool) any {
 	if v == "" {
 		return nil
 	}
-	switch k {
-	case kindInt:
-		if i, err := strconv.ParseInt(v, 10, 64); err == nil {
-			return i
-		}
-	case kindReal:
-		if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
-			return f
-		}
-	case kindText:
+	if k == kindText {
 		return v
 	}
-	// Does not fit the sampled kind: keep the value as it is and widen the
-	// column at the end.
-	got := kindOf(v)
-	*seen = max(*seen, got)
-	if got == kindReal {
-		f, _ := strconv.ParseFloat(v, 64)
-		return f
+	if i, ok := parseInt(v); ok {
+		if i > 1<<53 || i < -(1<<53) {
+			*big = true
+		}
+		if k == kindInt {
+			return i
+		}
 	}
+	if k == kindReal {
+		if f, ok := parseReal(v); ok {
+			return f
+		}
+		*seen = kindText // not a number a REAL holds exactly
+		return v
+	}
+	// An INTEGER column meets something else: keep the value as written
+	// for now; Import runs a second pass with the final types.
+	*seen = max(*seen, kindOf(v))
 	return v
 }
 
-// widen rebuilds the table when rows after the sample needed wider types.
-func widen(ctx context.Context, tx *sql.Tx, table string, cols []Column, kinds, seen []kind) error {
-	changed := false
-	for i := range cols {
-		if seen[i] > kinds[i] {
-			cols[i].Type, cols[i].Widened, changed = typeNames[seen[i]], true, true
+// finalKinds returns the types a second pass must use, or nil when every
+// value fitted the sample's types. An INTEGER column that met a real
+// becomes REAL, unless it holds an integer beyond 2^53: then TEXT.
+func finalKinds(kinds, seen []kind, big []bool) []kind {
+	var out []kind
+	for i := range kinds {
+		if seen[i] <= kinds[i] {
+			continue
+		}
+		if out == nil {
+			out = append([]kind(nil), kinds...)
+		}
+		out[i] = seen[i]
+		if out[i] == kindReal && big[i] {
+			out[i] = kindText
 		}
 	}
-	if !changed {
-		return nil
-	}
-	tmp := "_dpsql_import_" + table
-	q := parser.QuoteIdent
-	for _, stmt := range []string{
-		createSQL(tmp, cols),
-		"INSERT INTO " + q(tmp) + " SELECT * FROM " + q(table),
-		"DROP TABLE " + q(table),
-		"ALTER TABLE " + q(tmp) + " RENAME TO " + q(table),
-	} {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return err
-		}
-	}
-	return nil
+	return out
 }
 
 // inserter batches rows into multi-row INSERT statements.

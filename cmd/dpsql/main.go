@@ -227,8 +227,10 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 Creates table NAME from CSVFILE in one streaming pass. The header row gives the
 column names verbatim. Column types (INTEGER, REAL, TEXT) are inferred from the
-first --sample rows; a later value that does not fit widens its column
-(INTEGER to REAL, or to TEXT) before the import commits, so no value is lost.
+first --sample rows. A column is INTEGER or REAL only if every value is that
+number exactly as written (02134, 0x10, 1_000 or 99999999999999999999 stay
+TEXT); when a later value does not fit, the file is read a second time with the
+wider types (INTEGER to REAL, or to TEXT), so no value is lost or changed.
 Empty fields become NULL. A malformed file fails with its line number and
 leaves no table behind. The new table is private until the owner says
 otherwise. On a terminal a progress line shows rows, rows/s and the time left.

@@ -281,3 +281,30 @@ func TestPercentInDatabasePath(t *testing.T) {
 		t.Errorf("opening %s: %s", db, e)
 	}
 }
+
+// TestImportKeepsValuesAsWritten: a column is INTEGER or REAL only when
+// every value is that number exactly as written; zip codes, hexadecimal,
+// underscores and integers beyond int64 stay text (issue 11).
+func TestImportKeepsValuesAsWritten(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	path := filepath.Join(dir, "v.csv")
+	os.WriteFile(path, []byte("zip,hex,under,big,price,mixed,late\n02134,0x1p4,1_000,99999999999999999999,1.50,1,1\n00501,16,1000,1,2.25,2.5,2\n"+
+		"10001,3,7,5,1e2,9007199254740993,1.5\n"), 0o644)
+	out, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "v", "--sample", "2", path)
+	if code != 0 {
+		t.Fatalf("import: %d %q %q", code, out, errOut)
+	}
+	// late: sampled as INTEGER, then a real; mixed: a REAL column meeting an
+	// integer beyond 2^53 becomes TEXT rather than round it.
+	for _, want := range []string{"zip TEXT", "hex TEXT", "under TEXT", "big TEXT", "price REAL", "mixed TEXT", "late REAL"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("type report lacks %q: %q", want, errOut)
+		}
+	}
+	runCLI(t, "", "--db", db, "--owner", "-c", "ALTER TABLE v SET PUBLIC")
+	out, errOut, _ = runCLI(t, "", "--db", db, "--format", "csv", "-c", "SELECT zip, hex, under, big, mixed FROM v ORDER BY zip")
+	if out != "zip,hex,under,big,mixed\n00501,16,1000,1,2.5\n02134,0x1p4,1_000,99999999999999999999,1\n10001,3,7,5,9007199254740993\n" {
+		t.Errorf("values changed: %q %q", out, errOut)
+	}
+}
