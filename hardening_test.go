@@ -37,20 +37,14 @@ func hardDB(t testing.TB, create, policy string) string {
 		t.Fatal(err)
 	}
 	db.Close()
-	owner, err := dpsql.Open(path, dpsql.Options{Owner: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close()
-	if err := owner.Run(context.Background(), policy+`; SET BUDGET epsilon = 1e6, delta = 0.5`, func(*dpsql.Result) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
+	ownerPolicy(t, path, policy)
 	return path
 }
 
 // recorder is a noiser that adds no noise and records every exact value
 // handed to the Laplace mechanism, with its sensitivity.
 type recorder struct {
+	exactSparse
 	mu    sync.Mutex
 	calls []recorded
 }
@@ -75,7 +69,10 @@ func (r *recorder) AddLaplaceExact(v *big.Float, sens, _ float64) (float64, erro
 	return f, nil
 }
 
-func (r *recorder) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholder, error) {
+// exactSparse gives test noisers the zero-noise sparse vector technique.
+type exactSparse struct{}
+
+func (exactSparse) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholder, error) {
 	return dpsql.ZeroNoise().NewSparse(opts)
 }
 
@@ -424,14 +421,11 @@ func TestParametersCheckedBeforeTheCharge(t *testing.T) {
 }
 
 // hugeNoise returns enormous values.
-type hugeNoise struct{}
+type hugeNoise struct{ exactSparse }
 
 func (hugeNoise) AddLaplace(v, _, _ float64) (float64, error) { return 1e30, nil }
 func (hugeNoise) AddLaplaceExact(v *big.Float, _, _ float64) (float64, error) {
 	return 1e30, nil
-}
-func (hugeNoise) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholder, error) {
-	return dpsql.ZeroNoise().NewSparse(opts)
 }
 
 // TestConcurrentQueriesKeepTheirMeasurements: queries running at once, in
@@ -696,16 +690,16 @@ func TestPublicQueriesMatchSQLite(t *testing.T) {
 
 // cancelling is a noiser that cancels the query's context during the
 // noise step, after the charge.
-type cancelling struct{ cancel func() }
+type cancelling struct {
+	exactSparse
+	cancel func()
+}
 
 func (c cancelling) AddLaplace(v, _, _ float64) (float64, error) { c.cancel(); return v, nil }
 func (c cancelling) AddLaplaceExact(v *big.Float, _, _ float64) (float64, error) {
 	c.cancel()
 	f, _ := v.Float64()
 	return f, nil
-}
-func (c cancelling) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholder, error) {
-	return dpsql.ZeroNoise().NewSparse(opts)
 }
 
 // TestCancelledQuerySaysWhatWasCharged: a query cancelled before it runs
@@ -723,7 +717,7 @@ func TestCancelledQuerySaysWhatWasCharged(t *testing.T) {
 	}
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	c, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 1}, cancelling{cancel})
+	c, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 1}, cancelling{cancel: cancel})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,14 @@ func unitsDB(t testing.TB, visits []visit, policy string) string {
 		t.Fatal(err)
 	}
 	db.Close()
+	ownerPolicy(t, path, policy)
+	return path
+}
+
+// ownerPolicy runs the owner's policy script on a database, then sets a
+// budget large enough for any test (ε = 10^6, δ = 0.5).
+func ownerPolicy(t testing.TB, path, policy string) {
+	t.Helper()
 	owner, err := dpsql.Open(path, dpsql.Options{Owner: true})
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +58,6 @@ func unitsDB(t testing.TB, visits []visit, policy string) string {
 	if err := owner.Run(context.Background(), policy+`; SET BUDGET epsilon = 1e6, delta = 0.5`, func(*dpsql.Result) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	return path
 }
 
 // generateVisits makes units with 1–50 rows each; a unit stays in one ward

@@ -16,6 +16,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/dpsql/dpsql/parser"
 )
 
 // Sentinel errors, checkable with errors.Is.
@@ -41,40 +43,12 @@ func IsInternalName(name string) bool {
 	return strings.HasPrefix(l, InternalPrefix) || strings.HasPrefix(l, "sqlite_")
 }
 
-// FoldName folds an identifier exactly as SQLite compares identifiers:
-// ASCII letters A–Z become a–z and every other byte stays as it is. Go's
-// Unicode case folding must never be used on names: it would make the
-// planner and SQLite resolve one name to different objects (U+0130 "İ"
-// folds to "i" in Go, and not at all in SQLite).
-func FoldName(name string) string {
-	b := []byte(name)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + ('a' - 'A')
-		}
-	}
-	return string(b)
-}
+// FoldName folds an identifier as SQLite does (parser.FoldName: ASCII
+// letters only).
+func FoldName(name string) string { return parser.FoldName(name) }
 
 // SameName reports whether SQLite takes a and b for the same identifier.
-func SameName(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
+func SameName(a, b string) bool { return len(a) == len(b) && FoldName(a) == FoldName(b) }
 
 const schema = `
 CREATE TABLE IF NOT EXISTS _dpsql_tables (

@@ -165,9 +165,3 @@ func (a *Acc) Big() *big.Float {
 	f := new(big.Float).SetPrec(prec).SetInt(total)
 	return f.SetMantExp(f, a.base)
 }
-
-// Float64 returns the exact sum rounded to the nearest float64.
-func (a *Acc) Float64() float64 {
-	f, _ := a.Big().Float64()
-	return f
-}

@@ -222,7 +222,7 @@ func Prepare(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewri
 	if p.post, err = conn.PrepareContext(ctx, rw.Post); err != nil {
 		return nil, prepareError(err)
 	}
-	if rw.Fallback != "" {
+	if rw.HasFallback {
 		if p.fallback, err = conn.PrepareContext(ctx, rw.FallbackWith(fn, withHandle)); err != nil {
 			return nil, prepareError(err)
 		}
@@ -418,7 +418,7 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 		}
 		return addGroup(kv), nil
 	}
-	specs, err := parseSpecs(strings.Join(rw.Measured, ";"))
+	specs, err := parseSpecs(rw.Measured)
 	if err != nil {
 		return nil, err
 	}
@@ -447,9 +447,6 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 		return sc, nil // no row matched
 	}
 	for _, bg := range res.groups {
-		if len(bg.keys) != nk {
-			continue // the single group of a scan without keys that met no row
-		}
 		g, err := place(bg.keys)
 		if err != nil {
 			return nil, err

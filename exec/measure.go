@@ -97,31 +97,29 @@ var (
 )
 
 // acquireSlot returns a free slot in [1, slots], or 0 when none is free.
-func acquireSlot() int64 {
+func acquireSlot() int64 { return acquire(1, slots) }
+
+// acquireHandle returns a handle for one scan through MeasureFunction: a
+// small integer when one is free (Go boxes those without allocating, and
+// SQLite passes the handle on every row), else a random one.
+func acquireHandle() int64 {
+	if h := acquire(slots+1, len(handles.used)-1); h != 0 {
+		return h
+	}
+	return int64(randomKey()>>1) | 1<<40
+}
+
+// acquire takes the first free handle in [from, to], or returns 0.
+func acquire(from, to int) int64 {
 	handles.Lock()
 	defer handles.Unlock()
-	for i := 1; i <= slots; i++ {
+	for i := from; i <= to; i++ {
 		if !handles.used[i] {
 			handles.used[i] = true
 			return int64(i)
 		}
 	}
 	return 0
-}
-
-// acquireHandle returns a handle for one scan through MeasureFunction: a
-// small integer when one is free (Go boxes those without allocating, and
-// SQLite passes the handle on every row), else a random one.
-func acquireHandle() int64 {
-	handles.Lock()
-	defer handles.Unlock()
-	for i := slots + 1; i < len(handles.used); i++ {
-		if !handles.used[i] {
-			handles.used[i] = true
-			return int64(i)
-		}
-	}
-	return int64(randomKey()>>1) | 1<<40
 }
 
 func releaseHandle(h int64) {
@@ -206,9 +204,10 @@ type measureAgg struct {
 	err      error
 }
 
-func parseSpecs(s string) ([]spec, error) {
+// parseSpecs reads the measurement specs of rewrite.Rewritten.Measured.
+func parseSpecs(parts []string) ([]spec, error) {
 	var out []spec
-	for _, part := range strings.Split(s, ";") {
+	for _, part := range parts {
 		if part == "" {
 			return nil, errors.New("empty spec")
 		}

@@ -110,43 +110,45 @@ func Granularity(scale float64) float64 {
 // the discrete scale t (in grid steps) is calibrated to sensitivity Δ+g:
 // t ≥ (Δ/g + 1)/ε, which makes the mechanism ε-DP for sensitivity Δ.
 func (n *SecureNoiser) AddLaplace(value, l1Sensitivity, epsilon float64) (float64, error) {
-	if err := checkPositive("sensitivity", l1Sensitivity); err != nil {
-		return 0, err
-	}
-	if err := checkPositive("epsilon", epsilon); err != nil {
+	g, t, err := laplaceGrid(l1Sensitivity, epsilon)
+	if err != nil {
 		return 0, err
 	}
 	if math.IsNaN(value) || math.IsInf(value, 0) {
 		return 0, fmt.Errorf("%w: value is not finite", ErrInvalidParameter)
 	}
-	g := Granularity(LaplaceScale(l1Sensitivity, epsilon))
-	tf := math.Ceil((l1Sensitivity/g+1)/epsilon) + 1 // +1 covers float rounding in the division
-	if tf >= 1<<62 {
-		return 0, fmt.Errorf("%w: noise scale out of range", ErrInvalidParameter)
-	}
-	k := n.DiscreteLaplace(uint64(tf))
+	k := n.DiscreteLaplace(t)
 	return math.Round(value/g)*g + float64(k)*g, nil
+}
+
+// laplaceGrid validates the parameters and returns the grid step g and the
+// discrete scale t in grid steps: t ≥ (Δ/g + 1)/ε, plus one step that
+// covers float rounding in the division.
+func laplaceGrid(l1Sensitivity, epsilon float64) (g float64, t uint64, err error) {
+	if err := checkPositive("sensitivity", l1Sensitivity); err != nil {
+		return 0, 0, err
+	}
+	if err := checkPositive("epsilon", epsilon); err != nil {
+		return 0, 0, err
+	}
+	b := LaplaceScale(l1Sensitivity, epsilon)
+	g = Granularity(b)
+	if math.IsInf(b, 0) || g <= 0 || math.IsInf(g, 0) || math.IsNaN(g) {
+		return 0, 0, fmt.Errorf("%w: noise scale %v/%v out of range", ErrInvalidParameter, l1Sensitivity, epsilon)
+	}
+	tf := math.Ceil((l1Sensitivity/g+1)/epsilon) + 1
+	if !(tf < 1<<62) {
+		return 0, 0, fmt.Errorf("%w: noise scale out of range", ErrInvalidParameter)
+	}
+	return g, uint64(tf), nil
 }
 
 // CheckLaplace reports whether AddLaplace accepts these parameters for
 // every finite value: the planner calls it for every cell before the
 // charge, so that the noise step cannot fail after it.
 func CheckLaplace(l1Sensitivity, epsilon float64) error {
-	if err := checkPositive("sensitivity", l1Sensitivity); err != nil {
-		return err
-	}
-	if err := checkPositive("epsilon", epsilon); err != nil {
-		return err
-	}
-	b := LaplaceScale(l1Sensitivity, epsilon)
-	g := Granularity(b)
-	if math.IsInf(b, 0) || g <= 0 || math.IsInf(g, 0) || math.IsNaN(g) {
-		return fmt.Errorf("%w: noise scale %v/%v out of range", ErrInvalidParameter, l1Sensitivity, epsilon)
-	}
-	if tf := math.Ceil((l1Sensitivity/g+1)/epsilon) + 1; !(tf < 1<<62) {
-		return fmt.Errorf("%w: noise scale out of range", ErrInvalidParameter)
-	}
-	return nil
+	_, _, err := laplaceGrid(l1Sensitivity, epsilon)
+	return err
 }
 
 // AddLaplaceExact rounds the exact value to the grid — exactly, in big
@@ -154,15 +156,14 @@ func CheckLaplace(l1Sensitivity, epsilon float64) error {
 // result is converted to float64 only after the noise (post-processing),
 // saturating at ±MaxFloat64.
 func (n *SecureNoiser) AddLaplaceExact(value *big.Float, l1Sensitivity, epsilon float64) (float64, error) {
-	if err := CheckLaplace(l1Sensitivity, epsilon); err != nil {
+	g, t, err := laplaceGrid(l1Sensitivity, epsilon)
+	if err != nil {
 		return 0, err
 	}
 	if value == nil || value.IsInf() {
 		return 0, fmt.Errorf("%w: value is not finite", ErrInvalidParameter)
 	}
-	g := Granularity(LaplaceScale(l1Sensitivity, epsilon))
-	tf := math.Ceil((l1Sensitivity/g+1)/epsilon) + 1
-	k := n.DiscreteLaplace(uint64(tf))
+	k := n.DiscreteLaplace(t)
 	_, gexp := math.Frexp(g) // g = 0.5·2^gexp, a power of two
 	steps := RoundToGrid(value, gexp-1)
 	steps.Add(steps, big.NewInt(k))

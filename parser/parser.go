@@ -86,9 +86,9 @@ var scalarFuncs = map[string][2]int{
 	"MIN": {2, -1}, "MAX": {2, -1}, // with two or more arguments MIN and MAX are scalar
 }
 
-// upperASCII and lowerASCII change the case of ASCII letters only, as
-// SQLite does for keywords and names: "ſ" (U+017F) is not "s" to SQLite,
-// so it must not be to dpsql either.
+// upperASCII changes the case of ASCII letters only, as SQLite does for
+// keywords and names: "ſ" (U+017F) is not "s" to SQLite, so it must not be
+// to dpsql either.
 func upperASCII(s string) string {
 	b := []byte(s)
 	for i, c := range b {
@@ -99,7 +99,12 @@ func upperASCII(s string) string {
 	return string(b)
 }
 
-func lowerASCII(s string) string {
+// FoldName folds an identifier exactly as SQLite compares identifiers:
+// ASCII letters A–Z become a–z and every other byte stays as it is. Go's
+// Unicode case folding must never be used on names: it would make the
+// planner and SQLite resolve one name to different objects (U+0130 "İ"
+// folds to "i" in Go, and not at all in SQLite).
+func FoldName(s string) string {
 	b := []byte(s)
 	for i, c := range b {
 		if 'A' <= c && c <= 'Z' {
@@ -375,9 +380,9 @@ func (p *parser) statement() Stmt {
 		if p.tok.is("ON") || p.tok.is("OFF") {
 			v := &Literal{ValuePos: p.tok.pos, Kind: BoolLit, Raw: map[bool]string{true: "TRUE", false: "FALSE"}[p.tok.is("ON")]}
 			p.next()
-			return &SetStmt{SetPos: t.pos, Name: lowerASCII(name), Value: v}
+			return &SetStmt{SetPos: t.pos, Name: FoldName(name), Value: v}
 		}
-		return &SetStmt{SetPos: t.pos, Name: lowerASCII(name), Value: p.expr()}
+		return &SetStmt{SetPos: t.pos, Name: FoldName(name), Value: p.expr()}
 	case t.is("RESET"):
 		p.next()
 		p.expect("BUDGET")
@@ -469,7 +474,7 @@ func (p *parser) optionList(paren bool) []Option {
 		pos := p.tok.pos
 		name := p.plainName("option name")
 		p.expect("=")
-		opts = append(opts, Option{NamePos: pos, Name: lowerASCII(name), Value: p.expr()})
+		opts = append(opts, Option{NamePos: pos, Name: FoldName(name), Value: p.expr()})
 		if !p.accept(",") {
 			break
 		}
@@ -929,7 +934,7 @@ func (p *parser) call() Expr {
 		for {
 			if p.tok.kind == tokIdent && p.lexPeekIs("=>") {
 				pos := p.tok.pos
-				n := lowerASCII(p.tok.text)
+				n := FoldName(p.tok.text)
 				p.next()
 				p.expect("=>")
 				c.Named = append(c.Named, NamedArg{NamePos: pos, Name: n, Value: p.expr()})

@@ -47,10 +47,11 @@ type Rewritten struct {
 	// computes natively (see nativeScan); the Scan then returns these
 	// columns first and the measurement aggregate is filtered to no row.
 	Native []string
-	// Fallback, when set, is the scan through the measurement aggregate
-	// alone, to run when a native sum comes back as a REAL (nativeScan):
-	// then its measurements replace the native ones.
-	Fallback string
+	// HasFallback: the native scan has sums, and FallbackWith prints the
+	// scan through the measurement aggregate alone, to run when a native
+	// sum comes back as a REAL (nativeScan); then its measurements replace
+	// the native ones.
+	HasFallback bool
 	// CellSource says where each cell of the plan gets its exact value:
 	// a measured column (cells with the same measurement, such as SUM and
 	// AVG of one column and bounds, share it, so it is computed once per
@@ -83,9 +84,10 @@ func (r *Rewritten) ScanWith(fn string, handle bool) string {
 	return "SELECT " + call + r.tail
 }
 
-// FallbackWith prints the Fallback the same way ("" when there is none).
+// FallbackWith prints the fallback scan the same way ("" when there is
+// none).
 func (r *Rewritten) FallbackWith(fn string, handle bool) string {
-	if len(r.Native) == 0 {
+	if !r.HasFallback {
 		return ""
 	}
 	return "SELECT " + r.call(fn, handle) + r.tail
@@ -224,7 +226,7 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 		// NativeScan: see nativeScan.
 		r.Native = native
 		if sums {
-			r.Fallback = r.FallbackWith(MeasureFunction, true)
+			r.HasFallback = true
 		}
 	}
 	r.Scan = r.ScanWith(MeasureFunction, true)
@@ -264,7 +266,7 @@ const maxNativeBound = 1<<16 - 1
 // the SUM a REAL: a real inside the bounds is added as it is, and text or
 // a blob (which SQLite orders above every number, +∞ included, so the SQL
 // clip would not convert it as the aggregate does) adds 0.5. A REAL sum
-// sends exec to Fallback, the same scan through the measurement aggregate
+// sends exec to the fallback (FallbackWith), the same scan through the measurement aggregate
 // alone. Either way the value handed to the noise is the same exact
 // clipped sum; only the time differs. (Converting each value with CAST AS
 // NUMERIC, guarding with MAX(x), or choosing per row with typeof() were

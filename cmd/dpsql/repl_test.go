@@ -101,28 +101,51 @@ func TestCompletion(t *testing.T) {
 	}
 }
 
+// shellDB imports a people table of rows rows into a new database, runs
+// the owner's script (if any), and opens it with opts. The shell's history
+// goes to the test's directory.
+func shellDB(t *testing.T, rows int, ownerScript string, opts dpsql.Options) (dir string, eng *dpsql.Engine) {
+	t.Helper()
+	dir = t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, rows)); code != 0 {
+		t.Fatal(e)
+	}
+	if ownerScript != "" {
+		if _, e, code := runCLI(t, "", "--db", db, "--owner", "-c", ownerScript); code != 0 {
+			t.Fatal(e)
+		}
+	}
+	eng, err := dpsql.Open(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	return dir, eng
+}
+
+// typeInto runs the shell on keys, in output format, and returns the
+// screen and the error stream.
+func typeInto(t *testing.T, eng *dpsql.Engine, format, keys string) (screen, errs string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	pr, _ := newPrinter(format, &out)
+	if code := repl(eng, pr, io.NopCloser(strings.NewReader(keys)), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	return out.String(), errb.String()
+}
+
 // TestExplainOnSpendsNothing: with .explain on, every SELECT is explained —
 // after a WITH, a leading comment, as the second statement on a line, or
 // from .read — and the budget does not move (issue 11).
 func TestExplainOnSpendsNothing(t *testing.T) {
-	dir := t.TempDir()
-	db := filepath.Join(dir, "p.db")
-	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 50)); code != 0 {
-		t.Fatal(e)
-	}
-	if _, e, code := runCLI(t, "", "--db", db, "--owner", "-c", `CREATE PRIVACY POLICY ON people; SET BUDGET epsilon = 5`); code != 0 {
-		t.Fatal(e)
-	}
+	dir, eng := shellDB(t, 50, `CREATE PRIVACY POLICY ON people; SET BUDGET epsilon = 5`, dpsql.Options{Epsilon: 1})
 	script := filepath.Join(dir, "q.sql")
 	if err := os.WriteFile(script, []byte("SELECT COUNT(*) FROM people;\n/* c */ SELECT COUNT(*) FROM people;\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := dpsql.Open(db, dpsql.Options{Epsilon: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	t.Setenv("XDG_CONFIG_HOME", dir)
 	keys := strings.Join([]string{
 		".explain on",
 		"WITH p AS (SELECT \"Age\" FROM people) SELECT COUNT(*) FROM people;",
@@ -132,20 +155,16 @@ func TestExplainOnSpendsNothing(t *testing.T) {
 		".read " + script,
 		".quit",
 	}, "\n") + "\n"
-	var out, errb bytes.Buffer
-	pr, _ := newPrinter("table", &out)
-	if code := repl(eng, pr, io.NopCloser(strings.NewReader(keys)), &out, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
+	out, errs := typeInto(t, eng, "table", keys)
 	st, err := eng.Budget(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Spent.Epsilon != 0 {
-		t.Errorf("spent ε=%v with .explain on\n%s\n%s", st.Spent.Epsilon, out.String(), errb.String())
+		t.Errorf("spent ε=%v with .explain on\n%s\n%s", st.Spent.Epsilon, out, errs)
 	}
-	if n := strings.Count(out.String(), "privacy cost"); n < 5 {
-		t.Errorf("%d plans shown, want 5:\n%s", n, out.String())
+	if n := strings.Count(out, "privacy cost"); n < 5 {
+		t.Errorf("%d plans shown, want 5:\n%s", n, out)
 	}
 }
 
@@ -166,87 +185,41 @@ func TestPsqlHabits(t *testing.T) {
 			t.Errorf("%q taken for a habit", line)
 		}
 	}
-	dir := t.TempDir()
-	db := filepath.Join(dir, "p.db")
-	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 20)); code != 0 {
-		t.Fatal(e)
-	}
-	eng, err := dpsql.Open(db, dpsql.Options{Owner: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	t.Setenv("XDG_CONFIG_HOME", dir)
-	var out, errb bytes.Buffer
-	pr, _ := newPrinter("table", &out)
+	_, eng := shellDB(t, 20, "", dpsql.Options{Owner: true})
 	keys := `\d people` + "\n" + `\x` + "\n" + `\timing` + "\n" + `\copy` + "\n" + `\q` + "\n" + "SHOW TABLES;\n"
-	if code := repl(eng, pr, io.NopCloser(strings.NewReader(keys)), &out, &errb); code != 0 {
-		t.Fatalf("exit %d", code)
-	}
+	out, errs := typeInto(t, eng, "table", keys)
 	for _, want := range []string{`"Capital Gain"`, "mode line", "timer on"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("screen lacks %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("screen lacks %q:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(errb.String(), `unknown command \copy`) {
-		t.Errorf("stderr: %s", errb.String())
+	if !strings.Contains(errs, `unknown command \copy`) {
+		t.Errorf("stderr: %s", errs)
 	}
-	if strings.Contains(out.String(), "people | private") {
-		t.Errorf(`\q did not quit before SHOW TABLES:\n%s`, out.String())
+	if strings.Contains(out, "people | private") {
+		t.Errorf(`\q did not quit before SHOW TABLES:\n%s`, out)
 	}
 }
 
 // TestStatementEndsAtACompleteSemicolon: a ';' followed by a comment ends
 // the statement; a ';' inside a string that spans lines does not (issue 11).
 func TestStatementEndsAtACompleteSemicolon(t *testing.T) {
-	dir := t.TempDir()
-	db := filepath.Join(dir, "p.db")
-	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 20)); code != 0 {
-		t.Fatal(e)
+	_, eng := shellDB(t, 20, `SET BUDGET epsilon = 5`, dpsql.Options{})
+	out, errs := typeInto(t, eng, "table", "SHOW BUDGET; -- a note\nSHOW POLICY 'a;\npeople';\nSHOW TABLES;\n")
+	if !strings.Contains(out, "remaining") || !strings.Contains(out, "people | private") {
+		t.Errorf("screen:\n%s\nstderr:\n%s", out, errs)
 	}
-	if _, e, code := runCLI(t, "", "--db", db, "--owner", "-c", `SET BUDGET epsilon = 5`); code != 0 {
-		t.Fatal(e)
-	}
-	eng, err := dpsql.Open(db, dpsql.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	t.Setenv("XDG_CONFIG_HOME", dir)
-	var out, errb bytes.Buffer
-	pr, _ := newPrinter("table", &out)
-	keys := "SHOW BUDGET; -- a note\nSHOW POLICY 'a;\npeople';\nSHOW TABLES;\n"
-	if code := repl(eng, pr, io.NopCloser(strings.NewReader(keys)), &out, &errb); code != 0 {
-		t.Fatalf("exit %d", code)
-	}
-	if !strings.Contains(out.String(), "remaining") || !strings.Contains(out.String(), "people | private") {
-		t.Errorf("screen:\n%s\nstderr:\n%s", out.String(), errb.String())
-	}
-	if !strings.Contains(errb.String(), "'a;\npeople'") { // one statement, the string whole
-		t.Errorf("the string with ';' inside was cut: %s", errb.String())
+	if !strings.Contains(errs, "'a;\npeople'") { // one statement, the string whole
+		t.Errorf("the string with ';' inside was cut: %s", errs)
 	}
 }
 
 // TestModeAndIncompleteStatement: .mode alone prints the mode; Ctrl-D with
 // a statement still open says it did not run (issue 11).
 func TestModeAndIncompleteStatement(t *testing.T) {
-	dir := t.TempDir()
-	db := filepath.Join(dir, "p.db")
-	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 5)); code != 0 {
-		t.Fatal(e)
-	}
-	eng, err := dpsql.Open(db, dpsql.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	t.Setenv("XDG_CONFIG_HOME", dir)
-	var out, errb bytes.Buffer
-	pr, _ := newPrinter("csv", &out)
-	if code := repl(eng, pr, io.NopCloser(strings.NewReader(".mode\nSHOW TABLES\n")), &out, &errb); code != 0 {
-		t.Fatalf("exit %d", code)
-	}
-	if !strings.Contains(out.String(), "mode csv") || !strings.Contains(errb.String(), "incomplete") {
-		t.Errorf("screen %q, stderr %q", out.String(), errb.String())
+	_, eng := shellDB(t, 5, "", dpsql.Options{})
+	out, errs := typeInto(t, eng, "csv", ".mode\nSHOW TABLES\n")
+	if !strings.Contains(out, "mode csv") || !strings.Contains(errs, "incomplete") {
+		t.Errorf("screen %q, stderr %q", out, errs)
 	}
 }
