@@ -21,6 +21,7 @@ import (
 	sqlite "modernc.org/sqlite"
 
 	"github.com/dpsql/dpsql/autobound"
+	"github.com/dpsql/dpsql/internal/testhooks"
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
@@ -288,9 +289,13 @@ func (p *Prepared) Run(ctx context.Context, noise mechanism.Noiser) (*Result, []
 		}
 	}
 	noisy := make([]float64, groups*nc)
+	observer, _ := noise.(CallObserver)
 	for g := 0; g < groups; g++ {
 		exact := sc.exactCells(q, rw, g, cells, chosen)
 		for i, c := range q.Cells {
+			if observer != nil {
+				observer.ObserveNoiseCall(NoiseCall{Key: sc.keys[g], Cell: i})
+			}
 			v, err := noise.AddLaplaceExact(exact[i], cells[i].sens, c.Epsilon)
 			if err != nil {
 				return nil, nil, err
@@ -313,6 +318,24 @@ func (p *Prepared) Run(ctx context.Context, noise mechanism.Noiser) (*Result, []
 	res, err := collect(ctx, p.post)
 	return res, notes, err
 }
+
+// NoiseCall says what a Laplace call of Run is for.
+type NoiseCall struct {
+	// Selection marks partition selection's noisy count of a group's
+	// units, which the group must pass (> Threshold) to be released;
+	// otherwise the call noises cell Cell (an index in PrivateQuery.Cells).
+	Selection bool
+	Threshold float64
+	Cell      int
+	Key       []any // the group's key values
+}
+
+// CallObserver is implemented by test noisers that need to know which
+// group and cell each Laplace call is for: the sensitivity auditor
+// (internal/audit) aligns the calls made on neighbouring databases by it.
+// Run tells an observer before each call. Production noisers do not
+// implement it.
+type CallObserver interface{ ObserveNoiseCall(NoiseCall) }
 
 type cellBounds struct{ lo, hi, sens float64 }
 
@@ -360,6 +383,13 @@ func (sc *scanned) exactCells(q *planner.PrivateQuery, rw *rewrite.Rewritten, g 
 			mid := new(big.Float).SetPrec(4096).SetFloat64(planner.Midpoint(cells[i].lo, cells[i].hi))
 			n := new(big.Float).SetPrec(4096).Set(out[c.CountCell])
 			v := new(big.Float).SetPrec(4096).Set(out[i])
+			if testhooks.FloatCentring.Load() { // a re-introduced bug, for the auditor's tests
+				fv, _ := v.Float64()
+				fn, _ := n.Float64()
+				fm, _ := mid.Float64()
+				out[i] = big.NewFloat(fv - fm*fn)
+				continue
+			}
 			out[i] = v.Sub(v, mid.Mul(mid, n))
 		}
 	}
@@ -501,8 +531,14 @@ func (p *Prepared) measure(ctx context.Context, stmt *sql.Stmt, specs []spec, na
 	return res, native, nil
 }
 
-// randomKey draws the per-query key of the contribution-bounding order.
-func randomKey() uint64 { return mechanism.CryptoSource().Uint64() }
+// randomKey draws the per-query key of the contribution-bounding order
+// (a constant under testhooks.FixedRandomness).
+func randomKey() uint64 {
+	if testhooks.FixedRandomness.Load() {
+		return 0x5eed
+	}
+	return mechanism.CryptoSource().Uint64()
+}
 
 // selectGroups keeps, under partition selection, only the groups whose
 // noisy count of distinct units passes the threshold; the others are
@@ -513,10 +549,14 @@ func selectGroups(sc *scanned, q *planner.PrivateQuery, rw *rewrite.Rewritten, n
 		return nil
 	}
 	kept := 0
+	observer, _ := noise.(CallObserver)
 	for g := range sc.keys {
 		units := sc.values[g][rw.UnitsColumn]
 		if units == nil {
 			units = bigZero
+		}
+		if observer != nil {
+			observer.ObserveNoiseCall(NoiseCall{Selection: true, Threshold: sel.Threshold, Key: sc.keys[g]})
 		}
 		n, err := noise.AddLaplaceExact(units, sel.Sensitivity, sel.Epsilon)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/exactsum"
+	"github.com/dpsql/dpsql/internal/testhooks"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/rewrite"
@@ -163,6 +164,7 @@ type keptGroup struct {
 	id   string // keyString of keys
 	hash uint64
 	keys []any
+	rng  *rand.Rand // the group's own sampling stream, made when first needed
 	seen int64     // rows met in this group
 	rows [][]value // at most l∞
 }
@@ -195,7 +197,7 @@ type measureAgg struct {
 	l0, lInf int
 	nk       int
 	first    int // index of the first key argument
-	rng      *rand.Rand
+	seed     [32]byte // of the row sampling; each group's stream mixes in its hash
 	units    map[string]*unitState
 	groups   map[string]*groupAcc
 	order    []*groupAcc
@@ -399,7 +401,7 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 	g.seen++
 	if len(g.rows) < a.lInf {
 		g.rows = append(g.rows, row)
-	} else if j := a.rng.Int64N(g.seen); j < int64(a.lInf) {
+	} else if j := a.groupRand(g).Int64N(g.seen); j < int64(a.lInf) {
 		g.rows[j] = row // reservoir sampling: every row kept with probability l∞/seen
 	}
 	return nil
@@ -551,20 +553,40 @@ func (a *measureAgg) setup(args []driver.Value) error {
 		}
 	}
 	a.init, a.handle, a.key, a.specs, a.l0, a.lInf, a.nk = true, h, cfg.key, cfg.specs, cfg.l0, cfg.lInf, cfg.nk
-	a.rng = rand.New(rand.NewChaCha8(seedFrom(cfg.key)))
+	a.seed = seedFrom(cfg.key)
 	a.units = map[string]*unitState{}
 	a.groups = map[string]*groupAcc{}
 	return nil
 }
 
+// groupRand returns the sampling stream of a unit's kept group: ChaCha8
+// seeded by the scan's seed mixed with the group's keyed hash of (unit,
+// keys). Each (unit, group) draws from a stream of its own, so what one
+// unit keeps does not depend on how many draws other units made before it:
+// the rows kept for the other units are the same whether or not a given
+// unit is in the database (the coupling the sensitivity auditor relies on).
+func (a *measureAgg) groupRand(g *keptGroup) *rand.Rand {
+	if g.rng == nil {
+		s := a.seed
+		for b := 0; b < 8; b++ {
+			s[b] ^= byte(g.hash >> (8 * b))
+		}
+		g.rng = rand.New(rand.NewChaCha8(s))
+	}
+	return g.rng
+}
+
 // seedFrom stretches the query key and fresh crypto randomness into a
 // ChaCha8 seed: the reservoir choices are unpredictable even to someone who
-// learns the key.
+// learns the key. Under testhooks.FixedRandomness the seed is the key alone.
 func seedFrom(key int64) [32]byte {
 	var seed [32]byte
 	src := mechanism.CryptoSource()
 	for i := 0; i < 4; i++ {
 		x := src.Uint64()
+		if testhooks.FixedRandomness.Load() {
+			x = 0
+		}
 		if i == 0 {
 			x ^= uint64(key)
 		}

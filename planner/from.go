@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/internal/testhooks"
 	"github.com/dpsql/dpsql/parser"
 )
 
@@ -361,6 +362,13 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 	writeTail(&sb, q, fb.rn, false)
 	sb.WriteString(") AS " + parser.QuoteIdent(outAlias))
 	r.sql = sb.String()
+	if testhooks.UnitByName.Load() && base.private { // a re-introduced bug, for the auditor's tests
+		for i, n := range names {
+			if catalog.SameName(n, base.unit.Column) {
+				r.unitSQL = parser.QuoteIdent(outAlias) + "." + parser.QuoteIdent(outputColumn(i))
+			}
+		}
+	}
 	return r, nil
 }
 

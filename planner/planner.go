@@ -18,6 +18,7 @@ import (
 
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/internal/testhooks"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
 )
@@ -142,6 +143,9 @@ func SensitivityFor(k CellKind, lo, hi, scale float64) float64 {
 		}
 	default:
 		per = b(1)
+	}
+	if testhooks.PerRowSensitivity.Load() { // a re-introduced bug, for the auditor's tests
+		scale = 1
 	}
 	total := new(big.Float).SetPrec(prec).Mul(per, b(scale))
 	up := new(big.Float).SetPrec(53).SetMode(big.ToPositiveInf).Set(total)

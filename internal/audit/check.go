@@ -1,0 +1,387 @@
+// Package audit is the sensitivity auditor: it generates statements over
+// everything the dialect accepts (gen.go), neighbouring databases with
+// adversarial contents (db.go), and checks each plan's privacy claim by
+// running the real planner, rewrite and backend on both databases with a
+// zero-noise source that records every exact value handed to the noise
+// (this file). Failures shrink to small cases (minimize.go) kept under
+// testdata/audit. docs/privacy.md ("The sensitivity auditor") says what it
+// checks and what it cannot.
+package audit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+	"strings"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/exec"
+	"github.com/dpsql/dpsql/mechanism"
+)
+
+// Engine is what the auditor runs statements on: a dpsql engine opened on
+// one database with a Noiser of this package.
+type Engine interface {
+	Query(ctx context.Context, q string, args ...any) (*dpsql.Result, error)
+	Close() error
+}
+
+// Opener opens an engine on path whose noise comes from n (tests wire it
+// to dpsql's test-only OpenWithNoise).
+type Opener func(path string, n mechanism.Noiser) (Engine, error)
+
+// call is one Laplace call of a run: what it was for, the exact value, and
+// the mechanism's parameters.
+type call struct {
+	exec.NoiseCall
+	key   string
+	value *big.Float
+	sens  float64
+	eps   float64
+}
+
+// search is one sparse vector run of a bound search.
+type search struct {
+	opts    mechanism.SparseOptions
+	queries []float64
+	answers []bool
+}
+
+// record is everything one run handed to the noise.
+type record struct {
+	calls    []call
+	searches []*search
+	problems []string // calls the auditor could not place
+}
+
+// Noiser adds no noise and records every call. With a replay record set,
+// it makes the data-dependent choices of the recorded run instead of its
+// own (which groups partition selection releases, what the bound searches
+// answer), so that the two runs are compared on the same released choices:
+// the cells of a pair are conditioned on equal outputs of the mechanisms
+// before them, as the composition argument is.
+type Noiser struct {
+	rec     *record
+	replay  *record
+	pending *exec.NoiseCall
+}
+
+func (n *Noiser) start(replay *record) *record {
+	n.rec, n.replay, n.pending = &record{}, replay, nil
+	return n.rec
+}
+
+// ObserveNoiseCall implements exec.CallObserver.
+func (n *Noiser) ObserveNoiseCall(c exec.NoiseCall) { n.pending = &c }
+
+// AddLaplace records a call no observer announced (none is expected).
+func (n *Noiser) AddLaplace(v, sens, eps float64) (float64, error) {
+	return n.AddLaplaceExact(new(big.Float).SetFloat64(v), sens, eps)
+}
+
+// AddLaplaceExact records the exact value and returns it (or, for
+// partition selection in a replay, the recorded run's decision).
+func (n *Noiser) AddLaplaceExact(v *big.Float, sens, eps float64) (float64, error) {
+	if n.pending == nil {
+		n.rec.problems = append(n.rec.problems, "a noise call that Run did not announce")
+		f, _ := v.Float64()
+		return f, nil
+	}
+	c := call{NoiseCall: *n.pending, key: keyID(n.pending.Key), value: new(big.Float).SetPrec(4096).Set(v), sens: sens, eps: eps}
+	n.pending = nil
+	n.rec.calls = append(n.rec.calls, c)
+	f, _ := v.Float64()
+	if !c.Selection || n.replay == nil {
+		return f, nil
+	}
+	step := math.Max(1, math.Abs(c.Threshold))
+	for _, r := range n.replay.calls {
+		if r.Selection && r.key == c.key {
+			if rf, _ := r.value.Float64(); rf > r.Threshold {
+				return c.Threshold + step, nil
+			}
+			break
+		}
+	}
+	return c.Threshold - step, nil // not released on the recorded side
+}
+
+// NewSparse starts a recorded sparse vector run; in a replay it answers as
+// the recorded run did.
+func (n *Noiser) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholder, error) {
+	s := &search{opts: opts}
+	i := len(n.rec.searches)
+	n.rec.searches = append(n.rec.searches, s)
+	var replay *search
+	if n.replay != nil {
+		if i < len(n.replay.searches) {
+			replay = n.replay.searches[i]
+		} else {
+			n.rec.problems = append(n.rec.problems, "a bound search the recorded run did not make")
+		}
+	}
+	return &thresholder{s: s, replay: replay, left: opts.Cutoff}, nil
+}
+
+type thresholder struct {
+	s      *search
+	replay *search
+	left   int
+}
+
+func (t *thresholder) Next(q float64) (bool, error) {
+	if t.left == 0 {
+		return false, mechanism.ErrSparseDone
+	}
+	i := len(t.s.queries)
+	t.s.queries = append(t.s.queries, q)
+	above := q >= t.s.opts.Threshold
+	if t.replay != nil {
+		above = i < len(t.replay.answers) && t.replay.answers[i]
+	}
+	t.s.answers = append(t.s.answers, above)
+	if above {
+		t.left--
+	}
+	return above, nil
+}
+
+func keyID(key []any) string { return fmt.Sprintf("%#v", key) }
+
+// outcome is one run of a statement.
+type outcome struct {
+	res *dpsql.Result
+	err error
+	rec *record
+}
+
+// Pair is a statement runner on neighbouring databases D and D′.
+type Pair struct {
+	D, D2   Engine
+	nD, nD2 *Noiser
+}
+
+// OpenPair opens engines on D and D′.
+func OpenPair(open Opener, d, d2 string) (*Pair, error) {
+	p := &Pair{nD: &Noiser{}, nD2: &Noiser{}}
+	var err error
+	if p.D, err = open(d, p.nD); err != nil {
+		return nil, err
+	}
+	if p.D2, err = open(d2, p.nD2); err != nil {
+		p.D.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Close closes both engines.
+func (p *Pair) Close() {
+	p.D.Close()
+	p.D2.Close()
+}
+
+// Check runs st on D and, replaying D's choices, on D′, then the other
+// way round, and returns what the checks found (nothing when the plan's
+// claim holds).
+func (p *Pair) Check(st Statement) []string {
+	ctx := context.Background()
+	run := func(e Engine, n *Noiser, replay *record) outcome {
+		rec := n.start(replay)
+		res, err := e.Query(ctx, st.SQL, st.Args...)
+		return outcome{res, err, rec}
+	}
+	a := run(p.D, p.nD, nil)
+	b := run(p.D2, p.nD2, a.rec)
+	found := compare(st, a, b, "D", "D′")
+	if len(found) > 0 || a.err != nil {
+		return found
+	}
+	b = run(p.D2, p.nD2, nil)
+	a = run(p.D, p.nD, b.rec)
+	return compare(st, b, a, "D′", "D")
+}
+
+// compare checks a run on X (a, recorded) against a run on its neighbour Y
+// (b, replaying a's choices).
+func compare(st Statement, a, b outcome, x, y string) []string {
+	var out []string
+	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	// (1) the statement runs on X exactly when it runs on Y, failing alike.
+	switch {
+	case (a.err == nil) != (b.err == nil):
+		bad("runs on one database only: %s: %v; %s: %v", x, a.err, y, b.err)
+		return out
+	case a.err != nil && a.err.Error() != b.err.Error():
+		bad("fails differently: %s: %v; %s: %v", x, a.err, y, b.err)
+		return out
+	case a.err != nil:
+		if !st.Refuse {
+			bad("%s: %v", refusedValid, a.err)
+		}
+		if len(a.rec.calls)+len(a.rec.searches) > 0 {
+			bad("refused after %d noise calls: %v", len(a.rec.calls)+len(a.rec.searches), a.err)
+		}
+		return out
+	case st.Refuse:
+		bad("answered a statement it must refuse")
+		return out
+	}
+	for _, pr := range append(a.rec.problems, b.rec.problems...) {
+		bad("%s", pr)
+	}
+	// (5) the cost does not depend on the data.
+	if a.res.Cost != b.res.Cost {
+		bad("charges depend on the data: %s %+v, %s %+v", x, a.res.Cost, y, b.res.Cost)
+	}
+	// (4) the bound searches see count differences within their sensitivity.
+	claimed := 0.0
+	if len(a.rec.searches) != len(b.rec.searches) {
+		bad("%d bound searches on %s, %d on %s", len(a.rec.searches), x, len(b.rec.searches), y)
+	}
+	for i := 0; i < min(len(a.rec.searches), len(b.rec.searches)); i++ {
+		sa, sb := a.rec.searches[i], b.rec.searches[i]
+		claimed += sa.opts.Epsilon
+		if sa.opts != sb.opts {
+			bad("bound search %d: parameters depend on the data: %+v vs %+v", i, sa.opts, sb.opts)
+		}
+		if len(sa.queries) != len(sb.queries) {
+			bad("bound search %d asks %d queries on %s, %d on %s with the same answers", i, len(sa.queries), x, len(sb.queries), y)
+		}
+		up, down := false, false
+		for j := 0; j < min(len(sa.queries), len(sb.queries)); j++ {
+			d := sa.queries[j] - sb.queries[j]
+			up, down = up || d > 0, down || d < 0
+			if math.Abs(d) > sa.opts.Sensitivity {
+				bad("bound search %d, query %d moves by %g between neighbours, sensitivity %g", i, j, math.Abs(d), sa.opts.Sensitivity)
+				break
+			}
+		}
+		if sa.opts.Monotonic && up && down {
+			bad("bound search %d is declared monotonic, but its queries move both ways", i)
+		}
+	}
+	// (2) and (3): cells and partition selection, aligned by group key.
+	index := func(r *record) map[cellKey]call {
+		m := map[cellKey]call{}
+		for _, c := range r.calls {
+			k := cellKey{c.Selection, c.key, c.Cell}
+			if c.Selection {
+				k.cell = -1
+			}
+			if _, dup := m[k]; dup {
+				bad("two noise calls for the same cell %+v", k)
+			}
+			m[k] = c
+		}
+		return m
+	}
+	ma, mb := index(a.rec), index(b.rec)
+	selected := false
+	loss := new(big.Float).SetPrec(4096)
+	cellEps := map[int]float64{}
+	selEps, oneSided := 0.0, 0.0
+	var keys []cellKey
+	for k := range ma {
+		keys = append(keys, k)
+	}
+	for k := range mb {
+		if _, ok := ma[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+	for _, k := range keys {
+		ca, okA := ma[k]
+		cb, okB := mb[k]
+		c := ca
+		if !okA {
+			c = cb
+		}
+		if k.sel {
+			selected = true
+			selEps = c.eps
+		} else {
+			cellEps[k.cell] = c.eps
+		}
+		if okA != okB {
+			if !k.sel {
+				// a released group present on one side only: allowed when
+				// partition selection released it (accounted to δ below).
+				if _, s := ma[cellKey{true, k.key, -1}]; !s {
+					bad("group %s released on %s only, without partition selection", k.key, map[bool]string{true: x, false: y}[okA])
+				}
+				continue
+			}
+			// (3) a candidate group on one side only: the probability that
+			// its noisy unit count passes the threshold counts against δ.
+			u, _ := c.value.Float64()
+			b := c.sens / c.eps
+			if u >= c.Threshold {
+				oneSided += 1
+			} else {
+				oneSided += 0.5 * math.Exp(-(c.Threshold-u)/b)
+			}
+			continue
+		}
+		if ca.sens != cb.sens || ca.eps != cb.eps {
+			bad("cell %+v: noise parameters depend on the data: sensitivity %g/%g, ε %g/%g", k, ca.sens, cb.sens, ca.eps, cb.eps)
+			continue
+		}
+		d := new(big.Float).SetPrec(4096).Sub(ca.value, cb.value)
+		d.Abs(d)
+		d.Mul(d, new(big.Float).SetPrec(4096).SetFloat64(ca.eps))
+		d.Quo(d, new(big.Float).SetPrec(4096).SetFloat64(ca.sens))
+		loss.Add(loss, d)
+	}
+	for _, e := range cellEps {
+		claimed += e
+	}
+	claimed += selEps
+	if claimed > a.res.Cost.Epsilon*(1+1e-9) {
+		bad("the mechanisms spend ε = %g but the query charges %g", claimed, a.res.Cost.Epsilon)
+	}
+	lossF, _ := loss.Float64()
+	for i := 0; i < min(len(a.rec.searches), len(b.rec.searches)); i++ {
+		lossF += a.rec.searches[i].opts.Epsilon // the search is private by its own argument, checked above
+	}
+	if lossF > claimed*(1+1e-9) {
+		bad("privacy loss %.6g between neighbours exceeds the ε %.6g the plan claims%s", lossF, claimed, cellDetail(ma, mb))
+	}
+	if selected && oneSided > a.res.Cost.Delta*(1+1e-9) {
+		bad("groups of one side only are released with probability %.3g, more than δ = %g", oneSided, a.res.Cost.Delta)
+	}
+	if !selected && oneSided > 0 {
+		bad("groups differ between neighbours without partition selection")
+	}
+	return out
+}
+
+// cellKey identifies a noise call across runs: a cell of a group, or the
+// group's partition selection (cell −1).
+type cellKey struct {
+	sel  bool
+	key  string
+	cell int
+}
+
+// cellDetail lists the cells that moved by more than their sensitivity,
+// for the report.
+func cellDetail(ma, mb map[cellKey]call) string {
+	var sb strings.Builder
+	for k, ca := range ma {
+		cb, ok := mb[k]
+		if !ok {
+			continue
+		}
+		d := new(big.Float).SetPrec(4096).Sub(ca.value, cb.value)
+		d.Abs(d)
+		if d.Cmp(new(big.Float).SetFloat64(ca.sens)) > 0 {
+			fmt.Fprintf(&sb, "; cell %d of group %s moves by %s, sensitivity %g (%s vs %s)", k.cell, k.key,
+				d.Text('g', 8), ca.sens, ca.value.Text('g', 20), cb.value.Text('g', 20))
+		}
+	}
+	return sb.String()
+}

@@ -1,0 +1,438 @@
+package audit
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"github.com/dpsql/dpsql/parser"
+)
+
+// Statement is one generated query with its parameters. Refuse marks a
+// near-miss: a statement just outside what the planner may accept, which
+// it must refuse on both databases alike, without spending anything.
+type Statement struct {
+	SQL    string
+	Args   []any
+	Refuse bool
+	// Constructs lists the dialect constructs the statement uses (for the
+	// coverage report).
+	Constructs []string
+}
+
+// relation is a FROM clause of the schema with the columns a statement may
+// use over it.
+type relation struct {
+	name    string // construct name
+	with    string // a WITH clause to put before SELECT
+	from    string
+	nums    []string // numeric or any-class columns, for arguments
+	texts   []string // text columns
+	plain   []string // columns with declared bounds (no bounds needed)
+	keys    []string // GROUP BY columns with a public domain
+	freeKey []string // GROUP BY columns without one (need delta)
+	unit    string   // the unit column to COUNT(DISTINCT ...), "" if none visible
+	units   bool     // the relation has privacy units (contribution options allowed)
+	raw     string   // a column that is neither grouped nor aggregated (near-misses)
+}
+
+// generator builds one statement.
+type generator struct {
+	r          *rand.Rand
+	rel        *relation
+	args       []any
+	params     bool
+	constructs map[string]bool
+}
+
+func (g *generator) use(c string) { g.constructs[c] = true }
+
+func (g *generator) pick(xs []string) string { return xs[g.r.IntN(len(xs))] }
+
+func (g *generator) chance(p float64) bool { return g.r.Float64() < p }
+
+// literals of every storage class, including ones that overflow or raise in
+// careless SQL.
+var literals = []string{"0", "1", "-1", "2.5", "3", "100", "9223372036854775807", "(-9223372036854775807 - 1)",
+	"1e308", "-1e308", "1e15", "'12abc'", "''", "'a'", "NULL", "0.5", "TRUE"}
+
+var paramValues = []any{int64(0), int64(3), int64(-9223372036854775808), 2.5, 1e308, "a", "12abc", "", nil, []byte("7"), true}
+
+func (g *generator) literal() string {
+	if g.params && g.chance(0.1) {
+		g.use("parameter")
+		g.args = append(g.args, paramValues[g.r.IntN(len(paramValues))])
+		return "?"
+	}
+	return g.pick(literals)
+}
+
+// functions: every whitelisted scalar function, sorted for determinism.
+var functions = func() []string {
+	var out []string
+	for name := range parser.ScalarFunctions() {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}()
+
+// num returns a scalar expression over the relation's columns.
+func (g *generator) num(depth int) string {
+	if depth <= 0 || g.chance(0.3) {
+		if g.chance(0.7) {
+			return g.pick(g.rel.nums)
+		}
+		return g.literal()
+	}
+	switch g.r.IntN(9) {
+	case 0, 1:
+		op := g.pick([]string{"+", "-", "*", "/", "%"})
+		g.use("operator " + op)
+		return "(" + g.num(depth-1) + " " + op + " " + g.num(depth-1) + ")"
+	case 2:
+		g.use("unary minus")
+		return "(- " + g.num(depth-1) + ")"
+	case 3, 4, 5:
+		name := g.pick(functions)
+		g.use("function " + name)
+		lim := parser.ScalarFunctions()[name]
+		n := lim[0]
+		if lim[1] < 0 || lim[1] > lim[0] {
+			n += g.r.IntN(2)
+		}
+		args := make([]string, n)
+		for i := range args {
+			if g.chance(0.3) && len(g.rel.texts) > 0 {
+				args[i] = g.text(depth - 1)
+			} else {
+				args[i] = g.num(depth - 1)
+			}
+		}
+		return name + "(" + strings.Join(args, ", ") + ")"
+	case 6:
+		g.use("CASE")
+		if g.chance(0.5) {
+			return "CASE WHEN " + g.cond(depth-1) + " THEN " + g.num(depth-1) + " ELSE " + g.num(depth-1) + " END"
+		}
+		return "CASE " + g.num(depth-1) + " WHEN " + g.literal() + " THEN " + g.num(depth-1) + " END"
+	case 7:
+		t := g.pick([]string{"INTEGER", "REAL", "TEXT", "NUMERIC"})
+		g.use("CAST AS " + t)
+		return "CAST(" + g.num(depth-1) + " AS " + t + ")"
+	default:
+		if len(g.rel.texts) > 0 {
+			return "LENGTH(" + g.text(depth-1) + ")"
+		}
+		return g.num(depth - 1)
+	}
+}
+
+// text returns a text-valued expression.
+func (g *generator) text(depth int) string {
+	if depth <= 0 || len(g.rel.texts) == 0 || g.chance(0.4) {
+		if len(g.rel.texts) > 0 && g.chance(0.7) {
+			return g.pick(g.rel.texts)
+		}
+		return g.pick([]string{"'a'", "''", "'%'", "'solo'"})
+	}
+	switch g.r.IntN(3) {
+	case 0:
+		g.use("operator ||")
+		return "(" + g.text(depth-1) + " || " + g.num(depth-1) + ")"
+	case 1:
+		g.use("function REPLACE")
+		return "REPLACE(" + g.text(depth-1) + ", 'a', " + g.text(depth-1) + ")"
+	default:
+		f := g.pick([]string{"LOWER", "UPPER", "TRIM", "LTRIM", "RTRIM"})
+		g.use("function " + f)
+		return f + "(" + g.text(depth-1) + ")"
+	}
+}
+
+// cond returns a condition.
+func (g *generator) cond(depth int) string {
+	switch g.r.IntN(9) {
+	case 0, 1:
+		op := g.pick([]string{"=", "==", "<>", "!=", "<", "<=", ">", ">="})
+		g.use("comparison " + op)
+		return g.num(depth) + " " + op + " " + g.num(depth)
+	case 2:
+		g.use("IS NULL")
+		return g.num(depth) + g.pick([]string{" IS NULL", " IS NOT NULL"})
+	case 3:
+		g.use("BETWEEN")
+		return g.num(depth) + g.pick([]string{" BETWEEN ", " NOT BETWEEN "}) + g.literal() + " AND " + g.literal()
+	case 4:
+		g.use("IN")
+		return g.num(depth) + g.pick([]string{" IN (", " NOT IN ("}) + g.literal() + ", " + g.literal() + ")"
+	case 5:
+		g.use("LIKE")
+		return g.text(depth) + g.pick([]string{" LIKE ", " NOT LIKE "}) + g.pick([]string{"'a%'", "'%'", "'%z%'", "'h_'", "''"})
+	case 6:
+		if depth > 0 {
+			op := g.pick([]string{" AND ", " OR "})
+			g.use("logical" + op)
+			return "(" + g.cond(depth-1) + op + g.cond(depth-1) + ")"
+		}
+		return g.num(0) + " > 0"
+	case 7:
+		g.use("NOT")
+		return "NOT (" + g.cond(depth-1) + ")"
+	default:
+		return g.num(depth) + " > " + g.literal()
+	}
+}
+
+// boundsList holds contribution bounds, narrow ones far from zero among
+// them.
+var boundsList = [][2]string{{"0", "1"}, {"-5", "5"}, {"2", "3"}, {"1e15", "1000000000000002"}, {"-1e12", "1e12"},
+	{"0.001", "0.002"}, {"-100", "0"}, {"-1e15", "-999999999999998"}}
+
+// aggregate returns an aggregate call over the relation.
+func (g *generator) aggregate() string {
+	switch g.r.IntN(8) {
+	case 0:
+		g.use("COUNT(*)")
+		return "COUNT(*)"
+	case 1:
+		g.use("COUNT(expr)")
+		return "COUNT(" + g.num(2) + ")"
+	case 2:
+		if g.rel.unit != "" {
+			g.use("COUNT(DISTINCT unit)")
+			return "COUNT(DISTINCT " + g.rel.unit + ")"
+		}
+		return "COUNT(*)"
+	default:
+		name := g.pick([]string{"SUM", "AVG", "VAR_POP", "VARIANCE", "STDDEV", "STDDEV_POP", "SUM", "AVG"})
+		var arg string
+		switch {
+		case len(g.rel.plain) > 0 && g.chance(0.3):
+			g.use(name + " with policy bounds")
+			return name + "(" + g.pick(g.rel.plain) + ")"
+		default:
+			arg = g.num(2)
+		}
+		if g.chance(0.6) {
+			b := boundsList[g.r.IntN(len(boundsList))]
+			g.use(name + " with declared bounds")
+			return fmt.Sprintf("%s(%s, contribution_bounds_per_group => (%s, %s))", name, arg, b[0], b[1])
+		}
+		g.use(name + " with chosen bounds")
+		return name + "(" + arg + ")"
+	}
+}
+
+// relations returns the FROM shapes of the schema, freshly (the subquery
+// shapes are random).
+func (g *generator) relation() *relation {
+	switch g.r.IntN(10) {
+	case 0, 1, 2, 3:
+		return &relation{name: "table with units", from: "p", nums: []string{"v", "w", "n", "uid"}, texts: []string{"g", "h"},
+			plain: []string{"w", "n"}, keys: []string{"g", "n"}, freeKey: []string{"h"}, unit: "uid", units: true, raw: "v"}
+	case 4, 5:
+		return &relation{name: "table, each row a unit", from: "q", nums: []string{"x", "y"}, texts: []string{"k"},
+			plain: []string{"y"}, keys: []string{"k"}, raw: "x"}
+	case 6:
+		return &relation{name: "private JOIN public", from: "p JOIN pub ON p.g = pub.g", nums: []string{"p.v", "p.w", "pub.weight"},
+			texts: []string{"pub.label", "p.h"}, plain: []string{"p.w", "p.n"}, keys: []string{"p.g"}, freeKey: []string{"pub.label"},
+			unit: "p.uid", units: true, raw: "p.v"}
+	case 7:
+		return &relation{name: "private JOIN private on units", from: "p JOIN p2 ON p.uid = p2.uid", nums: []string{"p.v", "p2.z", "p.n"},
+			texts: []string{"p2.tag", "p.g"}, plain: []string{"p.n"}, keys: []string{"p.g"}, freeKey: []string{"p2.tag"},
+			unit: "p.uid", units: true, raw: "p2.z"}
+	default:
+		return g.subquery()
+	}
+}
+
+// subquery returns a per-unit subquery (inline or as a WITH query) over
+// p. Its outputs are sometimes named against their provenance: another
+// column called uid, the unit renamed.
+func (g *generator) subquery() *relation {
+	inner := &relation{nums: []string{"v", "w", "n"}, texts: []string{"g", "h"}}
+	saved := g.rel
+	g.rel = inner
+	defer func() { g.rel = saved }()
+	unitAs := g.pick([]string{"uid", "uid AS u", "uid AS uid"})
+	unitName := "uid"
+	if unitAs == "uid AS u" {
+		unitName = "u"
+	}
+	grouped := g.chance(0.5)
+	var c1, c2 string
+	if grouped {
+		g.use("subquery with per-unit aggregates")
+		agg := func() string {
+			return g.pick([]string{"COUNT", "SUM", "AVG", "MIN", "MAX"}) + "(" + g.num(1) + ")"
+		}
+		c1, c2 = agg(), agg()
+	} else {
+		g.use("subquery without aggregates")
+		c1, c2 = g.num(2), g.num(1)
+	}
+	name1 := "c1"
+	if unitName == "u" && g.chance(0.5) {
+		g.use("subquery output named like the unit")
+		name1 = "uid" // a non-unit column under the unit's name
+	}
+	sel := fmt.Sprintf("SELECT %s, %s AS %s, %s AS c2, g FROM p", unitAs, c1, name1, c2)
+	if g.chance(0.4) {
+		sel += " WHERE " + g.cond(1)
+	}
+	if grouped {
+		sel += " GROUP BY uid, g"
+	}
+	rel := &relation{nums: []string{"s." + name1, "s.c2"}, texts: []string{"s.g"}, freeKey: []string{"s.g"}, units: true, raw: "s.c2"}
+	if unitName == "u" {
+		rel.unit = "s.u"
+	} else {
+		rel.unit = "s.uid"
+	}
+	if name1 == "uid" {
+		rel.unit = "s.u"
+	}
+	if g.chance(0.5) {
+		rel.name = "WITH query"
+		rel.with = "WITH s AS (" + sel + ") "
+		rel.from = "s"
+	} else {
+		rel.name = "subquery in FROM"
+		rel.from = "(" + sel + ") AS s"
+	}
+	return rel
+}
+
+// Generate returns a random statement: with probability nearMiss one the
+// planner must refuse, else one it must accept.
+func Generate(r *rand.Rand, nearMiss float64) Statement {
+	g := &generator{r: r, constructs: map[string]bool{}, params: r.IntN(4) == 0}
+	g.rel = g.relation()
+	g.use("FROM " + g.rel.name)
+	var items, group []string
+	var options []string
+	needDelta := false
+	nk := g.r.IntN(3)
+	for i := 0; i < nk; i++ {
+		if len(g.rel.freeKey) > 0 && (len(g.rel.keys) == 0 || g.chance(0.3)) {
+			k := g.pick(g.rel.freeKey)
+			if !contains(group, k) {
+				group = append(group, k)
+				needDelta = true
+				g.use("GROUP BY without domain (partition selection)")
+			}
+		} else if len(g.rel.keys) > 0 {
+			k := g.pick(g.rel.keys)
+			if !contains(group, k) {
+				group = append(group, k)
+				g.use("GROUP BY public domain")
+			}
+		}
+	}
+	items = append(items, group...)
+	na := 1 + g.r.IntN(3)
+	var aliases []string
+	for i := 0; i < na; i++ {
+		a := g.aggregate()
+		switch g.r.IntN(6) {
+		case 0:
+			g.use("post-processing expression")
+			a = "ROUND(" + a + ", 1)"
+		case 1:
+			g.use("post-processing expression")
+			a = a + " / (COUNT(*) + 1)"
+		}
+		alias := fmt.Sprintf("a%d", i)
+		items = append(items, a+" AS "+alias)
+		aliases = append(aliases, alias)
+	}
+	eps := g.pick([]string{"0.5", "1", "2"})
+	options = append(options, "epsilon = "+eps)
+	if needDelta || g.chance(0.1) {
+		options = append(options, "delta = "+g.pick([]string{"1e-6", "0.001", "0.01"}))
+	}
+	if g.chance(0.2) {
+		g.use("OPTIONS bounds_epsilon_fraction")
+		options = append(options, "bounds_epsilon_fraction = "+g.pick([]string{"0.1", "0.5"}))
+	}
+	if g.rel.units && g.chance(0.3) {
+		g.use("OPTIONS contribution bounds")
+		options = append(options, fmt.Sprintf("max_groups_contributed = %d, max_rows_contributed = %d", 1+g.r.IntN(3), 1+g.r.IntN(4)))
+	}
+	where := ""
+	if g.chance(0.5) {
+		g.use("WHERE")
+		where = " WHERE " + g.cond(2)
+	}
+	tail := ""
+	if len(group) > 0 {
+		tail += " GROUP BY " + strings.Join(group, ", ")
+		if g.chance(0.3) {
+			g.use("HAVING")
+			tail += " HAVING " + g.pick(aliases) + " > " + g.pick([]string{"0", "2", "10"})
+		}
+	}
+	if g.chance(0.3) {
+		g.use("ORDER BY")
+		tail += " ORDER BY " + g.pick([]string{"1", "1 DESC", g.pick(aliases) + " DESC"})
+	}
+	if g.chance(0.2) {
+		g.use("LIMIT")
+		tail += " LIMIT " + g.pick([]string{"1", "2", "5"})
+	}
+	st := Statement{Args: g.args}
+	if g.chance(nearMiss) {
+		st.Refuse = true
+		switch g.r.IntN(8) {
+		case 0:
+			g.use("near-miss: raw column")
+			items = append(items, g.rel.raw)
+		case 1:
+			g.use("near-miss: MIN/MAX aggregate")
+			items = append(items, g.pick([]string{"MIN", "MAX", "MEDIAN"})+"("+g.rel.raw+")")
+		case 2:
+			g.use("near-miss: COUNT(DISTINCT non-unit)")
+			items = append(items, "COUNT(DISTINCT "+g.rel.raw+")")
+		case 3:
+			g.use("near-miss: epsilon out of range")
+			options[0] = "epsilon = " + g.pick([]string{"0", "5000", "-1"})
+		case 4:
+			g.use("near-miss: no aggregate")
+			items = []string{"1"}
+			tail = ""
+		case 5:
+			g.use("near-miss: GROUP BY an expression")
+			items = append(items, g.rel.raw+" + 1")
+			if len(group) == 0 {
+				tail = " GROUP BY " + g.rel.raw + " + 1" + tail
+			} else {
+				tail = strings.Replace(tail, " GROUP BY ", " GROUP BY "+g.rel.raw+" + 1, ", 1)
+			}
+		case 6:
+			g.use("near-miss: LIKE with a column pattern")
+			where = " WHERE " + g.pick(g.rel.texts) + " LIKE " + g.pick(g.rel.texts)
+		case 7:
+			g.use("near-miss: privacy_unit_column in OPTIONS")
+			options = append(options, "privacy_unit_column = "+g.rel.raw)
+		}
+	}
+	st.SQL = g.rel.with + "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (" + strings.Join(options, ", ") + ") " +
+		strings.Join(items, ", ") + " FROM " + g.rel.from + where + tail
+	st.Args = g.args
+	for c := range g.constructs {
+		st.Constructs = append(st.Constructs, c)
+	}
+	sort.Strings(st.Constructs)
+	return st
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
