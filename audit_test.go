@@ -51,7 +51,7 @@ func TestSensitivityAuditor(t *testing.T) {
 // faults are the bugs the privacy hardening fixed, one per class, each
 // re-introduced behind a test-only switch.
 var faults = []struct {
-	name   string
+	name    string
 	switch_ *atomic.Bool
 }{
 	{"unit taken by name", &testhooks.UnitByName},

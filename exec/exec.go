@@ -21,8 +21,8 @@ import (
 	sqlite "modernc.org/sqlite"
 
 	"github.com/dpsql/dpsql/autobound"
-	"github.com/dpsql/dpsql/internal/testhooks"
 	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/internal/testhooks"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"

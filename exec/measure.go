@@ -165,8 +165,8 @@ type keptGroup struct {
 	hash uint64
 	keys []any
 	rng  *rand.Rand // the group's own sampling stream, made when first needed
-	seen int64     // rows met in this group
-	rows [][]value // at most l∞
+	seen int64      // rows met in this group
+	rows [][]value  // at most l∞
 }
 
 type unitState struct {
@@ -196,7 +196,7 @@ type measureAgg struct {
 	specs    []spec
 	l0, lInf int
 	nk       int
-	first    int // index of the first key argument
+	first    int      // index of the first key argument
 	seed     [32]byte // of the row sampling; each group's stream mixes in its hash
 	units    map[string]*unitState
 	groups   map[string]*groupAcc
