@@ -1,7 +1,12 @@
 package dpsql_test
 
 import (
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -10,6 +15,34 @@ import (
 	"github.com/dpsql/dpsql/internal/testhooks"
 	"github.com/dpsql/dpsql/mechanism"
 )
+
+var (
+	auditSeed      = flag.Uint64("audit.seed", 1, "seed of the sensitivity auditor's CI run")
+	auditDatabases = flag.Int("audit.databases", 20, "database pairs of the sensitivity auditor's run (100 statements each)")
+)
+
+var auditSave = flag.Bool("audit.save", false, "minimize the auditor's findings and save them under testdata/audit")
+
+// auditCases is where minimized findings are kept as regression cases.
+const auditCases = "testdata/audit"
+
+// keepFinding minimizes a finding and, with -audit.save, writes it under
+// testdata/audit; it returns the case's text for the failure message.
+func keepFinding(t *testing.T, f audit.Finding, name, fault string) string {
+	t.Helper()
+	m := audit.Minimize(auditOpener, t.TempDir(), f, 400)
+	if *auditSave {
+		if err := os.MkdirAll(auditCases, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		path, err := audit.SaveCase(auditCases, name, m, fault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("saved %s", path)
+	}
+	return audit.FormatCase(m, fault)
+}
 
 // auditOpener opens engines with the auditor's recording noiser.
 func auditOpener(path string, n mechanism.Noiser) (audit.Engine, error) {
@@ -22,7 +55,7 @@ func auditOpener(path string, n mechanism.Noiser) (audit.Engine, error) {
 func TestSensitivityAuditor(t *testing.T) {
 	testhooks.FixedRandomness.Store(true)
 	defer testhooks.FixedRandomness.Store(false)
-	cfg := audit.Config{Seed: 1, Databases: 20, PerDatabase: 100, NearMiss: 0.15}
+	cfg := audit.Config{Seed: *auditSeed, Databases: *auditDatabases, PerDatabase: 100, NearMiss: 0.15}
 	if testing.Short() {
 		cfg.Databases = 4
 	}
@@ -36,6 +69,12 @@ func TestSensitivityAuditor(t *testing.T) {
 			break
 		}
 		t.Errorf("%s", f)
+	}
+	for i, f := range rep.Findings {
+		if f.Privacy() {
+			t.Errorf("the first privacy finding, minimized:\n%s", keepFinding(t, f, "finding-"+string(rune('a'+i%26)), ""))
+			break
+		}
 	}
 	var cs []string
 	for c := range rep.Coverage {
@@ -70,7 +109,7 @@ func TestAuditorCatchesReintroducedBugs(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			f.switch_.Store(true)
 			defer f.switch_.Store(false)
-			cfg := audit.Config{Seed: 1, Databases: 20, PerDatabase: 100, NearMiss: 0.15, StopAtFirst: true}
+			cfg := audit.Config{Seed: *auditSeed, Databases: *auditDatabases, PerDatabase: 100, NearMiss: 0.15, StopAtFirst: true}
 			rep, err := audit.Run(auditOpener, t.TempDir(), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -80,6 +119,92 @@ func TestAuditorCatchesReintroducedBugs(t *testing.T) {
 				t.Fatalf("not found in %d statements", rep.Statements)
 			}
 			t.Logf("found after %d statements: %s", rep.Statements, rep.Findings[last])
+			if *auditSave {
+				keepFinding(t, rep.Findings[last], "fault-"+slug(f.name), f.name)
+			}
 		})
 	}
+}
+
+func slug(s string) string {
+	return strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(s), "-"), "-")
+}
+
+// TestAuditRegressionCases replays the minimized cases under
+// testdata/audit: each passes on main, and each case found with a fault
+// switched on still fails with that fault.
+func TestAuditRegressionCases(t *testing.T) {
+	testhooks.FixedRandomness.Store(true)
+	defer testhooks.FixedRandomness.Store(false)
+	paths, _ := filepath.Glob(filepath.Join(auditCases, "*.case"))
+	if len(paths) < len(faults) {
+		t.Fatalf("%d regression cases under %s, want at least one per fault (%d)", len(paths), auditCases, len(faults))
+	}
+	check := func(t *testing.T, c audit.Case) []string {
+		d, d2, err := c.DB.Build(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := audit.OpenPair(auditOpener, d, d2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pair.Close()
+		return pair.Check(c.Statement)
+	}
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			text, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := audit.ParseCase(string(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := check(t, c); len(p) > 0 {
+				t.Errorf("fails on main: %v", p)
+			}
+			if c.Fault == "none" {
+				return
+			}
+			for _, f := range faults {
+				if f.name == c.Fault {
+					f.switch_.Store(true)
+					p := check(t, c)
+					f.switch_.Store(false)
+					if !(audit.Finding{Problems: p}).Privacy() {
+						t.Errorf("with %q switched on, the case no longer fails a privacy check", c.Fault)
+					}
+					return
+				}
+			}
+			t.Errorf("unknown fault %q", c.Fault)
+		})
+	}
+}
+
+// FuzzSensitivityAuditor is the auditor for long runs
+// (go test -run XXX -fuzz FuzzSensitivityAuditor -fuzztime 1h .): each
+// input seeds one database pair and 20 statements.
+func FuzzSensitivityAuditor(f *testing.F) {
+	testhooks.FixedRandomness.Store(true)
+	f.Cleanup(func() { testhooks.FixedRandomness.Store(false) })
+	for _, seed := range []uint64{1, 2, 3} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		dir, err := os.MkdirTemp("", "dpsql-audit") // the fuzz subtests' TempDir names contain '#'
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		rep, err := audit.Run(auditOpener, dir, audit.Config{Seed: seed, Databases: 1, PerDatabase: 20, NearMiss: 0.15})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range rep.Findings {
+			t.Errorf("%s", f)
+		}
+	})
 }

@@ -161,10 +161,10 @@ ALTER PRIVACY POLICY ON q SET DOMAIN k ('x', 'y');
 ALTER PRIVACY POLICY ON q SET BOUNDS y (0, 10);
 ALTER TABLE pub SET PUBLIC`, l0, lInf)
 	unit := "NULL"
-	switch role := r.IntN(5); role {
-	case 0, 1, 2:
-		unit = fmt.Sprint([]int{unitMany, unitExtremes, unitAlone}[role])
-	case 3:
+	switch role := r.IntN(7); role {
+	case 0, 1, 2, 3, 4:
+		unit = fmt.Sprint([]int{unitMany, unitMany, unitExtremes, unitExtremes, unitAlone}[role])
+	case 5:
 		unit = fmt.Sprint(unitAlone + 1 + r.IntN(units-unitAlone))
 	}
 	if unit == "NULL" {
@@ -184,6 +184,9 @@ ALTER TABLE pub SET PUBLIC`, l0, lInf)
 // Build writes D and D′ into dir and returns their paths. The owner's
 // total budget is large enough for any number of audit runs.
 func (db Database) Build(dir string) (d, d2 string, err error) {
+	if strings.ContainsAny(dir, "?#") {
+		return "", "", fmt.Errorf("directory %q: a dpsql database path must not contain '?' or '#'", dir)
+	}
 	d, d2 = filepath.Join(dir, "d.db"), filepath.Join(dir, "d2.db")
 	for _, f := range []string{d, d2} {
 		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
