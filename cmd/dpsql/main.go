@@ -70,7 +70,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	fs := flag.NewFlagSet("dpsql", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	db := fs.String("db", "", "database `FILE` (required)")
 	owner := fs.Bool("owner", false, "owner mode: allow policy and budget statements")
 	format := fs.String("format", "table", "output `format`: table, csv, json or line")
@@ -80,14 +79,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cont := fs.Bool("continue", false, "go on after a failing statement and print a summary at the end (exit status 1 if any failed)")
 	output := fs.String("output", "", "write results to `FILE` instead of standard output (opened only once the options, the script and the database have been checked)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, "dpsql", func() error { return fs.Parse(args) }, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "error: unexpected argument %q (see dpsql --help)\n", fs.Arg(0))
@@ -213,9 +209,30 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseFlags runs parse with the flag package's own messages silenced.
+// --help prints the usage to stdout (exit 0, as for any program asked for
+// help); a bad flag prints one line with a hint on stderr (exit 2). done is
+// true when the command must end with code.
+func parseFlags(fs *flag.FlagSet, name string, parse func() error, stdout, stderr io.Writer) (code int, done bool) {
+	fs.SetOutput(io.Discard)
+	err := parse()
+	switch {
+	case err == nil:
+		fs.SetOutput(stderr)
+		return 0, false
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return 0, true
+	default:
+		msg := strings.Replace(err.Error(), "flag provided but not defined", "unknown option", 1)
+		fmt.Fprintf(stderr, "error: %s (see %s --help)\n", msg, name)
+		return 2, true
+	}
+}
+
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dpsql import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	db := fs.String("db", "", "database `FILE` (created if missing)")
 	table := fs.String("table", "", "`NAME` of the new table")
 	hdr := fs.Bool("header", true, "the first row holds the column names (--header=false or --no-header: name them c1, c2, ...)")
@@ -223,7 +240,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	delim := fs.String("delimiter", ",", "field separator: one character, or \\t for tab")
 	sample := fs.Int("sample", 10000, "how many rows type inference looks at")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: dpsql import --db FILE --table NAME [--no-header] [--delimiter C] CSVFILE
+		fmt.Fprint(fs.Output(), `Usage: dpsql import --db FILE --table NAME [--no-header] [--delimiter C] CSVFILE
 
 Creates table NAME from CSVFILE in one streaming pass. The header row gives the
 column names verbatim. Column types (INTEGER, REAL, TEXT) are inferred from the
@@ -239,12 +256,9 @@ Options:
 `)
 		fs.PrintDefaults()
 	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	var pos []string
+	if code, done := parseFlags(fs, "dpsql import", func() (err error) { pos, err = parseInterleaved(fs, args); return err }, stdout, stderr); done {
+		return code
 	}
 	if *db == "" || *table == "" || len(pos) != 1 {
 		fmt.Fprintln(stderr, "error: usage: dpsql import --db FILE --table NAME CSVFILE")
@@ -308,17 +322,13 @@ func progressLine(w io.Writer) func(int64, float64) {
 
 func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dpsql demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	db := fs.String("db", "", "where to build the demo database (default: a temporary file, removed on exit)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: dpsql demo [--db FILE]\n\nBuilds a demo database of %d synthetic patients with a privacy policy and a budget of ε=10,\nruns three example private queries, and opens the shell when stdin is a terminal.\n\nOptions:\n", demo.Rows)
+		fmt.Fprintf(fs.Output(), "Usage: dpsql demo [--db FILE]\n\nBuilds a demo database of %d synthetic patients with a privacy policy and a budget of ε=10,\nruns three example private queries, and opens the shell when stdin is a terminal.\n\nOptions:\n", demo.Rows)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, "dpsql demo", func() error { return fs.Parse(args) }, stdout, stderr); done {
+		return code
 	}
 	path := *db
 	if path == "" {

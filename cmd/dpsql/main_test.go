@@ -159,8 +159,22 @@ func TestImportFailuresLeaveNoTable(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	if out, errOut, code := runCLI(t, "", "--help"); code != 0 || !strings.Contains(errOut+out, "dpsql import --db FILE --table NAME") {
-		t.Errorf("--help: %d %q", code, errOut)
+	// --help goes to stdout, as a requested answer; a bad flag is one line
+	// on stderr with a hint (issue 11).
+	for _, args := range [][]string{{"--help"}, {"help"}, {"-h"}, {"import", "--help"}, {"demo", "--help"}} {
+		out, errOut, code := runCLI(t, "", args...)
+		if code != 0 || errOut != "" || !strings.Contains(out, "Usage") || !strings.Contains(out, "--db") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+	if out, _, _ := runCLI(t, "", "--help"); !strings.Contains(out, "dpsql import --db FILE --table NAME") {
+		t.Errorf("--help does not mention import: %q", out)
+	}
+	for _, args := range [][]string{{"--bogus"}, {"import", "--sample", "x"}, {"demo", "--nope"}} {
+		out, errOut, code := runCLI(t, "", args...)
+		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "--help") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
 	}
 	if _, errOut, code := runCLI(t, "", "-c", "SHOW TABLES"); code != 2 || !strings.Contains(errOut, "--db FILE is required") {
 		t.Errorf("missing --db: %d %q", code, errOut)
