@@ -18,14 +18,36 @@ import (
 type printer struct {
 	format string
 	w      io.Writer
+	// noHeaders leaves out the header line of table and csv output
+	// (.headers off).
+	noHeaders bool
+	// null is how table and line output show NULL (.nullvalue; default
+	// "NULL"); csv shows it only when set, else an empty field. A text
+	// value that reads like the null marker is shown quoted ('NULL'), so
+	// the two never look alike.
+	null    string
+	nullSet bool
 }
 
 func newPrinter(format string, w io.Writer) (*printer, error) {
 	switch format {
 	case "table", "csv", "json", "line":
-		return &printer{format: format, w: w}, nil
+		return &printer{format: format, w: w, null: "NULL"}, nil
 	}
 	return nil, fmt.Errorf("unknown format %q (table, csv, json or line)", format)
+}
+
+// show formats a value for table and line output.
+func (p *printer) show(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return p.null
+	case string:
+		if v == p.null || (v != "" && strings.Trim(v, "'") == p.null) {
+			return "'" + strings.ReplaceAll(v, "'", "''") + "'"
+		}
+	}
+	return formatValue(v)
 }
 
 func formatValue(v any) string {
@@ -61,7 +83,7 @@ func (p *printer) print(r *dpsql.Result) error {
 				sb.WriteString("\n")
 			}
 			for j, v := range row {
-				fmt.Fprintf(&sb, "%*s = %s\n", w, r.Columns[j], formatValue(v))
+				fmt.Fprintf(&sb, "%*s = %s\n", w, r.Columns[j], p.show(v))
 			}
 		}
 		_, err := io.WriteString(p.w, sb.String())
@@ -71,10 +93,15 @@ func (p *printer) print(r *dpsql.Result) error {
 			return nil
 		}
 		cw := csv.NewWriter(p.w)
-		cw.Write(r.Columns)
+		if !p.noHeaders {
+			cw.Write(r.Columns)
+		}
 		for _, row := range r.Rows {
 			rec := make([]string, len(row))
 			for i, v := range row {
+				if v == nil && p.nullSet {
+					rec[i] = p.null
+				}
 				if v != nil {
 					rec[i] = formatValue(v)
 					if f, ok := v.(float64); ok {
@@ -142,7 +169,7 @@ func (p *printer) table(r *dpsql.Result) error {
 	for i, row := range r.Rows {
 		cells[i] = make([]string, len(row))
 		for j, v := range row {
-			s := formatValue(v)
+			s := p.show(v)
 			cells[i][j] = s
 			widths[j] = max(widths[j], utf8.RuneCountInString(s))
 			switch v.(type) {
@@ -165,14 +192,16 @@ func (p *printer) table(r *dpsql.Result) error {
 		sb.WriteString("\n")
 	}
 	parts := make([]string, len(r.Columns))
-	for i, c := range r.Columns {
-		parts[i] = pad(c, widths[i], numeric[i])
+	if !p.noHeaders {
+		for i, c := range r.Columns {
+			parts[i] = pad(c, widths[i], numeric[i])
+		}
+		line(parts, " | ")
+		for i := range r.Columns {
+			parts[i] = strings.Repeat("-", widths[i])
+		}
+		line(parts, "-+-")
 	}
-	line(parts, " | ")
-	for i := range r.Columns {
-		parts[i] = strings.Repeat("-", widths[i])
-	}
-	line(parts, "-+-")
 	for _, row := range cells {
 		for j, s := range row {
 			parts[j] = pad(s, widths[j], numeric[j])

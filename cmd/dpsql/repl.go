@@ -31,9 +31,19 @@ query (or the statement being typed); Ctrl-D quits.
 .mode [MODE]       output format: table, csv, json or line (no MODE: show it)
 .timer on|off      show how long each statement took
 .explain on|off    show the plan of each query instead of running it (spends nothing)
+.headers on|off    show column names in table and csv output (default on)
+.nullvalue TEXT    how NULL is shown (default NULL; text that reads the same is shown quoted)
+.output [FILE]     send results to FILE (no FILE: back to standard output)
+.once FILE         send the next statement's results to FILE
+.show              the current settings
 .read FILE         run the statements in FILE
 .import FILE TABLE create TABLE from a CSV file (owner mode)
 .quit              leave (also .exit)
+
+SQL beyond SELECT: SET epsilon = E (default ε per query), SHOW BUDGET, SHOW TABLES,
+SHOW POLICY t, EXPLAIN SELECT ... (the plan and its cost; spends nothing); the
+owner adds CREATE/ALTER PRIVACY POLICY, SET BUDGET and ALTER TABLE t SET PUBLIC.
+The whole dialect: docs/dialect.md.
 
 psql habits work too: \q, quit and exit leave; \? is .help; \d lists the tables
 and \d TABLE describes one; \timing toggles .timer; \x switches between .mode
@@ -49,6 +59,24 @@ type shell struct {
 	name    string
 	timer   bool
 	explain bool
+	// output is the file results go to after .output FILE (nil: out);
+	// once marks a .once file, closed after the next statement.
+	output *os.File
+	once   bool
+}
+
+// redirect sends results to a new file (nil: back to the shell's output),
+// closing the previous one.
+func (s *shell) redirect(f *os.File, once bool) {
+	if s.output != nil {
+		s.output.Close()
+	}
+	s.output, s.once = f, once
+	if f == nil {
+		s.pr.w = s.out
+	} else {
+		s.pr.w = f
+	}
 }
 
 // prompt shows the database and the remaining ε: "adult.db ε=8.4> ".
@@ -79,6 +107,9 @@ func (s *shell) statement(ctx context.Context, text string) {
 	})
 	if s.timer {
 		fmt.Fprintf(s.out, "time: %.1f ms\n", float64(time.Since(start).Microseconds())/1000)
+	}
+	if s.once {
+		s.redirect(nil, false)
 	}
 }
 
@@ -182,6 +213,45 @@ func (s *shell) meta(ctx context.Context, line string) (quit bool) {
 				s.explain = v
 			}
 		}
+	case ".headers":
+		if a, ok := one(); ok {
+			if v, err := onOff(a); err != nil {
+				fail("%s: %v", cmd, err)
+			} else {
+				s.pr.noHeaders = !v
+			}
+		}
+	case ".nullvalue":
+		if a, ok := one(); ok {
+			if len(a) >= 2 && (a[0] == '\'' || a[0] == '"') && a[len(a)-1] == a[0] {
+				a = a[1 : len(a)-1] // .nullvalue '' or "(null)"
+			}
+			s.pr.null, s.pr.nullSet = a, true
+		}
+	case ".output", ".once":
+		if len(args) == 0 && cmd == ".output" {
+			s.redirect(nil, false)
+			return false
+		}
+		if name, ok := one(); ok {
+			f, err := os.Create(name)
+			if err != nil {
+				fail("%v", err)
+				return false
+			}
+			s.redirect(f, cmd == ".once")
+		}
+	case ".show":
+		out := "stdout"
+		if s.output != nil {
+			out = s.output.Name()
+			if s.once {
+				out += " (once)"
+			}
+		}
+		on := map[bool]string{true: "on", false: "off"}
+		fmt.Fprintf(s.out, "database: %s\n    role: %s\n    mode: %s\n headers: %s\nnullvalue: %q\n  output: %s\n   timer: %s\n explain: %s\n",
+			s.eng.Path(), map[bool]string{true: "owner", false: "analyst"}[s.eng.Owner()], s.pr.format, on[!s.pr.noHeaders], s.pr.null, out, on[s.timer], on[s.explain])
 	case ".read":
 		if f, ok := one(); ok {
 			src, err := os.ReadFile(f)

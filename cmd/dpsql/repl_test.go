@@ -223,3 +223,58 @@ func TestModeAndIncompleteStatement(t *testing.T) {
 		t.Errorf("screen %q, stderr %q", out, errs)
 	}
 }
+
+// TestShellSettings: .headers, .nullvalue, .output, .once and .show, and
+// NULL never looks like the text 'NULL' (issue 11).
+func TestShellSettings(t *testing.T) {
+	dir, eng := shellDB(t, 5, `CREATE PRIVACY POLICY ON people`, dpsql.Options{})
+	once, out2 := filepath.Join(dir, "once.txt"), filepath.Join(dir, "out.txt")
+	keys := strings.Join([]string{
+		".show",
+		"SELECT 'NULL' AS s, NULL AS n;",
+		".nullvalue '(null)'",
+		"SELECT 'NULL' AS s, NULL AS n, '(null)' AS t;",
+		".headers off",
+		"SELECT 'h' AS hidden_header;",
+		".headers on",
+		".once " + once,
+		"SELECT 1 AS first_to_file;",
+		"SELECT 2 AS back_on_screen;",
+		".output " + out2,
+		"SELECT 3 AS a;",
+		".mode csv",
+		"SELECT 4 AS b, NULL AS c;",
+		".output",
+		".show",
+		".quit",
+	}, "\n") + "\n"
+	screen, errs := typeInto(t, eng, "table", keys)
+	if errs != "" {
+		t.Fatalf("errors: %s", errs)
+	}
+	for _, want := range []string{
+		"mode: table", "headers: on", `nullvalue: "NULL"`, "output: stdout",
+		"'NULL' | NULL", "NULL | (null) | '(null)'", "back_on_screen", `nullvalue: "(null)"`, "mode: csv",
+	} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("screen lacks %q:\n%s", want, screen)
+		}
+	}
+	for _, gone := range []string{"hidden_header", "first_to_file", "a\n", "b,c"} {
+		if strings.Contains(screen, gone) {
+			t.Errorf("screen shows %q:\n%s", gone, screen)
+		}
+	}
+	if !strings.Contains(screen, "\nh\n") {
+		t.Errorf("the row without headers is missing:\n%s", screen)
+	}
+	for path, want := range map[string]string{once: "first_to_file\n", out2: "a\n"} {
+		b, err := os.ReadFile(path)
+		if err != nil || !strings.Contains(string(b), want) || strings.Contains(string(b), "back_on_screen") {
+			t.Errorf("%s: %q %v", path, b, err)
+		}
+	}
+	if b, _ := os.ReadFile(out2); !strings.Contains(string(b), "b,c\n4,(null)\n") {
+		t.Errorf("csv in %s: %q", out2, b)
+	}
+}
