@@ -120,3 +120,51 @@ func TestDriverErrors(t *testing.T) {
 		t.Errorf("owner SET BUDGET with a parameter: %v", err)
 	}
 }
+
+// TestDriverSetEpsilonIsPerConnection: SET epsilon applies to the pooled
+// connection that ran it, the DSN's epsilon to every connection (as the
+// README says; issue 11).
+func TestDriverSetEpsilonIsPerConnection(t *testing.T) {
+	path := newDB(t)
+	ctx := context.Background()
+	db, err := sql.Open("dpsql", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c1, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	c2, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if _, err := c1.ExecContext(ctx, "SET epsilon = 0.5"); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := c1.QueryRowContext(ctx, "SELECT COUNT(*) FROM t").Scan(&n); err != nil {
+		t.Errorf("the connection that ran SET: %v", err)
+	}
+	if err := c2.QueryRowContext(ctx, "SELECT COUNT(*) FROM t").Scan(&n); !errors.Is(err, dpsql.ErrNoEpsilon) {
+		t.Errorf("another connection: %v, want ErrNoEpsilon", err)
+	}
+	withDSN, err := sql.Open("dpsql", "file:"+path+"?epsilon=0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer withDSN.Close()
+	for i := 0; i < 2; i++ {
+		c, err := withDSN.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.QueryRowContext(ctx, "SELECT COUNT(*) FROM t").Scan(&n); err != nil {
+			t.Errorf("DSN epsilon, connection %d: %v", i, err)
+		}
+	}
+}
