@@ -450,6 +450,38 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 	return nil, fmt.Errorf("dpsql: unknown SHOW %s", s.What)
 }
 
+// policyChange says what CREATE PRIVACY POLICY does to t's policy: creates
+// it, changes which settings (old → new), or changes nothing.
+func policyChange(t *catalog.Table, u catalog.Unit) string {
+	unit := func(c string) string {
+		if c == "" {
+			return "none (each row is a unit)"
+		}
+		return c
+	}
+	now := fmt.Sprintf("privacy_unit_column = %s, max_groups_contributed = %d, max_rows_contributed = %d", unit(u.Column), u.MaxGroups, u.MaxRows)
+	switch {
+	case t.Public:
+		return "privacy policy created on " + t.Name + " (" + now + "); the table is private again"
+	case !t.HasPolicy:
+		return "privacy policy created on " + t.Name + " (" + now + ")"
+	}
+	var changes []string
+	if t.Unit.Column != u.Column {
+		changes = append(changes, fmt.Sprintf("privacy_unit_column %s → %s", unit(t.Unit.Column), unit(u.Column)))
+	}
+	if t.Unit.MaxGroups != u.MaxGroups {
+		changes = append(changes, fmt.Sprintf("max_groups_contributed %d → %d", t.Unit.MaxGroups, u.MaxGroups))
+	}
+	if t.Unit.MaxRows != u.MaxRows {
+		changes = append(changes, fmt.Sprintf("max_rows_contributed %d → %d", t.Unit.MaxRows, u.MaxRows))
+	}
+	if len(changes) == 0 {
+		return "privacy policy on " + t.Name + " unchanged (" + now + ")"
+	}
+	return "privacy policy on " + t.Name + " changed: " + strings.Join(changes, ", ") + " (bounds and domains kept)"
+}
+
 func policyResult(t *catalog.Table) *Result {
 	res := &Result{Columns: []string{"setting", "column", "value"}}
 	add := func(a, b, c string) { res.Rows = append(res.Rows, []any{a, b, c}) }
@@ -560,7 +592,13 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 				return nil, &planner.Error{Pos: o.NamePos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown policy option %q (known: privacy_unit_column, max_groups_contributed, max_rows_contributed)", o.Name)}
 			}
 		}
-		err, msg = cat.CreatePolicy(ctx, tx, s.Table.Name, u), "privacy policy created on "+s.Table.Name
+		if t, ok := cat.Table(s.Table.Name); ok {
+			if col, ok := t.Column(u.Column); ok {
+				u.Column = col.Name // as the catalog will store it
+			}
+			msg = policyChange(t, u)
+		}
+		err = cat.CreatePolicy(ctx, tx, s.Table.Name, u)
 	case *parser.DropPolicyStmt:
 		err, msg = cat.DropPolicy(ctx, tx, s.Table.Name), "privacy policy dropped on "+s.Table.Name+" (the table stays private)"
 	case *parser.SetPublicStmt:

@@ -392,3 +392,34 @@ func TestExplainWithoutEpsilon(t *testing.T) {
 		t.Errorf("the query itself still needs ε: %v", err)
 	}
 }
+
+// TestRerunningCreatePolicySaysWhatChanged: CREATE PRIVACY POLICY on a
+// table that has one says what it changed, or that nothing changed, and
+// keeps bounds and domains (issue 11).
+func TestRerunningCreatePolicySaysWhatChanged(t *testing.T) {
+	owner := open(t, newDB(t), dpsql.Options{Owner: true})
+	ctx := context.Background()
+	for _, tc := range []struct{ stmt, want string }{
+		{`CREATE PRIVACY POLICY ON t`, "privacy policy on t unchanged (privacy_unit_column = none (each row is a unit), max_groups_contributed = 1, max_rows_contributed = 1)"},
+		{`CREATE PRIVACY POLICY ON t OPTIONS (privacy_unit_column = I, max_rows_contributed = 3)`, "privacy policy on t changed: privacy_unit_column none (each row is a unit) → i, max_rows_contributed 1 → 3 (bounds and domains kept)"},
+		{`CREATE PRIVACY POLICY ON t OPTIONS (privacy_unit_column = i, max_rows_contributed = 3)`, "privacy policy on t unchanged"},
+		{`CREATE PRIVACY POLICY ON lookup`, "privacy policy created on lookup (privacy_unit_column = none (each row is a unit), max_groups_contributed = 1, max_rows_contributed = 1); the table is private again"},
+		{`DROP PRIVACY POLICY ON lookup`, "privacy policy dropped"},
+		{`CREATE PRIVACY POLICY ON lookup OPTIONS (max_groups_contributed = 2)`, "privacy policy created on lookup (privacy_unit_column = none (each row is a unit), max_groups_contributed = 2, max_rows_contributed = 1)"},
+	} {
+		res, err := owner.Query(ctx, tc.stmt)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.stmt, err)
+		}
+		if !strings.HasPrefix(res.Message, tc.want) {
+			t.Errorf("%s:\n got %q\nwant %q", tc.stmt, res.Message, tc.want)
+		}
+	}
+	res, err := owner.Query(ctx, `SHOW POLICY t`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(res.Rows); !strings.Contains(s, "bounds x [0, 100]") || !strings.Contains(s, "4 values") {
+		t.Errorf("bounds or domain lost: %v", res.Rows)
+	}
+}
