@@ -12,6 +12,7 @@
 package csvimport
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"encoding/csv"
@@ -23,6 +24,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/parser"
@@ -30,7 +32,9 @@ import (
 
 // Options configure an import.
 type Options struct {
-	// Delimiter separates fields (default ',').
+	// Delimiter separates fields. 0 means ',' and also that the caller
+	// did not choose: a first line that is a single field containing ';',
+	// a tab or '|' is then refused with a hint to choose.
 	Delimiter rune
 	// NoHeader: the first row is data; columns are named c1, c2, ...
 	NoHeader bool
@@ -237,7 +241,11 @@ func importOnce(ctx context.Context, db *sql.DB, table, path string, opts Option
 		size = st.Size()
 	}
 	counter := &countingReader{r: f}
-	cr := csv.NewReader(counter)
+	br := bufio.NewReader(counter)
+	if bom, _ := br.Peek(3); string(bom) == "\ufeff" {
+		br.Discard(3) // a byte-order mark, even before a quoted header
+	}
+	cr := csv.NewReader(br)
 	if opts.Delimiter != 0 {
 		cr.Comma = opts.Delimiter
 	}
@@ -249,6 +257,20 @@ func importOnce(ctx context.Context, db *sql.DB, table, path string, opts Option
 		return 0, nil, nil, readErr(err)
 	}
 	first = append([]string(nil), first...)
+	if err := validUTF8(first, 1); err != nil {
+		return 0, nil, nil, err
+	}
+	if opts.Delimiter == 0 && len(first) == 1 {
+		for _, d := range []string{";", "\t", "|"} {
+			if strings.Contains(first[0], d) {
+				flag := d
+				if d == "\t" {
+					flag = `\t`
+				}
+				return 0, nil, nil, &Error{Line: 1, Msg: fmt.Sprintf("the first line is a single field %q, with %q but no commas: if %q separates the fields, pass --delimiter '%s' (to import one column, pass --delimiter ',')", first[0], d, d, flag)}
+			}
+		}
+	}
 	cols, err := header(first, opts.NoHeader)
 	if err != nil {
 		return 0, nil, nil, err
@@ -262,22 +284,35 @@ func importOnce(ctx context.Context, db *sql.DB, table, path string, opts Option
 	if opts.NoHeader {
 		sample = append(sample, first)
 	}
+	whole := false // the sample holds every row of the file
 	for len(sample) < sampleRows {
 		rec, err := cr.Read()
 		if err == io.EOF {
+			whole = true
 			break
 		}
 		if err != nil {
 			return 0, nil, nil, readErr(err)
 		}
+		line, _ := cr.FieldPos(0)
+		if err := validUTF8(rec, line); err != nil {
+			return 0, nil, nil, err
+		}
 		sample = append(sample, append([]string(nil), rec...))
 	}
 	kinds := make([]kind, len(cols))
+	valued := make([]bool, len(cols))
 	for _, rec := range sample {
 		for i, v := range rec {
 			if v != "" && kinds[i] != kindText {
 				kinds[i] = max(kinds[i], kindOf(v))
 			}
+			valued[i] = valued[i] || v != ""
+		}
+	}
+	for i := range kinds {
+		if whole && !valued[i] {
+			kinds[i] = kindText // no value at all (a header-only file): nothing says it is a number
 		}
 	}
 	if forced != nil {
@@ -341,6 +376,9 @@ func importOnce(ctx context.Context, db *sql.DB, table, path string, opts Option
 			return 0, nil, nil, readErr(err)
 		}
 		line, _ = cr.FieldPos(0)
+		if err := validUTF8(rec, line); err != nil {
+			return 0, nil, nil, err
+		}
 		if err := add(rec, line); err != nil {
 			return 0, nil, nil, err
 		}
@@ -365,6 +403,16 @@ func importOnce(ctx context.Context, db *sql.DB, table, path string, opts Option
 		opts.Progress(n, 1)
 	}
 	return n, cols, nil, nil
+}
+
+// validUTF8 reports the first field of rec that is not valid UTF-8.
+func validUTF8(rec []string, line int) error {
+	for i, v := range rec {
+		if !utf8.ValidString(v) {
+			return &Error{Line: line, Msg: fmt.Sprintf("field %d is not valid UTF-8 (convert the file first, e.g. iconv -f LATIN1 -t UTF-8)", i+1)}
+		}
+	}
+	return nil
 }
 
 // header names the columns: the header row verbatim (trimmed, BOM removed),

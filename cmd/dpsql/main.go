@@ -209,6 +209,13 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// flagGiven reports whether the flag was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // parseFlags runs parse with the flag package's own messages silenced.
 // --help prints the usage to stdout (exit 0, as for any program asked for
 // help); a bad flag prints one line with a hint on stderr (exit 2). done is
@@ -272,8 +279,8 @@ Options:
 	if r := []rune(d); len(r) != 1 || r[0] == '"' || r[0] == '\r' || r[0] == '\n' {
 		fmt.Fprintf(stderr, "error: --delimiter must be one character other than a quote or newline, got %q\n", *delim)
 		return 2
-	} else {
-		opts.Delimiter = r[0]
+	} else if flagGiven(fs, "delimiter") {
+		opts.Delimiter = r[0] // else the importer may suggest one
 	}
 	if f, ok := stderr.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
 		opts.Progress = progressLine(stderr)

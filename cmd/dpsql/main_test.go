@@ -137,6 +137,12 @@ func TestImportFailuresLeaveNoTable(t *testing.T) {
 		{"bare.csv", "a,b\n1,2\nx\"y,3\n", "line 3"},
 		{"empty.csv", "", "the file is empty"},
 		{"dup.csv", "a,A\n1,2\n", "appears twice"},
+		// a separator other than ',' gets a hint (issue 11)
+		{"semi.csv", "a;b;c\n1;2;3\n", "pass --delimiter ';'"},
+		{"tabs.csv", "a\tb\n1\t2\n", `pass --delimiter '\t'`},
+		// invalid UTF-8 is reported with its line, in the sample or after it
+		{"latin1.csv", "a,b\n1,caf\xe9\n", "line 2: field 2 is not valid UTF-8"},
+		{"latin1head.csv", "a,caf\xe9\n1,2\n", "line 1: field 2 is not valid UTF-8"},
 	} {
 		path := filepath.Join(dir, tc.name)
 		os.WriteFile(path, []byte(tc.content), 0o644)
@@ -320,5 +326,41 @@ func TestImportKeepsValuesAsWritten(t *testing.T) {
 	out, errOut, _ = runCLI(t, "", "--db", db, "--format", "csv", "-c", "SELECT zip, hex, under, big, mixed FROM v ORDER BY zip")
 	if out != "zip,hex,under,big,mixed\n00501,16,1000,1,2.5\n02134,0x1p4,1_000,99999999999999999999,1\n10001,3,7,5,9007199254740993\n" {
 		t.Errorf("values changed: %q %q", out, errOut)
+	}
+}
+
+// TestImportBOMHeaderOnlyAndDelimiter: a byte-order mark before a quoted
+// header imports; a header-only file makes TEXT columns; an explicit
+// --delimiter ',' imports a single field with ';' as one column (issue 11).
+func TestImportBOMHeaderOnlyAndDelimiter(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	files := map[string]string{
+		"bom.csv":  "\ufeff\"Name\",\"Age\"\n\"ann\",37\n",
+		"head.csv": "a,b\n",
+		"one.csv":  "x;y\n1;2\n",
+	}
+	for name, content := range files {
+		os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--table", "bom", filepath.Join(dir, "bom.csv")}, "Name TEXT"},
+		{[]string{"--table", "head", filepath.Join(dir, "head.csv")}, "a TEXT"},
+		{[]string{"--table", "one", "--delimiter", ",", filepath.Join(dir, "one.csv")}, "x;y TEXT"},
+	} {
+		out, errOut, code := runCLI(t, "", append([]string{"import", "--db", db}, tc.args...)...)
+		if code != 0 || !strings.Contains(errOut+out, tc.want) {
+			t.Errorf("%v: exit %d, %q %q, want %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	out, errOut, _ := runCLI(t, "", "--db", db, "--owner", "--format", "csv", "-c", `ALTER TABLE bom SET PUBLIC; SELECT "Name", "Age" FROM bom`)
+	if !strings.Contains(out, "Name,Age\nann,37\n") {
+		t.Errorf("BOM table: %q %q", out, errOut)
+	}
+	if _, errOut, _ := runCLI(t, "", "import", "--db", db, "--table", "head2", filepath.Join(dir, "head.csv")); !strings.Contains(errOut, "b TEXT") {
+		t.Errorf("header-only: %q", errOut)
 	}
 }
