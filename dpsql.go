@@ -30,7 +30,8 @@ import (
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/rewrite"
 
-	_ "modernc.org/sqlite" // the embedded backend
+	sqlite "modernc.org/sqlite" // the embedded backend
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Errors a caller can check with errors.Is.
@@ -46,6 +47,9 @@ var (
 	// ErrNoDatabase: an analyst opened a database file that does not exist
 	// or is not a dpsql database.
 	ErrNoDatabase = errors.New("no such database")
+	// ErrReadOnly: a private query on a database file this process cannot
+	// write; its cost could not be recorded, so nothing was answered.
+	ErrReadOnly = errors.New("the database is read-only")
 	// ErrCancelled: the query's context was cancelled; the error says
 	// whether its cost had been charged.
 	ErrCancelled = errors.New("query cancelled")
@@ -59,7 +63,8 @@ type Options struct {
 	// then give one in OPTIONS or after SET epsilon).
 	Epsilon float64
 
-	noise mechanism.Noiser // tests only; nil means crypto/rand
+	noise    mechanism.Noiser // tests only; nil means crypto/rand
+	dsnExtra string           // tests only: more SQLite URI parameters
 }
 
 // Engine is one session on one database file. Its methods are safe for
@@ -93,7 +98,7 @@ func Open(path string, opts Options) (*Engine, error) {
 	// makes every transaction take the write lock up front.
 	// The path is a file name, not a URI: '%' is escaped so that SQLite's
 	// URI decoding gives it back as written.
-	db, err := sql.Open("sqlite", "file:"+strings.ReplaceAll(path, "%", "%25")+"?_pragma=busy_timeout(30000)&_txlock=immediate")
+	db, err := sql.Open("sqlite", "file:"+strings.ReplaceAll(path, "%", "%25")+"?_pragma=busy_timeout(30000)&_txlock=immediate"+opts.dsnExtra)
 	if err != nil {
 		return nil, err
 	}
@@ -299,6 +304,9 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 			if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
 				return nil, &planner.Error{Pos: s.SelectPos, Kind: err, Msg: err.Error()}
 			}
+			if readOnly(err) {
+				return nil, fmt.Errorf("%w: every private query records its cost in the ledger inside %s before it is answered, so it needs write access to that file and its directory (public queries, EXPLAIN and SHOW work without); nothing was charged", ErrReadOnly, e.path)
+			}
 			return nil, cancelled(ctx, err, nil)
 		}
 		r, chosen, err := prep.Run(ctx, e.noise)
@@ -448,6 +456,16 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 		return policyResult(t), nil
 	}
 	return nil, fmt.Errorf("dpsql: unknown SHOW %s", s.What)
+}
+
+// readOnly reports whether err is SQLite refusing to write (a file or
+// directory without write permission, a read-only mount or connection).
+func readOnly(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()&0xff == sqlite3.SQLITE_READONLY
+	}
+	return false
 }
 
 // policyChange says what CREATE PRIVACY POLICY does to t's policy: creates

@@ -423,3 +423,29 @@ func TestRerunningCreatePolicySaysWhatChanged(t *testing.T) {
 		t.Errorf("bounds or domain lost: %v", res.Rows)
 	}
 }
+
+// TestReadOnlyDatabaseSaysWhy: a private query on a database the process
+// cannot write says that its cost must be recorded in the file, charges
+// nothing, and public queries and EXPLAIN still work (issue 11).
+func TestReadOnlyDatabaseSaysWhy(t *testing.T) {
+	path := newDB(t)
+	e, err := dpsql.OpenReadOnly(path, dpsql.Options{Epsilon: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	_, err = e.Query(ctx, `SELECT COUNT(*) FROM t`)
+	if !errors.Is(err, dpsql.ErrReadOnly) || !strings.Contains(err.Error(), "needs write access") || !strings.Contains(err.Error(), path) {
+		t.Errorf("private query: %v", err)
+	}
+	for _, q := range []string{`SELECT COUNT(*) FROM lookup`, `EXPLAIN SELECT COUNT(*) FROM t`, `SHOW BUDGET`} {
+		if _, err := e.Query(ctx, q); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+	st, err := open(t, path, dpsql.Options{}).Budget(ctx)
+	if err != nil || st.Spent.Epsilon != 0 {
+		t.Errorf("spent %v, %v", st.Spent, err)
+	}
+}

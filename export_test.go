@@ -47,3 +47,11 @@ func OpenWithNoise(path string, opts Options, n mechanism.Noiser) (*Engine, erro
 
 // ZeroNoise returns the test-only noiser that adds nothing.
 func ZeroNoise() mechanism.Noiser { return zeroNoise{} }
+
+// OpenReadOnly opens an engine whose SQLite connection may not write, as
+// for a file without write permission (tests run as root, where chmod does
+// not take writes away).
+func OpenReadOnly(path string, opts Options) (*Engine, error) {
+	opts.dsnExtra = "&mode=ro"
+	return Open(path, opts)
+}
