@@ -62,6 +62,10 @@ type Options struct {
 	// Epsilon is the session's default ε per query (0: none; queries must
 	// then give one in OPTIONS or after SET epsilon).
 	Epsilon float64
+	// Notify, when set, receives notices about a running statement that
+	// the caller may want to show, such as a private query waiting for
+	// another process's write lock before it can record its cost.
+	Notify func(notice string)
 
 	noise    mechanism.Noiser // tests only; nil means crypto/rand
 	dsnExtra string           // tests only: more SQLite URI parameters
@@ -70,10 +74,11 @@ type Options struct {
 // Engine is one session on one database file. Its methods are safe for
 // concurrent use; statements of one Engine run one at a time.
 type Engine struct {
-	db    *sql.DB
-	path  string
-	owner bool
-	noise mechanism.Noiser
+	db     *sql.DB
+	path   string
+	owner  bool
+	noise  mechanism.Noiser
+	notify func(string)
 
 	mu         sync.Mutex
 	sess       planner.Session
@@ -124,11 +129,17 @@ func Open(path string, opts Options) (*Engine, error) {
 		db.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
+	if opts.Owner {
+		// Write-ahead logging lets analysts read while the owner writes (an
+		// import, a policy change); the mode is kept in the file. Where the
+		// file system cannot do it, the database keeps its journal mode.
+		_, _ = db.ExecContext(ctx, `PRAGMA journal_mode = WAL`)
+	}
 	noise := opts.noise
 	if noise == nil {
 		noise = mechanism.NewSecureNoiser(nil)
 	}
-	return &Engine{db: db, path: path, owner: opts.Owner, noise: noise, sess: planner.Session{Epsilon: opts.Epsilon}}, nil
+	return &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, sess: planner.Session{Epsilon: opts.Epsilon}}, nil
 }
 
 // Close closes the database.
@@ -300,7 +311,12 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 		defer prep.Close()
 		// The charge is committed before the data is read: nothing is
 		// released that has not been paid for.
-		if err := budget.Charge(ctx, e.db, cost, parser.FormatStmt(s)); err != nil {
+		waiting := func() {
+			if e.notify != nil {
+				e.notify("waiting for the database's write lock (another connection or process is writing, such as an owner's import) to record this query's cost; Ctrl-C cancels and charges nothing")
+			}
+		}
+		if err := budget.ChargeWaiting(ctx, e.db, cost, parser.FormatStmt(s), waiting); err != nil {
 			if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
 				return nil, &planner.Error{Pos: s.SelectPos, Kind: err, Msg: err.Error()}
 			}

@@ -449,3 +449,69 @@ func TestReadOnlyDatabaseSaysWhy(t *testing.T) {
 		t.Errorf("spent %v, %v", st.Spent, err)
 	}
 }
+
+// TestWaitingForTheLedgerSaysSo: an owner's open makes the file WAL; a
+// private query that finds the write lock taken (an import in progress)
+// says that it waits, and waits — then answers once the lock is free, or
+// charges nothing if cancelled meanwhile (issue 11).
+func TestWaitingForTheLedgerSaysSo(t *testing.T) {
+	path := newDB(t)
+	holder, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	var mode string
+	if err := holder.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal mode %q (%v), want wal", mode, err)
+	}
+	ctx := context.Background()
+	lock := func() *sql.Conn {
+		c, err := holder.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	notices := make(chan string, 4)
+	e, err := dpsql.Open(path, dpsql.Options{Epsilon: 1, Notify: func(n string) { notices <- n }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+
+	c := lock()
+	done := make(chan error, 1)
+	go func() { _, err := e.Query(ctx, `SELECT COUNT(*) FROM t`); done <- err }()
+	if n := <-notices; !strings.Contains(n, "waiting for the database's write lock") {
+		t.Errorf("notice %q", n)
+	}
+	other := open(t, path, dpsql.Options{}) // one engine runs one statement at a time
+	if _, err := other.Query(ctx, `SELECT COUNT(*) FROM lookup`); err != nil {
+		t.Errorf("a public query while the lock is held: %v", err)
+	}
+	c.ExecContext(ctx, `COMMIT`)
+	c.Close()
+	if err := <-done; err != nil {
+		t.Errorf("after the lock was freed: %v", err)
+	}
+
+	c = lock()
+	qctx, cancel := context.WithCancel(ctx)
+	go func() { _, err := e.Query(qctx, `SELECT COUNT(*) FROM t`); done <- err }()
+	<-notices
+	cancel()
+	err = <-done
+	c.ExecContext(ctx, `COMMIT`)
+	c.Close()
+	if !errors.Is(err, dpsql.ErrCancelled) || !strings.Contains(err.Error(), "nothing was charged") {
+		t.Errorf("cancelled while waiting: %v", err)
+	}
+	st, err := e.Budget(ctx)
+	if err != nil || st.Spent.Epsilon != 1 {
+		t.Errorf("spent %v (%v), want ε = 1 (the first query only)", st.Spent, err)
+	}
+}

@@ -25,6 +25,9 @@ import (
 	"math/big"
 	"strconv"
 	"time"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Sentinel errors, checkable with errors.Is.
@@ -72,6 +75,17 @@ const MaxTotalEpsilon = 1e6
 // ledger made by an earlier version its integer columns (charges rounded
 // up, the total rounded down), in one transaction.
 func Init(ctx context.Context, db *sql.DB) error {
+	// An up-to-date database is only read: opening it must not wait for
+	// another process's write lock (an owner's import).
+	var current int
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_budget', '_dpsql_budget_resets', '_dpsql_ledger'))
+		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_ledger') WHERE name = 'epsilon_units')
+		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_budget') WHERE name = 'epsilon_units')`).Scan(&current); err != nil {
+		return err
+	}
+	if current == 5 {
+		return nil
+	}
 	if _, err := db.ExecContext(ctx, schema); err != nil {
 		return err
 	}
@@ -245,6 +259,18 @@ func SetTotal(ctx context.Context, db *sql.DB, total Cost) error {
 // recording anything when it would exceed the total. It returns only after
 // the ledger row is committed.
 func Charge(ctx context.Context, db *sql.DB, cost Cost, statement string) (err error) {
+	return ChargeWaiting(ctx, db, cost, statement, nil)
+}
+
+// lockPoll is how long one attempt to lock the ledger waits before
+// ChargeWaiting reports that it is waiting and tries again.
+var lockPoll = 2 * time.Second
+
+// ChargeWaiting is Charge that, while another connection or process holds
+// the database's write lock (an owner's import, another charge), calls
+// waiting once and keeps waiting until it gets the lock or ctx ends —
+// instead of failing with SQLITE_BUSY after the connection's busy timeout.
+func ChargeWaiting(ctx context.Context, db *sql.DB, cost Cost, statement string, waiting func()) (err error) {
 	if err := cost.validate(); err != nil {
 		return err
 	}
@@ -253,8 +279,8 @@ func Charge(ctx context.Context, db *sql.DB, cost Cost, statement string) (err e
 		return err
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		return fmt.Errorf("budget: cannot lock the ledger: %w", err)
+	if err := lockLedger(ctx, conn, waiting); err != nil {
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -284,6 +310,37 @@ func Charge(ctx context.Context, db *sql.DB, cost Cost, statement string) (err e
 		return fmt.Errorf("budget: commit failed: %w", err)
 	}
 	return nil
+}
+
+// lockLedger begins an immediate transaction on conn, polling while the
+// database is busy.
+func lockLedger(ctx context.Context, conn *sql.Conn, waiting func()) error {
+	var timeout int64
+	if err := conn.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&timeout); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, lockPoll.Milliseconds())); err != nil {
+		return err
+	}
+	defer conn.ExecContext(context.Background(), fmt.Sprintf(`PRAGMA busy_timeout = %d`, timeout))
+	told := false
+	for {
+		_, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var se *sqlite.Error
+		if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY {
+			return fmt.Errorf("budget: cannot lock the ledger: %w", err)
+		}
+		if !told && waiting != nil {
+			waiting()
+			told = true
+		}
+	}
 }
 
 // Entry is one ledger row.

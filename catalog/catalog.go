@@ -78,6 +78,16 @@ CREATE TABLE IF NOT EXISTS _dpsql_domains (
 // Init creates the catalog tables when they are missing, and adds the
 // privacy-unit columns to a _dpsql_tables made by an earlier version.
 func Init(ctx context.Context, db *sql.DB) error {
+	// An up-to-date catalog is only read: opening a database must not wait
+	// for another process's write lock (an owner's import).
+	var current int
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_tables', '_dpsql_bounds', '_dpsql_domains'))
+		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_tables') WHERE name IN ('unit_column', 'max_groups', 'max_rows'))`).Scan(&current); err != nil {
+		return err
+	}
+	if current == 6 {
+		return nil
+	}
 	if _, err := db.ExecContext(ctx, schema); err != nil {
 		return err
 	}

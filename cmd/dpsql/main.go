@@ -112,7 +112,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		script = src
 	}
-	eng, err := dpsql.Open(*db, dpsql.Options{Owner: *owner, Epsilon: *eps})
+	eng, err := dpsql.Open(*db, dpsql.Options{Owner: *owner, Epsilon: *eps, Notify: func(n string) { fmt.Fprintln(stderr, "note:", n) }})
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
