@@ -133,6 +133,10 @@ func Complete(src string) bool {
 	}
 }
 
+// Blank reports whether src holds nothing but whitespace and complete
+// comments: no statement has begun.
+func Blank(src string) bool { return newLexer(src).next().kind == tokEOF }
+
 // ScalarFunctions returns the dialect's scalar functions with their
 // minimum and maximum argument counts (-1: no maximum).
 func ScalarFunctions() map[string][2]int {

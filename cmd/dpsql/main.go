@@ -14,12 +14,14 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chzyer/readline"
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/demo"
+	"github.com/dpsql/dpsql/parser"
 )
 
 const usage = `dpsql: a differentially private SQL engine over SQLite.
@@ -35,7 +37,8 @@ shell starts when standard input is a terminal (readline, history in the user
 config directory, tab completion, .help for its dot-commands), and statements
 are read from standard input otherwise. Each result is printed in the chosen
 format. The first failing statement's error is printed to stderr as
-"error: LINE:COL: message" (with -f: "error: SCRIPT:LINE:COL: message") and
+"error: LINE:COL: message" (with -f: "error: SCRIPT:LINE:COL: message"), then
+the statement's line with a caret under the position, and
 stops the run with exit status 1; with --continue the run goes on, a summary
 follows, and the exit status is 1 if any statement failed.
 
@@ -171,19 +174,105 @@ func errorText(err error, file string) string {
 	return err.Error()
 }
 
+// caret shows where a positioned error is, as psql does: the statement's
+// line and a caret under the column ("LINE 3: ..." then "^"). A long line
+// is cut to a window around the column. "" when err has no position.
+func caret(script string, err error) string {
+	var p positioned
+	if !errors.As(err, &p) {
+		return ""
+	}
+	line, col := p.Position()
+	lines := strings.Split(script, "\n")
+	if line < 1 || line > len(lines) || col < 1 {
+		return ""
+	}
+	text := []rune(strings.ReplaceAll(strings.TrimRight(lines[line-1], "\r"), "\t", " "))
+	col = min(col, len(text)+1)
+	const before, width = 40, 100
+	start, prefix := 0, ""
+	if len(text) > width && col > before {
+		start, prefix = col-before, "..."
+	}
+	end, suffix := len(text), ""
+	if end-start > width {
+		end, suffix = start+width, "..."
+	}
+	head := fmt.Sprintf("LINE %d: %s", line, prefix)
+	return head + string(text[start:end]) + suffix + "\n" + strings.Repeat(" ", utf8.RuneCountInString(head)+col-1-start) + "^\n"
+}
+
+// segment is a run of SQL or one dot-command line of a script; line is
+// where it starts.
+type segment struct {
+	text string
+	dot  bool
+	line int
+}
+
+// splitDotCommands cuts a script into SQL and dot-command lines: a line
+// that starts with '.' outside a statement is a dot-command, as in sqlite3
+// scripts. SQL segments are padded with the newlines before them, so that
+// positions in errors stay the script's own.
+func splitDotCommands(script string) []segment {
+	var out []segment
+	var pending strings.Builder
+	start := 1
+	lines := strings.SplitAfter(script, "\n")
+	for i, ln := range lines {
+		if strings.HasPrefix(strings.TrimLeft(ln, " \t"), ".") && (parser.Blank(pending.String()) || parser.Complete(pending.String())) {
+			if !parser.Blank(pending.String()) {
+				out = append(out, segment{text: strings.Repeat("\n", start-1) + pending.String(), line: start})
+			}
+			out = append(out, segment{text: strings.TrimSpace(ln), dot: true, line: i + 1})
+			pending.Reset()
+			start = i + 2
+			continue
+		}
+		pending.WriteString(ln)
+	}
+	if !parser.Blank(pending.String()) {
+		out = append(out, segment{text: strings.Repeat("\n", start-1) + pending.String(), line: start})
+	}
+	return out
+}
+
 func (b batch) run(ctx context.Context, script, file string) int {
 	ran, failed := 0, 0
-	b.eng.RunEach(ctx, script, func(res *dpsql.Result, err error) bool {
-		ran++
-		if err == nil {
-			err = b.pr.print(res)
+	sh := &shell{eng: b.eng, pr: b.pr, out: b.pr.w, errw: b.stderr, name: filepath.Base(b.eng.Path())}
+	for _, seg := range splitDotCommands(script) {
+		stop := false
+		if seg.dot {
+			ran++
+			sh.failed = false
+			quit := sh.meta(ctx, seg.text)
+			if sh.failed {
+				failed++
+				stop = !b.cont || ctx.Err() != nil
+			}
+			if quit || stop {
+				break
+			}
+			continue
 		}
-		if err != nil {
-			failed++
-			fmt.Fprintln(b.stderr, "error:", errorText(err, file))
+		b.eng.RunEach(ctx, seg.text, func(res *dpsql.Result, err error) bool {
+			ran++
+			if err == nil {
+				err = b.pr.print(res)
+			}
+			if err != nil {
+				failed++
+				fmt.Fprintln(b.stderr, "error:", errorText(err, file))
+				fmt.Fprint(b.stderr, caret(seg.text, err))
+			}
+			stop = err != nil && (!b.cont || ctx.Err() != nil)
+			return !stop
+		})
+		if stop {
+			break
 		}
-		return err == nil || (b.cont && ctx.Err() == nil)
-	})
+	}
+	sh.redirect(nil, false)
 	if b.cont {
 		fmt.Fprintf(b.stderr, "%d statements, %d succeeded, %d failed\n", ran, ran-failed, failed)
 	}

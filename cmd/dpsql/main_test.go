@@ -364,3 +364,70 @@ func TestImportBOMHeaderOnlyAndDelimiter(t *testing.T) {
 		t.Errorf("header-only: %q", errOut)
 	}
 }
+
+// TestErrorsShowWhere: errors echo the statement's line with a caret under
+// the position, as psql does, in -c and -f runs and in the shell; errors of
+// a script carry its file name, also from the shell's .read (issue 11).
+func TestErrorsShowWhere(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	csvPath := writeCSV(t, dir, 20)
+	if _, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "people", csvPath); code != 0 {
+		t.Fatal(errOut)
+	}
+	script := filepath.Join(dir, "bad.sql")
+	os.WriteFile(script, []byte("SHOW TABLES;\nSELECT\n\tAVG(\"Age\" FROM people;\n"), 0o644)
+	want := "error: " + script + ":3:12: expected ')', found \"FROM\"\nLINE 3:  AVG(\"Age\" FROM people;\n                   ^\n"
+	if _, errOut, _ := runCLI(t, "", "--db", db, "-f", script); errOut != want {
+		t.Errorf("-f:\n%s\nwant\n%s", errOut, want)
+	}
+	want = "error: 1:8: unknown column \"nope\" in table \"people\"\nLINE 1: SELECT nope FROM people\n               ^\n"
+	if _, errOut, _ := runCLI(t, "", "--db", db, "-c", "SELECT nope FROM people"); errOut != want {
+		t.Errorf("-c:\n%q\nwant\n%q", errOut, want)
+	}
+	long := "SELECT " + strings.Repeat("1 + ", 60) + "nope FROM people"
+	_, errOut, _ := runCLI(t, "", "--db", db, "-c", long)
+	lines := strings.Split(errOut, "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[1], "LINE 1: ...") || len(lines[1]) > 120 ||
+		strings.Index(lines[2], "^") != strings.Index(lines[1], "nope") {
+		t.Errorf("a long line is not cut around the position:\n%s", errOut)
+	}
+	_, errOut, _ = runCLI(t, ".read "+script+"\n.quit\n", "--db", db)
+	if !strings.Contains(errOut, "error: "+script+":3:12:") || !strings.Contains(errOut, "LINE 3:") {
+		t.Errorf(".read:\n%s", errOut)
+	}
+}
+
+// TestDotCommandsInScripts: dot-commands work in -c, -f and piped scripts
+// (a line starting with '.' outside a statement); a failing one stops the
+// run like a failing statement, and positions after one stay the file's
+// own (issue 11).
+func TestDotCommandsInScripts(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	csvPath := writeCSV(t, dir, 20)
+	if _, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "people", csvPath); code != 0 {
+		t.Fatal(errOut)
+	}
+	if out, errOut, code := runCLI(t, "", "--db", db, "-c", ".mode csv\nSELECT 1 AS a, 'x;y' AS b;\n.headers off\nSELECT 2;"); code != 0 || out != "a,b\n1,x;y\n2\n" {
+		t.Errorf("-c: %d %q %q", code, out, errOut)
+	}
+	script := filepath.Join(dir, "s.sql")
+	os.WriteFile(script, []byte("-- report\n.mode line\nSELECT 3 AS n;\n.bogus\nSELECT 4;\n"), 0o644)
+	out, errOut, code := runCLI(t, "", "--db", db, "-f", script)
+	if code != 1 || out != "n = 3\n" || !strings.Contains(errOut, "unknown command .bogus") {
+		t.Errorf("-f stops at a failing dot-command: %d %q %q", code, out, errOut)
+	}
+	out, errOut, code = runCLI(t, "", "--db", db, "--continue", "-f", script)
+	if code != 1 || !strings.Contains(out, "4 = 4") || !strings.Contains(errOut, "4 statements, 3 succeeded, 1 failed") {
+		t.Errorf("--continue: %d %q %q", code, out, errOut)
+	}
+	os.WriteFile(script, []byte(".mode csv\nSELECT 1;\n.headers off\n\nSELECT nope FROM people;\n"), 0o644)
+	if _, errOut, _ := runCLI(t, "", "--db", db, "-f", script); !strings.Contains(errOut, script+":5:8: unknown column") || !strings.Contains(errOut, "LINE 5: SELECT nope") {
+		t.Errorf("positions after dot-commands: %q", errOut)
+	}
+	// a '.' inside a statement is not a command
+	if out, errOut, code := runCLI(t, "SELECT\n.5 AS half;\n", "--db", db, "--format", "csv"); code != 0 || out != "half\n0.5\n" {
+		t.Errorf("'.5' continuing a statement: %d %q %q", code, out, errOut)
+	}
+}

@@ -63,6 +63,9 @@ type shell struct {
 	// once marks a .once file, closed after the next statement.
 	output *os.File
 	once   bool
+	// failed records that a statement or dot-command failed (batch runs
+	// stop on it).
+	failed bool
 }
 
 // redirect sends results to a new file (nil: back to the shell's output),
@@ -90,7 +93,11 @@ func (s *shell) prompt(ctx context.Context) string {
 
 // statement runs the statements of text; errors are printed and the shell
 // goes on.
-func (s *shell) statement(ctx context.Context, text string) {
+func (s *shell) statement(ctx context.Context, text string) { s.script(ctx, text, "") }
+
+// script runs the statements of text, read from file ("" for what was
+// typed): errors carry the file name, and a caret under the position.
+func (s *shell) script(ctx context.Context, text, file string) {
 	run := s.eng.RunEach
 	if s.explain {
 		run = s.eng.ExplainEach // decided per parsed statement, not on the text
@@ -101,7 +108,9 @@ func (s *shell) statement(ctx context.Context, text string) {
 			err = s.pr.print(res)
 		}
 		if err != nil {
-			fmt.Fprintln(s.errw, "error:", err)
+			fmt.Fprintln(s.errw, "error:", errorText(err, file))
+			fmt.Fprint(s.errw, caret(text, err))
+			s.failed = true
 		}
 		return err == nil
 	})
@@ -127,7 +136,10 @@ func onOff(arg string) (bool, error) {
 func (s *shell) meta(ctx context.Context, line string) (quit bool) {
 	fields := strings.Fields(line)
 	cmd, args := fields[0], fields[1:]
-	fail := func(format string, a ...any) { fmt.Fprintf(s.errw, "error: "+format+"\n", a...) }
+	fail := func(format string, a ...any) {
+		fmt.Fprintf(s.errw, "error: "+format+"\n", a...)
+		s.failed = true
+	}
 	one := func() (string, bool) {
 		if len(args) != 1 {
 			fail("%s takes one argument (see .help)", cmd)
@@ -259,7 +271,7 @@ func (s *shell) meta(ctx context.Context, line string) (quit bool) {
 				fail("%v", err)
 				return false
 			}
-			runCancellable(ctx, func(qctx context.Context) { s.statement(qctx, string(src)) }) // Ctrl-C stops the script
+			runCancellable(ctx, func(qctx context.Context) { s.script(qctx, string(src), f) }) // Ctrl-C stops the script
 		}
 	case ".import":
 		if len(args) != 2 {
