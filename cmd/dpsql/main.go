@@ -27,7 +27,7 @@ import (
 const usage = `dpsql: a differentially private SQL engine over SQLite.
 
 Usage:
-  dpsql --db FILE [--owner] [--format table|csv|json|line] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
+  dpsql --db FILE [--owner] [--format table|box|markdown|csv|json|line] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
   dpsql import --db FILE --table NAME [--no-header] [--delimiter C] [--sample N] CSVFILE
   dpsql demo [--db FILE]
 
@@ -75,7 +75,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dpsql", flag.ContinueOnError)
 	db := fs.String("db", "", "database `FILE` (required)")
 	owner := fs.Bool("owner", false, "owner mode: allow policy and budget statements")
-	format := fs.String("format", "table", "output `format`: table, csv, json or line")
+	format := fs.String("format", "table", "output `format`: table, box, markdown, csv, json or line")
 	command := fs.String("c", "", "run the `statements` and exit")
 	file := fs.String("f", "", "run the statements of `SCRIPT` and exit")
 	eps := fs.Float64("epsilon", 0, "default ε per query for this session (same as SET epsilon)")

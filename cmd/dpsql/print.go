@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/chzyer/readline"
 	"io"
 	"math"
 	"sort"
@@ -31,10 +32,10 @@ type printer struct {
 
 func newPrinter(format string, w io.Writer) (*printer, error) {
 	switch format {
-	case "table", "csv", "json", "line":
+	case "table", "box", "markdown", "csv", "json", "line":
 		return &printer{format: format, w: w, null: "NULL"}, nil
 	}
-	return nil, fmt.Errorf("unknown format %q (table, csv, json or line)", format)
+	return nil, fmt.Errorf("unknown format %q (table, box, markdown, csv, json or line)", format)
 }
 
 // show formats a value for table and line output.
@@ -150,8 +151,23 @@ func (p *printer) print(r *dpsql.Result) error {
 	return p.table(r)
 }
 
-// table prints aligned columns, numbers right-aligned, and a footer with
-// the privacy cost and the 95% error bounds of noisy columns.
+// displayWidth is how many terminal columns s takes: East Asian wide
+// characters take two, combining marks none.
+func displayWidth(s string) int { return readline.Runes{}.WidthAll([]rune(s)) }
+
+// cellText is how a value shows in an aligned cell: embedded line breaks
+// and tabs are marked (↵, →) so that a row stays on one line.
+func (p *printer) cellText(v any) string {
+	s := strings.NewReplacer("\r\n", "↵", "\n", "↵", "\r", "↵", "\t", "→").Replace(p.show(v))
+	if p.format == "markdown" {
+		s = strings.ReplaceAll(s, "|", `\|`)
+	}
+	return s
+}
+
+// table prints aligned columns (table, box or markdown style), numbers
+// right-aligned, and a footer with the privacy cost and the 95% error
+// bounds of noisy columns.
 func (p *printer) table(r *dpsql.Result) error {
 	if r.Columns == nil {
 		if r.Message != "" {
@@ -162,16 +178,18 @@ func (p *printer) table(r *dpsql.Result) error {
 	widths := make([]int, len(r.Columns))
 	numeric := make([]bool, len(r.Columns))
 	for i, c := range r.Columns {
-		widths[i] = utf8.RuneCountInString(c)
+		if !p.noHeaders {
+			widths[i] = displayWidth(c)
+		}
 		numeric[i] = true
 	}
 	cells := make([][]string, len(r.Rows))
 	for i, row := range r.Rows {
 		cells[i] = make([]string, len(row))
 		for j, v := range row {
-			s := p.show(v)
+			s := p.cellText(v)
 			cells[i][j] = s
-			widths[j] = max(widths[j], utf8.RuneCountInString(s))
+			widths[j] = max(widths[j], displayWidth(s))
 			switch v.(type) {
 			case int64, float64, nil:
 			default:
@@ -179,34 +197,72 @@ func (p *printer) table(r *dpsql.Result) error {
 			}
 		}
 	}
+	if p.format == "markdown" {
+		for i := range widths {
+			widths[i] = max(widths[i], 3) // room for the alignment row's ---:
+		}
+	}
 	pad := func(s string, w int, right bool) string {
-		n := w - utf8.RuneCountInString(s)
+		n := w - displayWidth(s)
 		if right {
 			return strings.Repeat(" ", n) + s
 		}
 		return s + strings.Repeat(" ", n)
 	}
 	var sb strings.Builder
-	line := func(parts []string, sep string) {
-		sb.WriteString(strings.TrimRight(strings.Join(parts, sep), " "))
-		sb.WriteString("\n")
+	// A style: text before, between and after the cells of a row, and how
+	// to draw the rule under the header (and above and below, for box).
+	type style struct{ left, sep, right string }
+	row := func(parts []string, st style) {
+		line := st.left + strings.Join(parts, st.sep) + st.right
+		if p.format == "table" {
+			line = strings.TrimRight(line, " ")
+		}
+		sb.WriteString(line + "\n")
+	}
+	rule := func(left, sep, right, fill string) {
+		parts := make([]string, len(widths))
+		for i, w := range widths {
+			parts[i] = strings.Repeat(fill, w)
+			if p.format == "markdown" && numeric[i] {
+				parts[i] = strings.Repeat(fill, w-1) + ":"
+			}
+			if p.format != "table" {
+				parts[i] = fill + parts[i] + fill
+			}
+			if p.format == "markdown" {
+				parts[i] = " " + parts[i][1:len(parts[i])-1] + " "
+			}
+		}
+		row(parts, style{left, sep, right})
+	}
+	cellStyle := map[string]style{"table": {"", " | ", ""}, "box": {"│ ", " │ ", " │"}, "markdown": {"| ", " | ", " |"}}[p.format]
+	if p.format == "box" {
+		rule("┌", "┬", "┐", "─")
 	}
 	parts := make([]string, len(r.Columns))
 	if !p.noHeaders {
 		for i, c := range r.Columns {
 			parts[i] = pad(c, widths[i], numeric[i])
 		}
-		line(parts, " | ")
-		for i := range r.Columns {
-			parts[i] = strings.Repeat("-", widths[i])
+		row(parts, cellStyle)
+		switch p.format {
+		case "table":
+			rule("", "-+-", "", "-")
+		case "box":
+			rule("├", "┼", "┤", "─")
+		case "markdown":
+			rule("|", "|", "|", "-")
 		}
-		line(parts, "-+-")
 	}
-	for _, row := range cells {
-		for j, s := range row {
+	for _, cs := range cells {
+		for j, s := range cs {
 			parts[j] = pad(s, widths[j], numeric[j])
 		}
-		line(parts, " | ")
+		row(parts, cellStyle)
+	}
+	if p.format == "box" {
+		rule("└", "┴", "┘", "─")
 	}
 	fmt.Fprintf(&sb, "(%d row%s", len(r.Rows), map[bool]string{true: "", false: "s"}[len(r.Rows) == 1])
 	if r.Cost.Epsilon > 0 || r.Cost.Delta > 0 {
