@@ -409,7 +409,7 @@ func TestDotCommandsInScripts(t *testing.T) {
 	if _, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "people", csvPath); code != 0 {
 		t.Fatal(errOut)
 	}
-	if out, errOut, code := runCLI(t, "", "--db", db, "-c", ".mode csv\nSELECT 1 AS a, 'x;y' AS b;\n.headers off\nSELECT 2;"); code != 0 || out != "a,b\n1,x;y\n2\n" {
+	if out, errOut, code := runCLI(t, "", "--db", db, "-c", ".mode csv\nSELECT 1 AS a, 'x;y' AS b;\n.headers off\nSELECT 2;"); code != 0 || out != "a,b\n1,x;y\n\n2\n" {
 		t.Errorf("-c: %d %q %q", code, out, errOut)
 	}
 	script := filepath.Join(dir, "s.sql")
@@ -429,5 +429,51 @@ func TestDotCommandsInScripts(t *testing.T) {
 	// a '.' inside a statement is not a command
 	if out, errOut, code := runCLI(t, "SELECT\n.5 AS half;\n", "--db", db, "--format", "csv"); code != 0 || out != "half\n0.5\n" {
 		t.Errorf("'.5' continuing a statement: %d %q %q", code, out, errOut)
+	}
+}
+
+// TestMachineReadableOutput: json writes one JSON value per result, one per
+// line (NDJSON); csv separates result sets with an empty line; --with-cost
+// keeps each result's ε, δ and noise bounds in csv, json and line output
+// (issue 11).
+func TestMachineReadableOutput(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	csvPath := writeCSV(t, dir, 50)
+	if _, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "people", csvPath); code != 0 {
+		t.Fatal(errOut)
+	}
+	runCLI(t, "", "--db", db, "--owner", "-c", "SET BUDGET epsilon = 10")
+	script := `SELECT COUNT(*) AS n FROM people; SET epsilon = 0.5; SELECT 'x' AS a, 2 AS b;`
+	out, errOut, code := runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "json", "-c", script)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || len(lines) != 2 {
+		t.Fatalf("json: %d %q %q", code, out, errOut)
+	}
+	for _, l := range lines {
+		var v []map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err != nil || len(v) != 1 {
+			t.Errorf("json line %q: %v", l, err)
+		}
+	}
+	out, _, _ = runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "json", "--with-cost", "-c", script)
+	var first struct {
+		Rows        []map[string]any   `json:"rows"`
+		Epsilon     float64            `json:"epsilon"`
+		Delta       float64            `json:"delta"`
+		ErrorBounds map[string]float64 `json:"error_bounds_95"`
+	}
+	if err := json.Unmarshal([]byte(strings.Split(out, "\n")[0]), &first); err != nil || first.Epsilon != 0.25 || first.ErrorBounds["n"] <= 0 || len(first.Rows) != 1 {
+		t.Errorf("json --with-cost: %q %v", out, err)
+	}
+	out, _, _ = runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "csv", "--with-cost", "-c", script)
+	sets := strings.Split(out, "\n\n")
+	if len(sets) != 2 || !strings.HasPrefix(sets[0], "n,dpsql_epsilon,dpsql_delta,dpsql_error95(n)\n") || !strings.HasSuffix(sets[0], ",0.25,0,11.982929094215965") ||
+		sets[1] != "a,b,dpsql_epsilon,dpsql_delta\nx,2,0,0\n" {
+		t.Errorf("csv --with-cost: %q", out)
+	}
+	out, _, _ = runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "line", "--with-cost", "-c", "SELECT COUNT(*) AS n FROM people")
+	if !strings.Contains(out, "(1 row; spent ε=0.25; 95% noise bound: n ±12)") {
+		t.Errorf("line --with-cost: %q", out)
 	}
 }

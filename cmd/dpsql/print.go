@@ -28,6 +28,11 @@ type printer struct {
 	// the two never look alike.
 	null    string
 	nullSet bool
+	// withCost keeps each result's cost in machine-readable output
+	// (--with-cost, .cost on): csv gains cost columns, json wraps each
+	// result in an object with its cost, line adds the footer.
+	withCost bool
+	results  int // results printed so far (csv separates them)
 }
 
 func newPrinter(format string, w io.Writer) (*printer, error) {
@@ -87,18 +92,28 @@ func (p *printer) print(r *dpsql.Result) error {
 				fmt.Fprintf(&sb, "%*s = %s\n", w, r.Columns[j], p.show(v))
 			}
 		}
+		if p.withCost {
+			sb.WriteString(footer(r))
+		}
 		_, err := io.WriteString(p.w, sb.String())
 		return err
 	case "csv":
 		if r.Columns == nil {
 			return nil
 		}
+		if p.results++; p.results > 1 {
+			io.WriteString(p.w, "\n") // an empty line between result sets
+		}
 		cw := csv.NewWriter(p.w)
+		costNames, costValues := costColumns(r)
+		if !p.withCost {
+			costNames, costValues = nil, nil
+		}
 		if !p.noHeaders {
-			cw.Write(r.Columns)
+			cw.Write(append(append([]string(nil), r.Columns...), costNames...))
 		}
 		for _, row := range r.Rows {
-			rec := make([]string, len(row))
+			rec := make([]string, len(row), len(row)+len(costValues))
 			for i, v := range row {
 				if v == nil && p.nullSet {
 					rec[i] = p.null
@@ -110,7 +125,7 @@ func (p *printer) print(r *dpsql.Result) error {
 					}
 				}
 			}
-			cw.Write(rec)
+			cw.Write(append(rec, costValues...))
 		}
 		cw.Flush()
 		return cw.Error()
@@ -144,7 +159,22 @@ func (p *printer) print(r *dpsql.Result) error {
 			}
 			sb.WriteString("}")
 		}
-		sb.WriteString("]\n")
+		sb.WriteString("]")
+		if p.withCost {
+			b, err := json.Marshal(struct {
+				Epsilon     float64            `json:"epsilon"`
+				Delta       float64            `json:"delta"`
+				ErrorBounds map[string]float64 `json:"error_bounds_95"`
+				Notes       []string           `json:"notes"`
+			}{r.Cost.Epsilon, r.Cost.Delta, nonNil(r.ErrorBounds), append([]string{}, r.Notes...)})
+			if err != nil {
+				return err
+			}
+			rows := sb.String()
+			sb.Reset()
+			sb.WriteString(`{"rows":` + rows + "," + string(b[1:]))
+		}
+		sb.WriteString("\n")
 		_, err := io.WriteString(p.w, sb.String())
 		return err
 	}
@@ -264,18 +294,22 @@ func (p *printer) table(r *dpsql.Result) error {
 	if p.format == "box" {
 		rule("└", "┴", "┘", "─")
 	}
+	sb.WriteString(footer(r))
+	_, err := io.WriteString(p.w, sb.String())
+	return err
+}
+
+// footer is the line under a result: its rows, the ε and δ it spent and
+// the 95% noise bounds of its plain noisy columns, then any notes.
+func footer(r *dpsql.Result) string {
+	var sb strings.Builder
 	fmt.Fprintf(&sb, "(%d row%s", len(r.Rows), map[bool]string{true: "", false: "s"}[len(r.Rows) == 1])
 	if r.Cost.Epsilon > 0 || r.Cost.Delta > 0 {
 		fmt.Fprintf(&sb, "; spent ε=%g", r.Cost.Epsilon)
 		if r.Cost.Delta > 0 {
 			fmt.Fprintf(&sb, ", δ=%g", r.Cost.Delta)
 		}
-		if len(r.ErrorBounds) > 0 {
-			names := make([]string, 0, len(r.ErrorBounds))
-			for n := range r.ErrorBounds {
-				names = append(names, n)
-			}
-			sort.Strings(names)
+		if names := boundNames(r); len(names) > 0 {
 			var parts []string
 			for _, n := range names {
 				parts = append(parts, fmt.Sprintf("%s ±%.3g", n, r.ErrorBounds[n]))
@@ -287,6 +321,34 @@ func (p *printer) table(r *dpsql.Result) error {
 	for _, n := range r.Notes {
 		sb.WriteString("note: " + n + "\n")
 	}
-	_, err := io.WriteString(p.w, sb.String())
-	return err
+	return sb.String()
+}
+
+// boundNames are the columns with a 95% noise bound, sorted.
+func boundNames(r *dpsql.Result) []string {
+	names := make([]string, 0, len(r.ErrorBounds))
+	for n := range r.ErrorBounds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// costColumns are the columns --with-cost adds to csv rows: the ε and δ
+// the result spent and each noisy column's 95% noise bound.
+func costColumns(r *dpsql.Result) (names []string, values []string) {
+	names = []string{"dpsql_epsilon", "dpsql_delta"}
+	values = []string{strconv.FormatFloat(r.Cost.Epsilon, 'g', -1, 64), strconv.FormatFloat(r.Cost.Delta, 'g', -1, 64)}
+	for _, n := range boundNames(r) {
+		names = append(names, "dpsql_error95("+n+")")
+		values = append(values, strconv.FormatFloat(r.ErrorBounds[n], 'g', -1, 64))
+	}
+	return names, values
+}
+
+func nonNil(m map[string]float64) map[string]float64 {
+	if m == nil {
+		return map[string]float64{}
+	}
+	return m
 }

@@ -35,6 +35,7 @@ query (or the statement being typed); Ctrl-D quits.
 .nullvalue TEXT    how NULL is shown (default NULL; text that reads the same is shown quoted)
 .output [FILE]     send results to FILE (no FILE: back to standard output)
 .once FILE         send the next statement's results to FILE
+.cost on|off       keep each result's cost in csv, json and line output (as --with-cost)
 .show              the current settings
 .read FILE         run the statements in FILE
 .import FILE TABLE create TABLE from a CSV file (owner mode)
@@ -233,6 +234,14 @@ func (s *shell) meta(ctx context.Context, line string) (quit bool) {
 				s.pr.noHeaders = !v
 			}
 		}
+	case ".cost":
+		if a, ok := one(); ok {
+			if v, err := onOff(a); err != nil {
+				fail("%s: %v", cmd, err)
+			} else {
+				s.pr.withCost = v
+			}
+		}
 	case ".nullvalue":
 		if a, ok := one(); ok {
 			if len(a) >= 2 && (a[0] == '\'' || a[0] == '"') && a[len(a)-1] == a[0] {
@@ -262,8 +271,8 @@ func (s *shell) meta(ctx context.Context, line string) (quit bool) {
 			}
 		}
 		on := map[bool]string{true: "on", false: "off"}
-		fmt.Fprintf(s.out, "database: %s\n    role: %s\n    mode: %s\n headers: %s\nnullvalue: %q\n  output: %s\n   timer: %s\n explain: %s\n",
-			s.eng.Path(), map[bool]string{true: "owner", false: "analyst"}[s.eng.Owner()], s.pr.format, on[!s.pr.noHeaders], s.pr.null, out, on[s.timer], on[s.explain])
+		fmt.Fprintf(s.out, "database: %s\n    role: %s\n    mode: %s\n headers: %s\nnullvalue: %q\n    cost: %s\n  output: %s\n   timer: %s\n explain: %s\n",
+			s.eng.Path(), map[bool]string{true: "owner", false: "analyst"}[s.eng.Owner()], s.pr.format, on[!s.pr.noHeaders], s.pr.null, on[s.pr.withCost], out, on[s.timer], on[s.explain])
 	case ".read":
 		if f, ok := one(); ok {
 			src, err := os.ReadFile(f)
