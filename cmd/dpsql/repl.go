@@ -319,15 +319,19 @@ type completer struct {
 
 func (c completer) Do(line []rune, pos int) ([][]rune, int) {
 	start := pos
-	for start > 0 && (unicode.IsLetter(line[start-1]) || unicode.IsDigit(line[start-1]) || strings.ContainsRune(`_."-`, line[start-1])) {
-		start--
+	if q := openQuote(line[:pos]); q >= 0 {
+		start = q // inside a quoted name, spaces belong to it: "Capital G
+	} else {
+		for start > 0 && (unicode.IsLetter(line[start-1]) || unicode.IsDigit(line[start-1]) || strings.ContainsRune(`_.-`, line[start-1])) {
+			start--
+		}
 	}
 	prefix := string(line[start:pos])
 	if prefix == "" {
 		return nil, 0
 	}
 	cands := append([]string(nil), completionKeywords...)
-	for _, m := range []string{".help", ".tables", ".schema", ".policy", ".budget", ".mode", ".timer", ".explain", ".read", ".import", ".quit"} {
+	for _, m := range []string{".help", ".tables", ".schema", ".policy", ".budget", ".mode", ".headers", ".nullvalue", ".output", ".once", ".show", ".cost", ".timer", ".explain", ".read", ".import", ".quit"} {
 		cands = append(cands, m)
 	}
 	if tables, err := c.s.eng.Tables(c.ctx); err == nil {
@@ -346,9 +350,41 @@ func (c completer) Do(line []rune, pos int) ([][]rune, int) {
 			continue
 		}
 		seen[k] = true
-		out = append(out, []rune(k[len(prefix):]))
+		rest := k[len(prefix):]
+		if isKeyword[k] && prefix == strings.ToLower(prefix) {
+			rest = strings.ToLower(rest) // keywords in the case the user types them
+		}
+		out = append(out, []rune(rest))
 	}
 	return out, len([]rune(prefix))
+}
+
+// isKeyword marks the completion candidates that are keywords (not names).
+var isKeyword = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range completionKeywords {
+		m[k] = true
+	}
+	return m
+}()
+
+// openQuote returns the position of a double quote that opens a name not
+// yet closed before the end of line (outside strings), or -1.
+func openQuote(line []rune) int {
+	open, inString := -1, false
+	for i, r := range line {
+		switch {
+		case r == '\'' && open < 0:
+			inString = !inString
+		case r == '"' && !inString:
+			if open < 0 {
+				open = i
+			} else {
+				open = -1
+			}
+		}
+	}
+	return open
 }
 
 // identifier quotes a name unless it is a plain lower-case word.
@@ -375,6 +411,7 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 	rl, err := readline.NewEx(&readline.Config{
 		Prompt: s.prompt(ctx), HistoryFile: history, InterruptPrompt: "^C", EOFPrompt: "",
 		AutoComplete: completer{s: s, ctx: ctx}, Stdin: stdin, Stdout: stdout, Stderr: stderr,
+		DisableAutoSaveHistory: true, // whole statements are saved, not their lines
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
@@ -383,11 +420,14 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 	defer rl.Close()
 	fmt.Fprintln(stdout, "dpsql: differentially private SQL. Statements end with ';'. .help for help, Ctrl-D to quit.")
 	var buf strings.Builder
+	width := 0 // of the main prompt, which the continuation prompt lines up with
 	for {
 		if buf.Len() == 0 {
-			rl.SetPrompt(s.prompt(ctx))
+			p := s.prompt(ctx)
+			width = displayWidth(p)
+			rl.SetPrompt(p)
 		} else {
-			rl.SetPrompt(strings.Repeat(" ", len([]rune(s.name))) + " ...> ")
+			rl.SetPrompt(continuationPrompt(width))
 		}
 		line, err := rl.Readline()
 		if errors.Is(err, readline.ErrInterrupt) {
@@ -410,6 +450,7 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 			}
 		}
 		if buf.Len() == 0 && strings.HasPrefix(strings.TrimSpace(line), ".") {
+			rl.SaveHistory(strings.TrimSpace(line))
 			if s.meta(ctx, strings.TrimSpace(line)) {
 				return 0
 			}
@@ -420,9 +461,27 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 		if !parser.Complete(buf.String()) { // as sqlite3_complete: not a ';' inside a string or comment
 			continue
 		}
+		rl.SaveHistory(historyEntry(buf.String()))
 		runCancellable(ctx, func(qctx context.Context) { s.statement(qctx, buf.String()) })
 		buf.Reset()
 	}
+}
+
+// continuationPrompt is "...> " right-aligned under a main prompt of the
+// given display width, so that continued lines start where the first did.
+func continuationPrompt(width int) string {
+	return strings.Repeat(" ", max(0, width-5)) + "...> "
+}
+
+// historyEntry is a statement as history keeps it: one entry for the whole
+// statement, its lines joined (history files hold one line per entry), so
+// that Up recalls all of it.
+func historyEntry(stmt string) string {
+	lines := strings.Split(strings.TrimSpace(stmt), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return strings.Join(lines, " ")
 }
 
 // psqlHabit maps what psql and sqlite3 users type out of habit to the

@@ -91,9 +91,15 @@ func TestCompletion(t *testing.T) {
 	if n != 4 || len(got) != 1 || string(got[0]) != `ital Gain"` {
 		t.Errorf("column completion: %q %d", got, n)
 	}
-	got, _ = c.Do([]rune("sel"), 3)
-	if len(got) != 1 || string(got[0]) != "ECT" {
-		t.Errorf("keyword completion: %q", got)
+	// keywords complete in the case typed; quoted names across spaces (issue 11)
+	for typed, want := range map[string]string{"sel": "ect", "SEL": "ECT", "Sel": "ECT", `SELECT AVG("Capital G`: `ain"`, `SELECT AVG("capital g`: `ain"`} {
+		got, _ = c.Do([]rune(typed), len([]rune(typed)))
+		if len(got) != 1 || string(got[0]) != want {
+			t.Errorf("%q completes to %q, want %q", typed, got, want)
+		}
+	}
+	if got, _ := c.Do([]rune(`SELECT 'a "b' AS x, "Na`), 23); len(got) != 1 || string(got[0]) != `me"` {
+		t.Errorf("a quote inside a string opened a name: %q", got)
 	}
 	got, _ = c.Do([]rune("SELECT COUNT(*) FROM pe"), 23)
 	if len(got) != 1 || string(got[0]) != "ople" {
@@ -276,5 +282,25 @@ func TestShellSettings(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(out2); !strings.Contains(string(b), "b,c\n4,(null)\n") {
 		t.Errorf("csv in %s: %q", out2, b)
+	}
+}
+
+// TestHistoryAndContinuationPrompt: history keeps whole statements, one
+// entry each; the continuation prompt lines up with the main prompt
+// (issue 11).
+func TestHistoryAndContinuationPrompt(t *testing.T) {
+	dir, eng := shellDB(t, 5, `ALTER TABLE people SET PUBLIC`, dpsql.Options{})
+	typeInto(t, eng, "table", "SELECT\n  \"Name\"\n  FROM people;\n.mode csv\n.quit\n")
+	b, err := os.ReadFile(filepath.Join(dir, "dpsql", "history"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "SELECT \"Name\" FROM people;\n.mode csv\n.quit\n"; string(b) != want {
+		t.Errorf("history %q, want %q", b, want)
+	}
+	for _, p := range []string{"p.db ε=4.5> ", "a-much-longer-name.db> ", "東京.db> "} {
+		if c := continuationPrompt(displayWidth(p)); displayWidth(c) != displayWidth(p) || !strings.HasSuffix(c, "...> ") {
+			t.Errorf("continuation %q under %q", c, p)
+		}
 	}
 }
