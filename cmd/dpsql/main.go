@@ -329,14 +329,36 @@ func parseFlags(fs *flag.FlagSet, name string, parse func() error, stdout, stder
 	}
 }
 
-func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("dpsql import", flag.ContinueOnError)
-	db := fs.String("db", "", "database `FILE` (created if missing)")
-	table := fs.String("table", "", "`NAME` of the new table")
+// importFlags registers the options of an import (shared by dpsql import
+// and the shell's .import) and returns the function that reads them once
+// the flags are parsed.
+func importFlags(fs *flag.FlagSet) func() (csvimport.Options, error) {
 	hdr := fs.Bool("header", true, "the first row holds the column names (--header=false or --no-header: name them c1, c2, ...)")
 	noHeader := fs.Bool("no-header", false, "the first row is data")
 	delim := fs.String("delimiter", ",", "field separator: one character, or \\t for tab")
 	sample := fs.Int("sample", 10000, "how many rows type inference looks at")
+	return func() (csvimport.Options, error) {
+		opts := csvimport.Options{NoHeader: *noHeader || !*hdr, SampleRows: *sample}
+		d := *delim
+		if d == `\t` {
+			d = "\t"
+		}
+		r := []rune(d)
+		if len(r) != 1 || r[0] == '"' || r[0] == '\r' || r[0] == '\n' {
+			return opts, fmt.Errorf("--delimiter must be one character other than a quote or newline, got %q", *delim)
+		}
+		if flagGiven(fs, "delimiter") {
+			opts.Delimiter = r[0] // else the importer may suggest one
+		}
+		return opts, nil
+	}
+}
+
+func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dpsql import", flag.ContinueOnError)
+	db := fs.String("db", "", "database `FILE` (created if missing)")
+	table := fs.String("table", "", "`NAME` of the new table")
+	importOptions := importFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: dpsql import --db FILE --table NAME [--no-header] [--delimiter C] CSVFILE
 
@@ -362,16 +384,10 @@ Options:
 		fmt.Fprintln(stderr, "error: usage: dpsql import --db FILE --table NAME CSVFILE")
 		return 2
 	}
-	opts := csvimport.Options{NoHeader: *noHeader || !*hdr, SampleRows: *sample}
-	d := *delim
-	if d == `\t` {
-		d = "\t"
-	}
-	if r := []rune(d); len(r) != 1 || r[0] == '"' || r[0] == '\r' || r[0] == '\n' {
-		fmt.Fprintf(stderr, "error: --delimiter must be one character other than a quote or newline, got %q\n", *delim)
+	opts, err := importOptions()
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
 		return 2
-	} else if flagGiven(fs, "delimiter") {
-		opts.Delimiter = r[0] // else the importer may suggest one
 	}
 	if f, ok := stderr.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
 		opts.Progress = progressLine(stderr)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -38,7 +39,8 @@ query (or the statement being typed); Ctrl-D quits.
 .cost on|off       keep each result's cost in csv, json and line output (as --with-cost)
 .show              the current settings
 .read FILE         run the statements in FILE
-.import FILE TABLE create TABLE from a CSV file (owner mode)
+.import [OPTIONS] FILE TABLE  create TABLE from a CSV file (owner mode; options of dpsql import:
+                   --no-header, --delimiter C, --sample N; quote names with spaces)
 .quit              leave (also .exit)
 
 SQL beyond SELECT: SET epsilon = E (default ε per query), SHOW BUDGET, SHOW TABLES,
@@ -135,7 +137,12 @@ func onOff(arg string) (bool, error) {
 
 // meta runs a dot-command; it reports whether the shell should quit.
 func (s *shell) meta(ctx context.Context, line string) (quit bool) {
-	fields := strings.Fields(line)
+	fields, err := splitArgs(line)
+	if err != nil {
+		fmt.Fprintf(s.errw, "error: %v\n", err)
+		s.failed = true
+		return false
+	}
 	cmd, args := fields[0], fields[1:]
 	fail := func(format string, a ...any) {
 		fmt.Fprintf(s.errw, "error: "+format+"\n", a...)
@@ -244,9 +251,6 @@ func (s *shell) meta(ctx context.Context, line string) (quit bool) {
 		}
 	case ".nullvalue":
 		if a, ok := one(); ok {
-			if len(a) >= 2 && (a[0] == '\'' || a[0] == '"') && a[len(a)-1] == a[0] {
-				a = a[1 : len(a)-1] // .nullvalue '' or "(null)"
-			}
 			s.pr.null, s.pr.nullSet = a, true
 		}
 	case ".output", ".once":
@@ -283,16 +287,27 @@ func (s *shell) meta(ctx context.Context, line string) (quit bool) {
 			runCancellable(ctx, func(qctx context.Context) { s.script(qctx, string(src), f) }) // Ctrl-C stops the script
 		}
 	case ".import":
-		if len(args) != 2 {
-			fail(".import takes FILE TABLE")
-			return false
+		fs := flag.NewFlagSet(".import", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		options := importFlags(fs)
+		pos, err := parseInterleaved(fs, args)
+		if err == nil && len(pos) != 2 {
+			err = errors.New("takes FILE TABLE")
 		}
-		n, _, err := s.eng.ImportCSV(ctx, args[1], args[0], csvimport.Options{})
+		var opts csvimport.Options
+		if err == nil {
+			opts, err = options()
+		}
 		if err != nil {
-			fail("import %s: %v", args[0], err)
+			fail(".import: %v (usage: .import [--no-header] [--delimiter C] [--sample N] FILE TABLE; quote names with spaces)", err)
 			return false
 		}
-		fmt.Fprintf(s.out, "imported %d rows into %s\n", n, args[1])
+		n, _, err := s.eng.ImportCSV(ctx, pos[1], pos[0], opts)
+		if err != nil {
+			fail("import %s: %v", pos[0], err)
+			return false
+		}
+		fmt.Fprintf(s.out, "imported %d rows into %s\n", n, pos[1])
 	default:
 		fail("unknown command %s (try .help)", cmd)
 	}
@@ -465,6 +480,51 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 		runCancellable(ctx, func(qctx context.Context) { s.statement(qctx, buf.String()) })
 		buf.Reset()
 	}
+}
+
+// splitArgs splits a dot-command line into words; '...' and "..." quote a
+// word with spaces (a doubled quote inside stands for itself).
+func splitArgs(line string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	inWord := false
+	rs := []rune(line)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case r == '\'' || r == '"':
+			inWord = true
+			closed := false
+			for i++; i < len(rs); i++ {
+				if rs[i] == r {
+					if i+1 < len(rs) && rs[i+1] == r {
+						cur.WriteRune(r)
+						i++
+						continue
+					}
+					closed = true
+					break
+				}
+				cur.WriteRune(rs[i])
+			}
+			if !closed {
+				return nil, fmt.Errorf("unterminated %c in %q", r, line)
+			}
+		case unicode.IsSpace(r):
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			inWord = true
+			cur.WriteRune(r)
+		}
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out, nil
 }
 
 // continuationPrompt is "...> " right-aligned under a main prompt of the

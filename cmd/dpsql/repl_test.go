@@ -304,3 +304,31 @@ func TestHistoryAndContinuationPrompt(t *testing.T) {
 		}
 	}
 }
+
+// TestDotImportOptionsAndQuotedNames: .import takes dpsql import's options,
+// and dot-commands take quoted file and table names (issue 11).
+func TestDotImportOptionsAndQuotedNames(t *testing.T) {
+	dir, _ := shellDB(t, 3, "", dpsql.Options{})
+	owner, err := dpsql.Open(filepath.Join(dir, "p.db"), dpsql.Options{Owner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	csvPath := filepath.Join(dir, "my data.csv")
+	os.WriteFile(csvPath, []byte("1;x\n2;y\n"), 0o644)
+	script := filepath.Join(dir, "a script.sql")
+	os.WriteFile(script, []byte(`ALTER TABLE "My Table" SET PUBLIC; SELECT c2 FROM "My Table" ORDER BY c1;`), 0o644)
+	out, errs := typeInto(t, owner, "csv", strings.Join([]string{
+		`.import --delimiter ';' --no-header "` + csvPath + `" "My Table"`,
+		`.read '` + script + `'`,
+		`.import --bogus x y`,
+		`.import "unterminated`,
+		".quit",
+	}, "\n")+"\n")
+	if !strings.Contains(out, "imported 2 rows into My Table") || !strings.Contains(out, "c2\nx\ny\n") {
+		t.Errorf("screen:\n%s\nerrors:\n%s", out, errs)
+	}
+	if !strings.Contains(errs, "unknown option") && !strings.Contains(errs, "not defined") || !strings.Contains(errs, "unterminated") {
+		t.Errorf("errors:\n%s", errs)
+	}
+}
