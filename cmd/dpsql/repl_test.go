@@ -55,11 +55,11 @@ func TestREPLSession(t *testing.T) {
 	}
 	screen := out.String()
 	for _, want := range []string{
-		".import FILE TABLE",      // .help
-		"people | private",        // .tables
-		`"Capital Gain" INTEGER`,  // .schema
-		"epsilon = 0.5 per query", // SET
-		"n = ", "a = ",            // .mode line, multi-line statement
+		".import [OPTIONS] FILE TABLE", // .help
+		"people | private",             // .tables
+		`"Capital Gain" INTEGER`,       // .schema
+		"epsilon = 0.5 per query",      // SET
+		"n = ", "a = ",                 // .mode line, multi-line statement
 		"backend SQL",         // .explain on: planned, not run
 		"time: ",              // .timer
 		"remaining |     4.5", // .budget after one query of 0.5
