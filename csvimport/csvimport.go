@@ -5,10 +5,11 @@
 // every non-empty field is an integer, REAL when every one is a number,
 // TEXT otherwise. Rows are inserted as they are read, in multi-row INSERT
 // statements, inside one transaction. When a later row does not fit a
-// sampled type, the value is kept (as text or real), and before commit the
-// table is rebuilt with that column widened (INTEGER → REAL when every
-// value is a number, else → TEXT), so nothing is lost. Any error rolls the
-// transaction back: a failed import leaves no table behind.
+// sampled type, that pass is rolled back and the file is read a second
+// time with the widened types (INTEGER → REAL when every value is a number
+// a REAL holds exactly, else → TEXT), so nothing is lost or converted
+// twice, and the rolled-back pass leaves no pages behind. Any error rolls
+// the transaction back: a failed import leaves no table behind.
 package csvimport
 
 import (

@@ -477,3 +477,35 @@ func TestMachineReadableOutput(t *testing.T) {
 		t.Errorf("line --with-cost: %q", out)
 	}
 }
+
+// TestWideningDoesNotGrowTheFile: an import whose last row widens a column
+// leaves a database file no larger than the same import without it (the
+// first pass is rolled back, not kept beside the second; issue 11).
+func TestWideningDoesNotGrowTheFile(t *testing.T) {
+	dir := t.TempDir()
+	var sb strings.Builder
+	sb.WriteString("a,b,c\n")
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(&sb, "%d,%d,name%d\n", i, 3*i, i)
+	}
+	plain := sb.String()
+	size := func(name, content string) int64 {
+		csvPath := filepath.Join(dir, name+".csv")
+		os.WriteFile(csvPath, []byte(content), 0o644)
+		db := filepath.Join(dir, name+".db")
+		if _, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "t", csvPath); code != 0 {
+			t.Fatal(errOut)
+		}
+		var total int64
+		for _, suffix := range []string{"", "-wal", "-journal"} {
+			if st, err := os.Stat(db + suffix); err == nil {
+				total += st.Size()
+			}
+		}
+		return total
+	}
+	a, b := size("plain", plain), size("widened", plain+"1.5,2,x\n")
+	if b > a*11/10 {
+		t.Errorf("widened import takes %d bytes, the plain one %d", b, a)
+	}
+}
