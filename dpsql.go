@@ -687,6 +687,20 @@ func (e *Engine) ImportCSV(ctx context.Context, table, path string, opts csvimpo
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// A database without user tables has no readers to keep reading: it is
+	// filled in rollback-journal mode, which writes each page once (WAL
+	// writes it twice, to the log and then to the file), and returns to WAL
+	// after. If another connection has the file open, the mode stays WAL.
+	var users int
+	if err := e.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\_dpsql\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`).Scan(&users); err != nil {
+		return 0, nil, err
+	}
+	if users == 0 {
+		var mode string
+		if err := e.db.QueryRowContext(ctx, `PRAGMA journal_mode = DELETE`).Scan(&mode); err == nil && mode == "delete" {
+			defer e.db.ExecContext(context.Background(), `PRAGMA journal_mode = WAL`)
+		}
+	}
 	return csvimport.Import(ctx, e.db, table, path, opts)
 }
 

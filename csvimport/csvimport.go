@@ -25,6 +25,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/dpsql/dpsql/catalog"
@@ -338,7 +339,7 @@ func importOnce(ctx context.Context, db *sql.DB, table, path string, opts Option
 	if _, err := tx.ExecContext(ctx, createSQL(table, cols)); err != nil {
 		return 0, nil, nil, err
 	}
-	ins := &inserter{ctx: ctx, tx: tx, table: table, width: len(cols), batch: rowsPerInsert(len(cols))}
+	ins := newInserter(ctx, tx, table, len(cols))
 	defer ins.close()
 	seen := make([]kind, len(cols)) // the widest kind met, after the sample too
 	copy(seen, kinds)
@@ -347,13 +348,7 @@ func importOnce(ctx context.Context, db *sql.DB, table, path string, opts Option
 		for i, v := range rec {
 			ins.args = append(ins.args, convert(v, kinds[i], &seen[i], &big[i]))
 		}
-		ins.pending++
-		if ins.pending == ins.batch {
-			if err := ins.flush(); err != nil {
-				return &Error{Line: line, Msg: err.Error()}
-			}
-		}
-		return nil
+		return ins.row(line)
 	}
 	var n int64
 	line := 1
@@ -391,8 +386,8 @@ func importOnce(ctx context.Context, db *sql.DB, table, path string, opts Option
 			return 0, nil, nil, ctx.Err()
 		}
 	}
-	if err := ins.flush(); err != nil {
-		return 0, nil, nil, &Error{Msg: err.Error()}
+	if err := ins.finish(); err != nil {
+		return 0, nil, nil, err
 	}
 	if final := finalKinds(kinds, seen, big); final != nil {
 		return 0, cols, final, nil // the deferred Rollback undoes this pass
@@ -500,16 +495,105 @@ func finalKinds(kinds, seen []kind, big []bool) []kind {
 	return out
 }
 
-// inserter batches rows into multi-row INSERT statements.
+// inserter batches rows into multi-row INSERT statements, run by a
+// goroutine of its own while the caller reads and converts the next rows
+// (the two halves of an import take similar time; on two cores the
+// pipeline overlaps them).
 type inserter struct {
-	ctx     context.Context
-	tx      *sql.Tx
-	table   string
-	width   int
-	batch   int
+	ctx   context.Context
+	tx    *sql.Tx
+	table string
+	width int
+	batch int
+	// The caller's side: the rows being collected.
 	args    []any
 	pending int
-	full    *sql.Stmt // prepared statement for a full batch
+	line    int // of the last row collected
+	// The goroutine's side.
+	work   chan batch
+	free   chan []any // argument slices to reuse
+	done   chan error
+	failed atomic.Bool
+	closed bool
+	full   *sql.Stmt // prepared statement for a full batch
+}
+
+// batch is rows for one INSERT statement; line is the file line of its last
+// row, for errors.
+type batch struct {
+	args []any
+	rows int
+	line int
+}
+
+func newInserter(ctx context.Context, tx *sql.Tx, table string, width int) *inserter {
+	in := &inserter{ctx: ctx, tx: tx, table: table, width: width, batch: rowsPerInsert(width),
+		work: make(chan batch, 4), free: make(chan []any, 6), done: make(chan error, 1)}
+	in.args = make([]any, 0, in.batch*width)
+	go in.loop()
+	return in
+}
+
+// row ends the row whose values the caller appended to args; a full batch
+// goes to the goroutine. After the goroutine failed it returns an error
+// (finish reports which).
+func (in *inserter) row(line int) error {
+	in.pending++
+	in.line = line
+	if in.pending < in.batch {
+		return nil
+	}
+	if in.failed.Load() {
+		return in.finish()
+	}
+	in.send()
+	return nil
+}
+
+func (in *inserter) send() {
+	in.work <- batch{in.args, in.pending, in.line}
+	select {
+	case a := <-in.free:
+		in.args = a[:0]
+	default:
+		in.args = make([]any, 0, in.batch*in.width)
+	}
+	in.pending = 0
+}
+
+// finish sends the last rows and waits for every statement to have run.
+func (in *inserter) finish() error {
+	if in.closed {
+		return <-in.done
+	}
+	if in.pending > 0 && !in.failed.Load() {
+		in.send()
+	}
+	in.closed = true
+	close(in.work)
+	err := <-in.done
+	in.done <- err // for a second finish or close
+	return err
+}
+
+func (in *inserter) loop() {
+	var err error
+	for b := range in.work {
+		if err == nil && !in.failed.Load() { // after a failure (or close), queued rows are dropped
+			if err = in.exec(b); err != nil {
+				in.failed.Store(true)
+			}
+		}
+		clear(b.args)
+		select {
+		case in.free <- b.args:
+		default:
+		}
+	}
+	if in.full != nil {
+		in.full.Close()
+	}
+	in.done <- err
 }
 
 func (in *inserter) statement(rows int) string {
@@ -517,27 +601,29 @@ func (in *inserter) statement(rows int) string {
 	return "INSERT INTO " + parser.QuoteIdent(in.table) + " VALUES " + strings.TrimSuffix(strings.Repeat(one+",", rows), ",")
 }
 
-func (in *inserter) flush() error {
-	if in.pending == 0 {
-		return nil
-	}
+func (in *inserter) exec(b batch) error {
 	var err error
-	if in.pending == in.batch {
+	if b.rows == in.batch {
 		if in.full == nil {
 			if in.full, err = in.tx.PrepareContext(in.ctx, in.statement(in.batch)); err != nil {
-				return err
+				return &Error{Line: b.line, Msg: err.Error()}
 			}
 		}
-		_, err = in.full.ExecContext(in.ctx, in.args...)
+		_, err = in.full.ExecContext(in.ctx, b.args...)
 	} else {
-		_, err = in.tx.ExecContext(in.ctx, in.statement(in.pending), in.args...)
+		_, err = in.tx.ExecContext(in.ctx, in.statement(b.rows), b.args...)
 	}
-	in.args, in.pending = in.args[:0], 0
-	return err
+	if err != nil {
+		return &Error{Line: b.line, Msg: err.Error()}
+	}
+	return nil
 }
 
+// close stops the goroutine (when finish was not called) and waits for it:
+// the transaction may be rolled back only after.
 func (in *inserter) close() {
-	if in.full != nil {
-		in.full.Close()
+	if !in.closed {
+		in.failed.Store(true)
+		in.finish()
 	}
 }
