@@ -701,7 +701,11 @@ func (e *Engine) ImportCSV(ctx context.Context, table, path string, opts csvimpo
 			defer e.db.ExecContext(context.Background(), `PRAGMA journal_mode = WAL`)
 		}
 	}
-	return csvimport.Import(ctx, e.db, table, path, opts)
+	n, cols, err := csvimport.Import(ctx, e.db, table, path, opts)
+	if err != nil && ctx.Err() != nil {
+		return 0, nil, fmt.Errorf("%w: import cancelled, nothing was imported (%v)", ErrCancelled, ctx.Err())
+	}
+	return n, cols, err
 }
 
 // TableInfo describes a user table: names and declared types only, which

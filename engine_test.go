@@ -515,3 +515,25 @@ func TestWaitingForTheLedgerSaysSo(t *testing.T) {
 		t.Errorf("spent %v (%v), want ε = 1 (the first query only)", st.Spent, err)
 	}
 }
+
+// TestCancelledImportSaysNothingWasImported (issue 11).
+func TestCancelledImportSaysNothingWasImported(t *testing.T) {
+	dir := t.TempDir()
+	var sb strings.Builder
+	sb.WriteString("a,b\n")
+	for i := 0; i < 150_000; i++ {
+		fmt.Fprintf(&sb, "%d,%d\n", i, i)
+	}
+	csvPath := filepath.Join(dir, "c.csv")
+	os.WriteFile(csvPath, []byte(sb.String()), 0o644)
+	owner := open(t, filepath.Join(dir, "c.db"), dpsql.Options{Owner: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, _, err := owner.ImportCSV(ctx, "c", csvPath, csvimport.Options{Progress: func(int64, float64) { cancel() }})
+	if !errors.Is(err, dpsql.ErrCancelled) || !strings.Contains(err.Error(), "import cancelled, nothing was imported") {
+		t.Errorf("cancelled import: %v", err)
+	}
+	if tables, err := owner.Tables(context.Background()); err != nil || len(tables) != 0 {
+		t.Errorf("tables after a cancelled import: %v %v", tables, err)
+	}
+}
