@@ -26,7 +26,9 @@ func GaussianSigma(l2Sensitivity, rho float64) float64 { return l2Sensitivity / 
 
 // GaussianErrorBound is the half-width of the (1−alpha) interval of
 // Gaussian noise of scale σ: σ·√2·erfc⁻¹(alpha).
-func GaussianErrorBound(sigma, alpha float64) float64 { return sigma * math.Sqrt2 * math.Erfcinv(alpha) }
+func GaussianErrorBound(sigma, alpha float64) float64 {
+	return sigma * math.Sqrt2 * math.Erfcinv(alpha)
+}
 
 // gaussianGrid validates the parameters and returns the grid step g and σ
 // in grid steps, an integer s with s ≥ (Δ/g + 1)/√(2ρ): the mechanism is
