@@ -470,6 +470,20 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 			return nil, &planner.Error{Pos: s.Table.NamePos, Kind: planner.ErrUnknownName, Msg: fmt.Sprintf("unknown table %q", s.Table.Name)}
 		}
 		return policyResult(t), nil
+	case "LEDGER":
+		// The analysts' statements and their costs are the owner's to read.
+		if !e.owner {
+			return nil, &planner.Error{Pos: s.ShowPos, Kind: ErrOwnerOnly, Msg: "SHOW LEDGER needs owner mode (dpsql --owner); SHOW BUDGET shows what remains"}
+		}
+		entries, err := budget.Ledger(ctx, e.db)
+		if err != nil {
+			return nil, err
+		}
+		res := &Result{Columns: []string{"id", "charged", "statement", "epsilon", "delta"}}
+		for _, en := range entries {
+			res.Rows = append(res.Rows, []any{en.ID, en.Charged, en.Statement, en.Cost.Epsilon, en.Cost.Delta})
+		}
+		return res, nil
 	}
 	return nil, fmt.Errorf("dpsql: unknown SHOW %s", s.What)
 }

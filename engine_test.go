@@ -537,3 +537,26 @@ func TestCancelledImportSaysNothingWasImported(t *testing.T) {
 		t.Errorf("tables after a cancelled import: %v %v", tables, err)
 	}
 }
+
+// TestShowLedgerIsTheOwners: the owner lists every charge with its
+// statement and cost; an analyst is refused (issue 12's budget planning).
+func TestShowLedgerIsTheOwners(t *testing.T) {
+	path := newDB(t)
+	analyst := open(t, path, dpsql.Options{Epsilon: 0.5})
+	ctx := context.Background()
+	for _, q := range []string{`SELECT COUNT(*) FROM t`, `SELECT g, SUM(x) FROM t GROUP BY g`} {
+		if _, err := analyst.Query(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := analyst.Query(ctx, `SHOW LEDGER`); !errors.Is(err, dpsql.ErrOwnerOnly) {
+		t.Errorf("analyst: %v", err)
+	}
+	res, err := open(t, path, dpsql.Options{Owner: true}).Query(ctx, `show ledger`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 2 || !strings.Contains(res.Rows[1][2].(string), "SUM") || res.Rows[0][3] != 0.5 {
+		t.Errorf("ledger: %v %v", res.Columns, res.Rows)
+	}
+}

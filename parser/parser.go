@@ -400,8 +400,10 @@ func (p *parser) statement() Stmt {
 			return &ShowStmt{ShowPos: t.pos, What: "TABLES"}
 		case p.accept("POLICY"):
 			return &ShowStmt{ShowPos: t.pos, What: "POLICY", Table: p.tableRef()}
+		case p.accept("LEDGER"):
+			return &ShowStmt{ShowPos: t.pos, What: "LEDGER"}
 		}
-		p.fail(p.tok.pos, "expected BUDGET, TABLES or POLICY after SHOW, found %s", p.tok.describe())
+		p.fail(p.tok.pos, "expected BUDGET, TABLES, POLICY or LEDGER after SHOW, found %s", p.tok.describe())
 	case t.is("CREATE"):
 		p.next()
 		if !p.tok.is("PRIVACY") {
