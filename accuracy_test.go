@@ -64,7 +64,7 @@ func BenchmarkAutoBoundsAccuracyAdult(b *testing.B) {
 	if v := os.Getenv("DPSQL_FRACTION"); v != "" {
 		frac = ", bounds_epsilon_fraction = " + v
 	}
-	eng, err := dpsql.Open(path, dpsql.Options{})
+	eng, err := dpsql.Open(path, dpsql.Options{NoCache: true}) // repeated runs measure fresh noise
 	if err != nil {
 		b.Fatal(err)
 	}

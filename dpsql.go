@@ -18,10 +18,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 
 	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/cache"
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/exec"
@@ -62,6 +64,10 @@ type Options struct {
 	// Epsilon is the session's default ε per query (0: none; queries must
 	// then give one in OPTIONS or after SET epsilon).
 	Epsilon float64
+	// NoCache answers every private query afresh, with new noise and a new
+	// charge, instead of returning the answer an identical earlier query
+	// got for free (the default; see SHOW CACHE).
+	NoCache bool
 	// Notify, when set, receives notices about a running statement that
 	// the caller may want to show, such as a private query waiting for
 	// another process's write lock before it can record its cost.
@@ -74,11 +80,12 @@ type Options struct {
 // Engine is one session on one database file. Its methods are safe for
 // concurrent use; statements of one Engine run one at a time.
 type Engine struct {
-	db     *sql.DB
-	path   string
-	owner  bool
-	noise  mechanism.Noiser
-	notify func(string)
+	db      *sql.DB
+	path    string
+	owner   bool
+	noise   mechanism.Noiser
+	notify  func(string)
+	noCache bool
 
 	mu         sync.Mutex
 	sess       planner.Session
@@ -129,6 +136,10 @@ func Open(path string, opts Options) (*Engine, error) {
 		db.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
+	// The answer cache is an economy, not a guarantee: where its tables
+	// cannot be made (a read-only file from an older version), queries are
+	// simply charged every time.
+	_ = cache.Init(ctx, db)
 	if opts.Owner {
 		// Write-ahead logging lets analysts read while the owner writes (an
 		// import, a policy change); the mode is kept in the file. Where the
@@ -139,7 +150,7 @@ func Open(path string, opts Options) (*Engine, error) {
 	if noise == nil {
 		noise = mechanism.NewSecureNoiser(nil)
 	}
-	return &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, sess: planner.Session{Epsilon: opts.Epsilon}}, nil
+	return &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, sess: planner.Session{Epsilon: opts.Epsilon}}, nil
 }
 
 // Close closes the database.
@@ -301,6 +312,13 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 		if err != nil {
 			return nil, err
 		}
+		// An identical query asked before gets the same released answer,
+		// free (post-processing of that release).
+		key := cache.Key(parser.FormatStmt(s), p.Epsilon, p.Delta, e.sess, e.showBounds)
+		if a, ok, err := cache.Get(ctx, e.db, key); err == nil && ok && !e.noCache {
+			notes := append(append([]string(nil), a.Notes...), fmt.Sprintf("answered from the cache: the answer released on %s (ε=%g then), nothing charged", a.Created.Format("2006-01-02 15:04:05 UTC"), a.Epsilon))
+			return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Notes: notes}, nil
+		}
 		// The backend compiles both statements before anything is charged:
 		// a statement it rejects costs nothing.
 		cost := budget.Cost{Epsilon: p.Epsilon, Delta: p.Delta}
@@ -334,6 +352,15 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 			for _, c := range chosen {
 				res.Notes = append(res.Notes, fmt.Sprintf("bounds of %s chosen privately: [%g, %g]", c.Label, c.Lo, c.Hi))
 			}
+		}
+		tables := make([]string, 0, len(p.Reads))
+		for t := range p.Reads {
+			tables = append(tables, t)
+		}
+		sort.Strings(tables)
+		if !e.noCache {
+			_ = cache.Put(ctx, e.db, key, parser.FormatStmt(s), tables, &cache.Answer{Columns: res.Columns, Rows: res.Rows,
+				ErrorBounds: res.ErrorBounds, Notes: res.Notes, Epsilon: cost.Epsilon, Delta: cost.Delta})
 		}
 		return res, nil
 	}
@@ -470,6 +497,19 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 			return nil, &planner.Error{Pos: s.Table.NamePos, Kind: planner.ErrUnknownName, Msg: fmt.Sprintf("unknown table %q", s.Table.Name)}
 		}
 		return policyResult(t), nil
+	case "CACHE":
+		if !e.owner {
+			return nil, &planner.Error{Pos: s.ShowPos, Kind: ErrOwnerOnly, Msg: "SHOW CACHE needs owner mode (dpsql --owner): it lists the statements analysts asked"}
+		}
+		entries, err := cache.List(ctx, e.db)
+		if err != nil {
+			return nil, err
+		}
+		res := &Result{Columns: []string{"statement", "tables", "epsilon", "delta", "created"}}
+		for _, en := range entries {
+			res.Rows = append(res.Rows, []any{en.Statement, en.Tables, en.Epsilon, en.Delta, en.Created})
+		}
+		return res, nil
 	case "LEDGER":
 		// The analysts' statements and their costs are the owner's to read.
 		if !e.owner {
@@ -486,6 +526,23 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 		return res, nil
 	}
 	return nil, fmt.Errorf("dpsql: unknown SHOW %s", s.What)
+}
+
+// changedTable is the table an owner statement changes the policy of, or "".
+func changedTable(stmt parser.Stmt) string {
+	switch s := stmt.(type) {
+	case *parser.CreatePolicyStmt:
+		return s.Table.Name
+	case *parser.DropPolicyStmt:
+		return s.Table.Name
+	case *parser.SetPublicStmt:
+		return s.Table.Name
+	case *parser.SetBoundsStmt:
+		return s.Table.Name
+	case *parser.SetDomainStmt:
+		return s.Table.Name
+	}
+	return ""
 }
 
 // readOnly reports whether err is SQLite refusing to write (a file or
@@ -567,6 +624,13 @@ func policyResult(t *catalog.Table) *Result {
 func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *catalog.Catalog) (*Result, error) {
 	fail := func(pos parser.Pos, err error) error {
 		return &planner.Error{Pos: pos, Kind: err, Msg: err.Error()}
+	}
+	if _, ok := stmt.(*parser.ResetCacheStmt); ok {
+		n, err := cache.Reset(ctx, e.db)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Message: fmt.Sprintf("cache reset: %d cached answers dropped; identical queries are charged again", n)}, nil
 	}
 	if _, ok := stmt.(*parser.ResetBudgetStmt); ok {
 		if err := budget.Reset(ctx, e.db); err != nil {
@@ -682,6 +746,12 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 	}
 	if err != nil {
 		return nil, fail(stmt.Pos(), err)
+	}
+	// A table whose policy changed answers differently: its cached answers go.
+	if t := changedTable(stmt); t != "" {
+		if err := cache.Invalidate(ctx, tx, t); err != nil {
+			return nil, err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, err

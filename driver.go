@@ -107,8 +107,16 @@ func ParseDSN(dsn string) (string, Options, error) {
 				return "", opts, fmt.Errorf("dpsql: epsilon must be a positive number, got %q", v[0])
 			}
 			opts.Epsilon = f
+		case "cache":
+			switch v[0] {
+			case "on":
+			case "off":
+				opts.NoCache = true
+			default:
+				return "", opts, fmt.Errorf("dpsql: cache is on or off, got %q", v[0])
+			}
 		default:
-			return "", opts, fmt.Errorf("dpsql: unknown DSN option %q (known: role, epsilon)", k)
+			return "", opts, fmt.Errorf("dpsql: unknown DSN option %q (known: role, epsilon, cache)", k)
 		}
 	}
 	return path, opts, nil

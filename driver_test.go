@@ -168,3 +168,55 @@ func TestDriverSetEpsilonIsPerConnection(t *testing.T) {
 		}
 	}
 }
+
+// TestDriverCacheOption: cache=off in the DSN answers repeats afresh (and
+// charges them); by default a repeat is free.
+func TestDriverCacheOption(t *testing.T) {
+	path := newDB(t)
+	for _, tc := range []struct {
+		dsn   string
+		spent float64
+	}{{"?epsilon=0.5", 0.5}, {"?epsilon=0.5&cache=off", 1}} {
+		db, err := sql.Open("dpsql", "file:"+path+tc.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.SetMaxOpenConns(1)
+		owner, _ := sql.Open("dpsql", "file:"+path+"?role=owner")
+		for _, q := range []string{"RESET CACHE", "RESET BUDGET"} {
+			if _, err := owner.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		owner.Close()
+		var n int64
+		for i := 0; i < 2; i++ {
+			if err := db.QueryRow(`SELECT COUNT(*) FROM t WHERE x > 5`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var what string
+		var eps, delta float64
+		rows, err := db.Query(`SHOW BUDGET`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var e, d float64
+			rows.Scan(&what, &e, &d)
+			if what == "spent" {
+				eps, delta = e, d
+			}
+		}
+		rows.Close()
+		if eps != tc.spent || delta != 0 {
+			t.Errorf("%s: spent ε=%v after two identical queries, want %v", tc.dsn, eps, tc.spent)
+		}
+		db.Close()
+	}
+	if _, err := sql.Open("dpsql", "file:"+path+"?cache=maybe"); err == nil {
+		if db, _ := sql.Open("dpsql", "file:"+path+"?cache=maybe"); db.Ping() == nil {
+			t.Error("cache=maybe accepted")
+		}
+	}
+}

@@ -271,7 +271,7 @@ func TestExplainShowsCells(t *testing.T) {
 
 func TestRealNoiseIsAdded(t *testing.T) {
 	path := newDB(t)
-	e, err := dpsql.Open(path, dpsql.Options{Epsilon: 0.1})
+	e, err := dpsql.Open(path, dpsql.Options{Epsilon: 0.1, NoCache: true}) // fresh noise for every repeat
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +477,7 @@ func TestWaitingForTheLedgerSaysSo(t *testing.T) {
 		return c
 	}
 	notices := make(chan string, 4)
-	e, err := dpsql.Open(path, dpsql.Options{Epsilon: 1, Notify: func(n string) { notices <- n }})
+	e, err := dpsql.Open(path, dpsql.Options{Epsilon: 1, NoCache: true, Notify: func(n string) { notices <- n }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,5 +558,84 @@ func TestShowLedgerIsTheOwners(t *testing.T) {
 	}
 	if len(res.Rows) != 2 || !strings.Contains(res.Rows[1][2].(string), "SUM") || res.Rows[0][3] != 0.5 {
 		t.Errorf("ledger: %v %v", res.Columns, res.Rows)
+	}
+}
+
+// TestRepeatedQueriesAreFree: an identical query (statement, parameters,
+// ε, session) gets the released answer again, with no charge and a note;
+// anything different is charged; a policy change through dpsql
+// invalidates the table's answers; RESET CACHE drops them all; SHOW CACHE
+// is the owner's (issue 12).
+func TestRepeatedQueriesAreFree(t *testing.T) {
+	path := newDB(t)
+	ctx := context.Background()
+	openCached := func(opts dpsql.Options) *dpsql.Engine { // real noise, cache on: as in production
+		e, err := dpsql.Open(path, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	a := openCached(dpsql.Options{Epsilon: 0.5})
+	ask := func(q string, args ...any) *dpsql.Result {
+		t.Helper()
+		r, err := a.Query(ctx, q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return r
+	}
+	first := ask(`SELECT g, COUNT(*), AVG(x) FROM t WHERE x > ? GROUP BY g`, 10)
+	again := ask(`select g, count(*), avg(x) from t where x > ? group by g`, 10) // the same statement, canonically
+	if fmt.Sprint(first.Rows) != fmt.Sprint(again.Rows) || again.Cost.Epsilon != 0 || len(again.Notes) != 1 || !strings.Contains(again.Notes[0], "answered from the cache") {
+		t.Errorf("repeat: %v %v %v / %v", again.Rows, again.Cost, again.Notes, first.Rows)
+	}
+	if got := spent(t, a); got != 0.5 {
+		t.Errorf("spent %v after a repeat, want 0.5", got)
+	}
+	// Another parameter, another ε, another session setting: new questions.
+	ask(`SELECT g, COUNT(*), AVG(x) FROM t WHERE x > ? GROUP BY g`, 11)
+	ask(`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.25) g, COUNT(*), AVG(x) FROM t WHERE x > ? GROUP BY g`, 10)
+	ask(`SET bounds_epsilon_fraction = 0.5`)
+	ask(`SELECT g, COUNT(*), AVG(x) FROM t WHERE x > ? GROUP BY g`, 10)
+	if got := spent(t, a); math.Abs(got-1.75) > 1e-9 {
+		t.Errorf("spent %v, want 1.75", got)
+	}
+	owner := openCached(dpsql.Options{Owner: true})
+	if _, err := a.Query(ctx, `SHOW CACHE`); !errors.Is(err, dpsql.ErrOwnerOnly) {
+		t.Errorf("SHOW CACHE by an analyst: %v", err)
+	}
+	res, err := owner.Query(ctx, `SHOW CACHE`)
+	if err != nil || len(res.Rows) != 4 || res.Rows[0][1] != "t" {
+		t.Fatalf("SHOW CACHE: %v %v", res, err)
+	}
+	// A bounds change on t invalidates t's answers.
+	if _, err := owner.Query(ctx, `ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 50)`); err != nil {
+		t.Fatal(err)
+	}
+	if r := ask(`SELECT g, COUNT(*), AVG(x) FROM t WHERE x > ? GROUP BY g`, 10); r.Cost.Epsilon != 0.5 || len(r.Notes) != 0 {
+		t.Errorf("after a policy change: %v %v", r.Cost, r.Notes)
+	}
+	if r := ask(`SELECT g, COUNT(*), AVG(x) FROM t WHERE x > ? GROUP BY g`, 10); r.Cost.Epsilon != 0 {
+		t.Errorf("a repeat after the change was charged: %v", r.Cost)
+	}
+	res, err = owner.Query(ctx, `RESET CACHE`)
+	if err != nil || !strings.Contains(res.Message, "1 cached answers dropped") {
+		t.Errorf("RESET CACHE: %v %v", res, err)
+	}
+	if r := ask(`SELECT g, COUNT(*), AVG(x) FROM t WHERE x > ? GROUP BY g`, 10); r.Cost.Epsilon != 0.5 {
+		t.Errorf("after RESET CACHE: %v", r.Cost)
+	}
+	// NoCache answers afresh every time.
+	b := openCached(dpsql.Options{Epsilon: 0.5, NoCache: true})
+	before := spent(t, b)
+	for i := 0; i < 2; i++ {
+		if _, err := b.Query(ctx, `SELECT COUNT(*) FROM t`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := spent(t, b) - before; math.Abs(got-1) > 1e-9 {
+		t.Errorf("NoCache: spent %v for two queries, want 1", got)
 	}
 }

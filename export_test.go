@@ -42,6 +42,7 @@ func (e *exactThreshold) Next(q float64) (bool, error) {
 // OpenWithNoise opens an engine with an injected noise source (tests only).
 func OpenWithNoise(path string, opts Options, n mechanism.Noiser) (*Engine, error) {
 	opts.noise = n
+	opts.NoCache = true // tests of the noise see every query's noise calls
 	return Open(path, opts)
 }
 

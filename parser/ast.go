@@ -282,6 +282,12 @@ type ResetBudgetStmt struct {
 	ResetPos Pos
 }
 
+// ResetCacheStmt is RESET CACHE (owner): every cached answer is dropped;
+// the next identical query is charged and answered afresh.
+type ResetCacheStmt struct {
+	ResetPos Pos
+}
+
 // SetBudgetStmt is SET BUDGET epsilon = E[, delta = D] (owner).
 type SetBudgetStmt struct {
 	SetPos  Pos
@@ -340,6 +346,7 @@ func (s *ExplainStmt) Pos() Pos      { return s.ExplainPos }
 func (s *SetStmt) Pos() Pos          { return s.SetPos }
 func (s *SetBudgetStmt) Pos() Pos    { return s.SetPos }
 func (s *ResetBudgetStmt) Pos() Pos  { return s.ResetPos }
+func (s *ResetCacheStmt) Pos() Pos   { return s.ResetPos }
 func (s *ShowStmt) Pos() Pos         { return s.ShowPos }
 func (s *CreatePolicyStmt) Pos() Pos { return s.CreatePos }
 func (s *SetBoundsStmt) Pos() Pos    { return s.AlterPos }
@@ -352,6 +359,7 @@ func (*ExplainStmt) stmtNode()      {}
 func (*SetStmt) stmtNode()          {}
 func (*SetBudgetStmt) stmtNode()    {}
 func (*ResetBudgetStmt) stmtNode()  {}
+func (*ResetCacheStmt) stmtNode()   {}
 func (*ShowStmt) stmtNode()         {}
 func (*CreatePolicyStmt) stmtNode() {}
 func (*SetBoundsStmt) stmtNode()    {}
@@ -362,7 +370,7 @@ func (*DropPolicyStmt) stmtNode()   {}
 // IsOwnerStmt reports whether s needs owner mode.
 func IsOwnerStmt(s Stmt) bool {
 	switch s.(type) {
-	case *SetBudgetStmt, *ResetBudgetStmt, *CreatePolicyStmt, *SetBoundsStmt, *SetDomainStmt, *SetPublicStmt, *DropPolicyStmt:
+	case *SetBudgetStmt, *ResetBudgetStmt, *ResetCacheStmt, *CreatePolicyStmt, *SetBoundsStmt, *SetDomainStmt, *SetPublicStmt, *DropPolicyStmt:
 		return true
 	}
 	return false

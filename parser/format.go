@@ -255,6 +255,8 @@ func FormatStmt(s Stmt) string {
 		sb.WriteString("SET " + s.Name + " = " + Format(s.Value))
 	case *ResetBudgetStmt:
 		sb.WriteString("RESET BUDGET")
+	case *ResetCacheStmt:
+		sb.WriteString("RESET CACHE")
 	case *SetBudgetStmt:
 		sb.WriteString("SET BUDGET ")
 		opts(s.Options)

@@ -389,6 +389,9 @@ func (p *parser) statement() Stmt {
 		return &SetStmt{SetPos: t.pos, Name: FoldName(name), Value: p.expr()}
 	case t.is("RESET"):
 		p.next()
+		if p.accept("CACHE") {
+			return &ResetCacheStmt{ResetPos: t.pos}
+		}
 		p.expect("BUDGET")
 		return &ResetBudgetStmt{ResetPos: t.pos}
 	case t.is("SHOW"):
@@ -402,8 +405,10 @@ func (p *parser) statement() Stmt {
 			return &ShowStmt{ShowPos: t.pos, What: "POLICY", Table: p.tableRef()}
 		case p.accept("LEDGER"):
 			return &ShowStmt{ShowPos: t.pos, What: "LEDGER"}
+		case p.accept("CACHE"):
+			return &ShowStmt{ShowPos: t.pos, What: "CACHE"}
 		}
-		p.fail(p.tok.pos, "expected BUDGET, TABLES, POLICY or LEDGER after SHOW, found %s", p.tok.describe())
+		p.fail(p.tok.pos, "expected BUDGET, TABLES, POLICY, LEDGER or CACHE after SHOW, found %s", p.tok.describe())
 	case t.is("CREATE"):
 		p.next()
 		if !p.tok.is("PRIVACY") {

@@ -456,6 +456,8 @@ func TestMachineReadableOutput(t *testing.T) {
 			t.Errorf("json line %q: %v", l, err)
 		}
 	}
+	resetCache := func() { runCLI(t, "", "--db", db, "--owner", "-c", "RESET CACHE") } // each run below answers afresh
+	resetCache()
 	out, _, _ = runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "json", "--with-cost", "-c", script)
 	var first struct {
 		Rows        []map[string]any   `json:"rows"`
@@ -466,12 +468,14 @@ func TestMachineReadableOutput(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.Split(out, "\n")[0]), &first); err != nil || first.Epsilon != 0.25 || first.ErrorBounds["n"] <= 0 || len(first.Rows) != 1 {
 		t.Errorf("json --with-cost: %q %v", out, err)
 	}
+	resetCache()
 	out, _, _ = runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "csv", "--with-cost", "-c", script)
 	sets := strings.Split(out, "\n\n")
 	if len(sets) != 2 || !strings.HasPrefix(sets[0], "n,dpsql_epsilon,dpsql_delta,dpsql_error95(n)\n") || !strings.HasSuffix(sets[0], ",0.25,0,11.982929094215965") ||
 		sets[1] != "a,b,dpsql_epsilon,dpsql_delta\nx,2,0,0\n" {
 		t.Errorf("csv --with-cost: %q", out)
 	}
+	resetCache()
 	out, _, _ = runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "line", "--with-cost", "-c", "SELECT COUNT(*) AS n FROM people")
 	if !strings.Contains(out, "(1 row; spent ε=0.25; 95% noise bound: n ±12)") {
 		t.Errorf("line --with-cost: %q", out)

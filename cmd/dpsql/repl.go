@@ -45,7 +45,9 @@ query (or the statement being typed); Ctrl-D quits.
 
 SQL beyond SELECT: SET epsilon = E (default ε per query), SHOW BUDGET, SHOW TABLES,
 SHOW POLICY t, EXPLAIN SELECT ... (the plan and its cost; spends nothing); the
-owner adds CREATE/ALTER PRIVACY POLICY, SET BUDGET, SHOW LEDGER and ALTER TABLE t SET PUBLIC.
+owner adds CREATE/ALTER PRIVACY POLICY, SET BUDGET, SHOW LEDGER, SHOW CACHE,
+RESET CACHE and ALTER TABLE t SET PUBLIC. A repeated query is answered from the
+cache, free.
 The whole dialect: docs/dialect.md.
 
 psql habits work too: \q, quit and exit leave; \? is .help; \d lists the tables
@@ -322,7 +324,7 @@ var completionKeywords = []string{
 	"EXPLAIN", "SHOW BUDGET", "SHOW TABLES", "SHOW POLICY", "SET epsilon =", "SET show_bounds =",
 	"SET bounds_epsilon_fraction =", "WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon =",
 	"contribution_bounds_per_group =>", "CREATE PRIVACY POLICY ON", "ALTER PRIVACY POLICY ON",
-	"SET BOUNDS", "SET DOMAIN", "SET BUDGET epsilon =", "SHOW LEDGER", "DROP PRIVACY POLICY ON", "DESC", "ASC",
+	"SET BOUNDS", "SET DOMAIN", "SET BUDGET epsilon =", "SHOW LEDGER", "SHOW CACHE", "RESET CACHE", "DROP PRIVACY POLICY ON", "DESC", "ASC",
 }
 
 // completer completes keywords, meta-commands, and table and column names

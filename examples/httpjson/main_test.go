@@ -45,8 +45,12 @@ func TestHandler(t *testing.T) {
 	if code, a := get(`SELECT x FROM t`); code != 400 || a.Error == "" || len(a.Rows) != 0 {
 		t.Errorf("raw column: %d %+v", code, a)
 	}
-	get(`SELECT COUNT(*) FROM t`)
-	if code, a := get(`SELECT COUNT(*) FROM t`); code != 400 {
-		t.Errorf("third query over a budget of 1 at 0.5 each: %d %+v", code, a)
+	// A repeat is answered from the cache, free; a new question is charged.
+	if code, a := get(`SELECT COUNT(*) AS n FROM t`); code != 200 || len(a.Rows) != 1 {
+		t.Errorf("repeat: %d %+v", code, a)
+	}
+	get(`SELECT COUNT(*) FROM t WHERE x > 1`)
+	if code, a := get(`SELECT COUNT(*) FROM t WHERE x > 2`); code != 400 {
+		t.Errorf("third new query over a budget of 1 at 0.5 each: %d %+v", code, a)
 	}
 }

@@ -16,7 +16,7 @@ func TestGeneratedStatementsParse(t *testing.T) {
 	gen := func() []Statement {
 		r := rand.New(rand.NewPCG(5, 6))
 		var out []Statement
-		for i := 0; i < 2000; i++ {
+		for i := 0; i < 20000; i++ {
 			out = append(out, Generate(r, 0.15))
 		}
 		return out

@@ -270,6 +270,15 @@ func (g *generator) subquery() *relation {
 		unitName = "u"
 	}
 	grouped := g.chance(0.5)
+	// Decide the names first: a column drawn and then replaced would take
+	// its placeholders with it.
+	name1 := "c1"
+	plainC1 := false
+	if unitName == "u" && g.chance(0.6) {
+		g.use("subquery output named like the unit")
+		name1 = "uid" // a non-unit column under the unit's name
+		plainC1 = !grouped && g.chance(0.7)
+	}
 	var c1, c2 string
 	if grouped {
 		g.use("subquery with per-unit aggregates")
@@ -279,15 +288,12 @@ func (g *generator) subquery() *relation {
 		c1, c2 = agg(), agg()
 	} else {
 		g.use("subquery without aggregates")
-		c1, c2 = g.num(2), g.num(1)
-	}
-	name1 := "c1"
-	if unitName == "u" && g.chance(0.6) {
-		g.use("subquery output named like the unit")
-		name1 = "uid" // a non-unit column under the unit's name
-		if !grouped && g.chance(0.7) {
+		if plainC1 {
 			c1 = g.pick([]string{"v", "w", "n", "h"}) // one that differs row by row
+		} else {
+			c1 = g.num(2)
 		}
+		c2 = g.num(1)
 	}
 	sel := fmt.Sprintf("SELECT %s, %s AS %s, %s AS c2, g FROM p", unitAs, c1, name1, c2)
 	if g.chance(0.4) {

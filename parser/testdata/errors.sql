@@ -20,7 +20,7 @@ SELECT a FROM t LEFT /* ERROR "only \[INNER\] JOIN ... ON is supported" */ JOIN 
 SELECT COUNT(*) OVER /* ERROR "window functions" */ () FROM t
 SELECT a @ /* ERROR "unexpected character '@'" */ b FROM t
 SELECT DISTINCT /* ERROR "SELECT DISTINCT is not supported" */ a FROM t
-SHOW USERS /* ERROR "expected BUDGET, TABLES, POLICY or LEDGER" */
+SHOW USERS /* ERROR "expected BUDGET, TABLES, POLICY, LEDGER or CACHE" */
 SELECT a FROM t, /* ERROR "only \[INNER\] JOIN" */ u
 SELECT a FROM (t /* ERROR "expected a subquery" */)
 WITH v AS (SELECT a FROM t) DELETE /* ERROR "expected SELECT" */ FROM v

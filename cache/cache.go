@@ -1,0 +1,228 @@
+// Package cache keeps the answers of private queries, so that an identical
+// query is answered again with the same released answer and no new charge
+// (issue 12, "free repeats"): consistent answers, no averaging of repeated
+// noisy answers, no budget spent twice on one question.
+//
+// Returning an answer that was already released is post-processing of that
+// release, so it costs nothing. Whether a query hits the cache depends only
+// on the statements asked before and on the owner's dpsql operations, never
+// on the data: entries are invalidated when the owner changes a table's
+// policy through dpsql (policy, bounds, domains, public/private) — not by
+// looking at the rows, which would make a hit or a miss a non-private
+// signal about them. Changes made to the file with other tools are not
+// detected; the owner runs RESET CACHE after them.
+package cache
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS _dpsql_cache (
+	key TEXT PRIMARY KEY,
+	statement TEXT NOT NULL,
+	result TEXT NOT NULL,
+	epsilon REAL NOT NULL,
+	delta REAL NOT NULL,
+	created TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS _dpsql_cache_tables (
+	key TEXT NOT NULL,
+	table_name TEXT NOT NULL
+);`
+
+// Init creates the cache's tables when they are missing (an up-to-date
+// database is only read).
+func Init(ctx context.Context, db *sql.DB) error {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_cache', '_dpsql_cache_tables')`).Scan(&n); err != nil {
+		return err
+	}
+	if n == 2 {
+		return nil
+	}
+	_, err := db.ExecContext(ctx, schema)
+	return err
+}
+
+// Answer is a cached answer: what the query released, and what it cost
+// when it was first asked.
+type Answer struct {
+	Columns     []string
+	Rows        [][]any // int64, float64, string or nil
+	ErrorBounds map[string]float64
+	Notes       []string
+	Epsilon     float64
+	Delta       float64
+	Created     time.Time
+}
+
+// value is one cell as stored: its type survives the round trip.
+type value struct {
+	I *int64   `json:"i,omitempty"`
+	F *float64 `json:"f,omitempty"`
+	S *string  `json:"s,omitempty"`
+}
+
+type stored struct {
+	Columns     []string           `json:"columns"`
+	Rows        [][]value          `json:"rows"`
+	ErrorBounds map[string]float64 `json:"error_bounds"`
+	Notes       []string           `json:"notes"`
+}
+
+// Execer runs statements (a *sql.DB or a *sql.Tx).
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// Get returns the answer cached under key, if any.
+func Get(ctx context.Context, db *sql.DB, key string) (*Answer, bool, error) {
+	var text, created string
+	a := &Answer{}
+	err := db.QueryRowContext(ctx, `SELECT result, epsilon, delta, created FROM _dpsql_cache WHERE key = ?`, key).Scan(&text, &a.Epsilon, &a.Delta, &created)
+	if err == sql.ErrNoRows {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var st stored
+	if err := json.Unmarshal([]byte(text), &st); err != nil {
+		return nil, false, fmt.Errorf("cache: %w", err)
+	}
+	a.Columns, a.ErrorBounds, a.Notes = st.Columns, st.ErrorBounds, st.Notes
+	for _, r := range st.Rows {
+		row := make([]any, len(r))
+		for i, v := range r {
+			switch {
+			case v.I != nil:
+				row[i] = *v.I
+			case v.F != nil:
+				row[i] = *v.F
+			case v.S != nil:
+				row[i] = *v.S
+			}
+		}
+		a.Rows = append(a.Rows, row)
+	}
+	a.Created, _ = time.Parse(time.RFC3339Nano, created)
+	return a, true, nil
+}
+
+// Put stores an answer under key, with the statement (for SHOW CACHE) and
+// the tables it read (for invalidation). The first answer stored under a
+// key stays.
+func Put(ctx context.Context, db *sql.DB, key, statement string, tables []string, a *Answer) error {
+	st := stored{Columns: a.Columns, ErrorBounds: a.ErrorBounds, Notes: a.Notes}
+	for _, r := range a.Rows {
+		row := make([]value, len(r))
+		for i, v := range r {
+			switch x := v.(type) {
+			case int64:
+				row[i].I = &x
+			case float64:
+				row[i].F = &x
+			case string:
+				row[i].S = &x
+			case nil:
+			default:
+				return fmt.Errorf("cache: unexpected value %T", v)
+			}
+		}
+		st.Rows = append(st.Rows, row)
+	}
+	text, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO _dpsql_cache (key, statement, result, epsilon, delta, created) VALUES (?, ?, ?, ?, ?, ?)`,
+		key, statement, string(text), a.Epsilon, a.Delta, time.Now().UTC().Format(time.RFC3339Nano))
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		for _, t := range tables {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO _dpsql_cache_tables (key, table_name) VALUES (?, ?)`, key, t); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Commit()
+}
+
+// Invalidate removes the answers that read table (compared as SQLite
+// compares names), inside the owner's transaction.
+func Invalidate(ctx context.Context, db Execer, table string) error {
+	if _, err := db.ExecContext(ctx, `DELETE FROM _dpsql_cache WHERE key IN (SELECT key FROM _dpsql_cache_tables WHERE table_name = ? COLLATE NOCASE)`, table); err != nil {
+		return err
+	}
+	_, err := db.ExecContext(ctx, `DELETE FROM _dpsql_cache_tables WHERE table_name = ? COLLATE NOCASE`, table)
+	return err
+}
+
+// Reset empties the cache.
+func Reset(ctx context.Context, db *sql.DB) (int64, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `DELETE FROM _dpsql_cache`)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM _dpsql_cache_tables`); err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	return n, tx.Commit()
+}
+
+// Entry is a cached answer as SHOW CACHE lists it.
+type Entry struct {
+	Statement string
+	Tables    string
+	Epsilon   float64
+	Delta     float64
+	Created   string
+}
+
+// List returns the cached answers, oldest first.
+func List(ctx context.Context, db *sql.DB) ([]Entry, error) {
+	rows, err := db.QueryContext(ctx, `SELECT c.statement, COALESCE((SELECT group_concat(table_name, ', ') FROM _dpsql_cache_tables t WHERE t.key = c.key), ''), c.epsilon, c.delta, c.created FROM _dpsql_cache c ORDER BY c.created, c.rowid`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		var e Entry
+		if err := rows.Scan(&e.Statement, &e.Tables, &e.Epsilon, &e.Delta, &e.Created); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Key is the cache key of a query: its canonical statement (parameters
+// bound as literals) and everything of the session that shapes its plan.
+func Key(statement string, session ...any) string {
+	var sb strings.Builder
+	sb.WriteString(statement)
+	for _, s := range session {
+		fmt.Fprintf(&sb, "\x1f%#v", s)
+	}
+	return sb.String()
+}
