@@ -474,11 +474,17 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 			return &Result{Message: "no budget set: private queries are refused until the owner runs SET BUDGET epsilon = E[, delta = D]"}, nil
 		}
 		rem := st.Remaining()
-		return &Result{Columns: []string{"budget", "epsilon", "delta"}, Rows: [][]any{
+		res := &Result{Columns: []string{"budget", "epsilon", "delta"}, Rows: [][]any{
 			{"total", st.Total.Epsilon, st.Total.Delta},
 			{"spent", st.Spent.Epsilon, st.Spent.Delta},
 			{"remaining", rem.Epsilon, rem.Delta},
-		}}, nil
+		}}
+		if eps := e.sess.Epsilon; eps > 0 {
+			// In the ledger's whole units, as the charges will be counted.
+			left := budget.Fits(rem.Epsilon, eps)
+			res.Notes = append(res.Notes, fmt.Sprintf("at ε = %g per query (this session's), %d more queries fit (basic composition; repeats of cached answers are free)", eps, left))
+		}
+		return res, nil
 	case "TABLES":
 		res := &Result{Columns: []string{"table", "privacy", "policy"}}
 		for _, t := range cat.Tables() {

@@ -639,3 +639,26 @@ func TestRepeatedQueriesAreFree(t *testing.T) {
 		t.Errorf("NoCache: spent %v for two queries, want 1", got)
 	}
 }
+
+// TestShowBudgetSaysHowManyQueriesFit: with a session ε, SHOW BUDGET says
+// how many more queries of that ε the remaining budget allows, counted as
+// the ledger counts (issue 12, budget planning).
+func TestShowBudgetSaysHowManyQueriesFit(t *testing.T) {
+	path := newDB(t) // total ε = 100
+	e := open(t, path, dpsql.Options{Epsilon: 0.3})
+	if _, err := e.Query(context.Background(), `SELECT COUNT(*) FROM t`); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Query(context.Background(), `SHOW BUDGET`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (100 − 0.3) / 0.3 = 332.33…: 332 more.
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "at ε = 0.3 per query (this session's), 332 more queries fit") {
+		t.Errorf("notes %q", res.Notes)
+	}
+	res, _ = open(t, path, dpsql.Options{}).Query(context.Background(), `SHOW BUDGET`)
+	if len(res.Notes) != 0 {
+		t.Errorf("without a session ε: %q", res.Notes)
+	}
+}

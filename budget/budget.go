@@ -145,6 +145,17 @@ func migrateUnits(ctx context.Context, tx *sql.Tx, table string, up bool) error 
 	return rows.Err()
 }
 
+// Fits returns how many more charges of ε = each fit into remaining ε,
+// counted as the ledger counts them (remaining rounded down, each charge
+// rounded up, in whole units).
+func Fits(remaining, each float64) int64 {
+	r, c := toUnits(remaining, EpsilonUnit, false), toUnits(each, EpsilonUnit, true)
+	if c <= 0 {
+		return 0
+	}
+	return r / c
+}
+
 // toUnits converts v ≥ 0 to whole units, rounding up (charges) or down
 // (totals). It reads v as the shortest decimal that prints as v — the
 // number the user wrote — so 0.1 is exactly 1e11 ε-units.
