@@ -141,7 +141,23 @@ func Put(ctx context.Context, db *sql.DB, key, statement string, tables []string
 	if err != nil {
 		return err
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	// The answer is already computed: caching it must not keep it waiting
+	// behind another writer (an owner's import), so the lock is tried once
+	// (no busy wait), and the answer goes uncached if it is taken.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var timeout int64
+	if err := conn.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&timeout); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
+		return err
+	}
+	defer conn.ExecContext(context.Background(), fmt.Sprintf(`PRAGMA busy_timeout = %d`, timeout))
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

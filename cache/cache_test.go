@@ -1,0 +1,79 @@
+package cache
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	_ "modernc.org/sqlite"
+)
+
+// TestPutGetInvalidate: answers round-trip with their value types, the
+// first answer under a key stays, invalidation follows the tables read,
+// and a write lock held elsewhere makes Put give up instead of waiting.
+func TestPutGetInvalidate(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(30000)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := Init(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	a := &Answer{Columns: []string{"g", "n", "x"}, Rows: [][]any{{"a", int64(3), 2.5}, {nil, int64(-1), 1e300}},
+		ErrorBounds: map[string]float64{"n": 3.2}, Notes: []string{"note"}, Epsilon: 0.5}
+	k1, k2 := Key("SELECT 1", 0.5, 0.0), Key("SELECT 1", 0.25, 0.0)
+	if k1 == k2 {
+		t.Fatal("keys ignore the session")
+	}
+	if err := Put(ctx, db, k1, "SELECT 1", []string{"t"}, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := Put(ctx, db, k1, "SELECT 1", []string{"t"}, &Answer{Columns: []string{"other"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := Get(ctx, db, k1)
+	if err != nil || !ok || !reflect.DeepEqual(got.Rows, a.Rows) || !reflect.DeepEqual(got.Columns, a.Columns) || got.Epsilon != 0.5 || got.Notes[0] != "note" {
+		t.Fatalf("got %+v %v %v", got, ok, err)
+	}
+	if _, ok, _ := Get(ctx, db, k2); ok {
+		t.Error("a different key hit")
+	}
+	if err := Invalidate(ctx, db, "T"); err != nil { // names compare as SQLite compares them
+		t.Fatal(err)
+	}
+	if _, ok, _ := Get(ctx, db, k1); ok {
+		t.Error("invalidated answer still cached")
+	}
+	// Another connection holds the write lock: Put fails at once.
+	holder, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	c, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	if err := Put(ctx, db, k2, "SELECT 1", []string{"t"}, a); err == nil {
+		t.Error("Put succeeded while the write lock was held elsewhere")
+	}
+	c.ExecContext(ctx, `ROLLBACK`)
+	if err := Put(ctx, db, k2, "SELECT 1", []string{"t"}, a); err != nil {
+		t.Errorf("Put after the lock was released: %v", err)
+	}
+	// and the connection's own busy timeout is back
+	var timeout int
+	db.QueryRow(`PRAGMA busy_timeout`).Scan(&timeout)
+	if timeout != 30000 {
+		t.Errorf("busy_timeout left at %d", timeout)
+	}
+}
