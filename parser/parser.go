@@ -627,6 +627,9 @@ func (p *parser) selectStmt() *SelectStmt {
 		if !p.accept(",") {
 			break
 		}
+		if p.tok.is("FROM") {
+			break // a trailing comma before FROM, as BigQuery allows
+		}
 	}
 	if p.accept("FROM") {
 		s.From = p.fromClause()
