@@ -285,7 +285,7 @@ func (e *Engine) run(ctx context.Context, stmt parser.Stmt) (*Result, error) {
 	case *parser.SelectStmt:
 		return e.query(ctx, s, cat)
 	case *parser.ExplainStmt:
-		return e.explain(s, cat)
+		return e.explain(ctx, s, cat)
 	case *parser.SetStmt:
 		return e.set(s)
 	case *parser.ShowStmt:
@@ -314,7 +314,7 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 		}
 		// An identical query asked before gets the same released answer,
 		// free (post-processing of that release).
-		key := cache.Key(parser.FormatStmt(s), p.Epsilon, p.Delta, e.sess, e.showBounds)
+		key := e.cacheKey(s, p)
 		if a, ok, err := cache.Get(ctx, e.db, key); err == nil && ok && !e.noCache {
 			notes := append(append([]string(nil), a.Notes...), fmt.Sprintf("answered from the cache: the answer released on %s (ε=%g then), nothing charged", a.Created.Format("2006-01-02 15:04:05 UTC"), a.Epsilon))
 			return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Notes: notes}, nil
@@ -399,7 +399,7 @@ func errorBounds(p *planner.PrivateQuery) map[string]float64 {
 	return out
 }
 
-func (e *Engine) explain(s *parser.ExplainStmt, cat *catalog.Catalog) (*Result, error) {
+func (e *Engine) explain(ctx context.Context, s *parser.ExplainStmt, cat *catalog.Catalog) (*Result, error) {
 	plan, err := planner.PlanSelect(s.Query, cat, e.sess)
 	assumed := false
 	if errors.Is(err, planner.ErrNoEpsilon) {
@@ -426,6 +426,8 @@ func (e *Engine) explain(s *parser.ExplainStmt, cat *catalog.Catalog) (*Result, 
 		r := exec.Explain(p, rw)
 		if assumed {
 			r.Rows = append(r.Rows, []any{"epsilon", "no epsilon was set: the plan is shown at ε = 1 (SET epsilon = E, or OPTIONS (epsilon = E), to choose)"})
+		} else if a, ok, err := cache.Get(ctx, e.db, e.cacheKey(s.Query, p)); err == nil && ok && !e.noCache {
+			r.Rows = append(r.Rows, []any{"cache", fmt.Sprintf("an identical query was answered on %s: it would get that answer again, free", a.Created.Format("2006-01-02 15:04:05 UTC"))})
 		}
 		return &Result{Columns: r.Columns, Rows: r.Rows}, nil
 	}
@@ -532,6 +534,11 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 		return res, nil
 	}
 	return nil, fmt.Errorf("dpsql: unknown SHOW %s", s.What)
+}
+
+// cacheKey is the answer cache's key of a private query in this session.
+func (e *Engine) cacheKey(s *parser.SelectStmt, p *planner.PrivateQuery) string {
+	return cache.Key(parser.FormatStmt(s), p.Epsilon, p.Delta, e.sess, e.showBounds)
 }
 
 // changedTable is the table an owner statement changes the policy of, or "".

@@ -602,6 +602,12 @@ func TestRepeatedQueriesAreFree(t *testing.T) {
 	if got := spent(t, a); math.Abs(got-1.75) > 1e-9 {
 		t.Errorf("spent %v, want 1.75", got)
 	}
+	if r := ask(`EXPLAIN SELECT g, COUNT(*), AVG(x) FROM t WHERE x > 10 GROUP BY g`); !strings.Contains(fmt.Sprint(r.Rows), "it would get that answer again, free") {
+		t.Errorf("EXPLAIN of a cached query: %v", r.Rows)
+	}
+	if r := ask(`EXPLAIN SELECT g, COUNT(*), AVG(x) FROM t WHERE x > 12 GROUP BY g`); strings.Contains(fmt.Sprint(r.Rows), "free") {
+		t.Errorf("EXPLAIN of a new query: %v", r.Rows)
+	}
 	owner := openCached(dpsql.Options{Owner: true})
 	if _, err := a.Query(ctx, `SHOW CACHE`); !errors.Is(err, dpsql.ErrOwnerOnly) {
 		t.Errorf("SHOW CACHE by an analyst: %v", err)
