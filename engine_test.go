@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dpsql/dpsql"
@@ -666,5 +667,54 @@ func TestShowBudgetSaysHowManyQueriesFit(t *testing.T) {
 	res, _ = open(t, path, dpsql.Options{}).Query(context.Background(), `SHOW BUDGET`)
 	if len(res.Notes) != 0 {
 		t.Errorf("without a session ε: %q", res.Notes)
+	}
+}
+
+// TestConcurrentRepeatsShareOneAnswer: identical queries from many
+// sessions at once are each charged at most once, and once an answer is
+// stored every later repeat gets exactly that answer.
+func TestConcurrentRepeatsShareOneAnswer(t *testing.T) {
+	path := newDB(t)
+	ctx := context.Background()
+	const n = 8
+	answers := make([]string, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			e, err := dpsql.Open(path, dpsql.Options{Epsilon: 0.5})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer e.Close()
+			r, err := e.Query(ctx, `SELECT g, COUNT(*) FROM t GROUP BY g`)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			answers[i] = fmt.Sprint(r.Rows)
+		}(i)
+	}
+	wg.Wait()
+	e, err := dpsql.Open(path, dpsql.Options{Epsilon: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r, err := e.Query(ctx, `SELECT g, COUNT(*) FROM t GROUP BY g`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, a := range answers {
+		found = found || a == fmt.Sprint(r.Rows)
+	}
+	if !found || r.Cost.Epsilon != 0 {
+		t.Errorf("the repeat got %v (cost %v), none of the concurrent answers %v", r.Rows, r.Cost, answers)
+	}
+	if s := spent(t, e); s < 0.5 || s > n*0.5 {
+		t.Errorf("spent %v", s)
 	}
 }
