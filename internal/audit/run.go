@@ -30,6 +30,7 @@ func (f Finding) Privacy() bool {
 	return false
 }
 
+// String shows the statement, its arguments and what failed.
 func (f Finding) String() string {
 	return fmt.Sprintf("%s (args %v): %v", f.Statement.SQL, f.Statement.Args, f.Problems)
 }
