@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -716,5 +717,25 @@ func TestConcurrentRepeatsShareOneAnswer(t *testing.T) {
 	}
 	if s := spent(t, e); s < 0.5 || s > n*0.5 {
 		t.Errorf("spent %v", s)
+	}
+}
+
+// TestBigQueryCastTypes: INT64 rounds reals half away from zero as
+// BigQuery does (SQLite's CAST truncates), keeps large integers exact;
+// FLOAT64 and DOUBLE are REAL (issue 10).
+func TestBigQueryCastTypes(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	res, err := e.Query(context.Background(), `SELECT CAST(2.5 AS INT64), CAST(-2.5 AS INT64), CAST(2.4 AS INT64), CAST('7' AS INT64),
+		CAST(9007199254740993 AS INT64), CAST(3 AS FLOAT64), CAST('1.5' AS DOUBLE), CAST(NULL AS INT64), CAST(1e300 AS INT64)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{int64(3), int64(-3), int64(2), int64(7), int64(9007199254740993), 3.0, 1.5, nil, int64(math.MaxInt64)}
+	if !reflect.DeepEqual(res.Rows[0], want) {
+		t.Errorf("got %#v\nwant %#v", res.Rows[0], want)
+	}
+	// and over private rows, in WHERE and in an aggregate argument
+	if _, err := e.Query(context.Background(), `SELECT COUNT(*), SUM(CAST(y AS INT64), contribution_bounds_per_group => (0, 100)) FROM t WHERE CAST(y AS FLOAT64) > 1`); err != nil {
+		t.Error(err)
 	}
 }

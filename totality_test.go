@@ -90,7 +90,7 @@ func TestEveryFunctionAndOperatorIsTotal(t *testing.T) {
 		exprs = append(exprs, "(- "+a+")", "(NOT "+a+")", "("+a+" IS NULL)", "("+a+" LIKE '%a_')",
 			"("+a+" IN ("+pick()+", "+pick()+"))", "("+a+" BETWEEN "+pick()+" AND "+pick()+")",
 			"CASE "+a+" WHEN "+pick()+" THEN "+pick()+" ELSE "+pick()+" END")
-		for _, typ := range []string{"INTEGER", "REAL", "TEXT", "NUMERIC"} {
+		for _, typ := range []string{"INTEGER", "REAL", "TEXT", "NUMERIC", "INT64", "FLOAT64", "DOUBLE"} {
 			exprs = append(exprs, "CAST("+a+" AS "+typ+")")
 		}
 	}

@@ -101,7 +101,8 @@ type CaseExpr struct {
 	Else    Expr // nil when absent
 }
 
-// CastExpr is CAST(X AS Type); Type is one of INTEGER, REAL, TEXT, NUMERIC.
+// CastExpr is CAST(X AS Type); Type is one of INTEGER, REAL, TEXT, NUMERIC,
+// or BigQuery's INT64, FLOAT64, DOUBLE.
 type CastExpr struct {
 	CastPos Pos
 	X       Expr

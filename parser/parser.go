@@ -826,7 +826,10 @@ func (p *parser) unary() Expr {
 	return p.primary()
 }
 
-var castTypes = map[string]bool{"INTEGER": true, "REAL": true, "TEXT": true, "NUMERIC": true}
+// castTypes are the types CAST accepts: SQLite's, and BigQuery's INT64,
+// FLOAT64 and DOUBLE, which the planner renders with BigQuery's meaning
+// for numbers (INT64 rounds half away from zero; SQLite truncates).
+var castTypes = map[string]bool{"INTEGER": true, "REAL": true, "TEXT": true, "NUMERIC": true, "INT64": true, "FLOAT64": true, "DOUBLE": true}
 
 func (p *parser) primary() Expr {
 	t := p.tok
@@ -891,7 +894,7 @@ func (p *parser) primary() Expr {
 			typPos := p.tok.pos
 			typ := upperASCII(p.plainName("type name"))
 			if !castTypes[typ] {
-				p.fail(typPos, "unknown type %s in CAST (expected INTEGER, REAL, TEXT or NUMERIC)", typ)
+				p.fail(typPos, "unknown type %s in CAST (expected INTEGER, REAL, TEXT, NUMERIC, INT64, FLOAT64 or DOUBLE)", typ)
 			}
 			p.expect(")")
 			return &CastExpr{CastPos: t.pos, X: x, Type: typ}

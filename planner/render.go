@@ -97,6 +97,17 @@ func (rn *renderer) sql(e parser.Expr, extra func(parser.Expr) (string, bool)) s
 			if x.Op == "||" && rn.private {
 				return "(" + capText(sub(x.X)) + " || " + capText(sub(x.Y)) + ")", true
 			}
+		case *parser.CastExpr:
+			switch x.Type {
+			case "FLOAT64", "DOUBLE":
+				return "CAST(" + sub(x.X) + " AS REAL)", true
+			case "INT64":
+				// BigQuery rounds a real half away from zero (SQLite's ROUND
+				// does too) where SQLite's CAST truncates; integers and text
+				// convert as SQLite converts them.
+				v := sub(x.X)
+				return "(CASE WHEN typeof(" + v + ") = 'real' THEN CAST(ROUND(" + v + ") AS INTEGER) ELSE CAST(" + v + " AS INTEGER) END)", true
+			}
 		case *parser.CallExpr:
 			switch {
 			case x.Name == "ABS" && len(x.Args) == 1 && !testhooks.BareAbs.Load():

@@ -126,7 +126,7 @@ func (g *generator) num(depth int) string {
 		}
 		return "CASE " + g.num(depth-1) + " WHEN " + g.literal() + " THEN " + g.num(depth-1) + " END"
 	case 7:
-		t := g.pick([]string{"INTEGER", "REAL", "TEXT", "NUMERIC"})
+		t := g.pick([]string{"INTEGER", "REAL", "TEXT", "NUMERIC", "INT64", "FLOAT64", "DOUBLE"})
 		g.use("CAST AS " + t)
 		return "CAST(" + g.num(depth-1) + " AS " + t + ")"
 	default:

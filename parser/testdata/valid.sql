@@ -28,4 +28,5 @@ SELECT v.ward, COUNT(*) FROM visits AS v JOIN wards w ON v.ward = w.code GROUP B
 SELECT AVG(n) FROM (SELECT uid, COUNT(*) AS n FROM visits GROUP BY uid) AS per_unit;
 WITH per_unit AS (SELECT uid, SUM(cost) AS total FROM visits GROUP BY uid) SELECT AVG(total) FROM per_unit;
 SELECT COUNT(*) FROM a INNER JOIN b ON a.uid = b.uid JOIN c ON b.k = c.k;
-SELECT g, COUNT(*), FROM t GROUP BY g
+SELECT g, COUNT(*), FROM t GROUP BY g;
+SELECT CAST(x AS INT64), CAST(x AS float64), CAST(x AS Double) FROM t
