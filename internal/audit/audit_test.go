@@ -29,7 +29,7 @@ func TestGeneratedStatementsParse(t *testing.T) {
 		if _, err := parser.ParseStatement(st.SQL); err != nil {
 			t.Errorf("%s: %v", st.SQL, err)
 		}
-		if n := strings.Count(st.SQL, "?"); n != len(st.Args) {
+		if n := strings.Count(st.SQL, "?") + strings.Count(st.SQL, "$"); n != len(st.Args) {
 			t.Errorf("%s: %d placeholders, %d arguments", st.SQL, n, len(st.Args))
 		}
 	}

@@ -43,6 +43,7 @@ type generator struct {
 	rel        *relation
 	args       []any
 	params     bool
+	dollar     bool // $N placeholders instead of ?
 	constructs map[string]bool
 }
 
@@ -62,8 +63,12 @@ var paramValues = []any{int64(0), int64(3), int64(-9223372036854775808), 2.5, 1e
 
 func (g *generator) literal() string {
 	if g.params && g.chance(0.1) {
-		g.use("parameter")
 		g.args = append(g.args, paramValues[g.r.IntN(len(paramValues))])
+		if g.dollar {
+			g.use("parameter $N")
+			return fmt.Sprintf("$%d", len(g.args))
+		}
+		g.use("parameter ?")
 		return "?"
 	}
 	return g.pick(literals)
@@ -329,6 +334,7 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 	// near-misses take no parameters: their mutations drop parts of the
 	// statement, placeholders among them
 	g := &generator{r: r, constructs: map[string]bool{}, params: !refuse && r.IntN(4) == 0}
+	g.dollar = g.params && r.IntN(2) == 0
 	g.rel = g.relation()
 	g.use("FROM " + g.rel.name)
 	var items, group []string
@@ -443,7 +449,12 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 		g.use("session epsilon (no OPTIONS)")
 		head = "SELECT "
 	}
-	st.SQL = g.rel.with + head + strings.Join(items, ", ") + " FROM " + g.rel.from + where + tail
+	comma := ""
+	if g.chance(0.05) {
+		g.use("trailing comma in the select list")
+		comma = ","
+	}
+	st.SQL = g.rel.with + head + strings.Join(items, ", ") + comma + " FROM " + g.rel.from + where + tail
 	st.Args = g.args
 	for c := range g.constructs {
 		st.Constructs = append(st.Constructs, c)
