@@ -314,7 +314,8 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 		}
 		// An identical query asked before gets the same released answer,
 		// free (post-processing of that release).
-		key := e.cacheKey(s, p)
+		text := parser.FormatStmt(s) // the canonical statement: cache key, ledger and SHOW CACHE
+		key := e.cacheKey(text, p)
 		if a, ok, err := cache.Get(ctx, e.db, key); err == nil && ok && !e.noCache {
 			notes := append(append([]string(nil), a.Notes...), fmt.Sprintf("answered from the cache: the answer released on %s (ε=%g then), nothing charged", a.Created.Format("2006-01-02 15:04:05 UTC"), a.Epsilon))
 			return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Notes: notes}, nil
@@ -334,7 +335,7 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 				e.notify("waiting for the database's write lock (another connection or process is writing, such as an owner's import) to record this query's cost; Ctrl-C cancels and charges nothing")
 			}
 		}
-		if err := budget.ChargeWaiting(ctx, e.db, cost, parser.FormatStmt(s), waiting); err != nil {
+		if err := budget.ChargeWaiting(ctx, e.db, cost, text, waiting); err != nil {
 			if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
 				return nil, &planner.Error{Pos: s.SelectPos, Kind: err, Msg: err.Error()}
 			}
@@ -359,7 +360,7 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 		}
 		sort.Strings(tables)
 		if !e.noCache {
-			_ = cache.Put(ctx, e.db, key, parser.FormatStmt(s), tables, &cache.Answer{Columns: res.Columns, Rows: res.Rows,
+			_ = cache.Put(ctx, e.db, key, text, tables, &cache.Answer{Columns: res.Columns, Rows: res.Rows,
 				ErrorBounds: res.ErrorBounds, Notes: res.Notes, Epsilon: cost.Epsilon, Delta: cost.Delta})
 		}
 		return res, nil
@@ -426,7 +427,7 @@ func (e *Engine) explain(ctx context.Context, s *parser.ExplainStmt, cat *catalo
 		r := exec.Explain(p, rw)
 		if assumed {
 			r.Rows = append(r.Rows, []any{"epsilon", "no epsilon was set: the plan is shown at ε = 1 (SET epsilon = E, or OPTIONS (epsilon = E), to choose)"})
-		} else if a, ok, err := cache.Get(ctx, e.db, e.cacheKey(s.Query, p)); err == nil && ok && !e.noCache {
+		} else if a, ok, err := cache.Get(ctx, e.db, e.cacheKey(parser.FormatStmt(s.Query), p)); err == nil && ok && !e.noCache {
 			r.Rows = append(r.Rows, []any{"cache", fmt.Sprintf("an identical query was answered on %s: it would get that answer again, free", a.Created.Format("2006-01-02 15:04:05 UTC"))})
 		}
 		return &Result{Columns: r.Columns, Rows: r.Rows}, nil
@@ -536,9 +537,10 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 	return nil, fmt.Errorf("dpsql: unknown SHOW %s", s.What)
 }
 
-// cacheKey is the answer cache's key of a private query in this session.
-func (e *Engine) cacheKey(s *parser.SelectStmt, p *planner.PrivateQuery) string {
-	return cache.Key(parser.FormatStmt(s), p.Epsilon, p.Delta, e.sess, e.showBounds)
+// cacheKey is the answer cache's key of a private query (its canonical
+// statement) in this session.
+func (e *Engine) cacheKey(statement string, p *planner.PrivateQuery) string {
+	return cache.Key(statement, p.Epsilon, p.Delta, e.sess, e.showBounds)
 }
 
 // changedTable is the table an owner statement changes the policy of, or "".

@@ -37,15 +37,7 @@ func ZCDPDelta(rho, epsilon float64) float64 {
 	case math.IsNaN(rho) || math.IsInf(rho, 1) || math.IsNaN(epsilon) || epsilon < 0:
 		return 1
 	}
-	lo, hi := 1.0+1e-9, (epsilon+1)/(2*rho)+2
-	for i := 0; i < 200 && hi-lo > 1e-12*hi; i++ {
-		mid := lo + (hi-lo)/2
-		if (2*mid-1)*rho-epsilon+math.Log1p(-1/mid) < 0 {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
+	lo, hi := bisect(1.0+1e-9, (epsilon+1)/(2*rho)+2, func(a float64) bool { return (2*a-1)*rho-epsilon+math.Log1p(-1/a) < 0 })
 	best := 1.0
 	for _, a := range []float64{lo, hi} {
 		d := math.Exp((a-1)*(a*rho-epsilon)+a*math.Log1p(-1/a)) / (a - 1)
@@ -69,14 +61,7 @@ func ZCDPEpsilon(rho, delta float64) float64 {
 	for ZCDPDelta(rho, hi) > delta {
 		hi *= 2 // (never taken in practice: the tight conversion is below the classic one)
 	}
-	for i := 0; i < 200 && hi-lo > 1e-12*hi; i++ {
-		mid := lo + (hi-lo)/2
-		if ZCDPDelta(rho, mid) <= delta {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
+	_, hi = bisect(lo, hi, func(eps float64) bool { return ZCDPDelta(rho, eps) > delta })
 	return hi
 }
 
@@ -88,13 +73,19 @@ func RhoFor(epsilon, delta float64) float64 {
 		return 0
 	}
 	lo, hi := 0.0, epsilon // ρ ≤ ε always suffices as an upper start: ZCDPEpsilon(ρ, δ) ≥ ρ
+	lo, _ = bisect(lo, hi, func(rho float64) bool { return ZCDPEpsilon(rho, delta) <= epsilon })
+	return lo
+}
+
+// bisect narrows [lo, hi] to a relative 1e-12 around the point where below
+// turns from true (at lo) to false (at hi), and returns the bracket.
+func bisect(lo, hi float64, below func(float64) bool) (float64, float64) {
 	for i := 0; i < 200 && hi-lo > 1e-12*hi; i++ {
-		mid := lo + (hi-lo)/2
-		if ZCDPEpsilon(mid, delta) <= epsilon {
+		if mid := lo + (hi-lo)/2; below(mid) {
 			lo = mid
 		} else {
 			hi = mid
 		}
 	}
-	return lo
+	return lo, hi
 }

@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/dpsql/dpsql/catalog"
 )
 
 const schema = `
@@ -74,11 +76,6 @@ type stored struct {
 	Rows        [][]value          `json:"rows"`
 	ErrorBounds map[string]float64 `json:"error_bounds"`
 	Notes       []string           `json:"notes"`
-}
-
-// Execer runs statements (a *sql.DB or a *sql.Tx).
-type Execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
 // Get returns the answer cached under key, if any.
@@ -179,7 +176,7 @@ func Put(ctx context.Context, db *sql.DB, key, statement string, tables []string
 
 // Invalidate removes the answers that read table (compared as SQLite
 // compares names), inside the owner's transaction.
-func Invalidate(ctx context.Context, db Execer, table string) error {
+func Invalidate(ctx context.Context, db catalog.Execer, table string) error {
 	if _, err := db.ExecContext(ctx, `DELETE FROM _dpsql_cache WHERE key IN (SELECT key FROM _dpsql_cache_tables WHERE table_name = ? COLLATE NOCASE)`, table); err != nil {
 		return err
 	}

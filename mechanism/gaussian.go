@@ -71,14 +71,7 @@ func (n *SecureNoiser) AddGaussianExact(value *big.Float, l2Sensitivity, rho flo
 	if value == nil || value.IsInf() {
 		return 0, fmt.Errorf("%w: value is not finite", ErrInvalidParameter)
 	}
-	k := n.DiscreteGaussian(s * s)
-	_, gexp := math.Frexp(g)
-	steps := RoundToGrid(value, gexp-1)
-	steps.Add(steps, big.NewInt(k))
-	out := new(big.Float).SetPrec(uint(max(64, steps.BitLen()))).SetInt(steps)
-	out.SetMantExp(out, gexp-1)
-	f, _ := out.Float64()
-	return clampFinite(f), nil
+	return onGridPlus(value, g, n.DiscreteGaussian(s*s)), nil
 }
 
 // DiscreteGaussian draws k with P(k) ∝ exp(−k²/(2σ²)) for the integer

@@ -163,14 +163,20 @@ func (n *SecureNoiser) AddLaplaceExact(value *big.Float, l1Sensitivity, epsilon 
 	if value == nil || value.IsInf() {
 		return 0, fmt.Errorf("%w: value is not finite", ErrInvalidParameter)
 	}
-	k := n.DiscreteLaplace(t)
-	_, gexp := math.Frexp(g) // g = 0.5·2^gexp, a power of two
+	return onGridPlus(value, g, n.DiscreteLaplace(t)), nil
+}
+
+// onGridPlus rounds the exact value to the grid of step g (a power of two)
+// — exactly, in big arithmetic — adds k steps of noise, and converts the
+// result to float64, saturating at ±MaxFloat64.
+func onGridPlus(value *big.Float, g float64, k int64) float64 {
+	_, gexp := math.Frexp(g) // g = 0.5·2^gexp
 	steps := RoundToGrid(value, gexp-1)
 	steps.Add(steps, big.NewInt(k))
 	out := new(big.Float).SetPrec(uint(max(64, steps.BitLen()))).SetInt(steps)
 	out.SetMantExp(out, gexp-1)
 	f, _ := out.Float64()
-	return clampFinite(f), nil
+	return clampFinite(f)
 }
 
 // RoundToGrid returns round(value / 2^e) to the nearest integer, ties away
