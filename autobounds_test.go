@@ -45,6 +45,7 @@ func TestVarianceAndStddevExact(t *testing.T) {
 func TestAutoBoundsWithoutNoise(t *testing.T) {
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	mustRun(t, e, "SET show_bounds = on")
+	mustRun(t, e, "SET noise = 'laplace'") // the search's ε as planned (zCDP would run it at √(2ρ_k))
 	r := query(t, e, `SELECT AVG(i % 100), SUM(i % 100), COUNT(i % 100) FROM t`)
 	var sum float64
 	for i := 0; i < 1000; i++ {

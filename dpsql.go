@@ -168,6 +168,10 @@ type Result struct {
 	// Cost is what the statement charged to the ledger (zero for
 	// everything but private queries).
 	Cost budget.Cost
+	// Mechanism is the noise of a private query's cells (budget.Laplace or
+	// budget.Gaussian) and Rho the zCDP cost the ledger recorded for it.
+	Mechanism string
+	Rho       float64
 	// ErrorBounds gives, per noisy output column that is a plain
 	// aggregate with declared bounds, the half-width of its 95% noise
 	// interval; empty otherwise.
@@ -328,6 +332,14 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 			return nil, cancelled(ctx, err, nil)
 		}
 		defer prep.Close()
+		st, err := budget.GetStatus(ctx, e.db)
+		if err != nil {
+			return nil, err
+		}
+		opts, _, err := noiseOptions(p, st)
+		if err != nil {
+			return nil, err
+		}
 		// The charge is committed before the data is read: nothing is
 		// released that has not been paid for.
 		waiting := func() {
@@ -335,7 +347,8 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 				e.notify("waiting for the database's write lock (another connection or process is writing, such as an owner's import) to record this query's cost; Ctrl-C cancels and charges nothing")
 			}
 		}
-		if err := budget.ChargeWaiting(ctx, e.db, cost, text, waiting); err != nil {
+		i, err := budget.ChargeFirst(ctx, e.db, charges(opts), text, waiting)
+		if err != nil {
 			if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
 				return nil, &planner.Error{Pos: s.SelectPos, Kind: err, Msg: err.Error()}
 			}
@@ -344,11 +357,15 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 			}
 			return nil, cancelled(ctx, err, nil)
 		}
-		r, chosen, err := prep.Run(ctx, e.noise)
+		p = opts[i].plan
+		r, chosen, err := prep.Run(ctx, p, e.noise)
 		if err != nil {
 			return nil, cancelled(ctx, err, &cost)
 		}
-		res := &Result{Columns: r.Columns, Rows: r.Rows, Cost: cost, ErrorBounds: errorBounds(p)}
+		res := &Result{Columns: r.Columns, Rows: r.Rows, Cost: cost, Mechanism: opts[i].charge.Mechanism, Rho: opts[i].charge.Rho, ErrorBounds: errorBounds(p)}
+		if c := opts[i].charge; c.Mechanism == budget.Gaussian {
+			res.Notes = append(res.Notes, fmt.Sprintf("discrete Gaussian noise, zCDP accounting: this query bought ρ=%.4g, the share ε/E of the total ρ=%.4g", c.Rho, st.RhoTotal))
+		}
 		if e.showBounds {
 			for _, c := range chosen {
 				res.Notes = append(res.Notes, fmt.Sprintf("bounds of %s chosen privately: [%g, %g]", c.Label, c.Lo, c.Hi))
@@ -381,25 +398,6 @@ func cancelled(ctx context.Context, err error, charged *budget.Cost) error {
 	return fmt.Errorf("%w; its ε=%g, δ=%g was charged (%w)", ErrCancelled, charged.Epsilon, charged.Delta, ctx.Err())
 }
 
-// errorBounds reports the 95% noise half-width of outputs that are a plain
-// COUNT or SUM (for AVG the error is not additive and is left out).
-func errorBounds(p *planner.PrivateQuery) map[string]float64 {
-	out := map[string]float64{}
-	for _, o := range p.Outputs {
-		call, ok := o.Expr.(*parser.CallExpr)
-		if !ok {
-			continue
-		}
-		i, ok := p.AggOf[call]
-		if !ok || (p.Aggregates[i].Kind != planner.AggCount && p.Aggregates[i].Kind != planner.AggSum) || p.Aggregates[i].Search >= 0 {
-			continue
-		}
-		c := p.Cells[p.Aggregates[i].Cells[0]]
-		out[o.Name] = mechanism.LaplaceErrorBound(mechanism.LaplaceScale(c.L1Sensitivity, c.Epsilon), 0.05)
-	}
-	return out
-}
-
 func (e *Engine) explain(ctx context.Context, s *parser.ExplainStmt, cat *catalog.Catalog) (*Result, error) {
 	plan, err := planner.PlanSelect(s.Query, cat, e.sess)
 	assumed := false
@@ -425,6 +423,24 @@ func (e *Engine) explain(ctx context.Context, s *parser.ExplainStmt, cat *catalo
 			return nil, err
 		}
 		r := exec.Explain(p, rw)
+		if st, err := budget.GetStatus(ctx, e.db); err != nil {
+			return nil, err
+		} else if opts, why, err := noiseOptions(p, st); err != nil {
+			return nil, err
+		} else {
+			i, acct, err := st.Choose(charges(opts))
+			if err != nil {
+				// Unknown or exhausted budget: show the preferred option.
+				i, acct = 0, "the budget would refuse it now: "+err.Error()
+			}
+			if i > 0 {
+				why += "; it does not fit the budget now, so the next option runs"
+			}
+			if opts[i].plan != p {
+				r = exec.Explain(opts[i].plan, rw)
+			}
+			r.Rows = append(r.Rows, []any{"noise choice", why}, []any{"accounting", costNote(opts[i].charge, st) + "; admitted by " + acct})
+		}
 		if assumed {
 			r.Rows = append(r.Rows, []any{"epsilon", "no epsilon was set: the plan is shown at ε = 1 (SET epsilon = E, or OPTIONS (epsilon = E), to choose)"})
 		} else if a, ok, err := cache.Get(ctx, e.db, e.cacheKey(parser.FormatStmt(s.Query), p)); err == nil && ok && !e.noCache {
@@ -454,6 +470,14 @@ func (e *Engine) set(s *parser.SetStmt) (*Result, error) {
 		}
 		e.sess.BoundsFraction = v
 		return &Result{Message: fmt.Sprintf("bounds_epsilon_fraction = %g: that share of a query's ε chooses missing bounds", v)}, nil
+	case "noise":
+		v, err := parser.LiteralValue(s.Value)
+		name, ok := v.(string)
+		if err != nil || !ok || !planner.ValidNoise(name) {
+			return nil, bad("noise takes 'laplace', 'gaussian' or 'auto'")
+		}
+		e.sess.Noise = strings.ToLower(name)
+		return &Result{Message: fmt.Sprintf("noise = %s for this session's private queries", e.sess.Noise)}, nil
 	case "show_bounds":
 		v, err := parser.LiteralValue(s.Value)
 		on, ok := v.(bool)
@@ -463,7 +487,7 @@ func (e *Engine) set(s *parser.SetStmt) (*Result, error) {
 		e.showBounds = on
 		return &Result{Message: fmt.Sprintf("show_bounds = %v", map[bool]string{true: "on", false: "off"}[on])}, nil
 	}
-	return nil, &planner.Error{Pos: s.SetPos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown parameter %q (known: epsilon, bounds_epsilon_fraction, show_bounds; the owner sets the total with SET BUDGET)", s.Name)}
+	return nil, &planner.Error{Pos: s.SetPos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown parameter %q (known: epsilon, bounds_epsilon_fraction, noise, show_bounds; the owner sets the total with SET BUDGET)", s.Name)}
 }
 
 func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Catalog) (*Result, error) {
@@ -477,15 +501,17 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 			return &Result{Message: "no budget set: private queries are refused until the owner runs SET BUDGET epsilon = E[, delta = D]"}, nil
 		}
 		rem := st.Remaining()
+		// The shape stays (budget, epsilon, delta) for programs that scan
+		// it; ρ is in the note.
 		res := &Result{Columns: []string{"budget", "epsilon", "delta"}, Rows: [][]any{
 			{"total", st.Total.Epsilon, st.Total.Delta},
 			{"spent", st.Spent.Epsilon, st.Spent.Delta},
 			{"remaining", rem.Epsilon, rem.Delta},
 		}}
+		res.Notes = append(res.Notes, budgetNote(st))
 		if eps := e.sess.Epsilon; eps > 0 {
 			// In the ledger's whole units, as the charges will be counted.
-			left := budget.Fits(rem.Epsilon, eps)
-			res.Notes = append(res.Notes, fmt.Sprintf("at ε = %g per query (this session's), %d more queries fit (basic composition; repeats of cached answers are free)", eps, left))
+			res.Notes = append(res.Notes, fmt.Sprintf("at ε = %g per query (this session's), %d more queries fit (repeats of cached answers are free)", eps, st.QueriesLeft(eps)))
 		}
 		return res, nil
 	case "TABLES":
@@ -528,9 +554,9 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 		if err != nil {
 			return nil, err
 		}
-		res := &Result{Columns: []string{"id", "charged", "statement", "epsilon", "delta"}}
+		res := &Result{Columns: []string{"id", "charged", "statement", "mechanism", "epsilon", "delta", "rho"}}
 		for _, en := range entries {
-			res.Rows = append(res.Rows, []any{en.ID, en.Charged, en.Statement, en.Cost.Epsilon, en.Cost.Delta})
+			res.Rows = append(res.Rows, []any{en.ID, en.Charged, en.Statement, en.Mechanism, en.Cost.Epsilon, en.Cost.Delta, en.Rho})
 		}
 		return res, nil
 	}
@@ -673,10 +699,23 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 		if !seenEps {
 			return nil, &planner.Error{Pos: s.SetPos, Kind: planner.ErrInvalidOption, Msg: "SET BUDGET needs epsilon = E"}
 		}
-		if err := budget.SetTotal(ctx, e.db, total); err != nil {
+		if err := budget.SetTotal(ctx, e.db, total, s.Pure); err != nil {
 			return nil, fail(s.SetPos, err)
 		}
-		return &Result{Message: fmt.Sprintf("budget set: epsilon = %g, delta = %g", total.Epsilon, total.Delta)}, nil
+		msg := fmt.Sprintf("budget set: epsilon = %g, delta = %g", total.Epsilon, total.Delta)
+		switch {
+		case s.Pure:
+			msg += "; pure ε-DP: only pure mechanisms run (Laplace, sparse vector), composed by basic composition"
+		case total.Delta > 0:
+			st, err := budget.GetStatus(ctx, e.db)
+			if err != nil {
+				return nil, err
+			}
+			if st.RhoTotal > 0 {
+				msg += fmt.Sprintf("; partition selection may spend δ = %g in all, and zCDP accounting allows ρ = %.6g in all (the other δ/2 converts it)", st.DeltaCap, st.RhoTotal)
+			}
+		}
+		return &Result{Message: msg}, nil
 	}
 	tx, err := e.db.BeginTx(ctx, nil)
 	if err != nil {

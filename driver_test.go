@@ -203,7 +203,9 @@ func TestDriverCacheOption(t *testing.T) {
 		}
 		for rows.Next() {
 			var e, d float64
-			rows.Scan(&what, &e, &d)
+			if err := rows.Scan(&what, &e, &d); err != nil {
+				t.Fatal(err)
+			}
 			if what == "spent" {
 				eps, delta = e, d
 			}

@@ -259,14 +259,28 @@ func TestChargeIsDurableAndExplainIsFree(t *testing.T) {
 
 func TestExplainShowsCells(t *testing.T) {
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
-	r := query(t, e, `EXPLAIN SELECT g, COUNT(*), AVG(x) FROM t GROUP BY g`)
-	var text strings.Builder
-	for _, row := range r.Rows {
-		text.WriteString(row[0].(string) + ": " + row[1].(string) + "\n")
+	explain := func(q string) string {
+		var text strings.Builder
+		for _, row := range query(t, e, q).Rows {
+			text.WriteString(row[0].(string) + ": " + row[1].(string) + "\n")
+		}
+		return text.String()
 	}
-	for _, want := range []string{"backend SQL: SELECT dpsql_measure(?1, CASE", "measurements: n; c0; s0:0:100 per group", "Laplace, sensitivity 1, ε=0.333333", "sensitivity 50", "95% error", "ε=1, δ=0"} {
-		if !strings.Contains(text.String(), want) {
-			t.Errorf("EXPLAIN lacks %q:\n%s", want, text.String())
+	text := explain(`EXPLAIN SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = 'laplace') g, COUNT(*), AVG(x) FROM t GROUP BY g`)
+	for _, want := range []string{"backend SQL: SELECT dpsql_measure(?1, CASE", "measurements: n; c0; s0:0:100 per group", "Laplace, sensitivity 1, ε=0.333333", "sensitivity 50", "95% error", "ε=1, δ=0",
+		"noise choice: Laplace: the query asks for it", "ρ=0.166667", "admitted by basic composition"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("EXPLAIN lacks %q:\n%s", want, text)
+		}
+	}
+	// The budget (100, 1e-6) lets zCDP give this ε = 1 query Gaussian
+	// noise: ρ = ρ_T/100, a third per cell, σ = 1/√(2ρ/3) for the counts.
+	rho := budget.RhoFor(100, 5e-7) / 100
+	text = explain(`EXPLAIN SELECT g, COUNT(*), AVG(x) FROM t GROUP BY g`)
+	for _, want := range []string{"COUNT(*): discrete Gaussian, L2 sensitivity 1, ρ=" + fmt.Sprintf("%.6g", rho/3), "σ " + fmt.Sprintf("%.6g", 1/math.Sqrt(2*rho/3)),
+		"noise choice: Gaussian: its noise is", "gaussian noise; the ledger records ε=1, δ=0, ρ=", "admitted by zCDP"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("EXPLAIN lacks %q:\n%s", want, text)
 		}
 	}
 }
@@ -558,7 +572,9 @@ func TestShowLedgerIsTheOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Rows) != 2 || !strings.Contains(res.Rows[1][2].(string), "SUM") || res.Rows[0][3] != 0.5 {
+	// At ε = 0.5 of a total (100, 1e-6) the engine chooses Gaussian noise.
+	if len(res.Rows) != 2 || !strings.Contains(res.Rows[1][2].(string), "SUM") || res.Rows[0][3] != "gaussian" || res.Rows[0][4] != 0.5 ||
+		math.Abs(res.Rows[0][6].(float64)-0.5/100*budget.RhoFor(100, 5e-7)) > 1e-9 {
 		t.Errorf("ledger: %v %v", res.Columns, res.Rows)
 	}
 }
@@ -590,7 +606,7 @@ func TestRepeatedQueriesAreFree(t *testing.T) {
 	}
 	first := ask(`SELECT g, COUNT(*), AVG(x) FROM t WHERE x > ? GROUP BY g`, 10)
 	again := ask(`select g, count(*), avg(x) from t where x > ? group by g`, 10) // the same statement, canonically
-	if fmt.Sprint(first.Rows) != fmt.Sprint(again.Rows) || again.Cost.Epsilon != 0 || len(again.Notes) != 1 || !strings.Contains(again.Notes[0], "answered from the cache") {
+	if fmt.Sprint(first.Rows) != fmt.Sprint(again.Rows) || again.Cost.Epsilon != 0 || len(again.Notes) != len(first.Notes)+1 || !strings.Contains(again.Notes[len(again.Notes)-1], "answered from the cache") {
 		t.Errorf("repeat: %v %v %v / %v", again.Rows, again.Cost, again.Notes, first.Rows)
 	}
 	if got := spent(t, a); got != 0.5 {
@@ -622,7 +638,7 @@ func TestRepeatedQueriesAreFree(t *testing.T) {
 	if _, err := owner.Query(ctx, `ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 50)`); err != nil {
 		t.Fatal(err)
 	}
-	if r := ask(`SELECT g, COUNT(*), AVG(x) FROM t WHERE x > ? GROUP BY g`, 10); r.Cost.Epsilon != 0.5 || len(r.Notes) != 0 {
+	if r := ask(`SELECT g, COUNT(*), AVG(x) FROM t WHERE x > ? GROUP BY g`, 10); r.Cost.Epsilon != 0.5 || strings.Contains(fmt.Sprint(r.Notes), "cache") {
 		t.Errorf("after a policy change: %v %v", r.Cost, r.Notes)
 	}
 	if r := ask(`SELECT g, COUNT(*), AVG(x) FROM t WHERE x > ? GROUP BY g`, 10); r.Cost.Epsilon != 0 {
@@ -661,12 +677,13 @@ func TestShowBudgetSaysHowManyQueriesFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// (100 − 0.3) / 0.3 = 332.33…: 332 more.
-	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "at ε = 0.3 per query (this session's), 332 more queries fit") {
+	// The query ran with Gaussian noise (zCDP): it bought 0.3/100 of the
+	// total ρ, and (100 − 0.3) / 0.3 = 332.33…: 332 more fit.
+	if len(res.Notes) != 2 || !strings.Contains(res.Notes[0], "zCDP composition") || !strings.Contains(res.Notes[1], "at ε = 0.3 per query (this session's), 332 more queries fit") {
 		t.Errorf("notes %q", res.Notes)
 	}
 	res, _ = open(t, path, dpsql.Options{}).Query(context.Background(), `SHOW BUDGET`)
-	if len(res.Notes) != 0 {
+	if len(res.Notes) != 1 {
 		t.Errorf("without a session ε: %q", res.Notes)
 	}
 }

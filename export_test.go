@@ -18,6 +18,11 @@ func (zeroNoise) AddLaplaceExact(v *big.Float, _, _ float64) (float64, error) {
 	return f, nil
 }
 
+// AddGaussianExact returns the exact value, rounded to float64 only at the end.
+func (z zeroNoise) AddGaussianExact(v *big.Float, _, _ float64) (float64, error) {
+	return z.AddLaplaceExact(v, 0, 0)
+}
+
 // NewSparse compares without noise: above when q ≥ the threshold.
 func (zeroNoise) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholder, error) {
 	return &exactThreshold{t: opts.Threshold, left: opts.Cutoff}, nil

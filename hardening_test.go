@@ -69,6 +69,10 @@ func (r *recorder) AddLaplaceExact(v *big.Float, sens, _ float64) (float64, erro
 	return f, nil
 }
 
+func (r *recorder) AddGaussianExact(v *big.Float, sens, _ float64) (float64, error) {
+	return r.AddLaplaceExact(v, sens, 0)
+}
+
 // exactSparse gives test noisers the zero-noise sparse vector technique.
 type exactSparse struct{}
 
@@ -427,6 +431,9 @@ func (hugeNoise) AddLaplace(v, _, _ float64) (float64, error) { return 1e30, nil
 func (hugeNoise) AddLaplaceExact(v *big.Float, _, _ float64) (float64, error) {
 	return 1e30, nil
 }
+func (hugeNoise) AddGaussianExact(v *big.Float, _, _ float64) (float64, error) {
+	return 1e30, nil
+}
 
 // TestConcurrentQueriesKeepTheirMeasurements: queries running at once, in
 // several engines over one file, each get their own measurement handle and
@@ -700,6 +707,9 @@ func (c cancelling) AddLaplaceExact(v *big.Float, _, _ float64) (float64, error)
 	c.cancel()
 	f, _ := v.Float64()
 	return f, nil
+}
+func (c cancelling) AddGaussianExact(v *big.Float, _, _ float64) (float64, error) {
+	return c.AddLaplaceExact(v, 0, 0)
 }
 
 // TestCancelledQuerySaysWhatWasCharged: a query cancelled before it runs

@@ -5,15 +5,20 @@
 // _dpsql_ledger table of the same SQLite file in a write transaction opened
 // with BEGIN IMMEDIATE, so two connections (or processes) cannot both read
 // the old total and overspend. A crash after the commit loses the answer,
-// never the charge. Accounting is basic sequential composition: the spent
-// (ε, δ) is the sum of all charges.
+// never the charge.
 //
-// The arithmetic is exact: every charge and total is recorded as an
-// integer number of units (EpsilonUnit, DeltaUnit) — a charge rounded up,
-// a total rounded down, both from the decimal that the float64 prints as —
-// and a charge is admitted only when the integer sum stays within the
-// total. There is no tolerance, so no sequence of tiny charges can spend
-// more than the total.
+// Every charge records its mechanism, the ε the analyst asked for, the δ
+// of its partition selection and its zero-concentrated DP cost ρ. A charge
+// is admitted when the whole ledger (since the last reset) stays within
+// the owner's total by one of two accountants (accountant.go): basic
+// composition of ε, while every charge is pure, or zCDP composition of ρ.
+//
+// The arithmetic is exact: ε, δ and ρ are recorded as integer numbers of
+// units (EpsilonUnit, DeltaUnit, RhoUnit) — a charge rounded up, a total
+// rounded down, both from the decimal that the float64 prints as — and a
+// charge is admitted only when the integer sums stay within the totals.
+// There is no tolerance, so no sequence of tiny charges can spend more
+// than the total.
 package budget
 
 import (
@@ -60,11 +65,23 @@ CREATE TABLE IF NOT EXISTS _dpsql_ledger (
 );
 `
 
-// EpsilonUnit and DeltaUnit are the ledger's integer units: ε and δ are
-// recorded as whole multiples of them.
+// columns are the columns later versions added, per table, in order.
+var columns = []struct{ table, column, decl string }{
+	{"_dpsql_ledger", "epsilon_units", "INTEGER"},
+	{"_dpsql_ledger", "delta_units", "INTEGER"},
+	{"_dpsql_budget", "epsilon_units", "INTEGER"},
+	{"_dpsql_budget", "delta_units", "INTEGER"},
+	{"_dpsql_ledger", "mechanism", "TEXT NOT NULL DEFAULT 'laplace'"},
+	{"_dpsql_ledger", "rho_units", "INTEGER"},
+	{"_dpsql_budget", "pure", "INTEGER NOT NULL DEFAULT 0"},
+}
+
+// EpsilonUnit, DeltaUnit and RhoUnit are the ledger's integer units: ε, δ
+// and ρ are recorded as whole multiples of them.
 const (
 	EpsilonUnit = 1e-12
 	DeltaUnit   = 1e-18
+	RhoUnit     = 1e-13
 )
 
 // MaxTotalEpsilon caps the total ε, so that every sum of charges fits the
@@ -72,18 +89,20 @@ const (
 const MaxTotalEpsilon = 1e6
 
 // Init creates the budget tables when they are missing, and gives a
-// ledger made by an earlier version its integer columns (charges rounded
-// up, the total rounded down), in one transaction.
+// ledger made by an earlier version the columns it lacks (integer units:
+// charges rounded up, the total rounded down; ρ = ε²/2 and mechanism
+// 'laplace' for the charges of versions that only had Laplace noise), in
+// one transaction.
 func Init(ctx context.Context, db *sql.DB) error {
 	// An up-to-date database is only read: opening it must not wait for
 	// another process's write lock (an owner's import).
 	var current int
 	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_budget', '_dpsql_budget_resets', '_dpsql_ledger'))
-		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_ledger') WHERE name = 'epsilon_units')
-		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_budget') WHERE name = 'epsilon_units')`).Scan(&current); err != nil {
+		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_ledger') WHERE name IN ('epsilon_units', 'delta_units', 'mechanism', 'rho_units'))
+		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_budget') WHERE name IN ('epsilon_units', 'delta_units', 'pure'))`).Scan(&current); err != nil {
 		return err
 	}
-	if current == 5 {
+	if current == 3+len(columns) {
 		return nil
 	}
 	if _, err := db.ExecContext(ctx, schema); err != nil {
@@ -94,20 +113,29 @@ func Init(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	defer tx.Rollback()
-	for _, t := range []string{"_dpsql_ledger", "_dpsql_budget"} {
+	added := map[string]bool{}
+	for _, c := range columns {
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = 'epsilon_units'`, t).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`, c.table, c.column).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {
 			continue
 		}
-		for _, c := range []string{"epsilon_units", "delta_units"} {
-			if _, err := tx.ExecContext(ctx, "ALTER TABLE "+t+" ADD COLUMN "+c+" INTEGER"); err != nil {
+		if _, err := tx.ExecContext(ctx, "ALTER TABLE "+c.table+" ADD COLUMN "+c.column+" "+c.decl); err != nil {
+			return err
+		}
+		added[c.table+"."+c.column] = true
+	}
+	for _, t := range []string{"_dpsql_ledger", "_dpsql_budget"} {
+		if added[t+".epsilon_units"] {
+			if err := migrateUnits(ctx, tx, t, t == "_dpsql_ledger"); err != nil {
 				return err
 			}
 		}
-		if err := migrateUnits(ctx, tx, t, t == "_dpsql_ledger"); err != nil {
+	}
+	if added["_dpsql_ledger.rho_units"] {
+		if err := migrateRho(ctx, tx); err != nil {
 			return err
 		}
 	}
@@ -145,6 +173,52 @@ func migrateUnits(ctx context.Context, tx *sql.Tx, table string, up bool) error 
 	return rows.Err()
 }
 
+// migrateRho gives the charges of versions without zCDP accounting their
+// ρ: each such query was ε-DP (apart from its partition selection's δ), so
+// it is ε²/2-zCDP (Bun & Steinke 2016, Proposition 1.4), computed exactly
+// from its ε in units and rounded up.
+func migrateRho(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, "SELECT id, epsilon_units FROM _dpsql_ledger")
+	if err != nil {
+		return err
+	}
+	var ids, rhos []int64
+	for rows.Next() {
+		var id, eu int64
+		if err := rows.Scan(&id, &eu); err != nil {
+			rows.Close()
+			return err
+		}
+		ids, rhos = append(ids, id), append(rhos, rhoUnitsOfPure(eu))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i, id := range ids {
+		if _, err := tx.ExecContext(ctx, "UPDATE _dpsql_ledger SET rho_units = ? WHERE id = ?", rhos[i], id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rhoUnitsOfPure is ε²/2 in ρ-units for ε given in ε-units, rounded up:
+// (eu·10⁻¹²)²/2 / 10⁻¹³ = eu²/(2·10¹¹).
+func rhoUnitsOfPure(eu int64) int64 {
+	e := big.NewInt(eu)
+	num := new(big.Int).Mul(e, e)
+	den := big.NewInt(200_000_000_000)
+	q, r := new(big.Int).QuoRem(num, den, new(big.Int))
+	if r.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if !q.IsInt64() {
+		return math.MaxInt64
+	}
+	return q.Int64()
+}
+
 // Fits returns how many more charges of ε = each fit into remaining ε,
 // counted as the ledger counts them (remaining rounded down, each charge
 // rounded up, in whole units).
@@ -160,6 +234,9 @@ func Fits(remaining, each float64) int64 {
 // (totals). It reads v as the shortest decimal that prints as v — the
 // number the user wrote — so 0.1 is exactly 1e11 ε-units.
 func toUnits(v, unit float64, up bool) int64 {
+	if math.IsInf(v, 1) {
+		return math.MaxInt64
+	}
 	r, ok := new(big.Rat).SetString(strconv.FormatFloat(v, 'g', -1, 64))
 	if !ok || r.Sign() <= 0 {
 		return 0
@@ -190,16 +267,56 @@ func (c Cost) validate() error {
 	return nil
 }
 
-// Status is the budget's state.
-type Status struct {
-	Set   bool // the owner has set a total
-	Total Cost
-	Spent Cost
+// Mechanisms a charge can record: the noise of the query's cells.
+const (
+	Laplace  = "laplace"  // pure ε-DP cells (and SVT, partition selection)
+	Gaussian = "gaussian" // discrete Gaussian cells: ρ-zCDP, not pure
+)
+
+// Charge is one query's privacy cost as the ledger records it.
+type Charge struct {
+	// Mechanism is Laplace or Gaussian. A Laplace charge is ε-DP apart
+	// from its partition selection's δ, so basic composition can count it;
+	// a Gaussian one only zCDP composition can.
+	Mechanism string
+	// Epsilon is the ε the analyst asked for. Basic composition adds it
+	// up; for a Gaussian charge it only says which share of the total the
+	// query bought (ρ = RhoTotal·ε/E).
+	Epsilon float64
+	// Delta is the δ of the query's partition selection (0 without).
+	Delta float64
+	// Rho is the zCDP of the query's mechanisms, apart from Delta's event:
+	// the sum of ε_k²/2 over its pure parts and Δ₂²/(2σ²) over its Gaussian
+	// cells.
+	Rho float64
 }
 
-// Remaining is Total - Spent, never below zero.
-func (s Status) Remaining() Cost {
-	return Cost{Epsilon: math.Max(0, s.Total.Epsilon-s.Spent.Epsilon), Delta: math.Max(0, s.Total.Delta-s.Spent.Delta)}
+// LaplaceCharge is the charge of a query that is ε-DP apart from δ, made of
+// pure parts with the given ε each (its bound searches, partition
+// selection and cells): ρ = Σ ε_k²/2 (Bun & Steinke 2016, Proposition 1.4
+// and Lemma 2.3).
+func LaplaceCharge(epsilon, delta float64, parts []float64) Charge {
+	rho := 0.0
+	for _, e := range parts {
+		rho += RhoOfPure(e)
+	}
+	if len(parts) == 0 {
+		rho = RhoOfPure(epsilon)
+	}
+	return Charge{Mechanism: Laplace, Epsilon: epsilon, Delta: delta, Rho: rho}
+}
+
+func (c Charge) validate() error {
+	if err := (Cost{Epsilon: c.Epsilon, Delta: c.Delta}).validate(); err != nil {
+		return err
+	}
+	if math.IsNaN(c.Rho) || c.Rho < 0 {
+		return fmt.Errorf("%w: rho must be a non-negative number, got %v", ErrInvalidCost, c.Rho)
+	}
+	if c.Mechanism != Laplace && c.Mechanism != Gaussian {
+		return fmt.Errorf("%w: unknown mechanism %q", ErrInvalidCost, c.Mechanism)
+	}
+	return nil
 }
 
 type querier interface {
@@ -219,24 +336,25 @@ func fromUnits(n int64, digits int) float64 {
 	return f
 }
 
-func readUnits(ctx context.Context, q querier) (set bool, total, spent units, err error) {
-	err = q.QueryRowContext(ctx, `SELECT epsilon_units, delta_units FROM _dpsql_budget WHERE id = 1`).Scan(&total.eps, &total.delta)
+// readLedger reads the total and what the charges since the last reset
+// add up to.
+func readLedger(ctx context.Context, q querier) (ledger, error) {
+	var l ledger
+	var pure int64
+	err := q.QueryRowContext(ctx, `SELECT epsilon_units, delta_units, pure FROM _dpsql_budget WHERE id = 1`).Scan(&l.total.eps, &l.total.delta, &pure)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		err = nil
 	case err != nil:
-		return
+		return l, err
 	default:
-		set = true
+		l.set, l.pure = true, pure != 0
 	}
-	err = q.QueryRowContext(ctx, `SELECT COALESCE(SUM(epsilon_units), 0), COALESCE(SUM(delta_units), 0) FROM _dpsql_ledger
-		WHERE id > (SELECT COALESCE(MAX(after_entry), 0) FROM _dpsql_budget_resets)`).Scan(&spent.eps, &spent.delta)
-	return
-}
-
-func readStatus(ctx context.Context, q querier) (Status, error) {
-	set, total, spent, err := readUnits(ctx, q)
-	return Status{Set: set, Total: total.cost(), Spent: spent.cost()}, err
+	// ρ is summed as a float of integers: exact while the sum stays below
+	// 2^53 units, and any larger sum is over every zCDP total (maxRhoUnits).
+	err = q.QueryRowContext(ctx, `SELECT COALESCE(SUM(epsilon_units), 0), COALESCE(SUM(delta_units), 0), TOTAL(rho_units),
+		COUNT(*) FILTER (WHERE mechanism <> 'laplace')
+		FROM _dpsql_ledger WHERE id > (SELECT COALESCE(MAX(after_entry), 0) FROM _dpsql_budget_resets)`).Scan(&l.spent.eps, &l.spent.delta, &l.rho, &l.impure)
+	return l, err
 }
 
 // Reset starts the budget afresh (owner): charges so far stay in the
@@ -248,50 +366,70 @@ func Reset(ctx context.Context, db *sql.DB) error {
 }
 
 // GetStatus reads the budget's total and what has been spent.
-func GetStatus(ctx context.Context, db *sql.DB) (Status, error) { return readStatus(ctx, db) }
+func GetStatus(ctx context.Context, db *sql.DB) (Status, error) {
+	l, err := readLedger(ctx, db)
+	return l.status(), err
+}
 
 // SetTotal sets the total budget of the database (owner). What was spent
 // stays spent: the remaining budget is the new total minus the ledger.
-func SetTotal(ctx context.Context, db *sql.DB, total Cost) error {
+// With pure, the owner requires pure ε-DP: the total δ must be 0 and only
+// pure mechanisms run.
+func SetTotal(ctx context.Context, db *sql.DB, total Cost, pure bool) error {
 	if err := total.validate(); err != nil {
 		return err
 	}
 	if total.Epsilon == 0 {
 		return fmt.Errorf("%w: the total epsilon must be positive", ErrInvalidCost)
 	}
-	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_budget (id, epsilon, delta, epsilon_units, delta_units) VALUES (1, ?, ?, ?, ?)
+	if pure && total.Delta != 0 {
+		return fmt.Errorf("%w: a PURE budget has delta = 0 (pure ε-DP spends no δ)", ErrInvalidCost)
+	}
+	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_budget (id, epsilon, delta, epsilon_units, delta_units, pure) VALUES (1, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET epsilon = excluded.epsilon, delta = excluded.delta,
-		epsilon_units = excluded.epsilon_units, delta_units = excluded.delta_units`,
-		total.Epsilon, total.Delta, toUnits(total.Epsilon, EpsilonUnit, false), toUnits(total.Delta, DeltaUnit, false))
+		epsilon_units = excluded.epsilon_units, delta_units = excluded.delta_units, pure = excluded.pure`,
+		total.Epsilon, total.Delta, toUnits(total.Epsilon, EpsilonUnit, false), toUnits(total.Delta, DeltaUnit, false), pure)
 	return err
 }
 
-// Charge durably records cost for statement, or refuses it without
-// recording anything when it would exceed the total. It returns only after
-// the ledger row is committed.
-func Charge(ctx context.Context, db *sql.DB, cost Cost, statement string) (err error) {
-	return ChargeWaiting(ctx, db, cost, statement, nil)
+// ChargeLaplace durably records the cost of a pure (Laplace) query for
+// statement, or refuses it without recording anything when it would
+// exceed the total. It returns only after the ledger row is committed.
+func ChargeLaplace(ctx context.Context, db *sql.DB, cost Cost, statement string) error {
+	_, err := ChargeFirst(ctx, db, []Charge{LaplaceCharge(cost.Epsilon, cost.Delta, nil)}, statement, nil)
+	return err
 }
 
 // lockPoll is how long one attempt to lock the ledger waits before
-// ChargeWaiting reports that it is waiting and tries again.
+// ChargeFirst reports that it is waiting and tries again.
 var lockPoll = 2 * time.Second
 
-// ChargeWaiting is Charge that, while another connection or process holds
-// the database's write lock (an owner's import, another charge), calls
-// waiting once and keeps waiting until it gets the lock or ctx ends —
-// instead of failing with SQLITE_BUSY after the connection's busy timeout.
-func ChargeWaiting(ctx context.Context, db *sql.DB, cost Cost, statement string, waiting func()) (err error) {
-	if err := cost.validate(); err != nil {
-		return err
+// ChargeFirst records the first of the candidate charges (the same query
+// answered by different mechanisms, best first) that the ledger admits,
+// and returns its index; when none fits it records nothing and returns
+// ErrBudgetExhausted (or ErrNoBudget). The choice depends only on the
+// ledger and the candidates, never on data.
+//
+// While another connection or process holds the database's write lock (an
+// owner's import, another charge), it calls waiting once and keeps waiting
+// until it gets the lock or ctx ends — instead of failing with SQLITE_BUSY
+// after the connection's busy timeout.
+func ChargeFirst(ctx context.Context, db *sql.DB, candidates []Charge, statement string, waiting func()) (chosen int, err error) {
+	if len(candidates) == 0 {
+		return -1, fmt.Errorf("%w: no candidate charge", ErrInvalidCost)
+	}
+	for _, c := range candidates {
+		if err := c.validate(); err != nil {
+			return -1, err
+		}
 	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return err
+		return -1, err
 	}
 	defer conn.Close()
 	if err := lockLedger(ctx, conn, waiting); err != nil {
-		return err
+		return -1, err
 	}
 	defer func() {
 		if err != nil {
@@ -299,28 +437,24 @@ func ChargeWaiting(ctx context.Context, db *sql.DB, cost Cost, statement string,
 			_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
 		}
 	}()
-	set, total, spent, err := readUnits(ctx, conn)
+	l, err := readLedger(ctx, conn)
 	if err != nil {
-		return err
+		return -1, err
 	}
-	if !set {
-		return fmt.Errorf("%w: the owner must run SET BUDGET epsilon = E[, delta = D] first", ErrNoBudget)
+	i, err := l.choose(candidates)
+	if err != nil {
+		return -1, err
 	}
-	need := units{eps: toUnits(cost.Epsilon, EpsilonUnit, true), delta: toUnits(cost.Delta, DeltaUnit, true)}
-	if need.eps > total.eps-spent.eps || need.delta > total.delta-spent.delta {
-		rem := Status{Set: true, Total: total.cost(), Spent: spent.cost()}.Remaining()
-		t := total.cost()
-		return fmt.Errorf("%w: the query needs ε=%g, δ=%g but only ε=%g, δ=%g remain of ε=%g, δ=%g",
-			ErrBudgetExhausted, cost.Epsilon, cost.Delta, rem.Epsilon, rem.Delta, t.Epsilon, t.Delta)
-	}
-	if _, err := conn.ExecContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units) VALUES (?, ?, ?, ?, ?, ?)`,
-		time.Now().UTC().Format(time.RFC3339Nano), statement, cost.Epsilon, cost.Delta, need.eps, need.delta); err != nil {
-		return err
+	c := candidates[i]
+	if _, err := conn.ExecContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units, mechanism, rho_units) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		time.Now().UTC().Format(time.RFC3339Nano), statement, c.Epsilon, c.Delta,
+		toUnits(c.Epsilon, EpsilonUnit, true), toUnits(c.Delta, DeltaUnit, true), c.Mechanism, toUnits(c.Rho, RhoUnit, true)); err != nil {
+		return -1, err
 	}
 	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
-		return fmt.Errorf("budget: commit failed: %w", err)
+		return -1, fmt.Errorf("budget: commit failed: %w", err)
 	}
-	return nil
+	return i, nil
 }
 
 // lockLedger begins an immediate transaction on conn, polling while the
@@ -359,12 +493,14 @@ type Entry struct {
 	ID        int64
 	Charged   string
 	Statement string
+	Mechanism string
 	Cost      Cost
+	Rho       float64
 }
 
 // Ledger returns every charge, oldest first.
 func Ledger(ctx context.Context, db *sql.DB) ([]Entry, error) {
-	rows, err := db.QueryContext(ctx, `SELECT id, charged, statement, epsilon, delta FROM _dpsql_ledger ORDER BY id`)
+	rows, err := db.QueryContext(ctx, `SELECT id, charged, statement, mechanism, epsilon, delta, COALESCE(rho_units, 0) FROM _dpsql_ledger ORDER BY id`)
 	if err != nil {
 		return nil, err
 	}
@@ -372,9 +508,11 @@ func Ledger(ctx context.Context, db *sql.DB) ([]Entry, error) {
 	var out []Entry
 	for rows.Next() {
 		var e Entry
-		if err := rows.Scan(&e.ID, &e.Charged, &e.Statement, &e.Cost.Epsilon, &e.Cost.Delta); err != nil {
+		var rho int64
+		if err := rows.Scan(&e.ID, &e.Charged, &e.Statement, &e.Mechanism, &e.Cost.Epsilon, &e.Cost.Delta, &rho); err != nil {
 			return nil, err
 		}
+		e.Rho = fromUnits(rho, 13)
 		out = append(out, e)
 	}
 	return out, rows.Err()

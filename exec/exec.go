@@ -255,8 +255,15 @@ func (p *Prepared) Close() {
 // noise to every cell of every group (empty groups included), and
 // post-processes. The caller must have charged the plan's cost before
 // calling. The chosen bounds are DP releases too and are returned.
-func (p *Prepared) Run(ctx context.Context, noise mechanism.Noiser) (*Result, []ChosenBound, error) {
+//
+// plan, when not nil, is the plan to take the noise parameters from: the
+// prepared plan, or a variant of it with other noise (PrivateQuery.Gaussian),
+// which runs the same statements.
+func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise mechanism.Noiser) (*Result, []ChosenBound, error) {
 	q, rw := p.q, p.rw
+	if plan != nil {
+		q = plan
+	}
 	sc, err := p.runScan(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -296,7 +303,13 @@ func (p *Prepared) Run(ctx context.Context, noise mechanism.Noiser) (*Result, []
 			if observer != nil {
 				observer.ObserveNoiseCall(NoiseCall{Key: sc.keys[g], Cell: i})
 			}
-			v, err := noise.AddLaplaceExact(exact[i], cells[i].sens, c.Epsilon)
+			var v float64
+			var err error
+			if c.Gaussian {
+				v, err = noise.AddGaussianExact(exact[i], c.L2Sensitivity(cells[i].sens), c.Rho)
+			} else {
+				v, err = noise.AddLaplaceExact(exact[i], cells[i].sens, c.Epsilon)
+			}
 			if err != nil {
 				return nil, nil, err
 			}
@@ -319,7 +332,7 @@ func (p *Prepared) Run(ctx context.Context, noise mechanism.Noiser) (*Result, []
 	return res, notes, err
 }
 
-// NoiseCall says what a Laplace call of Run is for.
+// NoiseCall says what a noise call of Run is for.
 type NoiseCall struct {
 	// Selection marks partition selection's noisy count of a group's
 	// units, which the group must pass (> Threshold) to be released;
@@ -679,18 +692,31 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 	add("measurements", fmt.Sprintf("%s per group (argument i of the call is a<i>; values converted as CAST(x AS REAL), clipped, summed exactly)", strings.Join(rw.Measured, "; ")))
 	for i, sr := range q.Searches {
 		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: sr.Sensitivity, Cutoff: 2, Monotonic: true}
+		share := fmt.Sprintf("%.3g of the query's ε", q.BoundsFraction)
+		if len(q.Cells) > 0 && q.Cells[0].Gaussian {
+			share = fmt.Sprintf("ε²/2 = %.3g of the query's ρ", sr.Epsilon*sr.Epsilon/2/q.Rho())
+		}
 		add(fmt.Sprintf("bounds search s%d", i), fmt.Sprintf(
-			"%s: no declared bounds, chosen privately from one histogram scan (%s): sparse vector technique, cutoff 2, monotonic counts, ε=%.6g (%.3g of the query's ε), query noise scale %.4g, stops where at most about %d noise scales of values lie beyond a candidate; candidates 0 and (1 + k/8)·2^e for e in [%d, %d]",
-			sr.Label, rewrite.MeasureFunction, sr.Epsilon, q.BoundsFraction, mechanism.SparseQueryScale(opts), autobound.ThresholdScales, autobound.MinExp, autobound.MaxExp-1))
+			"%s: no declared bounds, chosen privately from one histogram scan (%s): sparse vector technique, cutoff 2, monotonic counts, ε=%.6g (%s), query noise scale %.4g, stops where at most about %d noise scales of values lie beyond a candidate; candidates 0 and (1 + k/8)·2^e for e in [%d, %d]",
+			sr.Label, rewrite.MeasureFunction, sr.Epsilon, share, mechanism.SparseQueryScale(opts), autobound.ThresholdScales, autobound.MinExp, autobound.MaxExp-1))
 	}
 	for i, c := range q.Cells {
-		if c.Search >= 0 {
-			add(fmt.Sprintf("noise c%d", i), fmt.Sprintf("%s: Laplace, ε=%.6g, sensitivity from the bounds chosen by s%d", c.Label, c.Epsilon, c.Search))
-			continue
+		name := fmt.Sprintf("noise c%d", i)
+		switch {
+		case c.Gaussian && c.Search >= 0:
+			add(name, fmt.Sprintf("%s: discrete Gaussian, ρ=%.6g, L2 sensitivity from the bounds chosen by s%d (L1/√%d)", c.Label, c.Rho, c.Search, max(c.MaxGroups, 1)))
+		case c.Gaussian:
+			l2 := c.L2Sensitivity(c.L1Sensitivity)
+			sigma := mechanism.GaussianSigma(l2, c.Rho)
+			add(name, fmt.Sprintf("%s: discrete Gaussian, L2 sensitivity %.6g, ρ=%.6g, σ %.6g, 95%% error ±%.6g",
+				c.Label, l2, c.Rho, sigma, mechanism.GaussianErrorBound(sigma, 0.05)))
+		case c.Search >= 0:
+			add(name, fmt.Sprintf("%s: Laplace, ε=%.6g, sensitivity from the bounds chosen by s%d", c.Label, c.Epsilon, c.Search))
+		default:
+			scale := mechanism.LaplaceScale(c.L1Sensitivity, c.Epsilon)
+			add(name, fmt.Sprintf("%s: Laplace, sensitivity %g, ε=%.6g, scale %.6g, 95%% error ±%.6g",
+				c.Label, c.L1Sensitivity, c.Epsilon, scale, mechanism.LaplaceErrorBound(scale, 0.05)))
 		}
-		scale := mechanism.LaplaceScale(c.L1Sensitivity, c.Epsilon)
-		add(fmt.Sprintf("noise c%d", i), fmt.Sprintf("%s: Laplace, sensitivity %g, ε=%.6g, scale %.6g, 95%% error ±%.6g",
-			c.Label, c.L1Sensitivity, c.Epsilon, scale, mechanism.LaplaceErrorBound(scale, 0.05)))
 	}
 	for i, a := range q.Aggregates {
 		lo, hi, mid := fmt.Sprint(a.Lo), fmt.Sprint(a.Hi), fmt.Sprint(a.Lo/2+a.Hi/2)

@@ -55,6 +55,9 @@ type Noiser interface {
 	// float64 may not represent): the value is rounded to the noise grid
 	// exactly, so the only rounding before the noise is that one step.
 	AddLaplaceExact(value *big.Float, l1Sensitivity, epsilon float64) (float64, error)
+	// AddGaussianExact adds discrete Gaussian noise to an exact value,
+	// calibrated to be ρ-zCDP for the given L2 sensitivity.
+	AddGaussianExact(value *big.Float, l2Sensitivity, rho float64) (float64, error)
 	// NewSparse starts a sparse vector technique run.
 	NewSparse(opts SparseOptions) (Thresholder, error)
 }

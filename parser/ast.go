@@ -289,10 +289,12 @@ type ResetCacheStmt struct {
 	ResetPos Pos
 }
 
-// SetBudgetStmt is SET BUDGET epsilon = E[, delta = D] (owner).
+// SetBudgetStmt is SET BUDGET epsilon = E[, delta = D] [PURE] (owner).
 type SetBudgetStmt struct {
 	SetPos  Pos
 	Options []Option
+	// Pure: the owner requires pure ε-DP (δ = 0, no Gaussian noise).
+	Pure bool
 }
 
 // ShowStmt is SHOW BUDGET, SHOW TABLES or SHOW POLICY t.

@@ -260,6 +260,9 @@ func FormatStmt(s Stmt) string {
 	case *SetBudgetStmt:
 		sb.WriteString("SET BUDGET ")
 		opts(s.Options)
+		if s.Pure {
+			sb.WriteString(" PURE")
+		}
 	case *ShowStmt:
 		sb.WriteString("SHOW " + s.What)
 		if s.Table != nil {

@@ -375,7 +375,9 @@ func (p *parser) statement() Stmt {
 		p.next()
 		if p.tok.is("BUDGET") {
 			p.next()
-			return &SetBudgetStmt{SetPos: t.pos, Options: p.optionList(false)}
+			st := &SetBudgetStmt{SetPos: t.pos, Options: p.optionList(false)}
+			st.Pure = p.accept("PURE")
+			return st
 		}
 		namePos := p.tok.pos
 		name := p.plainName("parameter name")

@@ -90,7 +90,8 @@ const (
 )
 
 // Cell is one exact quantity that is computed by the backend per group and
-// released only with Laplace noise.
+// released only with noise: Laplace at Epsilon, or (after
+// PrivateQuery.Gaussian) the discrete Gaussian at Rho.
 type Cell struct {
 	Kind      CellKind
 	Arg       parser.Expr // nil for CountRows
@@ -107,6 +108,13 @@ type Cell struct {
 	L1Sensitivity float64
 	Epsilon       float64
 	Label         string // e.g. `COUNT(*)`, `SUM(clip("Age", 0, 125))`
+	// MaxGroups is l0, the groups one unit can change: the cell's L2
+	// sensitivity is its L1 sensitivity divided by √l0 (L2Sensitivity).
+	MaxGroups int64
+	// Gaussian: the cell gets discrete Gaussian noise, ρ-zCDP with ρ = Rho,
+	// instead of Laplace noise at Epsilon.
+	Gaussian bool
+	Rho      float64
 }
 
 // Midpoint is the centre m of bounds [lo, hi] that centred sums subtract,
@@ -252,6 +260,10 @@ type PrivateQuery struct {
 	// BoundsFraction is the share of Epsilon spent on bound searches (0
 	// when there are none).
 	BoundsFraction float64
+	// Noise is the mechanism the query asks for (OPTIONS (noise = ...) or
+	// the session): "" lets the engine choose, or NoiseLaplace,
+	// NoiseGaussian.
+	Noise string
 	// AggOf maps every aggregate call of the statement to its Aggregate.
 	AggOf map[*parser.CallExpr]int
 	// KeyOf maps every reference to a GROUP BY column outside aggregates
@@ -324,6 +336,9 @@ type Session struct {
 	// BoundsFraction is the share of a query's ε spent on choosing bounds
 	// privately when some aggregate has none (0: DefaultBoundsFraction).
 	BoundsFraction float64
+	// Noise is the session's choice of mechanism ("", "auto", NoiseLaplace
+	// or NoiseGaussian); OPTIONS (noise = ...) overrides it.
+	Noise string
 }
 
 // DefaultBoundsFraction is the default share of ε spent on bound searches,
@@ -471,6 +486,9 @@ func (b *builder) build(sess Session) error {
 		return err
 	}
 	b.q.Unit = opts.unit
+	if opts.noise != "auto" {
+		b.q.Noise = opts.noise
+	}
 	b.rowScale = float64(opts.unit.MaxGroups * opts.unit.MaxRows)
 	b.delta = opts.delta
 	if s.Where != nil {
@@ -574,7 +592,7 @@ func (b *builder) build(sess Session) error {
 	}
 	if sel := b.q.Selection; sel != nil {
 		sel.Epsilon = per
-		sel.Threshold = 1 + sel.Sensitivity/sel.Epsilon*math.Log(sel.Sensitivity/(2*opts.delta))
+		sel.setThreshold()
 	}
 	for _, sr := range b.q.Searches {
 		sr.Epsilon = math.Nextafter(sr.Epsilon, 0)
@@ -597,21 +615,28 @@ const (
 // cell whose bounds a search will choose (at the narrowest and the widest
 // candidate bounds), each search and the partition selection. So the
 // noise step after the charge cannot fail on a parameter.
-func (b *builder) checkNoise() error {
-	q := b.q
+func (b *builder) checkNoise() error { return b.q.checkNoise() }
+
+func (q *PrivateQuery) checkNoise() error {
 	fail := func(what string, err error) error {
-		return errorf(b.stmt.SelectPos, ErrInvalidOption, "%s cannot be noised with these parameters (%v): use a larger epsilon or narrower bounds", what, err)
+		return errorf(q.Stmt.SelectPos, ErrInvalidOption, "%s cannot be noised with these parameters (%v): use a larger epsilon or narrower bounds", what, err)
+	}
+	check := func(c *Cell, l1 float64) error {
+		if c.Gaussian {
+			return mechanism.CheckGaussian(c.L2Sensitivity(l1), c.Rho)
+		}
+		return mechanism.CheckLaplace(l1, c.Epsilon)
 	}
 	for _, c := range q.Cells {
 		if c.Search < 0 {
-			if err := mechanism.CheckLaplace(c.L1Sensitivity, c.Epsilon); err != nil {
+			if err := check(c, c.L1Sensitivity); err != nil {
 				return fail(c.Label, err)
 			}
 			continue
 		}
 		for _, hi := range []float64{autobound.Candidate(1), autobound.Candidate(autobound.NumBuckets - 1)} {
 			for _, lo := range []float64{0, -hi} {
-				if err := mechanism.CheckLaplace(SensitivityFor(c.Kind, lo, hi, c.Scale), c.Epsilon); err != nil {
+				if err := check(c, SensitivityFor(c.Kind, lo, hi, c.Scale)); err != nil {
 					return fail(c.Label, err)
 				}
 			}
@@ -636,6 +661,7 @@ func (b *builder) checkNoise() error {
 // options are a query's privacy parameters after OPTIONS and session.
 type options struct {
 	eps, delta, frac float64
+	noise            string
 	unit             catalog.Unit
 }
 
@@ -643,7 +669,7 @@ type options struct {
 // overrides from the OPTIONS clause, the session and the table's policy.
 // A missing ε is reported by the caller, after the query's other checks.
 func queryOptions(s *parser.SelectStmt, sess Session, rel *relation) (options, error) {
-	o := options{eps: sess.Epsilon, frac: sess.BoundsFraction, unit: rel.unit}
+	o := options{eps: sess.Epsilon, frac: sess.BoundsFraction, unit: rel.unit, noise: sess.Noise}
 	if o.frac == 0 {
 		o.frac = DefaultBoundsFraction
 	}
@@ -683,10 +709,17 @@ func queryOptions(s *parser.SelectStmt, sess Session, rel *relation) (options, e
 			} else {
 				o.unit.MaxRows = int64(v)
 			}
+		case "noise":
+			n, err := parser.LiteralValue(opt.Value)
+			name, ok := n.(string)
+			if err != nil || !ok || !ValidNoise(name) {
+				return bad("noise takes 'laplace' or 'gaussian' (or 'auto': the engine chooses)")
+			}
+			o.noise = strings.ToLower(name)
 		case "privacy_unit_column":
 			return options{}, errorf(opt.NamePos, ErrInvalidOption, "the privacy unit is the owner's choice (CREATE PRIVACY POLICY ... OPTIONS (privacy_unit_column = ...))")
 		default:
-			return options{}, errorf(opt.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, delta, bounds_epsilon_fraction, max_groups_contributed, max_rows_contributed)", opt.Name)
+			return options{}, errorf(opt.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, delta, bounds_epsilon_fraction, max_groups_contributed, max_rows_contributed, noise)", opt.Name)
 		}
 	}
 	if rel.unit.Column == "" {
@@ -917,7 +950,7 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	}
 	// newCell makes a cell over arg with this aggregate's bounds.
 	newCell := func(k CellKind, label string) int {
-		c := &Cell{Kind: k, Arg: arg, Search: -1, Label: label, Scale: b.rowScale}
+		c := &Cell{Kind: k, Arg: arg, Search: -1, Label: label, Scale: b.rowScale, MaxGroups: b.q.Unit.MaxGroups}
 		if k == CountUnits {
 			c.Scale = float64(b.q.Unit.MaxGroups)
 		}

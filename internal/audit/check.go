@@ -38,8 +38,9 @@ type call struct {
 	exec.NoiseCall
 	key   string
 	value *big.Float
-	sens  float64
-	eps   float64
+	sens  float64 // L1 sensitivity (Laplace) or L2 sensitivity (Gaussian)
+	eps   float64 // Laplace
+	rho   float64 // Gaussian
 }
 
 // search is one sparse vector run of a bound search.
@@ -84,16 +85,9 @@ func (n *Noiser) AddLaplace(v, sens, eps float64) (float64, error) {
 // AddLaplaceExact records the exact value and returns it (or, for
 // partition selection in a replay, the recorded run's decision).
 func (n *Noiser) AddLaplaceExact(v *big.Float, sens, eps float64) (float64, error) {
-	if n.pending == nil {
-		n.rec.problems = append(n.rec.problems, "a noise call that Run did not announce")
-		f, _ := v.Float64()
-		return f, nil
-	}
-	c := call{NoiseCall: *n.pending, key: keyID(n.pending.Key), value: new(big.Float).SetPrec(4096).Set(v), sens: sens, eps: eps}
-	n.pending = nil
-	n.rec.calls = append(n.rec.calls, c)
+	c, ok := n.record(v, call{sens: sens, eps: eps})
 	f, _ := v.Float64()
-	if !c.Selection || n.replay == nil {
+	if !ok || !c.Selection || n.replay == nil {
 		return f, nil
 	}
 	step := math.Max(1, math.Abs(c.Threshold))
@@ -106,6 +100,29 @@ func (n *Noiser) AddLaplaceExact(v *big.Float, sens, eps float64) (float64, erro
 		}
 	}
 	return c.Threshold - step, nil // not released on the recorded side
+}
+
+// AddGaussianExact records the exact value and returns it.
+func (n *Noiser) AddGaussianExact(v *big.Float, sens, rho float64) (float64, error) {
+	if c, ok := n.record(v, call{sens: sens, rho: rho}); ok && c.Selection {
+		n.rec.problems = append(n.rec.problems, "partition selection with Gaussian noise")
+	}
+	f, _ := v.Float64()
+	return f, nil
+}
+
+// record completes c with the announced call and the exact value and
+// records it; ok is false (and a problem recorded) when no call was
+// announced.
+func (n *Noiser) record(v *big.Float, c call) (call, bool) {
+	if n.pending == nil {
+		n.rec.problems = append(n.rec.problems, "a noise call that Run did not announce")
+		return c, false
+	}
+	c.NoiseCall, c.key, c.value = *n.pending, keyID(n.pending.Key), new(big.Float).SetPrec(4096).Set(v)
+	n.pending = nil
+	n.rec.calls = append(n.rec.calls, c)
+	return c, true
 }
 
 // NewSparse starts a recorded sparse vector run; in a replay it answers as
@@ -242,8 +259,8 @@ func compare(st Statement, a, b outcome, x, y string) []string {
 		bad("%s", pr)
 	}
 	// (5) the cost does not depend on the data.
-	if a.res.Cost != b.res.Cost {
-		bad("charges depend on the data: %s %+v, %s %+v", x, a.res.Cost, y, b.res.Cost)
+	if a.res.Cost != b.res.Cost || a.res.Mechanism != b.res.Mechanism || a.res.Rho != b.res.Rho {
+		bad("charges depend on the data: %s %+v %s ρ=%g, %s %+v %s ρ=%g", x, a.res.Cost, a.res.Mechanism, a.res.Rho, y, b.res.Cost, b.res.Mechanism, b.res.Rho)
 	}
 	// (4) the bound searches see count differences within their sensitivity.
 	claimed := 0.0
@@ -290,6 +307,10 @@ func compare(st Statement, a, b outcome, x, y string) []string {
 	ma, mb := index(a.rec), index(b.rec)
 	selected := false
 	loss := new(big.Float).SetPrec(4096)
+	// Gaussian cells: the ρ the pair spends, Σ ρ_cell·(Δ/Δ₂)², against the
+	// ρ the cells claim and the charge records.
+	rhoLoss := new(big.Float).SetPrec(4096)
+	cellRho := map[int]float64{}
 	cellEps := map[int]float64{}
 	selEps, oneSided := 0.0, 0.0
 	var keys []cellKey
@@ -312,7 +333,7 @@ func compare(st Statement, a, b outcome, x, y string) []string {
 		if k.sel {
 			selected = true
 			selEps = c.eps
-		} else {
+		} else if c.rho == 0 {
 			cellEps[k.cell] = c.eps
 		}
 		if okA != okB {
@@ -335,8 +356,17 @@ func compare(st Statement, a, b outcome, x, y string) []string {
 			}
 			continue
 		}
-		if ca.sens != cb.sens || ca.eps != cb.eps {
-			bad("cell %+v: noise parameters depend on the data: sensitivity %g/%g, ε %g/%g", k, ca.sens, cb.sens, ca.eps, cb.eps)
+		if ca.sens != cb.sens || ca.eps != cb.eps || ca.rho != cb.rho {
+			bad("cell %+v: noise parameters depend on the data: sensitivity %g/%g, ε %g/%g, ρ %g/%g", k, ca.sens, cb.sens, ca.eps, cb.eps, ca.rho, cb.rho)
+			continue
+		}
+		if ca.rho > 0 {
+			cellRho[k.cell] = ca.rho
+			d := new(big.Float).SetPrec(4096).Sub(ca.value, cb.value)
+			d.Quo(d, new(big.Float).SetPrec(4096).SetFloat64(ca.sens))
+			d.Mul(d, d)
+			d.Mul(d, new(big.Float).SetPrec(4096).SetFloat64(ca.rho))
+			rhoLoss.Add(rhoLoss, d)
 			continue
 		}
 		d := new(big.Float).SetPrec(4096).Sub(ca.value, cb.value)
@@ -345,19 +375,42 @@ func compare(st Statement, a, b outcome, x, y string) []string {
 		d.Quo(d, new(big.Float).SetPrec(4096).SetFloat64(ca.sens))
 		loss.Add(loss, d)
 	}
-	for _, e := range cellEps {
-		claimed += e
-	}
-	claimed += selEps
-	if claimed > a.res.Cost.Epsilon*(1+1e-9) {
-		bad("the mechanisms spend ε = %g but the query charges %g", claimed, a.res.Cost.Epsilon)
-	}
-	lossF, _ := loss.Float64()
+	searchEps, searchRho := 0.0, 0.0
 	for i := 0; i < min(len(a.rec.searches), len(b.rec.searches)); i++ {
-		lossF += a.rec.searches[i].opts.Epsilon // the search is private by its own argument, checked above
+		e := a.rec.searches[i].opts.Epsilon // the search is private by its own argument, checked above
+		searchEps, searchRho = searchEps+e, searchRho+e*e/2
 	}
-	if lossF > claimed*(1+1e-9) {
-		bad("privacy loss %.6g between neighbours exceeds the ε %.6g the plan claims%s", lossF, claimed, cellDetail(ma, mb))
+	if len(cellRho) > 0 {
+		// Gaussian cells, pure searches and selection: in ρ, ε²/2 for the
+		// pure parts.
+		claimedRho := searchRho + selEps*selEps/2
+		for _, r := range cellRho {
+			claimedRho += r
+		}
+		if claimedRho > a.res.Rho*(1+1e-9) {
+			bad("the mechanisms spend ρ = %g but the query charges ρ = %g", claimedRho, a.res.Rho)
+		}
+		if len(cellEps) > 0 {
+			bad("a query mixes Laplace and Gaussian cells")
+		}
+		lossF, _ := rhoLoss.Float64()
+		lossF += searchRho + selEps*selEps/2
+		if lossF > claimedRho*(1+1e-9) {
+			bad("privacy loss ρ = %.6g between neighbours exceeds the ρ %.6g the plan claims%s", lossF, claimedRho, cellDetail(ma, mb))
+		}
+	} else {
+		for _, e := range cellEps {
+			claimed += e
+		}
+		claimed += selEps
+		if claimed > a.res.Cost.Epsilon*(1+1e-9) {
+			bad("the mechanisms spend ε = %g but the query charges %g", claimed, a.res.Cost.Epsilon)
+		}
+		lossF, _ := loss.Float64()
+		lossF += searchEps
+		if lossF > claimed*(1+1e-9) {
+			bad("privacy loss %.6g between neighbours exceeds the ε %.6g the plan claims%s", lossF, claimed, cellDetail(ma, mb))
+		}
 	}
 	if selected && oneSided > a.res.Cost.Delta*(1+1e-9) {
 		bad("groups of one side only are released with probability %.3g, more than δ = %g", oneSided, a.res.Cost.Delta)

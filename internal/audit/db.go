@@ -200,7 +200,7 @@ func (db Database) Build(dir string) (d, d2 string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	err = owner.Run(context.Background(), db.Policy+"; SET BUDGET epsilon = 1e6, delta = 0.5", func(*dpsql.Result) error { return nil })
+	err = owner.Run(context.Background(), db.Policy+"; SET BUDGET epsilon = 1e6, delta = 0.99", func(*dpsql.Result) error { return nil })
 	owner.Close()
 	if err != nil {
 		return "", "", fmt.Errorf("policy: %w", err)

@@ -379,6 +379,10 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 	if needDelta || g.chance(0.1) {
 		options = append(options, "delta = "+g.pick([]string{"1e-6", "0.001", "0.01"}))
 	}
+	if g.chance(0.25) {
+		g.use("OPTIONS noise = 'gaussian'")
+		options = append(options, "noise = 'gaussian'")
+	}
 	if g.chance(0.2) {
 		g.use("OPTIONS bounds_epsilon_fraction")
 		options = append(options, "bounds_epsilon_fraction = "+g.pick([]string{"0.1", "0.5"}))

@@ -1,0 +1,132 @@
+package dpsql
+
+import (
+	"fmt"
+
+	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/mechanism"
+	"github.com/dpsql/dpsql/parser"
+	"github.com/dpsql/dpsql/planner"
+)
+
+// A private query at ε can run two ways (docs/privacy.md, "Choosing the
+// noise"):
+//
+//   - Laplace: as planned, each part at its share of ε; the ledger records
+//     ε (basic composition) and ρ = Σ ε_k²/2 (zCDP).
+//   - Gaussian: the query buys ρ = ρ_T·ε/E, the share ε/E of the zCDP
+//     total, split in the same shares; its cells get discrete Gaussian
+//     noise. Only zCDP composition counts it.
+//
+// The engine offers the ledger both, the one with the smaller expected
+// noise first (the mean over cells of the ratio of their standard
+// deviations); the ledger records the first that fits. The choice depends
+// on the plan and the ledger, never on the data.
+
+// option is one way to run a query: its noise parameters and its charge.
+type option struct {
+	plan   *planner.PrivateQuery
+	charge budget.Charge
+}
+
+// noiseOptions returns the ways p can run, best first, and why that order.
+func noiseOptions(p *planner.PrivateQuery, st budget.Status) ([]option, string, error) {
+	laplace := option{plan: p, charge: budget.LaplaceCharge(p.Epsilon, p.Delta, p.Parts())}
+	if p.Noise == planner.NoiseLaplace {
+		return []option{laplace}, "Laplace: the query asks for it (noise = 'laplace')", nil
+	}
+	rho := st.GaussianRho(p.Epsilon)
+	if rho <= 0 {
+		why := "Laplace: the owner's budget has δ = 0, so only pure ε-DP mechanisms run"
+		if st.Pure {
+			why = "Laplace: the owner requires pure ε-DP (SET BUDGET ... PURE)"
+		} else if st.Set && st.Total.Delta > 0 {
+			why = "Laplace: this ledger spent more than half its δ before zCDP accounting, so it keeps basic composition"
+		}
+		if p.Noise == planner.NoiseGaussian {
+			return nil, "", &planner.Error{Pos: p.Stmt.SelectPos, Kind: planner.ErrInvalidOption, Msg: "noise = 'gaussian' needs zCDP accounting, which this budget does not allow: " + why[len("Laplace: "):]}
+		}
+		return []option{laplace}, why, nil
+	}
+	g, err := p.Gaussian(rho)
+	if err != nil {
+		if p.Noise == planner.NoiseGaussian {
+			return nil, "", err
+		}
+		return []option{laplace}, fmt.Sprintf("Laplace: Gaussian noise at ρ=%.3g cannot be calibrated for this query", rho), nil
+	}
+	gaussian := option{plan: g, charge: budget.Charge{Mechanism: budget.Gaussian, Epsilon: p.Epsilon, Delta: p.Delta, Rho: rho}}
+	if p.Noise == planner.NoiseGaussian {
+		return []option{gaussian}, "Gaussian: the query asks for it (noise = 'gaussian')", nil
+	}
+	ratio := 0.0
+	for i := range p.Cells {
+		ratio += g.NoiseSD(i) / p.NoiseSD(i)
+	}
+	if n := len(p.Cells); n > 0 {
+		ratio /= float64(n)
+	}
+	if ratio < 1 {
+		return []option{gaussian, laplace}, fmt.Sprintf("Gaussian: its noise is %.2f× Laplace's at ε=%g (ρ=%.4g, the share ε/E of the zCDP total)", ratio, p.Epsilon, rho), nil
+	}
+	return []option{laplace, gaussian}, fmt.Sprintf("Laplace: Gaussian noise at ρ=%.4g (the share ε/E of the zCDP total) would be %.2f× Laplace's", rho, ratio), nil
+}
+
+// charges lists the options' charges, in order.
+func charges(opts []option) []budget.Charge {
+	out := make([]budget.Charge, len(opts))
+	for i, o := range opts {
+		out[i] = o.charge
+	}
+	return out
+}
+
+// errorBounds reports the 95% noise half-width of outputs that are a plain
+// COUNT or SUM with declared bounds (for AVG the error is not additive and
+// is left out).
+func errorBounds(p *planner.PrivateQuery) map[string]float64 {
+	out := map[string]float64{}
+	for _, o := range p.Outputs {
+		call, ok := o.Expr.(*parser.CallExpr)
+		if !ok {
+			continue
+		}
+		i, ok := p.AggOf[call]
+		if !ok || (p.Aggregates[i].Kind != planner.AggCount && p.Aggregates[i].Kind != planner.AggSum) || p.Aggregates[i].Search >= 0 {
+			continue
+		}
+		c := p.Cells[p.Aggregates[i].Cells[0]]
+		if c.Gaussian {
+			out[o.Name] = mechanism.GaussianErrorBound(mechanism.GaussianSigma(c.L2Sensitivity(c.L1Sensitivity), c.Rho), 0.05)
+		} else {
+			out[o.Name] = mechanism.LaplaceErrorBound(mechanism.LaplaceScale(c.L1Sensitivity, c.Epsilon), 0.05)
+		}
+	}
+	return out
+}
+
+// costNote describes a charge in the ledger's terms: ρ and, when zCDP
+// accounting applies, its (ε, δ) equivalent at the δ the conversion uses.
+func costNote(c budget.Charge, st budget.Status) string {
+	s := fmt.Sprintf("%s noise; the ledger records ε=%g, δ=%g, ρ=%.6g", c.Mechanism, c.Epsilon, c.Delta, c.Rho)
+	if st.RhoTotal > 0 {
+		d := st.Total.Delta / 2
+		s += fmt.Sprintf(" (alone, ρ=%.6g is (ε=%.4g, δ=%g)-DP; the zCDP total is ρ=%.6g)", c.Rho, budget.ZCDPEpsilon(c.Rho, d), d, st.RhoTotal)
+	}
+	return s
+}
+
+// budgetNote says which accountants apply to the ledger now.
+func budgetNote(st budget.Status) string {
+	switch {
+	case st.Pure:
+		return "pure ε-DP (the owner's PURE budget): basic composition of ε, Laplace noise only"
+	case st.RhoTotal == 0:
+		return "basic composition: the ε of all charges adds up (no δ to convert zCDP with)"
+	}
+	rho := fmt.Sprintf("ρ: %.6g spent of %.6g (%.6g remaining)", st.RhoSpent, st.RhoTotal, max(0, st.RhoTotal-st.RhoSpent))
+	if st.Basic {
+		return fmt.Sprintf("every charge so far is pure, so basic composition (ε adds up) and zCDP (ρ adds up) both apply; 'remaining' is what the better of the two leaves; %s; partition selection may spend δ=%g in all", rho, st.DeltaCap)
+	}
+	return fmt.Sprintf("zCDP composition (a Gaussian query ran): 'remaining' ε is the share of ρ left, the ε a Gaussian query can still ask; %s; partition selection may spend δ=%g in all", rho, st.DeltaCap)
+}

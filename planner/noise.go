@@ -1,0 +1,129 @@
+package planner
+
+import (
+	"math"
+	"strings"
+
+	"github.com/dpsql/dpsql/mechanism"
+)
+
+// The query's noise. A plan is made with Laplace noise: the query's ε is
+// split into pure parts (bound searches, partition selection, cells), as
+// planned in build. Gaussian turns it into the same query under zCDP: the
+// ρ it buys is split in the same shares, the pure parts run at the ε of
+// their share of ρ and the cells get discrete Gaussian noise calibrated to
+// their L2 sensitivity.
+
+// Mechanisms a query can ask for with OPTIONS (noise = ...).
+const (
+	NoiseLaplace  = "laplace"
+	NoiseGaussian = "gaussian"
+)
+
+// ValidNoise reports whether name is a noise option: laplace, gaussian or
+// auto (any case).
+func ValidNoise(name string) bool {
+	switch strings.ToLower(name) {
+	case NoiseLaplace, NoiseGaussian, "auto":
+		return true
+	}
+	return false
+}
+
+// L2Sensitivity is the cell's L2 sensitivity for an L1 sensitivity l1:
+// after contribution bounding one unit changes at most l0 groups, each by
+// at most l1/l0, so the vector of its changes has L2 norm at most
+// √l0·(l1/l0) = l1/√l0. Rounded up.
+func (c *Cell) L2Sensitivity(l1 float64) float64 {
+	if c.MaxGroups <= 1 {
+		return l1
+	}
+	return math.Nextafter(l1/math.Sqrt(float64(c.MaxGroups)), math.Inf(1))
+}
+
+// setThreshold sets τ = 1 + (l0/ε)·ln(l0/(2δ)) for the selection's ε and δ.
+func (s *Selection) setThreshold() {
+	s.Threshold = 1 + s.Sensitivity/s.Epsilon*math.Log(s.Sensitivity/(2*s.Delta))
+}
+
+// Parts returns the ε of each pure part of the plan, as planned: the
+// bound searches, the partition selection and the cells. They add up to
+// at most Epsilon.
+func (q *PrivateQuery) Parts() []float64 {
+	var out []float64
+	for _, s := range q.Searches {
+		out = append(out, s.Epsilon)
+	}
+	if q.Selection != nil {
+		out = append(out, q.Selection.Epsilon)
+	}
+	for _, c := range q.Cells {
+		out = append(out, c.Epsilon)
+	}
+	return out
+}
+
+// Gaussian returns a copy of the plan that spends rho (zCDP) in the shares
+// in which the plan spends its ε: a part planned at ε_k gets
+// ρ_k = ρ·ε_k/ε; a pure part (bound search, partition selection) runs at
+// √(2ρ_k), which is ρ_k-zCDP, and a cell gets discrete Gaussian noise that
+// is ρ_k-zCDP for its L2 sensitivity. The ρ_k add up to at most rho. It
+// fails, before anything is charged, when the noise cannot be calibrated.
+func (q *PrivateQuery) Gaussian(rho float64) (*PrivateQuery, error) {
+	g := *q
+	share := func(eps float64) float64 { return math.Nextafter(rho*(eps/q.Epsilon), 0) }
+	pure := func(eps float64) float64 { return math.Nextafter(math.Sqrt(2*share(eps)), 0) }
+	g.Searches = make([]*Search, len(q.Searches))
+	for i, s := range q.Searches {
+		c := *s
+		c.Epsilon = pure(s.Epsilon)
+		g.Searches[i] = &c
+	}
+	if q.Selection != nil {
+		s := *q.Selection
+		s.Epsilon = pure(s.Epsilon)
+		s.setThreshold()
+		g.Selection = &s
+	}
+	g.Cells = make([]*Cell, len(q.Cells))
+	for i, c := range q.Cells {
+		n := *c
+		n.Gaussian, n.Rho = true, share(c.Epsilon)
+		g.Cells[i] = &n
+	}
+	if err := g.checkNoise(); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// NoiseSD is the standard deviation of cell i's noise for a unit L1
+// sensitivity (the sensitivity of cells with chosen bounds is only known at
+// run time, and the ratio of two plans' deviations does not depend on it).
+func (q *PrivateQuery) NoiseSD(i int) float64 {
+	c := q.Cells[i]
+	if c.Gaussian {
+		return mechanism.GaussianSigma(c.L2Sensitivity(1), c.Rho)
+	}
+	return math.Sqrt2 * mechanism.LaplaceScale(1, c.Epsilon)
+}
+
+// Rho is the zCDP cost of the plan's mechanisms: Σ ε_k²/2 over its pure
+// parts and the ρ of its Gaussian cells.
+func (q *PrivateQuery) Rho() float64 {
+	rho := 0.0
+	for _, s := range q.Searches {
+		rho += s.Epsilon * s.Epsilon / 2
+	}
+	if q.Selection != nil {
+		rho += q.Selection.Epsilon * q.Selection.Epsilon / 2
+	}
+	for _, c := range q.Cells {
+		if c.Gaussian {
+			rho += c.Rho
+		} else {
+			rho += c.Epsilon * c.Epsilon / 2
+		}
+	}
+	return rho
+}
