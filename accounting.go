@@ -66,8 +66,19 @@ func noiseOptions(p *planner.PrivateQuery, st budget.Status) ([]option, string, 
 	if n := len(p.Cells); n > 0 {
 		ratio /= float64(n)
 	}
-	if ratio < 1 {
+	// The pure parts (bound searches, partition selection) run at
+	// √(2ρ_k) under zCDP: Gaussian is preferred only when they lose no ε
+	// either, so that no part of a query gets more noise than Laplace
+	// would give it.
+	pureLoses := false
+	for i, e := range p.SearchParts() {
+		pureLoses = pureLoses || g.SearchParts()[i] < e
+	}
+	switch {
+	case ratio < 1 && !pureLoses:
 		return []option{gaussian, laplace}, fmt.Sprintf("Gaussian: its noise is %.2f× Laplace's at ε=%g (ρ=%.4g, the share ε/E of the zCDP total)", ratio, p.Epsilon, rho), nil
+	case ratio < 1:
+		return []option{laplace, gaussian}, fmt.Sprintf("Laplace: Gaussian cells would get %.2f× Laplace's noise at ρ=%.4g (the share ε/E of the zCDP total), but the bound searches or the partition selection would get less ε", ratio, rho), nil
 	}
 	return []option{laplace, gaussian}, fmt.Sprintf("Laplace: Gaussian noise at ρ=%.4g (the share ε/E of the zCDP total) would be %.2f× Laplace's", rho, ratio), nil
 }

@@ -50,15 +50,22 @@ func (s *Selection) setThreshold() {
 // bound searches, the partition selection and the cells. They add up to
 // at most Epsilon.
 func (q *PrivateQuery) Parts() []float64 {
+	out := q.SearchParts()
+	for _, c := range q.Cells {
+		out = append(out, c.Epsilon)
+	}
+	return out
+}
+
+// SearchParts returns the ε of the bound searches and the partition
+// selection: the parts that stay pure mechanisms under zCDP.
+func (q *PrivateQuery) SearchParts() []float64 {
 	var out []float64
 	for _, s := range q.Searches {
 		out = append(out, s.Epsilon)
 	}
 	if q.Selection != nil {
 		out = append(out, q.Selection.Epsilon)
-	}
-	for _, c := range q.Cells {
-		out = append(out, c.Epsilon)
 	}
 	return out
 }
