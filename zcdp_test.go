@@ -189,3 +189,40 @@ func explainErrors(t *testing.T, e *dpsql.Engine, q string) []float64 {
 	}
 	return out
 }
+
+// TestPureBudgetAndRecordedRho: under SET BUDGET ... PURE a query asking
+// for Gaussian noise is refused before anything is charged; a Laplace
+// query with a bound search records ρ = Σ ε_k²/2 over its parts (search
+// 0.2, cell 0.8 of ε = 1: 0.02 + 0.32); a Gaussian one records its share
+// of ρ_T.
+func TestPureBudgetAndRecordedRho(t *testing.T) {
+	path := newDB(t)
+	owner := open(t, path, dpsql.Options{Owner: true})
+	r := mustRun(t, owner, "SET BUDGET epsilon = 10 pure")
+	if !strings.Contains(r[0].Message, "pure ε-DP") {
+		t.Errorf("message %q", r[0].Message)
+	}
+	if _, err := owner.Query(context.Background(), "SET BUDGET epsilon = 10, delta = 1e-6 PURE"); err == nil || !strings.Contains(err.Error(), "delta = 0") {
+		t.Errorf("PURE with δ: %v", err)
+	}
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	_, err := e.Query(context.Background(), "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = 'gaussian') COUNT(*) FROM t")
+	if err == nil || !strings.Contains(err.Error(), "PURE") {
+		t.Errorf("Gaussian under PURE: %v", err)
+	}
+	if st, _ := e.Budget(context.Background()); st.Spent.Epsilon != 0 {
+		t.Errorf("a refused query was charged: %+v", st)
+	}
+	res := query(t, e, "SELECT SUM(i) FROM t")
+	if res.Mechanism != budget.Laplace || math.Abs(res.Rho-0.34) > 1e-9 {
+		t.Errorf("Laplace with a search: %s ρ=%v, want 0.34", res.Mechanism, res.Rho)
+	}
+	mustRun(t, owner, "SET BUDGET epsilon = 10, delta = 1e-6")
+	res = query(t, e, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = 'gaussian') SUM(i) FROM t")
+	if want := budget.RhoFor(10, 5e-7) / 10; res.Mechanism != budget.Gaussian || math.Abs(res.Rho-want) > 1e-12 {
+		t.Errorf("Gaussian: %s ρ=%v, want %v", res.Mechanism, res.Rho, want)
+	}
+	if _, err := e.Query(context.Background(), "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = 'uniform') COUNT(*) FROM t"); err == nil || !strings.Contains(err.Error(), "noise takes") {
+		t.Errorf("unknown noise: %v", err)
+	}
+}

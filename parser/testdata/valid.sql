@@ -9,6 +9,7 @@ SELECT t.a, COUNT(b) FROM t GROUP BY t.a LIMIT 10 OFFSET 2;
 EXPLAIN SELECT SUM("Capital Gain") FROM adult;
 SET epsilon = 0.5;
 SET BUDGET epsilon = 10, delta = 1e-6;
+SET BUDGET epsilon = 1 pure;
 SHOW BUDGET;
 SHOW TABLES;
 SHOW POLICY adult;
