@@ -37,16 +37,19 @@ func noiseOptions(p *planner.PrivateQuery, st budget.Status) ([]option, string, 
 	}
 	rho := st.GaussianRho(p.Epsilon)
 	if rho <= 0 {
-		why := "Laplace: the owner's budget has δ = 0, so only pure ε-DP mechanisms run"
-		if st.Pure {
-			why = "Laplace: the owner requires pure ε-DP (SET BUDGET ... PURE)"
-		} else if st.Set && st.Total.Delta > 0 {
-			why = "Laplace: this ledger spent more than half its δ before zCDP accounting, so it keeps basic composition"
+		reason := "the owner's budget has δ = 0, so only pure ε-DP mechanisms run"
+		switch {
+		case !st.Set:
+			reason = "no budget is set yet"
+		case st.Pure:
+			reason = "the owner requires pure ε-DP (SET BUDGET ... PURE)"
+		case st.Total.Delta > 0:
+			reason = "this ledger spent more than half its δ before zCDP accounting, so it keeps basic composition"
 		}
 		if p.Noise == planner.NoiseGaussian {
-			return nil, "", &planner.Error{Pos: p.Stmt.SelectPos, Kind: planner.ErrInvalidOption, Msg: "noise = 'gaussian' needs zCDP accounting, which this budget does not allow: " + why[len("Laplace: "):]}
+			return nil, "", &planner.Error{Pos: p.Stmt.SelectPos, Kind: planner.ErrInvalidOption, Msg: "noise = 'gaussian' needs zCDP accounting, which this budget does not allow: " + reason}
 		}
-		return []option{laplace}, why, nil
+		return []option{laplace}, "Laplace: " + reason, nil
 	}
 	g, err := p.Gaussian(rho)
 	if err != nil {
