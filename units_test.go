@@ -3,6 +3,7 @@ package dpsql_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -385,5 +386,23 @@ func TestJoinsAndSubqueriesExact(t *testing.T) {
 	r = query(t, e, `SELECT COUNT(DISTINCT a.uid) FROM visits a JOIN visits b ON a.uid = b.uid`)
 	if got := num(r.Rows[0][0]); got != float64(len(rows)) {
 		t.Errorf("units after a self-join on uid: %v, want %d", got, len(rows))
+	}
+}
+
+// TestGroupByUnitIsRefused: grouping by the privacy unit — directly, through
+// a join on it, or renamed by a WITH query — is refused whatever the data
+// and whatever δ, with a message that says why and what to do instead.
+func TestGroupByUnitIsRefused(t *testing.T) {
+	path := unitsDB(t, generateVisits(20, 1), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	for _, q := range []string{
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) uid, COUNT(*) FROM visits GROUP BY uid`,
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) ward, COUNT(*) FROM visits GROUP BY ward, uid`,
+		`WITH s AS (SELECT uid AS who, COUNT(*) AS n FROM visits GROUP BY uid) SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) who, SUM(n) FROM s GROUP BY who`,
+	} {
+		_, err := e.Query(context.Background(), q)
+		if !errors.Is(err, dpsql.ErrNotPrivate) || !strings.Contains(err.Error(), "groups by the privacy unit") || !strings.Contains(err.Error(), "COUNT(DISTINCT") {
+			t.Errorf("%s: %v", q, err)
+		}
 	}
 }

@@ -787,6 +787,13 @@ func (b *builder) groupKey(g parser.Expr) error {
 			return errorf(c.NamePos, ErrInvalidOption, "column %q appears twice in GROUP BY", col.name)
 		}
 	}
+	if col.unit != "" {
+		// Each group would be one unit: its key a unit's id, its
+		// aggregates one unit's values. Refused whatever the data.
+		return errorf(c.NamePos, ErrNotPrivate,
+			"GROUP BY %q groups by the privacy unit: every group would hold one unit, so no group could be released but with probability δ; group by a coarser column, or count units with COUNT(DISTINCT %s)",
+			col.name, parser.QuoteIdent(col.name))
+	}
 	dom := col.domain
 	if len(dom) == 0 && b.delta <= 0 {
 		table := "<table>"

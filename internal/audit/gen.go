@@ -415,7 +415,11 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 	st := Statement{Args: g.args}
 	if refuse {
 		st.Refuse = true
-		switch g.r.IntN(8) {
+		kind := g.r.IntN(9)
+		if kind == 8 && g.rel.unit == "" {
+			kind = 0
+		}
+		switch kind {
 		case 0:
 			g.use("near-miss: raw column")
 			items = append(items, g.rel.raw)
@@ -446,6 +450,14 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 		case 7:
 			g.use("near-miss: privacy_unit_column in OPTIONS")
 			options = append(options, "privacy_unit_column = "+g.rel.raw)
+		case 8:
+			g.use("near-miss: GROUP BY the privacy unit")
+			options = append(options, "delta = 0.001")
+			if len(group) == 0 {
+				tail = " GROUP BY " + g.rel.unit + tail
+			} else {
+				tail = strings.Replace(tail, " GROUP BY ", " GROUP BY "+g.rel.unit+", ", 1)
+			}
 		}
 	}
 	head := "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (" + strings.Join(options, ", ") + ") "
