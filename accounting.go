@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/dpsql/dpsql/budget"
-	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
 )
@@ -110,11 +109,7 @@ func errorBounds(p *planner.PrivateQuery) map[string]float64 {
 			continue
 		}
 		c := p.Cells[p.Aggregates[i].Cells[0]]
-		if c.Gaussian {
-			out[o.Name] = mechanism.GaussianErrorBound(mechanism.GaussianSigma(c.L2Sensitivity(c.L1Sensitivity), c.Rho), 0.05)
-		} else {
-			out[o.Name] = mechanism.LaplaceErrorBound(mechanism.LaplaceScale(c.L1Sensitivity, c.Epsilon), 0.05)
-		}
+		out[o.Name] = c.ErrorBound95(c.L1Sensitivity)
 	}
 	return out
 }

@@ -392,14 +392,6 @@ func SetTotal(ctx context.Context, db *sql.DB, total Cost, pure bool) error {
 	return err
 }
 
-// ChargeLaplace durably records the cost of a pure (Laplace) query for
-// statement, or refuses it without recording anything when it would
-// exceed the total. It returns only after the ledger row is committed.
-func ChargeLaplace(ctx context.Context, db *sql.DB, cost Cost, statement string) error {
-	_, err := ChargeFirst(ctx, db, []Charge{LaplaceCharge(cost.Epsilon, cost.Delta, nil)}, statement, nil)
-	return err
-}
-
 // lockPoll is how long one attempt to lock the ledger waits before
 // ChargeFirst reports that it is waiting and tries again.
 var lockPoll = 2 * time.Second

@@ -25,6 +25,12 @@ func open(t *testing.T, path string) *sql.DB {
 	return db
 }
 
+// ChargeLaplace records the cost of a pure (Laplace) query of one part.
+func ChargeLaplace(ctx context.Context, db *sql.DB, cost Cost, statement string) error {
+	_, err := ChargeFirst(ctx, db, []Charge{LaplaceCharge(cost.Epsilon, cost.Delta, nil)}, statement, nil)
+	return err
+}
+
 func TestChargeRefusesWithoutBudgetAndWhenExhausted(t *testing.T) {
 	ctx := context.Background()
 	db := open(t, filepath.Join(t.TempDir(), "b.db"))

@@ -694,7 +694,7 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: sr.Sensitivity, Cutoff: 2, Monotonic: true}
 		share := fmt.Sprintf("%.3g of the query's ε", q.BoundsFraction)
 		if len(q.Cells) > 0 && q.Cells[0].Gaussian {
-			share = fmt.Sprintf("ε²/2 = %.3g of the query's ρ", sr.Epsilon*sr.Epsilon/2/q.Rho())
+			share = fmt.Sprintf("√(2ρ_k): the searches take %.3g of the query's ρ", q.BoundsFraction)
 		}
 		add(fmt.Sprintf("bounds search s%d", i), fmt.Sprintf(
 			"%s: no declared bounds, chosen privately from one histogram scan (%s): sparse vector technique, cutoff 2, monotonic counts, ε=%.6g (%s), query noise scale %.4g, stops where at most about %d noise scales of values lie beyond a candidate; candidates 0 and (1 + k/8)·2^e for e in [%d, %d]",
@@ -709,13 +709,13 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 			l2 := c.L2Sensitivity(c.L1Sensitivity)
 			sigma := mechanism.GaussianSigma(l2, c.Rho)
 			add(name, fmt.Sprintf("%s: discrete Gaussian, L2 sensitivity %.6g, ρ=%.6g, σ %.6g, 95%% error ±%.6g",
-				c.Label, l2, c.Rho, sigma, mechanism.GaussianErrorBound(sigma, 0.05)))
+				c.Label, l2, c.Rho, sigma, c.ErrorBound95(c.L1Sensitivity)))
 		case c.Search >= 0:
 			add(name, fmt.Sprintf("%s: Laplace, ε=%.6g, sensitivity from the bounds chosen by s%d", c.Label, c.Epsilon, c.Search))
 		default:
 			scale := mechanism.LaplaceScale(c.L1Sensitivity, c.Epsilon)
 			add(name, fmt.Sprintf("%s: Laplace, sensitivity %g, ε=%.6g, scale %.6g, 95%% error ±%.6g",
-				c.Label, c.L1Sensitivity, c.Epsilon, scale, mechanism.LaplaceErrorBound(scale, 0.05)))
+				c.Label, c.L1Sensitivity, c.Epsilon, scale, c.ErrorBound95(c.L1Sensitivity)))
 		}
 	}
 	for i, a := range q.Aggregates {

@@ -115,22 +115,11 @@ func (q *PrivateQuery) NoiseSD(i int) float64 {
 	return math.Sqrt2 * mechanism.LaplaceScale(1, c.Epsilon)
 }
 
-// Rho is the zCDP cost of the plan's mechanisms: Σ ε_k²/2 over its pure
-// parts and the ρ of its Gaussian cells.
-func (q *PrivateQuery) Rho() float64 {
-	rho := 0.0
-	for _, s := range q.Searches {
-		rho += s.Epsilon * s.Epsilon / 2
+// ErrorBound95 is the half-width of the 95% interval of the cell's noise
+// when its L1 sensitivity is l1.
+func (c *Cell) ErrorBound95(l1 float64) float64 {
+	if c.Gaussian {
+		return mechanism.GaussianErrorBound(mechanism.GaussianSigma(c.L2Sensitivity(l1), c.Rho), 0.05)
 	}
-	if q.Selection != nil {
-		rho += q.Selection.Epsilon * q.Selection.Epsilon / 2
-	}
-	for _, c := range q.Cells {
-		if c.Gaussian {
-			rho += c.Rho
-		} else {
-			rho += c.Epsilon * c.Epsilon / 2
-		}
-	}
-	return rho
+	return mechanism.LaplaceErrorBound(mechanism.LaplaceScale(l1, c.Epsilon), 0.05)
 }
