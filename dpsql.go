@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dpsql/dpsql/auth"
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/cache"
 	"github.com/dpsql/dpsql/catalog"
@@ -83,6 +84,8 @@ type Engine struct {
 	db      *sql.DB
 	path    string
 	owner   bool
+	analyst string // "" for a local session on the file
+	session bool   // made by Session: Close leaves the shared pool open
 	noise   mechanism.Noiser
 	notify  func(string)
 	noCache bool
@@ -153,8 +156,61 @@ func Open(path string, opts Options) (*Engine, error) {
 	return &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, sess: planner.Session{Epsilon: opts.Epsilon}}, nil
 }
 
-// Close closes the database.
-func (e *Engine) Close() error { return e.db.Close() }
+// Close closes the database (a Session's Close closes nothing shared).
+func (e *Engine) Close() error {
+	if e.session {
+		return nil
+	}
+	return e.db.Close()
+}
+
+// SessionOptions configure a Session.
+type SessionOptions struct {
+	// Analyst is who the session runs as: their charges count against
+	// their own budget and the database's, and are recorded under their
+	// name. "" is a local session, charged to the database's total only.
+	Analyst string
+	// Owner enables owner statements; only an owner-mode Engine can give
+	// it, and never together with Analyst.
+	Owner bool
+	// Epsilon is the session's default ε per query (0: none).
+	Epsilon float64
+	// NoCache: see Options.
+	NoCache bool
+}
+
+// Session returns a new session on e's database: its own settings (SET
+// epsilon, noise, ...) and identity, sharing e's connection pool. A server
+// opens one per client connection. Close it when done; closing e closes
+// the pool under every session.
+func (e *Engine) Session(o SessionOptions) (*Engine, error) {
+	if o.Owner && (!e.owner || o.Analyst != "") {
+		return nil, fmt.Errorf("%w: an owner session needs an owner-mode engine and no analyst", ErrOwnerOnly)
+	}
+	if o.Epsilon != 0 && !planner.ValidEpsilon(o.Epsilon) {
+		return nil, fmt.Errorf("%s, got %v", planner.EpsilonRange, o.Epsilon)
+	}
+	return &Engine{db: e.db, path: e.path, owner: o.Owner, analyst: o.Analyst, session: true, noise: e.noise,
+		noCache: o.NoCache || e.noCache, sess: planner.Session{Epsilon: o.Epsilon}}, nil
+}
+
+// AnalystVerifier returns the stored SCRAM verifier of an analyst (ok
+// false for an unknown name), for a server authenticating them.
+func (e *Engine) AnalystVerifier(ctx context.Context, name string) (verifier string, ok bool, err error) {
+	return budget.Verifier(ctx, e.db, name)
+}
+
+// Analyst is who the session runs as ("" for a local session).
+func (e *Engine) Analyst() string { return e.analyst }
+
+// status is the budget this session spends: its analyst's (capped by the
+// database's) or the database's.
+func (e *Engine) status(ctx context.Context) (budget.Status, error) {
+	if e.analyst != "" {
+		return budget.GetAnalystStatus(ctx, e.db, e.analyst)
+	}
+	return budget.GetStatus(ctx, e.db)
+}
 
 // Path is the database file's path.
 func (e *Engine) Path() string { return e.path }
@@ -278,8 +334,19 @@ func (e *Engine) run(ctx context.Context, stmt parser.Stmt) (*Result, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if parser.IsOwnerStmt(stmt) && !e.owner {
-		return nil, &planner.Error{Pos: stmt.Pos(), Kind: ErrOwnerOnly,
-			Msg: "this statement needs owner mode (run dpsql with --owner)"}
+		msg := "this statement needs owner mode (run dpsql with --owner)"
+		if e.analyst != "" {
+			msg = fmt.Sprintf("permission denied: this statement is the owner's, and analyst %s cannot run it", e.analyst)
+		}
+		return nil, &planner.Error{Pos: stmt.Pos(), Kind: ErrOwnerOnly, Msg: msg}
+	}
+	if e.analyst != "" {
+		// An analyst the owner dropped is refused from their next statement.
+		if _, ok, err := budget.Verifier(ctx, e.db, e.analyst); err != nil {
+			return nil, cancelled(ctx, err, nil)
+		} else if !ok {
+			return nil, fmt.Errorf("%w: %q was dropped by the owner", budget.ErrUnknownAnalyst, e.analyst)
+		}
 	}
 	cat, err := catalog.Load(ctx, e.db)
 	if err != nil {
@@ -332,7 +399,7 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 			return nil, cancelled(ctx, err, nil)
 		}
 		defer prep.Close()
-		st, err := budget.GetStatus(ctx, e.db)
+		st, err := e.status(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -347,7 +414,7 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 				e.notify("waiting for the database's write lock (another connection or process is writing, such as an owner's import) to record this query's cost; Ctrl-C cancels and charges nothing")
 			}
 		}
-		i, err := budget.ChargeFirst(ctx, e.db, charges(opts), text, waiting)
+		i, err := budget.ChargeFirst(ctx, e.db, e.analyst, charges(opts), text, waiting)
 		if err != nil {
 			if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
 				return nil, &planner.Error{Pos: s.SelectPos, Kind: err, Msg: err.Error()}
@@ -423,7 +490,7 @@ func (e *Engine) explain(ctx context.Context, s *parser.ExplainStmt, cat *catalo
 			return nil, err
 		}
 		r := exec.Explain(p, rw)
-		if st, err := budget.GetStatus(ctx, e.db); err != nil {
+		if st, err := e.status(ctx); err != nil {
 			return nil, err
 		} else if opts, why, err := noiseOptions(p, st); err != nil {
 			return nil, err
@@ -493,14 +560,17 @@ func (e *Engine) set(s *parser.SetStmt) (*Result, error) {
 func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Catalog) (*Result, error) {
 	switch s.What {
 	case "BUDGET":
-		st, err := budget.GetStatus(ctx, e.db)
+		st, err := e.status(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if !st.Set {
+		if !st.Set && st.Database == nil {
 			return &Result{Message: "no budget set: private queries are refused until the owner runs SET BUDGET epsilon = E[, delta = D]"}, nil
 		}
-		rem := st.Remaining()
+		if !st.Set {
+			return &Result{Message: fmt.Sprintf("analyst %s has no budget of their own: private queries are refused until the owner runs ALTER ANALYST %s BUDGET epsilon = E[, delta = D]", st.Analyst, parser.QuoteIdent(st.Analyst))}, nil
+		}
+		rem := st.OwnRemaining()
 		// The shape stays (budget, epsilon, delta) for programs that scan
 		// it; ρ is in the note.
 		res := &Result{Columns: []string{"budget", "epsilon", "delta"}, Rows: [][]any{
@@ -509,6 +579,12 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 			{"remaining", rem.Epsilon, rem.Delta},
 		}}
 		res.Notes = append(res.Notes, budgetNote(st))
+		if db := st.Database; db != nil {
+			// An analyst's: the database's total caps what all spend.
+			dr := db.Remaining()
+			res.Rows = append(res.Rows, []any{"database remaining", dr.Epsilon, dr.Delta})
+			res.Notes = append(res.Notes, fmt.Sprintf("this is analyst %s's own budget; the database's total (ε=%g, δ=%g, shared by every analyst) caps it: a query must fit both", st.Analyst, db.Total.Epsilon, db.Total.Delta))
+		}
 		if eps := e.sess.Epsilon; eps > 0 {
 			// In the ledger's whole units, as the charges will be counted.
 			res.Notes = append(res.Notes, fmt.Sprintf("at ε = %g per query (this session's), %d more queries fit (repeats of cached answers are free)", eps, st.QueriesLeft(eps)))
@@ -554,10 +630,33 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 		if err != nil {
 			return nil, err
 		}
-		res := &Result{Columns: []string{"id", "charged", "statement", "mechanism", "epsilon", "delta", "rho"}}
+		res := &Result{Columns: []string{"id", "charged", "analyst", "statement", "mechanism", "epsilon", "delta", "rho"}}
 		for _, en := range entries {
-			res.Rows = append(res.Rows, []any{en.ID, en.Charged, en.Statement, en.Mechanism, en.Cost.Epsilon, en.Cost.Delta, en.Rho})
+			var who any // NULL: a local session on the file
+			if en.Analyst != "" {
+				who = en.Analyst
+			}
+			res.Rows = append(res.Rows, []any{en.ID, en.Charged, who, en.Statement, en.Mechanism, en.Cost.Epsilon, en.Cost.Delta, en.Rho})
 		}
+		return res, nil
+	case "ANALYSTS":
+		if !e.owner {
+			return nil, &planner.Error{Pos: s.ShowPos, Kind: ErrOwnerOnly, Msg: "SHOW ANALYSTS needs owner mode; SHOW BUDGET shows your own budget"}
+		}
+		list, err := budget.Analysts(ctx, e.db)
+		if err != nil {
+			return nil, err
+		}
+		res := &Result{Columns: []string{"analyst", "epsilon", "delta", "spent epsilon", "spent delta", "remaining epsilon", "remaining delta", "created"}}
+		for _, a := range list {
+			row := []any{a.Name, nil, nil, a.Status.Spent.Epsilon, a.Status.Spent.Delta, nil, nil, a.Created}
+			if a.Status.Set {
+				rem := a.Status.OwnRemaining()
+				row[1], row[2], row[5], row[6] = a.Status.Total.Epsilon, a.Status.Total.Delta, rem.Epsilon, rem.Delta
+			}
+			res.Rows = append(res.Rows, row)
+		}
+		res.Notes = append(res.Notes, "an analyst without epsilon has no budget: their private queries are refused; the database's total caps what all analysts spend together")
 		return res, nil
 	}
 	return nil, fmt.Errorf("dpsql: unknown SHOW %s", s.What)
@@ -565,8 +664,10 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 
 // cacheKey is the answer cache's key of a private query (its canonical
 // statement) in this session.
+// Each analyst has their own cache: an answer another analyst paid for is
+// not given away free (their budgets would not say what each has seen).
 func (e *Engine) cacheKey(statement string, p *planner.PrivateQuery) string {
-	return cache.Key(statement, p.Epsilon, p.Delta, e.sess, e.showBounds)
+	return cache.Key(statement, p.Epsilon, p.Delta, e.sess, e.showBounds, e.analyst)
 }
 
 // changedTable is the table an owner statement changes the policy of, or "".
@@ -666,6 +767,9 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 	fail := func(pos parser.Pos, err error) error {
 		return &planner.Error{Pos: pos, Kind: err, Msg: err.Error()}
 	}
+	if s, ok := stmt.(*parser.AnalystStmt); ok {
+		return e.analystStatement(ctx, s)
+	}
 	if _, ok := stmt.(*parser.ResetCacheStmt); ok {
 		n, err := cache.Reset(ctx, e.db)
 		if err != nil {
@@ -680,24 +784,9 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 		return &Result{Message: "budget reset: nothing counts as spent; the ledger keeps every charge"}, nil
 	}
 	if s, ok := stmt.(*parser.SetBudgetStmt); ok {
-		total := budget.Cost{}
-		seenEps := false
-		for _, o := range s.Options {
-			v, err := parser.NumberValue(o.Value)
-			if err != nil {
-				return nil, err
-			}
-			switch o.Name {
-			case "epsilon":
-				total.Epsilon, seenEps = v, true
-			case "delta":
-				total.Delta = v
-			default:
-				return nil, &planner.Error{Pos: o.NamePos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown budget option %q (known: epsilon, delta)", o.Name)}
-			}
-		}
-		if !seenEps {
-			return nil, &planner.Error{Pos: s.SetPos, Kind: planner.ErrInvalidOption, Msg: "SET BUDGET needs epsilon = E"}
+		total, err := budgetOptions(s.SetPos, "SET BUDGET", s.Options)
+		if err != nil {
+			return nil, err
 		}
 		if err := budget.SetTotal(ctx, e.db, total, s.Pure); err != nil {
 			return nil, fail(s.SetPos, err)
@@ -809,6 +898,82 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, err
+	}
+	return &Result{Message: msg}, nil
+}
+
+// budgetOptions reads epsilon = E[, delta = D].
+func budgetOptions(pos parser.Pos, what string, options []parser.Option) (budget.Cost, error) {
+	total := budget.Cost{}
+	seenEps := false
+	for _, o := range options {
+		v, err := parser.NumberValue(o.Value)
+		if err != nil {
+			return total, err
+		}
+		switch o.Name {
+		case "epsilon":
+			total.Epsilon, seenEps = v, true
+		case "delta":
+			total.Delta = v
+		default:
+			return total, &planner.Error{Pos: o.NamePos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown budget option %q (known: epsilon, delta)", o.Name)}
+		}
+	}
+	if !seenEps {
+		return total, &planner.Error{Pos: pos, Kind: planner.ErrInvalidOption, Msg: what + " needs epsilon = E"}
+	}
+	return total, nil
+}
+
+// analystStatement runs CREATE, ALTER or DROP ANALYST (owner).
+func (e *Engine) analystStatement(ctx context.Context, s *parser.AnalystStmt) (*Result, error) {
+	fail := func(pos parser.Pos, err error) error {
+		return &planner.Error{Pos: pos, Kind: err, Msg: err.Error()}
+	}
+	if s.Op == "DROP" {
+		if err := budget.DropAnalyst(ctx, e.db, s.Name); err != nil {
+			return nil, fail(s.NamePos, err)
+		}
+		return &Result{Message: fmt.Sprintf("analyst %s dropped: they can no longer connect (sessions already open end at their next statement); their charges stay in the ledger", s.Name)}, nil
+	}
+	var verifier *string
+	if s.Password != nil {
+		v, err := parser.LiteralValue(s.Password)
+		pw, ok := v.(string)
+		if err != nil || !ok || pw == "" {
+			return nil, &planner.Error{Pos: s.Password.Pos(), Kind: planner.ErrInvalidOption, Msg: "PASSWORD takes a non-empty string"}
+		}
+		ver, err := auth.NewVerifier(pw)
+		if err != nil {
+			return nil, err
+		}
+		verifier = &ver
+	}
+	var total *budget.Cost
+	if s.Budget != nil {
+		t, err := budgetOptions(s.StmtPos, s.Op+" ANALYST ... BUDGET", s.Budget)
+		if err != nil {
+			return nil, err
+		}
+		total = &t
+	}
+	var err error
+	if s.Op == "CREATE" {
+		err = budget.CreateAnalyst(ctx, e.db, s.Name, *verifier, total)
+	} else {
+		err = budget.AlterAnalyst(ctx, e.db, s.Name, verifier, total)
+	}
+	if err != nil {
+		return nil, fail(s.NamePos, err)
+	}
+	what := map[string]string{"CREATE": "created", "ALTER": "changed"}[s.Op]
+	msg := fmt.Sprintf("analyst %s %s", s.Name, what)
+	switch {
+	case total != nil:
+		msg += fmt.Sprintf(", with a budget of epsilon = %g, delta = %g (the database's total caps what all analysts spend)", total.Epsilon, total.Delta)
+	case s.Op == "CREATE":
+		msg += ", without a budget: their private queries are refused until ALTER ANALYST " + parser.QuoteIdent(s.Name) + " BUDGET epsilon = E"
 	}
 	return &Result{Message: msg}, nil
 }

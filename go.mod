@@ -4,6 +4,8 @@ go 1.26.8
 
 require (
 	github.com/chzyer/readline v1.5.1
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/xdg-go/scram v1.4.0
 	modernc.org/sqlite v1.61.1
 )
 
@@ -13,7 +15,9 @@ require (
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/xdg-go/stringprep v1.0.4 // indirect
 	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
 	modernc.org/libc v1.79.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect

@@ -30,6 +30,8 @@ import (
 
 // ledger is the budget's state in units.
 type ledger struct {
+	analyst      string  // "" for the database's ledger
+	cap          *ledger // an analyst's: the database's ledger, which caps it
 	set, pure    bool
 	total, spent units
 	rho          float64 // Σ ρ-units since the reset (a float of integers)
@@ -76,9 +78,26 @@ func rhoFor(epsUnits, deltaUnits int64) int64 {
 	return r
 }
 
-// fits reports whether c can be added to the ledger, and under which
-// accountant ("basic composition" or "zCDP").
+// fits reports whether c can be added to the ledger — and, for an
+// analyst's, to the database's too — and under which accountant ("basic
+// composition" or "zCDP").
 func (l ledger) fits(c Charge) (bool, string) {
+	ok, why := l.fitsOwn(c)
+	if !ok || l.cap == nil {
+		return ok, why
+	}
+	capOK, capWhy := l.cap.fitsOwn(c)
+	if !capOK {
+		return false, ""
+	}
+	if capWhy != why {
+		why += " of your budget, " + capWhy + " of the database's"
+	}
+	return true, why
+}
+
+// fitsOwn is fits for this ledger alone.
+func (l ledger) fitsOwn(c Charge) (bool, string) {
 	eps, delta, rho := toUnits(c.Epsilon, EpsilonUnit, true), toUnits(c.Delta, DeltaUnit, true), toUnits(c.Rho, RhoUnit, true)
 	if delta > l.deltaCap()-l.spent.delta {
 		return false, ""
@@ -94,7 +113,13 @@ func (l ledger) fits(c Charge) (bool, string) {
 
 // choose returns the first candidate that fits.
 func (l ledger) choose(candidates []Charge) (int, error) {
+	if l.cap != nil && !l.cap.set {
+		return -1, fmt.Errorf("%w: the owner must run SET BUDGET epsilon = E[, delta = D] first", ErrNoBudget)
+	}
 	if !l.set {
+		if l.cap != nil {
+			return -1, fmt.Errorf("%w: analyst %q has no budget of their own yet (the owner gives one with ALTER ANALYST %s BUDGET epsilon = E[, delta = D])", ErrNoBudget, l.analyst, l.analyst)
+		}
 		return -1, fmt.Errorf("%w: the owner must run SET BUDGET epsilon = E[, delta = D] first", ErrNoBudget)
 	}
 	for i, c := range candidates {
@@ -102,16 +127,27 @@ func (l ledger) choose(candidates []Charge) (int, error) {
 			return i, nil
 		}
 	}
-	s := l.status()
-	rem, t := s.Remaining(), s.Total
 	c := candidates[0]
-	return -1, fmt.Errorf("%w: the query needs ε=%g, δ=%g but only ε=%g, δ=%g remain of ε=%g, δ=%g",
-		ErrBudgetExhausted, c.Epsilon, c.Delta, rem.Epsilon, rem.Delta, t.Epsilon, t.Delta)
+	whose, s := "", l.status()
+	if l.cap != nil {
+		whose = " of your budget"
+		if ok, _ := l.fitsOwn(c); ok {
+			// The analyst's own budget would admit it; the database's not.
+			whose, s = " of the database's total budget (shared by every analyst)", l.cap.status()
+		}
+	}
+	rem, t := s.OwnRemaining(), s.Total
+	return -1, fmt.Errorf("%w: the query needs ε=%g, δ=%g but only ε=%g, δ=%g remain%s of ε=%g, δ=%g",
+		ErrBudgetExhausted, c.Epsilon, c.Delta, rem.Epsilon, rem.Delta, whose, t.Epsilon, t.Delta)
 }
 
 func (l ledger) status() Status {
-	s := Status{Set: l.set, Pure: l.pure, Total: l.total.cost(), Spent: l.spent.cost(),
+	s := Status{Analyst: l.analyst, Set: l.set, Pure: l.pure, Total: l.total.cost(), Spent: l.spent.cost(),
 		Basic: l.impure == 0, RhoSpent: l.rho * RhoUnit, l: l}
+	if l.cap != nil {
+		db := l.cap.status()
+		s.Database = &db
+	}
 	s.DeltaCap = fromUnits(l.deltaCap(), 18)
 	if rt := l.rhoTotal(); rt > 0 {
 		s.RhoTotal = fromUnits(rt, 13)
@@ -119,9 +155,13 @@ func (l ledger) status() Status {
 	return s
 }
 
-// Status is the budget's state.
+// Status is the budget's state: the database's, or one analyst's.
 type Status struct {
-	Set   bool // the owner has set a total
+	// Analyst is whose budget this is ("": the database's). An analyst's
+	// Status has the database's, which caps it, in Database.
+	Analyst  string
+	Database *Status
+	Set      bool // the owner has set a total
 	Pure  bool // the owner requires pure ε-DP (SET BUDGET ... PURE)
 	Total Cost
 	// Spent adds up, since the last reset, the ε the queries asked for and
@@ -142,8 +182,20 @@ type Status struct {
 
 // Remaining is what a next query can still ask for: the larger of the ε
 // basic composition leaves (while it applies) and the ε share of the ρ that
-// zCDP leaves; and the δ partition selection may still spend.
+// zCDP leaves; and the δ partition selection may still spend. For an
+// analyst it is the smaller of what their budget and the database's leave.
 func (s Status) Remaining() Cost {
+	r := s.OwnRemaining()
+	if s.Database != nil {
+		d := s.Database.OwnRemaining()
+		r = Cost{Epsilon: math.Min(r.Epsilon, d.Epsilon), Delta: math.Min(r.Delta, d.Delta)}
+	}
+	return r
+}
+
+// OwnRemaining is Remaining of this budget alone (for an analyst: without
+// the database's cap).
+func (s Status) OwnRemaining() Cost {
 	eps := 0.0
 	if s.Basic {
 		eps = math.Max(0, s.Total.Epsilon-s.Spent.Epsilon)
@@ -156,8 +208,18 @@ func (s Status) Remaining() Cost {
 
 // GaussianRho is the ρ a Gaussian query asking for ε buys: its share ε/E
 // of the zCDP total, rounded down to whole units, so that queries whose ε
-// add up to E fit exactly; 0 when zCDP accounting does not apply.
+// add up to E fit exactly; 0 when zCDP accounting does not apply. For an
+// analyst it is the smaller of the shares of their budget and of the
+// database's, so that the one ρ recorded in both fits both.
 func (s Status) GaussianRho(epsilon float64) float64 {
+	r := s.ownGaussianRho(epsilon)
+	if s.Database != nil {
+		r = math.Min(r, s.Database.ownGaussianRho(epsilon))
+	}
+	return r
+}
+
+func (s Status) ownGaussianRho(epsilon float64) float64 {
 	rt := s.l.rhoTotal()
 	if rt <= 0 || s.l.total.eps <= 0 {
 		return 0
@@ -183,14 +245,23 @@ func (s Status) Choose(candidates []Charge) (int, string, error) {
 
 // QueriesLeft is how many more queries asking for ε each would fit now:
 // by basic composition (Laplace queries of one part) while it applies, or
-// by zCDP (Gaussian queries), whichever allows more.
+// by zCDP (Gaussian queries), whichever allows more; for an analyst, within
+// both their budget and the database's.
 func (s Status) QueriesLeft(epsilon float64) int64 {
+	n := s.ownQueriesLeft(epsilon, s.GaussianRho(epsilon))
+	if s.Database != nil {
+		n = min(n, s.Database.ownQueriesLeft(epsilon, s.GaussianRho(epsilon)))
+	}
+	return n
+}
+
+func (s Status) ownQueriesLeft(epsilon, rho float64) int64 {
 	n := int64(0)
 	if s.Basic {
 		n = Fits(math.Max(0, s.Total.Epsilon-s.Spent.Epsilon), epsilon)
 	}
 	if rt := s.l.rhoTotal(); rt > 0 {
-		if each := toUnits(s.GaussianRho(epsilon), RhoUnit, true); each > 0 {
+		if each := toUnits(rho, RhoUnit, true); each > 0 {
 			n = max(n, int64(math.Max(0, float64(rt)-s.l.rho))/each)
 		}
 	}

@@ -63,6 +63,15 @@ CREATE TABLE IF NOT EXISTS _dpsql_ledger (
 	epsilon   REAL NOT NULL,
 	delta     REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS _dpsql_analysts (
+	name          TEXT PRIMARY KEY,
+	verifier      TEXT NOT NULL, -- a SCRAM-SHA-256 verifier, never the password
+	epsilon       REAL,          -- the analyst's own budget; NULL: none yet
+	delta         REAL,
+	epsilon_units INTEGER,
+	delta_units   INTEGER,
+	created       TEXT NOT NULL
+);
 `
 
 // columns are the columns later versions added, per table, in order.
@@ -74,6 +83,7 @@ var columns = []struct{ table, column, decl string }{
 	{"_dpsql_ledger", "mechanism", "TEXT NOT NULL DEFAULT 'laplace'"},
 	{"_dpsql_ledger", "rho_units", "INTEGER"},
 	{"_dpsql_budget", "pure", "INTEGER NOT NULL DEFAULT 0"},
+	{"_dpsql_ledger", "analyst", "TEXT"}, // NULL: a local session on the file
 }
 
 // EpsilonUnit, DeltaUnit and RhoUnit are the ledger's integer units: ε, δ
@@ -97,12 +107,12 @@ func Init(ctx context.Context, db *sql.DB) error {
 	// An up-to-date database is only read: opening it must not wait for
 	// another process's write lock (an owner's import).
 	var current int
-	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_budget', '_dpsql_budget_resets', '_dpsql_ledger'))
-		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_ledger') WHERE name IN ('epsilon_units', 'delta_units', 'mechanism', 'rho_units'))
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_budget', '_dpsql_budget_resets', '_dpsql_ledger', '_dpsql_analysts'))
+		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_ledger') WHERE name IN ('epsilon_units', 'delta_units', 'mechanism', 'rho_units', 'analyst'))
 		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_budget') WHERE name IN ('epsilon_units', 'delta_units', 'pure'))`).Scan(&current); err != nil {
 		return err
 	}
-	if current == 3+len(columns) {
+	if current == 4+len(columns) {
 		return nil
 	}
 	if _, err := db.ExecContext(ctx, schema); err != nil {
@@ -336,9 +346,10 @@ func fromUnits(n int64, digits int) float64 {
 	return f
 }
 
-// readLedger reads the total and what the charges since the last reset
-// add up to.
-func readLedger(ctx context.Context, q querier) (ledger, error) {
+// readLedger reads the database's total and what the charges since the
+// last reset add up to. With an analyst, it reads that analyst's own budget
+// and charges, with the database's ledger as their cap.
+func readLedger(ctx context.Context, q querier, analyst string) (ledger, error) {
 	var l ledger
 	var pure int64
 	err := q.QueryRowContext(ctx, `SELECT epsilon_units, delta_units, pure FROM _dpsql_budget WHERE id = 1`).Scan(&l.total.eps, &l.total.delta, &pure)
@@ -349,12 +360,37 @@ func readLedger(ctx context.Context, q querier) (ledger, error) {
 	default:
 		l.set, l.pure = true, pure != 0
 	}
+	if err := l.readSpent(ctx, q, ""); err != nil || analyst == "" {
+		return l, err
+	}
+	db := l
+	l = ledger{analyst: analyst, cap: &db, pure: db.pure}
+	var eu, du sql.NullInt64
+	err = q.QueryRowContext(ctx, `SELECT epsilon_units, delta_units FROM _dpsql_analysts WHERE name = ?`, analyst).Scan(&eu, &du)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, fmt.Errorf("%w: %q (the owner dropped it)", ErrUnknownAnalyst, analyst)
+	}
+	if err != nil {
+		return l, err
+	}
+	l.set, l.total = eu.Valid, units{eu.Int64, du.Int64}
+	return l, l.readSpent(ctx, q, analyst)
+}
+
+// readSpent adds up the charges since the last reset: all of them, or one
+// analyst's.
+func (l *ledger) readSpent(ctx context.Context, q querier, analyst string) error {
 	// ρ is summed as a float of integers: exact while the sum stays below
 	// 2^53 units, and any larger sum is over every zCDP total (maxRhoUnits).
-	err = q.QueryRowContext(ctx, `SELECT COALESCE(SUM(epsilon_units), 0), COALESCE(SUM(delta_units), 0), TOTAL(rho_units),
+	query := `SELECT COALESCE(SUM(epsilon_units), 0), COALESCE(SUM(delta_units), 0), TOTAL(rho_units),
 		COUNT(*) FILTER (WHERE mechanism <> 'laplace')
-		FROM _dpsql_ledger WHERE id > (SELECT COALESCE(MAX(after_entry), 0) FROM _dpsql_budget_resets)`).Scan(&l.spent.eps, &l.spent.delta, &l.rho, &l.impure)
-	return l, err
+		FROM _dpsql_ledger WHERE id > (SELECT COALESCE(MAX(after_entry), 0) FROM _dpsql_budget_resets)`
+	args := []any{}
+	if analyst != "" {
+		query += ` AND analyst = ?`
+		args = append(args, analyst)
+	}
+	return q.QueryRowContext(ctx, query, args...).Scan(&l.spent.eps, &l.spent.delta, &l.rho, &l.impure)
 }
 
 // Reset starts the budget afresh (owner): charges so far stay in the
@@ -365,9 +401,17 @@ func Reset(ctx context.Context, db *sql.DB) error {
 	return err
 }
 
-// GetStatus reads the budget's total and what has been spent.
+// GetStatus reads the database's budget: its total and what has been
+// spent.
 func GetStatus(ctx context.Context, db *sql.DB) (Status, error) {
-	l, err := readLedger(ctx, db)
+	l, err := readLedger(ctx, db, "")
+	return l.status(), err
+}
+
+// GetAnalystStatus reads an analyst's own budget and spending; its
+// Database field holds the database's.
+func GetAnalystStatus(ctx context.Context, db *sql.DB, analyst string) (Status, error) {
+	l, err := readLedger(ctx, db, analyst)
 	return l.status(), err
 }
 
@@ -406,7 +450,10 @@ var lockPoll = 2 * time.Second
 // owner's import, another charge), it calls waiting once and keeps waiting
 // until it gets the lock or ctx ends — instead of failing with SQLITE_BUSY
 // after the connection's busy timeout.
-func ChargeFirst(ctx context.Context, db *sql.DB, candidates []Charge, statement string, waiting func()) (chosen int, err error) {
+//
+// With an analyst (not ""), a charge must fit both that analyst's own
+// budget and the database's, and the ledger records who spent it.
+func ChargeFirst(ctx context.Context, db *sql.DB, analyst string, candidates []Charge, statement string, waiting func()) (chosen int, err error) {
 	if len(candidates) == 0 {
 		return -1, fmt.Errorf("%w: no candidate charge", ErrInvalidCost)
 	}
@@ -429,7 +476,7 @@ func ChargeFirst(ctx context.Context, db *sql.DB, candidates []Charge, statement
 			_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
 		}
 	}()
-	l, err := readLedger(ctx, conn)
+	l, err := readLedger(ctx, conn, analyst)
 	if err != nil {
 		return -1, err
 	}
@@ -438,9 +485,13 @@ func ChargeFirst(ctx context.Context, db *sql.DB, candidates []Charge, statement
 		return -1, err
 	}
 	c := candidates[i]
-	if _, err := conn.ExecContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units, mechanism, rho_units) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	var who any // NULL for a local session
+	if analyst != "" {
+		who = analyst
+	}
+	if _, err := conn.ExecContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units, mechanism, rho_units, analyst) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		time.Now().UTC().Format(time.RFC3339Nano), statement, c.Epsilon, c.Delta,
-		toUnits(c.Epsilon, EpsilonUnit, true), toUnits(c.Delta, DeltaUnit, true), c.Mechanism, toUnits(c.Rho, RhoUnit, true)); err != nil {
+		toUnits(c.Epsilon, EpsilonUnit, true), toUnits(c.Delta, DeltaUnit, true), c.Mechanism, toUnits(c.Rho, RhoUnit, true), who); err != nil {
 		return -1, err
 	}
 	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
@@ -488,11 +539,12 @@ type Entry struct {
 	Mechanism string
 	Cost      Cost
 	Rho       float64
+	Analyst   string // "" for a local session on the file
 }
 
 // Ledger returns every charge, oldest first.
 func Ledger(ctx context.Context, db *sql.DB) ([]Entry, error) {
-	rows, err := db.QueryContext(ctx, `SELECT id, charged, statement, mechanism, epsilon, delta, COALESCE(rho_units, 0) FROM _dpsql_ledger ORDER BY id`)
+	rows, err := db.QueryContext(ctx, `SELECT id, charged, statement, mechanism, epsilon, delta, COALESCE(rho_units, 0), COALESCE(analyst, '') FROM _dpsql_ledger ORDER BY id`)
 	if err != nil {
 		return nil, err
 	}
@@ -501,7 +553,7 @@ func Ledger(ctx context.Context, db *sql.DB) ([]Entry, error) {
 	for rows.Next() {
 		var e Entry
 		var rho int64
-		if err := rows.Scan(&e.ID, &e.Charged, &e.Statement, &e.Mechanism, &e.Cost.Epsilon, &e.Cost.Delta, &rho); err != nil {
+		if err := rows.Scan(&e.ID, &e.Charged, &e.Statement, &e.Mechanism, &e.Cost.Epsilon, &e.Cost.Delta, &rho, &e.Analyst); err != nil {
 			return nil, err
 		}
 		e.Rho = fromUnits(rho, 13)

@@ -27,7 +27,7 @@ func open(t *testing.T, path string) *sql.DB {
 
 // ChargeLaplace records the cost of a pure (Laplace) query of one part.
 func ChargeLaplace(ctx context.Context, db *sql.DB, cost Cost, statement string) error {
-	_, err := ChargeFirst(ctx, db, []Charge{LaplaceCharge(cost.Epsilon, cost.Delta, nil)}, statement, nil)
+	_, err := ChargeFirst(ctx, db, "", []Charge{LaplaceCharge(cost.Epsilon, cost.Delta, nil)}, statement, nil)
 	return err
 }
 
@@ -241,7 +241,7 @@ func TestMixedCompositionByHand(t *testing.T) {
 	if math.Abs(lap.Rho-0.0025) > 1e-15 {
 		t.Fatalf("Laplace ρ = %v, want 0.0025", lap.Rho)
 	}
-	if i, err := ChargeFirst(ctx, db, []Charge{lap}, "q1", nil); err != nil || i != 0 {
+	if i, err := ChargeFirst(ctx, db, "", []Charge{lap}, "q1", nil); err != nil || i != 0 {
 		t.Fatal(i, err)
 	}
 	// While every charge is pure, basic composition still counts: 0.9 more
@@ -255,7 +255,7 @@ func TestMixedCompositionByHand(t *testing.T) {
 	if math.Abs(g.Rho-rt/2) > 1e-12 {
 		t.Fatalf("GaussianRho(0.5) = %v, want %v", g.Rho, rt/2)
 	}
-	if _, err := ChargeFirst(ctx, db, []Charge{g}, "q2", nil); err != nil {
+	if _, err := ChargeFirst(ctx, db, "", []Charge{g}, "q2", nil); err != nil {
 		t.Fatal(err)
 	}
 	st, _ = GetStatus(ctx, db)
@@ -265,20 +265,20 @@ func TestMixedCompositionByHand(t *testing.T) {
 	// Now only zCDP counts: a Laplace query at ε = 0.3 has ρ = 0.045 >
 	// what is left, so it is refused although basic composition would have
 	// admitted it (0.1 + 0.5 + 0.3 ≤ 1); a small one fits by its ρ.
-	if _, err := ChargeFirst(ctx, db, []Charge{LaplaceCharge(0.3, 0, nil)}, "q3", nil); !errors.Is(err, ErrBudgetExhausted) {
+	if _, err := ChargeFirst(ctx, db, "", []Charge{LaplaceCharge(0.3, 0, nil)}, "q3", nil); !errors.Is(err, ErrBudgetExhausted) {
 		t.Errorf("Laplace 0.3 after a Gaussian query: %v, want ErrBudgetExhausted", err)
 	}
-	if _, err := ChargeFirst(ctx, db, []Charge{LaplaceCharge(0.05, 0, nil)}, "q4", nil); err != nil {
+	if _, err := ChargeFirst(ctx, db, "", []Charge{LaplaceCharge(0.05, 0, nil)}, "q4", nil); err != nil {
 		t.Errorf("Laplace 0.05 (ρ = 0.00125): %v", err)
 	}
 	// The first candidate that fits is the one recorded.
 	left := st.GaussianRho(0.3)
-	i, err := ChargeFirst(ctx, db, []Charge{LaplaceCharge(0.3, 0, nil), {Mechanism: Gaussian, Epsilon: 0.3, Rho: left}}, "q5", nil)
+	i, err := ChargeFirst(ctx, db, "", []Charge{LaplaceCharge(0.3, 0, nil), {Mechanism: Gaussian, Epsilon: 0.3, Rho: left}}, "q5", nil)
 	if err != nil || i != 1 {
 		t.Errorf("candidates: chose %d (%v), want the Gaussian one", i, err)
 	}
 	// δ: 3.1e-7 more would pass 5e-7 (3e-7 would just fit).
-	if _, err := ChargeFirst(ctx, db, []Charge{LaplaceCharge(1e-4, 3.1e-7, nil)}, "q6", nil); !errors.Is(err, ErrBudgetExhausted) {
+	if _, err := ChargeFirst(ctx, db, "", []Charge{LaplaceCharge(1e-4, 3.1e-7, nil)}, "q6", nil); !errors.Is(err, ErrBudgetExhausted) {
 		t.Errorf("δ beyond the selection share: %v", err)
 	}
 	entries, _ := Ledger(ctx, db)
@@ -308,11 +308,11 @@ func TestGaussianSharesFitExactly(t *testing.T) {
 		t.Errorf("QueriesLeft(0.01) = %d, want 100", st.QueriesLeft(0.01))
 	}
 	for i := 0; i < 100; i++ {
-		if _, err := ChargeFirst(ctx, db, []Charge{g}, "q", nil); err != nil {
+		if _, err := ChargeFirst(ctx, db, "", []Charge{g}, "q", nil); err != nil {
 			t.Fatalf("query %d: %v", i, err)
 		}
 	}
-	if _, err := ChargeFirst(ctx, db, []Charge{g}, "q", nil); !errors.Is(err, ErrBudgetExhausted) {
+	if _, err := ChargeFirst(ctx, db, "", []Charge{g}, "q", nil); !errors.Is(err, ErrBudgetExhausted) {
 		t.Errorf("101st: %v", err)
 	}
 }
@@ -332,7 +332,7 @@ func TestPureBudget(t *testing.T) {
 	if !st.Pure || st.RhoTotal != 0 || st.GaussianRho(0.5) != 0 {
 		t.Errorf("status %+v", st)
 	}
-	if _, err := ChargeFirst(ctx, db, []Charge{{Mechanism: Gaussian, Epsilon: 0.1, Rho: 1e-4}}, "q", nil); !errors.Is(err, ErrBudgetExhausted) {
+	if _, err := ChargeFirst(ctx, db, "", []Charge{{Mechanism: Gaussian, Epsilon: 0.1, Rho: 1e-4}}, "q", nil); !errors.Is(err, ErrBudgetExhausted) {
 		t.Errorf("Gaussian under PURE: %v", err)
 	}
 	if err := ChargeLaplace(ctx, db, Cost{Epsilon: 1}, "q"); err != nil {
@@ -413,7 +413,7 @@ func TestConcurrentGaussianChargesCannotOverspend(t *testing.T) {
 		wg.Add(1)
 		go func(db *sql.DB) {
 			defer wg.Done()
-			_, err := ChargeFirst(ctx, db, []Charge{g, LaplaceCharge(0.03, 0, nil)}, "q", nil)
+			_, err := ChargeFirst(ctx, db, "", []Charge{g, LaplaceCharge(0.03, 0, nil)}, "q", nil)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

@@ -297,10 +297,10 @@ type SetBudgetStmt struct {
 	Pure bool
 }
 
-// ShowStmt is SHOW BUDGET, SHOW TABLES or SHOW POLICY t.
+// ShowStmt is SHOW BUDGET, TABLES, POLICY t, LEDGER, CACHE or ANALYSTS.
 type ShowStmt struct {
 	ShowPos Pos
-	What    string // "BUDGET", "TABLES", "POLICY"
+	What    string // "BUDGET", "TABLES", "POLICY", "LEDGER", "CACHE", "ANALYSTS"
 	Table   *TableRef
 }
 
@@ -339,6 +339,18 @@ type DropPolicyStmt struct {
 	Table   *TableRef
 }
 
+// AnalystStmt is CREATE ANALYST name PASSWORD 'p' [BUDGET epsilon = E[,
+// delta = D]], ALTER ANALYST name [PASSWORD 'p'] [BUDGET ...] or DROP
+// ANALYST name (owner): the users a dpsql server lets in.
+type AnalystStmt struct {
+	StmtPos  Pos
+	Op       string // "CREATE", "ALTER" or "DROP"
+	NamePos  Pos
+	Name     string // as written (quoted names keep their case)
+	Password Expr   // a string; nil when not given
+	Budget   []Option
+}
+
 func (s *SelectStmt) Pos() Pos {
 	if len(s.With) > 0 {
 		return s.WithPos
@@ -356,6 +368,7 @@ func (s *SetBoundsStmt) Pos() Pos    { return s.AlterPos }
 func (s *SetDomainStmt) Pos() Pos    { return s.AlterPos }
 func (s *SetPublicStmt) Pos() Pos    { return s.AlterPos }
 func (s *DropPolicyStmt) Pos() Pos   { return s.DropPos }
+func (s *AnalystStmt) Pos() Pos      { return s.StmtPos }
 
 func (*SelectStmt) stmtNode()       {}
 func (*ExplainStmt) stmtNode()      {}
@@ -369,11 +382,12 @@ func (*SetBoundsStmt) stmtNode()    {}
 func (*SetDomainStmt) stmtNode()    {}
 func (*SetPublicStmt) stmtNode()    {}
 func (*DropPolicyStmt) stmtNode()   {}
+func (*AnalystStmt) stmtNode()      {}
 
 // IsOwnerStmt reports whether s needs owner mode.
 func IsOwnerStmt(s Stmt) bool {
 	switch s.(type) {
-	case *SetBudgetStmt, *ResetBudgetStmt, *ResetCacheStmt, *CreatePolicyStmt, *SetBoundsStmt, *SetDomainStmt, *SetPublicStmt, *DropPolicyStmt:
+	case *SetBudgetStmt, *ResetBudgetStmt, *ResetCacheStmt, *CreatePolicyStmt, *SetBoundsStmt, *SetDomainStmt, *SetPublicStmt, *DropPolicyStmt, *AnalystStmt:
 		return true
 	}
 	return false

@@ -133,6 +133,9 @@ func forEachStmtExpr(s Stmt, fn func(Expr)) {
 		call(s.Lo, s.Hi)
 	case *SetDomainStmt:
 		call(s.Values...)
+	case *AnalystStmt:
+		call(s.Password)
+		opts(s.Budget)
 	}
 }
 

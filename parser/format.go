@@ -291,6 +291,16 @@ func FormatStmt(s Stmt) string {
 		sb.WriteString("ALTER TABLE " + QuoteIdent(s.Table.Name) + " SET PUBLIC")
 	case *DropPolicyStmt:
 		sb.WriteString("DROP PRIVACY POLICY ON " + QuoteIdent(s.Table.Name))
+	case *AnalystStmt:
+		// The password is never printed: formatted statements reach logs.
+		sb.WriteString(s.Op + " ANALYST " + QuoteIdent(s.Name))
+		if s.Password != nil {
+			sb.WriteString(" PASSWORD '********'")
+		}
+		if s.Budget != nil {
+			sb.WriteString(" BUDGET ")
+			opts(s.Budget)
+		}
 	}
 	return sb.String()
 }

@@ -303,6 +303,12 @@ func (p *parser) statementOrSync() (s Stmt) {
 
 func (p *parser) next() { p.tok = p.lex.next() }
 
+// peekIs reports whether the token after the current one is s.
+func (p *parser) peekIs(s string) bool {
+	l := *p.lex // the lexer is plain values: a copy looks ahead
+	return l.next().is(s)
+}
+
 // MaxDepth bounds how deeply expressions and subqueries may nest (and how
 // long a chain of binary operators may be, since each link nests the
 // tree one level deeper). Without it a few hundred kilobytes of
@@ -409,12 +415,16 @@ func (p *parser) statement() Stmt {
 			return &ShowStmt{ShowPos: t.pos, What: "LEDGER"}
 		case p.accept("CACHE"):
 			return &ShowStmt{ShowPos: t.pos, What: "CACHE"}
+		case p.accept("ANALYSTS"):
+			return &ShowStmt{ShowPos: t.pos, What: "ANALYSTS"}
 		}
-		p.fail(p.tok.pos, "expected BUDGET, TABLES, POLICY, LEDGER or CACHE after SHOW, found %s", p.tok.describe())
+		p.fail(p.tok.pos, "expected BUDGET, TABLES, POLICY, LEDGER, CACHE or ANALYSTS after SHOW, found %s", p.tok.describe())
+	case (t.is("CREATE") || t.is("ALTER") || t.is("DROP")) && p.peekIs("ANALYST"):
+		return p.analystStmt()
 	case t.is("CREATE"):
 		p.next()
 		if !p.tok.is("PRIVACY") {
-			p.fail(p.tok.pos, "expected PRIVACY POLICY after CREATE (dpsql does not create tables with SQL; use 'dpsql import'), found %s", p.tok.describe())
+			p.fail(p.tok.pos, "expected PRIVACY POLICY or ANALYST after CREATE (dpsql does not create tables with SQL; use 'dpsql import'), found %s", p.tok.describe())
 		}
 		p.next()
 		p.expect("POLICY")
@@ -478,6 +488,35 @@ func (p *parser) statement() Stmt {
 }
 
 // optionList parses name = value [, ...], in parentheses when paren is set.
+// analystStmt parses CREATE, ALTER or DROP ANALYST.
+func (p *parser) analystStmt() Stmt {
+	s := &AnalystStmt{StmtPos: p.tok.pos, Op: upperASCII(p.tok.text)}
+	p.next()
+	p.expect("ANALYST")
+	s.NamePos = p.tok.pos
+	// As in PostgreSQL, user names fold to lower case unless quoted.
+	quoted := p.tok.kind == tokQuotedIdent
+	s.Name = p.plainName("analyst name")
+	if !quoted {
+		s.Name = FoldName(s.Name)
+	}
+	if s.Op == "DROP" {
+		return s
+	}
+	if p.accept("PASSWORD") {
+		s.Password = p.expr()
+	} else if s.Op == "CREATE" {
+		p.fail(p.tok.pos, "expected PASSWORD 'password' after CREATE ANALYST %s, found %s", s.Name, p.tok.describe())
+	}
+	if p.accept("BUDGET") {
+		s.Budget = p.optionList(false)
+	}
+	if s.Op == "ALTER" && s.Password == nil && s.Budget == nil {
+		p.fail(p.tok.pos, "expected PASSWORD or BUDGET after ALTER ANALYST %s, found %s", s.Name, p.tok.describe())
+	}
+	return s
+}
+
 func (p *parser) optionList(paren bool) []Option {
 	if paren {
 		p.expect("(")

@@ -30,6 +30,7 @@ Usage:
   dpsql --db FILE [--owner] [--format table|box|markdown|csv|json|line] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
   dpsql import --db FILE --table NAME [--no-header] [--delimiter C] [--sample N] CSVFILE
   dpsql demo [--db FILE]
+  dpsql serve --db FILE [--listen ADDR] [--tls-cert FILE --tls-key FILE] [...]
 
 With -c the statements are run in order; with -f they are read from SCRIPT
 (-- comments and multi-line statements allowed); with neither, an interactive
@@ -45,12 +46,16 @@ follows, and the exit status is 1 if any statement failed.
 Analysts (the default) may run SELECT, EXPLAIN, SET (epsilon,
 bounds_epsilon_fraction, show_bounds), SHOW BUDGET, SHOW TABLES and SHOW
 POLICY. --owner also allows CREATE/ALTER/DROP PRIVACY POLICY, ALTER TABLE
-... SET PUBLIC and SET BUDGET. docs/dialect.md lists the accepted SQL.
+... SET PUBLIC, SET BUDGET, CREATE/ALTER/DROP ANALYST and SHOW ANALYSTS.
+docs/dialect.md lists the accepted SQL.
 
 Subcommands:
   import   create table NAME from a CSV file (an owner action; see dpsql import --help)
   demo     build a demo database from generated data, run three example
            private queries, then open the shell if stdin is a terminal
+  serve    serve the database to analysts over the PostgreSQL wire protocol
+           (psql, drivers, BI tools), each with a budget of their own; see
+           dpsql serve --help
 
 Options:
 `
@@ -68,6 +73,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runImport(ctx, args[1:], stdout, stderr)
 		case "demo":
 			return runDemo(ctx, args[1:], stdin, stdout, stderr)
+		case "serve":
+			return runServe(ctx, args[1:], stdout, stderr)
 		case "help":
 			args = []string{"--help"}
 		}
@@ -492,6 +499,10 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if code := (batch{eng: eng, pr: pr, stderr: stderr}).run(ctx, "SHOW BUDGET", ""); code != 0 {
 		return code
 	}
+	fmt.Fprintf(stdout, "\nTo serve a demo database to analysts over the PostgreSQL protocol (psql, drivers, BI tools):\n"+
+		"  dpsql demo --db demo.db < /dev/null\n"+
+		"  dpsql --db demo.db --owner -c \"CREATE ANALYST alice PASSWORD 'change me' BUDGET epsilon = 2\"\n"+
+		"  dpsql serve --db demo.db        # then: psql \"host=127.0.0.1 port=5433 user=alice\"\n")
 	if f, ok := stdin.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
 		fmt.Fprintln(stdout, "\nNow it is your turn (analyst mode; try EXPLAIN SELECT ..., .schema, .help; Ctrl-D quits).")
 		return repl(eng, pr, f, stdout, stderr)

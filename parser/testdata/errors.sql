@@ -20,7 +20,10 @@ SELECT a FROM t LEFT /* ERROR "only \[INNER\] JOIN ... ON is supported" */ JOIN 
 SELECT COUNT(*) OVER /* ERROR "window functions" */ () FROM t
 SELECT a @ /* ERROR "unexpected character '@'" */ b FROM t
 SELECT DISTINCT /* ERROR "SELECT DISTINCT is not supported" */ a FROM t
-SHOW USERS /* ERROR "expected BUDGET, TABLES, POLICY, LEDGER or CACHE" */
+SHOW USERS /* ERROR "expected BUDGET, TABLES, POLICY, LEDGER, CACHE or ANALYSTS" */
 SELECT a FROM t, /* ERROR "only \[INNER\] JOIN" */ u
 SELECT a FROM (t /* ERROR "expected a subquery" */)
 WITH v AS (SELECT a FROM t) DELETE /* ERROR "expected SELECT" */ FROM v
+CREATE ANALYST alice BUDGET /* ERROR "expected PASSWORD 'password' after CREATE ANALYST alice, found \"BUDGET\"" */ epsilon = 1
+ALTER ANALYST alice /* ERROR "expected PASSWORD or BUDGET after ALTER ANALYST alice, found end of input" */
+SHOW ANALYST /* ERROR "expected BUDGET, TABLES, POLICY, LEDGER, CACHE or ANALYSTS after SHOW" */

@@ -30,4 +30,10 @@ SELECT AVG(n) FROM (SELECT uid, COUNT(*) AS n FROM visits GROUP BY uid) AS per_u
 WITH per_unit AS (SELECT uid, SUM(cost) AS total FROM visits GROUP BY uid) SELECT AVG(total) FROM per_unit;
 SELECT COUNT(*) FROM a INNER JOIN b ON a.uid = b.uid JOIN c ON b.k = c.k;
 SELECT g, COUNT(*), FROM t GROUP BY g;
-SELECT CAST(x AS INT64), CAST(x AS float64), CAST(x AS Double) FROM t
+SELECT CAST(x AS INT64), CAST(x AS float64), CAST(x AS Double) FROM t;
+CREATE ANALYST alice PASSWORD 's3cret' BUDGET epsilon = 2, delta = 1e-7;
+create analyst "Bob" password 'x';
+ALTER ANALYST Alice BUDGET epsilon = 3;
+ALTER ANALYST alice PASSWORD 'new';
+DROP ANALYST alice;
+SHOW ANALYSTS;

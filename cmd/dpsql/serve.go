@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/auth"
+	"github.com/dpsql/dpsql/server"
+)
+
+const serveUsage = `Usage: dpsql serve --db FILE [--listen ADDR] [--tls-cert FILE --tls-key FILE] [options]
+
+Serves the database to analysts over the PostgreSQL wire protocol: psql,
+pgx, psycopg, JDBC and BI tools connect unchanged. Analysts are declared by
+the owner (CREATE ANALYST name PASSWORD '...' BUDGET epsilon = E, with
+dpsql --owner on the file, or over the wire as the owner user); each logs
+in with SCRAM-SHA-256, gets only differentially private answers, and
+spends a budget of their own, capped by the database's total. The file
+stays with whoever runs the server.
+
+With --tls-cert and --tls-key every connection must use TLS. With
+--owner-user NAME, the user NAME may log in as the owner with the password
+in the environment variable DPSQL_OWNER_PASSWORD (never on the command
+line). SIGTERM or SIGINT shuts down gracefully: no new connections, idle
+ones closed, running statements given --shutdown-grace to finish, then
+cancelled (a private query cancelled after its charge stays charged).
+
+Each statement is logged (analyst, statement, cost, duration; never result
+values) to standard error, or to --log FILE. docs/server.md has the rest.
+
+Options:
+`
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dpsql serve", flag.ContinueOnError)
+	db := fs.String("db", "", "database `FILE` to serve (required; it must exist)")
+	listen := fs.String("listen", "127.0.0.1:5433", "`ADDRESS` to listen on")
+	cert := fs.String("tls-cert", "", "TLS certificate `FILE` (PEM); with --tls-key, TLS is required")
+	key := fs.String("tls-key", "", "TLS private key `FILE` (PEM)")
+	ownerUser := fs.String("owner-user", "", "a user `NAME` that logs in as the owner, with the password in $DPSQL_OWNER_PASSWORD")
+	maxConns := fs.Int("max-conns", 100, "most concurrent connections")
+	idle := fs.Duration("idle-timeout", 0, "close connections idle this long (e.g. 30m; 0: never)")
+	stmtTimeout := fs.Duration("statement-timeout", 0, "cancel statements running this long (e.g. 5m; 0: never)")
+	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long running statements may finish after SIGTERM")
+	logFile := fs.String("log", "", "write the log to `FILE` instead of standard error")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), serveUsage)
+		fs.PrintDefaults()
+	}
+	if code, done := parseFlags(fs, "dpsql serve", func() error { return fs.Parse(args) }, stdout, stderr); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "error: unexpected argument %q (see dpsql serve --help)\n", fs.Arg(0))
+		return 2
+	}
+	if *db == "" {
+		fmt.Fprintln(stderr, "error: --db FILE is required")
+		return 2
+	}
+	if (*cert == "") != (*key == "") {
+		fmt.Fprintln(stderr, "error: --tls-cert and --tls-key go together")
+		return 2
+	}
+	cfg := server.Config{MaxConns: *maxConns, IdleTimeout: *idle, StatementTimeout: *stmtTimeout}
+	if *cert != "" {
+		pair, err := tls.LoadX509KeyPair(*cert, *key)
+		if err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	}
+	if *ownerUser != "" {
+		pw := os.Getenv("DPSQL_OWNER_PASSWORD")
+		if pw == "" {
+			fmt.Fprintln(stderr, "error: --owner-user needs the owner's password in $DPSQL_OWNER_PASSWORD")
+			return 2
+		}
+		v, err := auth.NewVerifier(pw)
+		if err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+		cfg.OwnerUser, cfg.OwnerVerifier = *ownerUser, v
+	}
+	logOut := stderr
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+		defer f.Close()
+		logOut = f
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(logOut, nil))
+	if _, err := os.Stat(*db); err != nil {
+		fmt.Fprintf(stderr, "error: %v (the owner creates the database first, e.g. with 'dpsql import')\n", err)
+		return 1
+	}
+	// The server opens the file as its owner: analysts' sessions are
+	// analyst sessions of it, and only the owner user may run owner
+	// statements.
+	eng, err := dpsql.Open(*db, dpsql.Options{Owner: true})
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	defer eng.Close()
+	cfg.Engine = eng
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	srv := server.New(cfg)
+	sigs, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	tlsNote := "without TLS (SCRAM keeps passwords off the wire; answers travel in clear)"
+	if cfg.TLS != nil {
+		tlsNote = "TLS required"
+	}
+	fmt.Fprintf(stderr, "dpsql serve: %s on %s, %s; connect with: psql \"host=%s port=%s user=ANALYST\"\n", *db, ln.Addr(), tlsNote, hostOf(ln.Addr()), portOf(ln.Addr()))
+	select {
+	case err := <-done:
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	case <-sigs.Done():
+	}
+	fmt.Fprintf(stderr, "dpsql serve: shutting down (running statements have %s to finish)\n", *grace)
+	sctx, cancel := context.WithTimeout(context.Background(), *grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	<-done
+	fmt.Fprintln(stderr, "dpsql serve: stopped")
+	return 0
+}
+
+func hostOf(a net.Addr) string {
+	h, _, _ := net.SplitHostPort(a.String())
+	return h
+}
+
+func portOf(a net.Addr) string {
+	_, p, _ := net.SplitHostPort(a.String())
+	return p
+}

@@ -1,0 +1,224 @@
+package dpsql
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/exec"
+	"github.com/dpsql/dpsql/parser"
+	"github.com/dpsql/dpsql/planner"
+)
+
+// Column types Describe reports ("" when the type is not known before the
+// statement runs).
+const (
+	TypeInteger = "INTEGER"
+	TypeReal    = "REAL"
+	TypeText    = "TEXT"
+)
+
+// Description is what a statement will return, known before it runs.
+type Description struct {
+	Params  int      // how many parameters ($N or ?) it takes
+	Columns []string // nil: the statement returns no rows
+	Types   []string // per column: TypeInteger, TypeReal, TypeText or ""
+}
+
+// Describe says what a statement will return without charging anything:
+// the planner types a private query's outputs (COUNT an integer, other
+// aggregates reals, keys as their column is declared); a public query,
+// EXPLAIN and SHOW, which are free, run once with every parameter set to
+// 1 and are typed by their values. A PostgreSQL-wire server needs this
+// for the extended protocol, whose Describe comes before Bind.
+func (e *Engine) Describe(ctx context.Context, sqlText string) (*Description, error) {
+	stmt, err := parser.ParseStatement(sqlText)
+	if err != nil {
+		return nil, syntaxError(err)
+	}
+	d := &Description{Params: parser.NumParams(stmt)}
+	args := make([]any, d.Params)
+	for i := range args {
+		args[i] = int64(1)
+	}
+	if err := parser.Bind(stmt, args); err != nil {
+		return nil, syntaxError(parser.ErrorList{err.(*parser.Error)})
+	}
+	switch s := stmt.(type) {
+	case *parser.SelectStmt:
+		return e.describeSelect(ctx, s, d)
+	case *parser.ExplainStmt, *parser.ShowStmt:
+		res, err := e.run(ctx, stmt)
+		if err != nil {
+			return nil, err
+		}
+		d.Columns, d.Types = res.Columns, valueTypes(res)
+	}
+	return d, nil
+}
+
+func (e *Engine) describeSelect(ctx context.Context, s *parser.SelectStmt, d *Description) (*Description, error) {
+	e.mu.Lock()
+	cat, err := catalog.Load(ctx, e.db)
+	sess := e.sess
+	e.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	plan, err := planner.PlanSelect(s, cat, sess)
+	if errors.Is(err, planner.ErrNoEpsilon) {
+		sess.Epsilon = 1 // describing spends nothing; the shape does not depend on ε
+		plan, err = planner.PlanSelect(s, cat, sess)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch p := plan.(type) {
+	case *planner.PublicQuery:
+		r, err := exec.Public(ctx, e.db, p)
+		if err != nil {
+			return nil, err
+		}
+		res := &Result{Columns: r.Columns, Rows: r.Rows}
+		d.Columns, d.Types = res.Columns, valueTypes(res)
+	case *planner.PrivateQuery:
+		for _, o := range p.Outputs {
+			d.Columns = append(d.Columns, o.Name)
+			d.Types = append(d.Types, outputType(p, cat, o.Expr, 0))
+		}
+	}
+	return d, nil
+}
+
+// Types types each column of the result by its values, as valueTypes.
+func (r *Result) Types() []string { return valueTypes(r) }
+
+// valueTypes types each column by its values: INTEGER if every non-NULL
+// value is an integer, REAL if they are numbers, TEXT otherwise or when
+// all are NULL.
+func valueTypes(r *Result) []string {
+	types := make([]string, len(r.Columns))
+	for j := range r.Columns {
+		t := ""
+		for _, row := range r.Rows {
+			switch row[j].(type) {
+			case int64:
+				if t == "" {
+					t = TypeInteger
+				}
+			case float64:
+				if t == "" || t == TypeInteger {
+					t = TypeReal
+				}
+			case nil:
+			default:
+				t = TypeText
+			}
+		}
+		if t == "" {
+			t = TypeText
+		}
+		types[j] = t
+	}
+	return types
+}
+
+// outputType is the type of a private query's output expression, "" when
+// it cannot be told before the query runs.
+func outputType(p *planner.PrivateQuery, cat *catalog.Catalog, x parser.Expr, depth int) string {
+	if depth > 50 {
+		return ""
+	}
+	rec := func(y parser.Expr) string { return outputType(p, cat, y, depth+1) }
+	switch x := x.(type) {
+	case *parser.ParenExpr:
+		return rec(x.X)
+	case *parser.CallExpr:
+		if i, ok := p.AggOf[x]; ok {
+			if p.Aggregates[i].Kind == planner.AggCount {
+				return TypeInteger
+			}
+			return TypeReal
+		}
+	case *parser.ColumnRef:
+		if i, ok := p.AliasOf[x]; ok {
+			return rec(p.Outputs[i].Expr)
+		}
+		if k, ok := p.KeyOf[x]; ok {
+			return keyType(p, cat, p.Keys[k])
+		}
+	case *parser.Literal:
+		switch v, _ := parser.LiteralValue(x); v.(type) {
+		case int64, bool:
+			return TypeInteger
+		case float64:
+			return TypeReal
+		case string:
+			return TypeText
+		}
+	case *parser.CastExpr:
+		return castType(x.Type)
+	case *parser.UnaryExpr:
+		if x.Op == "NOT" {
+			return TypeInteger
+		}
+		return rec(x.X)
+	case *parser.BinaryExpr:
+		switch x.Op {
+		case "=", "<>", "<", "<=", ">", ">=", "AND", "OR":
+			return TypeInteger
+		case "||":
+			return TypeText
+		}
+		a, b := rec(x.X), rec(x.Y)
+		switch {
+		case a == TypeInteger && b == TypeInteger:
+			return TypeInteger
+		case (a == TypeInteger || a == TypeReal) && (b == TypeInteger || b == TypeReal):
+			return TypeReal
+		}
+	}
+	return ""
+}
+
+// keyType is a GROUP BY key's type: its public domain's, or its column's
+// declared type.
+func keyType(p *planner.PrivateQuery, cat *catalog.Catalog, k planner.GroupKey) string {
+	if k.Domain != nil {
+		return valueTypes(&Result{Columns: []string{k.Column}, Rows: func() [][]any {
+			rows := make([][]any, len(k.Domain))
+			for i, v := range k.Domain {
+				rows[i] = []any{v}
+			}
+			return rows
+		}()})[0]
+	}
+	for table := range p.Reads {
+		if t, ok := cat.Table(table); ok {
+			if c, ok := t.Column(k.Column); ok {
+				return castType(c.Type)
+			}
+		}
+	}
+	return ""
+}
+
+// ColumnType maps a declared column type (or a CAST's type name) to
+// TypeInteger, TypeReal, TypeText or "", by SQLite's affinity rules.
+func ColumnType(declared string) string { return castType(declared) }
+
+// castType maps a declared or CAST type name to a Describe type, by
+// SQLite's affinity rules.
+func castType(name string) string {
+	n := strings.ToUpper(name)
+	switch {
+	case strings.Contains(n, "INT"):
+		return TypeInteger
+	case strings.Contains(n, "CHAR"), strings.Contains(n, "TEXT"), strings.Contains(n, "CLOB"), n == "STRING":
+		return TypeText
+	case strings.Contains(n, "REAL"), strings.Contains(n, "FLOA"), strings.Contains(n, "DOUB"):
+		return TypeReal
+	}
+	return ""
+}

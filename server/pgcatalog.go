@@ -1,0 +1,304 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/dpsql/dpsql"
+)
+
+// The emulation answers the statements PostgreSQL clients send on their
+// own — session settings, transaction control, version and catalog
+// lookups — from dpsql's catalog (table and column names and declared
+// types, never data). Anything else that names pg_catalog or
+// information_schema is refused with 0A000. docs/server.md lists what is
+// emulated.
+
+// engineSettings are the SET parameters the engine itself takes.
+var engineSettings = map[string]bool{"epsilon": true, "bounds_epsilon_fraction": true, "noise": true, "show_bounds": true}
+
+// engineShows are the SHOW statements the engine answers.
+var engineShows = map[string]bool{"budget": true, "tables": true, "policy": true, "ledger": true, "cache": true, "analysts": true}
+
+// serverSettings are the values SHOW reports for PostgreSQL settings.
+var serverSettings = map[string]string{
+	"server_version":                ServerVersion,
+	"server_version_num":            "150000",
+	"server_encoding":               "UTF8",
+	"client_encoding":               "UTF8",
+	"datestyle":                     "ISO, MDY",
+	"intervalstyle":                 "postgres",
+	"timezone":                      "UTC",
+	"integer_datetimes":             "on",
+	"standard_conforming_strings":   "on",
+	"transaction_isolation":         "serializable",
+	"default_transaction_read_only": "on",
+	"transaction_read_only":         "on",
+	"max_identifier_length":         "63",
+	"search_path":                   "main",
+	"is_superuser":                  "off",
+	"lc_collate":                    "C",
+	"lc_ctype":                      "C",
+	"extra_float_digits":            "1",
+}
+
+var (
+	reSet      = regexp.MustCompile(`(?is)^set\s+(?:session\s+|local\s+)?([a-z_][a-z0-9_.]*)\s*(?:=|\s+to\s+|\s)\s*(.*)$`)
+	reSetTZ    = regexp.MustCompile(`(?is)^set\s+(?:session\s+|local\s+)?(time\s+zone|names|session\s+characteristics)\b`)
+	reReset    = regexp.MustCompile(`(?is)^reset\s+([a-z_][a-z0-9_.]*)$`)
+	reShow     = regexp.MustCompile(`(?is)^show\s+([a-z_][a-z0-9_.]*)$`)
+	reTx       = regexp.MustCompile(`(?is)^(begin|start\s+transaction|commit|end|rollback|abort)\b`)
+	reDiscard  = regexp.MustCompile(`(?is)^(discard\s+all|deallocate\s+(?:prepare\s+)?(all|"?[a-z0-9_]+"?))$`)
+	reFunction = regexp.MustCompile(`(?is)^select\s+(pg_catalog\.)?(version|current_schema|current_database|current_user|session_user|current_setting\('([a-z_]+)'\))\s*(\(\s*\))?\s*(as\s+"?\w+"?)?$`)
+	reCatalog  = regexp.MustCompile(`(?i)\b(pg_catalog|information_schema|pg_[a-z_]+\s*\(|::\s*regclass|pg_class|pg_namespace|pg_attribute|pg_type)\b`)
+)
+
+// emulate answers a statement the engine does not know but clients send;
+// ok is false for everything else.
+func (c *conn) emulate(text string) (a *answer, err error, ok bool) {
+	q := strings.TrimSpace(strings.Join(strings.Fields(stripComments(text)), " "))
+	q = strings.TrimSpace(strings.TrimSuffix(q, ";"))
+	lower := strings.ToLower(q)
+	one := func(col string, v any) *answer {
+		t := dpsql.TypeText
+		if _, isBool := v.(bool); isBool {
+			t = typeBool
+		}
+		return &answer{desc: &description{columns: []string{col}, types: []string{t}}, rows: [][]any{{v}}, tag: "SELECT"}
+	}
+	if m := reSet.FindStringSubmatch(q); m != nil && !strings.EqualFold(m[1], "budget") {
+		if name := strings.ToLower(m[1]); !engineSettings[name] {
+			return &answer{tag: "SET"}, nil, true
+		}
+		return nil, nil, false
+	}
+	if reSetTZ.MatchString(q) {
+		return &answer{tag: "SET"}, nil, true
+	}
+	if m := reReset.FindStringSubmatch(q); m != nil {
+		switch name := strings.ToLower(m[1]); name {
+		case "budget", "cache":
+			return nil, nil, false
+		case "all":
+			return &answer{tag: "RESET", notices: []string{"RESET ALL resets client settings only; SET epsilon and the other dpsql settings keep their values"}}, nil, true
+		default:
+			return &answer{tag: "RESET"}, nil, true
+		}
+	}
+	if m := reShow.FindStringSubmatch(q); m != nil {
+		name := strings.ToLower(m[1])
+		if engineShows[name] {
+			return nil, nil, false
+		}
+		if name == "application_name" {
+			return &answer{desc: &description{columns: []string{name}, types: []string{dpsql.TypeText}}, rows: [][]any{{c.params["application_name"]}}, tag: "SHOW"}, nil, true
+		}
+		v, known := serverSettings[name]
+		if !known {
+			return nil, &wireError{code: "42704", msg: fmt.Sprintf("unrecognized configuration parameter %q (dpsql's own: SHOW BUDGET, TABLES, POLICY t, LEDGER, CACHE, ANALYSTS)", m[1])}, true
+		}
+		return &answer{desc: &description{columns: []string{name}, types: []string{dpsql.TypeText}}, rows: [][]any{{v}}, tag: "SHOW"}, nil, true
+	}
+	if m := reTx.FindStringSubmatch(q); m != nil {
+		word := strings.ToUpper(strings.Fields(m[1])[0])
+		tag := map[string]string{"BEGIN": "BEGIN", "START": "START TRANSACTION", "COMMIT": "COMMIT", "END": "COMMIT", "ROLLBACK": "ROLLBACK", "ABORT": "ROLLBACK"}[word]
+		a := &answer{tag: tag}
+		if word == "ROLLBACK" || word == "ABORT" {
+			a.notices = []string{"dpsql has no transactions: every statement took effect when it ran, and a private query's cost was committed before its answer; ROLLBACK undoes nothing"}
+		}
+		return a, nil, true
+	}
+	if m := reDiscard.FindStringSubmatch(q); m != nil {
+		if strings.HasPrefix(lower, "discard") {
+			return &answer{tag: "DISCARD ALL"}, nil, true
+		}
+		name := strings.Trim(m[2], `"`)
+		if strings.EqualFold(name, "all") {
+			c.stmts = map[string]*prepared{}
+		} else {
+			delete(c.stmts, name)
+		}
+		return &answer{tag: "DEALLOCATE"}, nil, true
+	}
+	if m := reFunction.FindStringSubmatch(q); m != nil {
+		fn := strings.ToLower(m[2])
+		switch {
+		case fn == "version":
+			return one("version", "PostgreSQL "+ServerVersion+": dpsql, a differentially private SQL engine; only private aggregates and public tables are answered"), nil, true
+		case fn == "current_schema":
+			return one("current_schema", "main"), nil, true
+		case fn == "current_database":
+			return one("current_database", "dpsql"), nil, true
+		case fn == "current_user" || fn == "session_user":
+			return one(fn, c.user), nil, true
+		case m[3] != "":
+			if v, ok := serverSettings[strings.ToLower(m[3])]; ok {
+				return one("current_setting", v), nil, true
+			}
+		}
+	}
+	if a, err, ok := c.catalogQuery(q, lower); ok {
+		return a, err, true
+	}
+	if reCatalog.MatchString(q) {
+		return nil, &wireError{code: "0A000", msg: "dpsql emulates only the catalog queries of psql's \\dt, \\d and \\l and what drivers send on connect; this one is not supported (SHOW TABLES and SHOW POLICY t describe the data)"}, true
+	}
+	return nil, nil, false
+}
+
+// tables lists the user tables, by name.
+func (c *conn) tables() ([]dpsql.TableInfo, error) {
+	ts, err := c.sess.Tables(context.Background())
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+	return ts, err
+}
+
+// Object ids of the emulated catalog: a table's oid is tableOID plus its
+// place in the name order.
+const tableOID = 16384
+
+var (
+	rePsqlPattern = regexp.MustCompile(`(?i)c\.relname operator\(pg_catalog\.~\) '((?:[^']|'')*)'`)
+	rePsqlOID     = regexp.MustCompile(`(?i)c\.oid = '(\d+)'`)
+	reAttrOID     = regexp.MustCompile(`(?i)a\.attrelid = '(\d+)'`)
+)
+
+// catalogQuery answers the catalog queries of psql 15's \dt, \d and \l
+// (recognised by their text), from the table names and declared column
+// types of dpsql's catalog.
+func (c *conn) catalogQuery(q, lower string) (*answer, error, bool) {
+	text := func(cols ...string) *description {
+		d := &description{columns: cols}
+		for range cols {
+			d.types = append(d.types, dpsql.TypeText)
+		}
+		return d
+	}
+	switch {
+	case strings.Contains(lower, "from pg_catalog.pg_database d"):
+		a := &answer{desc: text("Name", "Owner", "Encoding", "Collate", "Ctype", "ICU Locale", "Locale Provider", "Access privileges"), tag: "SELECT"}
+		a.rows = [][]any{{"dpsql", "owner", "UTF8", "C", "C", nil, "libc", nil}}
+		return a, nil, true
+	case strings.Contains(lower, `as "schema"`) && strings.Contains(lower, "from pg_catalog.pg_class c") && strings.Contains(lower, "c.relkind in ("):
+		// \dt, \d: the relation list.
+		ts, err := c.matchingTables(q)
+		if err != nil {
+			return nil, err, true
+		}
+		a := &answer{desc: text("Schema", "Name", "Type", "Owner"), tag: "SELECT"}
+		if strings.Contains(lower, "'r'") {
+			for _, t := range ts {
+				a.rows = append(a.rows, []any{"main", t.Name, "table", "owner"})
+			}
+		}
+		return a, nil, true
+	case strings.HasPrefix(lower, "select c.oid, n.nspname, c.relname from pg_catalog.pg_class c"):
+		// \d NAME, step 1: which tables match.
+		ts, err := c.matchingTables(q)
+		if err != nil {
+			return nil, err, true
+		}
+		a := &answer{desc: text("oid", "nspname", "relname"), tag: "SELECT"}
+		for _, t := range ts {
+			a.rows = append(a.rows, []any{fmt.Sprint(t.oid), "main", t.Name})
+		}
+		return a, nil, true
+	case strings.HasPrefix(lower, "select c.relchecks, c.relkind, c.relhasindex"):
+		// \d NAME, step 2: the table's properties.
+		a := &answer{desc: text("relchecks", "relkind", "relhasindex", "relhasrules", "relhastriggers", "relrowsecurity", "relforcerowsecurity", "relhasoids", "relispartition", "?column?", "reltablespace", "reloftype", "relpersistence", "relreplident", "amname"), tag: "SELECT"}
+		for i := 2; i <= 8; i++ {
+			a.desc.types[i] = typeBool
+		}
+		if m := rePsqlOID.FindStringSubmatch(q); m != nil {
+			if t, err := c.tableByOID(m[1]); err != nil {
+				return nil, err, true
+			} else if t != nil {
+				a.rows = [][]any{{"0", "r", false, false, false, false, false, false, false, "", "0", "", "p", "d", "heap"}}
+			}
+		}
+		return a, nil, true
+	case strings.HasPrefix(lower, "select a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod)"):
+		// \d NAME, step 3: the columns and their declared types.
+		a := &answer{desc: text("attname", "format_type", "pg_get_expr", "attnotnull", "attcollation", "attidentity", "attgenerated"), tag: "SELECT"}
+		a.desc.types[3] = typeBool
+		if m := reAttrOID.FindStringSubmatch(q); m != nil {
+			t, err := c.tableByOID(m[1])
+			if err != nil {
+				return nil, err, true
+			}
+			if t != nil {
+				for _, col := range t.Columns {
+					a.rows = append(a.rows, []any{col.Name, pgTypeName(col.Type), nil, false, nil, "", ""})
+				}
+			}
+		}
+		return a, nil, true
+	case reTableFollowUp.MatchString(q):
+		// \d NAME, the rest: policies, statistics, publications, inherited
+		// tables, triggers... — a dpsql table has none.
+		return &answer{desc: text("none"), tag: "SELECT"}, nil, true
+	}
+	return nil, nil, false
+}
+
+// reTableFollowUp matches the queries psql's \d sends after the columns,
+// about the objects attached to the table: it has none of them.
+var reTableFollowUp = regexp.MustCompile(`(?is)^select .*from pg_catalog\.(pg_policy|pg_statistic_ext|pg_publication|pg_inherits|pg_trigger|pg_index|pg_constraint|pg_class c, pg_catalog\.pg_inherits|pg_rewrite)\b.*'1638\d+'`)
+
+// pgTypeName is how psql shows a declared column type.
+func pgTypeName(declared string) string {
+	switch dpsql.ColumnType(declared) {
+	case dpsql.TypeInteger:
+		return "bigint"
+	case dpsql.TypeReal:
+		return "double precision"
+	case dpsql.TypeText:
+		return "text"
+	}
+	return strings.ToLower(declared)
+}
+
+// oidTable is a table with its emulated oid.
+type oidTable struct {
+	dpsql.TableInfo
+	oid int
+}
+
+// matchingTables lists the tables whose names match the query's psql
+// name pattern (all tables without one).
+func (c *conn) matchingTables(q string) ([]oidTable, error) {
+	ts, err := c.tables()
+	if err != nil {
+		return nil, err
+	}
+	var re *regexp.Regexp
+	if m := rePsqlPattern.FindStringSubmatch(q); m != nil {
+		if re, err = regexp.Compile(strings.ReplaceAll(m[1], "''", "'")); err != nil {
+			return nil, &wireError{code: "2201B", msg: "invalid name pattern: " + err.Error()}
+		}
+	}
+	var out []oidTable
+	for i, t := range ts {
+		if re == nil || re.MatchString(t.Name) {
+			out = append(out, oidTable{t, tableOID + i})
+		}
+	}
+	return out, nil
+}
+
+// tableByOID finds the table an emulated oid names.
+func (c *conn) tableByOID(oid string) (*oidTable, error) {
+	ts, err := c.matchingTables("")
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range ts {
+		if fmt.Sprint(t.oid) == oid {
+			return &t, nil
+		}
+	}
+	return nil, nil
+}
