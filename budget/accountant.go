@@ -162,8 +162,8 @@ type Status struct {
 	Analyst  string
 	Database *Status
 	Set      bool // the owner has set a total
-	Pure  bool // the owner requires pure ε-DP (SET BUDGET ... PURE)
-	Total Cost
+	Pure     bool // the owner requires pure ε-DP (SET BUDGET ... PURE)
+	Total    Cost
 	// Spent adds up, since the last reset, the ε the queries asked for and
 	// the δ their partition selections spent.
 	Spent Cost
