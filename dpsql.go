@@ -259,6 +259,17 @@ func syntaxError(err error) error {
 	return err
 }
 
+// CheckSyntax parses one statement without running it: the number of
+// parameters ($N or ?) it takes, or a *SyntaxError. A server's Parse
+// message needs this before any parameter is bound.
+func CheckSyntax(sqlText string) (params int, err error) {
+	stmt, err := parser.ParseStatement(sqlText)
+	if err != nil {
+		return 0, syntaxError(err)
+	}
+	return parser.NumParams(stmt), nil
+}
+
 // Query runs exactly one statement. Args bind its parameters (? or $N) as
 // literals; see parser.Bind for the accepted types.
 func (e *Engine) Query(ctx context.Context, sqlText string, args ...any) (*Result, error) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/parser"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -238,6 +237,16 @@ func (c *conn) run(text string, args []any) (*answer, error) {
 	start := time.Now()
 	res, err := c.sess.Query(ctx, text, args...)
 	attrs := []any{"analyst", c.who(), "statement", oneLine(text), "duration", time.Since(start).Round(time.Microsecond)}
+	if err != nil && ctx.Err() != nil {
+		// Cancelled (a CancelRequest, shutdown) or timed out: say which,
+		// as PostgreSQL does; a private query charged before that stays
+		// charged.
+		why := "canceling statement due to user request"
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			why = fmt.Sprintf("canceling statement due to statement timeout (%s)", c.srv.cfg.StatementTimeout)
+		}
+		err = &wireError{code: "57014", msg: why}
+	}
 	if err != nil {
 		code, _ := sqlstate(err)
 		c.srv.log.Info("statement", append(attrs, "error", code)...)
@@ -292,11 +301,11 @@ func (c *conn) extended(msg pgproto3.FrontendMessage) error {
 				return &wireError{code: "42601", msg: "cannot insert multiple commands into a prepared statement"}
 			}
 			if len(pieces) == 1 {
-				st, err := parser.ParseStatement(pieces[0].text)
+				n, err := dpsql.CheckSyntax(pieces[0].text)
 				if err != nil {
 					return &queryError{err: err, query: m.Query, offset: pieces[0].offset}
 				}
-				p.params = parser.NumParams(st)
+				p.params = n
 			}
 		}
 		c.stmts[m.Name] = p

@@ -347,10 +347,10 @@ func sqlstate(err error) (string, string) {
 	case errors.Is(err, dpsql.ErrNoEpsilon):
 		return "ZD004", msg
 	case errors.Is(err, dpsql.ErrUnknownName):
-		if strings.Contains(msg, "table") {
-			return "42P01", msg
+		if strings.Contains(msg, "unknown column") {
+			return "42703", msg
 		}
-		return "42703", msg
+		return "42P01", msg
 	case errors.Is(err, dpsql.ErrUnsupported):
 		return "0A000", msg
 	case errors.Is(err, planner.ErrInvalidOption):

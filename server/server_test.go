@@ -1,0 +1,604 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/big"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/auth"
+	"github.com/dpsql/dpsql/server"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// fixture is a server on a loopback port over a fresh database:
+//
+//	t(i INTEGER, x INTEGER, g TEXT, y REAL): 1,000 private rows, one per unit,
+//	    x in [0, 100) declared (0, 100), g in the public domain a, b, c, d
+//	lookup(code, label): a public table
+//	big(n, k): a public table of 2,000 rows, k = 0 (for slow joins)
+//
+// with analysts alice and bob (password "secret", ε = 1 each) and carol
+// (no budget of her own), the owner user "admin" (password "root-pw"),
+// and a database total of ε = 1.5, δ = 0 (pure accounting: every
+// admitted query costs exactly its ε).
+type fixture struct {
+	path string
+	addr string
+	eng  *dpsql.Engine
+	srv  *server.Server
+	log  *syncBuffer
+}
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newFixture(t testing.TB, mutate func(*server.Config)) *fixture {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(`CREATE TABLE t (i INTEGER, x INTEGER, g TEXT, y REAL);
+		WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999)
+		INSERT INTO t SELECT i, i % 100, substr('abcd', i % 4 + 1, 1), i / 10.0 FROM n;
+		CREATE TABLE lookup (code TEXT, label TEXT, n INTEGER, r REAL);
+		INSERT INTO lookup VALUES ('a', 'Alpha', 1, 0.5), ('b', 'Beta', NULL, 2.25);
+		CREATE TABLE big (n INTEGER, k INTEGER);
+		WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM k WHERE n < 1999)
+		INSERT INTO big SELECT n, 0 FROM k;`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := dpsql.Open(path, dpsql.Options{Owner: true, NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = eng.Run(context.Background(), `CREATE PRIVACY POLICY ON t;
+		ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 100);
+		ALTER PRIVACY POLICY ON t SET DOMAIN g ('a', 'b', 'c', 'd');
+		ALTER TABLE lookup SET PUBLIC;
+		ALTER TABLE big SET PUBLIC;
+		SET BUDGET epsilon = 1.5, delta = 0;
+		CREATE ANALYST alice PASSWORD 'secret' BUDGET epsilon = 1;
+		CREATE ANALYST bob PASSWORD 'secret' BUDGET epsilon = 1;
+		CREATE ANALYST carol PASSWORD 'secret';`, func(*dpsql.Result) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := auth.NewVerifier("root-pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{path: path, eng: eng, log: &syncBuffer{}}
+	cfg := server.Config{Engine: eng, OwnerUser: "admin", OwnerVerifier: verifier,
+		Logger: slog.New(slog.NewTextHandler(f.log, nil))}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.addr = ln.Addr().String()
+	f.srv = server.New(cfg)
+	served := make(chan error, 1)
+	go func() { served <- f.srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := f.srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-served; !errors.Is(err, server.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+		eng.Close()
+	})
+	return f
+}
+
+// dsn is a connection string for user with password.
+func (f *fixture) dsn(user, password string) string {
+	host, port, _ := net.SplitHostPort(f.addr)
+	return fmt.Sprintf("host=%s port=%s user=%s password=%s dbname=dpsql sslmode=disable", host, port, user, password)
+}
+
+func (f *fixture) connect(t testing.TB, user, password string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, f.dsn(user, password))
+	if err != nil {
+		t.Fatalf("connect as %s: %v", user, err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// sqlState is the SQLSTATE of a server error ("" for any other error).
+func sqlState(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// TestAuthentication: the right password gets in; a wrong one and an
+// unknown user get the same 28P01 error; passwords never reach the log.
+func TestAuthentication(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	c := f.connect(t, "alice", "secret")
+	var who string
+	if err := c.QueryRow(ctx, `SELECT current_user`).Scan(&who); err != nil || who != "alice" {
+		t.Errorf("current_user: %q %v", who, err)
+	}
+	var wrong, unknown string
+	for _, tc := range []struct {
+		user, pw string
+		msg      *string
+	}{{"alice", "guess", &wrong}, {"mallory", "secret", &unknown}, {"admin", "secret", nil}} {
+		_, err := pgx.Connect(ctx, f.dsn(tc.user, tc.pw))
+		if sqlState(err) != "28P01" {
+			t.Errorf("%s/%s: want 28P01, got %v", tc.user, tc.pw, err)
+			continue
+		}
+		if tc.msg != nil {
+			*tc.msg = strings.ReplaceAll(err.(interface{ Unwrap() error }).Unwrap().Error(), tc.user, "USER")
+		}
+	}
+	if wrong != unknown {
+		t.Errorf("a wrong password and an unknown user must look alike:\n%s\n%s", wrong, unknown)
+	}
+	owner := f.connect(t, "admin", "root-pw")
+	if _, err := owner.Exec(ctx, `SHOW ANALYSTS`); err != nil {
+		t.Errorf("owner: %v", err)
+	}
+	if strings.Contains(f.log.String(), "secret") || strings.Contains(f.log.String(), "root-pw") {
+		t.Errorf("a password reached the log:\n%s", f.log)
+	}
+}
+
+// TestPlaintextRefusedWithTLSConfigured: with TLS configured, a client
+// that does not use it is refused before any password is exchanged.
+func TestPlaintextRefusedWithTLSConfigured(t *testing.T) {
+	cert, err := selfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(c *server.Config) { c.TLS = cert })
+	ctx := context.Background()
+	_, err = pgx.Connect(ctx, f.dsn("alice", "secret"))
+	if sqlState(err) != "28000" || !strings.Contains(err.Error(), "requires TLS") {
+		t.Errorf("plaintext: %v", err)
+	}
+	c, err := pgx.Connect(ctx, strings.Replace(f.dsn("alice", "secret"), "sslmode=disable", "sslmode=require", 1))
+	if err != nil {
+		t.Fatalf("TLS: %v", err)
+	}
+	defer c.Close(ctx)
+	if _, ok := c.PgConn().Conn().(*tls.Conn); !ok {
+		t.Errorf("not TLS: %T", c.PgConn().Conn())
+	}
+	if _, err := c.Exec(ctx, `SELECT code FROM lookup`); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestQueryProtocols: private and public queries, in the simple and the
+// extended protocol (with $N parameters), come back with the types
+// PostgreSQL clients expect: int8 for COUNT and integer columns, float8
+// for other aggregates and real columns, text, bool, and NULL.
+func TestQueryProtocols(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	c := f.connect(t, "alice", "secret")
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeCacheStatement, pgx.QueryExecModeDescribeExec} {
+		t.Run(mode.String(), func(t *testing.T) {
+			// A public table is answered exactly, with its types.
+			rows, err := c.Query(ctx, `SELECT code, label, n, r FROM lookup WHERE code >= $1 ORDER BY code`, mode, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			type row struct {
+				code, label string
+				n           *int64
+				r           float64
+			}
+			var got []row
+			for rows.Next() {
+				var r row
+				if err := rows.Scan(&r.code, &r.label, &r.n, &r.r); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, r)
+			}
+			if rows.Err() != nil {
+				t.Fatal(rows.Err())
+			}
+			if len(got) != 2 || got[0].code != "a" || got[0].label != "Alpha" || got[0].n == nil || *got[0].n != 1 || got[0].r != 0.5 ||
+				got[1].n != nil || got[1].r != 2.25 {
+				t.Errorf("public rows: %+v", got)
+			}
+			// A private count (ε = 0.05 with OPTIONS, so three modes fit
+			// in alice's budget): int8, close to the truth.
+			var n int64
+			if err := c.QueryRow(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.05) COUNT(*) FROM t WHERE x < $1`, mode, 50).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			// Laplace with scale 20: |noise| > 20·ln(1e6) ≈ 276 with
+			// probability 1e-6.
+			if math.Abs(float64(n)-500) > 276 {
+				t.Errorf("COUNT: %d, want 500 ± 276", n)
+			}
+			var avg float64
+			if err := c.QueryRow(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.05) AVG(x) FROM t`, mode).Scan(&avg); err != nil {
+				t.Fatal(err)
+			}
+			if avg < 0 || avg > 100 {
+				t.Errorf("AVG outside the declared bounds: %v", avg)
+			}
+			var super string
+			if err := c.QueryRow(ctx, `SHOW is_superuser`, mode).Scan(&super); err != nil || super != "off" {
+				t.Errorf("SHOW is_superuser: %q %v", super, err)
+			}
+		})
+	}
+	// Row descriptions name PostgreSQL's types.
+	rows, err := c.Query(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.05) g, COUNT(*), SUM(x) FROM t GROUP BY g`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for rows.Next() {
+		var g string
+		var n int64
+		var s float64
+		if err := rows.Scan(&g, &n, &s); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, g)
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	var oids []uint32
+	for _, fd := range rows.FieldDescriptions() {
+		oids = append(oids, fd.DataTypeOID)
+	}
+	if fmt.Sprint(oids) != "[25 20 701]" || strings.Join(keys, ",") != "a,b,c,d" {
+		t.Errorf("grouped: oids %v keys %v", oids, keys)
+	}
+}
+
+// TestMultipleStatementsInOneQuery: a simple query with several
+// statements answers each in order and stops at the first error.
+func TestMultipleStatementsInOneQuery(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	c := f.connect(t, "alice", "secret")
+	results, err := c.PgConn().Exec(ctx, `SET epsilon = 0.1; SELECT COUNT(*) FROM t; SELECT label FROM lookup WHERE code = 'b'`).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 3 || results[0].CommandTag.String() != "SET" || results[1].CommandTag.String() != "SELECT 1" ||
+		len(results[2].Rows) != 1 || string(results[2].Rows[0][0]) != "Beta" {
+		t.Errorf("results: %d %+v", len(results), results)
+	}
+	results, err = c.PgConn().Exec(ctx, `SELECT label FROM lookup; SELECT nope FROM lookup; SELECT code FROM lookup`).ReadAll()
+	if sqlState(err) != "42703" || len(results) != 1 {
+		t.Errorf("stops at the first error: %v, %d results", err, len(results))
+	}
+}
+
+// TestErrorsCarrySQLSTATE: each kind of refusal has its SQLSTATE, the
+// CLI's message, and a position for syntax errors.
+func TestErrorsCarrySQLSTATE(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	alice := f.connect(t, "alice", "secret")
+	carol := f.connect(t, "carol", "secret")
+	for _, tc := range []struct {
+		conn       *pgx.Conn
+		sql, state string
+		msg        string
+		position   int32
+	}{
+		{alice, `SELECT COUNT(*) FROM t WHER x > 1`, "42601", "", 29},
+		{alice, `SELECT COUNT(*) FROM nosuch`, "42P01", "nosuch", 0},
+		{alice, `SELECT COUNT(nosuch) FROM t`, "42703", "nosuch", 0},
+		{alice, `SELECT * FROM t`, "ZD003", "", 0},
+		{alice, `SELECT x FROM t WHERE i = 7`, "ZD003", "", 0},
+		{alice, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 5) COUNT(*) FROM t`, "ZD001", "", 0},
+		{carol, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) COUNT(*) FROM t`, "ZD002", "", 0},
+		{alice, `SELECT relname FROM pg_catalog.pg_class`, "0A000", "", 0},
+		{alice, `SELECT * FROM pg_catalog.pg_statistic`, "0A000", "", 0},
+		{alice, `SET BUDGET epsilon = 100`, "42501", "owner", 0},
+	} {
+		_, err := tc.conn.Exec(ctx, tc.sql, pgx.QueryExecModeSimpleProtocol)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != tc.state || !strings.Contains(pe.Message, tc.msg) || (tc.position != 0 && pe.Position != tc.position) {
+			t.Errorf("%s: want %s at %d, got %v (position %d)", tc.sql, tc.state, tc.position, err, func() int32 {
+				if pe != nil {
+					return pe.Position
+				}
+				return 0
+			}())
+		}
+	}
+	// The connection is usable after every error, in the extended
+	// protocol too.
+	if _, err := alice.Exec(ctx, `SELECT COUNT(*) FROM t WHER x > $1`, 1); sqlState(err) != "42601" {
+		t.Errorf("extended syntax error: %v", err)
+	}
+	var label string
+	if err := alice.QueryRow(ctx, `SELECT label FROM lookup WHERE code = $1`, "a").Scan(&label); err != nil || label != "Alpha" {
+		t.Errorf("after errors: %q %v", label, err)
+	}
+}
+
+// TestOwnerStatementsRefusedForAnalysts: whatever an analyst sends, in
+// either protocol, no owner statement runs and nothing changes; the
+// owner user can run them over the wire.
+func TestOwnerStatementsRefusedForAnalysts(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	alice := f.connect(t, "alice", "secret")
+	owner := f.connect(t, "admin", "root-pw")
+	before := analystsTable(t, owner)
+	for _, stmt := range []string{
+		`SET BUDGET epsilon = 100`,
+		`RESET BUDGET`,
+		`CREATE ANALYST eve PASSWORD 'x' BUDGET epsilon = 10`,
+		`ALTER ANALYST alice BUDGET epsilon = 100`,
+		`ALTER ANALYST bob PASSWORD 'mine'`,
+		`DROP ANALYST bob`,
+		`SHOW ANALYSTS`,
+		`SHOW LEDGER`,
+		`SHOW CACHE`,
+		`RESET CACHE`,
+		`CREATE PRIVACY POLICY ON lookup`,
+		`DROP PRIVACY POLICY ON t`,
+		`ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 1)`,
+		`ALTER TABLE t SET PUBLIC`,
+	} {
+		for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeExec} {
+			if _, err := alice.Exec(ctx, stmt, mode); sqlState(err) != "42501" {
+				t.Errorf("%s (%v): want 42501, got %v", stmt, mode, err)
+			}
+		}
+	}
+	if after := analystsTable(t, owner); after != before {
+		t.Errorf("analysts changed:\n%s\n%s", before, after)
+	}
+	if _, err := alice.Exec(ctx, `SELECT x FROM t`); sqlState(err) != "ZD003" {
+		t.Errorf("t is still private: %v", err)
+	}
+	// The owner user can declare an analyst, who can then log in.
+	if _, err := owner.Exec(ctx, `CREATE ANALYST dave PASSWORD 'pw2' BUDGET epsilon = 0.5`); err != nil {
+		t.Fatal(err)
+	}
+	dave := f.connect(t, "dave", "pw2")
+	if _, err := dave.Exec(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5) COUNT(*) FROM t`); err != nil {
+		t.Error(err)
+	}
+	if _, err := dave.Exec(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01) COUNT(*) FROM t`); sqlState(err) != "ZD001" {
+		t.Errorf("dave's own budget: %v", err)
+	}
+	if _, err := owner.Exec(ctx, `ALTER ANALYST dave PASSWORD 'pw3'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgx.Connect(ctx, f.dsn("dave", "pw2")); sqlState(err) != "28P01" {
+		t.Errorf("old password after ALTER: %v", err)
+	}
+}
+
+func analystsTable(t *testing.T, owner *pgx.Conn) string {
+	t.Helper()
+	rows, err := owner.Query(context.Background(), `SHOW ANALYSTS`, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(&sb, vals...)
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	return sb.String()
+}
+
+// TestBudgetsUnderConcurrency: 50 connections of two analysts (ε = 1
+// each) race for a database total of ε = 1.5 with queries of ε = 0.1
+// each: exactly 15 are admitted, neither analyst passes their own 1,
+// every refusal is ZD001 (no lock errors), and the ledger agrees.
+func TestBudgetsUnderConcurrency(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	const conns = 50
+	var (
+		mu       sync.Mutex
+		admitted = map[string]int{}
+		failures []string
+		wg       sync.WaitGroup
+	)
+	for i := range conns {
+		user := []string{"alice", "bob"}[i%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := pgx.Connect(ctx, f.dsn(user, "secret"))
+			if err != nil {
+				mu.Lock()
+				failures = append(failures, err.Error())
+				mu.Unlock()
+				return
+			}
+			defer c.Close(ctx)
+			for q := range 3 {
+				// Distinct statements: nothing is answered from a cache.
+				_, err := c.Exec(ctx, fmt.Sprintf(`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) COUNT(*) FROM t WHERE i <> %d`, i*10+q))
+				mu.Lock()
+				switch {
+				case err == nil:
+					admitted[user]++
+				case sqlState(err) != "ZD001":
+					failures = append(failures, err.Error())
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("%d failures other than an exhausted budget, e.g. %s", len(failures), failures[0])
+	}
+	if admitted["alice"]+admitted["bob"] != 15 || admitted["alice"] > 10 || admitted["bob"] > 10 {
+		t.Errorf("admitted %v: want 15 in all, at most 10 each", admitted)
+	}
+	owner := f.connect(t, "admin", "root-pw")
+	rows, err := owner.Query(ctx, `SHOW LEDGER`, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	charged := map[string]int{}
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		charged[fmt.Sprint(vals[2])]++
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	if charged["alice"] != admitted["alice"] || charged["bob"] != admitted["bob"] || len(charged) != 2 {
+		t.Errorf("ledger %v, admitted %v", charged, admitted)
+	}
+}
+
+// TestCancelRequest: a CancelRequest (pgx sends one when the context
+// ends) stops the running statement with 57014, and the connection goes
+// on; a statement timeout does the same by itself.
+func TestCancelRequest(t *testing.T) {
+	f := newFixture(t, func(c *server.Config) { c.StatementTimeout = 0 })
+	ctx := context.Background()
+	c := f.connect(t, "alice", "secret")
+	// A public three-way join of 2,000 rows each (8·10⁹ pairs): far
+	// longer than this test waits before cancelling.
+	slow := `SELECT COUNT(*) FROM big a JOIN big b ON a.k = b.k JOIN big c ON b.k = c.k WHERE a.n + b.n + c.n = -1`
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Exec(ctx, slow)
+		errc <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	// A cancel request with the wrong secret key is ignored.
+	sendCancel(t, f.addr, c.PgConn().PID(), []byte{1, 2, 3, 4})
+	select {
+	case err := <-errc:
+		t.Fatalf("a cancel request with a wrong key stopped the query: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := c.PgConn().CancelRequest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; sqlState(err) != "57014" {
+		t.Fatalf("cancelled: want 57014, got %v", err)
+	}
+	var label string
+	if err := c.QueryRow(ctx, `SELECT label FROM lookup WHERE code = 'a'`).Scan(&label); err != nil || label != "Alpha" {
+		t.Errorf("after cancel: %q %v", label, err)
+	}
+
+	g := newFixture(t, func(c *server.Config) { c.StatementTimeout = 200 * time.Millisecond })
+	d := g.connect(t, "alice", "secret")
+	if _, err := d.Exec(ctx, slow); sqlState(err) != "57014" {
+		t.Errorf("statement timeout: %v", err)
+	}
+	if err := d.QueryRow(ctx, `SELECT label FROM lookup WHERE code = 'a'`).Scan(&label); err != nil || label != "Alpha" {
+		t.Errorf("after a timeout: %v", err)
+	}
+}
+
+// selfSignedCert is a TLS configuration with a fresh self-signed
+// certificate for 127.0.0.1.
+func selfSignedCert() (*tls.Config, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dpsql test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// sendCancel sends a CancelRequest for pid with key on a new connection.
+func sendCancel(t *testing.T, addr string, pid uint32, key []byte) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	msg, err := (&pgproto3.CancelRequest{ProcessID: pid, SecretKey: key}).Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	// The server closes the connection without answering.
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, _ := nc.Read(make([]byte, 1)); n != 0 {
+		t.Error("the server answered a cancel request")
+	}
+}
