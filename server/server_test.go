@@ -16,6 +16,8 @@ import (
 	"math"
 	"math/big"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -601,4 +603,59 @@ func sendCancel(t *testing.T, addr string, pid uint32, key []byte) {
 	if n, _ := nc.Read(make([]byte, 1)); n != 0 {
 		t.Error("the server answered a cancel request")
 	}
+}
+
+// TestPsql drives the server with the real psql client (Debian's
+// postgresql-client): a script of private and public queries, \dt and \d.
+// It skips when psql is absent, except in CI, whose script installs it.
+func TestPsql(t *testing.T) {
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("psql is not installed; .ci/run installs postgresql-client")
+		}
+		t.Skip("psql not found (apt-get install postgresql-client): the end-to-end test with the real client is skipped")
+	}
+	f := newFixture(t, nil)
+	host, port, _ := net.SplitHostPort(f.addr)
+	script := `\dt
+\d t
+SET epsilon = 0.1;
+SELECT COUNT(*) AS n FROM t;
+SELECT code, label FROM lookup ORDER BY code;
+SELECT g, COUNT(*) AS n FROM t GROUP BY g;
+SELECT version();
+SHOW BUDGET;
+`
+	cmd := exec.Command(psql, "-X", "-v", "ON_ERROR_STOP=1", "--no-psqlrc", "-P", "pager=off",
+		fmt.Sprintf("host=%s port=%s user=alice dbname=dpsql sslmode=disable", host, port))
+	cmd.Stdin = strings.NewReader(script)
+	cmd.Env = append(os.Environ(), "PGPASSWORD=secret", "PGCONNECT_TIMEOUT=10")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("psql: %v\n%s", err, out)
+	}
+	text := string(out)
+	for _, want := range []string{
+		"List of relations", "main   | big    | table", "main   | lookup | table", "main   | t      | table",
+		`Table "main.t"`, "x      | bigint", "g      | text", "y      | double precision",
+		"SET", "(1 row)", "a    | Alpha", "b    | Beta", "(2 rows)", "(4 rows)", "dpsql",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("psql output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "_dpsql") {
+		t.Errorf("internal tables listed:\n%s", text)
+	}
+	// A refusal ends the script with the server's message and a non-zero
+	// exit, as psql does for PostgreSQL's errors.
+	cmd = exec.Command(psql, "-X", "-v", "ON_ERROR_STOP=1", "--no-psqlrc",
+		fmt.Sprintf("host=%s port=%s user=alice dbname=dpsql sslmode=disable", host, port), "-c", "SELECT x FROM t")
+	cmd.Env = append(os.Environ(), "PGPASSWORD=secret")
+	out, err = cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "ERROR:") {
+		t.Errorf("psql on a refused query: %v\n%s", err, out)
+	}
+	t.Logf("psql:\n%s", text)
 }
