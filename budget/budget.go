@@ -29,6 +29,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"sync"
 	"time"
 
 	sqlite "modernc.org/sqlite"
@@ -462,6 +463,11 @@ func ChargeFirst(ctx context.Context, db *sql.DB, analyst string, candidates []C
 			return -1, err
 		}
 	}
+	release, err := queueForLedger(ctx, db)
+	if err != nil {
+		return -1, err
+	}
+	defer release()
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return -1, err
@@ -498,6 +504,29 @@ func ChargeFirst(ctx context.Context, db *sql.DB, analyst string, candidates []C
 		return -1, fmt.Errorf("budget: commit failed: %w", err)
 	}
 	return i, nil
+}
+
+// ledgerQueues holds one queue per database handle (*sql.DB → chan
+// struct{} of capacity 1) for this process's charges. SQLite's busy
+// handler retries a locked database with sleeps that grow to 100 ms, so
+// sessions of one process (a server's connections) that met each other
+// there waited unfairly: tens of milliseconds to seconds at the 99th
+// percentile under 32 concurrent clients. Waiting here instead, they take
+// turns as soon as the ledger is free; other processes still meet
+// SQLite's lock in lockLedger.
+var ledgerQueues sync.Map
+
+// queueForLedger waits for this process's turn to charge db's ledger
+// (or for ctx to end); release ends the turn.
+func queueForLedger(ctx context.Context, db *sql.DB) (release func(), err error) {
+	q, _ := ledgerQueues.LoadOrStore(db, make(chan struct{}, 1))
+	turn := q.(chan struct{})
+	select {
+	case turn <- struct{}{}:
+		return func() { <-turn }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // lockLedger begins an immediate transaction on conn, polling while the

@@ -143,8 +143,16 @@ func (c *conn) serve() {
 			return
 		}
 		quit := c.dispatch(msg)
-		if err := c.be.Flush(); err != nil || quit {
+		if quit {
 			return
+		}
+		// As PostgreSQL does, answers to the extended protocol's messages
+		// wait in the buffer until Sync or Flush: one write per round trip.
+		switch msg.(type) {
+		case *pgproto3.Query, *pgproto3.Sync, *pgproto3.Flush:
+			if err := c.be.Flush(); err != nil {
+				return
+			}
 		}
 		if !c.setBusy(false) {
 			return
