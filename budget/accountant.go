@@ -36,6 +36,8 @@ type ledger struct {
 	total, spent units
 	rho          float64 // Σ ρ-units since the reset (a float of integers)
 	impure       int64   // charges since the reset that are not pure
+	reset        int64   // the ledger id the current reset starts after
+	lastID       int64   // the ledger's last id when it was read
 }
 
 // maxRhoUnits caps the zCDP total so that the float sums of ρ-units the

@@ -64,6 +64,15 @@ CREATE TABLE IF NOT EXISTS _dpsql_ledger (
 	epsilon   REAL NOT NULL,
 	delta     REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS _dpsql_spent (
+	scope         TEXT PRIMARY KEY, -- '' for the database, else an analyst's name
+	after_reset   INTEGER NOT NULL, -- the reset these sums start after (its after_entry)
+	through_id    INTEGER NOT NULL, -- the last ledger id they include
+	epsilon_units INTEGER NOT NULL,
+	delta_units   INTEGER NOT NULL,
+	rho_units     REAL NOT NULL,
+	impure        INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS _dpsql_analysts (
 	name          TEXT PRIMARY KEY,
 	verifier      TEXT NOT NULL, -- a SCRAM-SHA-256 verifier, never the password
@@ -108,12 +117,15 @@ func Init(ctx context.Context, db *sql.DB) error {
 	// An up-to-date database is only read: opening it must not wait for
 	// another process's write lock (an owner's import).
 	var current int
-	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_budget', '_dpsql_budget_resets', '_dpsql_ledger', '_dpsql_analysts'))
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_budget', '_dpsql_budget_resets', '_dpsql_ledger', '_dpsql_analysts', '_dpsql_spent'))
+		+ (SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = '_dpsql_ledger_by_analyst')
 		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_ledger') WHERE name IN ('epsilon_units', 'delta_units', 'mechanism', 'rho_units', 'analyst'))
 		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_budget') WHERE name IN ('epsilon_units', 'delta_units', 'pure'))`).Scan(&current); err != nil {
 		return err
 	}
-	if current == 4+len(columns) {
+	// Five tables, one index and the added columns: update this count
+	// with the schema.
+	if current == 6+len(columns) {
 		return nil
 	}
 	if _, err := db.ExecContext(ctx, schema); err != nil {
@@ -149,6 +161,11 @@ func Init(ctx context.Context, db *sql.DB) error {
 		if err := migrateRho(ctx, tx); err != nil {
 			return err
 		}
+	}
+	// An analyst's charges since their running sum was last brought up to
+	// date are found through this index, not by scanning the ledger.
+	if _, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS _dpsql_ledger_by_analyst ON _dpsql_ledger (analyst, id)`); err != nil {
+		return err
 	}
 	return tx.Commit()
 }
@@ -380,18 +397,81 @@ func readLedger(ctx context.Context, q querier, analyst string) (ledger, error) 
 
 // readSpent adds up the charges since the last reset: all of them, or one
 // analyst's.
+//
+// The sums are kept running in _dpsql_spent (one row per scope, written
+// by ChargeFirst in the charge's transaction), so that a charge does not
+// scan the whole ledger. The ledger stays the truth: a running sum counts
+// only if it starts after the current reset, and it is brought up to date
+// by adding the ledger's charges after the last id it includes — the ones
+// a program that does not keep the sums may have recorded — or computed
+// afresh when it is missing or names an id beyond the ledger's last.
 func (l *ledger) readSpent(ctx context.Context, q querier, analyst string) error {
+	if err := q.QueryRowContext(ctx, `SELECT COALESCE((SELECT after_entry FROM _dpsql_budget_resets ORDER BY id DESC LIMIT 1), 0),
+		COALESCE((SELECT MAX(id) FROM _dpsql_ledger), 0)`).Scan(&l.reset, &l.lastID); err != nil {
+		return err
+	}
+	var r running
+	err := q.QueryRowContext(ctx, `SELECT after_reset, through_id, epsilon_units, delta_units, rho_units, impure FROM _dpsql_spent WHERE scope = ?`, analyst).
+		Scan(&r.afterReset, &r.throughID, &r.spent.eps, &r.spent.delta, &r.rho, &r.impure)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		r = running{}
+	case err != nil:
+		return err
+	}
+	from := l.reset
+	if r.afterReset == l.reset && r.throughID >= l.reset && r.throughID <= l.lastID {
+		from = r.throughID
+	} else {
+		r = running{}
+	}
 	// ρ is summed as a float of integers: exact while the sum stays below
 	// 2^53 units, and any larger sum is over every zCDP total (maxRhoUnits).
 	query := `SELECT COALESCE(SUM(epsilon_units), 0), COALESCE(SUM(delta_units), 0), TOTAL(rho_units),
 		COUNT(*) FILTER (WHERE mechanism <> 'laplace')
-		FROM _dpsql_ledger WHERE id > (SELECT COALESCE(MAX(after_entry), 0) FROM _dpsql_budget_resets)`
-	args := []any{}
+		FROM _dpsql_ledger WHERE id > ?`
+	args := []any{from}
 	if analyst != "" {
 		query += ` AND analyst = ?`
 		args = append(args, analyst)
 	}
-	return q.QueryRowContext(ctx, query, args...).Scan(&l.spent.eps, &l.spent.delta, &l.rho, &l.impure)
+	if err := q.QueryRowContext(ctx, query, args...).Scan(&l.spent.eps, &l.spent.delta, &l.rho, &l.impure); err != nil {
+		return err
+	}
+	l.spent.eps += r.spent.eps
+	l.spent.delta += r.spent.delta
+	l.rho += r.rho
+	l.impure += r.impure
+	return nil
+}
+
+// running is a row of _dpsql_spent.
+type running struct {
+	afterReset, throughID int64
+	spent                 units
+	rho                   float64
+	impure                int64
+}
+
+// execer runs statements (a connection inside a transaction).
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// keepRunning records l's sums, with charge c (ledger id id) added, as
+// the running sums of its scope. It runs in the charge's transaction,
+// which read l, so l counts every charge of its scope through id - 1.
+func (l ledger) keepRunning(ctx context.Context, x execer, c Charge, id int64) error {
+	impure := l.impure
+	if c.Mechanism != Laplace {
+		impure++
+	}
+	_, err := x.ExecContext(ctx, `INSERT INTO _dpsql_spent (scope, after_reset, through_id, epsilon_units, delta_units, rho_units, impure) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (scope) DO UPDATE SET after_reset = excluded.after_reset, through_id = excluded.through_id, epsilon_units = excluded.epsilon_units,
+		delta_units = excluded.delta_units, rho_units = excluded.rho_units, impure = excluded.impure`,
+		l.analyst, l.reset, id, l.spent.eps+toUnits(c.Epsilon, EpsilonUnit, true), l.spent.delta+toUnits(c.Delta, DeltaUnit, true),
+		l.rho+float64(toUnits(c.Rho, RhoUnit, true)), impure)
+	return err
 }
 
 // Reset starts the budget afresh (owner): charges so far stay in the
@@ -495,10 +575,22 @@ func ChargeFirst(ctx context.Context, db *sql.DB, analyst string, candidates []C
 	if analyst != "" {
 		who = analyst
 	}
-	if _, err := conn.ExecContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units, mechanism, rho_units, analyst) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	res, err := conn.ExecContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units, mechanism, rho_units, analyst) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		time.Now().UTC().Format(time.RFC3339Nano), statement, c.Epsilon, c.Delta,
-		toUnits(c.Epsilon, EpsilonUnit, true), toUnits(c.Delta, DeltaUnit, true), c.Mechanism, toUnits(c.Rho, RhoUnit, true), who); err != nil {
+		toUnits(c.Epsilon, EpsilonUnit, true), toUnits(c.Delta, DeltaUnit, true), c.Mechanism, toUnits(c.Rho, RhoUnit, true), who)
+	if err != nil {
 		return -1, err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return -1, err
+	}
+	// The running sums of the scopes this charge counts in: the
+	// database's, and the analyst's.
+	for s := &l; s != nil; s = s.cap {
+		if err := s.keepRunning(ctx, conn, c, id); err != nil {
+			return -1, err
+		}
 	}
 	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
 		return -1, fmt.Errorf("budget: commit failed: %w", err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -441,4 +442,88 @@ func TestConcurrentGaussianChargesCannotOverspend(t *testing.T) {
 	if st.RhoSpent > st.RhoTotal || admitted != len(entries) || admitted != 33 || laplace != 0 {
 		t.Errorf("admitted %d (%d Laplace), ρ %v of %v", admitted, laplace, st.RhoSpent, st.RhoTotal)
 	}
+}
+
+// TestRunningSumsMatchTheLedger: whatever happens — charges by analysts
+// and local sessions, resets, charges recorded by a program that does not
+// keep the running sums, running sums lost or naming ids beyond the
+// ledger — what the accountant reads as spent equals the sums over the
+// ledger since the last reset, computed afresh.
+func TestRunningSumsMatchTheLedger(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, filepath.Join(t.TempDir(), "r.db"))
+	if err := SetTotal(ctx, db, Cost{Epsilon: 1000, Delta: 1e-3}, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"a", "b"} {
+		if err := CreateAnalyst(ctx, db, a, "v", &Cost{Epsilon: 500, Delta: 1e-4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scratch := func(who string) ledger {
+		var l ledger
+		q := `SELECT COALESCE(SUM(epsilon_units), 0), COALESCE(SUM(delta_units), 0), TOTAL(rho_units), COUNT(*) FILTER (WHERE mechanism <> 'laplace')
+			FROM _dpsql_ledger WHERE id > (SELECT COALESCE(MAX(after_entry), 0) FROM _dpsql_budget_resets)`
+		args := []any{}
+		if who != "" {
+			q += ` AND analyst = ?`
+			args = append(args, who)
+		}
+		if err := db.QueryRowContext(ctx, q, args...).Scan(&l.spent.eps, &l.spent.delta, &l.rho, &l.impure); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	who := []string{"", "a", "b"}
+	kinds := map[string]int{}
+	for step := range 400 {
+		switch k := rng.IntN(20); {
+		case k < 13:
+			c := LaplaceCharge(float64(1+rng.IntN(100))/100, float64(rng.IntN(3))*1e-7, nil)
+			if rng.IntN(3) == 0 {
+				c = Charge{Mechanism: Gaussian, Epsilon: 0.01, Rho: float64(1+rng.IntN(50)) * 1e-6}
+			}
+			if _, err := ChargeFirst(ctx, db, who[rng.IntN(3)], []Charge{c}, "q", nil); err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+			kinds["charge"]++
+		case k < 15:
+			if err := Reset(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+			kinds["reset"]++
+		case k < 17:
+			var analyst any
+			if w := who[rng.IntN(3)]; w != "" {
+				analyst = w
+			}
+			if _, err := db.ExecContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units, mechanism, rho_units, analyst)
+				VALUES ('t', 'older program', 0.5, 0, 500000000000, 0, 'laplace', 1250000000000, ?)`, analyst); err != nil {
+				t.Fatal(err)
+			}
+			kinds["unkept charge"]++
+		case k < 19:
+			if _, err := db.ExecContext(ctx, `DELETE FROM _dpsql_spent WHERE scope = ?`, who[rng.IntN(3)]); err != nil {
+				t.Fatal(err)
+			}
+			kinds["lost sums"]++
+		default:
+			if _, err := db.ExecContext(ctx, `UPDATE _dpsql_spent SET through_id = through_id + 1000, epsilon_units = 0`); err != nil {
+				t.Fatal(err)
+			}
+			kinds["sums beyond the ledger"]++
+		}
+		for _, w := range who {
+			got, err := readLedger(ctx, db, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := scratch(w)
+			if got.spent != want.spent || got.rho != want.rho || got.impure != want.impure {
+				t.Fatalf("step %d, scope %q: read %+v %v %d, ledger says %+v %v %d", step, w, got.spent, got.rho, got.impure, want.spent, want.rho, want.impure)
+			}
+		}
+	}
+	t.Logf("steps: %v", kinds)
 }
