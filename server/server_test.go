@@ -659,3 +659,123 @@ SHOW BUDGET;
 	}
 	t.Logf("psql:\n%s", text)
 }
+
+// slowPrivate is a private query that runs for seconds: ten rows of t
+// (x = 0) joined with 2,000 × 2,000 rows of big.
+const slowPrivate = `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) COUNT(*) FROM t JOIN big b ON t.x = b.k JOIN big c ON b.k = c.k`
+
+// waitForCharges polls the ledger (through the owner's engine) until it
+// has n charges.
+func waitForCharges(t *testing.T, f *fixture, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		res, err := f.eng.Query(context.Background(), `SHOW LEDGER`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Rows) >= n {
+			return
+		}
+	}
+	t.Fatalf("the ledger never had %d charges", n)
+}
+
+// TestCancelledPrivateQueryStaysCharged: a private query cancelled after
+// its charge was committed gets 57014, and its ε stays spent.
+func TestCancelledPrivateQueryStaysCharged(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	c := f.connect(t, "alice", "secret")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Exec(ctx, slowPrivate)
+		errc <- err
+	}()
+	waitForCharges(t, f, 1)
+	if err := c.PgConn().CancelRequest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; sqlState(err) != "57014" {
+		t.Fatalf("want 57014, got %v", err)
+	}
+	var spent float64
+	rows, err := c.Query(ctx, `SHOW BUDGET`, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var what string
+		var eps, delta float64
+		if err := rows.Scan(&what, &eps, &delta); err != nil {
+			t.Fatal(err)
+		}
+		if what == "spent" {
+			spent = eps
+		}
+	}
+	if rows.Err() != nil || spent != 0.1 {
+		t.Errorf("spent after a cancelled query: %v (%v), want 0.1", spent, rows.Err())
+	}
+}
+
+// TestShutdown: Shutdown closes idle connections at once (57P01), gives a
+// running statement until its context ends, then cancels it; the ledger
+// keeps the charge, and new connections are refused.
+func TestShutdown(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	idle := f.connect(t, "bob", "secret")
+	busy := f.connect(t, "alice", "secret")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := busy.Exec(ctx, slowPrivate)
+		errc <- err
+	}()
+	waitForCharges(t, f, 1)
+	sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := f.srv.Shutdown(sctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("shutdown with a running statement: %v", err)
+	}
+	if err := <-errc; err == nil {
+		t.Error("the running statement finished despite the shutdown")
+	}
+	if _, err := idle.Exec(ctx, `SELECT code FROM lookup`); err == nil {
+		t.Error("an idle connection outlived the shutdown")
+	}
+	if _, err := pgx.Connect(ctx, f.dsn("alice", "secret")); err == nil {
+		t.Error("a new connection after shutdown")
+	}
+	res, err := f.eng.Query(ctx, `SHOW LEDGER`)
+	if err != nil || len(res.Rows) != 1 {
+		t.Errorf("ledger after shutdown: %v %v", res, err)
+	}
+}
+
+// TestConnectionLimitAndIdleTimeout: one connection over MaxConns gets
+// 53300; a connection idle past IdleTimeout is closed with 57P05.
+func TestConnectionLimitAndIdleTimeout(t *testing.T) {
+	f := newFixture(t, func(c *server.Config) { c.MaxConns = 2; c.IdleTimeout = 300 * time.Millisecond })
+	ctx := context.Background()
+	a := f.connect(t, "alice", "secret")
+	f.connect(t, "bob", "secret")
+	if _, err := pgx.Connect(ctx, f.dsn("carol", "secret")); sqlState(err) != "53300" {
+		t.Errorf("third connection: %v", err)
+	}
+	time.Sleep(600 * time.Millisecond)
+	if _, err := a.Exec(ctx, `SELECT code FROM lookup`); err == nil {
+		t.Error("an idle connection outlived the idle timeout")
+	}
+	// Both slots are free again.
+	c := f.connect(t, "carol", "secret")
+	var ver string
+	if err := c.QueryRow(ctx, `SELECT version()`).Scan(&ver); err != nil || !strings.Contains(ver, "dpsql") {
+		t.Errorf("version(): %q %v", ver, err)
+	}
+	for name, want := range map[string]string{"server_version": server.ServerVersion, "client_encoding": "UTF8", "standard_conforming_strings": "on",
+		"integer_datetimes": "on", "DateStyle": "ISO, MDY"} {
+		if got := c.PgConn().ParameterStatus(name); got != want {
+			t.Errorf("ParameterStatus %s = %q, want %q", name, got, want)
+		}
+	}
+}
