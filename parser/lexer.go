@@ -265,3 +265,36 @@ func (l *lexer) quoted(q rune) (string, bool) {
 		}
 	}
 }
+
+// RedactPasswords returns src with the string literal after each PASSWORD
+// keyword replaced by '***', for logs and history files: CREATE ANALYST
+// and ALTER ANALYST carry a password in clear. Comments between the
+// keyword and the literal do not hide it; the rest of src is unchanged.
+func RedactPasswords(src string) string {
+	l := newLexer(src)
+	var sb strings.Builder
+	copied := 0
+	afterPassword := false
+	for {
+		t := l.next()
+		if t.kind == tokIllegal && afterPassword && t.text == "unterminated string" {
+			sb.WriteString(src[copied:t.pos.Offset])
+			sb.WriteString("'***")
+			copied = len(src)
+		}
+		if t.kind == tokEOF || t.kind == tokIllegal {
+			break
+		}
+		if t.kind == tokString && afterPassword {
+			sb.WriteString(src[copied:t.pos.Offset])
+			sb.WriteString("'***'")
+			copied = l.off
+		}
+		afterPassword = t.is("PASSWORD")
+	}
+	if copied == 0 {
+		return src
+	}
+	sb.WriteString(src[copied:])
+	return sb.String()
+}

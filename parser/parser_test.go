@@ -231,3 +231,16 @@ func TestComplete(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactPasswords(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`CREATE ANALYST a PASSWORD 'it''s me' BUDGET epsilon = 1`, `CREATE ANALYST a PASSWORD '***' BUDGET epsilon = 1`},
+		{"alter analyst b password /* c */ 'x;y'; SELECT 'password'", "alter analyst b password /* c */ '***'; SELECT 'password'"},
+		{`SELECT COUNT(*) FROM t WHERE name = 'PASSWORD'`, `SELECT COUNT(*) FROM t WHERE name = 'PASSWORD'`},
+		{`CREATE ANALYST a PASSWORD 'unterminated`, `CREATE ANALYST a PASSWORD '***`},
+	} {
+		if got := RedactPasswords(tc.in); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.in, got, tc.want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/parser"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -440,9 +441,9 @@ func (c *conn) sendDescription(d *description, formats []int16) {
 	c.be.Send(rowDescription(d, formats))
 }
 
-// oneLine shortens a statement for the log.
+// oneLine shortens a statement for the log, without its passwords.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(parser.RedactPasswords(s)), " ")
 	if len(s) > 500 {
 		s = s[:500] + "…"
 	}

@@ -431,6 +431,10 @@ func TestOwnerStatementsRefusedForAnalysts(t *testing.T) {
 	if _, err := pgx.Connect(ctx, f.dsn("dave", "pw2")); sqlState(err) != "28P01" {
 		t.Errorf("old password after ALTER: %v", err)
 	}
+	// The statements are logged without their passwords.
+	if log := f.log.String(); !strings.Contains(log, "CREATE ANALYST dave PASSWORD '***'") || strings.Contains(log, "pw2") || strings.Contains(log, "pw3") {
+		t.Errorf("log:\n%s", log)
+	}
 }
 
 func analystsTable(t *testing.T, owner *pgx.Conn) string {

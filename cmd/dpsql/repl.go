@@ -537,9 +537,10 @@ func continuationPrompt(width int) string {
 
 // historyEntry is a statement as history keeps it: one entry for the whole
 // statement, its lines joined (history files hold one line per entry), so
-// that Up recalls all of it.
+// that Up recalls all of it. Passwords (CREATE/ALTER ANALYST) are not
+// kept: the history file is plain text in the user's home.
 func historyEntry(stmt string) string {
-	lines := strings.Split(strings.TrimSpace(stmt), "\n")
+	lines := strings.Split(strings.TrimSpace(parser.RedactPasswords(stmt)), "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimSpace(l)
 	}

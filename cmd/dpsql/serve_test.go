@@ -125,3 +125,12 @@ func TestServeUsage(t *testing.T) {
 		t.Errorf("missing database: %d %q", code, errOut)
 	}
 }
+
+// TestHistoryKeepsNoPasswords: the shell's history file gets a password
+// statement without its password.
+func TestHistoryKeepsNoPasswords(t *testing.T) {
+	got := historyEntry("CREATE ANALYST alice\n  PASSWORD 'hunter2' BUDGET epsilon = 1")
+	if got != "CREATE ANALYST alice PASSWORD '***' BUDGET epsilon = 1" {
+		t.Errorf("history entry: %q", got)
+	}
+}
