@@ -783,3 +783,52 @@ func TestConnectionLimitAndIdleTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestPsycopg drives the server from Python's psycopg2 (Debian's
+// python3-psycopg2), which wraps every statement in a transaction and
+// formats parameters client-side. It skips when psycopg2 is absent,
+// except in CI, whose script installs it.
+func TestPsycopg(t *testing.T) {
+	python := ""
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if path, err := exec.LookPath(p); err == nil && exec.Command(path, "-c", "import psycopg2").Run() == nil {
+			python = path
+			break
+		}
+	}
+	if python == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("python3 with psycopg2 is not installed; .ci/run installs python3-psycopg2")
+		}
+		t.Skip("python3 with psycopg2 not found (apt-get install python3-psycopg2): the psycopg test is skipped")
+	}
+	f := newFixture(t, nil)
+	host, port, _ := net.SplitHostPort(f.addr)
+	script := fmt.Sprintf(`
+import psycopg2
+c = psycopg2.connect(host=%q, port=%s, user="alice", password="secret", dbname="dpsql")
+cur = c.cursor()
+cur.execute("SET epsilon = 0.1")
+cur.execute("SELECT COUNT(*) FROM t WHERE x < %%s", (50,))
+(n,), = cur.fetchall()
+print("count", cur.description[0].type_code, 0 <= n <= 1000)
+cur.execute("SELECT label FROM lookup WHERE code = %%s", ("b",))
+print("label", cur.fetchall())
+try:
+    cur.execute("SELECT * FROM t")
+except psycopg2.Error as e:
+    print("refused", e.pgcode)
+c.rollback()
+cur.execute("SHOW BUDGET")
+print("budget", cur.fetchall()[1])
+c.close()
+`, host, port)
+	out, err := exec.Command(python, "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	want := "count 20 True\nlabel [('Beta',)]\nrefused ZD003\nbudget ('spent', 0.1, 0.0)\n"
+	if string(out) != want {
+		t.Errorf("psycopg2:\n%s\nwant:\n%s", out, want)
+	}
+}
