@@ -200,6 +200,13 @@ func (e *Engine) AnalystVerifier(ctx context.Context, name string) (verifier str
 	return budget.Verifier(ctx, e.db, name)
 }
 
+// AuthSecret returns the database's persistent secret for a server's
+// authentication decoys (auth.Decoy), creating it on first use (an
+// owner-mode engine writes it).
+func (e *Engine) AuthSecret(ctx context.Context) ([]byte, error) {
+	return budget.AuthSecret(ctx, e.db)
+}
+
 // Analyst is who the session runs as ("" for a local session).
 func (e *Engine) Analyst() string { return e.analyst }
 

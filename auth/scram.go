@@ -6,7 +6,9 @@
 package auth
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -113,10 +115,16 @@ func (c *Conversation) Step(clientMessage string) (string, error) {
 // Valid reports whether the exchange ended with a correct proof.
 func (c *Conversation) Valid() bool { return c.conv.Done() && c.conv.Valid() }
 
-// Decoy returns credentials that no password matches, with a random salt.
-func Decoy() scram.StoredCredentials {
-	salt := make([]byte, 16)
-	_, _ = rand.Read(salt)
+// Decoy returns credentials for user, who does not exist, that no
+// password matches. The salt a client is sent is derived from secret and
+// the user name, so it is the same at every attempt, as a real user's is:
+// a random salt per attempt would tell an unknown name from a wrong
+// password. secret must be persistent and unknown to clients
+// (Engine.AuthSecret).
+func Decoy(secret []byte, user string) scram.StoredCredentials {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte("dpsql decoy salt\x00" + user))
+	salt := mac.Sum(nil)[:16]
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	return scram.StoredCredentials{KeyFactors: scram.KeyFactors{Salt: string(salt), Iters: Iterations}, StoredKey: key, ServerKey: key}

@@ -58,7 +58,7 @@ func TestVerifierAuthenticates(t *testing.T) {
 }
 
 func TestDecoyRefusesEverything(t *testing.T) {
-	srv, err := NewConversation(Decoy())
+	srv, err := NewConversation(Decoy([]byte("server secret"), "mallory"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,5 +80,19 @@ func TestParseVerifierRejectsGarbage(t *testing.T) {
 		if _, err := ParseVerifier(v); err == nil {
 			t.Errorf("%q parsed", v)
 		}
+	}
+}
+
+// TestDecoySaltIsStable: an unknown user is sent the same salt at every
+// attempt (as a real user is), a different one from another unknown user
+// and under another secret.
+func TestDecoySaltIsStable(t *testing.T) {
+	secret := []byte("server secret")
+	a, b := Decoy(secret, "mallory"), Decoy(secret, "mallory")
+	if a.Salt != b.Salt || len(a.Salt) != 16 || a.Iters != Iterations {
+		t.Errorf("salts of two attempts: %x %x", a.Salt, b.Salt)
+	}
+	if Decoy(secret, "trudy").Salt == a.Salt || Decoy([]byte("other"), "mallory").Salt == a.Salt {
+		t.Error("the salt does not depend on the user and the secret")
 	}
 }

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -145,4 +146,29 @@ func Analysts(ctx context.Context, db *sql.DB) ([]Analyst, error) {
 		}
 	}
 	return out, nil
+}
+
+// AuthSecret returns the database's secret for authentication decoys
+// (auth.Decoy), creating it on first use: 32 random bytes kept in
+// _dpsql_auth_secret, so that an unknown user's decoy salt stays the same
+// across server restarts, as a real user's does.
+func AuthSecret(ctx context.Context, db *sql.DB) ([]byte, error) {
+	var secret []byte
+	err := db.QueryRowContext(ctx, `SELECT secret FROM _dpsql_auth_secret WHERE id = 1`).Scan(&secret)
+	if err == nil && len(secret) == 32 {
+		return secret, nil
+	}
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS _dpsql_auth_secret (id INTEGER PRIMARY KEY CHECK (id = 1), secret BLOB NOT NULL);
+		INSERT OR IGNORE INTO _dpsql_auth_secret (id, secret) VALUES (1, ?)`, fresh); err != nil {
+		return nil, err
+	}
+	// Another process may have created it first: read what was kept.
+	if err := db.QueryRowContext(ctx, `SELECT secret FROM _dpsql_auth_secret WHERE id = 1`).Scan(&secret); err != nil {
+		return nil, err
+	}
+	return secret, nil
 }

@@ -71,6 +71,8 @@ type Server struct {
 	lns     []net.Listener
 	closing bool
 	wg      sync.WaitGroup
+
+	decoySecret []byte // authSecret's
 }
 
 // New returns a server; Serve starts it.
@@ -150,6 +152,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	<-done
 	return ctx.Err()
+}
+
+// authSecret is the database's secret for decoy credentials, read once.
+func (s *Server) authSecret(ctx context.Context) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.decoySecret == nil {
+		secret, err := s.cfg.Engine.AuthSecret(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.decoySecret = secret
+	}
+	return s.decoySecret, nil
 }
 
 // register gives c a process id and secret key for cancel requests.
@@ -292,7 +308,12 @@ func (c *conn) authenticate() bool {
 		}
 	}
 	if !known {
-		cred = auth.Decoy()
+		secret, err := c.srv.authSecret(ctx)
+		if err != nil {
+			c.fatal("XX000", "authentication failed to start")
+			return false
+		}
+		cred = auth.Decoy(secret, c.user)
 	}
 	conv, err := auth.NewConversation(cred)
 	if err != nil {

@@ -832,3 +832,74 @@ c.close()
 		t.Errorf("psycopg2:\n%s\nwant:\n%s", out, want)
 	}
 }
+
+// saltOf starts a SCRAM exchange as user and returns the salt the server
+// sends, then hangs up.
+func saltOf(t *testing.T, addr, user string) string {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	fe := pgproto3.NewFrontend(nc, nc)
+	fe.Send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersion30, Parameters: map[string]string{"user": user, "database": "dpsql"}})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := fe.Receive(); err != nil {
+		t.Fatal(err)
+	} else if _, ok := msg.(*pgproto3.AuthenticationSASL); !ok {
+		t.Fatalf("expected AuthenticationSASL, got %T", msg)
+	}
+	fe.Send(&pgproto3.SASLInitialResponse{AuthMechanism: "SCRAM-SHA-256", Data: []byte("n,,n=,r=abcdefghijklmnop")})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := fe.Receive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cont, ok := msg.(*pgproto3.AuthenticationSASLContinue)
+	if !ok {
+		t.Fatalf("expected AuthenticationSASLContinue, got %T", msg)
+	}
+	for _, field := range strings.Split(string(cont.Data), ",") {
+		if s, ok := strings.CutPrefix(field, "s="); ok {
+			return s
+		}
+	}
+	t.Fatalf("no salt in %q", cont.Data)
+	return ""
+}
+
+// TestUnknownUsersLookKnown: the salt the server sends an unknown user is
+// the same at every attempt and after a restart, as a known user's is,
+// so the exchange does not tell whether a name exists.
+func TestUnknownUsersLookKnown(t *testing.T) {
+	f := newFixture(t, nil)
+	known, unknown := saltOf(t, f.addr, "alice"), saltOf(t, f.addr, "mallory")
+	if saltOf(t, f.addr, "alice") != known || saltOf(t, f.addr, "mallory") != unknown {
+		t.Error("a salt changed between attempts")
+	}
+	if saltOf(t, f.addr, "trudy") == unknown {
+		t.Error("two unknown users share a salt")
+	}
+	// A second server on the same file (a restart) sends the same salts.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := dpsql.Open(f.path, dpsql.Options{Owner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	srv := server.New(server.Config{Engine: eng})
+	go srv.Serve(ln)
+	defer srv.Shutdown(context.Background())
+	if saltOf(t, ln.Addr().String(), "mallory") != unknown || saltOf(t, ln.Addr().String(), "alice") != known {
+		t.Error("salts changed with a restart")
+	}
+}
