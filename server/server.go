@@ -55,6 +55,10 @@ type Config struct {
 	// StatementTimeout cancels a statement running for that long (0:
 	// never). A private query cancelled after its charge stays charged.
 	IdleTimeout, StatementTimeout time.Duration
+	// AuthFailureDelay is how long a failed password check waits before
+	// the error is sent (0: none), to slow down guessing; the connection
+	// keeps its slot meanwhile, so MaxConns bounds the guesses per delay.
+	AuthFailureDelay time.Duration
 	// Logger receives a line per connection and per statement (analyst,
 	// statement, cost, duration; never result values). nil: no logging.
 	Logger *slog.Logger
@@ -322,6 +326,7 @@ func (c *conn) authenticate() bool {
 	}
 	failed := func() bool {
 		c.srv.log.Warn("authentication failed", "remote", c.remote, "user", c.user)
+		time.Sleep(cfg.AuthFailureDelay)
 		c.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", c.user))
 		return false
 	}

@@ -190,6 +190,12 @@ func TestAuthentication(t *testing.T) {
 	if wrong != unknown {
 		t.Errorf("a wrong password and an unknown user must look alike:\n%s\n%s", wrong, unknown)
 	}
+	// With a failure delay, a wrong password is answered no sooner.
+	g := newFixture(t, func(c *server.Config) { c.AuthFailureDelay = 300 * time.Millisecond })
+	start := time.Now()
+	if _, err := pgx.Connect(ctx, g.dsn("alice", "guess")); sqlState(err) != "28P01" || time.Since(start) < 300*time.Millisecond {
+		t.Errorf("failure delay: %v after %v", err, time.Since(start))
+	}
 	owner := f.connect(t, "admin", "root-pw")
 	if _, err := owner.Exec(ctx, `SHOW ANALYSTS`); err != nil {
 		t.Errorf("owner: %v", err)

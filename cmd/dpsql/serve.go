@@ -53,6 +53,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	idle := fs.Duration("idle-timeout", 0, "close connections idle this long (e.g. 30m; 0: never)")
 	stmtTimeout := fs.Duration("statement-timeout", 0, "cancel statements running this long (e.g. 5m; 0: never)")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long running statements may finish after SIGTERM")
+	authDelay := fs.Duration("auth-failure-delay", time.Second, "wait this long before answering a failed login (slows password guessing; 0: no wait)")
 	logFile := fs.String("log", "", "write the log to `FILE` instead of standard error")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), serveUsage)
@@ -73,7 +74,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "error: --tls-cert and --tls-key go together")
 		return 2
 	}
-	cfg := server.Config{MaxConns: *maxConns, IdleTimeout: *idle, StatementTimeout: *stmtTimeout}
+	cfg := server.Config{MaxConns: *maxConns, IdleTimeout: *idle, StatementTimeout: *stmtTimeout, AuthFailureDelay: *authDelay}
 	if *cert != "" {
 		pair, err := tls.LoadX509KeyPair(*cert, *key)
 		if err != nil {
