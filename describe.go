@@ -131,6 +131,9 @@ func outputType(p *planner.PrivateQuery, cat *catalog.Catalog, x parser.Expr, de
 		return ""
 	}
 	rec := func(y parser.Expr) string { return outputType(p, cat, y, depth+1) }
+	if k, ok := p.KeyExprOf[x]; ok {
+		return keyType(p, cat, p.Keys[k])
+	}
 	switch x := x.(type) {
 	case *parser.ParenExpr:
 		return rec(x.X)
@@ -193,6 +196,9 @@ func keyType(p *planner.PrivateQuery, cat *catalog.Catalog, k planner.GroupKey) 
 			}
 			return rows
 		}()})[0]
+	}
+	if k.Expr != nil {
+		return "" // computed by partition selection: typed by its values
 	}
 	for table := range p.Reads {
 		if t, ok := cat.Table(table); ok {

@@ -215,6 +215,9 @@ type GroupKey struct {
 	Column string // its name, for output
 	SQL    string // how the backend names it
 	Domain []any
+	// Expr is the GROUP BY expression when the key is not a column (nil
+	// for a column); outputs that repeat it are key references (KeyExprOf).
+	Expr parser.Expr
 }
 
 // Output is one released column: an expression over aggregates and keys.
@@ -272,6 +275,9 @@ type PrivateQuery struct {
 	// AliasOf maps every reference to a select-list alias (in HAVING and
 	// ORDER BY) to the output it names.
 	AliasOf map[*parser.ColumnRef]int
+	// KeyExprOf maps every output subexpression that repeats an
+	// expression GROUP BY key (as written) to its key index.
+	KeyExprOf map[parser.Expr]int
 
 	rn *renderer
 }
@@ -392,7 +398,7 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 		Where: stmt.Where, Having: stmt.Having, OrderBy: stmt.OrderBy,
 		Limit: stmt.Limit, Offset: stmt.Offset,
 		AggOf: map[*parser.CallExpr]int{}, KeyOf: map[*parser.ColumnRef]int{}, AliasOf: map[*parser.ColumnRef]int{},
-		Reads: rn.reads, rn: rn,
+		KeyExprOf: map[parser.Expr]int{}, Reads: rn.reads, rn: rn,
 	}, cellIndex: map[string]int{}, aggIndex: map[string]int{}}
 	if err := b.build(sess); err != nil {
 		return nil, err
@@ -774,9 +780,10 @@ func (b *builder) rowExpr(e parser.Expr, where string) error {
 func (b *builder) column(c *parser.ColumnRef) (*relCol, error) { return b.rel.resolve(c) }
 
 func (b *builder) groupKey(g parser.Expr) error {
+	g = b.groupByTarget(g)
 	c, ok := g.(*parser.ColumnRef)
 	if !ok {
-		return errorf(g.Pos(), ErrUnsupported, "GROUP BY takes column names; %s is an expression", parser.Format(g))
+		return b.expressionKey(g)
 	}
 	col, err := b.column(c)
 	if err != nil {
@@ -808,6 +815,109 @@ func (b *builder) groupKey(g parser.Expr) error {
 	return nil
 }
 
+// groupByTarget resolves a GROUP BY position (GROUP BY 1) or a select-list
+// alias that is not a column name (GROUP BY decade) to the select item's
+// expression; anything else is returned as it is.
+func (b *builder) groupByTarget(g parser.Expr) parser.Expr {
+	items := b.stmt.Items
+	if lit, ok := g.(*parser.Literal); ok && lit.Kind == parser.IntLit {
+		if v, err := parser.LiteralValue(lit); err == nil {
+			if n, ok := v.(int64); ok && n >= 1 && int(n) <= len(items) && !items[n-1].Star && !containsAggregate(items[n-1].Expr) {
+				return items[n-1].Expr
+			}
+		}
+		return g
+	}
+	c, ok := g.(*parser.ColumnRef)
+	if !ok || c.Table != "" {
+		return g
+	}
+	if _, err := b.rel.resolve(c); err == nil {
+		return g // a column name wins over an alias, as in PostgreSQL
+	}
+	for _, it := range items {
+		if it.Alias != "" && catalog.FoldName(it.Alias) == catalog.FoldName(c.Name) && !containsAggregate(it.Expr) {
+			return it.Expr
+		}
+	}
+	return g
+}
+
+// expressionKey plans GROUP BY over an expression of the row: with the
+// values keyDomain enumerates from the policy, or by partition selection
+// when the query has δ (keydomain.go says why each is private).
+func (b *builder) expressionKey(g parser.Expr) error {
+	if lit, ok := g.(*parser.Literal); ok {
+		return errorf(lit.ValuePos, ErrInvalidOption, "GROUP BY %s is not a position in the select list (1 to %d, not an aggregate)", lit.Raw, len(b.stmt.Items))
+	}
+	if err := b.rowExpr(g, "GROUP BY"); err != nil {
+		return err
+	}
+	text := parser.Format(g)
+	for _, k := range b.q.Keys {
+		if k.Expr != nil && parser.Format(k.Expr) == text {
+			return errorf(g.Pos(), ErrInvalidOption, "%s appears twice in GROUP BY", text)
+		}
+	}
+	dom, ok, err := b.keyDomain(g)
+	if err != nil {
+		return err
+	}
+	if !ok && b.delta <= 0 {
+		return errorf(g.Pos(), ErrNotPrivate,
+			"GROUP BY %s would release values that depend on private data: dpsql enumerates the groups of FLOOR(c / w) [* m], CEIL and ROUND(c) over a column with declared bounds, and of a CASE whose results are constants; for anything else set OPTIONS (delta = D) so that groups are chosen by private partition selection", text)
+	}
+	// Enumerated bins are public whatever they are computed from; values
+	// chosen by partition selection from the unit would be units' ids.
+	var unitErr error
+	parser.Walk(g, func(x parser.Expr) bool {
+		if ok {
+			return false
+		}
+		if c, ok := x.(*parser.ColumnRef); ok && unitErr == nil {
+			if col, err := b.column(c); err == nil && col.unit != "" {
+				unitErr = errorf(c.NamePos, ErrNotPrivate,
+					"GROUP BY %s is computed from the privacy unit %q and its values are not enumerated from the policy: partition selection would release units' ids with probability δ at most; group by bins of declared bounds, other columns, or count units with COUNT(DISTINCT %s)",
+					parser.Format(g), col.name, parser.QuoteIdent(col.name))
+			}
+		}
+		return unitErr == nil
+	})
+	if unitErr != nil {
+		return unitErr
+	}
+	name := text
+	for _, it := range b.stmt.Items {
+		if it.Alias != "" && !it.Star && parser.Format(it.Expr) == text {
+			name = it.Alias
+			break
+		}
+	}
+	b.q.Keys = append(b.q.Keys, GroupKey{Column: name, SQL: "(" + b.q.SQL(g) + ")", Domain: dom, Expr: g})
+	return nil
+}
+
+// keyExprIndex returns the expression GROUP BY key that x repeats (as
+// written), or -1.
+func (b *builder) keyExprIndex(x parser.Expr) int {
+	if _, isRef := x.(*parser.ColumnRef); isRef {
+		return -1
+	}
+	text := ""
+	for i, k := range b.q.Keys {
+		if k.Expr == nil {
+			continue
+		}
+		if text == "" {
+			text = parser.Format(x)
+		}
+		if parser.Format(k.Expr) == text {
+			return i
+		}
+	}
+	return -1
+}
+
 // keyIndex returns the GROUP BY key a column reference names, or -1.
 func (b *builder) keyIndex(c *parser.ColumnRef) int {
 	col, err := b.rel.resolve(c)
@@ -834,6 +944,10 @@ func (b *builder) canonicalKey(c *parser.ColumnRef) string {
 func (b *builder) outputExpr(e parser.Expr, where string) error {
 	var err error
 	parser.Walk(e, func(x parser.Expr) bool {
+		if i := b.keyExprIndex(x); i >= 0 {
+			b.q.KeyExprOf[x] = i
+			return false // computed before noise: the key's public value
+		}
 		switch x := x.(type) {
 		case *parser.CallExpr:
 			if parser.IsAggregate(x) {

@@ -375,6 +375,9 @@ func SQLLiteral(v any) string {
 // and group keys by the public key columns.
 func post(q *planner.PrivateQuery) string {
 	override := func(e parser.Expr) (string, bool) {
+		if i, ok := q.KeyExprOf[e]; ok {
+			return KeyColumn(i), true
+		}
 		switch e := e.(type) {
 		case *parser.CallExpr:
 			if i, ok := q.AggOf[e]; ok {

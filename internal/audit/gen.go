@@ -32,6 +32,7 @@ type relation struct {
 	plain   []string // columns with declared bounds (no bounds needed)
 	keys    []string // GROUP BY columns with a public domain
 	freeKey []string // GROUP BY columns without one (need delta)
+	bins    []string // columns whose declared bounds the relation shows (FLOOR/CASE keys)
 	unit    string   // the unit column to COUNT(DISTINCT ...), "" if none visible
 	units   bool     // the relation has privacy units (contribution options allowed)
 	raw     string   // a column that is neither grouped nor aggregated (near-misses)
@@ -244,18 +245,19 @@ func (g *generator) relation() *relation {
 	switch g.r.IntN(11) {
 	case 0, 1, 2, 3:
 		return &relation{name: "table with units", from: "p", nums: []string{"v", "w", "n", "uid"}, texts: []string{"g", "h"},
-			plain: []string{"w", "n"}, keys: []string{"g", "n"}, freeKey: []string{"h"}, unit: "uid", units: true, raw: "v"}
+			plain: []string{"w", "n"}, keys: []string{"g", "n"}, freeKey: []string{"h"}, unit: "uid", units: true, raw: "v",
+			bins: []string{"w", "n"}}
 	case 4, 5:
 		return &relation{name: "table, each row a unit", from: "q", nums: []string{"x", "y"}, texts: []string{"k"},
-			plain: []string{"y"}, keys: []string{"k"}, raw: "x"}
+			plain: []string{"y"}, keys: []string{"k"}, raw: "x", bins: []string{"y"}}
 	case 6:
 		return &relation{name: "private JOIN public", from: "p JOIN pub ON p.g = pub.g", nums: []string{"p.v", "p.w", "pub.weight"},
 			texts: []string{"pub.label", "p.h"}, plain: []string{"p.w", "p.n"}, keys: []string{"p.g"}, freeKey: []string{"pub.label"},
-			unit: "p.uid", units: true, raw: "p.v"}
+			unit: "p.uid", units: true, raw: "p.v", bins: []string{"p.w", "p.n"}}
 	case 7:
 		return &relation{name: "private JOIN private on units", from: "p JOIN p2 ON p.uid = p2.uid", nums: []string{"p.v", "p2.z", "p.n"},
 			texts: []string{"p2.tag", "p.g"}, plain: []string{"p.n"}, keys: []string{"p.g"}, freeKey: []string{"p2.tag"},
-			unit: "p.uid", units: true, raw: "p2.z"}
+			unit: "p.uid", units: true, raw: "p2.z", bins: []string{"p.n"}}
 	default: // 3 in 11: derived relations decide the unit, where bugs have been
 		return g.subquery()
 	}
@@ -342,6 +344,32 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 	needDelta := false
 	nk := g.r.IntN(3)
 	for i := 0; i < nk; i++ {
+		if len(g.rel.bins) > 0 && g.chance(0.25) {
+			// An expression key whose bins the declared bounds enumerate.
+			c := g.pick(g.rel.bins)
+			var k string
+			switch g.r.IntN(4) {
+			case 0:
+				g.use("GROUP BY FLOOR(c / w) * m bins")
+				k = "FLOOR(" + c + " / " + g.pick([]string{"10", "2.5", "3"}) + ")" + g.pick([]string{"", " * 10", " * 0.5"})
+			case 1:
+				g.use("GROUP BY CEIL/ROUND bins")
+				k = g.pick([]string{"CEIL(" + c + " / 4)", "ROUND(" + c + ")", "10 * FLOOR(" + c + " / 10)"})
+			default:
+				g.use("GROUP BY CASE buckets")
+				// The key is written twice (select list and GROUP BY):
+				// no placeholders in it.
+				params := g.params
+				g.params = false
+				cond := g.cond(1)
+				g.params = params
+				k = "CASE WHEN " + cond + " THEN " + g.pick([]string{"'lo'", "1", "NULL"}) + " WHEN " + c + " < 5 THEN 'mid' ELSE " + g.pick([]string{"'hi'", "2.5", "-1"}) + " END"
+			}
+			if !contains(group, k) {
+				group = append(group, k)
+			}
+			continue
+		}
 		if len(g.rel.freeKey) > 0 && (len(g.rel.keys) == 0 || g.chance(0.3)) {
 			k := g.pick(g.rel.freeKey)
 			if !contains(group, k) {
@@ -437,7 +465,14 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 			items = []string{"1"}
 			tail = ""
 		case 5:
-			g.use("near-miss: GROUP BY an expression")
+			// Not enumerable from the policy, and no δ for partition
+			// selection.
+			g.use("near-miss: GROUP BY an expression without bins or delta")
+			for i := len(options) - 1; i >= 0; i-- {
+				if strings.HasPrefix(options[i], "delta = ") {
+					options = append(options[:i], options[i+1:]...)
+				}
+			}
 			items = append(items, g.rel.raw+" + 1")
 			if len(group) == 0 {
 				tail = " GROUP BY " + g.rel.raw + " + 1" + tail
