@@ -64,6 +64,10 @@ func TestEveryFunctionAndOperatorIsTotal(t *testing.T) {
 			for i := 0; i < n; i++ {
 				combos *= len(adversarial)
 			}
+			if n == 0 {
+				exprs = append(exprs, name+"()")
+				continue
+			}
 			if n <= 1 {
 				for _, a := range adversarial {
 					exprs = append(exprs, name+"("+a+")")

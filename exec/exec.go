@@ -614,6 +614,11 @@ func aggregateValue(a *planner.Aggregate, cells []float64, lo, hi float64) any {
 	half := (hi - lo) / 2
 	meanC = math.Min(half, math.Max(-half, meanC))
 	v := math.Min(half*half, math.Max(0, cells[a.Cells[2]]/n-meanC*meanC))
+	if a.Sample {
+		// Bessel's correction with the noisy count (at least 2).
+		m := math.Max(2, cells[a.Cells[1]])
+		v *= m / (m - 1)
+	}
 	if a.Kind == planner.AggStddev {
 		return math.Sqrt(v)
 	}
@@ -733,6 +738,9 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 			how = fmt.Sprintf("%s + noisy c%d / max(1, noisy c%d), clamped to [%s, %s]", mid, a.Cells[0], a.Cells[1], lo, hi)
 		case planner.AggVar, planner.AggStddev:
 			how = fmt.Sprintf("noisy c%d / n − (noisy c%d / n)², n = max(1, noisy c%d), clamped to [0, ((%s − %s)/2)²]", a.Cells[2], a.Cells[0], a.Cells[1], hi, lo)
+			if a.Sample {
+				how = "(" + how + ") · m/(m − 1), m = max(2, noisy c" + fmt.Sprint(a.Cells[1]) + ")"
+			}
 			if a.Kind == planner.AggStddev {
 				how = "sqrt of " + how
 			}

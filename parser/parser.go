@@ -72,6 +72,7 @@ var reserved = map[string]bool{
 var aggregateNames = map[string]bool{
 	"COUNT": true, "SUM": true, "AVG": true, "MIN": true, "MAX": true,
 	"VAR_POP": true, "VARIANCE": true, "STDDEV_POP": true, "STDDEV": true,
+	"VAR_SAMP": true, "STDDEV_SAMP": true, "VAR": true, "STD": true,
 	"MEDIAN": true, "PERCENTILE_CONT": true,
 }
 
@@ -83,6 +84,7 @@ var scalarFuncs = map[string][2]int{
 	"LTRIM": {1, 1}, "RTRIM": {1, 1}, "REPLACE": {3, 3}, "INSTR": {2, 2},
 	"SQRT": {1, 1}, "EXP": {1, 1}, "LN": {1, 1}, "LOG10": {1, 1}, "POWER": {2, 2},
 	"FLOOR": {1, 1}, "CEIL": {1, 1}, "SIGN": {1, 1},
+	"PI": {0, 0}, "IF": {3, 3}, "IIF": {3, 3}, // IF(c, a, b): BigQuery's; IIF: SQLite's name
 	"MIN": {2, -1}, "MAX": {2, -1}, // with two or more arguments MIN and MAX are scalar
 }
 
@@ -302,6 +304,12 @@ func (p *parser) statementOrSync() (s Stmt) {
 }
 
 func (p *parser) next() { p.tok = p.lex.next() }
+
+// peekKind is the kind of the token after the current one.
+func (p *parser) peekKind() tokenKind {
+	l := *p.lex
+	return l.next().kind
+}
 
 // peekIs reports whether the token after the current one is s.
 func (p *parser) peekIs(s string) bool {
@@ -652,6 +660,13 @@ func (p *parser) selectStmt() *SelectStmt {
 	if p.tok.is("DISTINCT") || p.tok.is("ALL") {
 		p.fail(p.tok.pos, "SELECT %s is not supported", upperASCII(p.tok.text))
 	}
+	var top Expr
+	if p.tok.is("TOP") && p.peekKind() == tokInt {
+		// SmartNoise's (and SQL Server's) TOP n: LIMIT n.
+		p.next()
+		top = &Literal{ValuePos: p.tok.pos, Kind: IntLit, Raw: p.tok.text}
+		p.next()
+	}
 	for {
 		item := SelectItem{At: p.tok.pos}
 		if p.accept("*") {
@@ -702,11 +717,17 @@ func (p *parser) selectStmt() *SelectStmt {
 			}
 		}
 	}
+	if p.tok.is("LIMIT") && top != nil {
+		p.fail(p.tok.pos, "TOP and LIMIT cannot both be given")
+	}
 	if p.accept("LIMIT") {
 		s.Limit = p.expr()
 		if p.accept("OFFSET") {
 			s.Offset = p.expr()
 		}
+	}
+	if top != nil {
+		s.Limit = top
 	}
 	if p.tok.is("UNION") || p.tok.is("EXCEPT") || p.tok.is("INTERSECT") {
 		p.fail(p.tok.pos, "compound queries (%s) are not supported", upperASCII(p.tok.text))

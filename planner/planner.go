@@ -195,8 +195,8 @@ const (
 	AggCount AggKind = iota
 	AggSum
 	AggAvg
-	AggVar    // VAR_POP, VARIANCE
-	AggStddev // STDDEV_POP, STDDEV
+	AggVar    // VAR_POP, VARIANCE, VAR; VAR_SAMP with Sample
+	AggStddev // STDDEV_POP, STDDEV, STD; STDDEV_SAMP with Sample
 )
 
 // Aggregate is one distinct aggregate of the query and the cells it is
@@ -207,6 +207,9 @@ type Aggregate struct {
 	Lo, Hi float64 // declared bounds (unset when Search ≥ 0)
 	Search int     // bound search index, or -1
 	Cells  []int   // COUNT: [count]; SUM: [sum]; AVG: [centred sum, count]; VAR, STDDEV: [centred sum, count, centred sum of squares]
+	// Sample: VAR_SAMP or STDDEV_SAMP, the population statistic times
+	// n/(n − 1) with the noisy n (post-processing of the same cells).
+	Sample bool
 }
 
 // GroupKey is a GROUP BY column with its public domain, or without one
@@ -980,12 +983,14 @@ func (b *builder) outputExpr(e parser.Expr, where string) error {
 var aggKinds = map[string]AggKind{
 	"COUNT": AggCount, "SUM": AggSum, "AVG": AggAvg,
 	"VAR_POP": AggVar, "VARIANCE": AggVar, "STDDEV_POP": AggStddev, "STDDEV": AggStddev,
+	"VAR": AggVar, "STD": AggStddev, // SmartNoise's spellings (population statistics)
+	"VAR_SAMP": AggVar, "STDDEV_SAMP": AggStddev,
 }
 
 func (b *builder) aggregate(call *parser.CallExpr) error {
 	kind, ok := aggKinds[call.Name]
 	if !ok {
-		return errorf(call.NamePos, ErrUnsupported, "aggregate %s is not supported yet (supported: COUNT, SUM, AVG, VAR_POP, VARIANCE, STDDEV_POP, STDDEV)", call.Name)
+		return errorf(call.NamePos, ErrUnsupported, "aggregate %s is not supported yet (supported: COUNT, SUM, AVG, VAR_POP, VARIANCE, VAR, VAR_SAMP, STDDEV_POP, STDDEV, STD, STDDEV_SAMP)", call.Name)
 	}
 	if !call.Star && len(call.Args) != 1 {
 		return errorf(call.NamePos, ErrUnsupported, "%s takes one argument", call.Name)
@@ -1051,7 +1056,7 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	if arg != nil {
 		argText = parser.Format(arg)
 	}
-	agg := &Aggregate{Kind: kind, Search: -1, Text: call.Name + "(" + argText + ")"}
+	agg := &Aggregate{Kind: kind, Search: -1, Text: call.Name + "(" + argText + ")", Sample: strings.HasSuffix(call.Name, "_SAMP")}
 	if countUnits {
 		agg.Text = "COUNT(DISTINCT " + argText + ")"
 	}

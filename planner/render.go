@@ -114,6 +114,8 @@ func (rn *renderer) sql(e parser.Expr, extra func(parser.Expr) (string, bool)) s
 				// ABS raises "integer overflow" on −2^63 only; NULLIF turns
 				// that one value into NULL and evaluates the argument once.
 				return "ABS(NULLIF(" + sub(x.Args[0]) + ", -9223372036854775807 - 1))", true
+			case (x.Name == "IF" || x.Name == "IIF") && len(x.Args) == 3:
+				return "(CASE WHEN " + sub(x.Args[0]) + " THEN " + sub(x.Args[1]) + " ELSE " + sub(x.Args[2]) + " END)", true
 			case x.Name == "REPLACE" && len(x.Args) == 3 && rn.private:
 				return "REPLACE(" + capText(sub(x.Args[0])) + ", " + sub(x.Args[1]) + ", " + capText(sub(x.Args[2])) + ")", true
 			case x.Name == "SUM" && len(x.Args) == 1 && !x.Distinct && parser.IsAggregate(x) && rn.private:

@@ -220,7 +220,7 @@ func (g *generator) aggregate() string {
 		}
 		return "COUNT(*)"
 	default:
-		name := g.pick([]string{"SUM", "AVG", "VAR_POP", "VARIANCE", "STDDEV", "STDDEV_POP", "SUM", "AVG"})
+		name := g.pick([]string{"SUM", "AVG", "VAR_POP", "VARIANCE", "STDDEV", "STDDEV_POP", "SUM", "AVG", "VAR_SAMP", "STDDEV_SAMP", "VAR", "STD"})
 		var arg string
 		switch {
 		case len(g.rel.plain) > 0 && g.chance(0.3):

@@ -1,0 +1,43 @@
+package dpsql_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+)
+
+// TestPeersSpellings: the spellings people bring from SmartNoise and
+// BigQuery (VAR_SAMP/STDDEV_SAMP, VAR/STD, TOP n, PI(), IF/IIF) mean what
+// they mean there, checked on exact answers under zero noise (issue 10).
+func TestPeersSpellings(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	// x = i % 100 over 1,000 rows, bounds (0, 100): population variance
+	// of 0..99 is (100² − 1)/12.
+	pop := (100.0*100 - 1) / 12
+	samp := pop * 1000 / 999
+	for _, tc := range []struct {
+		sql  string
+		want []float64
+	}{
+		{`SELECT VAR_POP(x), VAR(x), VARIANCE(x), VAR_SAMP(x) FROM t`, []float64{pop, pop, pop, samp}},
+		{`SELECT STDDEV_POP(x), STD(x), STDDEV(x), STDDEV_SAMP(x) FROM t`, []float64{math.Sqrt(pop), math.Sqrt(pop), math.Sqrt(pop), math.Sqrt(samp)}},
+		{`SELECT COUNT(*) * PI() FROM t`, []float64{1000 * math.Pi}},
+		{`SELECT COUNT(*) FROM t WHERE IF(x < 50, 1, 0) = 1`, []float64{500}},
+		{`SELECT SUM(IIF(x < 50, x, 0), contribution_bounds_per_group => (0, 100)) FROM t`, []float64{10 * 49 * 50 / 2}},
+	} {
+		r := query(t, e, tc.sql)
+		for j, w := range tc.want {
+			if got := num(r.Rows[0][j]); math.Abs(got-w) > 1e-6*math.Max(1, math.Abs(w)) {
+				t.Errorf("%s: column %d = %v, want %v", tc.sql, j, got, w)
+			}
+		}
+	}
+	// TOP n is LIMIT n, after ORDER BY.
+	if got := rowsOf(query(t, e, `SELECT TOP 2 g, COUNT(*) AS n FROM t GROUP BY g ORDER BY g DESC`)); got != "d:0 c:250" {
+		t.Errorf("TOP 2: %s", got)
+	}
+	if _, err := e.Query(t.Context(), `SELECT TOP 2 COUNT(*) FROM t LIMIT 1`); err == nil {
+		t.Error("TOP with LIMIT was accepted")
+	}
+}
