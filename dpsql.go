@@ -548,6 +548,16 @@ func (e *Engine) set(s *parser.SetStmt) (*Result, error) {
 		}
 		e.sess.Epsilon = v
 		return &Result{Message: fmt.Sprintf("epsilon = %g per query for this session", v)}, nil
+	case "delta":
+		v, err := parser.NumberValue(s.Value)
+		if err != nil || !planner.ValidDelta(v) {
+			return nil, bad(planner.DeltaRange)
+		}
+		e.sess.Delta = v
+		if v == 0 {
+			return &Result{Message: "delta = 0: GROUP BY keys without a public domain need OPTIONS (delta = D) again"}, nil
+		}
+		return &Result{Message: fmt.Sprintf("delta = %g for this session's queries that group by keys without a public domain (partition selection); other queries spend no δ", v)}, nil
 	case "bounds_epsilon_fraction":
 		v, err := parser.NumberValue(s.Value)
 		if err != nil || !planner.ValidBoundsFraction(v) {
@@ -572,7 +582,7 @@ func (e *Engine) set(s *parser.SetStmt) (*Result, error) {
 		e.showBounds = on
 		return &Result{Message: fmt.Sprintf("show_bounds = %v", map[bool]string{true: "on", false: "off"}[on])}, nil
 	}
-	return nil, &planner.Error{Pos: s.SetPos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown parameter %q (known: epsilon, bounds_epsilon_fraction, noise, show_bounds; the owner sets the total with SET BUDGET)", s.Name)}
+	return nil, &planner.Error{Pos: s.SetPos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown parameter %q (known: epsilon, delta, bounds_epsilon_fraction, noise, show_bounds; the owner sets the total with SET BUDGET)", s.Name)}
 }
 
 func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Catalog) (*Result, error) {

@@ -1,10 +1,12 @@
 package dpsql_test
 
 import (
+	"errors"
 	"math"
 	"testing"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/planner"
 )
 
 // TestPeersSpellings: the spellings people bring from SmartNoise and
@@ -39,5 +41,38 @@ func TestPeersSpellings(t *testing.T) {
 	}
 	if _, err := e.Query(t.Context(), `SELECT TOP 2 COUNT(*) FROM t LIMIT 1`); err == nil {
 		t.Error("TOP with LIMIT was accepted")
+	}
+}
+
+// TestSessionDelta: SET delta = D is the δ of the session's queries that
+// give none, spent only by those with partition selection; 0 turns it
+// off; bad values are refused (issue 10).
+func TestSessionDelta(t *testing.T) {
+	path := unitsDB(t, generateVisits(200, 3), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	ctx := t.Context()
+	grouped := `SELECT ward, COUNT(*) FROM visits GROUP BY ward`
+	if _, err := e.Query(ctx, grouped); !errors.Is(err, dpsql.ErrNotPrivate) {
+		t.Fatalf("without delta: %v", err)
+	}
+	mustRun(t, e, `SET delta = 1e-6`)
+	r, err := e.Query(ctx, grouped)
+	if err != nil || r.Cost.Delta != 1e-6 {
+		t.Fatalf("with session delta: %v %+v", err, r)
+	}
+	if r, err := e.Query(ctx, `SELECT COUNT(*) FROM visits`); err != nil || r.Cost.Delta != 0 {
+		t.Errorf("a query without partition selection spent δ: %v %+v", err, r)
+	}
+	if r, err := e.Query(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-7) ward, COUNT(*) FROM visits GROUP BY ward`); err != nil || r.Cost.Delta != 1e-7 {
+		t.Errorf("OPTIONS overrides the session: %v %+v", err, r)
+	}
+	for _, bad := range []string{`SET delta = 1`, `SET delta = -1e-6`, `SET delta = 'x'`, `SET delta = 1e-30`} {
+		if err := e.Run(ctx, bad, func(*dpsql.Result) error { return nil }); !errors.Is(err, planner.ErrInvalidOption) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	mustRun(t, e, `SET delta = 0`)
+	if _, err := e.Query(ctx, grouped); !errors.Is(err, dpsql.ErrNotPrivate) {
+		t.Errorf("after SET delta = 0: %v", err)
 	}
 }

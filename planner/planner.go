@@ -342,6 +342,10 @@ func (*PrivateQuery) planNode() {}
 // Session holds the per-session defaults a query may rely on.
 type Session struct {
 	Epsilon float64 // 0: unset
+	// Delta is the session's δ for queries whose OPTIONS give none (SET
+	// delta = D): it lets GROUP BY keys without a public domain go through
+	// partition selection, and is spent only by those queries.
+	Delta float64
 	// BoundsFraction is the share of a query's ε spent on choosing bounds
 	// privately when some aggregate has none (0: DefaultBoundsFraction).
 	BoundsFraction float64
@@ -678,7 +682,7 @@ type options struct {
 // overrides from the OPTIONS clause, the session and the table's policy.
 // A missing ε is reported by the caller, after the query's other checks.
 func queryOptions(s *parser.SelectStmt, sess Session, rel *relation) (options, error) {
-	o := options{eps: sess.Epsilon, frac: sess.BoundsFraction, unit: rel.unit, noise: sess.Noise}
+	o := options{eps: sess.Epsilon, delta: sess.Delta, frac: sess.BoundsFraction, unit: rel.unit, noise: sess.Noise}
 	if o.frac == 0 {
 		o.frac = DefaultBoundsFraction
 	}
@@ -697,8 +701,8 @@ func queryOptions(s *parser.SelectStmt, sess Session, rel *relation) (options, e
 			}
 			o.eps = v
 		case "delta":
-			if verr != nil || math.IsNaN(v) || v < 0 || v >= 1 || (v > 0 && v < MinDelta) {
-				return bad(fmt.Sprintf("delta must be 0 or a number in [%g, 1)", MinDelta))
+			if verr != nil || !ValidDelta(v) {
+				return bad(DeltaRange)
 			}
 			o.delta = v
 		case "bounds_epsilon_fraction":
@@ -739,6 +743,13 @@ func queryOptions(s *parser.SelectStmt, sess Session, rel *relation) (options, e
 
 // ValidEpsilon reports whether v is a usable ε for one query.
 func ValidEpsilon(v float64) bool { return v >= MinEpsilon && v <= MaxEpsilon }
+
+// ValidDelta reports whether v is a usable δ for one query: 0, or in
+// [MinDelta, 1).
+func ValidDelta(v float64) bool { return v == 0 || (v >= MinDelta && v < 1) }
+
+// DeltaRange is the message for a δ that ValidDelta refuses.
+var DeltaRange = fmt.Sprintf("delta must be 0 or a number in [%g, 1)", MinDelta)
 
 // EpsilonRange is the message for an ε outside [MinEpsilon, MaxEpsilon].
 var EpsilonRange = fmt.Sprintf("epsilon must be a number in [%g, %g]", MinEpsilon, MaxEpsilon)

@@ -18,7 +18,7 @@ import (
 // emulated.
 
 // engineSettings are the SET parameters the engine itself takes.
-var engineSettings = map[string]bool{"epsilon": true, "bounds_epsilon_fraction": true, "noise": true, "show_bounds": true}
+var engineSettings = map[string]bool{"epsilon": true, "delta": true, "bounds_epsilon_fraction": true, "noise": true, "show_bounds": true}
 
 // engineShows are the SHOW statements the engine answers.
 var engineShows = map[string]bool{"budget": true, "tables": true, "policy": true, "ledger": true, "cache": true, "analysts": true}

@@ -360,6 +360,7 @@ func TestErrorsCarrySQLSTATE(t *testing.T) {
 		{alice, `SELECT relname FROM pg_catalog.pg_class`, "0A000", "", 0},
 		{alice, `SELECT * FROM pg_catalog.pg_statistic`, "0A000", "", 0},
 		{alice, `SET BUDGET epsilon = 100`, "42501", "owner", 0},
+		{alice, `SET delta = 2`, "22023", "delta", 0}, // reaches the engine, not the emulation
 	} {
 		_, err := tc.conn.Exec(ctx, tc.sql, pgx.QueryExecModeSimpleProtocol)
 		var pe *pgconn.PgError
