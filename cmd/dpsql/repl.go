@@ -43,10 +43,11 @@ query (or the statement being typed); Ctrl-D quits.
                    --no-header, --delimiter C, --sample N; quote names with spaces)
 .quit              leave (also .exit)
 
-SQL beyond SELECT: SET epsilon = E (default ε per query), SHOW BUDGET, SHOW TABLES,
-SHOW POLICY t, EXPLAIN SELECT ... (the plan and its cost; spends nothing); the
-owner adds CREATE/ALTER PRIVACY POLICY, SET BUDGET, SHOW LEDGER, SHOW CACHE,
-RESET CACHE and ALTER TABLE t SET PUBLIC. A repeated query is answered from the
+SQL beyond SELECT: SET epsilon = E (default ε per query), SET delta = D,
+SHOW BUDGET, SHOW TABLES, SHOW POLICY t, EXPLAIN SELECT ... (the plan and its
+cost; spends nothing); the owner adds CREATE/ALTER PRIVACY POLICY, SET BUDGET,
+SHOW LEDGER, SHOW CACHE, RESET CACHE, ALTER TABLE t SET PUBLIC and
+CREATE/ALTER/DROP ANALYST, SHOW ANALYSTS (for dpsql serve). A repeated query is answered from the
 cache, free.
 The whole dialect: docs/dialect.md.
 
