@@ -1,8 +1,10 @@
 package dpsql_test
 
 import (
+	"database/sql"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/dpsql/dpsql"
@@ -74,5 +76,46 @@ func TestSessionDelta(t *testing.T) {
 	mustRun(t, e, `SET delta = 0`)
 	if _, err := e.Query(ctx, grouped); !errors.Is(err, dpsql.ErrNotPrivate) {
 		t.Errorf("after SET delta = 0: %v", err)
+	}
+}
+
+// TestJoinUsing: JOIN ... USING (cols) answers as the same join written
+// with ON; an unqualified USING column names the merged column; the
+// privacy checks on joins apply unchanged (issue 10).
+func TestJoinUsing(t *testing.T) {
+	path, _ := joinDB(t)
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(`CREATE TABLE wardinfo (ward TEXT, floor INTEGER); INSERT INTO wardinfo VALUES ('A', 1), ('A', 2), ('B', 3)`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, open(t, path, dpsql.Options{Owner: true}), `ALTER TABLE wardinfo SET PUBLIC`)
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	for _, pair := range [][2]string{
+		{`SELECT COUNT(*) FROM visits JOIN wardinfo USING (ward)`, `SELECT COUNT(*) FROM visits v JOIN wardinfo w ON v.ward = w.ward`},
+		// (Units keep at most 10 rows each, sampled: COUNT does not depend on
+		// which, a SUM would.)
+		{`SELECT ward, COUNT(*), COUNT(DISTINCT uid) FROM visits JOIN wardinfo USING (ward) GROUP BY ward`,
+			`SELECT v.ward, COUNT(*), COUNT(DISTINCT v.uid) FROM visits v JOIN wardinfo w ON v.ward = w.ward GROUP BY v.ward`},
+		{`SELECT COUNT(DISTINCT a.uid) FROM visits a JOIN visits b USING (uid)`, `SELECT COUNT(DISTINCT a.uid) FROM visits a JOIN visits b ON a.uid = b.uid`},
+		{`SELECT COUNT(*) FROM visits a JOIN visits b USING (uid, ward) WHERE b.day > 3`, `SELECT COUNT(*) FROM visits a JOIN visits b ON a.uid = b.uid AND a.ward = b.ward WHERE b.day > 3`},
+	} {
+		if got, want := rowsOf(query(t, e, pair[0])), rowsOf(query(t, e, pair[1])); got != want || got == "" {
+			t.Errorf("%s\n = %s\nwant (as %s) %s", pair[0], got, pair[1], want)
+		}
+	}
+	for _, bad := range []struct{ sql, msg string }{
+		{`SELECT COUNT(*) FROM visits a JOIN visits b USING (ward)`, "only be joined on their privacy unit columns"},
+		{`SELECT COUNT(*) FROM visits JOIN wardinfo USING (nosuch)`, "USING (nosuch)"},
+		{`SELECT COUNT(*) FROM visits JOIN wardinfo USING (ward, ward)`, "twice"},
+		{`SELECT COUNT(*) FROM visits JOIN wardinfo USING ward`, "expected '('"},
+	} {
+		if _, err := e.Query(t.Context(), bad.sql); err == nil || !strings.Contains(err.Error(), bad.msg) {
+			t.Errorf("%s: %v, want %q", bad.sql, err, bad.msg)
+		}
 	}
 }

@@ -224,12 +224,16 @@ type SubqueryRef struct {
 	Alias  string
 }
 
-// JoinExpr is Left [INNER] JOIN Right ON On.
+// JoinExpr is Left [INNER] JOIN Right ON On, or USING (Using).
 type JoinExpr struct {
 	Left    FromItem
 	JoinPos Pos
 	Right   FromItem
-	On      Expr
+	On      Expr // nil with USING
+	// Using lists the columns of JOIN ... USING (a, b): each equates the
+	// left side's column with the right side's of that name.
+	Using    []string
+	UsingPos []Pos
 }
 
 // CTE is one name AS (SELECT ...) of a WITH clause.

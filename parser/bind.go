@@ -146,6 +146,8 @@ func forEachFrom(f FromItem, fn func(Expr)) {
 	case *JoinExpr:
 		forEachFrom(f.Left, fn)
 		forEachFrom(f.Right, fn)
-		fn(f.On)
+		if f.On != nil {
+			fn(f.On)
+		}
 	}
 }

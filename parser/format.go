@@ -391,6 +391,13 @@ func FormatFrom(f FromItem) string {
 	case *SubqueryRef:
 		return "(" + FormatStmt(f.Query) + ") AS " + QuoteIdent(f.Alias)
 	case *JoinExpr:
+		if f.On == nil {
+			cols := make([]string, len(f.Using))
+			for i, c := range f.Using {
+				cols[i] = QuoteIdent(c)
+			}
+			return FormatFrom(f.Left) + " JOIN " + FormatFrom(f.Right) + " USING (" + strings.Join(cols, ", ") + ")"
+		}
 		return FormatFrom(f.Left) + " JOIN " + FormatFrom(f.Right) + " ON " + Format(f.On)
 	}
 	return ""

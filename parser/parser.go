@@ -566,7 +566,7 @@ func (p *parser) name(what string) (string, Pos) {
 	return "", t.pos
 }
 
-// fromClause parses item { [INNER] JOIN item ON expr }.
+// fromClause parses item { [INNER] JOIN item (ON expr | USING (col, ...)) }.
 func (p *parser) fromClause() FromItem {
 	left := p.fromItem()
 	for {
@@ -581,10 +581,27 @@ func (p *parser) fromClause() FromItem {
 		case t.is("JOIN"):
 			p.next()
 			right := p.fromItem()
-			p.expect("ON")
+			if p.accept("USING") {
+				j := &JoinExpr{Left: left, JoinPos: t.pos, Right: right}
+				p.expect("(")
+				for {
+					name, pos := p.name("a column name in USING")
+					j.Using, j.UsingPos = append(j.Using, name), append(j.UsingPos, pos)
+					if !p.accept(",") {
+						break
+					}
+				}
+				p.expect(")")
+				left = j
+				continue
+			}
+			if !p.tok.is("ON") {
+				p.fail(p.tok.pos, "expected ON or USING after the joined table, found %s", p.tok.describe())
+			}
+			p.next()
 			left = &JoinExpr{Left: left, JoinPos: t.pos, Right: right, On: p.expr()}
 		case t.is(","), t.is("LEFT"), t.is("RIGHT"), t.is("CROSS"), t.is("FULL"), t.is("NATURAL"), t.is("OUTER"):
-			p.fail(t.pos, "only [INNER] JOIN ... ON is supported, found %s", t.describe())
+			p.fail(t.pos, "only [INNER] JOIN ... ON or USING is supported, found %s", t.describe())
 		default:
 			return left
 		}

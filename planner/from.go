@@ -24,6 +24,9 @@ type relCol struct {
 	// privacy unit by provenance (the base unit column itself, or a
 	// subquery output that is exactly that column); "" otherwise.
 	unit string
+	// qualifiedOnly: the right side's column of a JOIN ... USING, which
+	// an unqualified name does not reach (it names the left side's).
+	qualifiedOnly bool
 	// intAffinity: a base column whose declared type gives it SQLite's
 	// INTEGER affinity (the type contains "INT").
 	intAffinity bool
@@ -56,7 +59,7 @@ type relation struct {
 func (r *relation) resolve(c *parser.ColumnRef) (*relCol, error) {
 	var found *relCol
 	for _, col := range r.cols {
-		if !catalog.SameName(col.name, c.Name) || (c.Table != "" && !catalog.SameName(col.qual, c.Table)) {
+		if !catalog.SameName(col.name, c.Name) || (c.Table != "" && !catalog.SameName(col.qual, c.Table)) || (c.Table == "" && col.qualifiedOnly) {
 			continue
 		}
 		if found != nil {
@@ -483,12 +486,30 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 		}
 		return errorf(e.Pos(), ErrUnsupported, "a JOIN condition must be column = column, joined with AND; found %s", parser.Format(e))
 	}
-	if err := walk(j.On); err != nil {
-		return nil, err
-	}
 	defer func(was bool) { fb.rn.private = was }(fb.rn.private)
 	fb.rn.private = out.private
-	out.sql = l.sql + " JOIN " + r.sql + " ON " + fb.rn.sql(j.On, nil)
+	if j.On != nil {
+		if err := walk(j.On); err != nil {
+			return nil, err
+		}
+		out.sql = l.sql + " JOIN " + r.sql + " ON " + fb.rn.sql(j.On, nil)
+	} else {
+		on, err := usingEqualities(j, l, r, out)
+		if err != nil {
+			return nil, err
+		}
+		eqs = on
+		var conds []string
+		for _, e := range eqs {
+			conds = append(conds, e[0].sql+" = "+e[1].sql)
+			for _, c := range e {
+				if c.table != "" {
+					fb.rn.read(c.table, c.column)
+				}
+			}
+		}
+		out.sql = l.sql + " JOIN " + r.sql + " ON " + strings.Join(conds, " AND ")
+	}
 	switch {
 	case !l.private && !r.private:
 		return out, nil
@@ -514,4 +535,38 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 		out.unit, out.unitSQL, out.unitBase = p.unit, p.unitSQL, p.unitBase
 	}
 	return out, nil
+}
+
+// usingEqualities resolves JOIN ... USING (a, ...): each name must be a
+// column of both sides, once on each; the pairs are equated as ON l.a =
+// r.a would. In out, an unqualified reference to a USING column names
+// the left side's (equal to the right's on every joined row), as SQL's
+// merged column; a qualified one still names its own side.
+func usingEqualities(j *parser.JoinExpr, l, r, out *relation) ([][2]*relCol, error) {
+	var eqs [][2]*relCol
+	for i, name := range j.Using {
+		ref := &parser.ColumnRef{NamePos: j.UsingPos[i], Name: name}
+		lc, err := l.resolve(ref)
+		if err != nil {
+			return nil, errorf(ref.NamePos, ErrUnknownName, "USING (%s): %v", name, strings.TrimPrefix(err.Error(), ref.NamePos.String()+": "))
+		}
+		rc, err := r.resolve(&parser.ColumnRef{NamePos: ref.NamePos, Name: name})
+		if err != nil {
+			return nil, errorf(ref.NamePos, ErrUnknownName, "USING (%s): %v", name, strings.TrimPrefix(err.Error(), ref.NamePos.String()+": "))
+		}
+		for _, e := range eqs {
+			if e[0] == lc {
+				return nil, errorf(ref.NamePos, ErrInvalidOption, "column %q appears twice in USING", name)
+			}
+		}
+		eqs = append(eqs, [2]*relCol{lc, rc})
+		for k, c := range out.cols {
+			if c == rc {
+				hidden := *rc
+				hidden.qualifiedOnly = true
+				out.cols[k] = &hidden
+			}
+		}
+	}
+	return eqs, nil
 }

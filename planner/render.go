@@ -197,7 +197,7 @@ func checkStmtTotal(s *parser.SelectStmt) error {
 		case *parser.JoinExpr:
 			from(f.Left)
 			from(f.Right)
-			if err == nil {
+			if err == nil && f.On != nil {
 				err = checkTotal(f.On)
 			}
 		}

@@ -251,11 +251,21 @@ func (g *generator) relation() *relation {
 		return &relation{name: "table, each row a unit", from: "q", nums: []string{"x", "y"}, texts: []string{"k"},
 			plain: []string{"y"}, keys: []string{"k"}, raw: "x", bins: []string{"y"}}
 	case 6:
-		return &relation{name: "private JOIN public", from: "p JOIN pub ON p.g = pub.g", nums: []string{"p.v", "p.w", "pub.weight"},
+		from := "p JOIN pub ON p.g = pub.g"
+		if g.chance(0.5) {
+			g.use("JOIN ... USING")
+			from = "p JOIN pub USING (g)"
+		}
+		return &relation{name: "private JOIN public", from: from, nums: []string{"p.v", "p.w", "pub.weight"},
 			texts: []string{"pub.label", "p.h"}, plain: []string{"p.w", "p.n"}, keys: []string{"p.g"}, freeKey: []string{"pub.label"},
 			unit: "p.uid", units: true, raw: "p.v", bins: []string{"p.w", "p.n"}}
 	case 7:
-		return &relation{name: "private JOIN private on units", from: "p JOIN p2 ON p.uid = p2.uid", nums: []string{"p.v", "p2.z", "p.n"},
+		from := "p JOIN p2 ON p.uid = p2.uid"
+		if g.chance(0.5) {
+			g.use("JOIN ... USING")
+			from = "p JOIN p2 USING (uid)"
+		}
+		return &relation{name: "private JOIN private on units", from: from, nums: []string{"p.v", "p2.z", "p.n"},
 			texts: []string{"p2.tag", "p.g"}, plain: []string{"p.n"}, keys: []string{"p.g"}, freeKey: []string{"p2.tag"},
 			unit: "p.uid", units: true, raw: "p2.z", bins: []string{"p.n"}}
 	default: // 3 in 11: derived relations decide the unit, where bugs have been

@@ -1,5 +1,5 @@
 SELECT COUNT(*) FROM adult WHERE /* ERROR "expected an expression, found end of input" */
-SELECT * FROM a JOIN b WHERE /* ERROR "expected ON, found \"WHERE\"" */ x
+SELECT * FROM a JOIN b WHERE /* ERROR "expected ON or USING after the joined table, found \"WHERE\"" */ x
 SELECT a FROM t UNION /* ERROR "compound queries" */ SELECT b FROM t
 PRAGMA /* ERROR "unsupported statement PRAGMA" */ table_info(t)
 ATTACH /* ERROR "unsupported statement ATTACH" */ 'x.db' AS x
@@ -16,7 +16,7 @@ SELECT 12abc /* ERROR "malformed number" */ FROM t
 SELECT a FROM t WHERE a = 1 garbage /* ERROR "expected ';' or end of input" */ x
 SELECT ABS /* ERROR "wrong arguments to ABS" */ (1, 2) FROM t
 SELECT CAST(a AS BLOB /* ERROR "unknown type BLOB" */) FROM t
-SELECT a FROM t LEFT /* ERROR "only \[INNER\] JOIN ... ON is supported" */ JOIN u ON a = b
+SELECT a FROM t LEFT /* ERROR "only \[INNER\] JOIN ... ON or USING is supported" */ JOIN u ON a = b
 SELECT COUNT(*) OVER /* ERROR "window functions" */ () FROM t
 SELECT a @ /* ERROR "unexpected character '@'" */ b FROM t
 SELECT DISTINCT /* ERROR "SELECT DISTINCT is not supported" */ a FROM t
@@ -27,3 +27,5 @@ WITH v AS (SELECT a FROM t) DELETE /* ERROR "expected SELECT" */ FROM v
 CREATE ANALYST alice BUDGET /* ERROR "expected PASSWORD 'password' after CREATE ANALYST alice, found \"BUDGET\"" */ epsilon = 1
 ALTER ANALYST alice /* ERROR "expected PASSWORD or BUDGET after ALTER ANALYST alice, found end of input" */
 SHOW ANALYST /* ERROR "expected BUDGET, TABLES, POLICY, LEDGER, CACHE or ANALYSTS after SHOW" */
+SELECT COUNT(*) FROM a JOIN b /* ERROR "expected ON or USING after the joined table, found end of input" */
+SELECT COUNT(*) FROM a JOIN b USING () /* ERROR "expected a column name in USING, found \"\)\"" */
