@@ -167,6 +167,9 @@ type keptGroup struct {
 	rng  *rand.Rand // the group's own sampling stream, made when first needed
 	seen int64      // rows met in this group
 	rows [][]value  // at most l∞
+	// units: per spec, the unit's combined rows for per-unit specs (all
+	// its rows in the group, not only the l∞ kept), nil for the others.
+	units []*unitAcc
 }
 
 type unitState struct {
@@ -174,9 +177,78 @@ type unitState struct {
 }
 
 type spec struct {
-	kind   byte // n, c, s, q, u, h (histogram), H (histogram with squares)
+	kind   byte // n, c, s, q, u, h (histogram), H (histogram with squares); per unit: S, A, R, K, C
 	arg    int
 	lo, hi float64
+}
+
+// perUnit reports whether a spec measures one combined value per unit
+// and group (rewrite's cellSpec: contribution_bounds_per_group).
+func (sp *spec) perUnit() bool {
+	switch sp.kind {
+	case 'S', 'A', 'R', 'K', 'C':
+		return true
+	}
+	return false
+}
+
+// unitAcc combines one unit's rows in one group for a per-unit spec:
+// the exact sum of its non-NULL values (infinities apart, so that the
+// exact sum stays finite) and how many rows or values it met.
+type unitAcc struct {
+	sum        exactsum.Acc
+	n          int64
+	pinf, ninf bool
+}
+
+// add takes one row's value into the unit's accumulator.
+func (u *unitAcc) add(sp *spec, v value) {
+	switch {
+	case sp.kind == 'R':
+		u.n++
+	case !v.valid:
+	case sp.kind == 'K' || sp.kind == 'C':
+		u.n++
+	default: // S, A
+		u.n++
+		switch {
+		case math.IsInf(v.f, 1):
+			u.pinf = true
+		case math.IsInf(v.f, -1):
+			u.ninf = true
+		default:
+			u.sum.Add(v.f)
+		}
+	}
+}
+
+// combined is the unit's one value for the group, clipped to the spec's
+// bounds; ok is false when the unit contributes nothing (no non-NULL
+// value to sum or average). It depends only on the unit's own rows in the
+// group, never on their order: the sum is exact, and a +∞ (−∞) among
+// the values makes it +∞ (−∞), both together leave the finite sum.
+func (u *unitAcc) combined(sp *spec) (float64, bool) {
+	switch sp.kind {
+	case 'R', 'K':
+		return clip(float64(u.n), sp.lo, sp.hi), true
+	case 'C':
+		return 1, u.n > 0
+	}
+	if u.n == 0 {
+		return 0, false
+	}
+	switch {
+	case u.pinf && !u.ninf:
+		return sp.hi, true
+	case u.ninf && !u.pinf:
+		return sp.lo, true
+	}
+	x := u.sum.Big()
+	if sp.kind == 'A' {
+		x = new(big.Float).SetPrec(4096).Quo(x, new(big.Float).SetInt64(u.n))
+	}
+	f, _ := x.Float64() // rounded once, from the exact value: order-free
+	return clip(f, sp.lo, sp.hi), true
 }
 
 // groupAcc accumulates one group's measurements.
@@ -197,6 +269,7 @@ type measureAgg struct {
 	l0, lInf int
 	nk       int
 	first    int      // index of the first key argument
+	perUnit  bool     // some spec is per unit (S, A, R, K, C)
 	seed     [32]byte // of the row sampling; each group's stream mixes in its hash
 	units    map[string]*unitState
 	groups   map[string]*groupAcc
@@ -221,7 +294,7 @@ func parseSpecs(parts []string) ([]spec, error) {
 				return nil, err
 			}
 		}
-		if sp.kind == 's' || sp.kind == 'q' {
+		if sp.kind == 's' || sp.kind == 'q' || sp.kind == 'S' || sp.kind == 'A' || sp.kind == 'R' || sp.kind == 'K' {
 			if len(f) != 3 {
 				return nil, fmt.Errorf("spec %q needs bounds", part)
 			}
@@ -398,6 +471,25 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 		f, ok := Numeric(v)
 		row[i] = value{f: f, valid: ok}
 	}
+	if a.perUnit {
+		if g.units == nil {
+			g.units = make([]*unitAcc, len(a.specs))
+			for i := range a.specs {
+				if a.specs[i].perUnit() {
+					g.units[i] = &unitAcc{}
+				}
+			}
+		}
+		for i := range a.specs {
+			if u := g.units[i]; u != nil {
+				var v value
+				if sp := &a.specs[i]; sp.kind != 'R' {
+					v = row[sp.arg]
+				}
+				u.add(&a.specs[i], v)
+			}
+		}
+	}
 	g.seen++
 	if len(g.rows) < a.lInf {
 		g.rows = append(g.rows, row)
@@ -480,9 +572,32 @@ func (g *groupAcc) addValues(specs []spec, vals []driver.Value) {
 			g.n[i]++
 			continue
 		}
+		if sp.perUnit() {
+			// The row is its unit's only row in the group.
+			var u unitAcc
+			var v value
+			if sp.kind != 'R' {
+				v.f, v.valid = Numeric(vals[sp.arg])
+			}
+			u.add(sp, v)
+			g.addUnit(i, sp, &u)
+			continue
+		}
 		if f, ok := Numeric(vals[sp.arg]); ok {
 			g.addNumber(i, sp, f)
 		}
+	}
+}
+
+// addUnit adds one unit's combined value to per-unit measurement i.
+func (g *groupAcc) addUnit(i int, sp *spec, u *unitAcc) {
+	v, ok := u.combined(sp)
+	if !ok {
+		return
+	}
+	g.n[i]++
+	if sp.kind != 'C' {
+		g.sum[i].Add(v)
 	}
 }
 
@@ -491,10 +606,10 @@ func (g *groupAcc) addValues(specs []spec, vals []driver.Value) {
 func (g *groupAcc) addRow(specs []spec, row []value) {
 	for i := range specs {
 		sp := &specs[i]
-		switch sp.kind {
-		case 'n':
+		switch {
+		case sp.kind == 'n':
 			g.n[i]++
-		case 'u':
+		case sp.kind == 'u', sp.perUnit(): // per unit: from the unit's accumulators
 		default:
 			if v := row[sp.arg]; v.valid {
 				g.addNumber(i, sp, v.f)
@@ -548,11 +663,14 @@ func (a *measureAgg) setup(args []driver.Value) error {
 		return errors.New("dpsql_measure: too few arguments")
 	}
 	for _, sp := range cfg.specs {
-		if sp.kind != 'n' && sp.kind != 'u' && (sp.arg < 0 || a.first+cfg.nk+sp.arg >= len(args)) {
+		if sp.kind != 'n' && sp.kind != 'u' && sp.kind != 'R' && (sp.arg < 0 || a.first+cfg.nk+sp.arg >= len(args)) {
 			return errors.New("dpsql_measure: spec argument out of range")
 		}
 	}
 	a.init, a.handle, a.key, a.specs, a.l0, a.lInf, a.nk = true, h, cfg.key, cfg.specs, cfg.l0, cfg.lInf, cfg.nk
+	for i := range a.specs {
+		a.perUnit = a.perUnit || a.specs[i].perUnit()
+	}
 	a.seed = seedFrom(cfg.key)
 	a.units = map[string]*unitState{}
 	a.groups = map[string]*groupAcc{}
@@ -623,6 +741,9 @@ func (a *measureAgg) WindowValue(*sqlite.FunctionContext) (driver.Value, error) 
 					if sp.kind == 'u' {
 						g.n[i]++
 					}
+					if kg.units != nil && kg.units[i] != nil {
+						g.addUnit(i, &a.specs[i], kg.units[i])
+					}
 				}
 			}
 		}
@@ -633,7 +754,7 @@ func (a *measureAgg) WindowValue(*sqlite.FunctionContext) (driver.Value, error) 
 		for i, sp := range a.specs {
 			switch sp.kind {
 			case 'h', 'H':
-			case 's':
+			case 's', 'S', 'A', 'R', 'K':
 				mg.values[i] = g.sum[i].Big()
 			case 'q':
 				mg.values[i] = CentredSquares(g.sum[i].Big(), g.sq[i].Big(), g.n[i], planner.Midpoint(sp.lo, sp.hi))

@@ -89,7 +89,7 @@ func (f formatter) expr(e Expr) {
 		}
 		f.list(e.Args)
 		for i, a := range e.Named {
-			if i > 0 || len(e.Args) > 0 {
+			if i > 0 || len(e.Args) > 0 || e.Star {
 				f.w(", ")
 			}
 			f.w(a.Name + " => ")

@@ -1023,11 +1023,18 @@ func (p *parser) call() Expr {
 	if p.accept("DISTINCT") {
 		c.Distinct = true
 	}
-	if p.tok.is("*") {
+	star := p.tok.is("*")
+	if star {
 		p.next()
 		c.Star = true
-	} else if !p.tok.is(")") {
+	}
+	// After COUNT(*, only named arguments may follow (BigQuery's
+	// COUNT(*, contribution_bounds_per_group => (lo, hi))).
+	if (!star && !p.tok.is(")")) || (star && p.accept(",")) {
 		for {
+			if star && !(p.tok.kind == tokIdent && p.lexPeekIs("=>")) {
+				p.fail(p.tok.pos, "expected a named argument (name => value) after COUNT(*, found %s", p.tok.describe())
+			}
 			if p.tok.kind == tokIdent && p.lexPeekIs("=>") {
 				pos := p.tok.pos
 				n := FoldName(p.tok.text)

@@ -115,6 +115,13 @@ type Cell struct {
 	// instead of Laplace noise at Epsilon.
 	Gaussian bool
 	Rho      float64
+	// PerUnit (BigQuery's contribution_bounds_per_group): each privacy
+	// unit's rows in a group are combined first — summed for ClippedSum,
+	// averaged for CenteredSum, counted for CountRows and CountValues with
+	// bounds — and that one value per unit is clipped to [Lo, Hi]; a
+	// CountValues cell without bounds counts the units with a value.
+	// Sums then run over units, so Scale is l0, not l0·l∞.
+	PerUnit bool
 }
 
 // Midpoint is the centre m of bounds [lo, hi] that centred sums subtract,
@@ -1032,24 +1039,38 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		}
 	}
 	var bounds *catalog.Bounds
-	for _, na := range call.Named {
-		if na.Name != "contribution_bounds_per_group" {
-			return errorf(na.NamePos, ErrInvalidOption, "unknown named argument %q (known: contribution_bounds_per_group)", na.Name)
+	perUnit := false
+	for i, na := range call.Named {
+		if na.Name != "contribution_bounds_per_group" && na.Name != "contribution_bounds_per_row" {
+			return errorf(na.NamePos, ErrInvalidOption, "unknown named argument %q (known: contribution_bounds_per_group, contribution_bounds_per_row)", na.Name)
 		}
-		if kind == AggCount {
-			return errorf(na.NamePos, ErrInvalidOption, "COUNT takes no bounds")
+		if i > 0 {
+			return errorf(na.NamePos, ErrInvalidOption, "%s takes one of contribution_bounds_per_group and contribution_bounds_per_row", call.Name)
+		}
+		perUnit = na.Name == "contribution_bounds_per_group"
+		switch {
+		case kind == AggCount && countUnits:
+			return errorf(na.NamePos, ErrInvalidOption, "COUNT(DISTINCT ...) takes no bounds")
+		case kind == AggCount && !perUnit:
+			return errorf(na.NamePos, ErrInvalidOption, "COUNT takes no per-row bounds (each row counts 1); contribution_bounds_per_group bounds each unit's count in a group")
+		case (kind == AggVar || kind == AggStddev) && perUnit:
+			return errorf(na.NamePos, ErrInvalidOption, "%s takes contribution_bounds_per_row (each row clipped), not contribution_bounds_per_group", call.Name)
 		}
 		t, ok := na.Value.(*parser.TupleExpr)
 		if !ok || len(t.Elems) != 2 {
-			return errorf(na.Value.Pos(), ErrInvalidOption, "contribution_bounds_per_group takes a pair (lo, hi)")
+			return errorf(na.Value.Pos(), ErrInvalidOption, "%s takes a pair (lo, hi)", na.Name)
 		}
 		lo, err1 := parser.NumberValue(t.Elems[0])
 		hi, err2 := parser.NumberValue(t.Elems[1])
 		if err1 != nil || err2 != nil || math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(lo < hi) {
-			return errorf(na.Value.Pos(), ErrInvalidOption, "contribution_bounds_per_group needs finite numbers lo < hi")
+			return errorf(na.Value.Pos(), ErrInvalidOption, "%s needs finite numbers lo < hi", na.Name)
+		}
+		if kind == AggCount && lo < 0 {
+			return errorf(na.Value.Pos(), ErrInvalidOption, "a count's contribution_bounds_per_group need 0 ≤ lo < hi")
 		}
 		bounds = &catalog.Bounds{Lo: lo, Hi: hi}
 	}
+	countBounds := kind == AggCount && bounds != nil
 	if kind != AggCount && bounds == nil {
 		if c, ok := arg.(*parser.ColumnRef); ok {
 			if col, err := b.column(c); err == nil && col.bounds != nil {
@@ -1075,6 +1096,9 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	case bounds != nil:
 		agg.Lo, agg.Hi = bounds.Lo, bounds.Hi
 		agg.Text = fmt.Sprintf("%s(%s, bounds [%g, %g])", call.Name, argText, bounds.Lo, bounds.Hi)
+		if perUnit {
+			agg.Text = fmt.Sprintf("%s(%s, per-unit bounds [%g, %g])", call.Name, argText, bounds.Lo, bounds.Hi)
+		}
 	case kind != AggCount:
 		// No declared bounds: choose them privately at run time, once per
 		// argument expression for the whole query.
@@ -1087,15 +1111,26 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	}
 	// newCell makes a cell over arg with this aggregate's bounds.
 	newCell := func(k CellKind, label string) int {
-		c := &Cell{Kind: k, Arg: arg, Search: -1, Label: label, Scale: b.rowScale, MaxGroups: b.q.Unit.MaxGroups}
-		if k == CountUnits {
+		c := &Cell{Kind: k, Arg: arg, Search: -1, Label: label, Scale: b.rowScale, MaxGroups: b.q.Unit.MaxGroups, PerUnit: perUnit}
+		if k == CountUnits || perUnit {
+			// One value per unit and group: a unit changes l0 groups.
 			c.Scale = float64(b.q.Unit.MaxGroups)
 		}
-		if k != CountRows && k != CountValues && k != CountUnits {
+		if (k != CountRows && k != CountValues && k != CountUnits) || countBounds {
 			c.Lo, c.Hi, c.Search = agg.Lo, agg.Hi, agg.Search
 		}
 		if c.Search < 0 {
-			c.L1Sensitivity = SensitivityFor(k, c.Lo, c.Hi, c.Scale)
+			sk := k
+			if countBounds {
+				sk = ClippedSum // a unit's clipped count moves by max(|lo|, |hi|)
+			}
+			c.L1Sensitivity = SensitivityFor(sk, c.Lo, c.Hi, c.Scale)
+		}
+		if perUnit {
+			c.Label = "per-unit " + label
+			if countBounds {
+				c.Label = fmt.Sprintf("per-unit clip(%s, %g, %g)", label, c.Lo, c.Hi)
+			}
 		}
 		return b.cell(c)
 	}

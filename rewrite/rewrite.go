@@ -170,14 +170,15 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	cellSource := make([]Source, len(q.Cells))
 	for i, c := range q.Cells {
 		src := Source{Column: -1, Search: c.Search}
-		if c.Kind == planner.CountValues {
-			// A count over an argument that has a histogram is read from it.
+		if c.Kind == planner.CountValues && !c.PerUnit {
+			// A count over an argument that has a histogram is read from it
+			// (it counts rows; a per-unit count counts units).
 			if j, ok := searchOf[parser.Format(c.Arg)]; ok {
 				src.Search = j
 			}
 		}
 		if src.Search < 0 {
-			src.Column = measure(cellSpec(c, argIndex))
+			src.Column = measure(cellSpec(c, q.UnitSQL != "", argIndex))
 		}
 		cellSource[i] = src
 	}
@@ -317,10 +318,44 @@ func keyExpr(k planner.GroupKey) string {
 // cellSpec names a cell's measurement for the measurement aggregate:
 // n (rows), c<i> (non-NULL values of argument i), s<i>:lo:hi (exact
 // Σ clip), q<i>:lo:hi (exact Σ (clip − midpoint)²), u (distinct units);
-// h<i> and H<i> (with sums of squares) are the histograms of bound searches.
-func cellSpec(c *planner.Cell, arg func(parser.Expr) string) string {
+// h<i> and H<i> (with sums of squares) are the histograms of bound searches;
+// per unit and group: S<i>:lo:hi (Σ over units of clip(the unit's Σ)),
+// A<i>:lo:hi (of clip(the unit's mean)), R:lo:hi and K<i>:lo:hi (of
+// clip(the unit's rows / non-NULL values)), C<i> (units with a value).
+func cellSpec(c *planner.Cell, unitsBounded bool, arg func(parser.Expr) string) string {
 	b := func() string {
 		return ":" + strconv.FormatFloat(c.Lo, 'g', -1, 64) + ":" + strconv.FormatFloat(c.Hi, 'g', -1, 64)
+	}
+	perUnit := c.PerUnit
+	if perUnit && !unitsBounded {
+		// Every row is its own unit (no bounding): a unit's sum, its mean
+		// and whether it has a value are its row's, so the per-row
+		// measurements, which the native scan can compute, are the same.
+		// A bounded count still clips each row's 1.
+		switch c.Kind {
+		case planner.ClippedSum, planner.CenteredSum:
+			perUnit = false
+		case planner.CountValues:
+			perUnit = c.Lo < c.Hi
+		}
+	}
+	if perUnit {
+		// Per-unit measurements (contribution_bounds_per_group): each
+		// unit's rows in a group are combined, then clipped once.
+		switch c.Kind {
+		case planner.ClippedSum:
+			return "S" + arg(c.Arg) + b() // Σ_units clip(Σ x)
+		case planner.CenteredSum:
+			return "A" + arg(c.Arg) + b() // Σ_units clip(mean x)
+		case planner.CountRows:
+			return "R" + b() // Σ_units clip(rows)
+		case planner.CountValues:
+			if c.Lo < c.Hi {
+				return "K" + arg(c.Arg) + b() // Σ_units clip(non-NULL values)
+			}
+			return "C" + arg(c.Arg) // units with a non-NULL value
+		}
+		panic(fmt.Sprintf("rewrite: no per-unit measurement for cell kind %d", c.Kind))
 	}
 	switch c.Kind {
 	case planner.CountRows:

@@ -208,9 +208,17 @@ var boundsList = [][2]string{{"0", "1"}, {"-5", "5"}, {"2", "3"}, {"1e15", "1000
 func (g *generator) aggregate() string {
 	switch g.r.IntN(8) {
 	case 0:
+		if g.chance(0.3) {
+			g.use("COUNT(*) with per-unit bounds")
+			return "COUNT(*, contribution_bounds_per_group => " + g.pick([]string{"(0, 1)", "(0, 3)", "(1, 2)", "(0.5, 2.5)"}) + ")"
+		}
 		g.use("COUNT(*)")
 		return "COUNT(*)"
 	case 1:
+		if g.chance(0.3) {
+			g.use("COUNT(expr) with per-unit bounds")
+			return "COUNT(" + g.num(2) + ", contribution_bounds_per_group => " + g.pick([]string{"(0, 1)", "(0, 2)", "(2, 3)"}) + ")"
+		}
 		g.use("COUNT(expr)")
 		return "COUNT(" + g.num(2) + ")"
 	case 2:
@@ -231,8 +239,14 @@ func (g *generator) aggregate() string {
 		}
 		if g.chance(0.6) {
 			b := boundsList[g.r.IntN(len(boundsList))]
-			g.use(name + " with declared bounds")
-			return fmt.Sprintf("%s(%s, contribution_bounds_per_group => (%s, %s))", name, arg, b[0], b[1])
+			// BigQuery's per-group bounds clamp each unit's sum or mean;
+			// VAR and STDDEV take per-row bounds only.
+			form := "contribution_bounds_per_row"
+			if (name == "SUM" || name == "AVG") && g.chance(0.6) {
+				form = "contribution_bounds_per_group"
+			}
+			g.use(name + " with " + form)
+			return fmt.Sprintf("%s(%s, %s => (%s, %s))", name, arg, form, b[0], b[1])
 		}
 		g.use(name + " with chosen bounds")
 		return name + "(" + arg + ")"

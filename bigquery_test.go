@@ -1,0 +1,105 @@
+package dpsql_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/planner"
+)
+
+// bqDB is a small table with several rows per unit, for hand-computed
+// answers under BigQuery's contribution-bound semantics:
+//
+//	uid 1: (a, 2) (a, 3) (a, 4) (b, 5) (a, 4)
+//	uid 2: (a, 1)
+//	uid 3: (b, 10) (b, 10) (a, NULL)
+func bqDB(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "bq.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(`CREATE TABLE v (uid INTEGER, g TEXT, x INTEGER);
+		INSERT INTO v VALUES (1, 'a', 2), (1, 'a', 3), (1, 'a', 4), (1, 'b', 5), (1, 'a', 4), (2, 'a', 1), (3, 'b', 10), (3, 'b', 10), (3, 'a', NULL)`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, open(t, path, dpsql.Options{Owner: true}), `CREATE PRIVACY POLICY ON v OPTIONS (privacy_unit_column = uid, max_groups_contributed = 2, max_rows_contributed = 5);
+		ALTER PRIVACY POLICY ON v SET DOMAIN g ('a', 'b');
+		SET BUDGET epsilon = 1000`)
+	return path
+}
+
+// TestBigQueryContributionBounds: contribution_bounds_per_group clamps
+// each unit's combined value in a group (its sum, its mean for AVG, its
+// count), as BigQuery does; contribution_bounds_per_row clamps rows.
+// Answers computed by hand, under zero noise (issue 10).
+func TestBigQueryContributionBounds(t *testing.T) {
+	e := open(t, bqDB(t), dpsql.Options{Epsilon: 1})
+	for _, tc := range []struct {
+		sql  string
+		want string
+	}{
+		// Unit sums 18, 1, 20 → clamped to [2, 3]: 3 + 2 + 3.
+		{`SELECT SUM(x, contribution_bounds_per_group => (2, 3)) FROM v`, "8"},
+		// Rows clamped: 2+3+3+3+3 + 2 + 3+3.
+		{`SELECT SUM(x, contribution_bounds_per_row => (2, 3)) FROM v`, "22"},
+		// Unit means 3.6, 1, 10 → clamped to [0, 5]: (3.6 + 1 + 5) / 3.
+		{`SELECT AVG(x, contribution_bounds_per_group => (0, 5)) FROM v`, "3.2"},
+		// Unit counts 5, 1, 3 → clamped to [0, 2]; non-NULL values 5, 1, 2 → [0, 1].
+		{`SELECT COUNT(*, contribution_bounds_per_group => (0, 2)), COUNT(x, contribution_bounds_per_group => (0, 1)) FROM v`, "5:3"},
+		// Per group: a: unit sums 13 (uid 1), 1 (uid 2), uid 3 has only NULL → 3 + 1;
+		// b: 5, 20 → 3 + 3. Means in a: 3.25, 1 (uid 3 has no value); in b:
+		// 5 → 4, 10 → 4. Rows per unit in a: 4, 1, 1; in b: 1, 2.
+		{`SELECT g, SUM(x, contribution_bounds_per_group => (0, 3)), AVG(x, contribution_bounds_per_group => (0, 4)), COUNT(*, contribution_bounds_per_group => (0, 10)) FROM v GROUP BY g`,
+			"a:4:" + ftoa((3.25+1)/2) + ":6 b:6:4:3"},
+	} {
+		if got := rowsOf(query(t, e, tc.sql)); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.sql, got, tc.want)
+		}
+	}
+	ctx := context.Background()
+	for _, tc := range []struct{ sql, msg string }{
+		{`SELECT COUNT(*, contribution_bounds_per_row => (0, 1)) FROM v`, "per-row bounds"},
+		{`SELECT VAR_POP(x, contribution_bounds_per_group => (0, 1)) FROM v`, "contribution_bounds_per_row"},
+		{`SELECT SUM(x, contribution_bounds_per_group => (0, 1), contribution_bounds_per_row => (0, 1)) FROM v`, "one of"},
+		{`SELECT COUNT(*, contribution_bounds_per_group => (-1, 1)) FROM v`, "0 ≤ lo"},
+		{`SELECT COUNT(DISTINCT uid, contribution_bounds_per_group => (0, 1)) FROM v`, "no bounds"},
+	} {
+		if _, err := e.Query(ctx, tc.sql); !errors.Is(err, planner.ErrInvalidOption) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v", tc.sql, err)
+		}
+	}
+}
+
+// TestPerUnitBoundsSensitivity: the EXPLAIN of a per-group bound says the
+// sensitivity is per unit (l0 · max|bound|), not per row (l0 · l∞ · …).
+func TestPerUnitBoundsSensitivity(t *testing.T) {
+	e := open(t, bqDB(t), dpsql.Options{Epsilon: 1})
+	r := query(t, e, `EXPLAIN SELECT SUM(x, contribution_bounds_per_group => (0, 3)), SUM(x, contribution_bounds_per_row => (0, 3)) FROM v`)
+	var text string
+	for _, row := range r.Rows {
+		text += row[0].(string) + " " + row[1].(string) + "\n"
+	}
+	// l0 = 2, l∞ = 5: per unit 2·3 = 6, per row 2·5·3 = 30.
+	if !strings.Contains(text, "sensitivity 6,") || !strings.Contains(text, "sensitivity 30,") {
+		t.Errorf("EXPLAIN:\n%s", text)
+	}
+}
+
+// ftoa prints f as rowsOf does.
+func ftoa(f float64) string {
+	if f == math.Trunc(f) {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
