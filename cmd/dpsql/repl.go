@@ -324,7 +324,7 @@ var completionKeywords = []string{
 	"COUNT(", "SUM(", "AVG(", "VAR_POP(", "STDDEV_POP(", "ROUND(", "CASE", "WHEN", "THEN", "ELSE", "END",
 	"EXPLAIN", "SHOW BUDGET", "SHOW TABLES", "SHOW POLICY", "SET epsilon =", "SET delta =", "SET show_bounds =",
 	"SET bounds_epsilon_fraction =", "WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon =",
-	"contribution_bounds_per_group =>", "CREATE PRIVACY POLICY ON", "ALTER PRIVACY POLICY ON",
+	"contribution_bounds_per_group =>", "contribution_bounds_per_row =>", "CREATE PRIVACY POLICY ON", "ALTER PRIVACY POLICY ON",
 	"SET BOUNDS", "SET DOMAIN", "SET BUDGET epsilon =", "SHOW LEDGER", "SHOW CACHE", "RESET CACHE", "DROP PRIVACY POLICY ON", "DESC", "ASC",
 }
 
