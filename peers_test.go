@@ -119,3 +119,19 @@ func TestJoinUsing(t *testing.T) {
 		}
 	}
 }
+
+// TestMainSchemaQualifiedNames: main.t names table t (SQLite's schema
+// name for the database itself); other schemas are refused by name.
+// Columns take at most a table qualifier (t.x, not main.t.x).
+func TestMainSchemaQualifiedNames(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	if got := rowsOf(query(t, e, `SELECT COUNT(*) FROM main.t WHERE t.x >= 0`)); got != "1000" {
+		t.Errorf("main.t: %s", got)
+	}
+	if got := rowsOf(query(t, e, `SELECT COUNT(*) FROM main.t JOIN main.lookup ON t.g = lookup.code`)); got != "500" {
+		t.Errorf("main.t join: %s", got)
+	}
+	if _, err := e.Query(t.Context(), `SELECT COUNT(*) FROM pums.t`); err == nil || !strings.Contains(err.Error(), `unknown schema "pums"`) {
+		t.Errorf("other schema: %v", err)
+	}
+}

@@ -633,6 +633,15 @@ func (p *parser) fromItem() FromItem {
 
 func (p *parser) tableRef() *TableRef {
 	n, pos := p.name("table name")
+	if p.tok.is(".") {
+		// main.t: SQLite's name for the database's own schema, the only
+		// one dpsql has.
+		if FoldName(n) != "main" {
+			p.fail(pos, "unknown schema %q: dpsql's tables are in the schema main (write main.t, or t)", n)
+		}
+		p.next()
+		n, pos = p.name("table name")
+	}
 	return &TableRef{NamePos: pos, Name: n}
 }
 

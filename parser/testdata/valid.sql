@@ -41,3 +41,4 @@ SELECT TOP 10 g, VAR_SAMP(x), STDDEV_SAMP(x), VAR(x), STD(x) FROM t GROUP BY g;
 SELECT COUNT(*) * PI(), SUM(IF(x > 1, x, 0)) FROM t WHERE IIF(g = 'a', 1, 0) = 1;
 SELECT FLOOR(x / 10) * 10 AS decade, COUNT(*) FROM t GROUP BY decade, 1;
 SELECT COUNT(*) FROM visits JOIN wards USING (ward) JOIN floors AS f USING (ward, "floor");
+SELECT COUNT(*) FROM main.t AS x JOIN "MAIN".u USING (k);
