@@ -103,3 +103,34 @@ func ftoa(f float64) string {
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
+
+// TestCountDistinctValues: COUNT(DISTINCT x) on a column that is not the
+// privacy unit counts the distinct non-NULL values among the rows kept
+// after contribution bounding, with sensitivity l0·l∞ (issue 10).
+func TestCountDistinctValues(t *testing.T) {
+	e := open(t, bqDB(t), dpsql.Options{Epsilon: 1})
+	for _, tc := range []struct{ sql, want string }{
+		// x: 2, 3, 4, 5, 4, 1, 10, 10, NULL (l0 = 2, l∞ = 5 keep every row).
+		{`SELECT COUNT(DISTINCT x), COUNT(DISTINCT x * 1.0), COUNT(DISTINCT CAST(x AS TEXT)), COUNT(DISTINCT uid) FROM v`, "6:6:6:3"},
+		{`SELECT g, COUNT(DISTINCT x) FROM v GROUP BY g`, "a:4 b:2"},
+	} {
+		if got := rowsOf(query(t, e, tc.sql)); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.sql, got, tc.want)
+		}
+	}
+	r := query(t, e, `EXPLAIN SELECT COUNT(DISTINCT x) FROM v`)
+	found := false
+	for _, row := range r.Rows {
+		if s, _ := row[1].(string); strings.HasPrefix(s, "COUNT(DISTINCT \"x\"): Laplace, sensitivity 10,") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("EXPLAIN does not give sensitivity l0·l∞ = 10: %v", r.Rows)
+	}
+	// Each row its own unit: sensitivity 1, exact on t.
+	e2 := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	if got := rowsOf(query(t, e2, `SELECT g, COUNT(DISTINCT x) FROM t GROUP BY g`)); got != "a:25 b:25 c:25 d:0" {
+		t.Errorf("grouped distinct on t: %s", got)
+	}
+}

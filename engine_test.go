@@ -182,7 +182,7 @@ func TestRefusalsSpendNothing(t *testing.T) {
 		{`SELECT MAX(x) FROM t`, dpsql.ErrUnsupported, "not supported"},
 		{`SELECT MEDIAN(x) FROM t`, dpsql.ErrUnsupported, "not supported"},
 		{`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (bounds_epsilon_fraction = 1) SUM(y) FROM t`, nil, "strictly between 0 and 1"},
-		{`SELECT COUNT(DISTINCT x) FROM t`, dpsql.ErrUnsupported, "DISTINCT"},
+		{`SELECT SUM(DISTINCT x) FROM t`, dpsql.ErrUnsupported, "DISTINCT"},
 		{`SELECT COUNT(*) FROM nope`, dpsql.ErrUnknownName, "unknown table"},
 		{`SELECT COUNT(*) FROM _dpsql_ledger`, dpsql.ErrUnknownName, "unknown table"},
 		{`SELECT COUNT(*) FROM sqlite_master`, dpsql.ErrUnknownName, "unknown table"},

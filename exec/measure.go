@@ -157,7 +157,28 @@ func takeMeasured(key int64) (*measured, bool) {
 // value is one argument value of a kept row, already numeric.
 type value struct {
 	f     float64
-	valid bool // false: NULL
+	valid bool   // false: NULL
+	key   string // the raw value's identity, for COUNT(DISTINCT) (d specs only)
+}
+
+// distinctKey is a value's identity under SQLite's DISTINCT: integers and
+// reals that are equal are one value (1 = 1.0); text and blobs by their
+// bytes, apart from numbers and from each other.
+func distinctKey(v driver.Value) string {
+	switch v := v.(type) {
+	case int64:
+		return "i" + strconv.FormatInt(v, 10)
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) < 1<<63 {
+			return "i" + strconv.FormatInt(int64(v), 10)
+		}
+		return "f" + strconv.FormatUint(math.Float64bits(v), 16)
+	case string:
+		return "s" + v
+	case []byte:
+		return "b" + string(v)
+	}
+	return ""
 }
 
 type keptGroup struct {
@@ -253,11 +274,12 @@ func (u *unitAcc) combined(sp *spec) (float64, bool) {
 
 // groupAcc accumulates one group's measurements.
 type groupAcc struct {
-	keys  []any
-	n     []int64        // per spec: rows (n), values (c, s, q), units (u)
-	sum   []exactsum.Acc // s, q: Σ clip(x)
-	sq    []exactsum.Acc // q: Σ clip(x)²
-	hists []*autobound.Histogram
+	keys     []any
+	distinct []map[string]struct{} // per spec: the distinct values (d)
+	n        []int64               // per spec: rows (n), values (c, s, q), units (u)
+	sum      []exactsum.Acc        // s, q: Σ clip(x)
+	sq       []exactsum.Acc        // q: Σ clip(x)²
+	hists    []*autobound.Histogram
 }
 
 type measureAgg struct {
@@ -268,15 +290,18 @@ type measureAgg struct {
 	specs    []spec
 	l0, lInf int
 	nk       int
-	first    int      // index of the first key argument
-	perUnit  bool     // some spec is per unit (S, A, R, K, C)
-	seed     [32]byte // of the row sampling; each group's stream mixes in its hash
-	units    map[string]*unitState
-	groups   map[string]*groupAcc
-	order    []*groupAcc
-	only     *groupAcc   // the group of a scan without keys
-	byIndex  []*groupAcc // groups of a single small integer key
-	err      error
+	first    int  // index of the first key argument
+	perUnit  bool // some spec is per unit (S, A, R, K, C)
+	// distinctArgs marks the arguments a d spec counts the distinct
+	// values of: only their rows' raw values are kept.
+	distinctArgs map[int]bool
+	seed         [32]byte // of the row sampling; each group's stream mixes in its hash
+	units        map[string]*unitState
+	groups       map[string]*groupAcc
+	order        []*groupAcc
+	only         *groupAcc   // the group of a scan without keys
+	byIndex      []*groupAcc // groups of a single small integer key
+	err          error
 }
 
 // parseSpecs reads the measurement specs of rewrite.Rewritten.Measured.
@@ -470,6 +495,9 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 	for i, v := range vals {
 		f, ok := Numeric(v)
 		row[i] = value{f: f, valid: ok}
+		if ok && a.distinctArgs[i] {
+			row[i].key = distinctKey(v) // a copy: the argument is volatile
+		}
 	}
 	if a.perUnit {
 		if g.units == nil {
@@ -557,6 +585,12 @@ func (a *measureAgg) newGroup(id string, keys []any) *groupAcc {
 		if sp.kind == 'h' || sp.kind == 'H' {
 			g.hists[i] = &autobound.Histogram{}
 		}
+		if sp.kind == 'd' {
+			if g.distinct == nil {
+				g.distinct = make([]map[string]struct{}, len(a.specs))
+			}
+			g.distinct[i] = map[string]struct{}{}
+		}
 	}
 	a.groups[id] = g
 	a.order = append(a.order, g)
@@ -570,6 +604,14 @@ func (g *groupAcc) addValues(specs []spec, vals []driver.Value) {
 		sp := &specs[i]
 		if sp.kind == 'n' || sp.kind == 'u' { // without bounding each row is a unit
 			g.n[i]++
+			continue
+		}
+		if sp.kind == 'd' {
+			if v := vals[sp.arg]; v != nil {
+				if _, ok := Numeric(v); ok {
+					g.distinct[i][distinctKey(v)] = struct{}{}
+				}
+			}
 			continue
 		}
 		if sp.perUnit() {
@@ -609,6 +651,10 @@ func (g *groupAcc) addRow(specs []spec, row []value) {
 		switch {
 		case sp.kind == 'n':
 			g.n[i]++
+		case sp.kind == 'd':
+			if v := row[sp.arg]; v.valid {
+				g.distinct[i][v.key] = struct{}{}
+			}
 		case sp.kind == 'u', sp.perUnit(): // per unit: from the unit's accumulators
 		default:
 			if v := row[sp.arg]; v.valid {
@@ -668,8 +714,12 @@ func (a *measureAgg) setup(args []driver.Value) error {
 		}
 	}
 	a.init, a.handle, a.key, a.specs, a.l0, a.lInf, a.nk = true, h, cfg.key, cfg.specs, cfg.l0, cfg.lInf, cfg.nk
+	a.distinctArgs = map[int]bool{}
 	for i := range a.specs {
 		a.perUnit = a.perUnit || a.specs[i].perUnit()
+		if a.specs[i].kind == 'd' {
+			a.distinctArgs[a.specs[i].arg] = true
+		}
 	}
 	a.seed = seedFrom(cfg.key)
 	a.units = map[string]*unitState{}
@@ -756,6 +806,8 @@ func (a *measureAgg) WindowValue(*sqlite.FunctionContext) (driver.Value, error) 
 			case 'h', 'H':
 			case 's', 'S', 'A', 'R', 'K':
 				mg.values[i] = g.sum[i].Big()
+			case 'd':
+				mg.values[i] = new(big.Float).SetInt64(int64(len(g.distinct[i])))
 			case 'q':
 				mg.values[i] = CentredSquares(g.sum[i].Big(), g.sq[i].Big(), g.n[i], planner.Midpoint(sp.lo, sp.hi))
 			default:

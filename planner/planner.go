@@ -87,6 +87,7 @@ const (
 	CenteredSum                   // Σ (clip(x, lo, hi) − m), m = (lo+hi)/2, from Σ clip(x) and cell CountCell
 	CenteredSumSq                 // Σ (clip(x, lo, hi) − m)²
 	CountUnits                    // COUNT(DISTINCT <privacy unit column>)
+	CountDistinct                 // COUNT(DISTINCT x): distinct non-NULL values of x among the kept rows
 )
 
 // Cell is one exact quantity that is computed by the backend per group and
@@ -1013,7 +1014,7 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	if !call.Star && len(call.Args) != 1 {
 		return errorf(call.NamePos, ErrUnsupported, "%s takes one argument", call.Name)
 	}
-	countUnits := false
+	countUnits, countDistinct := false, false
 	if call.Distinct {
 		if kind != AggCount {
 			return errorf(call.NamePos, ErrUnsupported, "%s(DISTINCT ...) is not supported", call.Name)
@@ -1023,10 +1024,14 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		if ok {
 			col, _ = b.rel.resolve(c)
 		}
-		if col == nil || b.q.Unit.Column == "" || col.unit == "" || col.unit != b.rel.unitSQL {
-			return errorf(call.NamePos, ErrUnsupported, "COUNT(DISTINCT ...) is supported only on the privacy unit column (the table's privacy_unit_column)")
+		if col != nil && b.q.Unit.Column != "" && col.unit != "" && col.unit == b.rel.unitSQL {
+			countUnits = true
+		} else {
+			// Distinct values among the rows kept after bounding: a unit
+			// removes at most l∞ kept rows from each of its ≤ l0 groups,
+			// and each row at most one distinct value.
+			countDistinct = true
 		}
-		countUnits = true
 	}
 	if !call.Star && len(call.Args) != 1 {
 		return errorf(call.NamePos, ErrUnsupported, "%s takes one argument", call.Name)
@@ -1049,7 +1054,7 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		}
 		perUnit = na.Name == "contribution_bounds_per_group"
 		switch {
-		case kind == AggCount && countUnits:
+		case kind == AggCount && (countUnits || countDistinct):
 			return errorf(na.NamePos, ErrInvalidOption, "COUNT(DISTINCT ...) takes no bounds")
 		case kind == AggCount && !perUnit:
 			return errorf(na.NamePos, ErrInvalidOption, "COUNT takes no per-row bounds (each row counts 1); contribution_bounds_per_group bounds each unit's count in a group")
@@ -1089,7 +1094,7 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		argText = parser.Format(arg)
 	}
 	agg := &Aggregate{Kind: kind, Search: -1, Text: call.Name + "(" + argText + ")", Sample: strings.HasSuffix(call.Name, "_SAMP")}
-	if countUnits {
+	if countUnits || countDistinct {
 		agg.Text = "COUNT(DISTINCT " + argText + ")"
 	}
 	switch {
@@ -1116,7 +1121,7 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 			// One value per unit and group: a unit changes l0 groups.
 			c.Scale = float64(b.q.Unit.MaxGroups)
 		}
-		if (k != CountRows && k != CountValues && k != CountUnits) || countBounds {
+		if (k != CountRows && k != CountValues && k != CountUnits && k != CountDistinct) || countBounds {
 			c.Lo, c.Hi, c.Search = agg.Lo, agg.Hi, agg.Search
 		}
 		if c.Search < 0 {
@@ -1142,6 +1147,8 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	case AggCount:
 		if countUnits {
 			agg.Cells = []int{newCell(CountUnits, agg.Text)}
+		} else if countDistinct {
+			agg.Cells = []int{newCell(CountDistinct, agg.Text)}
 		} else if arg == nil {
 			agg.Cells = []int{newCell(CountRows, "COUNT(*)")}
 		} else {

@@ -316,8 +316,9 @@ func keyExpr(k planner.GroupKey) string {
 }
 
 // cellSpec names a cell's measurement for the measurement aggregate:
-// n (rows), c<i> (non-NULL values of argument i), s<i>:lo:hi (exact
-// Σ clip), q<i>:lo:hi (exact Σ (clip − midpoint)²), u (distinct units);
+// n (rows), c<i> (non-NULL values of argument i), d<i> (distinct non-NULL
+// values of argument i), s<i>:lo:hi (exact Σ clip), q<i>:lo:hi (exact
+// Σ (clip − midpoint)²), u (distinct units);
 // h<i> and H<i> (with sums of squares) are the histograms of bound searches;
 // per unit and group: S<i>:lo:hi (Σ over units of clip(the unit's Σ)),
 // A<i>:lo:hi (of clip(the unit's mean)), R:lo:hi and K<i>:lo:hi (of
@@ -368,6 +369,8 @@ func cellSpec(c *planner.Cell, unitsBounded bool, arg func(parser.Expr) string) 
 		return "q" + arg(c.Arg) + b()
 	case planner.CountUnits:
 		return "u"
+	case planner.CountDistinct:
+		return "d" + arg(c.Arg)
 	}
 	panic(fmt.Sprintf("rewrite: unknown cell kind %d", c.Kind))
 }

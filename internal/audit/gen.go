@@ -222,11 +222,18 @@ func (g *generator) aggregate() string {
 		g.use("COUNT(expr)")
 		return "COUNT(" + g.num(2) + ")"
 	case 2:
-		if g.rel.unit != "" {
+		if g.rel.unit != "" && g.chance(0.5) {
 			g.use("COUNT(DISTINCT unit)")
 			return "COUNT(DISTINCT " + g.rel.unit + ")"
 		}
-		return "COUNT(*)"
+		g.use("COUNT(DISTINCT expr)")
+		switch g.r.IntN(3) {
+		case 0:
+			return "COUNT(DISTINCT " + g.num(1) + ")"
+		case 1:
+			return "COUNT(DISTINCT " + g.rel.raw + ")"
+		}
+		return "COUNT(DISTINCT " + g.pick(g.rel.texts) + ")"
 	default:
 		name := g.pick([]string{"SUM", "AVG", "VAR_POP", "VARIANCE", "STDDEV", "STDDEV_POP", "SUM", "AVG", "VAR_SAMP", "STDDEV_SAMP", "VAR", "STD"})
 		var arg string
@@ -479,8 +486,8 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 			g.use("near-miss: MIN/MAX aggregate")
 			items = append(items, g.pick([]string{"MIN", "MAX", "MEDIAN"})+"("+g.rel.raw+")")
 		case 2:
-			g.use("near-miss: COUNT(DISTINCT non-unit)")
-			items = append(items, "COUNT(DISTINCT "+g.rel.raw+")")
+			g.use("near-miss: SUM(DISTINCT ...)")
+			items = append(items, g.pick([]string{"SUM", "AVG"})+"(DISTINCT "+g.rel.raw+")")
 		case 3:
 			g.use("near-miss: epsilon out of range")
 			options[0] = "epsilon = " + g.pick([]string{"0", "5000", "-1"})
