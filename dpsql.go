@@ -695,8 +695,15 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 // Each analyst has their own cache: an answer another analyst paid for is
 // not given away free (their budgets would not say what each has seen).
 func (e *Engine) cacheKey(statement string, p *planner.PrivateQuery) string {
-	return cache.Key(statement, p.Epsilon, p.Delta, e.sess, e.showBounds, e.analyst)
+	return cache.Key(statement, semantics, p.Epsilon, p.Delta, e.sess, e.showBounds, e.analyst)
 }
+
+// semantics names what accepted statements mean in this version of the
+// engine, for the answer cache: an answer cached under another meaning
+// (contribution_bounds_per_group clamped rows before version 2, and
+// clamps each unit's sum since) is never served for the new one. Change
+// it whenever an accepted statement's answer changes meaning.
+const semantics = "dpsql-semantics-2"
 
 // changedTable is the table an owner statement changes the policy of, or "".
 func changedTable(stmt parser.Stmt) string {
