@@ -69,6 +69,11 @@ type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	slots chan struct{}
+	// sockets bounds every open connection, authenticated or not
+	// (2·MaxConns + 8): a flood of connections that never finish their
+	// startup would otherwise hold a goroutine and a socket each for the
+	// 30 s startup deadline. Past it a new connection is closed at once.
+	sockets chan struct{}
 
 	mu      sync.Mutex
 	conns   map[uint32]*conn
@@ -88,7 +93,7 @@ func New(cfg Config) *Server {
 	if lg == nil {
 		lg = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Server{cfg: cfg, log: lg, slots: make(chan struct{}, cfg.MaxConns), conns: map[uint32]*conn{}}
+	return &Server{cfg: cfg, log: lg, slots: make(chan struct{}, cfg.MaxConns), sockets: make(chan struct{}, 2*cfg.MaxConns+8), conns: map[uint32]*conn{}}
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -120,9 +125,17 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			return err
 		}
+		select {
+		case s.sockets <- struct{}{}:
+		default:
+			s.log.Warn("connection refused: too many open connections", "remote", nc.RemoteAddr().String())
+			nc.Close()
+			continue
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer func() { <-s.sockets }()
 			s.handle(nc)
 		}()
 	}

@@ -910,3 +910,47 @@ func TestUnknownUsersLookKnown(t *testing.T) {
 		t.Error("salts changed with a restart")
 	}
 }
+
+// TestHalfOpenConnectionsAreBounded: connections that never send a
+// startup message hold at most 2·MaxConns + 8 sockets; past that a new
+// one is closed at once, and authenticated work goes on when they leave.
+func TestHalfOpenConnectionsAreBounded(t *testing.T) {
+	f := newFixture(t, func(c *server.Config) { c.MaxConns = 1 })
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for range 10 { // 2·1 + 8
+		c, err := net.Dial("tcp", f.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	extra, err := net.Dial("tcp", f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	_ = extra.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := extra.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("the 11th half-open connection was kept: %v", err)
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	idle = nil
+	// The slots free up as the server notices the closed sockets.
+	var c *pgx.Conn
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if c, err = pgx.Connect(context.Background(), f.dsn("alice", "secret")); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("after the half-open connections left: %v", err)
+	}
+	c.Close(context.Background())
+}
