@@ -135,3 +135,25 @@ func TestMainSchemaQualifiedNames(t *testing.T) {
 		t.Errorf("other schema: %v", err)
 	}
 }
+
+// TestStarInSubqueries: SELECT * in a per-unit subquery stands for the
+// table's columns, the unit column among them (so the unit is carried as
+// when listed); answers equal the listed form under zero noise.
+func TestStarInSubqueries(t *testing.T) {
+	path, _ := joinDB(t)
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	for _, pair := range [][2]string{
+		{`SELECT COUNT(*), COUNT(DISTINCT s.uid) FROM (SELECT * FROM visits WHERE day > 3) AS s`,
+			`SELECT COUNT(*), COUNT(DISTINCT s.uid) FROM (SELECT uid, ward, day, cost FROM visits WHERE day > 3) AS s`},
+		// (A unit's rows all cost the same, so sampled rows do not change the sum.)
+		{`WITH w AS (SELECT *, cost * 2 AS c2 FROM visits) SELECT SUM(c2, contribution_bounds_per_row => (0, 1000)) FROM w`,
+			`WITH w AS (SELECT uid, ward, day, cost, cost * 2 AS c2 FROM visits) SELECT SUM(c2, contribution_bounds_per_row => (0, 1000)) FROM w`},
+	} {
+		if got, want := rowsOf(query(t, e, pair[0])), rowsOf(query(t, e, pair[1])); got != want || got == "" {
+			t.Errorf("%s\n = %s\nwant %s", pair[0], got, want)
+		}
+	}
+	if _, err := e.Query(t.Context(), `SELECT COUNT(*) FROM (SELECT * FROM visits GROUP BY ward) AS s`); err == nil || !strings.Contains(err.Error(), "per unit") {
+		t.Errorf("grouped star subquery without the unit: %v", err)
+	}
+}

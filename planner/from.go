@@ -278,6 +278,7 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 		r.unitSQL = parser.QuoteIdent(outAlias) + "." + parser.QuoteIdent(unitColumn)
 		r.unitBase = base.unitBase
 	}
+	q = expandStar(q, base)
 	var names []string
 	for i, it := range q.Items {
 		if it.Star {
@@ -569,4 +570,31 @@ func usingEqualities(j *parser.JoinExpr, l, r, out *relation) ([][2]*relCol, err
 		}
 	}
 	return eqs, nil
+}
+
+// expandStar returns q with SELECT * replaced by the base table's
+// columns, in order, as if the analyst had listed them (q itself is not
+// changed: the statement's canonical text keeps its *). Each becomes a
+// column reference resolved like any other, so the unit column it
+// includes carries the unit as a listed one does.
+func expandStar(q *parser.SelectStmt, base *relation) *parser.SelectStmt {
+	star := false
+	for _, it := range q.Items {
+		star = star || it.Star
+	}
+	if !star {
+		return q
+	}
+	out := *q
+	out.Items = nil
+	for _, it := range q.Items {
+		if !it.Star {
+			out.Items = append(out.Items, it)
+			continue
+		}
+		for _, c := range base.cols {
+			out.Items = append(out.Items, parser.SelectItem{At: it.At, Expr: &parser.ColumnRef{NamePos: it.At, Name: c.name}})
+		}
+	}
+	return &out
 }

@@ -334,6 +334,11 @@ func (g *generator) subquery() *relation {
 		c2 = g.num(1)
 	}
 	sel := fmt.Sprintf("SELECT %s, %s AS %s, %s AS c2, g FROM p", unitAs, c1, name1, c2)
+	if !grouped && unitAs == "uid" && name1 == "c1" && g.chance(0.3) {
+		// * stands for p's columns, the unit among them.
+		g.use("SELECT * in a subquery")
+		sel = fmt.Sprintf("SELECT *, %s AS c1, %s AS c2 FROM p", c1, c2)
+	}
 	if g.chance(0.4) {
 		sel += " WHERE " + g.cond(1)
 	}
