@@ -76,6 +76,10 @@ func noiseOptions(p *planner.PrivateQuery, st budget.Status) ([]option, string, 
 	for i, e := range p.SearchParts() {
 		pureLoses = pureLoses || g.SearchParts()[i] < e
 	}
+	for i, c := range p.Cells {
+		// Quantile trees stay Laplace under zCDP too, at a smaller ε.
+		pureLoses = pureLoses || (c.Kind == planner.QuantileTree && g.Cells[i].Epsilon < c.Epsilon)
+	}
 	switch {
 	case ratio < 1 && !pureLoses:
 		return []option{gaussian, laplace}, fmt.Sprintf("Gaussian: its noise is %.2f× Laplace's at ε=%g (ρ=%.4g, the share ε/E of the zCDP total)", ratio, p.Epsilon, rho), nil

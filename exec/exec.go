@@ -305,7 +305,10 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 			}
 			var v float64
 			var err error
-			if c.Gaussian {
+			if c.Kind == planner.QuantileTree {
+				// Many noisy node counts, one released quantile (quantile.go).
+				v, err = noisyQuantile(sc.trees[g][rw.CellSource[i].Column], c.P, cells[i].lo, cells[i].hi, cells[i].sens, c.Epsilon, noise)
+			} else if c.Gaussian {
 				v, err = noise.AddGaussianExact(exact[i], c.L2Sensitivity(cells[i].sens), c.Rho)
 			} else {
 				v, err = noise.AddLaplaceExact(exact[i], cells[i].sens, c.Epsilon)
@@ -358,6 +361,7 @@ type scanned struct {
 	keys   [][]any                  // [group][key]: released key values
 	values [][]*big.Float           // [group][measured column], exact
 	hists  [][]*autobound.Histogram // [group][search]
+	trees  [][]map[int32]int64      // [group][measured column]: quantile tree leaf counts
 }
 
 var bigZero = new(big.Float)
@@ -425,6 +429,7 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 			h[i] = &autobound.Histogram{}
 		}
 		sc.hists = append(sc.hists, h)
+		sc.trees = append(sc.trees, make([]map[int32]int64, nm))
 		return len(sc.keys) - 1
 	}
 	nk := len(q.Keys)
@@ -495,6 +500,9 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 			return nil, err
 		}
 		copy(sc.values[g], bg.values)
+		if bg.trees != nil {
+			copy(sc.trees[g], bg.trees)
+		}
 		for s, col := range rw.SearchColumn {
 			sc.hists[g][s] = bg.hists[col]
 		}
@@ -576,11 +584,11 @@ func selectGroups(sc *scanned, q *planner.PrivateQuery, rw *rewrite.Rewritten, n
 			return err
 		}
 		if n > sel.Threshold {
-			sc.keys[kept], sc.values[kept], sc.hists[kept] = sc.keys[g], sc.values[g], sc.hists[g]
+			sc.keys[kept], sc.values[kept], sc.hists[kept], sc.trees[kept] = sc.keys[g], sc.values[g], sc.hists[g], sc.trees[g]
 			kept++
 		}
 	}
-	sc.keys, sc.values, sc.hists = sc.keys[:kept], sc.values[:kept], sc.hists[:kept]
+	sc.keys, sc.values, sc.hists, sc.trees = sc.keys[:kept], sc.values[:kept], sc.hists[:kept], sc.trees[:kept]
 	return nil
 }
 
@@ -604,6 +612,8 @@ func aggregateValue(a *planner.Aggregate, cells []float64, lo, hi float64) any {
 		return int64(math.Min(maxCount, math.Max(0, math.Round(cells[a.Cells[0]]))))
 	case planner.AggSum:
 		return cells[a.Cells[0]]
+	case planner.AggQuantile:
+		return math.Min(hi, math.Max(lo, cells[a.Cells[0]]))
 	}
 	mid := planner.Midpoint(lo, hi)
 	n := math.Max(1, cells[a.Cells[1]])
@@ -734,6 +744,8 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 			how = fmt.Sprintf("noisy c%d, rounded, at least 0", a.Cells[0])
 		case planner.AggSum:
 			how = fmt.Sprintf("noisy c%d", a.Cells[0])
+		case planner.AggQuantile:
+			how = fmt.Sprintf("the %g-quantile found by descending the tree of c%d (noisy node counts), clamped to [%s, %s]", a.P, a.Cells[0], lo, hi)
 		case planner.AggAvg:
 			how = fmt.Sprintf("%s + noisy c%d / max(1, noisy c%d), clamped to [%s, %s]", mid, a.Cells[0], a.Cells[1], lo, hi)
 		case planner.AggVar, planner.AggStddev:

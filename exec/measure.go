@@ -143,6 +143,7 @@ type measuredGroup struct {
 	keys   []any
 	values []*big.Float           // per spec, exact (histogram specs: nil)
 	hists  []*autobound.Histogram // per spec (nil unless a histogram spec)
+	trees  []map[int32]int64      // per spec: leaf counts of a quantile tree (P), nil otherwise
 }
 
 // takeMeasured removes and returns the result stored under key.
@@ -276,6 +277,7 @@ func (u *unitAcc) combined(sp *spec) (float64, bool) {
 type groupAcc struct {
 	keys     []any
 	distinct []map[string]struct{} // per spec: the distinct values (d)
+	trees    []map[int32]int64     // per spec: quantile tree leaf counts (P)
 	n        []int64               // per spec: rows (n), values (c, s, q), units (u)
 	sum      []exactsum.Acc        // s, q: Σ clip(x)
 	sq       []exactsum.Acc        // q: Σ clip(x)²
@@ -319,7 +321,7 @@ func parseSpecs(parts []string) ([]spec, error) {
 				return nil, err
 			}
 		}
-		if sp.kind == 's' || sp.kind == 'q' || sp.kind == 'S' || sp.kind == 'A' || sp.kind == 'R' || sp.kind == 'K' {
+		if sp.kind == 's' || sp.kind == 'q' || sp.kind == 'S' || sp.kind == 'A' || sp.kind == 'R' || sp.kind == 'K' || sp.kind == 'P' {
 			if len(f) != 3 {
 				return nil, fmt.Errorf("spec %q needs bounds", part)
 			}
@@ -591,6 +593,12 @@ func (a *measureAgg) newGroup(id string, keys []any) *groupAcc {
 			}
 			g.distinct[i] = map[string]struct{}{}
 		}
+		if sp.kind == 'P' {
+			if g.trees == nil {
+				g.trees = make([]map[int32]int64, len(a.specs))
+			}
+			g.trees[i] = map[int32]int64{}
+		}
 	}
 	a.groups[id] = g
 	a.order = append(a.order, g)
@@ -677,6 +685,9 @@ func (g *groupAcc) addNumber(i int, sp *spec, f float64) {
 		g.n[i]++
 		g.sum[i].Add(c)
 		g.sq[i].AddSquare(c)
+	case 'P':
+		g.n[i]++
+		g.trees[i][QuantileLeaf(clip(f, sp.lo, sp.hi), sp.lo, sp.hi)]++
 	case 'h':
 		g.hists[i].Add(f)
 	case 'H':
@@ -800,7 +811,7 @@ func (a *measureAgg) WindowValue(*sqlite.FunctionContext) (driver.Value, error) 
 	}
 	res := &measured{}
 	for _, g := range a.order {
-		mg := &measuredGroup{keys: g.keys, values: make([]*big.Float, len(a.specs)), hists: g.hists}
+		mg := &measuredGroup{keys: g.keys, values: make([]*big.Float, len(a.specs)), hists: g.hists, trees: g.trees}
 		for i, sp := range a.specs {
 			switch sp.kind {
 			case 'h', 'H':

@@ -95,6 +95,13 @@ func (q *PrivateQuery) Gaussian(rho float64) (*PrivateQuery, error) {
 	g.Cells = make([]*Cell, len(q.Cells))
 	for i, c := range q.Cells {
 		n := *c
+		if c.Kind == QuantileTree {
+			// The quantile tree stays pure (Laplace), at the ε whose
+			// ε²/2 is its share of ρ, as bound searches do.
+			n.Epsilon = pure(c.Epsilon)
+			g.Cells[i] = &n
+			continue
+		}
 		n.Gaussian, n.Rho = true, share(c.Epsilon)
 		g.Cells[i] = &n
 	}

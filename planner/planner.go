@@ -88,6 +88,19 @@ const (
 	CenteredSumSq                 // Σ (clip(x, lo, hi) − m)²
 	CountUnits                    // COUNT(DISTINCT <privacy unit column>)
 	CountDistinct                 // COUNT(DISTINCT x): distinct non-NULL values of x among the kept rows
+	// QuantileTree: the P-quantile of clip(x, Lo, Hi) over the kept rows,
+	// found by descending a TreeBranch-ary tree of TreeDepth levels over
+	// [Lo, Hi] whose node counts get Laplace noise (exec). Every row counts
+	// once per level, so the counts of all levels move by TreeDepth per
+	// row: its sensitivity is TreeDepth·l0·l∞.
+	QuantileTree
+)
+
+// TreeBranch and TreeDepth shape the quantile tree: 16⁴ = 65,536 leaves
+// over [lo, hi].
+const (
+	TreeBranch = 16
+	TreeDepth  = 4
 )
 
 // Cell is one exact quantity that is computed by the backend per group and
@@ -116,6 +129,8 @@ type Cell struct {
 	// instead of Laplace noise at Epsilon.
 	Gaussian bool
 	Rho      float64
+	// P is a QuantileTree cell's quantile.
+	P float64
 	// PerUnit (BigQuery's contribution_bounds_per_group): each privacy
 	// unit's rows in a group are combined first — summed for ClippedSum,
 	// averaged for CenteredSum, counted for CountRows and CountValues with
@@ -203,8 +218,9 @@ const (
 	AggCount AggKind = iota
 	AggSum
 	AggAvg
-	AggVar    // VAR_POP, VARIANCE, VAR; VAR_SAMP with Sample
-	AggStddev // STDDEV_POP, STDDEV, STD; STDDEV_SAMP with Sample
+	AggVar      // VAR_POP, VARIANCE, VAR; VAR_SAMP with Sample
+	AggStddev   // STDDEV_POP, STDDEV, STD; STDDEV_SAMP with Sample
+	AggQuantile // PERCENTILE_CONT(x, p), MEDIAN(x): a noisy quantile tree
 )
 
 // Aggregate is one distinct aggregate of the query and the cells it is
@@ -218,6 +234,8 @@ type Aggregate struct {
 	// Sample: VAR_SAMP or STDDEV_SAMP, the population statistic times
 	// n/(n − 1) with the noisy n (post-processing of the same cells).
 	Sample bool
+	// P is the quantile of an AggQuantile (0.5 for MEDIAN).
+	P float64
 }
 
 // GroupKey is a GROUP BY column with its public domain, or without one
@@ -1004,14 +1022,15 @@ var aggKinds = map[string]AggKind{
 	"VAR_POP": AggVar, "VARIANCE": AggVar, "STDDEV_POP": AggStddev, "STDDEV": AggStddev,
 	"VAR": AggVar, "STD": AggStddev, // SmartNoise's spellings (population statistics)
 	"VAR_SAMP": AggVar, "STDDEV_SAMP": AggStddev,
+	"PERCENTILE_CONT": AggQuantile, "MEDIAN": AggQuantile,
 }
 
 func (b *builder) aggregate(call *parser.CallExpr) error {
 	kind, ok := aggKinds[call.Name]
 	if !ok {
-		return errorf(call.NamePos, ErrUnsupported, "aggregate %s is not supported yet (supported: COUNT, SUM, AVG, VAR_POP, VARIANCE, VAR, VAR_SAMP, STDDEV_POP, STDDEV, STD, STDDEV_SAMP)", call.Name)
+		return errorf(call.NamePos, ErrUnsupported, "aggregate %s is not supported yet (supported: COUNT, SUM, AVG, VAR_POP, VARIANCE, VAR, VAR_SAMP, STDDEV_POP, STDDEV, STD, STDDEV_SAMP, MEDIAN, PERCENTILE_CONT)", call.Name)
 	}
-	if !call.Star && len(call.Args) != 1 {
+	if !call.Star && len(call.Args) != 1 && call.Name != "PERCENTILE_CONT" {
 		return errorf(call.NamePos, ErrUnsupported, "%s takes one argument", call.Name)
 	}
 	countUnits, countDistinct := false, false
@@ -1033,7 +1052,17 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 			countDistinct = true
 		}
 	}
-	if !call.Star && len(call.Args) != 1 {
+	quantile := 0.5
+	if call.Name == "PERCENTILE_CONT" {
+		if len(call.Args) != 2 {
+			return errorf(call.NamePos, ErrUnsupported, "PERCENTILE_CONT takes a value and a constant percentile p in [0, 1]: PERCENTILE_CONT(x, 0.9)")
+		}
+		v, err := parser.NumberValue(call.Args[1])
+		if err != nil || !(v >= 0 && v <= 1) {
+			return errorf(call.Args[1].Pos(), ErrInvalidOption, "PERCENTILE_CONT's percentile must be a constant in [0, 1]")
+		}
+		quantile = v
+	} else if !call.Star && len(call.Args) != 1 {
 		return errorf(call.NamePos, ErrUnsupported, "%s takes one argument", call.Name)
 	}
 	var arg parser.Expr
@@ -1058,7 +1087,7 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 			return errorf(na.NamePos, ErrInvalidOption, "COUNT(DISTINCT ...) takes no bounds")
 		case kind == AggCount && !perUnit:
 			return errorf(na.NamePos, ErrInvalidOption, "COUNT takes no per-row bounds (each row counts 1); contribution_bounds_per_group bounds each unit's count in a group")
-		case (kind == AggVar || kind == AggStddev) && perUnit:
+		case (kind == AggVar || kind == AggStddev || kind == AggQuantile) && perUnit:
 			return errorf(na.NamePos, ErrInvalidOption, "%s takes contribution_bounds_per_row (each row clipped), not contribution_bounds_per_group", call.Name)
 		}
 		t, ok := na.Value.(*parser.TupleExpr)
@@ -1093,7 +1122,13 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	if arg != nil {
 		argText = parser.Format(arg)
 	}
-	agg := &Aggregate{Kind: kind, Search: -1, Text: call.Name + "(" + argText + ")", Sample: strings.HasSuffix(call.Name, "_SAMP")}
+	if kind == AggQuantile && bounds == nil {
+		return errorf(call.NamePos, ErrUnsupported, "%s needs declared bounds: contribution_bounds_per_row => (lo, hi), or the column's bounds in the policy (bounds chosen privately are not available for percentiles yet)", call.Name)
+	}
+	agg := &Aggregate{Kind: kind, Search: -1, Text: call.Name + "(" + argText + ")", Sample: strings.HasSuffix(call.Name, "_SAMP"), P: quantile}
+	if kind == AggQuantile {
+		argText = fmt.Sprintf("%s, %g", argText, quantile)
+	}
 	if countUnits || countDistinct {
 		agg.Text = "COUNT(DISTINCT " + argText + ")"
 	}
@@ -1120,6 +1155,10 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		if k == CountUnits || perUnit {
 			// One value per unit and group: a unit changes l0 groups.
 			c.Scale = float64(b.q.Unit.MaxGroups)
+		}
+		if k == QuantileTree {
+			c.P = quantile
+			c.Scale = b.rowScale * TreeDepth // every row counts once per level
 		}
 		if (k != CountRows && k != CountValues && k != CountUnits && k != CountDistinct) || countBounds {
 			c.Lo, c.Hi, c.Search = agg.Lo, agg.Hi, agg.Search
@@ -1156,6 +1195,8 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		}
 	case AggSum:
 		agg.Cells = []int{newCell(ClippedSum, fmt.Sprintf("SUM(clip(%s, %s))", argText, bnd))}
+	case AggQuantile:
+		agg.Cells = []int{newCell(QuantileTree, fmt.Sprintf("PERCENTILE_CONT(clip(%s, %s), %g) by a noisy %d-ary tree of depth %d", parser.Format(arg), bnd, quantile, TreeBranch, TreeDepth))}
 	case AggAvg, AggVar, AggStddev:
 		count := newCell(CountValues, "COUNT("+argText+")")
 		sum := newCell(CenteredSum, fmt.Sprintf("SUM(clip(%s, %s) - midpoint)", argText, bnd))

@@ -371,6 +371,8 @@ func cellSpec(c *planner.Cell, unitsBounded bool, arg func(parser.Expr) string) 
 		return "u"
 	case planner.CountDistinct:
 		return "d" + arg(c.Arg)
+	case planner.QuantileTree:
+		return "P" + arg(c.Arg) + b() // leaf counts of clip(x) over [lo, hi]
 	}
 	panic(fmt.Sprintf("rewrite: unknown cell kind %d", c.Kind))
 }

@@ -1,0 +1,103 @@
+package exec
+
+import (
+	"math"
+	"math/big"
+
+	"github.com/dpsql/dpsql/mechanism"
+	"github.com/dpsql/dpsql/planner"
+)
+
+// Percentiles (PERCENTILE_CONT, MEDIAN) by a noisy quantile tree, the
+// construction of Google's differential-privacy library: [lo, hi] is cut
+// into B^D leaves (B = planner.TreeBranch, D = planner.TreeDepth); the
+// scan counts the clipped values of the kept rows per leaf (the P
+// measurement). To find the p-quantile, the engine starts at the root
+// and, at each of the D levels, adds Laplace noise to the counts of the
+// current node's B children, clamps them at 0, and steps into the child
+// where the noisy cumulative count reaches the target rank, carrying the
+// remaining fraction down; at the leaf it interpolates linearly.
+//
+// Why it is private: each row adds 1 to exactly one node per level, so a
+// unit's ≤ l0·l∞ kept rows move the vector of all node counts of all
+// groups by at most D·l0·l∞ in L1 — the cell's sensitivity. Laplace noise
+// of that scale on every node count is ε-DP; the descent reads the noisy
+// counts of the nodes it visits (each drawn once, independently) and
+// nothing else, which is post-processing of that vector (the counts of
+// the nodes it does not visit are never drawn, and need not be).
+
+// leaves is the number of leaves of the quantile tree.
+var leaves = int32(math.Pow(planner.TreeBranch, planner.TreeDepth))
+
+// QuantileLeaf is the leaf of a clipped value v in [lo, hi]: its position
+// among the B^D equal cells of [lo, hi], the top cell closed.
+func QuantileLeaf(v, lo, hi float64) int32 {
+	f := (v - lo) / (hi - lo) * float64(leaves)
+	switch {
+	case !(f >= 0): // NaN or below
+		return 0
+	case f >= float64(leaves):
+		return leaves - 1
+	}
+	return int32(f)
+}
+
+// noisyQuantile descends the tree of leaf counts for the p-quantile with
+// Laplace noise of sensitivity sens at eps on each node count it reads.
+func noisyQuantile(leafCounts map[int32]int64, p, lo, hi, sens, eps float64, noise mechanism.Noiser) (float64, error) {
+	// Counts of the nodes of each level (level D are the leaves).
+	levels := make([]map[int32]int64, planner.TreeDepth+1)
+	levels[planner.TreeDepth] = leafCounts
+	for d := planner.TreeDepth - 1; d >= 1; d-- {
+		m := map[int32]int64{}
+		for k, n := range levels[d+1] {
+			m[k/planner.TreeBranch] += n
+		}
+		levels[d] = m
+	}
+	node, rel := int32(0), p
+	for d := 1; d <= planner.TreeDepth; d++ {
+		base := node * planner.TreeBranch
+		counts := make([]float64, planner.TreeBranch)
+		total := 0.0
+		for j := range counts {
+			exact := new(big.Float).SetInt64(levels[d][base+int32(j)])
+			v, err := noise.AddLaplaceExact(exact, sens, eps)
+			if err != nil {
+				return 0, err
+			}
+			counts[j] = math.Max(0, v)
+			total += counts[j]
+		}
+		child, next := chooseChild(counts, total, rel)
+		node, rel = base+int32(child), next
+	}
+	width := (hi - lo) / float64(leaves)
+	v := lo + (float64(node)+rel)*width
+	return math.Min(hi, math.Max(lo, v)), nil
+}
+
+// chooseChild picks the child where the cumulative count reaches the
+// fraction rel of the total, and the fraction of that child's count still
+// to go. With no count at all it spreads rel evenly over the children.
+func chooseChild(counts []float64, total, rel float64) (int, float64) {
+	clamp := func(x float64) float64 { return math.Min(1, math.Max(0, x)) }
+	if !(total > 0) {
+		x := rel * float64(len(counts))
+		j := min(len(counts)-1, int(x))
+		return j, clamp(x - float64(j))
+	}
+	target := rel * total
+	cum, last := 0.0, 0
+	for j, c := range counts {
+		if c <= 0 {
+			continue
+		}
+		last = j
+		if cum+c >= target {
+			return j, clamp((target - cum) / c)
+		}
+		cum += c
+	}
+	return last, 1
+}

@@ -1,0 +1,115 @@
+package dpsql_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/csvimport"
+	"github.com/dpsql/dpsql/planner"
+)
+
+// TestPercentilesWithoutNoise: with zero noise the quantile tree's
+// descent finds the value at rank p·n to within a leaf ((hi − lo)/65,536),
+// per group; MEDIAN is PERCENTILE_CONT(x, 0.5) (issue 10).
+func TestPercentilesWithoutNoise(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	// t: x = i % 100 over 1,000 rows (ten of each 0..99), bounds (0, 100).
+	leaf := 100.0 / 65536
+	r := query(t, e, `SELECT MEDIAN(x), PERCENTILE_CONT(x, 0.1), PERCENTILE_CONT(x, 0.9), PERCENTILE_CONT(x, 0), PERCENTILE_CONT(x, 1) FROM t`)
+	// rank p·n: 500 → 49, 100 → 9, 900 → 89 (the end of their leaves), 0 → 0, 1000 → 99.
+	for j, want := range []float64{49, 9, 89, 0, 99} {
+		if got := num(r.Rows[0][j]); math.Abs(got-want) > 2*leaf {
+			t.Errorf("column %d = %v, want %v ± %v", j, got, want, 2*leaf)
+		}
+	}
+	// Per group: g = 'a' has x ∈ {0, 4, ..., 96}, ten each; 'd' has no rows
+	// (its domain value is not in the data): the descent spreads evenly
+	// and lands on the middle of the bounds.
+	r = query(t, e, `SELECT g, MEDIAN(x, contribution_bounds_per_row => (0, 100)) FROM t GROUP BY g`)
+	if len(r.Rows) != 4 || math.Abs(num(r.Rows[0][1])-48) > 2*leaf || math.Abs(num(r.Rows[3][1])-50) > 2*leaf {
+		t.Errorf("grouped medians: %v", r.Rows)
+	}
+	d, err := e.Describe(context.Background(), `SELECT MEDIAN(x) FROM t`)
+	if err != nil || d.Types[0] != dpsql.TypeReal {
+		t.Errorf("Describe: %+v %v", d, err)
+	}
+	for _, tc := range []struct {
+		sql  string
+		kind error
+		msg  string
+	}{
+		{`SELECT MEDIAN(y) FROM t`, dpsql.ErrUnsupported, "needs declared bounds"},
+		{`SELECT PERCENTILE_CONT(x, 1.5) FROM t`, planner.ErrInvalidOption, "in [0, 1]"},
+		{`SELECT PERCENTILE_CONT(x, x) FROM t`, planner.ErrInvalidOption, "constant"},
+		{`SELECT PERCENTILE_CONT(x) FROM t`, dpsql.ErrUnsupported, "percentile p"},
+		{`SELECT MEDIAN(x, contribution_bounds_per_group => (0, 1)) FROM t`, planner.ErrInvalidOption, "contribution_bounds_per_row"},
+	} {
+		if _, err := e.Query(context.Background(), tc.sql); !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v", tc.sql, err)
+		}
+	}
+}
+
+// TestPercentileNeighboursEmpirically: with real noise, a percentile on D
+// and on D′ = D without one unit have output distributions within e^ε of
+// each other in every well-filled bin. The data put the 0.4-quantile of
+// D′ among the 30s and that of D (one more unit, at 0) among the 10s, by
+// a margin of a fraction of a rank, so noise that were too small would
+// separate them (checked by mutation: a sensitivity 200 times too small
+// fails).
+func TestPercentileNeighboursEmpirically(t *testing.T) {
+	base := `CREATE TABLE m (x REAL); INSERT INTO m VALUES (10), (10), (10), (10), (10), (30), (30), (30), (30), (30), (30), (30), (30);`
+	policy := `CREATE PRIVACY POLICY ON m; ALTER PRIVACY POLICY ON m SET BOUNDS x (0, 64)`
+	d := hardDB(t, base+` INSERT INTO m VALUES (0);`, policy)
+	d2 := hardDB(t, base, policy)
+	empiricalNeighbours(t, d, d2, `SELECT PERCENTILE_CONT(x, 0.4) FROM m`, 1, 4)
+}
+
+// TestMedianAgeAccuracy: the issue's accuracy goal on adult.csv —
+// MEDIAN("Age") at ε = 1 within ±1 of the true median in at least 95% of
+// runs. 200 runs; the test asserts at least 180 (90%), so that a true
+// rate of 95% fails it with probability below 10⁻³ (binomial tail); the
+// measured rate is logged (docs/benchmarks.md).
+func TestMedianAgeAccuracy(t *testing.T) {
+	csvPath := filepath.Join("..", "shared", "data", "adult.csv")
+	if _, err := os.Stat(csvPath); err != nil {
+		t.Skip("../shared/data/adult.csv not present")
+	}
+	if testing.Short() {
+		t.Skip("statistical test skipped in -short mode")
+	}
+	path := filepath.Join(t.TempDir(), "adult.db")
+	owner := open(t, path, dpsql.Options{Owner: true})
+	if _, _, err := owner.ImportCSV(context.Background(), "adult", csvPath, csvimport.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, owner, `CREATE PRIVACY POLICY ON adult; ALTER PRIVACY POLICY ON adult SET BOUNDS "Age" (0, 125); SET BUDGET epsilon = 1000000`)
+	e, err := dpsql.Open(path, dpsql.Options{Epsilon: 1, NoCache: true}) // real noise
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	const runs, trueMedian = 200, 37.0
+	within := 0
+	var errs []float64
+	for i := 0; i < runs; i++ {
+		r := query(t, e, `SELECT MEDIAN("Age") FROM adult`)
+		err := math.Abs(num(r.Rows[0][0]) - trueMedian)
+		errs = append(errs, err)
+		if err <= 1 {
+			within++
+		}
+	}
+	sort.Float64s(errs)
+	t.Logf("MEDIAN(Age) at ε = 1: %d of %d runs within ±1 of %g; median |error| %.3f, 95th percentile %.3f", within, runs, trueMedian, errs[runs/2], errs[runs*95/100])
+	if within < 180 {
+		t.Errorf("only %d of %d runs within ±1", within, runs)
+	}
+}
