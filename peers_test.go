@@ -68,7 +68,7 @@ func TestSessionDelta(t *testing.T) {
 	if r, err := e.Query(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-7) ward, COUNT(*) FROM visits GROUP BY ward`); err != nil || r.Cost.Delta != 1e-7 {
 		t.Errorf("OPTIONS overrides the session: %v %+v", err, r)
 	}
-	for _, bad := range []string{`SET delta = 1`, `SET delta = -1e-6`, `SET delta = 'x'`, `SET delta = 1e-30`} {
+	for _, bad := range []string{`SET delta = 1.5`, `SET delta = -1e-6`, `SET delta = 'x'`, `SET delta = 1e-30`} {
 		if err := e.Run(ctx, bad, func(*dpsql.Result) error { return nil }); !errors.Is(err, planner.ErrInvalidOption) {
 			t.Errorf("%s: %v", bad, err)
 		}
@@ -155,5 +155,24 @@ func TestStarInSubqueries(t *testing.T) {
 	}
 	if _, err := e.Query(t.Context(), `SELECT COUNT(*) FROM (SELECT * FROM visits GROUP BY ward) AS s`); err == nil || !strings.Contains(err.Error(), "per unit") {
 		t.Errorf("grouped star subquery without the unit: %v", err)
+	}
+}
+
+// TestDeltaOne: δ = 1, which BigQuery accepts, is accepted in OPTIONS: a
+// query without partition selection spends no δ; one with it is refused
+// by the ledger (no total reaches 1), with nothing charged.
+func TestDeltaOne(t *testing.T) {
+	path := unitsDB(t, generateVisits(50, 4), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	r, err := e.Query(t.Context(), `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1) COUNT(*) FROM visits`)
+	if err != nil || r.Cost.Delta != 0 {
+		t.Fatalf("delta = 1 without partition selection: %v %+v", err, r)
+	}
+	before := spent(t, e)
+	if _, err := e.Query(t.Context(), `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1) ward, COUNT(*) FROM visits GROUP BY ward`); !errors.Is(err, dpsql.ErrBudgetExhausted) {
+		t.Errorf("delta = 1 with partition selection: %v", err)
+	}
+	if spent(t, e) != before {
+		t.Error("a refused query spent budget")
 	}
 }

@@ -335,7 +335,13 @@ func LaplaceCharge(epsilon, delta float64, parts []float64) Charge {
 }
 
 func (c Charge) validate() error {
-	if err := (Cost{Epsilon: c.Epsilon, Delta: c.Delta}).validate(); err != nil {
+	cost := Cost{Epsilon: c.Epsilon, Delta: c.Delta}
+	if cost.Delta == 1 {
+		// A query may ask for δ = 1 (as BigQuery allows); it is a valid
+		// request that no total admits, refused as over budget.
+		cost.Delta = 0
+	}
+	if err := cost.validate(); err != nil {
 		return err
 	}
 	if math.IsNaN(c.Rho) || c.Rho < 0 {

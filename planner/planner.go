@@ -771,11 +771,15 @@ func queryOptions(s *parser.SelectStmt, sess Session, rel *relation) (options, e
 func ValidEpsilon(v float64) bool { return v >= MinEpsilon && v <= MaxEpsilon }
 
 // ValidDelta reports whether v is a usable δ for one query: 0, or in
-// [MinDelta, 1).
-func ValidDelta(v float64) bool { return v == 0 || (v >= MinDelta && v < 1) }
+// [MinDelta, 1].
+// δ = 1, which BigQuery accepts, is accepted too: a query spends δ only
+// with partition selection, and no owner's total reaches 1, so such a
+// query is refused by the ledger, while one without partition selection
+// spends none of it.
+func ValidDelta(v float64) bool { return v == 0 || (v >= MinDelta && v <= 1) }
 
 // DeltaRange is the message for a δ that ValidDelta refuses.
-var DeltaRange = fmt.Sprintf("delta must be 0 or a number in [%g, 1)", MinDelta)
+var DeltaRange = fmt.Sprintf("delta must be 0 or a number in [%g, 1]", MinDelta)
 
 // EpsilonRange is the message for an ε outside [MinEpsilon, MaxEpsilon].
 var EpsilonRange = fmt.Sprintf("epsilon must be a number in [%g, %g]", MinEpsilon, MaxEpsilon)
