@@ -176,3 +176,14 @@ func TestDeltaOne(t *testing.T) {
 		t.Error("a refused query spent budget")
 	}
 }
+
+// TestUnboundedContributionsRefused: BigQuery's max_groups_contributed =
+// NULL (no bound across groups) is refused with a message that says why.
+func TestUnboundedContributionsRefused(t *testing.T) {
+	path := unitsDB(t, generateVisits(20, 5), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	_, err := e.Query(t.Context(), `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = NULL) COUNT(*) FROM visits`)
+	if !errors.Is(err, planner.ErrInvalidOption) || !strings.Contains(err.Error(), "NULL (no bound) is refused") {
+		t.Errorf("max_groups_contributed = NULL: %v", err)
+	}
+}

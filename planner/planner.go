@@ -740,6 +740,9 @@ func queryOptions(s *parser.SelectStmt, sess Session, rel *relation) (options, e
 			if rel.unit.Column == "" {
 				return options{}, errorf(opt.NamePos, ErrInvalidOption, "%s needs a privacy unit: %s has one row per unit (the owner sets privacy_unit_column)", opt.Name, rel.name)
 			}
+			if lv, err := parser.LiteralValue(opt.Value); err == nil && lv == nil {
+				return bad(opt.Name + " = NULL (no bound) is refused: the guarantee holds per privacy unit only when each unit's contribution is bounded; give a positive integer")
+			}
 			if verr != nil || v < 1 || v != math.Trunc(v) || v > 1e6 {
 				return bad(opt.Name + " takes a positive integer")
 			}
