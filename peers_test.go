@@ -187,3 +187,33 @@ func TestUnboundedContributionsRefused(t *testing.T) {
 		t.Errorf("max_groups_contributed = NULL: %v", err)
 	}
 }
+
+// TestMinPrivacyUnitsPerGroup: BigQuery's min_privacy_units_per_group = k
+// raises partition selection's threshold by k − 1 (zero noise: a group
+// needs more than about k units); it needs partition selection.
+func TestMinPrivacyUnitsPerGroup(t *testing.T) {
+	var vs []visit
+	for u, ward := range []string{"A", "A", "A", "A", "A", "B", "B", "C"} {
+		vs = append(vs, visit{uid: u, ward: ward, day: 1, cost: 1})
+	}
+	e := open(t, unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`), dpsql.Options{Epsilon: 1})
+	for _, tc := range []struct{ opts, want string }{
+		{"", "A:5 B:2"},
+		{", min_privacy_units_per_group = 1", "A:5 B:2"},
+		{", min_privacy_units_per_group = 3", "A:5"},
+		{", min_privacy_units_per_group = 6", ""},
+	} {
+		q := `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1000, delta = 0.01` + tc.opts + `) ward, COUNT(*) FROM visits GROUP BY ward ORDER BY ward`
+		if got := rowsOf(query(t, e, q)); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.opts, got, tc.want)
+		}
+	}
+	for _, bad := range []string{
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (min_privacy_units_per_group = 0, delta = 0.01) ward, COUNT(*) FROM visits GROUP BY ward`,
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (min_privacy_units_per_group = 2) COUNT(*) FROM visits`,
+	} {
+		if _, err := e.Query(t.Context(), bad); !errors.Is(err, planner.ErrInvalidOption) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}

@@ -44,6 +44,9 @@ func (c *Cell) L2Sensitivity(l1 float64) float64 {
 // setThreshold sets τ = 1 + (l0/ε)·ln(l0/(2δ)) for the selection's ε and δ.
 func (s *Selection) setThreshold() {
 	s.Threshold = 1 + s.Sensitivity/s.Epsilon*math.Log(s.Sensitivity/(2*s.Delta))
+	if s.MinUnits > 1 {
+		s.Threshold += float64(s.MinUnits - 1)
+	}
 }
 
 // Parts returns the ε of each pure part of the plan, as planned: the

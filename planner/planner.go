@@ -208,6 +208,11 @@ type Selection struct {
 	// bound over its ≤ l0 groups that unit's presence shows with
 	// probability at most δ.
 	Threshold float64
+	// MinUnits (BigQuery's min_privacy_units_per_group, k ≥ 1) raises the
+	// threshold by k − 1: a group needs about k units to be released. A
+	// higher threshold only lowers every release probability, so δ still
+	// bounds the lone unit's.
+	MinUnits int64
 }
 
 // AggKind is an aggregate function the engine answers.
@@ -631,7 +636,10 @@ func (b *builder) build(sess Session) error {
 	}
 	if sel := b.q.Selection; sel != nil {
 		sel.Epsilon = per
+		sel.MinUnits = opts.minUnits
 		sel.setThreshold()
+	} else if opts.minUnits > 0 {
+		return errorf(s.SelectPos, ErrInvalidOption, "min_privacy_units_per_group applies to groups chosen by partition selection (GROUP BY keys without a public domain, with delta); this query releases every group of public domains")
 	}
 	for _, sr := range b.q.Searches {
 		sr.Epsilon = math.Nextafter(sr.Epsilon, 0)
@@ -702,6 +710,7 @@ type options struct {
 	eps, delta, frac float64
 	noise            string
 	unit             catalog.Unit
+	minUnits         int64 // min_privacy_units_per_group (0: not given)
 }
 
 // queryOptions reads epsilon, delta, the bounds share and contribution
@@ -736,6 +745,11 @@ func queryOptions(s *parser.SelectStmt, sess Session, rel *relation) (options, e
 				return bad("bounds_epsilon_fraction must be a number strictly between 0 and 1")
 			}
 			o.frac = v
+		case "min_privacy_units_per_group":
+			if verr != nil || v < 1 || v != math.Trunc(v) || v > 1e9 {
+				return bad("min_privacy_units_per_group takes a positive integer")
+			}
+			o.minUnits = int64(v)
 		case "max_groups_contributed", "max_rows_contributed":
 			if rel.unit.Column == "" {
 				return options{}, errorf(opt.NamePos, ErrInvalidOption, "%s needs a privacy unit: %s has one row per unit (the owner sets privacy_unit_column)", opt.Name, rel.name)
@@ -761,7 +775,7 @@ func queryOptions(s *parser.SelectStmt, sess Session, rel *relation) (options, e
 		case "privacy_unit_column":
 			return options{}, errorf(opt.NamePos, ErrInvalidOption, "the privacy unit is the owner's choice (CREATE PRIVACY POLICY ... OPTIONS (privacy_unit_column = ...))")
 		default:
-			return options{}, errorf(opt.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, delta, bounds_epsilon_fraction, max_groups_contributed, max_rows_contributed, noise)", opt.Name)
+			return options{}, errorf(opt.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, delta, bounds_epsilon_fraction, max_groups_contributed, max_rows_contributed, min_privacy_units_per_group, noise)", opt.Name)
 		}
 	}
 	if rel.unit.Column == "" {

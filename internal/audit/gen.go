@@ -443,6 +443,10 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 	if needDelta || g.chance(0.1) {
 		options = append(options, "delta = "+g.pick([]string{"1e-6", "0.001", "0.01"}))
 	}
+	if needDelta && g.chance(0.2) {
+		g.use("OPTIONS min_privacy_units_per_group")
+		options = append(options, "min_privacy_units_per_group = "+g.pick([]string{"1", "2", "5"}))
+	}
 	if g.chance(0.25) {
 		g.use("OPTIONS noise = 'gaussian'")
 		options = append(options, "noise = 'gaussian'")
