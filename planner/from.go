@@ -502,12 +502,7 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 		eqs = on
 		var conds []string
 		for _, e := range eqs {
-			conds = append(conds, e[0].sql+" = "+e[1].sql)
-			for _, c := range e {
-				if c.table != "" {
-					fb.rn.read(c.table, c.column)
-				}
-			}
+			conds = append(conds, e[0].sql+" = "+e[1].sql) // resolving them recorded the reads
 		}
 		out.sql = l.sql + " JOIN " + r.sql + " ON " + strings.Join(conds, " AND ")
 	}

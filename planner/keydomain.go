@@ -177,19 +177,10 @@ func scaled(k any, m float64) any {
 	return float64(n) * m
 }
 
-// numericConstant is the value of a numeric constant expression.
+// numericConstant is the value of a finite numeric constant expression.
 func numericConstant(e parser.Expr) (float64, bool) {
-	v, err := parser.LiteralValue(e)
-	if err != nil {
-		return 0, false
-	}
-	switch v := v.(type) {
-	case int64:
-		return float64(v), true
-	case float64:
-		return v, !math.IsNaN(v) && !math.IsInf(v, 0)
-	}
-	return 0, false
+	v, err := parser.NumberValue(e)
+	return v, err == nil && !math.IsNaN(v) && !math.IsInf(v, 0)
 }
 
 func unparen(e parser.Expr) parser.Expr {

@@ -1083,8 +1083,6 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 			return errorf(call.Args[1].Pos(), ErrInvalidOption, "PERCENTILE_CONT's percentile must be a constant in [0, 1]")
 		}
 		quantile = v
-	} else if !call.Star && len(call.Args) != 1 {
-		return errorf(call.NamePos, ErrUnsupported, "%s takes one argument", call.Name)
 	}
 	var arg parser.Expr
 	if !call.Star {
