@@ -109,11 +109,12 @@ func errorBounds(p *planner.PrivateQuery) map[string]float64 {
 			continue
 		}
 		i, ok := p.AggOf[call]
-		if !ok || (p.Aggregates[i].Kind != planner.AggCount && p.Aggregates[i].Kind != planner.AggSum) || p.Aggregates[i].Search >= 0 {
+		if !ok || p.Aggregates[i].Report {
 			continue
 		}
-		c := p.Cells[p.Aggregates[i].Cells[0]]
-		out[o.Name] = c.ErrorBound95(c.L1Sensitivity)
+		if h, ok := p.ErrorBound95(p.Aggregates[i]); ok {
+			out[o.Name] = h
+		}
 	}
 	return out
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -140,4 +143,55 @@ func TestPerUnitBoundsNeighboursEmpirically(t *testing.T) {
 	d := hardDB(t, base+many.String(), policy)
 	d2 := hardDB(t, base, policy)
 	empiricalNeighbours(t, d, d2, `SELECT SUM(x, contribution_bounds_per_group => (0, 5)) FROM v`, 1, 2)
+}
+
+// TestReportFormatJSON: report_format => 'JSON' releases BigQuery's JSON
+// report — the value and its 95% noise interval (COUNT and SUM with
+// declared bounds; the value alone otherwise) — which an outer query reads
+// with JSON_EXTRACT. Exact values under zero noise (issue 10).
+func TestReportFormatJSON(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	plain := query(t, e, `SELECT COUNT(*) AS r, AVG(x) AS a FROM t`) // the same cells and ε shares
+	half := plain.ErrorBounds["r"]
+	if half <= 0 {
+		t.Fatalf("no error bound for COUNT(*): %v", plain.ErrorBounds)
+	}
+	r := query(t, e, `SELECT COUNT(*, report_format => 'JSON') AS r, AVG(x, report_format => 'json') AS a FROM t`)
+	want := fmt.Sprintf(`{"result":{"noise_confidence_interval":{"confidence_level":0.95,"lower_bound":%s,"upper_bound":%s},"value":1000}}`,
+		strconv.FormatFloat(1000-half, 'g', -1, 64), strconv.FormatFloat(1000+half, 'g', -1, 64))
+	if r.Rows[0][0] != want {
+		t.Errorf("COUNT report\n got %v\nwant %s", r.Rows[0][0], want)
+	}
+	if got := r.Rows[0][1]; got != `{"result":{"value":49.5}}` {
+		t.Errorf("AVG report: %v", got)
+	}
+	outer := query(t, e, `SELECT JSON_EXTRACT(r, '$.result.value') AS n, JSON_VALUE(r, '$.result.noise_confidence_interval.upper_bound') - JSON_EXTRACT(r, '$.result.value') AS half
+		FROM (SELECT COUNT(*, report_format => 'JSON') AS r FROM t) AS q`)
+	if got := num(outer.Rows[0][0]); got != 1000 {
+		t.Errorf("JSON_EXTRACT value: %v", outer.Rows[0][0])
+	}
+	alone := query(t, e, `SELECT COUNT(*) AS r FROM t`).ErrorBounds["r"]
+	if got := num(outer.Rows[0][1]); math.Abs(got-alone) > 1e-9 {
+		t.Errorf("JSON_EXTRACT half-width %v, want %v", got, alone)
+	}
+	for _, bad := range []struct{ sql, msg string }{
+		{`SELECT COUNT(*, report_format => 'PROTO') FROM t`, "report_format takes 'JSON'"},
+		{`SELECT COUNT(*, report_format => 'JSON') + 1 FROM t`, "must be a select item of its own"},
+		{`SELECT COUNT(*) FROM t HAVING SUM(x, report_format => 'JSON') > '0'`, "must be a select item of its own"},
+		{`SELECT MEDIAN(x, report_format => 'JSON') FROM t`, "report_format is available on"},
+		{`SELECT COUNT(*) FROM t WHERE JSON_EXTRACT(g, g) = 1`, "takes a constant path"},
+		{`SELECT JSON_EXTRACT(label, '$..x') FROM lookup`, "takes a constant path"},
+	} {
+		before := spent(t, e)
+		if _, err := e.Query(t.Context(), bad.sql); err == nil || !strings.Contains(err.Error(), bad.msg) {
+			t.Errorf("%s: %v, want %q", bad.sql, err, bad.msg)
+		}
+		if spent(t, e) != before {
+			t.Errorf("%s: charged though refused", bad.sql)
+		}
+	}
+	// On private text that is not JSON, JSON_EXTRACT is NULL, never an error.
+	if got := rowsOf(query(t, e, `SELECT COUNT(*) FROM t WHERE JSON_EXTRACT(g, '$.a') IS NULL`)); got != "1000" {
+		t.Errorf("JSON_EXTRACT over non-JSON text: %s", got)
+	}
 }

@@ -72,7 +72,21 @@ func (e *Engine) describeSelect(ctx context.Context, s *parser.SelectStmt, d *De
 		plan, err = planner.PlanSelect(s, cat, sess)
 	}
 	if err != nil {
-		return nil, err
+		// SQL over released results: the outer query's names, typed when
+		// it runs.
+		if sess.Epsilon == 0 {
+			sess.Epsilon = 1
+		}
+		comp, cerr := planner.PlanComposite(s, cat, sess)
+		if cerr != nil {
+			return nil, cerr
+		}
+		if comp == nil {
+			return nil, err
+		}
+		d.Columns = comp.Outer.Names
+		d.Types = make([]string, len(d.Columns))
+		return d, nil
 	}
 	switch p := plan.(type) {
 	case *planner.PublicQuery:

@@ -153,7 +153,7 @@ func Open(path string, opts Options) (*Engine, error) {
 	if noise == nil {
 		noise = mechanism.NewSecureNoiser(nil)
 	}
-	return &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, sess: planner.Session{Epsilon: opts.Epsilon}}, nil
+	return &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, sess: planner.Session{Epsilon: opts.Epsilon, PublicValues: publicValues(db)}}, nil
 }
 
 // Close closes the database (a Session's Close closes nothing shared).
@@ -191,7 +191,7 @@ func (e *Engine) Session(o SessionOptions) (*Engine, error) {
 		return nil, fmt.Errorf("%s, got %v", planner.EpsilonRange, o.Epsilon)
 	}
 	return &Engine{db: e.db, path: e.path, owner: o.Owner, analyst: o.Analyst, session: true, noise: e.noise,
-		noCache: o.NoCache || e.noCache, sess: planner.Session{Epsilon: o.Epsilon}}, nil
+		noCache: o.NoCache || e.noCache, sess: planner.Session{Epsilon: o.Epsilon, PublicValues: publicValues(e.db)}}, nil
 }
 
 // AnalystVerifier returns the stored SCRAM verifier of an analyst (ok
@@ -217,6 +217,15 @@ func (e *Engine) status(ctx context.Context) (budget.Status, error) {
 		return budget.GetAnalystStatus(ctx, e.db, e.analyst)
 	}
 	return budget.GetStatus(ctx, e.db)
+}
+
+// publicValues lets the planner read the values of public relations (the
+// groups of the public-groups idiom); the planner prints the SQL, and the
+// authorizer holds it to the public tables it names.
+func publicValues(db *sql.DB) func(string, map[string]map[string]bool) ([]any, error) {
+	return func(sqlText string, reads map[string]map[string]bool) ([]any, error) {
+		return exec.PublicValues(context.Background(), db, sqlText, reads)
+	}
 }
 
 // Path is the database file's path.
@@ -387,7 +396,14 @@ func (e *Engine) run(ctx context.Context, stmt parser.Stmt) (*Result, error) {
 func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.Catalog) (*Result, error) {
 	plan, err := planner.PlanSelect(s, cat, e.sess)
 	if err != nil {
-		return nil, err
+		comp, cerr := planner.PlanComposite(s, cat, e.sess)
+		if cerr != nil {
+			return nil, cerr
+		}
+		if comp == nil {
+			return nil, err
+		}
+		return e.composite(ctx, comp, cat)
 	}
 	switch p := plan.(type) {
 	case *planner.PublicQuery:
@@ -397,77 +413,162 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 		}
 		return &Result{Columns: r.Columns, Rows: r.Rows}, nil
 	case *planner.PrivateQuery:
-		rw, err := rewrite.Private(p)
-		if err != nil {
-			return nil, err
-		}
-		// An identical query asked before gets the same released answer,
-		// free (post-processing of that release).
-		text := parser.FormatStmt(s) // the canonical statement: cache key, ledger and SHOW CACHE
-		key := e.cacheKey(text, p)
-		if a, ok, err := cache.Get(ctx, e.db, key); err == nil && ok && !e.noCache {
-			notes := append(append([]string(nil), a.Notes...), fmt.Sprintf("answered from the cache: the answer released on %s (ε=%g then), nothing charged", a.Created.Format("2006-01-02 15:04:05 UTC"), a.Epsilon))
-			return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Notes: notes}, nil
-		}
-		// The backend compiles both statements before anything is charged:
-		// a statement it rejects costs nothing.
-		cost := budget.Cost{Epsilon: p.Epsilon, Delta: p.Delta}
-		prep, err := exec.Prepare(ctx, e.db, p, rw)
-		if err != nil {
-			return nil, cancelled(ctx, err, nil)
-		}
-		defer prep.Close()
-		st, err := e.status(ctx)
-		if err != nil {
-			return nil, err
-		}
-		opts, _, err := noiseOptions(p, st)
-		if err != nil {
-			return nil, err
-		}
-		// The charge is committed before the data is read: nothing is
-		// released that has not been paid for.
-		waiting := func() {
-			if e.notify != nil {
-				e.notify("waiting for the database's write lock (another connection or process is writing, such as an owner's import) to record this query's cost; Ctrl-C cancels and charges nothing")
-			}
-		}
-		i, err := budget.ChargeFirst(ctx, e.db, e.analyst, charges(opts), text, waiting)
-		if err != nil {
-			if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
-				return nil, &planner.Error{Pos: s.SelectPos, Kind: err, Msg: err.Error()}
-			}
-			if readOnly(err) {
-				return nil, fmt.Errorf("%w: every private query records its cost in the ledger inside %s before it is answered, so it needs write access to that file and its directory (public queries, EXPLAIN and SHOW work without); nothing was charged", ErrReadOnly, e.path)
-			}
-			return nil, cancelled(ctx, err, nil)
-		}
-		p = opts[i].plan
-		r, chosen, err := prep.Run(ctx, p, e.noise)
-		if err != nil {
-			return nil, cancelled(ctx, err, &cost)
-		}
-		res := &Result{Columns: r.Columns, Rows: r.Rows, Cost: cost, Mechanism: opts[i].charge.Mechanism, Rho: opts[i].charge.Rho, ErrorBounds: errorBounds(p)}
-		if c := opts[i].charge; c.Mechanism == budget.Gaussian {
-			res.Notes = append(res.Notes, fmt.Sprintf("discrete Gaussian noise, zCDP accounting: this query bought ρ=%.4g, the share ε/E of the total ρ=%.4g", c.Rho, st.RhoTotal))
-		}
-		if e.showBounds {
-			for _, c := range chosen {
-				res.Notes = append(res.Notes, fmt.Sprintf("bounds of %s chosen privately: [%g, %g]", c.Label, c.Lo, c.Hi))
-			}
-		}
-		tables := make([]string, 0, len(p.Reads))
-		for t := range p.Reads {
-			tables = append(tables, t)
-		}
-		sort.Strings(tables)
-		if !e.noCache {
-			_ = cache.Put(ctx, e.db, key, text, tables, &cache.Answer{Columns: res.Columns, Rows: res.Rows,
-				ErrorBounds: res.ErrorBounds, Notes: res.Notes, Epsilon: cost.Epsilon, Delta: cost.Delta})
-		}
-		return res, nil
+		return e.private(ctx, s, p)
 	}
 	return nil, fmt.Errorf("dpsql: unknown plan %T", plan)
+}
+
+// private answers one DP query: from the cache, or charged and then run.
+func (e *Engine) private(ctx context.Context, s *parser.SelectStmt, p *planner.PrivateQuery) (*Result, error) {
+	rw, err := rewrite.Private(p)
+	if err != nil {
+		return nil, err
+	}
+	// An identical query asked before gets the same released answer,
+	// free (post-processing of that release).
+	text := parser.FormatStmt(s) // the canonical statement: cache key, ledger and SHOW CACHE
+	key := e.cacheKey(text, p)
+	if a, ok, err := cache.Get(ctx, e.db, key); err == nil && ok && !e.noCache {
+		notes := append(append([]string(nil), a.Notes...), fmt.Sprintf("answered from the cache: the answer released on %s (ε=%g then), nothing charged", a.Created.Format("2006-01-02 15:04:05 UTC"), a.Epsilon))
+		return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Notes: notes}, nil
+	}
+	// The backend compiles both statements before anything is charged:
+	// a statement it rejects costs nothing.
+	cost := budget.Cost{Epsilon: p.Epsilon, Delta: p.Delta}
+	prep, err := exec.Prepare(ctx, e.db, p, rw)
+	if err != nil {
+		return nil, cancelled(ctx, err, nil)
+	}
+	defer prep.Close()
+	st, err := e.status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opts, _, err := noiseOptions(p, st)
+	if err != nil {
+		return nil, err
+	}
+	// The charge is committed before the data is read: nothing is
+	// released that has not been paid for.
+	waiting := func() {
+		if e.notify != nil {
+			e.notify("waiting for the database's write lock (another connection or process is writing, such as an owner's import) to record this query's cost; Ctrl-C cancels and charges nothing")
+		}
+	}
+	i, err := budget.ChargeFirst(ctx, e.db, e.analyst, charges(opts), text, waiting)
+	if err != nil {
+		if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
+			return nil, &planner.Error{Pos: s.SelectPos, Kind: err, Msg: err.Error()}
+		}
+		if readOnly(err) {
+			return nil, fmt.Errorf("%w: every private query records its cost in the ledger inside %s before it is answered, so it needs write access to that file and its directory (public queries, EXPLAIN and SHOW work without); nothing was charged", ErrReadOnly, e.path)
+		}
+		return nil, cancelled(ctx, err, nil)
+	}
+	p = opts[i].plan
+	r, chosen, err := prep.Run(ctx, p, e.noise)
+	if err != nil {
+		return nil, cancelled(ctx, err, &cost)
+	}
+	res := &Result{Columns: r.Columns, Rows: r.Rows, Cost: cost, Mechanism: opts[i].charge.Mechanism, Rho: opts[i].charge.Rho, ErrorBounds: errorBounds(p)}
+	if c := opts[i].charge; c.Mechanism == budget.Gaussian {
+		res.Notes = append(res.Notes, fmt.Sprintf("discrete Gaussian noise, zCDP accounting: this query bought ρ=%.4g, the share ε/E of the total ρ=%.4g", c.Rho, st.RhoTotal))
+	}
+	if e.showBounds {
+		for _, c := range chosen {
+			res.Notes = append(res.Notes, fmt.Sprintf("bounds of %s chosen privately: [%g, %g]", c.Label, c.Lo, c.Hi))
+		}
+	}
+	tables := make([]string, 0, len(p.Reads))
+	for t := range p.Reads {
+		tables = append(tables, t)
+	}
+	sort.Strings(tables)
+	if !e.noCache {
+		_ = cache.Put(ctx, e.db, key, text, tables, &cache.Answer{Columns: res.Columns, Rows: res.Rows,
+			ErrorBounds: res.ErrorBounds, Notes: res.Notes, Epsilon: cost.Epsilon, Delta: cost.Delta})
+	}
+	return res, nil
+}
+
+// cached reports whether a DP query would be answered from the cache.
+func (e *Engine) cached(ctx context.Context, s *parser.SelectStmt, p *planner.PrivateQuery) bool {
+	if e.noCache {
+		return false
+	}
+	_, ok, err := cache.Get(ctx, e.db, e.cacheKey(parser.FormatStmt(s), p))
+	return err == nil && ok
+}
+
+func dpQueries(n int) string {
+	if n == 1 {
+		return "1 DP query"
+	}
+	return fmt.Sprintf("%d DP queries", n)
+}
+
+// composite answers SQL over released results: each DP part in turn, as
+// if asked alone (cache, charge, noise), then the outer query on their
+// noisy rows. The parts' summed cost is checked against the budget before
+// the first is charged.
+func (e *Engine) composite(ctx context.Context, c *planner.Composite, cat *catalog.Catalog) (*Result, error) {
+	if err := exec.CheckPublic(ctx, e.db, c.Outer); err != nil {
+		return nil, cancelled(ctx, err, nil)
+	}
+	st, err := e.status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var need budget.Cost
+	for _, p := range c.Parts {
+		if !e.cached(ctx, p.Stmt, p.Plan) {
+			need.Epsilon += p.Plan.Epsilon
+			need.Delta += p.Plan.Delta
+		}
+	}
+	if left := st.Remaining(); st.Set && (need.Epsilon > left.Epsilon*(1+1e-9) || need.Delta > left.Delta*(1+1e-9)) {
+		msg := fmt.Sprintf("%s: the %s inside this query cost ε=%g, δ=%g together, more than the remaining ε=%g, δ=%g; nothing was charged", budget.ErrBudgetExhausted, dpQueries(len(c.Parts)), need.Epsilon, need.Delta, left.Epsilon, left.Delta)
+		return nil, &planner.Error{Pos: c.Stmt.Pos(), Kind: budget.ErrBudgetExhausted, Msg: msg}
+	}
+	sess := e.sess
+	sess.Released = map[*parser.SelectStmt]*planner.Released{}
+	res := &Result{}
+	for i, p := range c.Parts {
+		r, err := e.private(ctx, p.Stmt, p.Plan)
+		if err != nil {
+			if i > 0 {
+				return nil, fmt.Errorf("DP query %d of %d inside this query: %w (the %d before it were charged ε=%g, δ=%g and their answers withheld)", i+1, len(c.Parts), err, i, res.Cost.Epsilon, res.Cost.Delta)
+			}
+			return nil, err
+		}
+		res.Cost.Epsilon += r.Cost.Epsilon
+		res.Cost.Delta += r.Cost.Delta
+		res.Rho += r.Rho
+		if res.Mechanism == "" || res.Mechanism == r.Mechanism {
+			res.Mechanism = r.Mechanism
+		} else {
+			res.Mechanism = "mixed"
+		}
+		for _, n := range r.Notes {
+			res.Notes = append(res.Notes, fmt.Sprintf("DP query %d: %s", i+1, n))
+		}
+		sess.Released[p.Key] = &planner.Released{Columns: r.Columns, Rows: r.Rows}
+	}
+	plan, err := planner.PlanSelect(c.Stmt, cat, sess)
+	if err != nil {
+		return nil, err
+	}
+	outer, ok := plan.(*planner.PublicQuery)
+	if !ok {
+		return nil, fmt.Errorf("dpsql: the outer query planned as %T", plan)
+	}
+	r, err := exec.Public(ctx, e.db, outer)
+	if err != nil {
+		return nil, err
+	}
+	res.Columns, res.Rows = r.Columns, r.Rows
+	res.Notes = append(res.Notes, fmt.Sprintf("SQL over the answers of %s: ε=%g, δ=%g in all; the outer query is post-processing and costs nothing", dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta))
+	return res, nil
 }
 
 // cancelled turns the error of a query whose context was cancelled into
@@ -494,7 +595,19 @@ func (e *Engine) explain(ctx context.Context, s *parser.ExplainStmt, cat *catalo
 		plan, err = planner.PlanSelect(s.Query, cat, sess)
 	}
 	if err != nil {
-		return nil, err
+		sess := e.sess
+		comp, cerr := planner.PlanComposite(s.Query, cat, sess)
+		if comp == nil && cerr == nil && sess.Epsilon == 0 {
+			sess.Epsilon, assumed = 1, true
+			comp, cerr = planner.PlanComposite(s.Query, cat, sess)
+		}
+		if cerr != nil {
+			return nil, cerr
+		}
+		if comp == nil {
+			return nil, err
+		}
+		return e.explainComposite(ctx, comp, assumed)
 	}
 	switch p := plan.(type) {
 	case *planner.PublicQuery:
@@ -503,37 +616,68 @@ func (e *Engine) explain(ctx context.Context, s *parser.ExplainStmt, cat *catalo
 			{"backend SQL", p.SQL},
 		}}, nil
 	case *planner.PrivateQuery:
-		rw, err := rewrite.Private(p)
+		return e.explainPrivate(ctx, s.Query, p, assumed)
+	}
+	return nil, fmt.Errorf("dpsql: unknown plan %T", plan)
+}
+
+// explainComposite explains each DP part of a query over released
+// results, then the outer query and the total cost.
+func (e *Engine) explainComposite(ctx context.Context, c *planner.Composite, assumed bool) (*Result, error) {
+	res := &Result{Columns: []string{"step", "detail"}}
+	var total budget.Cost
+	for i, p := range c.Parts {
+		r, err := e.explainPrivate(ctx, p.Stmt, p.Plan, assumed)
 		if err != nil {
 			return nil, err
 		}
-		r := exec.Explain(p, rw)
-		if st, err := e.status(ctx); err != nil {
-			return nil, err
-		} else if opts, why, err := noiseOptions(p, st); err != nil {
-			return nil, err
-		} else {
-			i, acct, err := st.Choose(charges(opts))
-			if err != nil {
-				// Unknown or exhausted budget: show the preferred option.
-				i, acct = 0, "the budget would refuse it now: "+err.Error()
-			}
-			if i > 0 {
-				why += "; it does not fit the budget now, so the next option runs"
-			}
-			if opts[i].plan != p {
-				r = exec.Explain(opts[i].plan, rw)
-			}
-			r.Rows = append(r.Rows, []any{"noise choice", why}, []any{"accounting", costNote(opts[i].charge, st) + "; admitted by " + acct})
+		prefix := fmt.Sprintf("DP query %d", i+1)
+		res.Rows = append(res.Rows, []any{prefix, parser.FormatStmt(p.Stmt)})
+		for _, row := range r.Rows {
+			res.Rows = append(res.Rows, []any{prefix + ": " + fmt.Sprint(row[0]), row[1]})
 		}
-		if assumed {
-			r.Rows = append(r.Rows, []any{"epsilon", "no epsilon was set: the plan is shown at ε = 1 (SET epsilon = E, or OPTIONS (epsilon = E), to choose)"})
-		} else if a, ok, err := cache.Get(ctx, e.db, e.cacheKey(parser.FormatStmt(s.Query), p)); err == nil && ok && !e.noCache {
-			r.Rows = append(r.Rows, []any{"cache", fmt.Sprintf("an identical query was answered on %s: it would get that answer again, free", a.Created.Format("2006-01-02 15:04:05 UTC"))})
+		if !e.cached(ctx, p.Stmt, p.Plan) {
+			total.Epsilon += p.Plan.Epsilon
+			total.Delta += p.Plan.Delta
 		}
-		return &Result{Columns: r.Columns, Rows: r.Rows}, nil
 	}
-	return nil, fmt.Errorf("dpsql: unknown plan %T", plan)
+	res.Rows = append(res.Rows,
+		[]any{"outer query", "post-processing of the released answers (and public tables): no noise, no cost; backend SQL, with each answer as a VALUES list: " + c.Outer.SQL},
+		[]any{"total", fmt.Sprintf("ε=%g, δ=%g for the %s not answered from the cache", total.Epsilon, total.Delta, dpQueries(len(c.Parts)))})
+	return res, nil
+}
+
+// explainPrivate explains one DP query.
+func (e *Engine) explainPrivate(ctx context.Context, s *parser.SelectStmt, p *planner.PrivateQuery, assumed bool) (*Result, error) {
+	rw, err := rewrite.Private(p)
+	if err != nil {
+		return nil, err
+	}
+	r := exec.Explain(p, rw)
+	if st, err := e.status(ctx); err != nil {
+		return nil, err
+	} else if opts, why, err := noiseOptions(p, st); err != nil {
+		return nil, err
+	} else {
+		i, acct, err := st.Choose(charges(opts))
+		if err != nil {
+			// Unknown or exhausted budget: show the preferred option.
+			i, acct = 0, "the budget would refuse it now: "+err.Error()
+		}
+		if i > 0 {
+			why += "; it does not fit the budget now, so the next option runs"
+		}
+		if opts[i].plan != p {
+			r = exec.Explain(opts[i].plan, rw)
+		}
+		r.Rows = append(r.Rows, []any{"noise choice", why}, []any{"accounting", costNote(opts[i].charge, st) + "; admitted by " + acct})
+	}
+	if assumed {
+		r.Rows = append(r.Rows, []any{"epsilon", "no epsilon was set: the plan is shown at ε = 1 (SET epsilon = E, or OPTIONS (epsilon = E), to choose)"})
+	} else if a, ok, err := cache.Get(ctx, e.db, e.cacheKey(parser.FormatStmt(s), p)); err == nil && ok && !e.noCache {
+		r.Rows = append(r.Rows, []any{"cache", fmt.Sprintf("an identical query was answered on %s: it would get that answer again, free", a.Created.Format("2006-01-02 15:04:05 UTC"))})
+	}
+	return &Result{Columns: r.Columns, Rows: r.Rows}, nil
 }
 
 func (e *Engine) set(s *parser.SetStmt) (*Result, error) {
@@ -790,7 +934,7 @@ func policyResult(t *catalog.Table) *Result {
 	for _, c := range catalog.SortedColumns(t.Domains) {
 		var vals []string
 		for _, v := range t.Domains[c] {
-			vals = append(vals, rewrite.SQLLiteral(v))
+			vals = append(vals, parser.SQLLiteral(v))
 		}
 		add("domain", c, fmt.Sprintf("%d values: %s", len(vals), strings.Join(vals, ", ")))
 	}

@@ -44,6 +44,10 @@ func TestPeersSpellings(t *testing.T) {
 	if _, err := e.Query(t.Context(), `SELECT TOP 2 COUNT(*) FROM t LIMIT 1`); err == nil {
 		t.Error("TOP with LIMIT was accepted")
 	}
+	// BigQuery's STRING and VARCHAR are TEXT, compared as text: '50' to '59' lie between '5' and '6'.
+	if got := rowsOf(query(t, e, `SELECT COUNT(*) FROM t WHERE CAST(x AS STRING) > '5' AND CAST(x AS VARCHAR) < '6'`)); got != "100" {
+		t.Errorf("CAST AS STRING/VARCHAR: %s, want 100 (x = 50..59 as text, 10 rows each)", got)
+	}
 }
 
 // TestSessionDelta: SET delta = D is the δ of the session's queries that

@@ -2,12 +2,14 @@ package dpsql_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -134,6 +136,51 @@ func TestMedianAgeAccuracy(t *testing.T) {
 		t.Logf("PERCENTILE_CONT(%s, %g) at ε = 1: median |error| %.4g, 90th percentile %.4g (truth %g)", tc.col, tc.p, errs[25], errs[45], tc.truth)
 		if errs[25] > tc.width/10 {
 			t.Errorf("PERCENTILE_CONT(%s, %g): median error %v", tc.col, tc.p, errs[25])
+		}
+	}
+}
+
+// TestApproxQuantiles: APPROX_QUANTILES(x, n) is BigQuery's array of the
+// n + 1 quantiles 0, 1/n, ..., 1, as JSON text. Under zero noise each is
+// the PERCENTILE_CONT of its p; with real noise all are read from one
+// noisy tree (each node's count drawn once), so the array is never out of
+// order — descents with independent noise would cross — and the query
+// costs one ε share, not n + 1 (issue 10).
+func TestApproxQuantiles(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	r := query(t, e, `SELECT APPROX_QUANTILES(x, 4) AS q FROM t`)
+	var want []string
+	for _, p := range []float64{0, 0.25, 0.5, 0.75, 1} {
+		one := query(t, e, fmt.Sprintf(`SELECT PERCENTILE_CONT(x, %g) FROM t`, p))
+		want = append(want, strconv.FormatFloat(num(one.Rows[0][0]), 'g', -1, 64))
+	}
+	if got, w := r.Rows[0][0], "["+strings.Join(want, ",")+"]"; got != w {
+		t.Errorf("APPROX_QUANTILES(x, 4) = %v, want %s", got, w)
+	}
+	for _, bad := range []string{`SELECT APPROX_QUANTILES(x, 0) FROM t`, `SELECT APPROX_QUANTILES(x, 2.5) FROM t`, `SELECT APPROX_QUANTILES(x) FROM t`, `SELECT APPROX_QUANTILES(x, x) FROM t`, `SELECT APPROX_QUANTILES(x, 1001) FROM t`} {
+		if _, err := e.Query(t.Context(), bad); !errors.Is(err, planner.ErrInvalidOption) || !strings.Contains(err.Error(), "constant integer n") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+
+	real, err := dpsql.Open(e.Path(), dpsql.Options{Epsilon: 0.05, NoCache: true}) // real noise
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer real.Close()
+	// ε = 0.05 on 1,000 rows: node counts carry noise of scale 80, so
+	// independent descents would often disagree on order.
+	for run := 0; run < 100; run++ {
+		r := query(t, real, `SELECT APPROX_QUANTILES(x, 20) AS q FROM t`)
+		var qs []float64
+		if err := json.Unmarshal([]byte(r.Rows[0][0].(string)), &qs); err != nil || len(qs) != 21 {
+			t.Fatalf("not an array of 21 numbers: %v (%v)", r.Rows[0][0], err)
+		}
+		if !sort.Float64sAreSorted(qs) {
+			t.Fatalf("run %d: quantiles out of order: %v", run, qs)
+		}
+		if r.Cost.Epsilon != 0.05 {
+			t.Fatalf("cost %v", r.Cost)
 		}
 	}
 }

@@ -11,6 +11,7 @@ package exec
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -59,6 +60,46 @@ func Public(ctx context.Context, db *sql.DB, q *planner.PublicQuery) (*Result, e
 	}
 	defer stmt.Close()
 	return collect(ctx, stmt)
+}
+
+// PublicValues runs a one-column query over public tables only (reads:
+// what the authorizer lets it read) and returns its values.
+func PublicValues(ctx context.Context, db *sql.DB, sqlText string, reads map[string]map[string]bool) ([]any, error) {
+	public := map[string]map[string]bool{}
+	for t, cols := range reads {
+		if cols["*"] { // public tables are recorded with "*"
+			public[t] = cols
+		}
+	}
+	r, err := Public(ctx, db, &planner.PublicQuery{SQL: sqlText, Reads: public})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, 0, len(r.Rows))
+	for _, row := range r.Rows {
+		out = append(out, row[0])
+	}
+	return out, nil
+}
+
+// CheckPublic compiles a public query without running it: a composite
+// query's outer statement is checked this way before its DP parts are
+// charged, so that one the backend rejects costs nothing.
+func CheckPublic(ctx context.Context, db *sql.DB, q *planner.PublicQuery) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := authorize(conn, q.Reads); err != nil {
+		return err
+	}
+	defer unauthorize(conn)
+	stmt, err := conn.PrepareContext(ctx, q.SQL)
+	if err != nil {
+		return prepareError(err)
+	}
+	return stmt.Close()
 }
 
 // ErrRejected reports a statement the backend refused to compile. It is
@@ -296,6 +337,7 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 		}
 	}
 	noisy := make([]float64, groups*nc)
+	multi := map[int][]float64{} // APPROX_QUANTILES' values, by noisy index
 	observer, _ := noise.(CallObserver)
 	for g := 0; g < groups; g++ {
 		exact := sc.exactCells(q, rw, g, cells, chosen)
@@ -306,8 +348,20 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 			var v float64
 			var err error
 			if c.Kind == planner.QuantileTree {
-				// Many noisy node counts, one released quantile (quantile.go).
-				v, err = noisyQuantile(sc.trees[g][rw.CellSource[i].Column], c.P, cells[i].lo, cells[i].hi, cells[i].sens, c.Epsilon, noise)
+				// Many noisy node counts, one released quantile, or
+				// several from the same counts (quantile.go).
+				ps := c.Ps
+				if len(ps) == 0 {
+					ps = []float64{c.P}
+				}
+				var vs []float64
+				vs, err = noisyQuantiles(sc.trees[g][rw.CellSource[i].Column], ps, cells[i].lo, cells[i].hi, cells[i].sens, c.Epsilon, noise)
+				if err == nil {
+					v = vs[0]
+					if len(c.Ps) > 0 {
+						multi[g*nc+i] = vs
+					}
+				}
 			} else if c.Gaussian {
 				v, err = noise.AddGaussianExact(exact[i], c.L2Sensitivity(cells[i].sens), c.Rho)
 			} else {
@@ -328,7 +382,7 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 			aggBounds[i] = [2]float64{chosen[a.Search].Lo, chosen[a.Search].Hi}
 		}
 	}
-	if err := fill(ctx, p.conn, q, rw, noisy, keys, aggBounds); err != nil {
+	if err := fill(ctx, p.conn, q, rw, noisy, multi, keys, aggBounds); err != nil {
 		return nil, nil, err
 	}
 	res, err := collect(ctx, p.post)
@@ -635,9 +689,56 @@ func aggregateValue(a *planner.Aggregate, cells []float64, lo, hi float64) any {
 	return v
 }
 
+// jsonReport is BigQuery's JSON report of a released value: the value and,
+// when the plan knows it, the 95% interval of its noise around it (keys in
+// BigQuery's order, which is alphabetical).
+func jsonReport(q *planner.PrivateQuery, a *planner.Aggregate, v any) string {
+	type interval struct {
+		Level float64 `json:"confidence_level"`
+		Lower float64 `json:"lower_bound"`
+		Upper float64 `json:"upper_bound"`
+	}
+	type result struct {
+		Interval *interval `json:"noise_confidence_interval,omitempty"`
+		Value    any       `json:"value"`
+	}
+	r := result{Value: v}
+	if f, ok := v.(float64); ok && (math.IsInf(f, 0) || math.IsNaN(f)) {
+		r.Value = nil // JSON has no infinities
+	}
+	if h, ok := q.ErrorBound95(a); ok {
+		x := 0.0
+		switch v := v.(type) {
+		case int64:
+			x = float64(v)
+		case float64:
+			x = v
+		}
+		if !math.IsInf(x, 0) && !math.IsNaN(x) && !math.IsInf(h, 0) {
+			r.Interval = &interval{Level: 0.95, Lower: x - h, Upper: x + h}
+		}
+	}
+	b, err := json.Marshal(struct {
+		Result result `json:"result"`
+	}{r})
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+// jsonNumbers prints values as a JSON array (APPROX_QUANTILES' answer).
+func jsonNumbers(vs []float64) string {
+	b, err := json.Marshal(vs)
+	if err != nil { // an infinity: quantiles are clamped to finite bounds
+		return "[]"
+	}
+	return string(b)
+}
+
 // fill writes one row per group into the result table: the group's public
 // key values, then its noisy aggregates.
-func fill(ctx context.Context, conn *sql.Conn, q *planner.PrivateQuery, rw *rewrite.Rewritten, noisy []float64, keys [][]any, aggBounds [][2]float64) error {
+func fill(ctx context.Context, conn *sql.Conn, q *planner.PrivateQuery, rw *rewrite.Rewritten, noisy []float64, multi map[int][]float64, keys [][]any, aggBounds [][2]float64) error {
 	groups := len(keys)
 	width := len(rw.ResultColumns)
 	const maxParams = 30000
@@ -659,7 +760,14 @@ func fill(ctx context.Context, conn *sql.Conn, q *planner.PrivateQuery, rw *rewr
 		args = append(args, keys[g]...)
 		cells := noisy[g*nc : (g+1)*nc]
 		for i, a := range q.Aggregates {
-			args = append(args, aggregateValue(a, cells, aggBounds[i][0], aggBounds[i][1]))
+			v := aggregateValue(a, cells, aggBounds[i][0], aggBounds[i][1])
+			if a.Quantiles > 0 {
+				v = jsonNumbers(multi[g*nc+a.Cells[0]])
+			}
+			if a.Report {
+				v = jsonReport(q, a, v)
+			}
+			args = append(args, v)
 		}
 		pending++
 		if pending == perStmt {

@@ -42,9 +42,12 @@ func QuantileLeaf(v, lo, hi float64) int32 {
 	return int32(f)
 }
 
-// noisyQuantile descends the tree of leaf counts for the p-quantile with
-// Laplace noise of sensitivity sens at eps on each node count it reads.
-func noisyQuantile(leafCounts map[int32]int64, p, lo, hi, sens, eps float64, noise mechanism.Noiser) (float64, error) {
+// noisyQuantiles descends the tree of leaf counts once per quantile in
+// ps, with Laplace noise of sensitivity sens at eps on each node count it
+// reads. A node's count is noised once, the first time a descent reads
+// it, and reused by the others: several quantiles (APPROX_QUANTILES) cost
+// what one does, since all are post-processing of the one noisy tree.
+func noisyQuantiles(leafCounts map[int32]int64, ps []float64, lo, hi, sens, eps float64, noise mechanism.Noiser) ([]float64, error) {
 	// Counts of the nodes of each level (level D are the leaves).
 	levels := make([]map[int32]int64, planner.TreeDepth+1)
 	levels[planner.TreeDepth] = leafCounts
@@ -55,26 +58,39 @@ func noisyQuantile(leafCounts map[int32]int64, p, lo, hi, sens, eps float64, noi
 		}
 		levels[d] = m
 	}
-	node, rel := int32(0), p
-	for d := 1; d <= planner.TreeDepth; d++ {
-		base := node * planner.TreeBranch
-		counts := make([]float64, planner.TreeBranch)
-		total := 0.0
-		for j := range counts {
-			exact := new(big.Float).SetInt64(levels[d][base+int32(j)])
-			v, err := noise.AddLaplaceExact(exact, sens, eps)
-			if err != nil {
-				return 0, err
-			}
-			counts[j] = math.Max(0, v)
-			total += counts[j]
-		}
-		child, next := chooseChild(counts, total, rel)
-		node, rel = base+int32(child), next
+	type node struct {
+		level int
+		index int32
 	}
-	width := (hi - lo) / float64(leaves)
-	v := lo + (float64(node)+rel)*width
-	return math.Min(hi, math.Max(lo, v)), nil
+	noisy := map[node]float64{}
+	out := make([]float64, len(ps))
+	for q, p := range ps {
+		at, rel := int32(0), p
+		for d := 1; d <= planner.TreeDepth; d++ {
+			base := at * planner.TreeBranch
+			counts := make([]float64, planner.TreeBranch)
+			total := 0.0
+			for j := range counts {
+				n := node{d, base + int32(j)}
+				v, ok := noisy[n]
+				if !ok {
+					exact := new(big.Float).SetInt64(levels[d][n.index])
+					var err error
+					if v, err = noise.AddLaplaceExact(exact, sens, eps); err != nil {
+						return nil, err
+					}
+					noisy[n] = v
+				}
+				counts[j] = math.Max(0, v)
+				total += counts[j]
+			}
+			child, next := chooseChild(counts, total, rel)
+			at, rel = base+int32(child), next
+		}
+		width := (hi - lo) / float64(leaves)
+		out[q] = math.Min(hi, math.Max(lo, lo+(float64(at)+rel)*width))
+	}
+	return out, nil
 }
 
 // chooseChild picks the child where the cumulative count reaches the

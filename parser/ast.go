@@ -102,7 +102,7 @@ type CaseExpr struct {
 }
 
 // CastExpr is CAST(X AS Type); Type is one of INTEGER, REAL, TEXT, NUMERIC,
-// or BigQuery's INT64, FLOAT64, DOUBLE.
+// or BigQuery's INT64, FLOAT64, DOUBLE, STRING, VARCHAR.
 type CastExpr struct {
 	CastPos Pos
 	X       Expr
@@ -145,41 +145,52 @@ type Placeholder struct {
 	Value Expr // the bound literal, nil until bound
 }
 
+// SubqueryExpr is a scalar subquery, (SELECT ...), in an expression. It is
+// planned on its own: the planner allows it only where its value is public
+// (a query over public tables, or over the released result of a DP query).
+// Walk does not descend into it.
+type SubqueryExpr struct {
+	Lparen Pos
+	Query  *SelectStmt
+}
+
 // ParenExpr is (X).
 type ParenExpr struct {
 	Lparen Pos
 	X      Expr
 }
 
-func (e *ColumnRef) Pos() Pos   { return e.NamePos }
-func (e *Literal) Pos() Pos     { return e.ValuePos }
-func (e *UnaryExpr) Pos() Pos   { return e.OpPos }
-func (e *BinaryExpr) Pos() Pos  { return e.X.Pos() }
-func (e *CallExpr) Pos() Pos    { return e.NamePos }
-func (e *TupleExpr) Pos() Pos   { return e.Lparen }
-func (e *CaseExpr) Pos() Pos    { return e.CasePos }
-func (e *CastExpr) Pos() Pos    { return e.CastPos }
-func (e *InExpr) Pos() Pos      { return e.X.Pos() }
-func (e *BetweenExpr) Pos() Pos { return e.X.Pos() }
-func (e *LikeExpr) Pos() Pos    { return e.X.Pos() }
-func (e *IsNullExpr) Pos() Pos  { return e.X.Pos() }
-func (e *ParenExpr) Pos() Pos   { return e.Lparen }
-func (e *Placeholder) Pos() Pos { return e.At }
+func (e *ColumnRef) Pos() Pos    { return e.NamePos }
+func (e *Literal) Pos() Pos      { return e.ValuePos }
+func (e *UnaryExpr) Pos() Pos    { return e.OpPos }
+func (e *BinaryExpr) Pos() Pos   { return e.X.Pos() }
+func (e *CallExpr) Pos() Pos     { return e.NamePos }
+func (e *TupleExpr) Pos() Pos    { return e.Lparen }
+func (e *CaseExpr) Pos() Pos     { return e.CasePos }
+func (e *CastExpr) Pos() Pos     { return e.CastPos }
+func (e *InExpr) Pos() Pos       { return e.X.Pos() }
+func (e *BetweenExpr) Pos() Pos  { return e.X.Pos() }
+func (e *LikeExpr) Pos() Pos     { return e.X.Pos() }
+func (e *IsNullExpr) Pos() Pos   { return e.X.Pos() }
+func (e *ParenExpr) Pos() Pos    { return e.Lparen }
+func (e *SubqueryExpr) Pos() Pos { return e.Lparen }
+func (e *Placeholder) Pos() Pos  { return e.At }
 
-func (*ColumnRef) exprNode()   {}
-func (*Literal) exprNode()     {}
-func (*UnaryExpr) exprNode()   {}
-func (*BinaryExpr) exprNode()  {}
-func (*CallExpr) exprNode()    {}
-func (*TupleExpr) exprNode()   {}
-func (*CaseExpr) exprNode()    {}
-func (*CastExpr) exprNode()    {}
-func (*InExpr) exprNode()      {}
-func (*BetweenExpr) exprNode() {}
-func (*LikeExpr) exprNode()    {}
-func (*IsNullExpr) exprNode()  {}
-func (*ParenExpr) exprNode()   {}
-func (*Placeholder) exprNode() {}
+func (*ColumnRef) exprNode()    {}
+func (*Literal) exprNode()      {}
+func (*UnaryExpr) exprNode()    {}
+func (*BinaryExpr) exprNode()   {}
+func (*CallExpr) exprNode()     {}
+func (*TupleExpr) exprNode()    {}
+func (*CaseExpr) exprNode()     {}
+func (*CastExpr) exprNode()     {}
+func (*InExpr) exprNode()       {}
+func (*BetweenExpr) exprNode()  {}
+func (*LikeExpr) exprNode()     {}
+func (*IsNullExpr) exprNode()   {}
+func (*ParenExpr) exprNode()    {}
+func (*SubqueryExpr) exprNode() {}
+func (*Placeholder) exprNode()  {}
 
 // ---- statements ----
 
@@ -224,12 +235,14 @@ type SubqueryRef struct {
 	Alias  string
 }
 
-// JoinExpr is Left [INNER] JOIN Right ON On, or USING (Using).
+// JoinExpr is Left [INNER|LEFT|RIGHT] JOIN Right ON On, or USING (Using).
 type JoinExpr struct {
 	Left    FromItem
 	JoinPos Pos
-	Right   FromItem
-	On      Expr // nil with USING
+	// Kind is "" for an inner join, "LEFT" or "RIGHT" for an outer one.
+	Kind  string
+	Right FromItem
+	On    Expr // nil with USING
 	// Using lists the columns of JOIN ... USING (a, b): each equates the
 	// left side's column with the right side's of that name.
 	Using    []string
@@ -258,14 +271,28 @@ type SelectStmt struct {
 	SelectPos Pos
 	DP        bool
 	DPOptions []Option
+	Distinct  bool // SELECT DISTINCT
 	Items     []SelectItem
 	From      FromItem // nil for SELECT without FROM
 	Where     Expr
 	GroupBy   []Expr
 	Having    Expr
-	OrderBy   []OrderItem
-	Limit     Expr
-	Offset    Expr
+	// Compound lists the arms after the first of a compound query (SELECT
+	// ... UNION ALL SELECT ...). The statement's own select list, FROM,
+	// WHERE, GROUP BY and HAVING are the first arm; its ORDER BY, LIMIT
+	// and OFFSET then apply to the whole compound, as in SQLite.
+	Compound []CompoundArm
+	OrderBy  []OrderItem
+	Limit    Expr
+	Offset   Expr
+}
+
+// CompoundArm is one UNION [ALL], INTERSECT or EXCEPT arm of a compound
+// query. Its Select has no WITH, ORDER BY, LIMIT or OFFSET.
+type CompoundArm struct {
+	OpPos  Pos
+	Op     string // "UNION ALL", "UNION", "INTERSECT" or "EXCEPT"
+	Select *SelectStmt
 }
 
 // ExplainStmt is EXPLAIN <select>.

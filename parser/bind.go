@@ -10,10 +10,14 @@ import (
 // Placeholders returns the statement's parameters in source order.
 func Placeholders(s Stmt) []*Placeholder {
 	var out []*Placeholder
-	visit := func(e Expr) {
+	var visit func(e Expr)
+	visit = func(e Expr) {
 		Walk(e, func(x Expr) bool {
-			if p, ok := x.(*Placeholder); ok {
-				out = append(out, p)
+			switch x := x.(type) {
+			case *Placeholder:
+				out = append(out, x)
+			case *SubqueryExpr:
+				forEachStmtExpr(x.Query, visit)
 			}
 			return true
 		})
@@ -117,6 +121,9 @@ func forEachStmtExpr(s Stmt, fn func(Expr)) {
 		call(s.Where)
 		call(s.GroupBy...)
 		call(s.Having)
+		for _, arm := range s.Compound {
+			forEachStmtExpr(arm.Select, fn)
+		}
 		for _, o := range s.OrderBy {
 			call(o.Expr)
 		}

@@ -151,6 +151,8 @@ func (f formatter) expr(e Expr) {
 		}
 	case *ParenExpr:
 		f.expr(e.X)
+	case *SubqueryExpr:
+		f.w("(" + FormatStmt(e.Query) + ")")
 	case *Placeholder:
 		if e.Value != nil {
 			f.expr(e.Value)
@@ -171,14 +173,7 @@ func not(b bool) string {
 // by the ledger to record what was charged).
 func FormatStmt(s Stmt) string {
 	var sb strings.Builder
-	opts := func(list []Option) {
-		for i, o := range list {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString(o.Name + " = " + Format(o.Value))
-		}
-	}
+	opts := func(list []Option) { formatOptions(&sb, list) }
 	switch s := s.(type) {
 	case *SelectStmt:
 		if len(s.With) > 0 {
@@ -192,44 +187,10 @@ func FormatStmt(s Stmt) string {
 			sb.WriteString(" ")
 		}
 		sb.WriteString("SELECT ")
-		if s.DP {
-			sb.WriteString("WITH DIFFERENTIAL_PRIVACY ")
-			if len(s.DPOptions) > 0 {
-				sb.WriteString("OPTIONS (")
-				opts(s.DPOptions)
-				sb.WriteString(") ")
-			}
-		}
-		for i, it := range s.Items {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			if it.Star {
-				sb.WriteString("*")
-				continue
-			}
-			sb.WriteString(Format(it.Expr))
-			if it.Alias != "" {
-				sb.WriteString(" AS " + QuoteIdent(it.Alias))
-			}
-		}
-		if s.From != nil {
-			sb.WriteString(" FROM " + FormatFrom(s.From))
-		}
-		if s.Where != nil {
-			sb.WriteString(" WHERE " + Format(s.Where))
-		}
-		if len(s.GroupBy) > 0 {
-			sb.WriteString(" GROUP BY ")
-			for i, g := range s.GroupBy {
-				if i > 0 {
-					sb.WriteString(", ")
-				}
-				sb.WriteString(Format(g))
-			}
-		}
-		if s.Having != nil {
-			sb.WriteString(" HAVING " + Format(s.Having))
+		formatCore(&sb, s)
+		for _, arm := range s.Compound {
+			sb.WriteString(" " + arm.Op + " SELECT ")
+			formatCore(&sb, arm.Select)
 		}
 		if len(s.OrderBy) > 0 {
 			sb.WriteString(" ORDER BY ")
@@ -303,6 +264,62 @@ func FormatStmt(s Stmt) string {
 		}
 	}
 	return sb.String()
+}
+
+// formatCore prints a SELECT's core after the keyword SELECT: DP options,
+// DISTINCT, the select list, FROM, WHERE, GROUP BY and HAVING.
+func formatCore(sb *strings.Builder, s *SelectStmt) {
+	if s.DP {
+		sb.WriteString("WITH DIFFERENTIAL_PRIVACY ")
+		if len(s.DPOptions) > 0 {
+			sb.WriteString("OPTIONS (")
+			formatOptions(sb, s.DPOptions)
+			sb.WriteString(") ")
+		}
+	}
+	if s.Distinct {
+		sb.WriteString("DISTINCT ")
+	}
+	for i, it := range s.Items {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		if it.Star {
+			sb.WriteString("*")
+			continue
+		}
+		sb.WriteString(Format(it.Expr))
+		if it.Alias != "" {
+			sb.WriteString(" AS " + QuoteIdent(it.Alias))
+		}
+	}
+	if s.From != nil {
+		sb.WriteString(" FROM " + FormatFrom(s.From))
+	}
+	if s.Where != nil {
+		sb.WriteString(" WHERE " + Format(s.Where))
+	}
+	if len(s.GroupBy) > 0 {
+		sb.WriteString(" GROUP BY ")
+		for i, g := range s.GroupBy {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(Format(g))
+		}
+	}
+	if s.Having != nil {
+		sb.WriteString(" HAVING " + Format(s.Having))
+	}
+}
+
+func formatOptions(sb *strings.Builder, list []Option) {
+	for i, o := range list {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(o.Name + " = " + Format(o.Value))
+	}
 }
 
 // LiteralValue evaluates a constant: a literal, optionally signed. It returns
@@ -391,14 +408,56 @@ func FormatFrom(f FromItem) string {
 	case *SubqueryRef:
 		return "(" + FormatStmt(f.Query) + ") AS " + QuoteIdent(f.Alias)
 	case *JoinExpr:
+		join := " JOIN "
+		if f.Kind != "" {
+			join = " " + f.Kind + " JOIN "
+		}
 		if f.On == nil {
 			cols := make([]string, len(f.Using))
 			for i, c := range f.Using {
 				cols[i] = QuoteIdent(c)
 			}
-			return FormatFrom(f.Left) + " JOIN " + FormatFrom(f.Right) + " USING (" + strings.Join(cols, ", ") + ")"
+			return FormatFrom(f.Left) + join + FormatFrom(f.Right) + " USING (" + strings.Join(cols, ", ") + ")"
 		}
-		return FormatFrom(f.Left) + " JOIN " + FormatFrom(f.Right) + " ON " + Format(f.On)
+		return FormatFrom(f.Left) + join + FormatFrom(f.Right) + " ON " + Format(f.On)
 	}
 	return ""
+}
+
+// SQLLiteral prints a value (of the kinds SQLite returns, or a bool) as a
+// SQL literal that SQLite reads back as the same value and type: a REAL
+// keeps a decimal point, infinities overflow to ±Inf, NaN is NULL.
+func SQLLiteral(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case int:
+		return strconv.Itoa(v)
+	case float64:
+		switch {
+		case math.IsNaN(v):
+			return "NULL"
+		case math.IsInf(v, 1):
+			return "9e999"
+		case math.IsInf(v, -1):
+			return "-9e999"
+		}
+		s := strconv.FormatFloat(v, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".eE") {
+			s += ".0" // stays REAL
+		}
+		return s
+	case bool:
+		if v {
+			return "1"
+		}
+		return "0"
+	case string:
+		return QuoteString(v)
+	case []byte:
+		return fmt.Sprintf("X'%X'", v)
+	}
+	return QuoteString(fmt.Sprint(v))
 }

@@ -73,7 +73,7 @@ var aggregateNames = map[string]bool{
 	"COUNT": true, "SUM": true, "AVG": true, "MIN": true, "MAX": true,
 	"VAR_POP": true, "VARIANCE": true, "STDDEV_POP": true, "STDDEV": true,
 	"VAR_SAMP": true, "STDDEV_SAMP": true, "VAR": true, "STD": true,
-	"MEDIAN": true, "PERCENTILE_CONT": true,
+	"MEDIAN": true, "PERCENTILE_CONT": true, "APPROX_QUANTILES": true,
 }
 
 // scalarFuncs are the deterministic scalar functions of the dialect, with
@@ -86,6 +86,9 @@ var scalarFuncs = map[string][2]int{
 	"FLOOR": {1, 1}, "CEIL": {1, 1}, "SIGN": {1, 1},
 	"PI": {0, 0}, "IF": {3, 3}, "IIF": {3, 3}, // IF(c, a, b): BigQuery's; IIF: SQLite's name
 	"MIN": {2, -1}, "MAX": {2, -1}, // with two or more arguments MIN and MAX are scalar
+	// JSON_EXTRACT(json, '$.path') (SQLite's; JSON_VALUE is BigQuery's
+	// name): NULL for text that is not JSON; the path is a constant.
+	"JSON_EXTRACT": {2, 2}, "JSON_VALUE": {2, 2},
 }
 
 // upperASCII changes the case of ASCII letters only, as SQLite does for
@@ -566,7 +569,7 @@ func (p *parser) name(what string) (string, Pos) {
 	return "", t.pos
 }
 
-// fromClause parses item { [INNER] JOIN item (ON expr | USING (col, ...)) }.
+// fromClause parses item { [INNER | LEFT [OUTER] | RIGHT [OUTER]] JOIN item (ON expr | USING (col, ...)) }.
 func (p *parser) fromClause() FromItem {
 	left := p.fromItem()
 	for {
@@ -577,35 +580,48 @@ func (p *parser) fromClause() FromItem {
 			if !p.tok.is("JOIN") {
 				p.fail(p.tok.pos, "expected JOIN after INNER, found %s", p.tok.describe())
 			}
-			fallthrough
+			left = p.joinRest(left, t.pos, "")
+		case t.is("LEFT"), t.is("RIGHT"):
+			kind := upperASCII(t.text)
+			p.next()
+			p.accept("OUTER")
+			if !p.tok.is("JOIN") {
+				p.fail(p.tok.pos, "expected JOIN after %s, found %s", kind, p.tok.describe())
+			}
+			left = p.joinRest(left, t.pos, kind)
 		case t.is("JOIN"):
-			p.next()
-			right := p.fromItem()
-			if p.accept("USING") {
-				j := &JoinExpr{Left: left, JoinPos: t.pos, Right: right}
-				p.expect("(")
-				for {
-					name, pos := p.name("a column name in USING")
-					j.Using, j.UsingPos = append(j.Using, name), append(j.UsingPos, pos)
-					if !p.accept(",") {
-						break
-					}
-				}
-				p.expect(")")
-				left = j
-				continue
-			}
-			if !p.tok.is("ON") {
-				p.fail(p.tok.pos, "expected ON or USING after the joined table, found %s", p.tok.describe())
-			}
-			p.next()
-			left = &JoinExpr{Left: left, JoinPos: t.pos, Right: right, On: p.expr()}
-		case t.is(","), t.is("LEFT"), t.is("RIGHT"), t.is("CROSS"), t.is("FULL"), t.is("NATURAL"), t.is("OUTER"):
-			p.fail(t.pos, "only [INNER] JOIN ... ON or USING is supported, found %s", t.describe())
+			left = p.joinRest(left, t.pos, "")
+		case t.is(","), t.is("CROSS"), t.is("FULL"), t.is("NATURAL"), t.is("OUTER"):
+			p.fail(t.pos, "only [INNER] JOIN and LEFT/RIGHT [OUTER] JOIN, with ON or USING, are supported, found %s", t.describe())
 		default:
 			return left
 		}
 	}
+}
+
+// joinRest parses JOIN item (ON cond | USING (cols)) after the join's
+// kind ("", "LEFT" or "RIGHT").
+func (p *parser) joinRest(left FromItem, pos Pos, kind string) FromItem {
+	p.next()
+	right := p.fromItem()
+	if p.accept("USING") {
+		j := &JoinExpr{Left: left, JoinPos: pos, Kind: kind, Right: right}
+		p.expect("(")
+		for {
+			name, pos := p.name("a column name in USING")
+			j.Using, j.UsingPos = append(j.Using, name), append(j.UsingPos, pos)
+			if !p.accept(",") {
+				break
+			}
+		}
+		p.expect(")")
+		return j
+	}
+	if !p.tok.is("ON") {
+		p.fail(p.tok.pos, "expected ON or USING after the joined table, found %s", p.tok.describe())
+	}
+	p.next()
+	return &JoinExpr{Left: left, JoinPos: pos, Kind: kind, Right: right, On: p.expr()}
 }
 
 // fromItem parses name [[AS] alias] or (SELECT ...) [AS] alias.
@@ -672,6 +688,60 @@ func (p *parser) selectStmt() *SelectStmt {
 		}
 	}
 	s := &SelectStmt{WithPos: withPos, With: ctes, SelectPos: p.expect("SELECT")}
+	top := p.selectCore(s)
+	for p.tok.is("UNION") || p.tok.is("EXCEPT") || p.tok.is("INTERSECT") {
+		arm := CompoundArm{OpPos: p.tok.pos, Op: upperASCII(p.tok.text)}
+		p.next()
+		if arm.Op == "UNION" && p.accept("ALL") {
+			arm.Op = "UNION ALL"
+		}
+		if top != nil {
+			p.fail(top.Pos(), "TOP cannot be used in a compound query (write LIMIT after its last arm)")
+		}
+		if p.tok.is("WITH") {
+			p.fail(p.tok.pos, "WITH goes before the first arm of a compound query")
+		}
+		arm.Select = &SelectStmt{SelectPos: p.expect("SELECT")}
+		if t := p.selectCore(arm.Select); t != nil {
+			p.fail(t.Pos(), "TOP goes in the first arm of a compound query")
+		}
+		s.Compound = append(s.Compound, arm)
+	}
+	if p.tok.is("ORDER") {
+		p.next()
+		p.expect("BY")
+		for {
+			item := OrderItem{Expr: p.expr()}
+			if p.accept("DESC") {
+				item.Desc = true
+			} else {
+				p.accept("ASC")
+			}
+			s.OrderBy = append(s.OrderBy, item)
+			if !p.accept(",") {
+				break
+			}
+		}
+	}
+	if p.tok.is("LIMIT") && top != nil {
+		p.fail(p.tok.pos, "TOP and LIMIT cannot both be given")
+	}
+	if p.accept("LIMIT") {
+		s.Limit = p.expr()
+		if p.accept("OFFSET") {
+			s.Offset = p.expr()
+		}
+	}
+	if top != nil {
+		s.Limit = top
+	}
+	return s
+}
+
+// selectCore parses what follows SELECT up to HAVING into s: WITH
+// DIFFERENTIAL_PRIVACY, DISTINCT, TOP n (returned), the select list, FROM,
+// WHERE, GROUP BY and HAVING.
+func (p *parser) selectCore(s *SelectStmt) (top Expr) {
 	if p.tok.is("WITH") {
 		p.next()
 		if !p.tok.is("DIFFERENTIAL_PRIVACY") {
@@ -683,10 +753,11 @@ func (p *parser) selectStmt() *SelectStmt {
 			s.DPOptions = p.optionList(true)
 		}
 	}
-	if p.tok.is("DISTINCT") || p.tok.is("ALL") {
-		p.fail(p.tok.pos, "SELECT %s is not supported", upperASCII(p.tok.text))
+	if p.accept("DISTINCT") {
+		s.Distinct = true
+	} else {
+		p.accept("ALL")
 	}
-	var top Expr
 	if p.tok.is("TOP") && p.peekKind() == tokInt {
 		// SmartNoise's (and SQL Server's) TOP n: LIMIT n.
 		p.next()
@@ -727,38 +798,7 @@ func (p *parser) selectStmt() *SelectStmt {
 	if p.accept("HAVING") {
 		s.Having = p.expr()
 	}
-	if p.tok.is("ORDER") {
-		p.next()
-		p.expect("BY")
-		for {
-			item := OrderItem{Expr: p.expr()}
-			if p.accept("DESC") {
-				item.Desc = true
-			} else {
-				p.accept("ASC")
-			}
-			s.OrderBy = append(s.OrderBy, item)
-			if !p.accept(",") {
-				break
-			}
-		}
-	}
-	if p.tok.is("LIMIT") && top != nil {
-		p.fail(p.tok.pos, "TOP and LIMIT cannot both be given")
-	}
-	if p.accept("LIMIT") {
-		s.Limit = p.expr()
-		if p.accept("OFFSET") {
-			s.Offset = p.expr()
-		}
-	}
-	if top != nil {
-		s.Limit = top
-	}
-	if p.tok.is("UNION") || p.tok.is("EXCEPT") || p.tok.is("INTERSECT") {
-		p.fail(p.tok.pos, "compound queries (%s) are not supported", upperASCII(p.tok.text))
-	}
-	return s
+	return top
 }
 
 func (p *parser) exprList() []Expr {
@@ -915,9 +955,10 @@ func (p *parser) unary() Expr {
 }
 
 // castTypes are the types CAST accepts: SQLite's, and BigQuery's INT64,
-// FLOAT64 and DOUBLE, which the planner renders with BigQuery's meaning
-// for numbers (INT64 rounds half away from zero; SQLite truncates).
-var castTypes = map[string]bool{"INTEGER": true, "REAL": true, "TEXT": true, "NUMERIC": true, "INT64": true, "FLOAT64": true, "DOUBLE": true}
+// FLOAT64, DOUBLE, STRING and VARCHAR, which the planner renders with
+// BigQuery's meaning for numbers (INT64 rounds half away from zero; SQLite
+// truncates); STRING and VARCHAR are TEXT.
+var castTypes = map[string]bool{"INTEGER": true, "REAL": true, "TEXT": true, "NUMERIC": true, "INT64": true, "FLOAT64": true, "DOUBLE": true, "STRING": true, "VARCHAR": true}
 
 func (p *parser) primary() Expr {
 	t := p.tok
@@ -948,8 +989,10 @@ func (p *parser) primary() Expr {
 		}
 		if t.text == "(" {
 			p.next()
-			if p.tok.is("SELECT") {
-				p.fail(p.tok.pos, "subqueries are not supported")
+			if p.tok.is("SELECT") || p.tok.is("WITH") {
+				q := p.selectStmt()
+				p.expect(")")
+				return &SubqueryExpr{Lparen: t.pos, Query: q}
 			}
 			x := p.expr()
 			if p.tok.is(",") {
@@ -982,7 +1025,7 @@ func (p *parser) primary() Expr {
 			typPos := p.tok.pos
 			typ := upperASCII(p.plainName("type name"))
 			if !castTypes[typ] {
-				p.fail(typPos, "unknown type %s in CAST (expected INTEGER, REAL, TEXT, NUMERIC, INT64, FLOAT64 or DOUBLE)", typ)
+				p.fail(typPos, "unknown type %s in CAST (expected INTEGER, REAL, TEXT, NUMERIC, INT64, FLOAT64, DOUBLE, STRING or VARCHAR)", typ)
 			}
 			p.expect(")")
 			return &CastExpr{CastPos: t.pos, X: x, Type: typ}

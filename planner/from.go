@@ -30,6 +30,12 @@ type relCol struct {
 	// intAffinity: a base column whose declared type gives it SQLite's
 	// INTEGER affinity (the type contains "INT").
 	intAffinity bool
+	// groupsSQL lists the distinct non-NULL values of a public column
+	// joined with a private relation (its public groups); publicGroups:
+	// the column is on the preserved public side of an outer join, so a
+	// GROUP BY on it takes those values whatever the options.
+	groupsSQL    string
+	publicGroups bool
 }
 
 // relation is what the FROM clause produces: its columns, its SQL, and
@@ -92,11 +98,14 @@ type fromBuilder struct {
 	// so rows can repeat and each needs an explicit unit.
 	joined bool
 	rn     *renderer
+	// released: the composite query's parts, by the statement each stands
+	// for (see PlanComposite).
+	released map[*parser.SelectStmt]*Released
 }
 
 // buildFrom returns the FROM clause's relation.
-func buildFrom(stmt *parser.SelectStmt, cat *catalog.Catalog, rn *renderer) (*relation, error) {
-	fb := &fromBuilder{cat: cat, ctes: map[string]*parser.CTE{}, rn: rn}
+func buildFrom(stmt *parser.SelectStmt, cat *catalog.Catalog, rn *renderer, released map[*parser.SelectStmt]*Released) (*relation, error) {
+	fb := &fromBuilder{cat: cat, ctes: map[string]*parser.CTE{}, rn: rn, released: released}
 	for i := range stmt.With {
 		c := &stmt.With[i]
 		if catalog.IsInternalName(c.Name) {
@@ -245,6 +254,9 @@ func outputColumn(i int) string { return fmt.Sprintf("%sc%d", catalog.InternalPr
 // outputs; the outputs get generated names too. Its values are not
 // released: only the outer query's noisy aggregates are.
 func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Pos) (*relation, error) {
+	if r, ok := fb.released[q]; ok {
+		return fb.releasedRelation(r, alias, pos)
+	}
 	refuse := func(p parser.Pos, format string, args ...any) error {
 		return errorf(p, ErrUnsupported, "subquery %q: "+format, append([]any{alias}, args...)...)
 	}
@@ -263,6 +275,9 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 	}
 	if q.Limit != nil || q.Offset != nil || len(q.OrderBy) > 0 {
 		return nil, refuse(q.SelectPos, "LIMIT, OFFSET and ORDER BY would let other units decide which rows remain")
+	}
+	if len(q.Compound) > 0 {
+		return nil, refuse(q.Compound[0].OpPos, "%s in FROM is not available; put it in a WITH query of the outer statement, or make each arm a DP query", q.Compound[0].Op)
 	}
 	inner := &fromBuilder{cat: fb.cat, ctes: map[string]*parser.CTE{}, rn: fb.rn, joined: true}
 	base, err := inner.table(tref)
@@ -353,6 +368,12 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 	fb.rn.private = base.private
 	var sb strings.Builder
 	sb.WriteString("(SELECT ")
+	if q.Distinct {
+		if base.private {
+			return nil, refuse(q.SelectPos, "SELECT DISTINCT is not available in a subquery on a private table")
+		}
+		sb.WriteString("DISTINCT ")
+	}
 	for i, it := range q.Items {
 		if i > 0 {
 			sb.WriteString(", ")
@@ -489,11 +510,15 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 	}
 	defer func(was bool) { fb.rn.private = was }(fb.rn.private)
 	fb.rn.private = out.private
+	word := " JOIN " // an outer join with a private side runs as an inner one (outerJoin)
+	if j.Kind != "" && !out.private {
+		word = " " + j.Kind + " JOIN "
+	}
 	if j.On != nil {
 		if err := walk(j.On); err != nil {
 			return nil, err
 		}
-		out.sql = l.sql + " JOIN " + r.sql + " ON " + fb.rn.sql(j.On, nil)
+		out.sql = l.sql + word + r.sql + " ON " + fb.rn.sql(j.On, nil)
 	} else {
 		on, err := usingEqualities(j, l, r, out)
 		if err != nil {
@@ -504,7 +529,12 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 		for _, e := range eqs {
 			conds = append(conds, e[0].sql+" = "+e[1].sql) // resolving them recorded the reads
 		}
-		out.sql = l.sql + " JOIN " + r.sql + " ON " + strings.Join(conds, " AND ")
+		out.sql = l.sql + word + r.sql + " ON " + strings.Join(conds, " AND ")
+	}
+	if j.Kind != "" {
+		if err := outerJoin(j, l, r, out); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case !l.private && !r.private:
@@ -524,13 +554,86 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 		}
 		out.unit, out.unitSQL, out.unitBase = l.unit, l.unitSQL, l.unitBase
 	default:
-		p := l
+		p, pub := l, r
 		if r.private {
-			p = r
+			p, pub = r, l
 		}
 		out.unit, out.unitSQL, out.unitBase = p.unit, p.unitSQL, p.unitBase
+		// Each public column can list its values as public groups.
+		for k, c := range out.cols {
+			for _, pc := range pub.cols {
+				if c.sql == pc.sql {
+					cp := *c
+					cp.groupsSQL = "SELECT DISTINCT " + c.sql + " FROM " + pub.sql + " WHERE " + c.sql + " IS NOT NULL ORDER BY 1"
+					out.cols[k] = &cp
+				}
+			}
+		}
 	}
 	return out, nil
+}
+
+// outerJoin checks LEFT/RIGHT JOIN and prints it. Public ⋈ public keeps
+// SQL's meaning. With a private side, the preserved side must be public:
+// the public-groups idiom (BigQuery's PUBLIC_GROUPS). Private rows are
+// then joined as by an inner join — a public row without a match adds no
+// row to any aggregate — and a GROUP BY on a preserved column takes its
+// groups from the public side's values, every one output (empty groups
+// get a noisy zero), so no private value decides which groups exist.
+func outerJoin(j *parser.JoinExpr, l, r, out *relation) error {
+	keep, other := l, r
+	if j.Kind == "RIGHT" {
+		keep, other = r, l
+	}
+	if !l.private && !r.private {
+		if j.Kind == "RIGHT" && len(j.Using) > 0 {
+			mergedOnRight(out, l, r, j.Using)
+		}
+		return nil
+	}
+	if keep.private {
+		return errorf(j.JoinPos, ErrUnsupported, "%s JOIN must preserve a public relation (the public-groups idiom: FROM public_groups LEFT JOIN private_table ON ...); %s is private — use [INNER] JOIN", j.Kind, keep.name)
+	}
+	if !other.private {
+		return nil
+	}
+	if j.Kind == "RIGHT" && len(j.Using) > 0 {
+		mergedOnRight(out, l, r, j.Using)
+	}
+	for k, c := range out.cols {
+		for _, kc := range keep.cols {
+			if c.sql == kc.sql {
+				cp := *c
+				cp.publicGroups = true
+				out.cols[k] = &cp
+			}
+		}
+	}
+	return nil
+}
+
+// mergedOnRight makes the unqualified name of each USING column of a
+// RIGHT JOIN name the right side's column, the one SQL merges from the
+// preserved side.
+func mergedOnRight(out, l, r *relation, using []string) {
+	visible := func(rel *relation, name string) string {
+		for _, c := range rel.cols {
+			if catalog.SameName(c.name, name) && !c.qualifiedOnly {
+				return c.sql
+			}
+		}
+		return ""
+	}
+	for _, name := range using {
+		lsql, rsql := visible(l, name), visible(r, name)
+		for k, c := range out.cols {
+			if c.sql == lsql || c.sql == rsql {
+				cp := *c
+				cp.qualifiedOnly = c.sql == lsql
+				out.cols[k] = &cp
+			}
+		}
+	}
 }
 
 // usingEqualities resolves JOIN ... USING (a, ...): each name must be a

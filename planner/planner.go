@@ -74,6 +74,8 @@ type PublicQuery struct {
 	SQL string
 	// Reads is what SQL may read: per table, the columns ("*": all).
 	Reads map[string]map[string]bool
+	// Names are the output columns' names.
+	Names []string
 }
 
 // CellKind is what a noisy cell measures.
@@ -129,8 +131,11 @@ type Cell struct {
 	// instead of Laplace noise at Epsilon.
 	Gaussian bool
 	Rho      float64
-	// P is a QuantileTree cell's quantile.
-	P float64
+	// P is a QuantileTree cell's quantile; Ps, when set, are the
+	// quantiles of APPROX_QUANTILES, all read from the one noisy tree
+	// (each node's count noised once, however many descents read it).
+	P  float64
+	Ps []float64
 	// PerUnit (BigQuery's contribution_bounds_per_group): each privacy
 	// unit's rows in a group are combined first — summed for ClippedSum,
 	// averaged for CenteredSum, counted for CountRows and CountValues with
@@ -241,6 +246,47 @@ type Aggregate struct {
 	Sample bool
 	// P is the quantile of an AggQuantile (0.5 for MEDIAN).
 	P float64
+	// Quantiles is n of APPROX_QUANTILES(x, n): the value is a JSON array
+	// of the n + 1 quantiles 0, 1/n, ..., 1, as BigQuery's array.
+	Quantiles int
+	// Report: report_format => 'JSON', as BigQuery: the aggregate's value
+	// is a JSON text {"result": {"value": v, "noise_confidence_interval":
+	// {...}}} (the interval when ErrorBound95 knows one).
+	Report bool
+}
+
+// MaxApproxQuantiles caps n of APPROX_QUANTILES(x, n).
+const MaxApproxQuantiles = 1000
+
+// ErrorBound95 is the half-width of the 95% interval of an aggregate's
+// noise, when it is one noisy cell with declared bounds (COUNT, SUM);
+// false otherwise.
+func (q *PrivateQuery) ErrorBound95(a *Aggregate) (float64, bool) {
+	if (a.Kind != AggCount && a.Kind != AggSum) || a.Search >= 0 {
+		return 0, false
+	}
+	c := q.Cells[a.Cells[0]]
+	return c.ErrorBound95(c.L1Sensitivity), true
+}
+
+// reportFormat reads report_format => 'JSON' off an aggregate's named
+// arguments, returning the others.
+func reportFormat(call *parser.CallExpr) (report bool, rest []parser.NamedArg, err error) {
+	for _, na := range call.Named {
+		if na.Name != "report_format" {
+			rest = append(rest, na)
+			continue
+		}
+		v, lerr := parser.LiteralValue(na.Value)
+		if f, ok := v.(string); lerr != nil || !ok || !strings.EqualFold(f, "JSON") {
+			return false, nil, errorf(na.Value.Pos(), ErrInvalidOption, "report_format takes 'JSON' (BigQuery's 'PROTO' is not available)")
+		}
+		if call.Name == "MEDIAN" || call.Name == "PERCENTILE_CONT" || call.Name == "APPROX_QUANTILES" || (call.Name == "COUNT" && call.Distinct) {
+			return false, nil, errorf(na.NamePos, ErrInvalidOption, "report_format is available on COUNT, SUM, AVG, VAR and STDDEV")
+		}
+		report = true
+	}
+	return report, rest, nil
 }
 
 // GroupKey is a GROUP BY column with its public domain, or without one
@@ -383,6 +429,14 @@ type Session struct {
 	// Noise is the session's choice of mechanism ("", "auto", NoiseLaplace
 	// or NoiseGaussian); OPTIONS (noise = ...) overrides it.
 	Noise string
+	// Released holds, while a composite query is planned, the released
+	// result each of its DP parts stands for (see PlanComposite).
+	Released map[*parser.SelectStmt]*Released
+	// PublicValues runs a query the planner printed over public relations
+	// only (reads: what it may read) and returns its one column's values:
+	// the groups of a GROUP BY on the preserved public side of an outer
+	// join, or under group_selection_strategy = PUBLIC_GROUPS.
+	PublicValues func(sql string, reads map[string]map[string]bool) ([]any, error)
 }
 
 // DefaultBoundsFraction is the default share of ε spent on bound searches,
@@ -394,6 +448,12 @@ const maxGroups = 1_000_000
 
 // PlanSelect plans a SELECT against the catalog.
 func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Plan, error) {
+	if r, ok := sess.Released[stmt]; ok && len(stmt.Compound) == 0 {
+		return &PublicQuery{Stmt: stmt, SQL: releasedSelect(r), Reads: map[string]map[string]bool{}, Names: r.Columns}, nil
+	}
+	if len(stmt.Compound) > 0 {
+		return planCompound(stmt, cat, sess)
+	}
 	rn := newRenderer()
 	if stmt.From == nil {
 		if stmt.DP {
@@ -403,18 +463,37 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 			return nil, err
 		}
 		rn.private = false
-		return &PublicQuery{Stmt: stmt, SQL: publicSQL(stmt, nil, rn), Reads: rn.reads}, nil
+		if err := planSubqueries(stmt, cat, sess, rn); err != nil {
+			return nil, err
+		}
+		if err := checkJSONPaths(stmt); err != nil {
+			return nil, err
+		}
+		sqlText, names := publicSQL(stmt, nil, rn)
+		if err := rn.err(); err != nil {
+			return nil, err
+		}
+		return &PublicQuery{Stmt: stmt, SQL: sqlText, Reads: rn.reads, Names: names}, nil
 	}
-	rel, err := buildFrom(stmt, cat, rn)
+	rel, err := buildFrom(stmt, cat, rn, sess.Released)
 	if err != nil {
 		return nil, err
 	}
 	if rel.private {
+		if err := refuseInPrivate(stmt); err != nil {
+			return nil, err
+		}
 		if err := checkStmtTotal(stmt); err != nil {
 			return nil, err
 		}
 	} else {
 		rn.private = false
+		if err := planSubqueries(stmt, cat, sess, rn); err != nil {
+			return nil, err
+		}
+		if err := checkJSONPaths(stmt); err != nil {
+			return nil, err
+		}
 		if err := resolveAll(stmt, rel, func(name string) (string, bool) {
 			for _, it := range stmt.Items {
 				if it.Alias != "" && catalog.SameName(it.Alias, name) {
@@ -425,11 +504,11 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 		}); err != nil {
 			return nil, err
 		}
-		sqlText := publicSQL(stmt, rel, rn)
+		sqlText, names := publicSQL(stmt, rel, rn)
 		if err := rn.err(); err != nil {
 			return nil, err
 		}
-		return &PublicQuery{Stmt: stmt, SQL: sqlText, Reads: rn.reads}, nil
+		return &PublicQuery{Stmt: stmt, SQL: sqlText, Reads: rn.reads, Names: names}, nil
 	}
 	b := &builder{stmt: stmt, rel: rel, searchIndex: map[string]int{}, q: &PrivateQuery{
 		Stmt: stmt, FromSQL: rel.sql, FromName: rel.name, UnitSQL: rel.unitSQL, UnitBase: rel.unitBase,
@@ -447,15 +526,32 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 // publicSQL prints a query over public tables (or none) from resolved
 // names. Every output gets an explicit name: the analyst's alias, the
 // column name as written, or the canonical text of the expression.
-func publicSQL(stmt *parser.SelectStmt, rel *relation, rn *renderer) string {
+func publicSQL(stmt *parser.SelectStmt, rel *relation, rn *renderer) (string, []string) {
 	var sb strings.Builder
+	var names []string
 	sb.WriteString("SELECT ")
+	if stmt.Distinct {
+		sb.WriteString("DISTINCT ")
+	}
 	for i, it := range stmt.Items {
 		if i > 0 {
 			sb.WriteString(", ")
 		}
 		if it.Star {
-			sb.WriteString("*")
+			// Every column the relation shows, by the name the analyst
+			// knows it by (a derived table's generated names stay inside).
+			first := true
+			for _, c := range rel.cols {
+				if c.qualifiedOnly {
+					continue
+				}
+				if !first {
+					sb.WriteString(", ")
+				}
+				first = false
+				sb.WriteString(c.sql + " AS " + parser.QuoteIdent(c.name))
+				names = append(names, c.name)
+			}
 			continue
 		}
 		name := it.Alias
@@ -467,12 +563,13 @@ func publicSQL(stmt *parser.SelectStmt, rel *relation, rn *renderer) string {
 			}
 		}
 		sb.WriteString(rn.sql(it.Expr, nil) + " AS " + parser.QuoteIdent(name))
+		names = append(names, name)
 	}
 	if rel != nil {
 		sb.WriteString(" FROM " + rel.sql)
 	}
 	writeTail(&sb, stmt, rn, true)
-	return sb.String()
+	return sb.String(), names
 }
 
 // noColumns rejects column references in a SELECT without FROM.
@@ -521,6 +618,10 @@ type builder struct {
 	aliases     map[string]int // folded alias → output index
 	rowScale    float64        // l0·l∞: rows one unit can change
 	delta       float64
+	// publicGroups: OPTIONS (group_selection_strategy = PUBLIC_GROUPS);
+	// publicValues reads a public relation's values (Session).
+	publicGroups bool
+	publicValues func(sql string, reads map[string]map[string]bool) ([]any, error)
 }
 
 func (b *builder) build(sess Session) error {
@@ -535,6 +636,7 @@ func (b *builder) build(sess Session) error {
 	}
 	b.rowScale = float64(opts.unit.MaxGroups * opts.unit.MaxRows)
 	b.delta = opts.delta
+	b.publicGroups, b.publicValues = opts.publicGroups, sess.PublicValues
 	if s.Where != nil {
 		if err := b.rowExpr(s.Where, "WHERE"); err != nil {
 			return err
@@ -711,6 +813,7 @@ type options struct {
 	noise            string
 	unit             catalog.Unit
 	minUnits         int64 // min_privacy_units_per_group (0: not given)
+	publicGroups     bool  // group_selection_strategy = PUBLIC_GROUPS
 }
 
 // queryOptions reads epsilon, delta, the bounds share and contribution
@@ -772,10 +875,29 @@ func queryOptions(s *parser.SelectStmt, sess Session, rel *relation) (options, e
 				return bad("noise takes 'laplace' or 'gaussian' (or 'auto': the engine chooses)")
 			}
 			o.noise = strings.ToLower(name)
+		case "group_selection_strategy":
+			// BigQuery's: PUBLIC_GROUPS takes GROUP BY values from the
+			// public relations joined in; LAPLACE_THRESHOLD is the default.
+			name := ""
+			switch x := opt.Value.(type) {
+			case *parser.ColumnRef:
+				name = x.Name
+			case *parser.Literal:
+				if x.Kind == parser.StringLit {
+					name = x.Raw
+				}
+			}
+			switch strings.ToUpper(name) {
+			case "PUBLIC_GROUPS":
+				o.publicGroups = true
+			case "LAPLACE_THRESHOLD":
+			default:
+				return bad("group_selection_strategy takes PUBLIC_GROUPS or LAPLACE_THRESHOLD")
+			}
 		case "privacy_unit_column":
 			return options{}, errorf(opt.NamePos, ErrInvalidOption, "the privacy unit is the owner's choice (CREATE PRIVACY POLICY ... OPTIONS (privacy_unit_column = ...))")
 		default:
-			return options{}, errorf(opt.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, delta, bounds_epsilon_fraction, max_groups_contributed, max_rows_contributed, min_privacy_units_per_group, noise)", opt.Name)
+			return options{}, errorf(opt.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, delta, bounds_epsilon_fraction, max_groups_contributed, max_rows_contributed, min_privacy_units_per_group, noise, group_selection_strategy)", opt.Name)
 		}
 	}
 	if rel.unit.Column == "" {
@@ -863,6 +985,28 @@ func (b *builder) groupKey(g parser.Expr) error {
 			col.name, parser.QuoteIdent(col.name))
 	}
 	dom := col.domain
+	if col.groupsSQL != "" && (col.publicGroups || b.publicGroups) {
+		// Public groups: every value of the public relation's column is a
+		// group, found by a query on public data only.
+		if b.publicValues == nil {
+			return errorf(c.NamePos, ErrUnsupported, "public groups need the engine's connection (Session.PublicValues)")
+		}
+		vals, err := b.publicValues(col.groupsSQL, b.rel.rn.reads)
+		if err != nil {
+			return err
+		}
+		if len(vals) > maxGroups {
+			return errorf(c.NamePos, ErrUnsupported, "GROUP BY %q: the public relation has more than %d values", col.name, maxGroups)
+		}
+		if len(vals) == 0 {
+			return errorf(c.NamePos, ErrInvalidOption, "GROUP BY %q: the public relation it comes from has no (non-NULL) values", col.name)
+		}
+		dom = vals
+	} else if b.publicGroups && !col.private {
+		return errorf(c.NamePos, ErrInvalidOption, "group_selection_strategy = PUBLIC_GROUPS: GROUP BY %q is not a column of a public table joined with the private one", col.name)
+	} else if b.publicGroups {
+		return errorf(c.NamePos, ErrInvalidOption, "group_selection_strategy = PUBLIC_GROUPS takes its groups from a public table joined in (FROM public_groups LEFT JOIN private_table ...): GROUP BY %q is a private column", col.name)
+	}
 	if len(dom) == 0 && b.delta <= 0 {
 		table := "<table>"
 		if b.rel.base != nil {
@@ -1012,6 +1156,12 @@ func (b *builder) outputExpr(e parser.Expr, where string) error {
 		switch x := x.(type) {
 		case *parser.CallExpr:
 			if parser.IsAggregate(x) {
+				for _, na := range x.Named {
+					if na.Name == "report_format" && (x != e || where != "the select list") {
+						err = errorf(na.NamePos, ErrUnsupported, "an aggregate with report_format is a JSON text: it must be a select item of its own (read its fields in an outer query, with JSON_EXTRACT)")
+						return false
+					}
+				}
 				err = b.aggregate(x)
 				return false // its arguments are per-row and checked there
 			}
@@ -1043,15 +1193,15 @@ var aggKinds = map[string]AggKind{
 	"VAR_POP": AggVar, "VARIANCE": AggVar, "STDDEV_POP": AggStddev, "STDDEV": AggStddev,
 	"VAR": AggVar, "STD": AggStddev, // SmartNoise's spellings (population statistics)
 	"VAR_SAMP": AggVar, "STDDEV_SAMP": AggStddev,
-	"PERCENTILE_CONT": AggQuantile, "MEDIAN": AggQuantile,
+	"PERCENTILE_CONT": AggQuantile, "MEDIAN": AggQuantile, "APPROX_QUANTILES": AggQuantile,
 }
 
 func (b *builder) aggregate(call *parser.CallExpr) error {
 	kind, ok := aggKinds[call.Name]
 	if !ok {
-		return errorf(call.NamePos, ErrUnsupported, "aggregate %s is not supported yet (supported: COUNT, SUM, AVG, VAR_POP, VARIANCE, VAR, VAR_SAMP, STDDEV_POP, STDDEV, STD, STDDEV_SAMP, MEDIAN, PERCENTILE_CONT)", call.Name)
+		return errorf(call.NamePos, ErrUnsupported, "aggregate %s is not supported yet (supported: COUNT, SUM, AVG, VAR_POP, VARIANCE, VAR, VAR_SAMP, STDDEV_POP, STDDEV, STD, STDDEV_SAMP, MEDIAN, PERCENTILE_CONT, APPROX_QUANTILES)", call.Name)
 	}
-	if !call.Star && len(call.Args) != 1 && call.Name != "PERCENTILE_CONT" {
+	if !call.Star && len(call.Args) != 1 && call.Name != "PERCENTILE_CONT" && call.Name != "APPROX_QUANTILES" {
 		return errorf(call.NamePos, ErrUnsupported, "%s takes one argument", call.Name)
 	}
 	countUnits, countDistinct := false, false
@@ -1084,6 +1234,17 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		}
 		quantile = v
 	}
+	quantiles := 0
+	if call.Name == "APPROX_QUANTILES" {
+		n, err := 0.0, errors.New("no n")
+		if len(call.Args) == 2 {
+			n, err = parser.NumberValue(call.Args[1])
+		}
+		if err != nil || n != math.Trunc(n) || n < 1 || n > MaxApproxQuantiles {
+			return errorf(call.NamePos, ErrInvalidOption, "APPROX_QUANTILES takes a value and a constant integer n in [1, %d]: APPROX_QUANTILES(x, 4)", MaxApproxQuantiles)
+		}
+		quantiles = int(n)
+	}
 	var arg parser.Expr
 	if !call.Star {
 		arg = call.Args[0]
@@ -1093,9 +1254,13 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	}
 	var bounds *catalog.Bounds
 	perUnit := false
-	for i, na := range call.Named {
+	report, named, err := reportFormat(call)
+	if err != nil {
+		return err
+	}
+	for i, na := range named {
 		if na.Name != "contribution_bounds_per_group" && na.Name != "contribution_bounds_per_row" {
-			return errorf(na.NamePos, ErrInvalidOption, "unknown named argument %q (known: contribution_bounds_per_group, contribution_bounds_per_row)", na.Name)
+			return errorf(na.NamePos, ErrInvalidOption, "unknown named argument %q (known: contribution_bounds_per_group, contribution_bounds_per_row, report_format)", na.Name)
 		}
 		if i > 0 {
 			return errorf(na.NamePos, ErrInvalidOption, "%s takes one of contribution_bounds_per_group and contribution_bounds_per_row", call.Name)
@@ -1144,8 +1309,11 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	if kind == AggQuantile && bounds == nil {
 		return errorf(call.NamePos, ErrUnsupported, "%s needs declared bounds: contribution_bounds_per_row => (lo, hi), or the column's bounds in the policy (bounds chosen privately are not available for percentiles yet)", call.Name)
 	}
-	agg := &Aggregate{Kind: kind, Search: -1, Text: call.Name + "(" + argText + ")", Sample: strings.HasSuffix(call.Name, "_SAMP"), P: quantile}
-	if kind == AggQuantile {
+	agg := &Aggregate{Kind: kind, Search: -1, Text: call.Name + "(" + argText + ")", Sample: strings.HasSuffix(call.Name, "_SAMP"), P: quantile, Quantiles: quantiles}
+	switch {
+	case quantiles > 0:
+		argText = fmt.Sprintf("%s, %d", argText, quantiles)
+	case kind == AggQuantile:
 		argText = fmt.Sprintf("%s, %g", argText, quantile)
 	}
 	if countUnits || countDistinct {
@@ -1164,6 +1332,10 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		agg.Search = b.search(arg, argText)
 		agg.Text = fmt.Sprintf("%s(%s, bounds chosen privately)", call.Name, argText)
 	}
+	if report {
+		agg.Report = true
+		agg.Text += " as a JSON report"
+	}
 	if i, ok := b.aggIndex[agg.Text]; ok {
 		b.q.AggOf[call] = i
 		return nil
@@ -1177,6 +1349,9 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		}
 		if k == QuantileTree {
 			c.P = quantile
+			for i := 0; i <= quantiles && quantiles > 0; i++ {
+				c.Ps = append(c.Ps, float64(i)/float64(quantiles))
+			}
 			c.Scale = b.rowScale * TreeDepth // every row counts once per level
 		}
 		if (k != CountRows && k != CountValues && k != CountUnits && k != CountDistinct) || countBounds {
@@ -1215,7 +1390,11 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	case AggSum:
 		agg.Cells = []int{newCell(ClippedSum, fmt.Sprintf("SUM(clip(%s, %s))", argText, bnd))}
 	case AggQuantile:
-		agg.Cells = []int{newCell(QuantileTree, fmt.Sprintf("PERCENTILE_CONT(clip(%s, %s), %g) by a noisy %d-ary tree of depth %d", parser.Format(arg), bnd, quantile, TreeBranch, TreeDepth))}
+		what := fmt.Sprintf("PERCENTILE_CONT(clip(%s, %s), %g)", parser.Format(arg), bnd, quantile)
+		if quantiles > 0 {
+			what = fmt.Sprintf("APPROX_QUANTILES(clip(%s, %s), %d)", parser.Format(arg), bnd, quantiles)
+		}
+		agg.Cells = []int{newCell(QuantileTree, fmt.Sprintf("%s by a noisy %d-ary tree of depth %d", what, TreeBranch, TreeDepth))}
 	case AggAvg, AggVar, AggStddev:
 		count := newCell(CountValues, "COUNT("+argText+")")
 		sum := newCell(CenteredSum, fmt.Sprintf("SUM(clip(%s, %s) - midpoint)", argText, bnd))

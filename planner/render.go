@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/dpsql/dpsql/catalog"
@@ -46,7 +47,11 @@ type renderer struct {
 	// resolved; "*" stands for every column of a public table.
 	reads   map[string]map[string]bool
 	missing []*parser.ColumnRef
-	aliases int
+	// subSQL holds the SQL of each planned scalar subquery; one printed
+	// without it is an internal error (unplanned), never analyst text.
+	subSQL    map[*parser.SubqueryExpr]string
+	unplanned []*parser.SubqueryExpr
+	aliases   int
 	// private: the expressions being printed are evaluated on rows of a
 	// private table, so they must be total even where that changes
 	// SQLite's semantics (text caps, SUM as TOTAL). Public data keeps
@@ -56,7 +61,7 @@ type renderer struct {
 }
 
 func newRenderer() *renderer {
-	return &renderer{cols: map[*parser.ColumnRef]string{}, intCols: map[*parser.ColumnRef]bool{}, reads: map[string]map[string]bool{}, private: true}
+	return &renderer{cols: map[*parser.ColumnRef]string{}, intCols: map[*parser.ColumnRef]bool{}, reads: map[string]map[string]bool{}, subSQL: map[*parser.SubqueryExpr]string{}, private: true}
 }
 
 // alias returns a fresh table alias. Analysts cannot name anything with the
@@ -93,6 +98,12 @@ func (rn *renderer) sql(e parser.Expr, extra func(parser.Expr) (string, bool)) s
 			}
 			rn.missing = append(rn.missing, x)
 			return "NULL", true
+		case *parser.SubqueryExpr:
+			if s, ok := rn.subSQL[x]; ok && !rn.private {
+				return s, true
+			}
+			rn.unplanned = append(rn.unplanned, x)
+			return "NULL", true
 		case *parser.BinaryExpr:
 			if x.Op == "||" && rn.private {
 				return "(" + capText(sub(x.X)) + " || " + capText(sub(x.Y)) + ")", true
@@ -101,6 +112,8 @@ func (rn *renderer) sql(e parser.Expr, extra func(parser.Expr) (string, bool)) s
 			switch x.Type {
 			case "FLOAT64", "DOUBLE":
 				return "CAST(" + sub(x.X) + " AS REAL)", true
+			case "STRING", "VARCHAR":
+				return "CAST(" + sub(x.X) + " AS TEXT)", true
 			case "INT64":
 				// BigQuery rounds a real half away from zero (SQLite's ROUND
 				// does too) where SQLite's CAST truncates; integers and text
@@ -114,6 +127,11 @@ func (rn *renderer) sql(e parser.Expr, extra func(parser.Expr) (string, bool)) s
 				// ABS raises "integer overflow" on −2^63 only; NULLIF turns
 				// that one value into NULL and evaluates the argument once.
 				return "ABS(NULLIF(" + sub(x.Args[0]) + ", -9223372036854775807 - 1))", true
+			case (x.Name == "JSON_EXTRACT" || x.Name == "JSON_VALUE") && len(x.Args) == 2:
+				// json_extract raises on text that is not JSON; json_valid
+				// never does (checkTotal makes the path a valid constant).
+				doc := sub(x.Args[0])
+				return "(CASE WHEN json_valid(" + doc + ") THEN json_extract(" + doc + ", " + sub(x.Args[1]) + ") END)", true
 			case (x.Name == "IF" || x.Name == "IIF") && len(x.Args) == 3:
 				return "(CASE WHEN " + sub(x.Args[0]) + " THEN " + sub(x.Args[1]) + " ELSE " + sub(x.Args[2]) + " END)", true
 			case x.Name == "REPLACE" && len(x.Args) == 3 && rn.private:
@@ -136,11 +154,44 @@ func capText(s string) string {
 // err reports a column reference that was rendered without having been
 // resolved: an internal invariant, never data-dependent.
 func (rn *renderer) err() error {
+	if len(rn.unplanned) > 0 {
+		return errorf(rn.unplanned[0].Lparen, ErrUnsupported, "internal error: a subquery was not planned")
+	}
 	if len(rn.missing) == 0 {
 		return nil
 	}
 	c := rn.missing[0]
 	return errorf(c.NamePos, ErrUnknownName, "internal error: column %q was not resolved", c.Name)
+}
+
+// jsonPath is the JSON path grammar JSON_EXTRACT accepts: steps SQLite
+// never rejects.
+var jsonPath = regexp.MustCompile(`^\$(\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]{1,9}\])*$`)
+
+// jsonPathError refuses a JSON_EXTRACT whose path is not a constant in
+// the jsonPath grammar: SQLite would raise on it, only when some row
+// reaches it.
+func jsonPathError(x parser.Expr) error {
+	if c, ok := x.(*parser.CallExpr); ok && (c.Name == "JSON_EXTRACT" || c.Name == "JSON_VALUE") && len(c.Args) == 2 {
+		if v, err := parser.LiteralValue(c.Args[1]); err != nil || !jsonPath.MatchString(fmt.Sprint(v)) {
+			return errorf(c.Args[1].Pos(), ErrUnsupported, "%s takes a constant path such as '$.result.value' ($ then .name or [n] steps)", c.Name)
+		}
+	}
+	return nil
+}
+
+// checkJSONPaths runs jsonPathError on a public statement's expressions.
+func checkJSONPaths(stmt *parser.SelectStmt) error {
+	var err error
+	forEachExpr(stmt, func(e parser.Expr) {
+		parser.Walk(e, func(x parser.Expr) bool {
+			if err == nil {
+				err = jsonPathError(x)
+			}
+			return err == nil
+		})
+	})
+	return err
 }
 
 // checkTotal refuses, before anything runs, the expressions whose run-time
@@ -149,6 +200,13 @@ func (rn *renderer) err() error {
 func checkTotal(e parser.Expr) error {
 	var err error
 	parser.Walk(e, func(x parser.Expr) bool {
+		if err != nil {
+			return false
+		}
+		if jerr := jsonPathError(x); jerr != nil {
+			err = jerr
+			return false
+		}
 		l, ok := x.(*parser.LikeExpr)
 		if !ok {
 			return true

@@ -209,7 +209,7 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 		if k.Domain != nil {
 			var vals []string
 			for _, v := range k.Domain {
-				vals = append(vals, SQLLiteral(v))
+				vals = append(vals, parser.SQLLiteral(v))
 			}
 			where = append(where, k.SQL+" IN ("+strings.Join(vals, ", ")+")")
 		}
@@ -384,30 +384,10 @@ func domainIndex(k planner.GroupKey) string {
 	var sb strings.Builder
 	sb.WriteString("CASE " + k.SQL)
 	for i, v := range k.Domain {
-		fmt.Fprintf(&sb, " WHEN %s THEN %d", SQLLiteral(v), i)
+		fmt.Fprintf(&sb, " WHEN %s THEN %d", parser.SQLLiteral(v), i)
 	}
 	sb.WriteString(" END")
 	return sb.String()
-}
-
-// SQLLiteral renders a constant as SQL.
-func SQLLiteral(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "NULL"
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	case string:
-		return parser.QuoteString(v)
-	case bool:
-		if v {
-			return "1"
-		}
-		return "0"
-	}
-	return parser.QuoteString(fmt.Sprint(v))
 }
 
 // post builds the post-processing statement: the select list, HAVING,

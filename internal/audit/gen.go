@@ -114,6 +114,12 @@ func (g *generator) num(depth int) string {
 		}
 		args := make([]string, n)
 		for i := range args {
+			if i == 1 && (name == "JSON_EXTRACT" || name == "JSON_VALUE") {
+				// The planner takes constant paths only; the document stays
+				// any value of the row (NULL where it is not JSON).
+				args[i] = g.pick([]string{"'$'", "'$.a'", "'$[0]'", "'$.result.value'"})
+				continue
+			}
 			if g.chance(0.4) {
 				args[i] = g.pick(g.rel.nums) // extreme stored values reach the function as they are
 				continue
@@ -277,8 +283,15 @@ func (g *generator) relation() *relation {
 			g.use("JOIN ... USING")
 			from = "p JOIN pub USING (g)"
 		}
+		keys, freeKey := []string{"p.g"}, []string{"pub.label"}
+		if g.chance(0.35) {
+			// The public-groups idiom: pub's values are the groups.
+			g.use("public groups (outer join)")
+			from = g.pick([]string{"pub LEFT JOIN p ON pub.g = p.g", "p RIGHT OUTER JOIN pub USING (g)"})
+			keys, freeKey = []string{"p.g", "pub.label", "pub.g"}, nil
+		}
 		return &relation{name: "private JOIN public", from: from, nums: []string{"p.v", "p.w", "pub.weight"},
-			texts: []string{"pub.label", "p.h"}, plain: []string{"p.w", "p.n"}, keys: []string{"p.g"}, freeKey: []string{"pub.label"},
+			texts: []string{"pub.label", "p.h"}, plain: []string{"p.w", "p.n"}, keys: keys, freeKey: freeKey,
 			unit: "p.uid", units: true, raw: "p.v", bins: []string{"p.w", "p.n"}}
 	case 7:
 		from := "p JOIN p2 ON p.uid = p2.uid"

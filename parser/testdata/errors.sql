@@ -1,6 +1,7 @@
 SELECT COUNT(*) FROM adult WHERE /* ERROR "expected an expression, found end of input" */
 SELECT * FROM a JOIN b WHERE /* ERROR "expected ON or USING after the joined table, found \"WHERE\"" */ x
-SELECT a FROM t UNION /* ERROR "compound queries" */ SELECT b FROM t
+SELECT TOP 3 /* ERROR "TOP cannot be used in a compound query" */ a FROM t UNION SELECT b FROM t
+SELECT a FROM t UNION WITH /* ERROR "WITH goes before the first arm" */ x AS (SELECT 1) SELECT 2
 PRAGMA /* ERROR "unsupported statement PRAGMA" */ table_info(t)
 ATTACH /* ERROR "unsupported statement ATTACH" */ 'x.db' AS x
 DELETE /* ERROR "unsupported statement DELETE" */ FROM t
@@ -16,10 +17,10 @@ SELECT 12abc /* ERROR "malformed number" */ FROM t
 SELECT a FROM t WHERE a = 1 garbage /* ERROR "expected ';' or end of input" */ x
 SELECT ABS /* ERROR "wrong arguments to ABS" */ (1, 2) FROM t
 SELECT CAST(a AS BLOB /* ERROR "unknown type BLOB" */) FROM t
-SELECT a FROM t LEFT /* ERROR "only \[INNER\] JOIN ... ON or USING is supported" */ JOIN u ON a = b
+SELECT a FROM t AS x FULL /* ERROR "only \[INNER\] JOIN and LEFT/RIGHT \[OUTER\] JOIN" */ JOIN u ON a = b
+SELECT a FROM t LEFT OUTER u /* ERROR "expected JOIN after LEFT" */ ON a = b
 SELECT COUNT(*) OVER /* ERROR "window functions" */ () FROM t
 SELECT a @ /* ERROR "unexpected character '@'" */ b FROM t
-SELECT DISTINCT /* ERROR "SELECT DISTINCT is not supported" */ a FROM t
 SHOW USERS /* ERROR "expected BUDGET, TABLES, POLICY, LEDGER, CACHE or ANALYSTS" */
 SELECT a FROM t, /* ERROR "only \[INNER\] JOIN" */ u
 SELECT a FROM (t /* ERROR "expected a subquery" */)

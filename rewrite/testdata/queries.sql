@@ -14,3 +14,8 @@ SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-5) "Sex", "Age
 SELECT v.ward, COUNT(*) FROM visits AS v JOIN lookup AS l ON v.ward = l.code GROUP BY v.ward;
 WITH per_unit AS (SELECT uid, SUM(cost) AS total FROM visits GROUP BY uid) SELECT AVG(total) FROM per_unit;
 SELECT COUNT(*) FROM adult AS a JOIN lookup AS x ON a."Sex" = x.code;
+SELECT "Sex", n FROM (SELECT "Sex", COUNT(*) AS n FROM adult GROUP BY "Sex") AS r ORDER BY n DESC;
+WITH r AS (SELECT "Education", AVG("Age") AS a FROM adult GROUP BY "Education") SELECT DISTINCT ROUND(a) AS age FROM r;
+SELECT (SELECT COUNT(*) FROM adult WHERE "Age" >= 65) * 1.0 / (SELECT COUNT(*) FROM adult) AS share_65_plus;
+SELECT 'young' AS band, COUNT(*) AS n FROM adult WHERE "Age" < 40 UNION ALL SELECT 'old', COUNT(*) FROM adult WHERE "Age" >= 40 ORDER BY n;
+SELECT l.label, r.n FROM (SELECT ward, COUNT(*) AS n FROM visits GROUP BY ward) AS r JOIN lookup AS l ON l.code = r.ward;
