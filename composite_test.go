@@ -87,7 +87,7 @@ func TestSQLOverReleasedResultsRefusals(t *testing.T) {
 		{`SELECT r.n FROM (SELECT COUNT(*) AS n FROM t) AS r JOIN t ON t.x = r.n`, planner.ErrNotPrivate, "may read only those answers and public tables"},
 		{`SELECT (SELECT x FROM t LIMIT 1)`, planner.ErrNotPrivate, "can only appear inside an aggregate"},
 		{`SELECT COUNT(*) FROM t WHERE x > (SELECT 5)`, planner.ErrUnsupported, "subquery in an expression is not available in a query on a private table"},
-		{`SELECT COUNT(*) FROM t WHERE x > (SELECT COUNT(*) FROM t)`, planner.ErrUnsupported, "subquery in an expression is not available in a query on a private table"},
+		{`SELECT COUNT(*) FROM t WHERE x > (SELECT COUNT(*) FROM t)`, planner.ErrNotPrivate, "may read only those answers and public tables; its FROM reads table \"t\""},
 		{`SELECT DISTINCT g FROM t GROUP BY g`, planner.ErrUnsupported, "SELECT DISTINCT is not available"},
 		{`SELECT COUNT(*) FROM t UNION ALL SELECT x FROM t`, planner.ErrNotPrivate, "may read only those answers and public tables: column \"x\" of private table \"t\" can only appear inside an aggregate"},
 		{`SELECT COUNT(*) FROM (SELECT x FROM t UNION ALL SELECT x FROM t) AS u`, planner.ErrUnsupported, "UNION ALL"},
@@ -95,6 +95,14 @@ func TestSQLOverReleasedResultsRefusals(t *testing.T) {
 		{`SELECT COUNT(*) FROM t UNION ALL SELECT 1, 2`, exec.ErrRejected, "same number of result columns"},
 		{`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 60) COUNT(*) FROM t UNION ALL SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 60) COUNT(*) FROM t WHERE x > 1`, budget.ErrBudgetExhausted, "cost ε=120"},
 		{`SELECT COUNT(*) AS n FROM t UNION SELECT COUNT(*) FROM t ORDER BY g`, planner.ErrUnsupported, "output column names or positions"},
+		// Attempts to reach private rows through the new shapes.
+		{`SELECT * FROM (SELECT x FROM t) AS r`, planner.ErrUnsupported, "no privacy_unit_column"},
+		{`SELECT (SELECT MAX(x) FROM t)`, planner.ErrUnsupported, "MAX"},
+		{`SELECT n FROM (SELECT COUNT(*) AS n FROM t) AS r WHERE n > (SELECT x FROM t LIMIT 1)`, planner.ErrNotPrivate, "can only appear inside an aggregate"},
+		{`WITH r AS (SELECT g FROM t) SELECT (SELECT COUNT(*) FROM r) AS n, g FROM r`, planner.ErrUnsupported, "no privacy_unit_column"},
+		{`SELECT l.code, t.x FROM lookup AS l LEFT JOIN t ON t.g = l.code`, planner.ErrNotPrivate, "can only appear inside an aggregate"},
+		{`SELECT code FROM lookup UNION SELECT g FROM t`, planner.ErrNotPrivate, "can only appear inside an aggregate"},
+		{`SELECT DISTINCT g FROM t`, planner.ErrUnsupported, "SELECT DISTINCT is not available"},
 	} {
 		before := spent(t, e)
 		_, err := e.Query(context.Background(), tc.sql)

@@ -4,10 +4,13 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/planner"
 )
 
@@ -135,8 +138,24 @@ func TestMainSchemaQualifiedNames(t *testing.T) {
 	if got := rowsOf(query(t, e, `SELECT COUNT(*) FROM main.t JOIN main.lookup ON t.g = lookup.code`)); got != "500" {
 		t.Errorf("main.t join: %s", got)
 	}
-	if _, err := e.Query(t.Context(), `SELECT COUNT(*) FROM pums.t`); err == nil || !strings.Contains(err.Error(), `unknown schema "pums"`) {
+	if _, err := e.Query(t.Context(), `SELECT COUNT(*) FROM pums.t`); err == nil || !strings.Contains(err.Error(), `unknown table "pums.t"`) {
 		t.Errorf("other schema: %v", err)
+	}
+	// A two-part name s.t names the table called "s.t" (SmartNoise's
+	// PUMS.PUMS), which the owner imports under that name.
+	csv := filepath.Join(t.TempDir(), "pums.csv")
+	if err := os.WriteFile(csv, []byte("age,sex\n30,1\n40,0\n50,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	owner := open(t, e.Path(), dpsql.Options{Owner: true})
+	if _, _, err := owner.ImportCSV(t.Context(), "PUMS.PUMS", csv, csvimport.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, owner, `CREATE PRIVACY POLICY ON "PUMS.PUMS"`)
+	for _, q := range []string{`SELECT COUNT(*) FROM PUMS.PUMS`, `SELECT COUNT(*) FROM main.PUMS.PUMS AS p WHERE p.age > 0`, `SELECT COUNT(*) FROM "PUMS.PUMS"`} {
+		if got := rowsOf(query(t, e, q)); got != "3" {
+			t.Errorf("%s: %s", q, got)
+		}
 	}
 }
 

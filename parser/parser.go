@@ -649,14 +649,18 @@ func (p *parser) fromItem() FromItem {
 
 func (p *parser) tableRef() *TableRef {
 	n, pos := p.name("table name")
-	if p.tok.is(".") {
-		// main.t: SQLite's name for the database's own schema, the only
-		// one dpsql has.
-		if FoldName(n) != "main" {
-			p.fail(pos, "unknown schema %q: dpsql's tables are in the schema main (write main.t, or t)", n)
-		}
+	if p.tok.is(".") && FoldName(n) == "main" {
+		// main.t: SQLite's name for the database's own schema.
 		p.next()
 		n, pos = p.name("table name")
+	}
+	if p.tok.is(".") {
+		// s.t names the table called "s.t": the owner places a table in
+		// a schema by importing it under that name (SmartNoise's
+		// PUMS.PUMS); dpsql has one schema, main.
+		p.next()
+		t, _ := p.name("table name")
+		n += "." + t
 	}
 	return &TableRef{NamePos: pos, Name: n}
 }

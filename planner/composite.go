@@ -72,6 +72,11 @@ func PlanComposite(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) 
 		sess.Released[p.Key] = r
 	}
 	outer, err := PlanSelect(stmt, cat, sess)
+	if err != nil && !errors.Is(err, ErrNotPrivate) && stmt.From != nil && len(stmt.Compound) == 0 {
+		if rel, ferr := buildFrom(stmt, cat, newRenderer(), sess.Released); ferr == nil && rel.private {
+			return nil, errorf(stmt.From.Pos(), ErrNotPrivate, "a query over the answers of DP queries may read only those answers and public tables; its FROM reads %s", rel.name)
+		}
+	}
 	if errors.Is(err, ErrNotPrivate) {
 		var pe *Error
 		if errors.As(err, &pe) {

@@ -30,4 +30,4 @@ ALTER ANALYST alice /* ERROR "expected PASSWORD or BUDGET after ALTER ANALYST al
 SHOW ANALYST /* ERROR "expected BUDGET, TABLES, POLICY, LEDGER, CACHE or ANALYSTS after SHOW" */
 SELECT COUNT(*) FROM a JOIN b /* ERROR "expected ON or USING after the joined table, found end of input" */
 SELECT COUNT(*) FROM a JOIN b USING () /* ERROR "expected a column name in USING, found \"\)\"" */
-SELECT COUNT(*) FROM pums /* ERROR "unknown schema \"pums\": dpsql's tables are in the schema main" */ .pums
+SELECT COUNT(*) FROM pums.pums. /* ERROR "expected" */ x
