@@ -46,6 +46,7 @@ func TestSQLOverReleasedResults(t *testing.T) {
 		{`SELECT l.label, r.n FROM (SELECT g, COUNT(*) AS n FROM t GROUP BY g) AS r JOIN lookup AS l ON l.code = r.g ORDER BY l.label`, "Alpha:250 Beta:250", "label,n", 1},
 		{`SELECT COUNT(*) AS n FROM t UNION ALL SELECT COUNT(*) FROM lookup`, "1000 2", "n", 1},
 		{`SELECT n FROM (SELECT COUNT(*) AS n FROM t WHERE x > 1000) AS r`, "0", "n", 1},
+		{`SELECT g, n, RANK() OVER (ORDER BY n DESC, g) AS r, SUM(n) OVER () AS total FROM (SELECT g, COUNT(*) AS n FROM t GROUP BY g) AS q ORDER BY g`, "a:250:1:750 b:250:2:750 c:250:3:750 d:0:4:750", "g,n,r,total", 1},
 		{`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5) COUNT(*) AS n FROM t UNION ALL SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.25) COUNT(*) FROM t WHERE g = 'a'`, "1000 250", "n", 2},
 	} {
 		t.Run(tc.sql, func(t *testing.T) {
@@ -103,6 +104,8 @@ func TestSQLOverReleasedResultsRefusals(t *testing.T) {
 		{`SELECT l.code, t.x FROM lookup AS l LEFT JOIN t ON t.g = l.code`, planner.ErrNotPrivate, "can only appear inside an aggregate"},
 		{`SELECT code FROM lookup UNION SELECT g FROM t`, planner.ErrNotPrivate, "can only appear inside an aggregate"},
 		{`SELECT DISTINCT g FROM t`, planner.ErrUnsupported, "SELECT DISTINCT is not available"},
+		{`SELECT g, ROW_NUMBER() OVER (ORDER BY g) AS r, COUNT(*) FROM t GROUP BY g`, planner.ErrUnsupported, "window functions (ROW_NUMBER ... OVER) are not available in a query on a private table"},
+		{`SELECT SUM(x) OVER () FROM t`, planner.ErrUnsupported, "window functions (SUM ... OVER)"},
 	} {
 		before := spent(t, e)
 		_, err := e.Query(context.Background(), tc.sql)

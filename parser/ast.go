@@ -78,6 +78,16 @@ type CallExpr struct {
 	Star     bool // COUNT(*)
 	Args     []Expr
 	Named    []NamedArg
+	// Over makes the call a window function (name(...) OVER (...)): for
+	// public queries and queries over released results only.
+	Over *WindowSpec
+}
+
+// WindowSpec is OVER ([PARTITION BY expr, ...] [ORDER BY item, ...]).
+type WindowSpec struct {
+	OverPos     Pos
+	PartitionBy []Expr
+	OrderBy     []OrderItem
 }
 
 // TupleExpr is a parenthesised list of two or more expressions, as in
@@ -442,6 +452,14 @@ func Walk(e Expr, fn func(Expr) bool) {
 		}
 		for _, a := range e.Named {
 			Walk(a.Value, fn)
+		}
+		if e.Over != nil {
+			for _, x := range e.Over.PartitionBy {
+				Walk(x, fn)
+			}
+			for _, o := range e.Over.OrderBy {
+				Walk(o.Expr, fn)
+			}
 		}
 	case *TupleExpr:
 		for _, x := range e.Elems {

@@ -96,6 +96,28 @@ func (f formatter) expr(e Expr) {
 			f.expr(a.Value)
 		}
 		f.w(")")
+		if w := e.Over; w != nil {
+			f.w(" OVER (")
+			if len(w.PartitionBy) > 0 {
+				f.w("PARTITION BY ")
+				f.list(w.PartitionBy)
+			}
+			for i, o := range w.OrderBy {
+				if i == 0 {
+					if len(w.PartitionBy) > 0 {
+						f.w(" ")
+					}
+					f.w("ORDER BY ")
+				} else {
+					f.w(", ")
+				}
+				f.expr(o.Expr)
+				if o.Desc {
+					f.w(" DESC")
+				}
+			}
+			f.w(")")
+		}
 	case *TupleExpr:
 		f.w("(")
 		f.list(e.Elems)

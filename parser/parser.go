@@ -91,6 +91,15 @@ var scalarFuncs = map[string][2]int{
 	"JSON_EXTRACT": {2, 2}, "JSON_VALUE": {2, 2},
 }
 
+// windowFuncs are the window-only functions (SQLite's), with their
+// argument counts; aggregates take OVER too. Both are for public queries
+// and queries over released results: the planner refuses them on
+// private tables.
+var windowFuncs = map[string][2]int{
+	"ROW_NUMBER": {0, 0}, "RANK": {0, 0}, "DENSE_RANK": {0, 0}, "PERCENT_RANK": {0, 0}, "CUME_DIST": {0, 0},
+	"NTILE": {1, 1}, "LAG": {1, 3}, "LEAD": {1, 3}, "FIRST_VALUE": {1, 1}, "LAST_VALUE": {1, 1}, "NTH_VALUE": {2, 2},
+}
+
 // upperASCII changes the case of ASCII letters only, as SQLite does for
 // keywords and names: "ſ" (U+017F) is not "s" to SQLite, so it must not be
 // to dpsql either.
@@ -155,7 +164,7 @@ func ScalarFunctions() map[string][2]int {
 // IsAggregate reports whether call is an aggregate call (MIN and MAX with
 // one argument are aggregates, with more they are scalar).
 func IsAggregate(call *CallExpr) bool {
-	if !aggregateNames[call.Name] {
+	if !aggregateNames[call.Name] || call.Over != nil {
 		return false
 	}
 	if call.Name == "MIN" || call.Name == "MAX" {
@@ -714,18 +723,7 @@ func (p *parser) selectStmt() *SelectStmt {
 	if p.tok.is("ORDER") {
 		p.next()
 		p.expect("BY")
-		for {
-			item := OrderItem{Expr: p.expr()}
-			if p.accept("DESC") {
-				item.Desc = true
-			} else {
-				p.accept("ASC")
-			}
-			s.OrderBy = append(s.OrderBy, item)
-			if !p.accept(",") {
-				break
-			}
-		}
+		s.OrderBy = p.orderItems()
 	}
 	if p.tok.is("LIMIT") && top != nil {
 		p.fail(p.tok.pos, "TOP and LIMIT cannot both be given")
@@ -803,6 +801,23 @@ func (p *parser) selectCore(s *SelectStmt) (top Expr) {
 		s.Having = p.expr()
 	}
 	return top
+}
+
+// orderItems parses expr [ASC|DESC], ...
+func (p *parser) orderItems() []OrderItem {
+	var items []OrderItem
+	for {
+		item := OrderItem{Expr: p.expr()}
+		if p.accept("DESC") {
+			item.Desc = true
+		} else {
+			p.accept("ASC")
+		}
+		items = append(items, item)
+		if !p.accept(",") {
+			return items
+		}
+	}
 }
 
 func (p *parser) exprList() []Expr {
@@ -1071,7 +1086,8 @@ func (p *parser) call() Expr {
 	p.next()
 	p.expect("(")
 	c := &CallExpr{NamePos: t.pos, Name: name}
-	if !aggregateNames[name] {
+	_, window := windowFuncs[name]
+	if !aggregateNames[name] && !window {
 		if _, ok := scalarFuncs[name]; !ok {
 			p.fail(t.pos, "unknown function %s", name)
 		}
@@ -1112,10 +1128,28 @@ func (p *parser) call() Expr {
 	if c.Star && (name != "COUNT" || c.Distinct) {
 		p.fail(t.pos, "%s(*) is not valid; only COUNT(*) takes *", name)
 	}
-	if p.tok.is("OVER") || p.tok.is("FILTER") {
-		p.fail(p.tok.pos, "window functions and FILTER clauses are not supported")
+	if p.tok.is("FILTER") {
+		p.fail(p.tok.pos, "FILTER clauses are not supported")
 	}
-	if !IsAggregate(c) && !c.Star {
+	if p.tok.is("OVER") {
+		c.Over = p.windowSpec()
+		if !window && !aggregateNames[name] {
+			p.fail(c.Over.OverPos, "%s is not a window or aggregate function", name)
+		}
+		if len(c.Named) > 0 {
+			p.fail(c.Over.OverPos, "a window function takes no named arguments")
+		}
+	} else if window {
+		p.fail(t.pos, "%s is a window function: it needs OVER (...)", name)
+	}
+	if window {
+		lim := windowFuncs[name]
+		if n := len(c.Args); n < lim[0] || n > lim[1] || c.Distinct {
+			p.fail(t.pos, "wrong arguments to %s: %s", name, arity(lim))
+		}
+		return c
+	}
+	if !IsAggregate(c) && !c.Star && c.Over == nil {
 		lim := scalarFuncs[name]
 		n := len(c.Args)
 		if n < lim[0] || (lim[1] >= 0 && n > lim[1]) || len(c.Named) > 0 || c.Distinct {
@@ -1123,6 +1157,28 @@ func (p *parser) call() Expr {
 		}
 	}
 	return c
+}
+
+// windowSpec parses OVER ([PARTITION BY expr, ...] [ORDER BY item, ...]).
+func (p *parser) windowSpec() *WindowSpec {
+	w := &WindowSpec{OverPos: p.tok.pos}
+	p.next()
+	p.expect("(")
+	if p.tok.is("PARTITION") {
+		p.next()
+		p.expect("BY")
+		w.PartitionBy = p.exprList()
+	}
+	if p.tok.is("ORDER") {
+		p.next()
+		p.expect("BY")
+		w.OrderBy = p.orderItems()
+	}
+	if !p.tok.is(")") {
+		p.fail(p.tok.pos, "expected PARTITION BY, ORDER BY or ) in OVER (window frames are not supported), found %s", p.tok.describe())
+	}
+	p.next()
+	return w
 }
 
 func arity(lim [2]int) string {

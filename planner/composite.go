@@ -272,6 +272,9 @@ func refuseInPrivate(stmt *parser.SelectStmt) error {
 	if stmt.Distinct {
 		return errorf(stmt.SelectPos, ErrUnsupported, "SELECT DISTINCT is not available in a query on a private table (a DP query's groups are already distinct); to post-process its answer, put the DP query in FROM: SELECT DISTINCT ... FROM (SELECT ...) AS r")
 	}
+	if w := windowCall(stmt); w != nil {
+		return errorf(w.Over.OverPos, ErrUnsupported, "window functions (%s ... OVER) are not available in a query on a private table; apply them to a DP query's answer in an outer query (SELECT ..., RANK() OVER (ORDER BY n) FROM (SELECT ...) AS r)", w.Name)
+	}
 	if subs := scalarSubqueries(stmt, true); len(subs) > 0 {
 		return errorf(subs[0].Lparen, ErrUnsupported, "a subquery in an expression is not available in a query on a private table; use the DP query's answer in an outer query instead (SELECT ... FROM (SELECT ...) AS r)")
 	}
@@ -300,6 +303,45 @@ func refuseInPrivate(stmt *parser.SelectStmt) error {
 	}
 	walk(stmt)
 	return err
+}
+
+// windowCall finds a window function anywhere in a statement's
+// expressions, its WITH queries and FROM subqueries.
+func windowCall(stmt *parser.SelectStmt) *parser.CallExpr {
+	var found *parser.CallExpr
+	visit := func(e parser.Expr) {
+		parser.Walk(e, func(x parser.Expr) bool {
+			if c, ok := x.(*parser.CallExpr); ok && c.Over != nil && found == nil {
+				found = c
+			}
+			return found == nil
+		})
+	}
+	var walk func(q *parser.SelectStmt)
+	walk = func(q *parser.SelectStmt) {
+		forEachExpr(q, visit)
+		for i := range q.With {
+			walk(q.With[i].Query)
+		}
+		var from func(f parser.FromItem)
+		from = func(f parser.FromItem) {
+			switch f := f.(type) {
+			case *parser.SubqueryRef:
+				walk(f.Query)
+			case *parser.JoinExpr:
+				from(f.Left)
+				from(f.Right)
+				if f.On != nil {
+					visit(f.On)
+				}
+			}
+		}
+		if q.From != nil {
+			from(q.From)
+		}
+	}
+	walk(stmt)
+	return found
 }
 
 // planCompound plans SELECT ... UNION ALL SELECT ... (and UNION,

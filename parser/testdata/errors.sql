@@ -19,7 +19,10 @@ SELECT ABS /* ERROR "wrong arguments to ABS" */ (1, 2) FROM t
 SELECT CAST(a AS BLOB /* ERROR "unknown type BLOB" */) FROM t
 SELECT a FROM t AS x FULL /* ERROR "only \[INNER\] JOIN and LEFT/RIGHT \[OUTER\] JOIN" */ JOIN u ON a = b
 SELECT a FROM t LEFT OUTER u /* ERROR "expected JOIN after LEFT" */ ON a = b
-SELECT COUNT(*) OVER /* ERROR "window functions" */ () FROM t
+SELECT COUNT(*) OVER (ROWS /* ERROR "window frames are not supported" */ BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t
+SELECT ROW_NUMBER /* ERROR "needs OVER" */ () FROM t
+SELECT UPPER(a) OVER /* ERROR "not a window or aggregate function" */ () FROM t
+SELECT LAG /* ERROR "wrong arguments to LAG" */ () OVER (ORDER BY a) FROM t
 SELECT a @ /* ERROR "unexpected character '@'" */ b FROM t
 SHOW USERS /* ERROR "expected BUDGET, TABLES, POLICY, LEDGER, CACHE or ANALYSTS" */
 SELECT a FROM t, /* ERROR "only \[INNER\] JOIN" */ u
