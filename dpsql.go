@@ -45,6 +45,7 @@ var (
 	ErrUnknownName     = planner.ErrUnknownName
 	ErrUnsupported     = planner.ErrUnsupported
 	ErrNoEpsilon       = planner.ErrNoEpsilon
+	ErrInvalidOption   = planner.ErrInvalidOption
 	// ErrOwnerOnly: the statement needs owner mode.
 	ErrOwnerOnly = errors.New("owner mode required")
 	// ErrNoDatabase: an analyst opened a database file that does not exist

@@ -180,7 +180,7 @@ func TestRefusalsSpendNothing(t *testing.T) {
 		{`SELECT x, COUNT(*) FROM t GROUP BY x`, dpsql.ErrNotPrivate, "SET DOMAIN"},
 		{`SELECT COUNT(*) FROM t GROUP BY g HAVING x > 1`, dpsql.ErrNotPrivate, "inside an aggregate"},
 		{`SELECT MAX(x) FROM t`, dpsql.ErrUnsupported, "not supported"},
-		{`SELECT MEDIAN(y) FROM t`, dpsql.ErrUnsupported, "needs declared bounds"},
+		{`SELECT MEDIAN(y, contribution_bounds_per_group => (0, 1)) FROM t`, dpsql.ErrInvalidOption, "contribution_bounds_per_row"},
 		{`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (bounds_epsilon_fraction = 1) SUM(y) FROM t`, nil, "strictly between 0 and 1"},
 		{`SELECT SUM(DISTINCT x) FROM t`, dpsql.ErrUnsupported, "DISTINCT"},
 		{`SELECT COUNT(*) FROM nope`, dpsql.ErrUnknownName, "unknown table"},

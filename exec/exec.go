@@ -355,7 +355,11 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 					ps = []float64{c.P}
 				}
 				var vs []float64
-				vs, err = noisyQuantiles(sc.trees[g][rw.CellSource[i].Column], ps, cells[i].lo, cells[i].hi, cells[i].sens, c.Epsilon, noise)
+				leafCounts := sc.trees[g][rw.CellSource[i].Column]
+				if c.Search >= 0 { // bounds chosen now: fine buckets to leaves
+					leafCounts = leavesFromBuckets(leafCounts, cells[i].lo, cells[i].hi)
+				}
+				vs, err = noisyQuantiles(leafCounts, ps, cells[i].lo, cells[i].hi, cells[i].sens, c.Epsilon, noise)
 				if err == nil {
 					v = vs[0]
 					if len(c.Ps) > 0 {

@@ -593,7 +593,7 @@ func (a *measureAgg) newGroup(id string, keys []any) *groupAcc {
 			}
 			g.distinct[i] = map[string]struct{}{}
 		}
-		if sp.kind == 'P' {
+		if sp.kind == 'P' || sp.kind == 'T' {
 			if g.trees == nil {
 				g.trees = make([]map[int32]int64, len(a.specs))
 			}
@@ -688,6 +688,9 @@ func (g *groupAcc) addNumber(i int, sp *spec, f float64) {
 	case 'P':
 		g.n[i]++
 		g.trees[i][QuantileLeaf(clip(f, sp.lo, sp.hi), sp.lo, sp.hi)]++
+	case 'T':
+		g.n[i]++
+		g.trees[i][QuantileBucket(f)]++
 	case 'h':
 		g.hists[i].Add(f)
 	case 'H':

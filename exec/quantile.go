@@ -42,6 +42,61 @@ func QuantileLeaf(v, lo, hi float64) int32 {
 	return int32(f)
 }
 
+// With bounds chosen privately the bounds are not known while the scan
+// runs, so the scan counts values per fine log-linear bucket instead (the
+// T measurement: each binade cut in BucketsPerBinade, sign apart), and
+// once the bounds are chosen each bucket's count goes to the leaf of its
+// midpoint, clipped. A row still adds 1 to one leaf, so the tree's
+// sensitivity is unchanged; the bucket adds a relative error below
+// 1/(2·BucketsPerBinade) of the value to the answer's leaf error.
+
+// BucketsPerBinade is the resolution of the T measurement.
+const BucketsPerBinade = 4096
+
+// QuantileBucket is the fine bucket of a value: 0 for zero, ±(k + 1)
+// for the k-th bucket of |v| counted up from the smallest binade; the
+// infinities take the outermost buckets.
+func QuantileBucket(v float64) int32 {
+	if v == 0 || math.IsNaN(v) {
+		return 0
+	}
+	sign := int32(1)
+	if v < 0 {
+		sign, v = -1, -v
+	}
+	if math.IsInf(v, 0) {
+		v = math.MaxFloat64
+	}
+	frac, exp := math.Frexp(v) // v = frac · 2^exp, frac in [0.5, 1)
+	k := int32(exp+1100)*BucketsPerBinade + int32((frac-0.5)*2*BucketsPerBinade)
+	return sign * (k + 1)
+}
+
+// bucketMidpoint is the middle of a QuantileBucket.
+func bucketMidpoint(b int32) float64 {
+	if b == 0 {
+		return 0
+	}
+	sign := 1.0
+	if b < 0 {
+		sign, b = -1, -b
+	}
+	k := b - 1
+	exp := int(k/BucketsPerBinade) - 1100
+	frac := 0.5 + (float64(k%BucketsPerBinade)+0.5)/(2*BucketsPerBinade)
+	return sign * math.Ldexp(frac, exp)
+}
+
+// leavesFromBuckets maps fine-bucket counts to the leaf counts of the
+// tree over [lo, hi].
+func leavesFromBuckets(buckets map[int32]int64, lo, hi float64) map[int32]int64 {
+	leafCounts := make(map[int32]int64, len(buckets))
+	for b, n := range buckets {
+		leafCounts[QuantileLeaf(clip(bucketMidpoint(b), lo, hi), lo, hi)] += n
+	}
+	return leafCounts
+}
+
 // noisyQuantiles descends the tree of leaf counts once per quantile in
 // ps, with Laplace noise of sensitivity sens at eps on each node count it
 // reads. A node's count is noised once, the first time a descent reads

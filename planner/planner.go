@@ -1306,10 +1306,8 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	if arg != nil {
 		argText = parser.Format(arg)
 	}
-	if kind == AggQuantile && bounds == nil {
-		return errorf(call.NamePos, ErrUnsupported, "%s needs declared bounds: contribution_bounds_per_row => (lo, hi), or the column's bounds in the policy (bounds chosen privately are not available for percentiles yet)", call.Name)
-	}
 	agg := &Aggregate{Kind: kind, Search: -1, Text: call.Name + "(" + argText + ")", Sample: strings.HasSuffix(call.Name, "_SAMP"), P: quantile, Quantiles: quantiles}
+	searchLabel := argText // one search per argument, whatever the aggregate
 	switch {
 	case quantiles > 0:
 		argText = fmt.Sprintf("%s, %d", argText, quantiles)
@@ -1329,7 +1327,7 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 	case kind != AggCount:
 		// No declared bounds: choose them privately at run time, once per
 		// argument expression for the whole query.
-		agg.Search = b.search(arg, argText)
+		agg.Search = b.search(arg, searchLabel)
 		agg.Text = fmt.Sprintf("%s(%s, bounds chosen privately)", call.Name, argText)
 	}
 	if report {

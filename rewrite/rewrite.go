@@ -177,7 +177,8 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 				src.Search = j
 			}
 		}
-		if src.Search < 0 {
+		if src.Search < 0 || c.Kind == planner.QuantileTree {
+			// A tree with chosen bounds has its own fine buckets (T).
 			src.Column = measure(cellSpec(c, q.UnitSQL != "", argIndex))
 		}
 		cellSource[i] = src
@@ -372,6 +373,9 @@ func cellSpec(c *planner.Cell, unitsBounded bool, arg func(parser.Expr) string) 
 	case planner.CountDistinct:
 		return "d" + arg(c.Arg)
 	case planner.QuantileTree:
+		if c.Search >= 0 {
+			return "T" + arg(c.Arg) // counts per fine log-linear bucket (bounds chosen later)
+		}
 		return "P" + arg(c.Arg) + b() // leaf counts of clip(x) over [lo, hi]
 	}
 	panic(fmt.Sprintf("rewrite: unknown cell kind %d", c.Kind))
