@@ -31,6 +31,7 @@ func TestPeersSpellings(t *testing.T) {
 		{`SELECT STDDEV_POP(x), STD(x), STDDEV(x), STDDEV_SAMP(x) FROM t`, []float64{math.Sqrt(pop), math.Sqrt(pop), math.Sqrt(pop), math.Sqrt(samp)}},
 		{`SELECT COUNT(*) * PI() FROM t`, []float64{1000 * math.Pi}},
 		{`SELECT COUNT(*) FROM t WHERE IF(x < 50, 1, 0) = 1`, []float64{500}},
+		{`SELECT COUNT(*) FROM t WHERE RAND() >= 0 AND RAND() < 1`, []float64{1000}},
 		{`SELECT SUM(IIF(x < 50, x, 0), contribution_bounds_per_group => (0, 100)) FROM t`, []float64{10 * 49 * 50 / 2}},
 	} {
 		r := query(t, e, tc.sql)

@@ -132,6 +132,11 @@ func (rn *renderer) sql(e parser.Expr, extra func(parser.Expr) (string, bool)) s
 				// never does (checkTotal makes the path a valid constant).
 				doc := sub(x.Args[0])
 				return "(CASE WHEN json_valid(" + doc + ") THEN json_extract(" + doc + ", " + sub(x.Args[1]) + ") END)", true
+			case x.Name == "RAND" && len(x.Args) == 0:
+				// 53 random bits of SQLite's RANDOM() over 2^53: uniform in
+				// [0, 1); the mask keeps it non-negative (ABS would raise
+				// on −2^63).
+				return "((RANDOM() >> 11) & 9007199254740991) / 9007199254740992.0", true
 			case (x.Name == "IF" || x.Name == "IIF") && len(x.Args) == 3:
 				return "(CASE WHEN " + sub(x.Args[0]) + " THEN " + sub(x.Args[1]) + " ELSE " + sub(x.Args[2]) + " END)", true
 			case x.Name == "REPLACE" && len(x.Args) == 3 && rn.private:
