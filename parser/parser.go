@@ -85,8 +85,8 @@ var scalarFuncs = map[string][2]int{
 	"SQRT": {1, 1}, "EXP": {1, 1}, "LN": {1, 1}, "LOG10": {1, 1}, "POWER": {2, 2},
 	"FLOOR": {1, 1}, "CEIL": {1, 1}, "SIGN": {1, 1},
 	"PI": {0, 0}, "IF": {3, 3}, "IIF": {3, 3}, // IF(c, a, b): BigQuery's; IIF: SQLite's name
-	"RAND": {0, 0}, // uniform in [0, 1) (SmartNoise's, BigQuery's); not deterministic
-	"MIN": {2, -1}, "MAX": {2, -1}, // with two or more arguments MIN and MAX are scalar
+	"RAND": {0, 0},                  // uniform in [0, 1) (SmartNoise's, BigQuery's); not deterministic
+	"MIN":  {2, -1}, "MAX": {2, -1}, // with two or more arguments MIN and MAX are scalar
 	// JSON_EXTRACT(json, '$.path') (SQLite's; JSON_VALUE is BigQuery's
 	// name): NULL for text that is not JSON; the path is a constant.
 	"JSON_EXTRACT": {2, 2}, "JSON_VALUE": {2, 2},
