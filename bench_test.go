@@ -140,3 +140,22 @@ func BenchmarkCountUnitsBounded(b *testing.B) {
 	owner.Close()
 	benchRatioOn(b, path, `SELECT g, COUNT(*), SUM(x) FROM t GROUP BY g`, `SELECT g, COUNT(*), SUM(x) FROM t GROUP BY g`)
 }
+
+// BenchmarkSQLOverReleasedResults: a DP query in FROM with a window
+// function over its answer, against the same SQL on SQLite.
+func BenchmarkSQLOverReleasedResults(b *testing.B) {
+	q := `SELECT g, n, RANK() OVER (ORDER BY n DESC) AS r FROM (SELECT g, COUNT(*) AS n FROM t GROUP BY g) AS q`
+	benchRatio(b, 1_000_000, q, q)
+}
+
+// BenchmarkMedianDeclaredBounds: MEDIAN by the noisy quantile tree against
+// the raw median by sorting (SQLite has no MEDIAN).
+func BenchmarkMedianDeclaredBounds(b *testing.B) {
+	benchRatio(b, 1_000_000, `SELECT x FROM t ORDER BY x LIMIT 1 OFFSET 500000`, `SELECT MEDIAN(x) FROM t`)
+}
+
+// BenchmarkMedianAutoBounds: the same on a column without declared bounds
+// (bounds chosen privately; the scan counts fine buckets).
+func BenchmarkMedianAutoBounds(b *testing.B) {
+	benchRatio(b, 1_000_000, `SELECT y FROM t ORDER BY y LIMIT 1 OFFSET 500000`, `SELECT MEDIAN(y) FROM t`)
+}
