@@ -3,6 +3,7 @@ package dpsql
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/dpsql/dpsql/catalog"
@@ -84,9 +85,7 @@ func (e *Engine) describeSelect(ctx context.Context, s *parser.SelectStmt, d *De
 		if comp == nil {
 			return nil, err
 		}
-		d.Columns = comp.Outer.Names
-		d.Types = make([]string, len(d.Columns))
-		return d, nil
+		return e.describeComposite(ctx, comp, cat, sess, d)
 	}
 	switch p := plan.(type) {
 	case *planner.PublicQuery:
@@ -102,6 +101,44 @@ func (e *Engine) describeSelect(ctx context.Context, s *parser.SelectStmt, d *De
 			d.Types = append(d.Types, outputType(p, cat, o.Expr, 0))
 		}
 	}
+	return d, nil
+}
+
+// describeComposite types a query over released results by running its
+// outer query once on one made-up row per DP part, each value of the type
+// the part's output will have (1, 1.0 or 'a'): public data only, nothing
+// charged. Columns an empty result leaves untyped are TEXT.
+func (e *Engine) describeComposite(ctx context.Context, c *planner.Composite, cat *catalog.Catalog, sess planner.Session, d *Description) (*Description, error) {
+	sess.Released = map[*parser.SelectStmt]*planner.Released{}
+	for _, p := range c.Parts {
+		r := &planner.Released{Rows: [][]any{nil}}
+		for _, o := range p.Plan.Outputs {
+			r.Columns = append(r.Columns, o.Name)
+			var v any = "a"
+			switch outputType(p.Plan, cat, o.Expr, 0) {
+			case TypeInteger:
+				v = int64(1)
+			case TypeReal:
+				v = 1.0
+			}
+			r.Rows[0] = append(r.Rows[0], v)
+		}
+		sess.Released[p.Key] = r
+	}
+	plan, err := planner.PlanSelect(c.Stmt, cat, sess)
+	if err != nil {
+		return nil, err
+	}
+	outer, ok := plan.(*planner.PublicQuery)
+	if !ok {
+		return nil, fmt.Errorf("dpsql: the outer query planned as %T", plan)
+	}
+	r, err := exec.Public(ctx, e.db, outer)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: r.Columns, Rows: r.Rows}
+	d.Columns, d.Types = res.Columns, valueTypes(res)
 	return d, nil
 }
 

@@ -954,3 +954,48 @@ func TestHalfOpenConnectionsAreBounded(t *testing.T) {
 	}
 	c.Close(context.Background())
 }
+
+// TestSQLOverReleasedResultsOverTheWire: a DP query inside an outer
+// query, with a window function over its answer, in every protocol mode:
+// rows come back typed (int8 counts and ranks, text keys), each mode
+// charged the DP part's ε once.
+func TestSQLOverReleasedResultsOverTheWire(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	c := f.connect(t, "alice", "secret")
+	q := `SELECT g, n, RANK() OVER (ORDER BY n DESC, g) AS r FROM (SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) g, COUNT(*) AS n FROM t WHERE x < $1 GROUP BY g) AS q ORDER BY g`
+	for i, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeCacheStatement, pgx.QueryExecModeDescribeExec} {
+		rows, err := c.Query(ctx, q, mode, 50+i) // a new parameter each time: not from the cache
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		ranks := map[int64]bool{}
+		for rows.Next() {
+			var g string
+			var n, r int64
+			if err := rows.Scan(&g, &n, &r); err != nil {
+				t.Fatalf("%s: %v", mode, err)
+			}
+			keys = append(keys, g)
+			ranks[r] = true
+		}
+		if rows.Err() != nil {
+			t.Fatalf("%s: %v", mode, rows.Err())
+		}
+		if strings.Join(keys, ",") != "a,b,c,d" || len(ranks) != 4 {
+			t.Errorf("%s: keys %v ranks %v", mode, keys, ranks)
+		}
+	}
+	st, err := f.eng.Session(dpsql.SessionOptions{Analyst: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.Budget(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(b.Spent.Epsilon-0.3) > 1e-9 {
+		t.Errorf("alice spent ε=%g, want 0.3 (0.1 per mode)", b.Spent.Epsilon)
+	}
+}
