@@ -129,6 +129,13 @@ func (e *Engine) describeComposite(ctx context.Context, c *planner.Composite, ca
 	if err != nil {
 		return nil, err
 	}
+	if p, ok := plan.(*planner.PrivateQuery); ok {
+		for _, o := range p.Outputs {
+			d.Columns = append(d.Columns, o.Name)
+			d.Types = append(d.Types, outputType(p, cat, o.Expr, 0))
+		}
+		return d, nil
+	}
 	outer, ok := plan.(*planner.PublicQuery)
 	if !ok {
 		return nil, fmt.Errorf("dpsql: the outer query planned as %T", plan)

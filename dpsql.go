@@ -414,13 +414,16 @@ func (e *Engine) query(ctx context.Context, s *parser.SelectStmt, cat *catalog.C
 		}
 		return &Result{Columns: r.Columns, Rows: r.Rows}, nil
 	case *planner.PrivateQuery:
-		return e.private(ctx, s, p)
+		return e.private(ctx, s, p, "")
 	}
 	return nil, fmt.Errorf("dpsql: unknown plan %T", plan)
 }
 
 // private answers one DP query: from the cache, or charged and then run.
-func (e *Engine) private(ctx context.Context, s *parser.SelectStmt, p *planner.PrivateQuery) (*Result, error) {
+//
+// salt joins the cache key: a DP query over other DP queries' answers
+// passes those answers, so that it is answered afresh when they change.
+func (e *Engine) private(ctx context.Context, s *parser.SelectStmt, p *planner.PrivateQuery, salt string) (*Result, error) {
 	rw, err := rewrite.Private(p)
 	if err != nil {
 		return nil, err
@@ -428,7 +431,7 @@ func (e *Engine) private(ctx context.Context, s *parser.SelectStmt, p *planner.P
 	// An identical query asked before gets the same released answer,
 	// free (post-processing of that release).
 	text := parser.FormatStmt(s) // the canonical statement: cache key, ledger and SHOW CACHE
-	key := e.cacheKey(text, p)
+	key := e.cacheKey(text+salt, p)
 	if a, ok, err := cache.Get(ctx, e.db, key); err == nil && ok && !e.noCache {
 		notes := append(append([]string(nil), a.Notes...), fmt.Sprintf("answered from the cache: the answer released on %s (ε=%g then), nothing charged", a.Created.Format("2006-01-02 15:04:05 UTC"), a.Epsilon))
 		return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Notes: notes}, nil
@@ -513,8 +516,22 @@ func dpQueries(n int) string {
 // noisy rows. The parts' summed cost is checked against the budget before
 // the first is charged.
 func (e *Engine) composite(ctx context.Context, c *planner.Composite, cat *catalog.Catalog) (*Result, error) {
-	if err := exec.CheckPublic(ctx, e.db, c.Outer); err != nil {
-		return nil, cancelled(ctx, err, nil)
+	// The outer query is compiled (with empty answers) before anything is
+	// charged.
+	if c.Outer != nil {
+		if err := exec.CheckPublic(ctx, e.db, c.Outer); err != nil {
+			return nil, cancelled(ctx, err, nil)
+		}
+	} else {
+		rw, err := rewrite.Private(c.OuterPrivate)
+		if err != nil {
+			return nil, err
+		}
+		prep, err := exec.Prepare(ctx, e.db, c.OuterPrivate, rw)
+		if err != nil {
+			return nil, cancelled(ctx, err, nil)
+		}
+		prep.Close()
 	}
 	st, err := e.status(ctx)
 	if err != nil {
@@ -527,15 +544,19 @@ func (e *Engine) composite(ctx context.Context, c *planner.Composite, cat *catal
 			need.Delta += p.Plan.Delta
 		}
 	}
+	if c.OuterPrivate != nil {
+		need.Epsilon += c.OuterPrivate.Epsilon
+		need.Delta += c.OuterPrivate.Delta
+	}
 	if left := st.Remaining(); st.Set && (need.Epsilon > left.Epsilon*(1+1e-9) || need.Delta > left.Delta*(1+1e-9)) {
-		msg := fmt.Sprintf("%s: the %s inside this query cost ε=%g, δ=%g together, more than the remaining ε=%g, δ=%g; nothing was charged", budget.ErrBudgetExhausted, dpQueries(len(c.Parts)), need.Epsilon, need.Delta, left.Epsilon, left.Delta)
+		msg := fmt.Sprintf("%s: the DP queries of this statement cost ε=%g, δ=%g together, more than the remaining ε=%g, δ=%g; nothing was charged", budget.ErrBudgetExhausted, need.Epsilon, need.Delta, left.Epsilon, left.Delta)
 		return nil, &planner.Error{Pos: c.Stmt.Pos(), Kind: budget.ErrBudgetExhausted, Msg: msg}
 	}
 	sess := e.sess
 	sess.Released = map[*parser.SelectStmt]*planner.Released{}
 	res := &Result{}
 	for i, p := range c.Parts {
-		r, err := e.private(ctx, p.Stmt, p.Plan)
+		r, err := e.private(ctx, p.Stmt, p.Plan, "")
 		if err != nil {
 			if i > 0 {
 				return nil, fmt.Errorf("DP query %d of %d inside this query: %w (the %d before it were charged ε=%g, δ=%g and their answers withheld)", i+1, len(c.Parts), err, i, res.Cost.Epsilon, res.Cost.Delta)
@@ -559,17 +580,51 @@ func (e *Engine) composite(ctx context.Context, c *planner.Composite, cat *catal
 	if err != nil {
 		return nil, err
 	}
-	outer, ok := plan.(*planner.PublicQuery)
-	if !ok {
+	switch outer := plan.(type) {
+	case *planner.PublicQuery:
+		r, err := exec.Public(ctx, e.db, outer)
+		if err != nil {
+			return nil, err
+		}
+		res.Columns, res.Rows = r.Columns, r.Rows
+		res.Notes = append(res.Notes, fmt.Sprintf("SQL over the answers of %s: ε=%g, δ=%g in all; the outer query is post-processing and costs nothing", dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta))
+	case *planner.PrivateQuery:
+		r, err := e.private(ctx, c.Stmt, outer, releasedSalt(c, sess.Released))
+		if err != nil {
+			return nil, fmt.Errorf("the outer DP query: %w (the %s inside it were charged ε=%g, δ=%g and their answers withheld)", err, dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta)
+		}
+		res.Columns, res.Rows, res.ErrorBounds = r.Columns, r.Rows, r.ErrorBounds
+		res.Cost.Epsilon += r.Cost.Epsilon
+		res.Cost.Delta += r.Cost.Delta
+		res.Rho += r.Rho
+		if res.Mechanism != r.Mechanism {
+			res.Mechanism = "mixed"
+		}
+		for _, n := range r.Notes {
+			res.Notes = append(res.Notes, "outer DP query: "+n)
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("a DP query over the answers of %s: ε=%g, δ=%g in all (each charged in turn)", dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta))
+	default:
 		return nil, fmt.Errorf("dpsql: the outer query planned as %T", plan)
 	}
-	r, err := exec.Public(ctx, e.db, outer)
-	if err != nil {
-		return nil, err
-	}
-	res.Columns, res.Rows = r.Columns, r.Rows
-	res.Notes = append(res.Notes, fmt.Sprintf("SQL over the answers of %s: ε=%g, δ=%g in all; the outer query is post-processing and costs nothing", dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta))
 	return res, nil
+}
+
+// releasedSalt prints the answers a DP query over other DP queries'
+// answers was planned with, for its cache key.
+func releasedSalt(c *planner.Composite, released map[*parser.SelectStmt]*planner.Released) string {
+	var sb strings.Builder
+	for _, p := range c.Parts {
+		r := released[p.Key]
+		sb.WriteString("\x00")
+		for _, row := range r.Rows {
+			for _, v := range row {
+				sb.WriteString(parser.SQLLiteral(v) + ",")
+			}
+			sb.WriteString(";")
+		}
+	}
+	return sb.String()
 }
 
 // cancelled turns the error of a query whose context was cancelled into
@@ -642,9 +697,23 @@ func (e *Engine) explainComposite(ctx context.Context, c *planner.Composite, ass
 			total.Delta += p.Plan.Delta
 		}
 	}
-	res.Rows = append(res.Rows,
-		[]any{"outer query", "post-processing of the released answers (and public tables): no noise, no cost; backend SQL, with each answer as a VALUES list: " + c.Outer.SQL},
-		[]any{"total", fmt.Sprintf("ε=%g, δ=%g for the %s not answered from the cache", total.Epsilon, total.Delta, dpQueries(len(c.Parts)))})
+	if c.Outer != nil {
+		res.Rows = append(res.Rows, []any{"outer query", "post-processing of the released answers (and public tables): no noise, no cost; backend SQL, with each answer as a VALUES list: " + c.Outer.SQL})
+	} else {
+		r, err := e.explainPrivate(ctx, c.Stmt, c.OuterPrivate, assumed)
+		if err != nil {
+			return nil, err
+		}
+		res.Rows = append(res.Rows, []any{"outer query", "a DP query of its own over the answers above (as public data) and private tables, charged after them"})
+		for _, row := range r.Rows {
+			if row[0] != "cache" {
+				res.Rows = append(res.Rows, []any{"outer query: " + fmt.Sprint(row[0]), row[1]})
+			}
+		}
+		total.Epsilon += c.OuterPrivate.Epsilon
+		total.Delta += c.OuterPrivate.Delta
+	}
+	res.Rows = append(res.Rows, []any{"total", fmt.Sprintf("ε=%g, δ=%g for the DP queries not answered from the cache", total.Epsilon, total.Delta)})
 	return res, nil
 }
 

@@ -119,11 +119,13 @@ type CastExpr struct {
 	Type    string
 }
 
-// InExpr is X [NOT] IN (list).
+// InExpr is X [NOT] IN (list), or X [NOT] IN (SELECT ...) with Sub set
+// (and List nil); Walk does not descend into Sub, as into any subquery.
 type InExpr struct {
 	X    Expr
 	Not  bool
 	List []Expr
+	Sub  *SubqueryExpr
 }
 
 // BetweenExpr is X [NOT] BETWEEN Lo AND Hi.

@@ -18,6 +18,10 @@ func Placeholders(s Stmt) []*Placeholder {
 				out = append(out, x)
 			case *SubqueryExpr:
 				forEachStmtExpr(x.Query, visit)
+			case *InExpr:
+				if x.Sub != nil {
+					forEachStmtExpr(x.Sub.Query, visit)
+				}
 			}
 			return true
 		})

@@ -146,6 +146,12 @@ func (f formatter) expr(e Expr) {
 	case *InExpr:
 		f.w("(")
 		f.expr(e.X)
+		if e.Sub != nil {
+			f.w(not(e.Not) + " IN ")
+			f.expr(e.Sub)
+			f.w(")")
+			break
+		}
 		f.w(not(e.Not) + " IN (")
 		f.list(e.List)
 		f.w("))")

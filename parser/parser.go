@@ -908,9 +908,12 @@ func (p *parser) comparison() Expr {
 		}
 		switch {
 		case p.accept("IN"):
-			p.expect("(")
-			if p.tok.is("SELECT") {
-				p.fail(p.tok.pos, "subqueries are not supported")
+			lp := p.expect("(")
+			if p.tok.is("SELECT") || p.tok.is("WITH") {
+				q := p.selectStmt()
+				p.expect(")")
+				x = &InExpr{X: x, Not: not, Sub: &SubqueryExpr{Lparen: lp, Query: q}}
+				continue
 			}
 			list := p.exprList()
 			p.expect(")")

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -43,10 +42,17 @@ type Part struct {
 
 // Composite is a planned composite query: its parts in order of
 // appearance, and the outer query (planned with no rows released yet).
+// The outer query is public, or a DP query of its own whose inputs
+// include the answers — adaptive sequential composition: the answers are
+// fixed before it reads a private row.
 type Composite struct {
 	Stmt  *parser.SelectStmt
 	Parts []*Part
 	Outer *PublicQuery
+	// OuterPrivate is set instead of Outer when the outer query is itself
+	// a DP query (over a private table, using the parts' answers as
+	// public data): it is charged too, after the parts.
+	OuterPrivate *PrivateQuery
 }
 
 // PlanComposite splits stmt into DP parts and a public outer query. It
@@ -72,25 +78,17 @@ func PlanComposite(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) 
 		sess.Released[p.Key] = r
 	}
 	outer, err := PlanSelect(stmt, cat, sess)
-	if err != nil && !errors.Is(err, ErrNotPrivate) && stmt.From != nil && len(stmt.Compound) == 0 {
-		if rel, ferr := buildFrom(stmt, cat, newRenderer(), sess.Released); ferr == nil && rel.private {
-			return nil, errorf(stmt.From.Pos(), ErrNotPrivate, "a query over the answers of DP queries may read only those answers and public tables; its FROM reads %s", rel.name)
-		}
-	}
-	if errors.Is(err, ErrNotPrivate) {
-		var pe *Error
-		if errors.As(err, &pe) {
-			return nil, errorf(pe.Pos, ErrNotPrivate, "a query over the answers of DP queries may read only those answers and public tables: %s", pe.Msg)
-		}
-	}
 	if err != nil {
 		return nil, err
 	}
-	pub, ok := outer.(*PublicQuery)
-	if !ok {
-		return nil, errorf(stmt.SelectPos, ErrNotPrivate, "a query over the answers of DP queries may read only those answers and public tables; aggregate a private table in a DP query of its own (joining released answers into a DP query is not available yet)")
+	switch p := outer.(type) {
+	case *PublicQuery:
+		c.Outer = p
+	case *PrivateQuery:
+		// A DP query over a private table that uses the answers (joined
+		// as public relations, or in subqueries as constants).
+		c.OuterPrivate = p
 	}
-	c.Outer = pub
 	return c, nil
 }
 
@@ -206,6 +204,9 @@ func scalarSubqueries(s *parser.SelectStmt, deep bool) []*parser.SubqueryExpr {
 			if sq, ok := x.(*parser.SubqueryExpr); ok {
 				out = append(out, sq)
 			}
+			if in, ok := x.(*parser.InExpr); ok && in.Sub != nil {
+				out = append(out, in.Sub)
+			}
 			return true
 		})
 	}
@@ -245,7 +246,22 @@ func scalarSubqueries(s *parser.SelectStmt, deep bool) []*parser.SubqueryExpr {
 // planSubqueries plans every scalar subquery of a public statement on its
 // own; each must be public (or a released result), and its SQL and reads
 // join the statement's.
-func planSubqueries(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session, rn *renderer) error {
+//
+// In a query on a private table (inline) each subquery is run first,
+// through Session.PublicValues, and its values replace it as literals:
+// the scan SQL then holds constants only, and whatever the subquery does
+// — an error, say — happens before any private row is read, so it cannot
+// depend on which private rows reach it.
+func planSubqueries(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session, rn *renderer, inline bool) error {
+	in := map[*parser.SubqueryExpr]bool{}
+	forEachStmtExpr(stmt, func(e parser.Expr) {
+		parser.Walk(e, func(x parser.Expr) bool {
+			if ie, ok := x.(*parser.InExpr); ok && ie.Sub != nil {
+				in[ie.Sub] = true
+			}
+			return true
+		})
+	})
 	for _, sq := range scalarSubqueries(stmt, true) {
 		plan, err := PlanSelect(sq.Query, cat, sess)
 		if err != nil {
@@ -255,28 +271,87 @@ func planSubqueries(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session,
 		if !ok {
 			return errorf(sq.Lparen, ErrNotPrivate, "a subquery over a private table must be a DP query of its own (with aggregates), answered before the query that uses it")
 		}
-		rn.subSQL[sq] = "(" + pub.SQL + ")"
-		for t, cols := range pub.Reads {
-			for col := range cols {
-				rn.read(t, col)
+		if !inline {
+			rn.subSQL[sq] = "(" + pub.SQL + ")"
+			for t, cols := range pub.Reads {
+				for col := range cols {
+					rn.read(t, col)
+				}
 			}
+			continue
+		}
+		if len(pub.Names) != 1 {
+			return errorf(sq.Lparen, ErrUnsupported, "a subquery in a query on a private table must return one column (it returns %d)", len(pub.Names))
+		}
+		if sess.PublicValues == nil {
+			return errorf(sq.Lparen, ErrUnsupported, "subqueries in a query on a private table need the engine's connection (Session.PublicValues)")
+		}
+		vals, err := sess.PublicValues(pub.SQL, pub.Reads)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !in[sq] && len(vals) == 0:
+			rn.subSQL[sq] = "NULL"
+		case !in[sq]:
+			rn.subSQL[sq] = "(" + parser.SQLLiteral(vals[0]) + ")" // SQLite's scalar subquery: the first row
+		case len(vals) > MaxInlineValues:
+			return errorf(sq.Lparen, ErrUnsupported, "a subquery in a query on a private table may return at most %d values (it returns %d)", MaxInlineValues, len(vals))
+		case len(vals) == 0:
+			rn.subSQL[sq] = "(SELECT NULL WHERE 0)"
+		default:
+			lits := make([]string, len(vals))
+			for i, v := range vals {
+				lits[i] = parser.SQLLiteral(v)
+			}
+			rn.subSQL[sq] = "(" + strings.Join(lits, ", ") + ")"
 		}
 	}
 	return nil
 }
 
+// MaxInlineValues caps the values of an IN (SELECT ...) in a query on a
+// private table, which the scan holds as a list of constants.
+const MaxInlineValues = 100_000
+
+// forEachStmtExpr calls fn for every expression of a statement, its WITH
+// queries, FROM subqueries, join conditions and compound arms (not inside
+// subqueries in expressions).
+func forEachStmtExpr(s *parser.SelectStmt, fn func(parser.Expr)) {
+	forEachExpr(s, fn)
+	for i := range s.With {
+		forEachStmtExpr(s.With[i].Query, fn)
+	}
+	var from func(f parser.FromItem)
+	from = func(f parser.FromItem) {
+		switch f := f.(type) {
+		case *parser.SubqueryRef:
+			forEachStmtExpr(f.Query, fn)
+		case *parser.JoinExpr:
+			from(f.Left)
+			from(f.Right)
+			if f.On != nil {
+				fn(f.On)
+			}
+		}
+	}
+	if s.From != nil {
+		from(s.From)
+	}
+	for _, arm := range s.Compound {
+		forEachStmtExpr(arm.Select, fn)
+	}
+}
+
 // refuseInPrivate refuses what only a public query (or one over released
-// results) may use: DISTINCT, compound arms and scalar subqueries
-// (derived refuses DISTINCT in a subquery on a private table).
+// results) may use: DISTINCT, window functions and compound arms (derived
+// refuses DISTINCT in a subquery on a private table).
 func refuseInPrivate(stmt *parser.SelectStmt) error {
 	if stmt.Distinct {
 		return errorf(stmt.SelectPos, ErrUnsupported, "SELECT DISTINCT is not available in a query on a private table (a DP query's groups are already distinct); to post-process its answer, put the DP query in FROM: SELECT DISTINCT ... FROM (SELECT ...) AS r")
 	}
 	if w := windowCall(stmt); w != nil {
 		return errorf(w.Over.OverPos, ErrUnsupported, "window functions (%s ... OVER) are not available in a query on a private table; apply them to a DP query's answer in an outer query (SELECT ..., RANK() OVER (ORDER BY n) FROM (SELECT ...) AS r)", w.Name)
-	}
-	if subs := scalarSubqueries(stmt, true); len(subs) > 0 {
-		return errorf(subs[0].Lparen, ErrUnsupported, "a subquery in an expression is not available in a query on a private table; use the DP query's answer in an outer query instead (SELECT ... FROM (SELECT ...) AS r)")
 	}
 	var err error
 	var walk func(q *parser.SelectStmt)

@@ -463,7 +463,7 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 			return nil, err
 		}
 		rn.private = false
-		if err := planSubqueries(stmt, cat, sess, rn); err != nil {
+		if err := planSubqueries(stmt, cat, sess, rn, false); err != nil {
 			return nil, err
 		}
 		if err := checkJSONPaths(stmt); err != nil {
@@ -479,6 +479,23 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 	if err != nil {
 		return nil, err
 	}
+	if len(scalarSubqueries(stmt, true)) > 0 {
+		// Subqueries in expressions are planned (and, on a private
+		// relation, run) before the FROM clause is printed again with
+		// them: its derived tables may use them too.
+		if rel.private {
+			if err := refuseInPrivate(stmt); err != nil {
+				return nil, err
+			}
+		}
+		rn = newRenderer()
+		if err := planSubqueries(stmt, cat, sess, rn, rel.private); err != nil {
+			return nil, err
+		}
+		if rel, err = buildFrom(stmt, cat, rn, sess.Released); err != nil {
+			return nil, err
+		}
+	}
 	if rel.private {
 		if err := refuseInPrivate(stmt); err != nil {
 			return nil, err
@@ -488,9 +505,6 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 		}
 	} else {
 		rn.private = false
-		if err := planSubqueries(stmt, cat, sess, rn); err != nil {
-			return nil, err
-		}
 		if err := checkJSONPaths(stmt); err != nil {
 			return nil, err
 		}

@@ -99,7 +99,7 @@ func (rn *renderer) sql(e parser.Expr, extra func(parser.Expr) (string, bool)) s
 			rn.missing = append(rn.missing, x)
 			return "NULL", true
 		case *parser.SubqueryExpr:
-			if s, ok := rn.subSQL[x]; ok && !rn.private {
+			if s, ok := rn.subSQL[x]; ok {
 				return s, true
 			}
 			rn.unplanned = append(rn.unplanned, x)

@@ -7,7 +7,7 @@ ATTACH /* ERROR "unsupported statement ATTACH" */ 'x.db' AS x
 DELETE /* ERROR "unsupported statement DELETE" */ FROM t
 INSERT /* ERROR "unsupported statement INSERT" */ INTO t VALUES (1)
 CREATE TABLE /* ERROR "expected PRIVACY POLICY" */ t (a)
-SELECT a FROM t WHERE a IN (SELECT /* ERROR "subqueries are not supported" */ b FROM u)
+SELECT a FROM t WHERE EXISTS /* ERROR "subqueries are not supported" */ (SELECT b FROM u)
 SELECT COUNT(*) FROM (SELECT a FROM t) WHERE /* ERROR "expected an alias for the subquery" */ a
 SELECT LOAD_EXTENSION /* ERROR "unknown function LOAD_EXTENSION" */ ('x')
 SELECT SUM /* ERROR "SUM\(\*\) is not valid" */ (*) FROM t
