@@ -210,35 +210,26 @@ func scalarSubqueries(s *parser.SelectStmt, deep bool) []*parser.SubqueryExpr {
 			return true
 		})
 	}
-	forEachExpr(s, visit)
 	for _, o := range s.DPOptions {
 		visit(o.Value)
 	}
+	if deep {
+		forEachStmtExpr(s, visit)
+		return out
+	}
+	forEachExpr(s, visit)
 	var from func(f parser.FromItem)
 	from = func(f parser.FromItem) {
-		switch f := f.(type) {
-		case *parser.SubqueryRef:
-			if deep {
-				out = append(out, scalarSubqueries(f.Query, true)...)
-			}
-		case *parser.JoinExpr:
-			from(f.Left)
-			from(f.Right)
-			if f.On != nil {
-				visit(f.On)
+		if j, ok := f.(*parser.JoinExpr); ok {
+			from(j.Left)
+			from(j.Right)
+			if j.On != nil {
+				visit(j.On)
 			}
 		}
 	}
 	if s.From != nil {
 		from(s.From)
-	}
-	if deep {
-		for i := range s.With {
-			out = append(out, scalarSubqueries(s.With[i].Query, true)...)
-		}
-		for _, arm := range s.Compound {
-			out = append(out, scalarSubqueries(arm.Select, true)...)
-		}
 	}
 	return out
 }
@@ -384,38 +375,14 @@ func refuseInPrivate(stmt *parser.SelectStmt) error {
 // expressions, its WITH queries and FROM subqueries.
 func windowCall(stmt *parser.SelectStmt) *parser.CallExpr {
 	var found *parser.CallExpr
-	visit := func(e parser.Expr) {
+	forEachStmtExpr(stmt, func(e parser.Expr) {
 		parser.Walk(e, func(x parser.Expr) bool {
 			if c, ok := x.(*parser.CallExpr); ok && c.Over != nil && found == nil {
 				found = c
 			}
 			return found == nil
 		})
-	}
-	var walk func(q *parser.SelectStmt)
-	walk = func(q *parser.SelectStmt) {
-		forEachExpr(q, visit)
-		for i := range q.With {
-			walk(q.With[i].Query)
-		}
-		var from func(f parser.FromItem)
-		from = func(f parser.FromItem) {
-			switch f := f.(type) {
-			case *parser.SubqueryRef:
-				walk(f.Query)
-			case *parser.JoinExpr:
-				from(f.Left)
-				from(f.Right)
-				if f.On != nil {
-					visit(f.On)
-				}
-			}
-		}
-		if q.From != nil {
-			from(q.From)
-		}
-	}
-	walk(stmt)
+	})
 	return found
 }
 
