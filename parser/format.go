@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // QuoteIdent quotes a name as an SQL identifier ("name", with " doubled).
@@ -483,6 +484,10 @@ func SQLLiteral(v any) string {
 		}
 		return "0"
 	case string:
+		if strings.ContainsRune(v, 0) || !utf8.ValidString(v) {
+			// A NUL would end the statement's text early: as bytes.
+			return fmt.Sprintf("CAST(X'%X' AS TEXT)", v)
+		}
 		return QuoteString(v)
 	case []byte:
 		return fmt.Sprintf("X'%X'", v)

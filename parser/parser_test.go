@@ -1,12 +1,17 @@
 package parser
 
 import (
+	"database/sql"
 	"errors"
 	"flag"
+	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	_ "modernc.org/sqlite"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -241,6 +246,32 @@ func TestRedactPasswords(t *testing.T) {
 	} {
 		if got := RedactPasswords(tc.in); got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestSQLLiteralRoundTrips: every value SQLLiteral prints reads back as
+// the same value and type in SQLite — NUL bytes, invalid UTF-8, quotes,
+// infinities and integral reals included.
+func TestSQLLiteralRoundTrips(t *testing.T) {
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, v := range []any{nil, int64(-9223372036854775808), int64(42), 3.0, -0.1, 1e300, math.Inf(1), math.Inf(-1),
+		"it's", "a\x00b", "\xff\xfe", "", []byte{0, 1, 2}} {
+		var got any
+		if err := db.QueryRow("SELECT " + SQLLiteral(v)).Scan(&got); err != nil {
+			t.Fatalf("%#v: %v", v, err)
+		}
+		if b, ok := got.([]byte); ok && v != nil {
+			if _, isBytes := v.([]byte); !isBytes {
+				got = string(b)
+			}
+		}
+		if fmt.Sprintf("%T %#v", got, got) != fmt.Sprintf("%T %#v", v, v) {
+			t.Errorf("%s: read back %T %#v, want %T %#v", SQLLiteral(v), got, got, v, v)
 		}
 	}
 }
