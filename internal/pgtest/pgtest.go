@@ -1,0 +1,155 @@
+// Package pgtest starts a private PostgreSQL server for tests and
+// benchmarks: initdb and pg_ctl from Debian's postgresql package (or any
+// on PATH), a data directory and a Unix socket in a temporary directory,
+// no TCP port. It is test tooling for the PostgreSQL backend (issue 13);
+// nothing in the engine imports it.
+package pgtest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+)
+
+// ErrNoServer reports that no PostgreSQL server binaries were found.
+var ErrNoServer = errors.New("pgtest: no PostgreSQL server binaries (initdb, pg_ctl) found; install Debian's postgresql package")
+
+// Server is a running PostgreSQL server.
+type Server struct {
+	dir    string // data directory and socket live under it
+	bin    string
+	runAs  *user.User // the server's OS user when the tests run as root
+	socket string
+}
+
+// binDir finds the directory of initdb and pg_ctl: PATH first, then the
+// newest /usr/lib/postgresql/N/bin.
+func binDir() (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if _, err := exec.LookPath("pg_ctl"); err == nil {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				return filepath.Dir(real), nil
+			}
+			return filepath.Dir(p), nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "pg_ctl")); err == nil {
+			return d, nil
+		}
+	}
+	return "", ErrNoServer
+}
+
+func version(dir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return n
+}
+
+// Start runs initdb and starts a server in a fresh temporary directory.
+// PostgreSQL refuses to run as root, so as root the server runs as the
+// system user "postgres" (which the Debian package creates).
+func Start(ctx context.Context) (*Server, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "dpsql-pg-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, bin: bin, socket: filepath.Join(dir, "sock")}
+	if os.Geteuid() == 0 {
+		if s.runAs, err = user.Lookup("postgres"); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("pgtest: running as root needs the system user postgres: %w", err)
+		}
+		uid, _ := strconv.Atoi(s.runAs.Uid)
+		gid, _ := strconv.Atoi(s.runAs.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	if err := s.run(ctx, "mkdir", "-p", s.socket); err != nil {
+		s.cleanup()
+		return nil, err
+	}
+	if err := s.run(ctx, filepath.Join(bin, "initdb"), "-D", s.data(), "-U", "dpsql", "-A", "trust", "-E", "UTF8", "--no-sync"); err != nil {
+		s.cleanup()
+		return nil, err
+	}
+	opts := fmt.Sprintf("-c listen_addresses='' -c unix_socket_directories=%s -c fsync=off -c max_connections=200", s.socket)
+	if err := s.run(ctx, filepath.Join(bin, "pg_ctl"), "-D", s.data(), "-o", opts, "-l", filepath.Join(s.dir, "log"), "-w", "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
+		s.cleanup()
+		return nil, fmt.Errorf("%w\n%s", err, log)
+	}
+	return s, nil
+}
+
+// StartT starts a server for a test or benchmark and stops it at the end;
+// without server binaries it skips, saying why — unless
+// DPSQL_REQUIRE_POSTGRES is set (as CI sets it), when it fails.
+func StartT(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := Start(context.Background())
+	if errors.Is(err, ErrNoServer) && os.Getenv("DPSQL_REQUIRE_POSTGRES") == "" {
+		tb.Skip(err.Error())
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+func (s *Server) data() string { return filepath.Join(s.dir, "data") }
+
+// run runs a command, as the server's user when there is one.
+func (s *Server) run(ctx context.Context, name string, args ...string) error {
+	var cmd *exec.Cmd
+	if s.runAs != nil {
+		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", s.runAs.Username, "--", name}, args...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, name, args...)
+	}
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("pgtest: %s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// DSN is a connection string for the server's database postgres, as the
+// superuser dpsql, over the Unix socket.
+func (s *Server) DSN() string {
+	return fmt.Sprintf("host=%s user=dpsql dbname=postgres sslmode=disable", s.socket)
+}
+
+// Open connects through database/sql (driver "pgx").
+func (s *Server) Open() (*sql.DB, error) { return sql.Open("pgx", s.DSN()) }
+
+// Stop stops the server and removes its directory.
+func (s *Server) Stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = s.run(ctx, filepath.Join(s.bin, "pg_ctl"), "-D", s.data(), "-m", "immediate", "-w", "stop")
+	s.cleanup()
+}
+
+func (s *Server) cleanup() { os.RemoveAll(s.dir) }
