@@ -68,7 +68,11 @@ func Start(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "dpsql-pg-")
+	base := ""
+	if os.Geteuid() == 0 {
+		base = "/tmp" // the server's user must be able to reach its directory
+	}
+	dir, err := os.MkdirTemp(base, "dpsql-pg-")
 	if err != nil {
 		return nil, err
 	}
