@@ -9,16 +9,16 @@ import (
 	"github.com/dpsql/dpsql/parser"
 )
 
-// A composite query is SQL over released results: an outer query, public
-// in itself, whose FROM items, WITH queries, scalar subqueries or UNION
-// arms include DP queries ("parts"). Each part is planned, charged and
-// answered on its own, exactly as if it had been asked alone; the outer
-// query then runs on the parts' noisy rows (and on public tables), so it
-// is post-processing and costs nothing more. The outer query never sees a
-// private table: the planner requires it to plan as a public query once
-// every part is replaced by its released rows, which the engine prints
-// as a VALUES list — never a table name that could resolve to something
-// else.
+// A composite query is SQL over released results: an outer query whose
+// FROM items, WITH queries, subqueries or compound arms include DP queries
+// ("parts"). Each part is planned, charged and answered on its own,
+// exactly as if it had been asked alone; the outer query then sees the
+// parts' noisy rows as public data, printed by the engine as VALUES lists
+// (or, in a DP query's expressions, as constants) — never as a table name
+// that could resolve to something else. An outer query over answers and
+// public tables is post-processing and costs nothing more; one that also
+// reads a private table is a DP query of its own, charged after the parts
+// (adaptive sequential composition).
 
 // Released is a part's answer as the outer query sees it: its output
 // columns and, once the part has run, its noisy rows (nil while only
@@ -55,7 +55,7 @@ type Composite struct {
 	OuterPrivate *PrivateQuery
 }
 
-// PlanComposite splits stmt into DP parts and a public outer query. It
+// PlanComposite splits stmt into DP parts and an outer query. It
 // returns nil, nil when stmt has no part (the caller keeps the error
 // planning stmt as a whole gave). A candidate is a statement in FROM, in
 // WITH, in a scalar subquery or in a compound arm that plans on its own as
@@ -96,8 +96,8 @@ func PlanComposite(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) 
 // WITH queries of enclosing statements.
 func (c *Composite) find(s *parser.SelectStmt, visible []parser.CTE, cat *catalog.Catalog, sess Session, top bool) error {
 	if !top && len(s.Compound) == 0 {
-		if ok, err := c.tryPart(s, s, visible, cat, sess); ok || err != nil {
-			return err
+		if c.tryPart(s, s, visible, cat, sess) {
+			return nil
 		}
 	}
 	scope := withScope(visible, s.With)
@@ -109,9 +109,7 @@ func (c *Composite) find(s *parser.SelectStmt, visible []parser.CTE, cat *catalo
 	if len(s.Compound) > 0 {
 		head := *s
 		head.With, head.Compound, head.OrderBy, head.Limit, head.Offset = nil, nil, nil, nil, nil
-		if ok, err := c.tryPart(&head, s, scope, cat, sess); err != nil {
-			return err
-		} else if !ok {
+		if !c.tryPart(&head, s, scope, cat, sess) {
 			if err := c.findIn(&head, scope, cat, sess); err != nil {
 				return err
 			}
@@ -154,7 +152,7 @@ func (c *Composite) findIn(s *parser.SelectStmt, scope []parser.CTE, cat *catalo
 
 // tryPart plans s (with the WITH queries it can see) on its own; a
 // private plan makes it a part standing for key.
-func (c *Composite) tryPart(s, key *parser.SelectStmt, visible []parser.CTE, cat *catalog.Catalog, sess Session) (bool, error) {
+func (c *Composite) tryPart(s, key *parser.SelectStmt, visible []parser.CTE, cat *catalog.Catalog, sess Session) bool {
 	q := s
 	if extra := unshadowed(visible, s.With); len(extra) > 0 {
 		cp := *s
@@ -164,14 +162,14 @@ func (c *Composite) tryPart(s, key *parser.SelectStmt, visible []parser.CTE, cat
 	}
 	plan, err := PlanSelect(q, cat, sess)
 	if err != nil {
-		return false, nil
+		return false
 	}
 	p, ok := plan.(*PrivateQuery)
 	if !ok {
-		return false, nil
+		return false
 	}
 	c.Parts = append(c.Parts, &Part{Key: key, Stmt: q, Plan: p})
-	return true, nil
+	return true
 }
 
 // withScope is the WITH queries visible inside a statement with its own
