@@ -186,7 +186,9 @@ func TestPublicGroups(t *testing.T) {
 		{`SELECT l.code, SUM(t.x) AS s FROM lookup AS l LEFT OUTER JOIN t ON t.g = l.code WHERE t.x < 10 GROUP BY l.code`, "a:120 b:150 q:0 z:100"},
 		{`SELECT g, COUNT(*) AS n FROM t RIGHT JOIN (SELECT DISTINCT code AS g FROM lookup) AS p USING (g) GROUP BY g`, "a:250 b:250 q:0 z:250"},
 		{`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (group_selection_strategy = PUBLIC_GROUPS) l.label, COUNT(*) AS n FROM t JOIN lookup AS l ON t.g = l.code GROUP BY l.label`, "Alpha:250 Beta:250 Nothing:0 Quebec:0 Zulu:250"},
-		// A private key keeps its declared domain; the join still drops 'z' rows' non-matches.
+		// An empty public relation: no group, no row.
+		{`SELECT l.code, COUNT(*) AS n FROM (SELECT code FROM lookup WHERE code = 'none') AS l LEFT JOIN t ON t.g = l.code GROUP BY l.code`, ""},
+				// A private key keeps its declared domain; the join still drops 'z' rows' non-matches.
 		{`SELECT t.g, COUNT(*) AS n FROM lookup AS l LEFT JOIN t ON t.g = l.code GROUP BY t.g`, "a:250 b:250 c:0 d:0"},
 	} {
 		r := query(t, e, tc.sql)

@@ -1012,16 +1012,13 @@ func (b *builder) groupKey(g parser.Expr) error {
 		if len(vals) > maxGroups {
 			return errorf(c.NamePos, ErrUnsupported, "GROUP BY %q: the public relation has more than %d values", col.name, maxGroups)
 		}
-		if len(vals) == 0 {
-			return errorf(c.NamePos, ErrInvalidOption, "GROUP BY %q: the public relation it comes from has no (non-NULL) values", col.name)
-		}
-		dom = vals
+		dom = append([]any{}, vals...) // no public value: no group, no row
 	} else if b.publicGroups && !col.private {
 		return errorf(c.NamePos, ErrInvalidOption, "group_selection_strategy = PUBLIC_GROUPS: GROUP BY %q is not a column of a public table joined with the private one", col.name)
 	} else if b.publicGroups {
 		return errorf(c.NamePos, ErrInvalidOption, "group_selection_strategy = PUBLIC_GROUPS takes its groups from a public table joined in (FROM public_groups LEFT JOIN private_table ...): GROUP BY %q is a private column", col.name)
 	}
-	if len(dom) == 0 && b.delta <= 0 {
+	if dom == nil && b.delta <= 0 {
 		table := "<table>"
 		if b.rel.base != nil {
 			table = parser.QuoteIdent(b.rel.base.Name)

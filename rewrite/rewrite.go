@@ -385,6 +385,9 @@ func cellSpec(c *planner.Cell, unitsBounded bool, arg func(parser.Expr) string) 
 // NULL for values outside it. Comparison follows SQLite's own rules, so a
 // value matches its domain entry exactly as "=" would.
 func domainIndex(k planner.GroupKey) string {
+	if len(k.Domain) == 0 {
+		return "NULL" // an empty public domain: no group
+	}
 	var sb strings.Builder
 	sb.WriteString("CASE " + k.SQL)
 	for i, v := range k.Domain {

@@ -188,6 +188,15 @@ func (g *generator) cond(depth int) string {
 		g.use("BETWEEN")
 		return g.num(depth) + g.pick([]string{" BETWEEN ", " NOT BETWEEN "}) + g.literal() + " AND " + g.literal()
 	case 4:
+		if g.chance(0.3) {
+			// Subqueries over the public table: run first, inlined as
+			// constants (the same on D and D′).
+			g.use("subquery over a public table")
+			if g.chance(0.5) {
+				return g.text(depth) + g.pick([]string{" IN ", " NOT IN "}) + g.pick([]string{"(SELECT label FROM pub)", "(SELECT g FROM pub WHERE weight > 0)"})
+			}
+			return g.num(depth) + " > " + g.pick([]string{"(SELECT MAX(weight) FROM pub)", "(SELECT weight FROM pub WHERE label = 'l2')", "(SELECT 1 FROM pub WHERE 0)"})
+		}
 		g.use("IN")
 		return g.num(depth) + g.pick([]string{" IN (", " NOT IN ("}) + g.literal() + ", " + g.literal() + ")"
 	case 5:
