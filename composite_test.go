@@ -188,7 +188,7 @@ func TestPublicGroups(t *testing.T) {
 		{`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (group_selection_strategy = PUBLIC_GROUPS) l.label, COUNT(*) AS n FROM t JOIN lookup AS l ON t.g = l.code GROUP BY l.label`, "Alpha:250 Beta:250 Nothing:0 Quebec:0 Zulu:250"},
 		// An empty public relation: no group, no row.
 		{`SELECT l.code, COUNT(*) AS n FROM (SELECT code FROM lookup WHERE code = 'none') AS l LEFT JOIN t ON t.g = l.code GROUP BY l.code`, ""},
-				// A private key keeps its declared domain; the join still drops 'z' rows' non-matches.
+		// A private key keeps its declared domain; the join still drops 'z' rows' non-matches.
 		{`SELECT t.g, COUNT(*) AS n FROM lookup AS l LEFT JOIN t ON t.g = l.code GROUP BY t.g`, "a:250 b:250 c:0 d:0"},
 	} {
 		r := query(t, e, tc.sql)
