@@ -563,17 +563,7 @@ func (e *Engine) composite(ctx context.Context, c *planner.Composite, cat *catal
 			}
 			return nil, err
 		}
-		res.Cost.Epsilon += r.Cost.Epsilon
-		res.Cost.Delta += r.Cost.Delta
-		res.Rho += r.Rho
-		if res.Mechanism == "" || res.Mechanism == r.Mechanism {
-			res.Mechanism = r.Mechanism
-		} else {
-			res.Mechanism = "mixed"
-		}
-		for _, n := range r.Notes {
-			res.Notes = append(res.Notes, fmt.Sprintf("DP query %d: %s", i+1, n))
-		}
+		res.addCharge(r, fmt.Sprintf("DP query %d: ", i+1))
 		sess.Released[p.Key] = &planner.Released{Columns: r.Columns, Rows: r.Rows}
 	}
 	plan, err := planner.PlanSelect(c.Stmt, cat, sess)
@@ -594,20 +584,28 @@ func (e *Engine) composite(ctx context.Context, c *planner.Composite, cat *catal
 			return nil, fmt.Errorf("the outer DP query: %w (the %s inside it were charged ε=%g, δ=%g and their answers withheld)", err, dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta)
 		}
 		res.Columns, res.Rows, res.ErrorBounds = r.Columns, r.Rows, r.ErrorBounds
-		res.Cost.Epsilon += r.Cost.Epsilon
-		res.Cost.Delta += r.Cost.Delta
-		res.Rho += r.Rho
-		if res.Mechanism != r.Mechanism {
-			res.Mechanism = "mixed"
-		}
-		for _, n := range r.Notes {
-			res.Notes = append(res.Notes, "outer DP query: "+n)
-		}
+		res.addCharge(r, "outer DP query: ")
 		res.Notes = append(res.Notes, fmt.Sprintf("a DP query over the answers of %s: ε=%g, δ=%g in all (each charged in turn)", dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta))
 	default:
 		return nil, fmt.Errorf("dpsql: the outer query planned as %T", plan)
 	}
 	return res, nil
+}
+
+// addCharge adds one DP query's cost, mechanism and notes (each after
+// prefix) to a statement's result.
+func (res *Result) addCharge(r *Result, prefix string) {
+	res.Cost.Epsilon += r.Cost.Epsilon
+	res.Cost.Delta += r.Cost.Delta
+	res.Rho += r.Rho
+	if res.Mechanism == "" || res.Mechanism == r.Mechanism {
+		res.Mechanism = r.Mechanism
+	} else {
+		res.Mechanism = "mixed"
+	}
+	for _, n := range r.Notes {
+		res.Notes = append(res.Notes, prefix+n)
+	}
 }
 
 // releasedSalt prints the answers a DP query over other DP queries'

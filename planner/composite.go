@@ -192,18 +192,20 @@ func unshadowed(visible, own []parser.CTE) []parser.CTE {
 	return out
 }
 
-// scalarSubqueries lists the scalar subqueries of s's expressions (not
-// those nested inside another subquery); deep also visits its WITH
-// queries and FROM subqueries.
-func scalarSubqueries(s *parser.SelectStmt, deep bool) []*parser.SubqueryExpr {
-	var out []*parser.SubqueryExpr
+// eachSubquery calls fn for each subquery in s's expressions (a scalar
+// subquery, or the SELECT of IN (SELECT ...), with in set), not those
+// nested inside another subquery; deep also visits its WITH queries, FROM
+// subqueries and compound arms.
+func eachSubquery(s *parser.SelectStmt, deep bool, fn func(sq *parser.SubqueryExpr, in bool)) {
 	visit := func(e parser.Expr) {
 		parser.Walk(e, func(x parser.Expr) bool {
-			if sq, ok := x.(*parser.SubqueryExpr); ok {
-				out = append(out, sq)
-			}
-			if in, ok := x.(*parser.InExpr); ok && in.Sub != nil {
-				out = append(out, in.Sub)
+			switch x := x.(type) {
+			case *parser.SubqueryExpr:
+				fn(x, false)
+			case *parser.InExpr:
+				if x.Sub != nil {
+					fn(x.Sub, true)
+				}
 			}
 			return true
 		})
@@ -211,24 +213,13 @@ func scalarSubqueries(s *parser.SelectStmt, deep bool) []*parser.SubqueryExpr {
 	for _, o := range s.DPOptions {
 		visit(o.Value)
 	}
-	if deep {
-		forEachStmtExpr(s, visit)
-		return out
-	}
-	forEachExpr(s, visit)
-	var from func(f parser.FromItem)
-	from = func(f parser.FromItem) {
-		if j, ok := f.(*parser.JoinExpr); ok {
-			from(j.Left)
-			from(j.Right)
-			if j.On != nil {
-				visit(j.On)
-			}
-		}
-	}
-	if s.From != nil {
-		from(s.From)
-	}
+	forEachStmtExpr(s, deep, visit)
+}
+
+// scalarSubqueries lists eachSubquery's subqueries.
+func scalarSubqueries(s *parser.SelectStmt, deep bool) []*parser.SubqueryExpr {
+	var out []*parser.SubqueryExpr
+	eachSubquery(s, deep, func(sq *parser.SubqueryExpr, _ bool) { out = append(out, sq) })
 	return out
 }
 
@@ -242,16 +233,13 @@ func scalarSubqueries(s *parser.SelectStmt, deep bool) []*parser.SubqueryExpr {
 // — an error, say — happens before any private row is read, so it cannot
 // depend on which private rows reach it.
 func planSubqueries(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session, rn *renderer, inline bool) error {
+	var subs []*parser.SubqueryExpr
 	in := map[*parser.SubqueryExpr]bool{}
-	forEachStmtExpr(stmt, func(e parser.Expr) {
-		parser.Walk(e, func(x parser.Expr) bool {
-			if ie, ok := x.(*parser.InExpr); ok && ie.Sub != nil {
-				in[ie.Sub] = true
-			}
-			return true
-		})
+	eachSubquery(stmt, true, func(sq *parser.SubqueryExpr, isIn bool) {
+		subs = append(subs, sq)
+		in[sq] = isIn
 	})
-	for _, sq := range scalarSubqueries(stmt, true) {
+	for _, sq := range subs {
 		plan, err := PlanSelect(sq.Query, cat, sess)
 		if err != nil {
 			return err
@@ -303,32 +291,54 @@ func planSubqueries(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session,
 // private table, which the scan holds as a list of constants.
 const MaxInlineValues = 100_000
 
-// forEachStmtExpr calls fn for every expression of a statement, its WITH
-// queries, FROM subqueries, join conditions and compound arms (not inside
-// subqueries in expressions).
-func forEachStmtExpr(s *parser.SelectStmt, fn func(parser.Expr)) {
-	forEachExpr(s, fn)
+// forEachSelect calls fn for s and, recursively, its WITH queries, FROM
+// subqueries and compound arms (not subqueries in expressions).
+func forEachSelect(s *parser.SelectStmt, fn func(*parser.SelectStmt)) {
+	fn(s)
 	for i := range s.With {
-		forEachStmtExpr(s.With[i].Query, fn)
+		forEachSelect(s.With[i].Query, fn)
 	}
 	var from func(f parser.FromItem)
 	from = func(f parser.FromItem) {
 		switch f := f.(type) {
 		case *parser.SubqueryRef:
-			forEachStmtExpr(f.Query, fn)
+			forEachSelect(f.Query, fn)
 		case *parser.JoinExpr:
 			from(f.Left)
 			from(f.Right)
-			if f.On != nil {
-				fn(f.On)
-			}
 		}
 	}
 	if s.From != nil {
 		from(s.From)
 	}
 	for _, arm := range s.Compound {
-		forEachStmtExpr(arm.Select, fn)
+		forEachSelect(arm.Select, fn)
+	}
+}
+
+// forEachStmtExpr calls fn for every expression of a statement and its
+// join conditions; deep, of the statements forEachSelect visits too.
+func forEachStmtExpr(s *parser.SelectStmt, deep bool, fn func(parser.Expr)) {
+	one := func(q *parser.SelectStmt) {
+		forEachExpr(q, fn)
+		var on func(f parser.FromItem)
+		on = func(f parser.FromItem) {
+			if j, ok := f.(*parser.JoinExpr); ok {
+				on(j.Left)
+				on(j.Right)
+				if j.On != nil {
+					fn(j.On)
+				}
+			}
+		}
+		if q.From != nil {
+			on(q.From)
+		}
+	}
+	if deep {
+		forEachSelect(s, one)
+	} else {
+		one(s)
 	}
 }
 
@@ -343,29 +353,11 @@ func refuseInPrivate(stmt *parser.SelectStmt) error {
 		return errorf(w.Over.OverPos, ErrUnsupported, "window functions (%s ... OVER) are not available in a query on a private table; apply them to a DP query's answer in an outer query (SELECT ..., RANK() OVER (ORDER BY n) FROM (SELECT ...) AS r)", w.Name)
 	}
 	var err error
-	var walk func(q *parser.SelectStmt)
-	walk = func(q *parser.SelectStmt) {
-		for i := range q.With {
-			walk(q.With[i].Query)
-		}
-		var from func(f parser.FromItem)
-		from = func(f parser.FromItem) {
-			switch f := f.(type) {
-			case *parser.SubqueryRef:
-				walk(f.Query)
-			case *parser.JoinExpr:
-				from(f.Left)
-				from(f.Right)
-			}
-		}
-		if q.From != nil {
-			from(q.From)
-		}
+	forEachSelect(stmt, func(q *parser.SelectStmt) {
 		if len(q.Compound) > 0 && err == nil {
 			err = errorf(q.Compound[0].OpPos, ErrUnsupported, "%s inside a query on a private table is not available; each arm can be a DP query of its own", q.Compound[0].Op)
 		}
-	}
-	walk(stmt)
+	})
 	return err
 }
 
@@ -373,7 +365,7 @@ func refuseInPrivate(stmt *parser.SelectStmt) error {
 // expressions, its WITH queries and FROM subqueries.
 func windowCall(stmt *parser.SelectStmt) *parser.CallExpr {
 	var found *parser.CallExpr
-	forEachStmtExpr(stmt, func(e parser.Expr) {
+	forEachStmtExpr(stmt, true, func(e parser.Expr) {
 		parser.Walk(e, func(x parser.Expr) bool {
 			if c, ok := x.(*parser.CallExpr); ok && c.Over != nil && found == nil {
 				found = c

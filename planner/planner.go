@@ -479,15 +479,15 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 	if err != nil {
 		return nil, err
 	}
+	if rel.private {
+		if err := refuseInPrivate(stmt); err != nil {
+			return nil, err
+		}
+	}
 	if len(scalarSubqueries(stmt, true)) > 0 {
 		// Subqueries in expressions are planned (and, on a private
 		// relation, run) before the FROM clause is printed again with
 		// them: its derived tables may use them too.
-		if rel.private {
-			if err := refuseInPrivate(stmt); err != nil {
-				return nil, err
-			}
-		}
 		rn = newRenderer()
 		if err := planSubqueries(stmt, cat, sess, rn, rel.private); err != nil {
 			return nil, err
@@ -497,9 +497,6 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 		}
 	}
 	if rel.private {
-		if err := refuseInPrivate(stmt); err != nil {
-			return nil, err
-		}
 		if err := checkStmtTotal(stmt); err != nil {
 			return nil, err
 		}

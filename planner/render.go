@@ -235,38 +235,16 @@ func checkTotal(e parser.Expr) error {
 // its WITH queries and its subqueries.
 func checkStmtTotal(s *parser.SelectStmt) error {
 	var err error
-	forEachExpr(s, func(e parser.Expr) {
+	check := func(e parser.Expr) {
 		if err == nil {
 			err = checkTotal(e)
 		}
+	}
+	forEachSelect(s, func(q *parser.SelectStmt) {
+		forEachStmtExpr(q, false, check)
+		for _, o := range q.DPOptions {
+			check(o.Value)
+		}
 	})
-	for _, o := range s.DPOptions {
-		if err == nil {
-			err = checkTotal(o.Value)
-		}
-	}
-	for i := range s.With {
-		if err == nil {
-			err = checkStmtTotal(s.With[i].Query)
-		}
-	}
-	var from func(f parser.FromItem)
-	from = func(f parser.FromItem) {
-		switch f := f.(type) {
-		case *parser.SubqueryRef:
-			if err == nil {
-				err = checkStmtTotal(f.Query)
-			}
-		case *parser.JoinExpr:
-			from(f.Left)
-			from(f.Right)
-			if err == nil && f.On != nil {
-				err = checkTotal(f.On)
-			}
-		}
-	}
-	if s.From != nil {
-		from(s.From)
-	}
 	return err
 }
