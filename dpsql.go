@@ -74,6 +74,14 @@ type Options struct {
 	// the caller may want to show, such as a private query waiting for
 	// another process's write lock before it can record its cost.
 	Notify func(notice string)
+	// Postgres, when set, is a PostgreSQL connection string (a
+	// postgres:// URL or key=value pairs): the engine then reads its
+	// tables from that database, and the file at path is its state file
+	// (catalog, budget, ledger, cache). An owner-mode Open mirrors every
+	// table of PostgreSQL's current schema the state file does not have
+	// yet (docs/backends.md). A state file with mirrored tables can only
+	// be opened with its connection string.
+	Postgres string
 
 	noise    mechanism.Noiser // tests only; nil means crypto/rand
 	dsnExtra string           // tests only: more SQLite URI parameters
@@ -90,6 +98,7 @@ type Engine struct {
 	noise   mechanism.Noiser
 	notify  func(string)
 	noCache bool
+	closePG func() // releases the PostgreSQL source (nil without one)
 
 	mu         sync.Mutex
 	sess       planner.Session
@@ -132,13 +141,28 @@ func Open(path string, opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("%w: %s is not a dpsql database (the owner makes it one with 'dpsql import' or 'dpsql --owner')", ErrNoDatabase, path)
 		}
 	}
-	if err := catalog.Init(ctx, db); err != nil {
+	// The PostgreSQL source is registered before anything reads the
+	// catalog: reading a mirrored table's columns connects to it.
+	closePG, err := openPostgres(ctx, db, path, opts)
+	if err != nil {
 		db.Close()
+		return nil, err
+	}
+	fail := func(err error) (*Engine, error) {
+		db.Close()
+		closePG()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
+	if err := catalog.Init(ctx, db); err != nil {
+		return fail(err)
+	}
+	if opts.Postgres != "" && opts.Owner {
+		if err := mirrorPostgres(ctx, db, opts); err != nil {
+			return fail(err)
+		}
+	}
 	if err := budget.Init(ctx, db); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("opening %s: %w", path, err)
+		return fail(err)
 	}
 	// The answer cache is an economy, not a guarantee: where its tables
 	// cannot be made (a read-only file from an older version), queries are
@@ -154,7 +178,7 @@ func Open(path string, opts Options) (*Engine, error) {
 	if noise == nil {
 		noise = mechanism.NewSecureNoiser(nil)
 	}
-	return &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, sess: planner.Session{Epsilon: opts.Epsilon, PublicValues: publicValues(db)}}, nil
+	return &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, closePG: closePG, sess: planner.Session{Epsilon: opts.Epsilon, PublicValues: publicValues(db)}}, nil
 }
 
 // Close closes the database (a Session's Close closes nothing shared).
@@ -162,7 +186,11 @@ func (e *Engine) Close() error {
 	if e.session {
 		return nil
 	}
-	return e.db.Close()
+	err := e.db.Close()
+	if e.closePG != nil {
+		e.closePG()
+	}
+	return err
 }
 
 // SessionOptions configure a Session.

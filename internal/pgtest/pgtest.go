@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 )
 
@@ -157,3 +158,85 @@ func (s *Server) Stop() {
 }
 
 func (s *Server) cleanup() { os.RemoveAll(s.dir) }
+
+// CopyFromSQLite creates each named table of the SQLite database src in
+// the server's database and copies its rows (COPY): INTEGER columns become
+// bigint, REAL double precision, BLOB bytea, the rest text. Tests use it
+// to run the same data on both backends.
+func (s *Server) CopyFromSQLite(ctx context.Context, src *sql.DB, tables ...string) error {
+	conn, err := pgx.Connect(ctx, s.DSN())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	for _, name := range tables {
+		rows, err := src.QueryContext(ctx, `SELECT name, type FROM pragma_table_info(?) ORDER BY cid`, name)
+		if err != nil {
+			return err
+		}
+		var cols, defs []string
+		var types []string
+		for rows.Next() {
+			var c, typ string
+			if err := rows.Scan(&c, &typ); err != nil {
+				rows.Close()
+				return err
+			}
+			pgType := "text"
+			switch strings.ToUpper(typ) {
+			case "INTEGER", "INT":
+				pgType = "bigint"
+			case "REAL", "FLOAT", "DOUBLE":
+				pgType = "double precision"
+			case "BLOB":
+				pgType = "bytea"
+			}
+			cols = append(cols, c)
+			types = append(types, pgType)
+			defs = append(defs, pgx.Identifier{c}.Sanitize()+" "+pgType)
+		}
+		rows.Close()
+		if len(cols) == 0 {
+			return fmt.Errorf("pgtest: SQLite has no table %q", name)
+		}
+		if _, err := conn.Exec(ctx, "CREATE TABLE "+pgx.Identifier{name}.Sanitize()+" ("+strings.Join(defs, ", ")+")"); err != nil {
+			return err
+		}
+		data, err := src.QueryContext(ctx, "SELECT * FROM "+pgx.Identifier{name}.Sanitize())
+		if err != nil {
+			return err
+		}
+		var batch [][]any
+		for data.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := data.Scan(ptrs...); err != nil {
+				data.Close()
+				return err
+			}
+			for i, v := range vals {
+				if types[i] == "text" {
+					if b, ok := v.([]byte); ok {
+						vals[i] = string(b)
+					} else if v != nil {
+						if _, ok := v.(string); !ok {
+							vals[i] = fmt.Sprint(v)
+						}
+					}
+				}
+			}
+			batch = append(batch, vals)
+		}
+		data.Close()
+		if err := data.Err(); err != nil {
+			return err
+		}
+		if _, err := conn.CopyFrom(ctx, pgx.Identifier{name}, cols, pgx.CopyFromRows(batch)); err != nil {
+			return fmt.Errorf("pgtest: copying %s: %w", name, err)
+		}
+	}
+	return nil
+}

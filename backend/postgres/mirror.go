@@ -1,0 +1,113 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// sourceTable records, in the state file, the id under which its mirrored
+// tables find their PostgreSQL connection (Register).
+const sourceTable = "_dpsql_postgres"
+
+// SourceID returns the state file's source id. An owner (create) makes
+// one the first time; otherwise a file without one gives "".
+func SourceID(ctx context.Context, db *sql.DB, create bool) (string, error) {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, sourceTable).Scan(&n); err != nil {
+		return "", err
+	}
+	if n == 0 && !create {
+		return "", nil
+	}
+	if create {
+		b := make([]byte, 8)
+		if _, err := rand.Read(b); err != nil {
+			return "", err
+		}
+		if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+sourceTable+` (id TEXT NOT NULL);
+			INSERT INTO `+sourceTable+` (id) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM `+sourceTable+`)`, "pg"+hex.EncodeToString(b)); err != nil {
+			return "", err
+		}
+	}
+	var id string
+	err := db.QueryRowContext(ctx, `SELECT id FROM `+sourceTable+` LIMIT 1`).Scan(&id)
+	if err == sql.ErrNoRows {
+		return "", nil
+	}
+	return id, err
+}
+
+// Connect opens a pool on dsn and checks that it answers.
+func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL connection string: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
+	}
+	return pool, nil
+}
+
+// Mirror declares in the state file a virtual table for every table, view
+// and foreign table of PostgreSQL's current schema that the file does not
+// have yet, and returns the names it added and those it skipped (a name
+// SQLite reserves, or one that differs only in case from a table already
+// in the file). The PostgreSQL tables are never changed.
+func Mirror(ctx context.Context, db *sql.DB, pool *pgxpool.Pool, id string) (added, skipped []string, err error) {
+	const q = `SELECT current_schema(), c.relname FROM pg_catalog.pg_class c
+	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'v', 'm', 'f', 'p')
+	ORDER BY c.relname`
+	observe(q)
+	rows, err := pool.Query(ctx, q)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing PostgreSQL's tables: %w", err)
+	}
+	type rel struct{ schema, name string }
+	var rels []rel
+	for rows.Next() {
+		var r rel
+		if err := rows.Scan(&r.schema, &r.name); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		rels = append(rels, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	for _, r := range rels {
+		lower := strings.ToLower(r.name)
+		if strings.HasPrefix(lower, "_dpsql_") || strings.HasPrefix(lower, "sqlite_") {
+			skipped = append(skipped, r.name)
+			continue
+		}
+		var existing string
+		err := db.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE`, r.name).Scan(&existing)
+		switch {
+		case err == sql.ErrNoRows:
+		case err != nil:
+			return added, skipped, err
+		default:
+			if !strings.Contains(existing, Module) {
+				skipped = append(skipped, r.name)
+			}
+			continue
+		}
+		stmt := fmt.Sprintf("CREATE VIRTUAL TABLE %s USING %s(%s, %s, %s)", Quote(r.name), Module, Literal(id), Literal(r.schema), Literal(r.name))
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return added, skipped, fmt.Errorf("mirroring %s: %w", Quote(r.name), err)
+		}
+		added = append(added, r.name)
+	}
+	return added, skipped, nil
+}

@@ -1,0 +1,421 @@
+// Package postgres lets dpsql answer queries about tables that live in a
+// PostgreSQL database.
+//
+// Where it sits: beside exec, below the engine. Each PostgreSQL table is
+// mirrored in the engine's SQLite file as a virtual table of the module
+// "dpsql_postgres" (Module); every statement the engine runs — the planner-
+// printed scan with its measurement aggregate, public queries, the
+// post-processing — stays a SQLite statement, and SQLite pulls the rows it
+// needs through the virtual table's cursor, which runs one SELECT on
+// PostgreSQL per scan. So the rules that make dpsql private (statements
+// printed from the resolved plan, the authorizer, total expressions,
+// contribution bounding and exact sums in the measurement aggregate) hold
+// unchanged on PostgreSQL data: PostgreSQL only ever evaluates statements
+// this package prints, which read named columns and never compute a value
+// that could fail on some row (see selectSQL). The catalog, budget, ledger
+// and answer cache stay in the SQLite file (the state file).
+//
+// What is pushed down: the columns a statement uses (SQLite's colUsed).
+// Aggregation is not pushed down; docs/backends.md has the measurements
+// and the plan for that.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "modernc.org/sqlite" // registers the driver the module is installed on (its init must run first)
+	"modernc.org/sqlite/vtab"
+)
+
+// Module is the name of the SQLite virtual-table module that reads
+// PostgreSQL tables. A mirrored table is declared as
+//
+//	CREATE VIRTUAL TABLE "t" USING dpsql_postgres('source', 'schema', 'table')
+//
+// where source names the connection pool the engine registered (Register)
+// for this state file.
+const Module = "dpsql_postgres"
+
+func init() {
+	if err := vtab.RegisterModule(nil, Module, module{}); err != nil {
+		panic("postgres: registering the SQLite module: " + err.Error())
+	}
+}
+
+// ErrNoSource reports a mirrored table whose PostgreSQL database this
+// process has not connected to.
+var ErrNoSource = errors.New("the table lives in PostgreSQL, and this engine was not opened with its connection string")
+
+var (
+	sourcesMu sync.Mutex
+	sources   = map[string]*source{}
+)
+
+type source struct {
+	pool *pgxpool.Pool
+	refs int
+}
+
+// Register makes pool the connection of source id for the mirrored
+// tables of this process; release undoes it (the last release of an id
+// forgets it; the pool is the caller's to close).
+func Register(id string, pool *pgxpool.Pool) (release func()) {
+	sourcesMu.Lock()
+	defer sourcesMu.Unlock()
+	s := sources[id]
+	if s == nil {
+		s = &source{pool: pool}
+		sources[id] = s
+	}
+	s.pool = pool // the newest registration serves new connections
+	s.refs++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			sourcesMu.Lock()
+			defer sourcesMu.Unlock()
+			if s.refs--; s.refs == 0 && sources[id] == s {
+				delete(sources, id)
+			}
+		})
+	}
+}
+
+// Lookup returns the pool registered for source id.
+func Lookup(id string) (*pgxpool.Pool, error) {
+	sourcesMu.Lock()
+	defer sourcesMu.Unlock()
+	if s := sources[id]; s != nil {
+		return s.pool, nil
+	}
+	return nil, ErrNoSource
+}
+
+// Observe, when set (tests only), sees every statement this package sends
+// to PostgreSQL.
+var Observe func(sql string)
+
+func observe(sql string) {
+	if Observe != nil {
+		Observe(sql)
+	}
+}
+
+// kind is how a PostgreSQL column's values reach SQLite.
+type kind int
+
+const (
+	kindInteger kind = iota // int2, int4, int8, bool (as 0/1), oid
+	kindReal                // float4, float8
+	kindNumeric             // numeric: read as text, parsed to a float (±Inf beyond range, NaN → NULL)
+	kindBlob                // bytea
+	kindText                // text, varchar, char, name, and every other type through its text output
+)
+
+// column is one column of a mirrored table.
+type column struct {
+	name string
+	kind kind
+}
+
+// affinity is the SQLite type declared for a kind.
+func (k kind) affinity() string {
+	switch k {
+	case kindInteger:
+		return "INTEGER"
+	case kindReal, kindNumeric:
+		return "REAL"
+	case kindBlob:
+		return "BLOB"
+	}
+	return "TEXT"
+}
+
+func kindOf(typname string) kind {
+	switch typname {
+	case "int2", "int4", "int8", "bool", "oid":
+		return kindInteger
+	case "float4", "float8":
+		return kindReal
+	case "numeric":
+		return kindNumeric
+	case "bytea":
+		return kindBlob
+	}
+	return kindText
+}
+
+// Quote quotes an identifier for both SQLite and PostgreSQL.
+func Quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+// Literal quotes a string literal for both SQLite and PostgreSQL
+// (standard_conforming_strings, PostgreSQL's default).
+func Literal(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
+
+// unliteral undoes Literal on a virtual table's argument.
+func unliteral(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if len(s) < 2 || s[0] != '\'' || s[len(s)-1] != '\'' {
+		return "", fmt.Errorf("%s: argument %s is not a quoted string", Module, s)
+	}
+	return strings.ReplaceAll(s[1:len(s)-1], "''", "'"), nil
+}
+
+// columns reads a table's columns from PostgreSQL's catalog.
+func columns(ctx context.Context, pool *pgxpool.Pool, schema, table string) ([]column, error) {
+	const q = `SELECT a.attname, t.typname FROM pg_catalog.pg_attribute a
+	JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+	WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped
+	ORDER BY a.attnum`
+	observe(q)
+	rows, err := pool.Query(ctx, q, schema, table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var cols []column
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			return nil, err
+		}
+		cols = append(cols, column{name: name, kind: kindOf(typ)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("PostgreSQL has no table %s.%s (or it has no columns)", Quote(schema), Quote(table))
+	}
+	return cols, nil
+}
+
+type module struct{}
+
+func (module) Create(ctx vtab.Context, args []string) (vtab.Table, error) {
+	return connect(ctx, args)
+}
+
+func (module) Connect(ctx vtab.Context, args []string) (vtab.Table, error) {
+	return connect(ctx, args)
+}
+
+// connect declares the mirrored table to SQLite with PostgreSQL's current
+// columns. args: module, database, table, then the three arguments.
+func connect(vctx vtab.Context, args []string) (vtab.Table, error) {
+	if len(args) != 6 {
+		return nil, fmt.Errorf("%s takes three arguments (source, schema, table), got %d", Module, len(args)-3)
+	}
+	var vals [3]string
+	for i := range vals {
+		v, err := unliteral(args[3+i])
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	pool, err := Lookup(vals[0])
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w (open it with --db postgres://...)", args[2], err)
+	}
+	cols, err := columns(context.Background(), pool, vals[1], vals[2])
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", args[2], err)
+	}
+	defs := make([]string, len(cols))
+	for i, c := range cols {
+		defs[i] = Quote(c.name) + " " + c.kind.affinity()
+	}
+	if err := vctx.Declare("CREATE TABLE x (" + strings.Join(defs, ", ") + ")"); err != nil {
+		return nil, err
+	}
+	return &table{pool: pool, schema: vals[1], name: vals[2], cols: cols}, nil
+}
+
+// table is one mirrored PostgreSQL table.
+type table struct {
+	pool         *pgxpool.Pool
+	schema, name string
+	cols         []column
+}
+
+// BestIndex pushes down the columns the statement uses (passed to Filter
+// as a list in IdxStr) and no constraint: SQLite evaluates every
+// expression and predicate itself, with its own (total) semantics.
+func (t *table) BestIndex(info *vtab.IndexInfo) error {
+	var used []string
+	for i := range t.cols {
+		bit := i
+		if bit > 63 {
+			bit = 63 // SQLite's bit 63 stands for every column from the 64th on
+		}
+		if info.ColUsed&(1<<uint(bit)) != 0 {
+			used = append(used, strconv.Itoa(i))
+		}
+	}
+	info.IdxStr = strings.Join(used, ",")
+	info.EstimatedCost = 1e9
+	info.EstimatedRows = 1e6
+	return nil
+}
+
+func (t *table) Open() (vtab.Cursor, error) { return &cursor{t: t}, nil }
+func (t *table) Disconnect() error          { return nil }
+
+// Destroy runs on DROP TABLE of the mirror: the PostgreSQL table stays.
+func (t *table) Destroy() error { return nil }
+
+// selectSQL prints the one statement a scan sends: the used columns, each
+// read as itself or through its text output, which no value can make fail
+// (no arithmetic, no cast that can overflow: numeric is parsed in Go).
+func (t *table) selectSQL(used []int) string {
+	exprs := make([]string, len(used))
+	for i, c := range used {
+		col := t.cols[c]
+		exprs[i] = Quote(col.name)
+		switch col.kind {
+		case kindNumeric, kindText:
+			exprs[i] += "::text"
+		}
+	}
+	return "SELECT " + strings.Join(exprs, ", ") + " FROM " + Quote(t.schema) + "." + Quote(t.name)
+}
+
+// cursor streams one scan's rows.
+type cursor struct {
+	t      *table
+	cancel context.CancelFunc
+	rows   pgx.Rows
+	used   []int // PostgreSQL result column of each used table column
+	pos    []int // table column → position in the result, or -1
+	vals   []any
+	eof    bool
+	rowid  int64
+}
+
+func (c *cursor) Filter(_ int, idxStr string, _ []vtab.Value) error {
+	c.closeRows()
+	c.used = c.used[:0]
+	c.pos = make([]int, len(c.t.cols))
+	for i := range c.pos {
+		c.pos[i] = -1
+	}
+	if idxStr != "" {
+		for _, s := range strings.Split(idxStr, ",") {
+			i, err := strconv.Atoi(s)
+			if err != nil || i < 0 || i >= len(c.t.cols) {
+				return fmt.Errorf("%s: bad column list %q", Module, idxStr)
+			}
+			c.pos[i] = len(c.used)
+			c.used = append(c.used, i)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	q := c.t.selectSQL(c.used)
+	observe(q)
+	rows, err := c.t.pool.Query(ctx, q)
+	if err != nil {
+		cancel()
+		return err
+	}
+	c.cancel, c.rows, c.rowid, c.eof = cancel, rows, 0, false
+	return c.Next()
+}
+
+func (c *cursor) Next() error {
+	if !c.rows.Next() {
+		c.eof = true
+		err := c.rows.Err()
+		c.closeRows()
+		return err
+	}
+	vals, err := c.rows.Values()
+	if err != nil {
+		return err
+	}
+	c.vals = vals
+	c.rowid++
+	return nil
+}
+
+func (c *cursor) Eof() bool { return c.eof }
+
+func (c *cursor) Column(col int) (vtab.Value, error) {
+	if col < 0 || col >= len(c.pos) || c.pos[col] < 0 {
+		return nil, nil // a column the statement does not use
+	}
+	return sqliteValue(c.t.cols[col].kind, c.vals[c.pos[col]]), nil
+}
+
+// sqliteValue converts what pgx decoded to a SQLite value; it is total.
+func sqliteValue(k kind, v any) vtab.Value {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case int16:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case int64:
+		return x
+	case uint32:
+		return int64(x)
+	case bool:
+		if x {
+			return int64(1)
+		}
+		return int64(0)
+	case float32:
+		return finiteOrNull(float64(x))
+	case float64:
+		return finiteOrNull(x)
+	case []byte:
+		return append([]byte(nil), x...)
+	case string:
+		if k == kindNumeric {
+			f, err := strconv.ParseFloat(x, 64)
+			if err != nil && !errors.Is(err, strconv.ErrRange) {
+				return nil // NaN is the only other numeric text
+			}
+			return finiteOrNull(f)
+		}
+		return x
+	}
+	return fmt.Sprint(v) // not reached: other types are read as text
+}
+
+// finiteOrNull maps NaN to NULL, as SQLite itself stores it.
+func finiteOrNull(f float64) vtab.Value {
+	if math.IsNaN(f) {
+		return nil
+	}
+	return f
+}
+
+func (c *cursor) Rowid() (int64, error) { return c.rowid, nil }
+
+func (c *cursor) closeRows() {
+	if c.cancel != nil {
+		c.cancel() // stops the query instead of draining its rows
+		c.cancel = nil
+	}
+	if c.rows != nil {
+		c.rows.Close()
+		c.rows = nil
+	}
+}
+
+func (c *cursor) Close() error {
+	c.closeRows()
+	return nil
+}
