@@ -57,7 +57,7 @@ func mirrorPostgres(ctx context.Context, db *sql.DB, opts Options) error {
 	}
 	if opts.Notify != nil {
 		if len(added) > 0 {
-			opts.Notify("mirrored from PostgreSQL (private until you set a policy or make them public): " + strings.Join(added, ", "))
+			opts.Notify("mirrored from PostgreSQL (private, each row its own unit, until a policy says otherwise): " + strings.Join(added, ", "))
 		}
 		if len(skipped) > 0 {
 			opts.Notify("not mirrored (the name is reserved or taken in the state file): " + strings.Join(skipped, ", "))

@@ -5,11 +5,16 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"errors"
 	"reflect"
+	"regexp"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/backend/postgres"
 	"github.com/dpsql/dpsql/demo"
 	"github.com/dpsql/dpsql/internal/pgtest"
 	"github.com/dpsql/dpsql/internal/testhooks"
@@ -159,4 +164,179 @@ func rowSet(rows [][]any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestPostgresReadsLiveData: the engine reads PostgreSQL at every query
+// (no copy in the state file), and a private answer follows a change.
+func TestPostgresReadsLiveData(t *testing.T) {
+	native, pg, srv := bothBackends(t)
+	_ = native
+	before := query(t, pg, `SELECT SUM(age) FROM patients`).Rows[0][0].(float64)
+	db, err := srv.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE patients SET age = age + 1 WHERE id <= 10`); err != nil {
+		t.Fatal(err)
+	}
+	after := query(t, pg, `SELECT SUM(age) FROM patients`).Rows[0][0].(float64)
+	if after-before < 9.5 || after-before > 10.5 { // ages ≤ 99 stay inside the bounds (0, 100)
+		t.Errorf("SUM(age) went from %v to %v after adding 1 to 10 rows", before, after)
+	}
+}
+
+// TestPostgresNeverSeesAnalystText: PostgreSQL receives only statements
+// this package prints — the catalog probes and one SELECT of named
+// columns per scan — never the analyst's text, literals or expressions.
+func TestPostgresNeverSeesAnalystText(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string
+	postgres.Observe = func(q string) { mu.Lock(); sent = append(sent, q); mu.Unlock() }
+	defer func() { postgres.Observe = nil }()
+	_, pg, _ := bothBackends(t)
+	for _, q := range []string{
+		`SELECT COUNT(*) FROM patients WHERE region = 'zzq-analyst' OR diagnosis LIKE '%zzq%'`,
+		`SELECT SUM(income * 7777777) FROM patients WHERE age > 4242424`,
+		`SELECT code FROM lookup WHERE label = 'zzq-public'`,
+		`SELECT COUNT(*) FROM patients; SELECT pg_sleep(1)`,
+	} {
+		_, _ = pg.Query(context.Background(), q)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	scan := regexp.MustCompile(`^SELECT ("[^"]+"(::text)?(, "[^"]+"(::text)?)*)? FROM "public"\."[a-z]+"$`)
+	scans := 0
+	for _, q := range sent {
+		if strings.Contains(q, "zzq") || strings.Contains(q, "7777777") || strings.Contains(q, "4242424") || strings.Contains(q, "pg_sleep") {
+			t.Errorf("analyst text reached PostgreSQL: %s", q)
+		}
+		if strings.HasPrefix(q, "SELECT a.attname") || strings.HasPrefix(q, "SELECT current_schema()") {
+			continue
+		}
+		if !scan.MatchString(q) {
+			t.Errorf("unexpected statement sent to PostgreSQL: %s", q)
+		}
+		scans++
+	}
+	if scans == 0 {
+		t.Error("no scan observed")
+	}
+}
+
+// TestPostgresStateFile: the state file is bound to its PostgreSQL
+// source; only the owner mirrors; reserved names are skipped, said so.
+func TestPostgresStateFile(t *testing.T) {
+	srv := pgtest.StartT(t)
+	db, err := srv.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE people (id int, age int);
+		INSERT INTO people SELECT i, 20 + i % 50 FROM generate_series(1, 500) i;
+		CREATE TABLE "_dpsql_budget" (x int);
+		CREATE TABLE "Zoo" (x int);
+		CREATE TABLE zoo (y int)`); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	state := filepath.Join(t.TempDir(), "people.dpsql")
+	if _, err := dpsql.Open(state, dpsql.Options{Postgres: srv.DSN()}); !errors.Is(err, dpsql.ErrNoDatabase) {
+		t.Fatalf("an analyst opened a state file that does not exist: %v", err)
+	}
+	var notes []string
+	owner, err := dpsql.Open(state, dpsql.Options{Owner: true, Postgres: srv.DSN(), Notify: func(n string) { notes = append(notes, n) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 2 || notes[0] != "mirrored from PostgreSQL (private, each row its own unit, until a policy says otherwise): Zoo, people" ||
+		notes[1] != "not mirrored (the name is reserved or taken in the state file): _dpsql_budget, zoo" {
+		t.Errorf("notes: %q", notes)
+	}
+	mustRun(t, owner, `CREATE PRIVACY POLICY ON zoo; ALTER PRIVACY POLICY ON zoo SET BOUNDS x (0, 10); SET BUDGET epsilon = 10`)
+	if _, err := owner.Query(ctx, `SELECT * FROM people`); err == nil {
+		t.Error("a table mirrored without a policy answered a raw read")
+	}
+	owner.Close()
+	if _, err := dpsql.Open(state, dpsql.Options{}); err == nil || !strings.Contains(err.Error(), "connection string") {
+		t.Errorf("opened a state file without its connection string: %v", err)
+	}
+	if _, err := dpsql.Open(state, dpsql.Options{Postgres: "host=/nonexistent dbname=x"}); err == nil {
+		t.Error("opened with an unreachable PostgreSQL")
+	}
+	// A table created later is mirrored by the owner's next open only.
+	if _, err := db.Exec(`CREATE TABLE later (v int)`); err != nil {
+		t.Fatal(err)
+	}
+	analyst := open(t, state, dpsql.Options{Epsilon: 1, Postgres: srv.DSN()})
+	if _, err := analyst.Query(ctx, `SELECT COUNT(*) FROM later`); err == nil || !errors.Is(err, dpsql.ErrUnknownName) {
+		t.Errorf("an analyst's open mirrored a new table: %v", err)
+	}
+	r := query(t, analyst, `SELECT COUNT(*), SUM(x) FROM zoo`)
+	if r.Rows[0][0] != int64(0) {
+		t.Errorf("COUNT(*) of an empty table: %v", r.Rows)
+	}
+	owner2 := open(t, state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	if _, err := owner2.Query(ctx, `SELECT COUNT(*) FROM later`); err != nil {
+		t.Errorf("the owner's reopen did not mirror a new table: %v", err)
+	}
+	if _, err := owner2.Query(ctx, `SELECT v FROM later`); !errors.Is(err, dpsql.ErrNotPrivate) {
+		t.Errorf("a newly mirrored table is not private: %v", err)
+	}
+}
+
+// TestPostgresTypesAreTotal: every PostgreSQL type reaches SQLite as a
+// value SQLite's total expressions handle — numeric beyond float range,
+// NaN and ±Infinity, extreme integers, dates, JSON, arrays, bytea — so no
+// private query fails (or succeeds) because of what some row holds.
+func TestPostgresTypesAreTotal(t *testing.T) {
+	srv := pgtest.StartT(t)
+	db, err := srv.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE odd (
+		n numeric, f double precision, r real, i bigint, s smallint, b boolean, d date, ts timestamptz,
+		j jsonb, a int[], bt bytea, iv interval, u uuid, tx text, c char(3), m money);
+		INSERT INTO odd VALUES
+		('1e400', 'Infinity', 'NaN', 9223372036854775807, 32767, true, '2026-11-23', '2026-11-23 10:00+00',
+		 '{"a": [1, 2]}', '{1,2,3}', '\x00ff', '1 day', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 'é€😀', 'ab', 12.5),
+		('-1e400', '-Infinity', '-Infinity', -9223372036854775808, -32768, false, '0001-01-01 BC', 'infinity',
+		 'null', '{}', '', '-178000000 years', NULL, '', NULL, -1),
+		('NaN', 'NaN', 1e30, 0, 0, NULL, 'infinity', '-infinity', '"x"', NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+		(NULL, 1e308, -1e-30, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'x', 'x', NULL),
+		(5, 5, 5, 5, 5, true, '2000-01-01', '2000-01-01', '5', '{5}', '\x05', '5 seconds', NULL, '5', '5', 5)`); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "odd.dpsql")
+	eng := open(t, state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	cols := []string{"n", "f", "r", "i", "s", "b", "d", "ts", "j", "a", "bt", "iv", "u", "tx", "c", "m"}
+	policy := `CREATE PRIVACY POLICY ON odd; SET BUDGET epsilon = 1e6, delta = 0.5;`
+	for _, c := range cols {
+		policy += fmt.Sprintf(` ALTER PRIVACY POLICY ON odd SET BOUNDS %s (0, 10);`, c)
+	}
+	mustRun(t, eng, policy)
+	for _, c := range cols {
+		for _, q := range []string{
+			`SELECT COUNT(%[1]s), SUM(%[1]s), AVG(%[1]s), VAR_POP(%[1]s) FROM odd`,
+			`SELECT SUM(CAST(%[1]s AS INTEGER) * 3 - 1, contribution_bounds_per_row => (-5, 5)) FROM odd WHERE %[1]s > 0 OR %[1]s < 'z'`,
+			`SELECT SUM(LENGTH(%[1]s) / 2, contribution_bounds_per_row => (0, 9)), MEDIAN(%[1]s) FROM odd`,
+			`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-3) %[1]s, COUNT(*) FROM odd GROUP BY %[1]s`,
+			`SELECT AVG(%[1]s + 0) FROM odd`,
+		} {
+			q := fmt.Sprintf(q, c)
+			if _, err := eng.Query(context.Background(), q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	}
+	// Clipping sees the values SQLite would store: numeric 1e400 is +Inf
+	// (clipped to 10), NaN is NULL (not counted), −1e400 is −Inf (clipped to 0).
+	r := query(t, eng, `SELECT COUNT(n), SUM(n), SUM(f), COUNT(f), SUM(i), SUM(b) FROM odd`)
+	want := []any{int64(3), float64(15), float64(25), int64(4), float64(15), float64(2)}
+	if !reflect.DeepEqual(r.Rows[0], want) {
+		t.Errorf("got %#v, want %#v", r.Rows[0], want)
+	}
 }

@@ -98,16 +98,24 @@ func Mirror(ctx context.Context, db *sql.DB, pool *pgxpool.Pool, id string) (add
 		case err != nil:
 			return added, skipped, err
 		default:
-			if !strings.Contains(existing, Module) {
+			// Already mirrored, or the name is taken: by a table of the
+			// file itself, or (SQLite's names ignore case) by the mirror
+			// of another PostgreSQL table.
+			if !strings.HasSuffix(existing, mirrorArgs(id, r.schema, r.name)) {
 				skipped = append(skipped, r.name)
 			}
 			continue
 		}
-		stmt := fmt.Sprintf("CREATE VIRTUAL TABLE %s USING %s(%s, %s, %s)", Quote(r.name), Module, Literal(id), Literal(r.schema), Literal(r.name))
+		stmt := "CREATE VIRTUAL TABLE " + Quote(r.name) + " USING " + Module + mirrorArgs(id, r.schema, r.name)
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return added, skipped, fmt.Errorf("mirroring %s: %w", Quote(r.name), err)
 		}
 		added = append(added, r.name)
 	}
 	return added, skipped, nil
+}
+
+// mirrorArgs prints a mirror's module arguments.
+func mirrorArgs(id, schema, name string) string {
+	return "(" + Literal(id) + ", " + Literal(schema) + ", " + Literal(name) + ")"
 }
