@@ -98,7 +98,7 @@ type Engine struct {
 	noise   mechanism.Noiser
 	notify  func(string)
 	noCache bool
-	closePG func() // releases the PostgreSQL source (nil without one)
+	pg      *pgSource // where the tables live, or nil (all in the file)
 
 	mu         sync.Mutex
 	sess       planner.Session
@@ -143,21 +143,21 @@ func Open(path string, opts Options) (*Engine, error) {
 	}
 	// The PostgreSQL source is registered before anything reads the
 	// catalog: reading a mirrored table's columns connects to it.
-	closePG, err := openPostgres(ctx, db, path, opts)
+	pg, err := openPostgres(ctx, db, path, opts)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	fail := func(err error) (*Engine, error) {
 		db.Close()
-		closePG()
+		pg.close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	if err := catalog.Init(ctx, db); err != nil {
 		return fail(err)
 	}
-	if opts.Postgres != "" && opts.Owner {
-		if err := mirrorPostgres(ctx, db, opts); err != nil {
+	if pg != nil && opts.Owner {
+		if err := pg.mirror(ctx, db, opts.Notify); err != nil {
 			return fail(err)
 		}
 	}
@@ -178,7 +178,7 @@ func Open(path string, opts Options) (*Engine, error) {
 	if noise == nil {
 		noise = mechanism.NewSecureNoiser(nil)
 	}
-	return &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, closePG: closePG, sess: planner.Session{Epsilon: opts.Epsilon, PublicValues: publicValues(db)}}, nil
+	return &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, pg: pg, sess: planner.Session{Epsilon: opts.Epsilon, PublicValues: publicValues(db)}}, nil
 }
 
 // Close closes the database (a Session's Close closes nothing shared).
@@ -187,9 +187,7 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	err := e.db.Close()
-	if e.closePG != nil {
-		e.closePG()
-	}
+	e.pg.close()
 	return err
 }
 
@@ -219,7 +217,7 @@ func (e *Engine) Session(o SessionOptions) (*Engine, error) {
 	if o.Epsilon != 0 && !planner.ValidEpsilon(o.Epsilon) {
 		return nil, fmt.Errorf("%s, got %v", planner.EpsilonRange, o.Epsilon)
 	}
-	return &Engine{db: e.db, path: e.path, owner: o.Owner, analyst: o.Analyst, session: true, noise: e.noise,
+	return &Engine{db: e.db, path: e.path, pg: e.pg, owner: o.Owner, analyst: o.Analyst, session: true, noise: e.noise,
 		noCache: o.NoCache || e.noCache, sess: planner.Session{Epsilon: o.Epsilon, PublicValues: publicValues(e.db)}}, nil
 }
 
@@ -1265,6 +1263,9 @@ func (e *Engine) ImportCSV(ctx context.Context, table, path string, opts csvimpo
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.pg != nil {
+		return e.importPostgres(ctx, table, path, opts)
+	}
 	// A database without user tables has no readers to keep reading: it is
 	// filled in rollback-journal mode, which writes each page once (WAL
 	// writes it twice, to the log and then to the file), and returns to WAL

@@ -33,6 +33,9 @@ func init() { sql.Register(DriverName, &Driver{}) }
 //     budget statements.
 //   - epsilon=E: the default ε per query for every connection (as SET
 //     epsilon = E).
+//   - postgres=DSN (URL-escaped): the tables live in that PostgreSQL
+//     database and the path is its state file (Options.Postgres), e.g.
+//     file:shop.dpsql?postgres=postgres%3A%2F%2Fdpsql%40db%2Fshop
 //
 // Unknown options are errors. Each database/sql connection is one dpsql
 // session: SET statements affect the connection they run on.
@@ -101,6 +104,8 @@ func ParseDSN(dsn string) (string, Options, error) {
 			default:
 				return "", opts, fmt.Errorf("dpsql: unknown role %q (owner or analyst)", v[0])
 			}
+		case "postgres":
+			opts.Postgres = v[0]
 		case "epsilon":
 			f, err := strconv.ParseFloat(v[0], 64)
 			if err != nil || f <= 0 || math.IsInf(f, 0) || math.IsNaN(f) {
@@ -116,7 +121,7 @@ func ParseDSN(dsn string) (string, Options, error) {
 				return "", opts, fmt.Errorf("dpsql: cache is on or off, got %q", v[0])
 			}
 		default:
-			return "", opts, fmt.Errorf("dpsql: unknown DSN option %q (known: role, epsilon, cache)", k)
+			return "", opts, fmt.Errorf("dpsql: unknown DSN option %q (known: role, epsilon, cache, postgres)", k)
 		}
 	}
 	return path, opts, nil

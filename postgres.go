@@ -4,9 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/dpsql/dpsql/backend/postgres"
+	"github.com/dpsql/dpsql/csvimport"
 )
 
 // IsPostgresDSN reports whether a --db argument names a PostgreSQL
@@ -15,53 +20,98 @@ func IsPostgresDSN(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
+// pgSource is an engine's PostgreSQL database.
+type pgSource struct {
+	pool    *pgxpool.Pool
+	id      string // the state file's source id (postgres.SourceID)
+	release func()
+}
+
+func (p *pgSource) close() {
+	if p != nil {
+		p.release()
+		p.pool.Close()
+	}
+}
+
 // openPostgres connects the state file to its PostgreSQL source, if it
-// has one or opts gives one; the returned func releases it.
-func openPostgres(ctx context.Context, db *sql.DB, path string, opts Options) (func(), error) {
-	none := func() {}
+// has one or opts gives one (nil: neither).
+func openPostgres(ctx context.Context, db *sql.DB, path string, opts Options) (*pgSource, error) {
 	id, err := postgres.SourceID(ctx, db, opts.Owner && opts.Postgres != "")
 	if err != nil {
-		return none, fmt.Errorf("opening %s: %w", path, err)
+		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	if opts.Postgres == "" {
 		if id != "" {
-			return none, fmt.Errorf("%s is the state file of a PostgreSQL database: open it with that database's connection string (dpsql --db postgres://... --state %s)", path, path)
+			return nil, fmt.Errorf("%s is the state file of a PostgreSQL database: open it with that database's connection string (dpsql --db postgres://... --state %s)", path, path)
 		}
-		return none, nil
+		return nil, nil
 	}
 	if id == "" {
-		return none, fmt.Errorf("%w: %s has no PostgreSQL tables yet (the owner mirrors them: dpsql --owner --db postgres://... --state %s)", ErrNoDatabase, path, path)
+		return nil, fmt.Errorf("%w: %s has no PostgreSQL tables yet (the owner mirrors them: dpsql --owner --db postgres://... --state %s)", ErrNoDatabase, path, path)
 	}
 	pool, err := postgres.Connect(ctx, opts.Postgres)
 	if err != nil {
-		return none, err
+		return nil, err
 	}
-	release := postgres.Register(id, pool)
-	return func() { release(); pool.Close() }, nil
+	return &pgSource{pool: pool, id: id, release: postgres.Register(id, pool)}, nil
 }
 
-// mirrorPostgres declares the PostgreSQL tables the state file does not
-// have yet, and says which it added and which it could not.
-func mirrorPostgres(ctx context.Context, db *sql.DB, opts Options) error {
-	id, err := postgres.SourceID(ctx, db, false)
+// mirror declares the PostgreSQL tables the state file does not have
+// yet, and says which it added and which it could not.
+func (p *pgSource) mirror(ctx context.Context, db *sql.DB, notify func(string)) error {
+	added, skipped, err := postgres.Mirror(ctx, db, p.pool, p.id)
 	if err != nil {
 		return err
 	}
-	pool, err := postgres.Lookup(id)
-	if err != nil {
-		return err
-	}
-	added, skipped, err := postgres.Mirror(ctx, db, pool, id)
-	if err != nil {
-		return err
-	}
-	if opts.Notify != nil {
+	if notify != nil {
 		if len(added) > 0 {
-			opts.Notify("mirrored from PostgreSQL (private, each row its own unit, until a policy says otherwise): " + strings.Join(added, ", "))
+			notify("mirrored from PostgreSQL (private, each row its own unit, until a policy says otherwise): " + strings.Join(added, ", "))
 		}
 		if len(skipped) > 0 {
-			opts.Notify("not mirrored (the name is reserved or taken in the state file): " + strings.Join(skipped, ", "))
+			notify("not mirrored (the name is reserved or taken in the state file): " + strings.Join(skipped, ", "))
 		}
 	}
 	return nil
+}
+
+// importPostgres loads a CSV file into a new PostgreSQL table: csvimport
+// reads, checks and types it into a scratch SQLite file (so a malformed
+// file fails exactly as it does on SQLite, before PostgreSQL is
+// touched), then COPY moves the rows in one PostgreSQL transaction, and
+// the table is mirrored.
+func (e *Engine) importPostgres(ctx context.Context, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error) {
+	var taken int
+	if err := e.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name = ? COLLATE NOCASE`, table).Scan(&taken); err != nil {
+		return 0, nil, err
+	}
+	if taken > 0 {
+		return 0, nil, fmt.Errorf("table %q already exists", table)
+	}
+	dir, err := os.MkdirTemp("", "dpsql-import-")
+	if err != nil {
+		return 0, nil, err
+	}
+	defer os.RemoveAll(dir)
+	scratch, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "scratch.db"))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer scratch.Close()
+	n, cols, err := csvimport.Import(ctx, scratch, table, path, opts)
+	if err != nil {
+		return 0, nil, err
+	}
+	names := make([]string, len(cols))
+	types := make([]string, len(cols))
+	for i, c := range cols {
+		names[i], types[i] = c.Name, c.Type
+	}
+	if _, err := postgres.CopyTable(ctx, e.pg.pool, scratch, table, names, types); err != nil {
+		return 0, nil, err
+	}
+	if err := e.pg.mirror(ctx, e.db, nil); err != nil {
+		return 0, nil, err
+	}
+	return n, cols, nil
 }

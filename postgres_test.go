@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"errors"
 	"reflect"
@@ -276,6 +277,16 @@ func TestPostgresStateFile(t *testing.T) {
 	r := query(t, analyst, `SELECT COUNT(*), SUM(x) FROM zoo`)
 	if r.Rows[0][0] != int64(0) {
 		t.Errorf("COUNT(*) of an empty table: %v", r.Rows)
+	}
+	// The database/sql driver takes the connection string as an option.
+	viaDriver, err := sql.Open("dpsql", "file:"+state+"?epsilon=1&postgres="+url.QueryEscape(srv.DSN()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer viaDriver.Close()
+	var n float64
+	if err := viaDriver.QueryRow(`SELECT COUNT(*) + 0.5 FROM zoo`).Scan(&n); err != nil {
+		t.Errorf("through the driver: %v", err)
 	}
 	owner2 := open(t, state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	if _, err := owner2.Query(ctx, `SELECT COUNT(*) FROM later`); err != nil {

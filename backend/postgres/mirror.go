@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -118,4 +119,78 @@ func Mirror(ctx context.Context, db *sql.DB, pool *pgxpool.Pool, id string) (add
 // mirrorArgs prints a mirror's module arguments.
 func mirrorArgs(id, schema, name string) string {
 	return "(" + Literal(id) + ", " + Literal(schema) + ", " + Literal(name) + ")"
+}
+
+// CopyTable creates table in PostgreSQL's current schema with the given
+// columns (types INTEGER, REAL or TEXT, as csvimport infers them) and
+// copies every row of the same table of src into it with COPY, in one
+// transaction: on any error PostgreSQL is left as it was.
+func CopyTable(ctx context.Context, pool *pgxpool.Pool, src *sql.DB, table string, names, types []string) (int64, error) {
+	defs := make([]string, len(names))
+	for i, n := range names {
+		t := "text"
+		switch types[i] {
+		case "INTEGER":
+			t = "bigint"
+		case "REAL":
+			t = "double precision"
+		}
+		defs[i] = Quote(n) + " " + t
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx)
+	create := "CREATE TABLE " + Quote(table) + " (" + strings.Join(defs, ", ") + ")"
+	observe(create)
+	if _, err := tx.Exec(ctx, create); err != nil {
+		return 0, fmt.Errorf("creating %s in PostgreSQL: %w", Quote(table), err)
+	}
+	rows, err := src.QueryContext(ctx, "SELECT * FROM "+Quote(table))
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	vals := make([]any, len(names))
+	ptrs := make([]any, len(names))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	next := func() ([]any, error) {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				vals[i] = string(b)
+			}
+		}
+		return vals, nil
+	}
+	n, err := tx.CopyFrom(ctx, pgx.Identifier{table}, names, &rowSource{rows: rows, next: next})
+	if err != nil {
+		return 0, fmt.Errorf("copying into %s: %w", Quote(table), err)
+	}
+	return n, tx.Commit(ctx)
+}
+
+// rowSource adapts *sql.Rows to pgx.CopyFromSource.
+type rowSource struct {
+	rows *sql.Rows
+	next func() ([]any, error)
+	err  error
+}
+
+func (r *rowSource) Next() bool { return r.rows.Next() }
+func (r *rowSource) Values() ([]any, error) {
+	v, err := r.next()
+	r.err = err
+	return v, err
+}
+func (r *rowSource) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.rows.Err()
 }

@@ -27,10 +27,10 @@ import (
 const usage = `dpsql: a differentially private SQL engine over SQLite.
 
 Usage:
-  dpsql --db FILE [--owner] [--format table|box|markdown|csv|json|line] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
-  dpsql import --db FILE --table NAME [--no-header] [--delimiter C] [--sample N] CSVFILE
+  dpsql --db FILE|postgres://... [--state FILE] [--owner] [--format table|box|markdown|csv|json|line] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
+  dpsql import --db FILE|postgres://... [--state FILE] --table NAME [--no-header] [--delimiter C] [--sample N] CSVFILE
   dpsql demo [--db FILE]
-  dpsql serve --db FILE [--listen ADDR] [--tls-cert FILE --tls-key FILE] [...]
+  dpsql serve --db FILE|postgres://... [--state FILE] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [...]
 
 With -c the statements are run in order; with -f they are read from SCRIPT
 (-- comments and multi-line statements allowed); with neither, an interactive
@@ -80,7 +80,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	fs := flag.NewFlagSet("dpsql", flag.ContinueOnError)
-	db := fs.String("db", "", "database `FILE` (required)")
+	db := fs.String("db", "", "database `FILE`, or a PostgreSQL database postgres://USER@HOST:PORT/DBNAME (with --state) (required)")
+	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its catalog, budget and ledger")
 	owner := fs.Bool("owner", false, "owner mode: allow policy and budget statements")
 	format := fs.String("format", "table", "output `format`: table, box, markdown, csv, json or line")
 	command := fs.String("c", "", "run the `statements` and exit")
@@ -123,7 +124,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		script = src
 	}
-	eng, err := dpsql.Open(*db, dpsql.Options{Owner: *owner, Epsilon: *eps, Notify: func(n string) { fmt.Fprintln(stderr, "note:", n) }})
+	engOpts := dpsql.Options{Owner: *owner, Epsilon: *eps, Notify: func(n string) { fmt.Fprintln(stderr, "note:", n) }}
+	path, err := stateFile(*db, *state, &engOpts)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 2
+	}
+	eng, err := dpsql.Open(path, engOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
@@ -363,11 +370,13 @@ func importFlags(fs *flag.FlagSet) func() (csvimport.Options, error) {
 
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dpsql import", flag.ContinueOnError)
-	db := fs.String("db", "", "database `FILE` (created if missing)")
+	db := fs.String("db", "", "database `FILE` (created if missing), or postgres://USER@HOST:PORT/DBNAME (with --state): the table is created there and loaded with COPY")
+	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its catalog, budget and ledger (created if missing)")
 	table := fs.String("table", "", "`NAME` of the new table")
 	importOptions := importFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: dpsql import --db FILE --table NAME [--no-header] [--delimiter C] CSVFILE
+       dpsql import --db postgres://... --state FILE --table NAME [...] CSVFILE
 
 Creates table NAME from CSVFILE in one streaming pass. The header row gives the
 column names verbatim. Column types (INTEGER, REAL, TEXT) are inferred from the
@@ -399,7 +408,13 @@ Options:
 	if f, ok := stderr.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
 		opts.Progress = progressLine(stderr)
 	}
-	eng, err := dpsql.Open(*db, dpsql.Options{Owner: true})
+	engOpts := dpsql.Options{Owner: true}
+	path, err := stateFile(*db, *state, &engOpts)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 2
+	}
+	eng, err := dpsql.Open(path, engOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
@@ -421,6 +436,22 @@ Options:
 	}
 	fmt.Fprintf(stderr, "columns: %s\n", strings.Join(types, ", "))
 	return 0
+}
+
+// stateFile turns --db and --state into the engine's file: --db itself,
+// or, for a PostgreSQL --db, the --state file (and opts.Postgres).
+func stateFile(db, state string, opts *dpsql.Options) (string, error) {
+	if dpsql.IsPostgresDSN(db) {
+		if state == "" {
+			return "", errors.New("a PostgreSQL --db needs --state FILE: the SQLite file where dpsql keeps that database's catalog, budget and ledger (see docs/backends.md)")
+		}
+		opts.Postgres = db
+		return state, nil
+	}
+	if state != "" {
+		return "", errors.New("--state goes with a PostgreSQL --db (postgres://...); with a database FILE, the file keeps everything")
+	}
+	return db, nil
 }
 
 // progressLine returns a progress callback that redraws one terminal line.

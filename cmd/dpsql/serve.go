@@ -44,7 +44,8 @@ Options:
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dpsql serve", flag.ContinueOnError)
-	db := fs.String("db", "", "database `FILE` to serve (required; it must exist)")
+	db := fs.String("db", "", "database `FILE` to serve (required; it must exist), or postgres://USER@HOST:PORT/DBNAME with --state")
+	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its catalog, budget and ledger (it must exist)")
 	listen := fs.String("listen", "127.0.0.1:5433", "`ADDRESS` to listen on")
 	cert := fs.String("tls-cert", "", "TLS certificate `FILE` (PEM); with --tls-key, TLS is required")
 	key := fs.String("tls-key", "", "TLS private key `FILE` (PEM)")
@@ -107,14 +108,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		logOut = f
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(logOut, nil))
-	if _, err := os.Stat(*db); err != nil {
+	engOpts := dpsql.Options{Owner: true}
+	path, err := stateFile(*db, *state, &engOpts)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 2
+	}
+	if _, err := os.Stat(path); err != nil {
 		fmt.Fprintf(stderr, "error: %v (the owner creates the database first, e.g. with 'dpsql import')\n", err)
 		return 1
 	}
 	// The server opens the file as its owner: analysts' sessions are
 	// analyst sessions of it, and only the owner user may run owner
 	// statements.
-	eng, err := dpsql.Open(*db, dpsql.Options{Owner: true})
+	eng, err := dpsql.Open(path, engOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -144,6 +145,11 @@ func (s *Server) run(ctx context.Context, name string, args ...string) error {
 // superuser dpsql, over the Unix socket.
 func (s *Server) DSN() string {
 	return fmt.Sprintf("host=%s user=dpsql dbname=postgres sslmode=disable", s.socket)
+}
+
+// URL is DSN as a postgres:// URL (the form dpsql's --db takes).
+func (s *Server) URL() string {
+	return "postgres://dpsql@/postgres?host=" + url.QueryEscape(s.socket) + "&sslmode=disable"
 }
 
 // Open connects through database/sql (driver "pgx").

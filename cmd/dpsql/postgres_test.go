@@ -1,0 +1,65 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql/internal/pgtest"
+)
+
+// TestPostgresContract is TestImportPolicyQueryContract with the data in
+// PostgreSQL: import with COPY, owner setup, an analyst's query, the
+// ledger in the state file; and the flags' errors.
+func TestPostgresContract(t *testing.T) {
+	srv := pgtest.StartT(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "people.dpsql")
+	pg := srv.URL()
+	out, errOut, code := runCLI(t, "", "import", "--db", pg, "--state", state, "--table", "people", writeCSV(t, dir, 300))
+	if code != 0 || out != "imported 300 rows into people\n" {
+		t.Fatalf("import: code %d, out %q, err %q", code, out, errOut)
+	}
+	// A malformed file changes nothing in PostgreSQL or the state file.
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("a,b\n1,2\n3\n"), 0o644)
+	if _, errOut, code := runCLI(t, "", "import", "--db", pg, "--state", state, "--table", "broken", bad); code != 1 || !strings.Contains(errOut, "line 3") {
+		t.Errorf("broken CSV: code %d, %q", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "", "import", "--db", pg, "--state", state, "--table", "people", writeCSV(t, dir, 3)); code != 1 || !strings.Contains(errOut, "already exists") {
+		t.Errorf("second import of people: code %d, %q", code, errOut)
+	}
+	_, errOut, code = runCLI(t, "", "--db", pg, "--state", state, "--owner", "-c", `CREATE PRIVACY POLICY ON people;
+		ALTER PRIVACY POLICY ON people SET BOUNDS "Age" (0, 100);
+		ALTER PRIVACY POLICY ON people SET DOMAIN "Education-Num" (0, 1, 2, 3);
+		SET BUDGET epsilon = 3`)
+	if code != 0 {
+		t.Fatalf("owner setup: %d %s", code, errOut)
+	}
+	out, errOut, code = runCLI(t, "", "--db", pg, "--state", state, "--format", "csv", "-c",
+		`SET epsilon = 1; SELECT "Education-Num" AS edu, COUNT(*) AS n, AVG("Age") AS a FROM people GROUP BY "Education-Num"; SHOW TABLES`)
+	if code != 0 {
+		t.Fatalf("query: %d %s", code, errOut)
+	}
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) < 5 || lines[0] != "edu,n,a" || !strings.HasPrefix(lines[4], "3,") || strings.Contains(out, "broken") {
+		t.Errorf("csv output:\n%s", out)
+	}
+	if _, errOut, code := runCLI(t, "", "--db", pg, "--state", state, "-c", `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 2.5) COUNT(*) FROM people`); code != 1 || !strings.Contains(errOut, "privacy budget exhausted") {
+		t.Errorf("over budget: code %d, %q", code, errOut)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--db", pg, "-c", "SHOW TABLES"}, "needs --state FILE"},
+		{[]string{"--db", state, "--state", state, "-c", "SHOW TABLES"}, "--state goes with a PostgreSQL --db"},
+		{[]string{"--db", state, "-c", "SHOW TABLES"}, "open it with that database's connection string"},
+		{[]string{"import", "--db", pg, "--table", "x", bad}, "needs --state FILE"},
+		{[]string{"serve", "--db", pg}, "needs --state FILE"},
+	} {
+		if _, errOut, code := runCLI(t, "", c.args...); code == 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: code %d, stderr %q (want %q)", c.args, code, errOut, c.want)
+		}
+	}
+}
