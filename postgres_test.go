@@ -3,10 +3,10 @@ package dpsql_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
-	"errors"
 	"reflect"
 	"regexp"
 	"sort"
@@ -349,5 +349,43 @@ func TestPostgresTypesAreTotal(t *testing.T) {
 	want := []any{int64(3), float64(15), float64(25), int64(4), float64(15), float64(2)}
 	if !reflect.DeepEqual(r.Rows[0], want) {
 		t.Errorf("got %#v, want %#v", r.Rows[0], want)
+	}
+}
+
+// TestPostgresConcurrentSessions: many sessions scan PostgreSQL at once
+// (each scan its own PostgreSQL connection) while the ledger in the state
+// file admits exactly what the budget allows.
+func TestPostgresConcurrentSessions(t *testing.T) {
+	_, pg, _ := bothBackends(t)
+	mustRun(t, pg, `SET BUDGET epsilon = 3, delta = 1e-6`)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	answered, refused := 0, 0
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := pg.Session(dpsql.SessionOptions{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer s.Close()
+			_, err = s.Query(context.Background(), `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) region, AVG(income) FROM patients GROUP BY region`)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				answered++
+			case errors.Is(err, dpsql.ErrBudgetExhausted):
+				refused++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if answered != 30 || refused != 10 {
+		t.Errorf("answered %d, refused %d; want 30 and 10 under ε = 3", answered, refused)
 	}
 }
