@@ -238,7 +238,9 @@ func TestPostgresStateFile(t *testing.T) {
 		INSERT INTO people SELECT i, 20 + i % 50 FROM generate_series(1, 500) i;
 		CREATE TABLE "_dpsql_budget" (x int);
 		CREATE TABLE "Zoo" (x int);
-		CREATE TABLE zoo (y int)`); err != nil {
+		CREATE TABLE zoo (y int);
+		CREATE VIEW risky AS SELECT 1 / (age - 20) AS r FROM people;
+		CREATE MATERIALIZED VIEW ages AS SELECT age FROM people`); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -251,9 +253,12 @@ func TestPostgresStateFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(notes) != 2 || notes[0] != "mirrored from PostgreSQL (private, each row its own unit, until a policy says otherwise): Zoo, people" ||
+	if len(notes) != 2 || notes[0] != "mirrored from PostgreSQL (private, each row its own unit, until a policy says otherwise): Zoo, ages, people" ||
 		notes[1] != "not mirrored (the name is reserved or taken in the state file): _dpsql_budget, zoo" {
 		t.Errorf("notes: %q", notes)
+	}
+	if _, err := owner.Query(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM risky`); !errors.Is(err, dpsql.ErrUnknownName) {
+		t.Errorf("a view was mirrored (reading it can fail on one row): %v", err)
 	}
 	mustRun(t, owner, `CREATE PRIVACY POLICY ON zoo; ALTER PRIVACY POLICY ON zoo SET BOUNDS x (0, 10); SET BUDGET epsilon = 10`)
 	if _, err := owner.Query(ctx, `SELECT * FROM people`); err == nil {

@@ -57,15 +57,22 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// Mirror declares in the state file a virtual table for every table, view
-// and foreign table of PostgreSQL's current schema that the file does not
-// have yet, and returns the names it added and those it skipped (a name
-// SQLite reserves, or one that differs only in case from a table already
-// in the file). The PostgreSQL tables are never changed.
+// Mirror declares in the state file a virtual table for every table
+// (plain, partitioned, materialized view) of PostgreSQL's current schema
+// that the file does not have yet, and returns the names it added and
+// those it skipped (a name SQLite reserves, or one that differs only in
+// case from a table already in the file). The PostgreSQL tables are never
+// changed.
+//
+// Views and foreign tables are not mirrored: reading them runs code (the
+// view's expressions, a foreign-data wrapper's conversions) that can fail
+// on some row, and a scan that fails or not depending on one row would
+// tell an analyst about it. A materialized view was computed when the
+// owner refreshed it; reading it computes nothing.
 func Mirror(ctx context.Context, db *sql.DB, pool *pgxpool.Pool, id string) (added, skipped []string, err error) {
 	const q = `SELECT current_schema(), c.relname FROM pg_catalog.pg_class c
 	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-	WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'v', 'm', 'f', 'p')
+	WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'm')
 	ORDER BY c.relname`
 	observe(q)
 	rows, err := pool.Query(ctx, q)

@@ -1,0 +1,142 @@
+package dpsql_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/pgtest"
+)
+
+// pgBenchPolicy declares t (each row a unit; bounds on x, none on y) and
+// u (units of 10 rows, each contributing at most 3 rows to one group).
+const pgBenchPolicy = `CREATE PRIVACY POLICY ON t;
+ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 1000);
+ALTER PRIVACY POLICY ON t SET DOMAIN g ('g0', 'g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7');
+CREATE PRIVACY POLICY ON u OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 3);
+ALTER PRIVACY POLICY ON u SET BOUNDS x (0, 1000);
+ALTER PRIVACY POLICY ON u SET DOMAIN g ('g0', 'g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7');
+SET BUDGET epsilon = 1e6`
+
+// pgBenchQueries: each private query and the raw query it replaces.
+var pgBenchQueries = []struct{ name, raw, private string }{
+	{"avg-declared", `SELECT AVG(x) FROM t`, `SELECT AVG(x) FROM t`},
+	{"grouped-avg-declared", `SELECT g, AVG(x) FROM t GROUP BY g`, `SELECT g, AVG(x) FROM t GROUP BY g`},
+	{"avg-automatic-bounds", `SELECT AVG(y) FROM t`, `SELECT AVG(y) FROM t`},
+	{"contribution-bounding", `SELECT g, SUM(x) FROM u GROUP BY g`, `SELECT g, SUM(x) FROM u GROUP BY g`},
+}
+
+// BenchmarkPostgres runs the same private queries on PostgreSQL (through
+// the mirrored tables) and on SQLite, each against its own raw query, in
+// one run: DPSQL_BENCH_ROWS rows (default 10,000,000) in t and in u.
+//
+//	go test -run XXX -bench Postgres -benchtime 3x -timeout 60m .
+func BenchmarkPostgres(b *testing.B) {
+	rows := 10_000_000
+	if s := os.Getenv("DPSQL_BENCH_ROWS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("DPSQL_BENCH_ROWS=%q", s)
+		}
+		rows = n
+	}
+	srv := pgtest.StartT(b)
+	ctx := context.Background()
+	dir := b.TempDir()
+
+	// The same rows on both: x = i·7919 mod 1000, y = x, g = 'g' || i mod 8,
+	// uid = i / 10.
+	pgc, err := pgx.Connect(ctx, srv.DSN())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pgc.Close(ctx)
+	for _, name := range []string{"t", "u"} {
+		if _, err := pgc.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s AS SELECT i / 10 AS uid, (i * 7919) %% 1000 AS x, (i * 7919) %% 1000 AS y, 'g' || (i %% 8) AS g
+			FROM generate_series(0::bigint, %d) AS s(i); ANALYZE %s`, name, rows-1, name)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	native := filepath.Join(dir, "native.db")
+	sdb, err := sql.Open("sqlite", "file:"+native)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sdb.Close()
+	for _, name := range []string{"t", "u"} {
+		if _, err := sdb.Exec(fmt.Sprintf(`CREATE TABLE %s (uid INTEGER, x INTEGER, y INTEGER, g TEXT);
+			WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
+			INSERT INTO %s SELECT i / 10, (i * 7919) %% 1000, (i * 7919) %% 1000, 'g' || (i %% 8) FROM n`, name, rows-1, name)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	engines := map[string]*dpsql.Engine{}
+	for backend, open := range map[string]func() (*dpsql.Engine, error){
+		"sqlite": func() (*dpsql.Engine, error) { return dpsql.Open(native, dpsql.Options{Owner: true, Epsilon: 1, NoCache: true}) },
+		"postgres": func() (*dpsql.Engine, error) {
+			return dpsql.Open(filepath.Join(dir, "pg.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, NoCache: true, Postgres: srv.DSN()})
+		},
+	} {
+		e, err := open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer e.Close()
+		if err := e.Run(ctx, pgBenchPolicy, func(*dpsql.Result) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+		engines[backend] = e
+	}
+	raw := map[string]func(string) error{
+		"sqlite": func(q string) error {
+			rs, err := sdb.QueryContext(ctx, q)
+			if err != nil {
+				return err
+			}
+			for rs.Next() {
+			}
+			rs.Close()
+			return rs.Err()
+		},
+		"postgres": func(q string) error {
+			rs, err := pgc.Query(ctx, q)
+			if err != nil {
+				return err
+			}
+			for rs.Next() {
+			}
+			rs.Close()
+			return rs.Err()
+		},
+	}
+	for _, backend := range []string{"postgres", "sqlite"} {
+		for _, q := range pgBenchQueries {
+			b.Run(backend+"/"+q.name, func(b *testing.B) {
+				var tRaw, tPriv time.Duration
+				for i := 0; i < b.N; i++ {
+					t0 := time.Now()
+					if err := raw[backend](q.raw); err != nil {
+						b.Fatal(err)
+					}
+					t1 := time.Now()
+					if _, err := engines[backend].Query(ctx, q.private); err != nil {
+						b.Fatal(err)
+					}
+					tRaw += t1.Sub(t0)
+					tPriv += time.Since(t1)
+				}
+				b.ReportMetric(float64(tRaw.Microseconds())/float64(b.N)/1000, "raw-ms/op")
+				b.ReportMetric(float64(tPriv.Microseconds())/float64(b.N)/1000, "private-ms/op")
+				b.ReportMetric(float64(tPriv)/float64(tRaw), "ratio")
+			})
+		}
+	}
+}
