@@ -80,7 +80,9 @@ func BenchmarkPostgres(b *testing.B) {
 	}
 	engines := map[string]*dpsql.Engine{}
 	for backend, open := range map[string]func() (*dpsql.Engine, error){
-		"sqlite": func() (*dpsql.Engine, error) { return dpsql.Open(native, dpsql.Options{Owner: true, Epsilon: 1, NoCache: true}) },
+		"sqlite": func() (*dpsql.Engine, error) {
+			return dpsql.Open(native, dpsql.Options{Owner: true, Epsilon: 1, NoCache: true})
+		},
 		"postgres": func() (*dpsql.Engine, error) {
 			return dpsql.Open(filepath.Join(dir, "pg.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, NoCache: true, Postgres: srv.DSN()})
 		},

@@ -143,6 +143,10 @@ func TestPostgresAnswersLikeSQLite(t *testing.T) {
 			t.Errorf("PostgreSQL: %s: %v", q, err)
 			continue
 		}
+		if strings.HasPrefix(q, "EXPLAIN") {
+			// The plans are the same but for the scan's source.
+			got.Rows, want.Rows = withoutSource(got.Rows), withoutSource(want.Rows)
+		}
 		if !reflect.DeepEqual(got.Columns, want.Columns) || !reflect.DeepEqual(rowSet(got.Rows), rowSet(want.Rows)) {
 			t.Errorf("%s:\nPostgreSQL %v %v\nSQLite     %v %v", q, got.Columns, got.Rows, want.Columns, want.Rows)
 		}
@@ -154,6 +158,18 @@ func TestPostgresAnswersLikeSQLite(t *testing.T) {
 			t.Errorf("%s:\nPostgreSQL error %v\nSQLite error     %v", q, gerr, werr)
 		}
 	}
+}
+
+// withoutSource drops the EXPLAIN rows that say how the scan reads its
+// table: its SQL and, on PostgreSQL, the grouped source.
+func withoutSource(rows [][]any) [][]any {
+	var out [][]any
+	for _, r := range rows {
+		if r[0] != "backend SQL" && r[0] != "source" {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // rowSet prints rows in a canonical order (row order without ORDER BY
@@ -206,7 +222,9 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	scan := regexp.MustCompile(`^SELECT ("[^"]+"(::text)?(, "[^"]+"(::text)?)*)? FROM "public"\."[a-z]+"$`)
+	col := `("[^"]+"(::text)?|"[^"]+"::text COLLATE "C"|float8send\("[^"]+"::float8\))`
+	scan := regexp.MustCompile(`^SELECT (` + col + `(, ` + col + `)*)? FROM "public"\."[a-z]+"$`)
+	grouped := regexp.MustCompile(`^SELECT (` + col + `, )*COUNT\(\*\) FROM "public"\."[a-z]+"( GROUP BY [0-9]+(, [0-9]+)*| HAVING COUNT\(\*\) > 0)$`)
 	scans := 0
 	for _, q := range sent {
 		if strings.Contains(q, "zzq") || strings.Contains(q, "7777777") || strings.Contains(q, "4242424") || strings.Contains(q, "pg_sleep") {
@@ -215,7 +233,7 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 		if strings.HasPrefix(q, "SELECT a.attname") || strings.HasPrefix(q, "SELECT current_schema()") {
 			continue
 		}
-		if !scan.MatchString(q) {
+		if !scan.MatchString(q) && !grouped.MatchString(q) {
 			t.Errorf("unexpected statement sent to PostgreSQL: %s", q)
 		}
 		scans++

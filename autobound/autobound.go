@@ -77,33 +77,48 @@ type Histogram struct {
 
 // Add adds one value; NULLs must not be added. The sums of squares are
 // left empty: use AddSquared when the moments will include them.
-func (h *Histogram) Add(x float64) { h.add(x, false) }
+func (h *Histogram) Add(x float64) { h.add(x, false, 1) }
 
 // AddSquared adds one value to the sums and to the sums of squares.
-func (h *Histogram) AddSquared(x float64) { h.add(x, true) }
+func (h *Histogram) AddSquared(x float64) { h.add(x, true, 1) }
 
-func (h *Histogram) add(x float64, squares bool) {
+// AddN adds n ≥ 1 copies of one value, exactly as n calls of Add would.
+func (h *Histogram) AddN(x float64, n int64) { h.add(x, false, n) }
+
+// AddSquaredN adds n ≥ 1 copies of one value, as n calls of AddSquared.
+func (h *Histogram) AddSquaredN(x float64, n int64) { h.add(x, true, n) }
+
+func (h *Histogram) add(x float64, squares bool, n int64) {
 	side := 0
 	if x < 0 || (math.IsInf(x, -1)) {
 		side, x = 1, -x
 	}
 	switch {
 	case x == 0:
-		h.Zeros++
+		h.Zeros += n
 		return
 	case math.IsNaN(x) || math.IsInf(x, 0):
-		h.Over[side]++
+		h.Over[side] += n
 		return
 	}
 	j := bucket(x)
 	if j >= NumBuckets {
-		h.Over[side]++
+		h.Over[side] += n
 		return
 	}
-	h.N[side][j]++
-	h.Sum[side][j].Add(x)
+	h.N[side][j] += n
+	if n == 1 {
+		h.Sum[side][j].Add(x)
+		if squares {
+			h.SumSq[side][j].AddSquare(x)
+		}
+		return
+	}
+	h.Sum[side][j].AddScaled(x, n)
 	if squares {
-		h.SumSq[side][j].AddSquare(x)
+		p := x * x // x² = p + e exactly, as in AddSquare
+		h.SumSq[side][j].AddScaled(p, n)
+		h.SumSq[side][j].AddScaled(math.FMA(x, x, -p), n)
 	}
 }
 

@@ -135,7 +135,16 @@ type Table struct {
 	Unit    Unit
 	Bounds  map[string]Bounds // by canonical column name
 	Domains map[string][]any  // by canonical column name; values int64, float64 or string
+	// Weighted: the table is a virtual table with the hidden column
+	// WeightColumn. Reading that column makes each row of the table stand
+	// for as many identical rows as it says (a source that pre-aggregates
+	// identical rows, such as backend/postgres); the column is not among
+	// Columns, so no statement of an analyst can name it.
+	Weighted bool
 }
+
+// WeightColumn is the hidden column of a Weighted table.
+const WeightColumn = "_dpsql_weight"
 
 // Column returns the column with the given name, matched as SQLite matches
 // names (ASCII case-insensitively).
@@ -192,17 +201,26 @@ func Load(ctx context.Context, q Querier) (*Catalog, error) {
 			continue
 		}
 		t := &Table{Name: n, Bounds: map[string]Bounds{}, Domains: map[string][]any{}}
-		rows, err := q.QueryContext(ctx, `SELECT name, type FROM pragma_table_info(?) ORDER BY cid`, n)
+		// table_xinfo lists hidden columns too (hidden = 1, only in
+		// virtual tables; 2 and 3 are generated columns, which
+		// table_info leaves out as well).
+		rows, err := q.QueryContext(ctx, `SELECT name, type, hidden FROM pragma_table_xinfo(?) ORDER BY cid`, n)
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
 			var c Column
-			if err := rows.Scan(&c.Name, &c.Type); err != nil {
+			var hidden int
+			if err := rows.Scan(&c.Name, &c.Type, &hidden); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			t.Columns = append(t.Columns, c)
+			switch {
+			case hidden == 0:
+				t.Columns = append(t.Columns, c)
+			case hidden == 1 && c.Name == WeightColumn:
+				t.Weighted = true
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

@@ -126,18 +126,30 @@ func (a *Acc) addWide(exp int, s uint128) {
 	d.hi, _ = bits.Add64(d.hi, s.hi, c)
 }
 
-// AddScaled adds k·x for a count k ≥ 0, exactly: k·x is the sum of x·2^i
-// over the set bits i of k, and each x·2^i is exact while it stays below
-// the float64 range (callers' values are at most 2^63, so it does).
+// AddScaled adds k·x for a count k ≥ 0, exactly, for every finite x:
+// with x = m·2^e, the product m·k (< 2^116) is added in 52-bit pieces at
+// exponents e, e+52, e+104, so each exponent's sum grows by less than
+// 2^53 per call, as with Add.
 func (a *Acc) AddScaled(x float64, k int64) {
-	if k <= 0 || x == 0 {
+	b := math.Float64bits(x)
+	e := int(b>>52) & 0x7ff
+	if k <= 0 || e == 0x7ff || b<<1 == 0 { // nothing to add, NaN, ±Inf, ±0
 		return
 	}
-	for i := 0; k != 0; i++ {
-		if k&1 == 1 {
-			a.Add(math.Ldexp(x, i))
+	m := b & (1<<52 - 1)
+	if e == 0 {
+		e = 1
+	} else {
+		m |= 1 << 52
+	}
+	exp, neg := e-1075, b>>63 == 1
+	hi, lo := bits.Mul64(m, uint64(k))
+	for shift := 0; hi != 0 || lo != 0; shift += 52 {
+		if piece := lo & (1<<52 - 1); piece != 0 {
+			a.addMant(exp+shift, piece, neg)
 		}
-		k >>= 1
+		lo = lo>>52 | hi<<12
+		hi >>= 52
 	}
 }
 

@@ -82,3 +82,25 @@ func TestFloatSumIsNotExactButAccIs(t *testing.T) {
 		t.Log("float sum happened to be exact for this input")
 	}
 }
+
+// TestAddScaledIsExact: k·x for any finite x — tiny, subnormal, huge —
+// and counts up to 2^62, against big.Float.
+func TestAddScaledIsExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 9))
+	for trial := 0; trial < 2000; trial++ {
+		var a Acc
+		ref := new(big.Float).SetPrec(8192)
+		for i := 0; i < 5; i++ {
+			x := math.Ldexp(r.Float64()-0.5, r.IntN(2098)-1074)
+			if i == 0 && trial%10 == 0 {
+				x = math.MaxFloat64
+			}
+			k := r.Int64N(1 << uint(1+r.IntN(62)))
+			a.AddScaled(x, k)
+			ref.Add(ref, new(big.Float).SetPrec(8192).Mul(new(big.Float).SetFloat64(x), new(big.Float).SetInt64(k)))
+		}
+		if a.Big().Cmp(ref) != 0 {
+			t.Fatalf("trial %d: %s, exact %s", trial, a.Big().Text('g', 30), ref.Text('g', 30))
+		}
+	}
+}

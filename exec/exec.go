@@ -591,7 +591,7 @@ func (p *Prepared) measure(ctx context.Context, stmt *sql.Stmt, specs []spec, na
 		args = []any{h}
 	}
 	measureConfigs.Store(h, &measureConfig{key: int64(randomKey()), specs: specs,
-		l0: int(rw.MaxGroups), lInf: int(rw.MaxRows), nk: rw.Keys})
+		l0: int(rw.MaxGroups), lInf: int(rw.MaxRows), nk: rw.Keys, weighted: rw.Weighted})
 	defer func() {
 		measureConfigs.Delete(h)
 		measuredResults.Delete(h)
@@ -816,6 +816,9 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 	}
 	add("groups", keys)
 	add("backend SQL", rw.Scan)
+	if rw.Weighted {
+		add("source", "the table's source groups identical rows and sends each once with its count ("+catalog.WeightColumn+"); each is measured as that many rows, exactly")
+	}
 	add("measurements", fmt.Sprintf("%s per group (argument i of the call is a<i>; values converted as CAST(x AS REAL), clipped, summed exactly)", strings.Join(rw.Measured, "; ")))
 	for i, sr := range q.Searches {
 		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: sr.Sensitivity, Cutoff: 2, Monotonic: true}

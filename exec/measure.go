@@ -87,6 +87,7 @@ type measureConfig struct {
 	specs    []spec
 	l0, lInf int
 	nk       int
+	weighted bool // the last argument is the row's multiplicity (l0 = 0 only)
 }
 
 var (
@@ -292,6 +293,7 @@ type measureAgg struct {
 	specs    []spec
 	l0, lInf int
 	nk       int
+	weighted bool // the last argument is the row's multiplicity
 	first    int  // index of the first key argument
 	perUnit  bool // some spec is per unit (S, A, R, K, C)
 	// distinctArgs marks the arguments a d spec counts the distinct
@@ -450,11 +452,23 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 	keys := args[a.first : a.first+a.nk]
 	vals := args[a.first+a.nk:]
 	if a.l0 == 0 {
+		w := int64(1)
+		if a.weighted {
+			var ok bool
+			vals = vals[:len(vals)-1]
+			if w, ok = args[len(args)-1].(int64); !ok || w < 1 {
+				return nil // not reached: the source gives every row a count ≥ 1
+			}
+		}
 		g := a.only
 		if len(keys) > 0 || g == nil {
 			g = a.group(keys)
 		}
-		g.addValues(a.specs, vals)
+		if w == 1 {
+			g.addValues(a.specs, vals)
+		} else {
+			g.addWeighted(a.specs, vals, w)
+		}
 		return nil
 	}
 	unit := args[a.first-1]
@@ -639,6 +653,74 @@ func (g *groupAcc) addValues(specs []spec, vals []driver.Value) {
 	}
 }
 
+// addWeighted measures w identical rows at once (w ≥ 2; a scan without
+// bounding over a source that counted them): exactly what w calls of
+// addValues would measure. Counts add w; exact sums add w·x exactly
+// (exactsum.AddScaled, exact for any finite x); histograms and quantile trees count w; a distinct
+// value is one value however often it occurs.
+func (g *groupAcc) addWeighted(specs []spec, vals []driver.Value, w int64) {
+	for i := range specs {
+		sp := &specs[i]
+		switch {
+		case sp.kind == 'n' || sp.kind == 'u':
+			g.n[i] += w
+		case sp.kind == 'd':
+			if v := vals[sp.arg]; v != nil {
+				if _, ok := Numeric(v); ok {
+					g.distinct[i][distinctKey(v)] = struct{}{}
+				}
+			}
+		case sp.perUnit():
+			// Each of the w rows is its unit's only row in the group.
+			var u unitAcc
+			var v value
+			if sp.kind != 'R' {
+				v.f, v.valid = Numeric(vals[sp.arg])
+			}
+			u.add(sp, v)
+			if c, ok := u.combined(sp); ok {
+				g.n[i] += w
+				if sp.kind != 'C' {
+					g.sum[i].AddScaled(c, w)
+				}
+			}
+		default:
+			if f, ok := Numeric(vals[sp.arg]); ok {
+				g.addNumbers(i, sp, f, w)
+			}
+		}
+	}
+}
+
+// addNumbers adds w copies of one non-NULL argument value to measurement
+// i: the weighted addNumber.
+func (g *groupAcc) addNumbers(i int, sp *spec, f float64, w int64) {
+	switch sp.kind {
+	case 'c':
+		g.n[i] += w
+	case 's':
+		g.n[i] += w
+		g.sum[i].AddScaled(clip(f, sp.lo, sp.hi), w)
+	case 'q':
+		c := clip(f, sp.lo, sp.hi)
+		g.n[i] += w
+		g.sum[i].AddScaled(c, w)
+		p := c * c // c² = p + e exactly (exactsum.AddSquare)
+		g.sq[i].AddScaled(p, w)
+		g.sq[i].AddScaled(math.FMA(c, c, -p), w)
+	case 'P':
+		g.n[i] += w
+		g.trees[i][QuantileLeaf(clip(f, sp.lo, sp.hi), sp.lo, sp.hi)] += w
+	case 'T':
+		g.n[i] += w
+		g.trees[i][QuantileBucket(f)] += w
+	case 'h':
+		g.hists[i].AddN(f, w)
+	case 'H':
+		g.hists[i].AddSquaredN(f, w)
+	}
+}
+
 // addUnit adds one unit's combined value to per-unit measurement i.
 func (g *groupAcc) addUnit(i int, sp *spec, u *unitAcc) {
 	v, ok := u.combined(sp)
@@ -719,15 +801,22 @@ func (a *measureAgg) setup(args []driver.Value) error {
 	if cfg.l0 > 0 {
 		a.first++ // the unit
 	}
-	if len(args) < a.first+cfg.nk {
+	if cfg.weighted && cfg.l0 != 0 {
+		return errors.New("dpsql_measure: weights need a scan without bounding")
+	}
+	nw := 0 // the weight argument
+	if cfg.weighted {
+		nw = 1
+	}
+	if len(args) < a.first+cfg.nk+nw {
 		return errors.New("dpsql_measure: too few arguments")
 	}
 	for _, sp := range cfg.specs {
-		if sp.kind != 'n' && sp.kind != 'u' && sp.kind != 'R' && (sp.arg < 0 || a.first+cfg.nk+sp.arg >= len(args)) {
+		if sp.kind != 'n' && sp.kind != 'u' && sp.kind != 'R' && (sp.arg < 0 || a.first+cfg.nk+sp.arg >= len(args)-nw) {
 			return errors.New("dpsql_measure: spec argument out of range")
 		}
 	}
-	a.init, a.handle, a.key, a.specs, a.l0, a.lInf, a.nk = true, h, cfg.key, cfg.specs, cfg.l0, cfg.lInf, cfg.nk
+	a.init, a.handle, a.key, a.specs, a.l0, a.lInf, a.nk, a.weighted = true, h, cfg.key, cfg.specs, cfg.l0, cfg.lInf, cfg.nk, cfg.weighted
 	a.distinctArgs = map[int]bool{}
 	for i := range a.specs {
 		a.perUnit = a.perUnit || a.specs[i].perUnit()

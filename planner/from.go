@@ -55,6 +55,9 @@ type relation struct {
 	unitBase string
 	// base is the private base table, when the relation is exactly one.
 	base *catalog.Table
+	// weightSQL reads the weight of a Weighted base table (only a
+	// relation that is exactly that table has it).
+	weightSQL string
 	// sql is the relation as a FROM item, printed from resolved names.
 	sql string
 	rn  *renderer
@@ -192,6 +195,9 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 	}
 	if !t.Public {
 		r.base = t
+		if t.Weighted {
+			r.weightSQL = prefix + parser.QuoteIdent(catalog.WeightColumn)
+		}
 		switch {
 		case t.Unit.Column != "":
 			r.unitSQL = prefix + parser.QuoteIdent(t.Unit.Column)

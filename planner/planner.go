@@ -319,6 +319,11 @@ type PrivateQuery struct {
 	UnitSQL string
 	// UnitBase is the base table column the unit comes from (for EXPLAIN).
 	UnitBase string
+	// WeightSQL, when set, reads each row's multiplicity: the FROM
+	// clause is exactly one Weighted table and each row is its own unit
+	// (no bounding), so a row that stands for w identical rows can be
+	// measured w times at once.
+	WeightSQL string
 	// Reads is what the backend statement may read: per table, the
 	// columns the plan resolved ("*": every column of a public table).
 	Reads      map[string]map[string]bool
@@ -530,6 +535,10 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 	}, cellIndex: map[string]int{}, aggIndex: map[string]int{}}
 	if err := b.build(sess); err != nil {
 		return nil, err
+	}
+	if rel.weightSQL != "" && rel.unitSQL == "" && rel.base != nil {
+		b.q.WeightSQL = rel.weightSQL
+		rn.read(rel.base.Name, catalog.WeightColumn)
 	}
 	return b.q, nil
 }

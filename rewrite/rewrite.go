@@ -30,7 +30,7 @@ type Rewritten struct {
 	// Scan is the backend statement: one call of the measurement
 	// aggregate (MeasureFunction) over the FROM clause,
 	//
-	//	dpsql_measure(?1, [unit,] k1..k_Keys, a1..a_m)
+	//	dpsql_measure(?1, [unit,] k1..k_Keys, a1..a_m [, weight])
 	//
 	// whose one parameter is a handle under which exec registers the
 	// aggregate's configuration (Measured, MaxGroups, MaxRows, Keys and a
@@ -43,6 +43,9 @@ type Rewritten struct {
 	MaxGroups, MaxRows int64
 	// Keys is the number of group-key arguments.
 	Keys int
+	// Weighted: the call's last argument is each row's multiplicity
+	// (planner.PrivateQuery.WeightSQL); there is no native scan then.
+	Weighted bool
 	// Native, when set, gives for each measurement the SQL that SQLite
 	// computes natively (see nativeScan); the Scan then returns these
 	// columns first and the measurement aggregate is filtered to no row.
@@ -216,6 +219,10 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 		}
 	}
 	call = append(call, args...)
+	if q.WeightSQL != "" {
+		r.Weighted = true
+		call = append(call, q.WeightSQL)
+	}
 	if q.Where != nil {
 		where = append([]string{q.SQL(q.Where)}, where...)
 	}
@@ -224,7 +231,7 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	if len(where) > 0 {
 		r.tail += " WHERE " + strings.Join(where, " AND ")
 	}
-	if native, sums, ok := nativeScan(q, specs, args, argExprs); ok {
+	if native, sums, ok := nativeScan(q, specs, args, argExprs); ok && !r.Weighted {
 		// NativeScan: see nativeScan.
 		r.Native = native
 		if sums {

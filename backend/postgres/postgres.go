@@ -22,6 +22,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -232,10 +233,14 @@ func connect(vctx vtab.Context, args []string) (vtab.Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", args[2], err)
 	}
-	defs := make([]string, len(cols))
+	defs := make([]string, len(cols), len(cols)+1)
 	for i, c := range cols {
 		defs[i] = Quote(c.name) + " " + c.kind.affinity()
 	}
+	// The hidden weight column (catalog.WeightColumn): a statement that
+	// reads it gets the distinct rows of the columns it uses, each with
+	// its multiplicity (selectSQL).
+	defs = append(defs, Quote(weightColumn)+" INTEGER HIDDEN")
 	if err := vctx.Declare("CREATE TABLE x (" + strings.Join(defs, ", ") + ")"); err != nil {
 		return nil, err
 	}
@@ -249,12 +254,17 @@ type table struct {
 	cols         []column
 }
 
+// weightColumn is catalog.WeightColumn (this package sits below the
+// catalog and does not import it; a test checks they agree).
+const weightColumn = "_dpsql_weight"
+
 // BestIndex pushes down the columns the statement uses (passed to Filter
-// as a list in IdxStr) and no constraint: SQLite evaluates every
-// expression and predicate itself, with its own (total) semantics.
+// as a list in IdxStr; the weight column, index len(cols), when read)
+// and no constraint: SQLite evaluates every expression and predicate
+// itself, with its own (total) semantics.
 func (t *table) BestIndex(info *vtab.IndexInfo) error {
 	var used []string
-	for i := range t.cols {
+	for i := 0; i <= len(t.cols); i++ {
 		bit := i
 		if bit > 63 {
 			bit = 63 // SQLite's bit 63 stands for every column from the 64th on
@@ -278,34 +288,58 @@ func (t *table) Destroy() error { return nil }
 // selectSQL prints the one statement a scan sends: the used columns, each
 // read as itself or through its text output, which no value can make fail
 // (no arithmetic, no cast that can overflow: numeric is parsed in Go).
-func (t *table) selectSQL(used []int) string {
+//
+// With weighted, the statement groups the rows by those columns and
+// counts them: PostgreSQL aggregates (in parallel) and SQLite receives one
+// row per distinct tuple. Grouping must not merge values SQLite tells
+// apart, so floats are read and grouped as their bits (float8send: 0 and
+// −0 stay two rows), text-like values as their text in the "C" collation
+// (byte equality, whatever the column's collation), and COUNT(*) is a
+// bigint that cannot overflow.
+func (t *table) selectSQL(used []int, weighted bool) string {
 	exprs := make([]string, len(used))
 	for i, c := range used {
 		col := t.cols[c]
 		exprs[i] = Quote(col.name)
-		switch col.kind {
-		case kindNumeric, kindText:
+		switch {
+		case weighted && col.kind == kindReal:
+			exprs[i] = "float8send(" + exprs[i] + "::float8)"
+		case weighted && (col.kind == kindNumeric || col.kind == kindText):
+			exprs[i] += "::text COLLATE \"C\""
+		case col.kind == kindNumeric || col.kind == kindText:
 			exprs[i] += "::text"
 		}
 	}
-	return "SELECT " + strings.Join(exprs, ", ") + " FROM " + Quote(t.schema) + "." + Quote(t.name)
+	from := " FROM " + Quote(t.schema) + "." + Quote(t.name)
+	if !weighted {
+		return "SELECT " + strings.Join(exprs, ", ") + from
+	}
+	if len(used) == 0 {
+		return "SELECT COUNT(*)" + from + " HAVING COUNT(*) > 0"
+	}
+	groups := make([]string, len(used))
+	for i := range used {
+		groups[i] = strconv.Itoa(i + 1)
+	}
+	return "SELECT " + strings.Join(exprs, ", ") + ", COUNT(*)" + from + " GROUP BY " + strings.Join(groups, ", ")
 }
 
 // cursor streams one scan's rows.
 type cursor struct {
-	t      *table
-	cancel context.CancelFunc
-	rows   pgx.Rows
-	used   []int // PostgreSQL result column of each used table column
-	pos    []int // table column → position in the result, or -1
-	vals   []any
-	eof    bool
-	rowid  int64
+	t        *table
+	cancel   context.CancelFunc
+	rows     pgx.Rows
+	used     []int // the used table columns, in result order
+	pos      []int // table column → position in the result, or -1
+	weighted bool  // the result's last column is the weight
+	vals     []any
+	eof      bool
+	rowid    int64
 }
 
 func (c *cursor) Filter(_ int, idxStr string, _ []vtab.Value) error {
 	c.closeRows()
-	c.used = c.used[:0]
+	c.used, c.weighted = c.used[:0], false
 	c.pos = make([]int, len(c.t.cols))
 	for i := range c.pos {
 		c.pos[i] = -1
@@ -313,15 +347,19 @@ func (c *cursor) Filter(_ int, idxStr string, _ []vtab.Value) error {
 	if idxStr != "" {
 		for _, s := range strings.Split(idxStr, ",") {
 			i, err := strconv.Atoi(s)
-			if err != nil || i < 0 || i >= len(c.t.cols) {
+			switch {
+			case err != nil || i < 0 || i > len(c.t.cols):
 				return fmt.Errorf("%s: bad column list %q", Module, idxStr)
+			case i == len(c.t.cols):
+				c.weighted = true
+			default:
+				c.pos[i] = len(c.used)
+				c.used = append(c.used, i)
 			}
-			c.pos[i] = len(c.used)
-			c.used = append(c.used, i)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	q := c.t.selectSQL(c.used)
+	q := c.t.selectSQL(c.used, c.weighted)
 	observe(q)
 	rows, err := c.t.pool.Query(ctx, q)
 	if err != nil {
@@ -351,10 +389,20 @@ func (c *cursor) Next() error {
 func (c *cursor) Eof() bool { return c.eof }
 
 func (c *cursor) Column(col int) (vtab.Value, error) {
+	if col == len(c.pos) { // the weight
+		if !c.weighted {
+			return int64(1), nil
+		}
+		return c.vals[len(c.used)], nil // COUNT(*): an int64 ≥ 1
+	}
 	if col < 0 || col >= len(c.pos) || c.pos[col] < 0 {
 		return nil, nil // a column the statement does not use
 	}
-	return sqliteValue(c.t.cols[col].kind, c.vals[c.pos[col]]), nil
+	v := c.vals[c.pos[col]]
+	if b, ok := v.([]byte); ok && c.weighted && c.t.cols[col].kind == kindReal && len(b) == 8 {
+		return finiteOrNull(math.Float64frombits(binary.BigEndian.Uint64(b))), nil
+	}
+	return sqliteValue(c.t.cols[col].kind, v), nil
 }
 
 // sqliteValue converts what pgx decoded to a SQLite value; it is total.
