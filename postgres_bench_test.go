@@ -20,6 +20,7 @@ import (
 // u (units of 10 rows, each contributing at most 3 rows to one group).
 const pgBenchPolicy = `CREATE PRIVACY POLICY ON t;
 ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 1000);
+ALTER PRIVACY POLICY ON t SET BOUNDS z (0, 1);
 ALTER PRIVACY POLICY ON t SET DOMAIN g ('g0', 'g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7');
 CREATE PRIVACY POLICY ON u OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 3);
 ALTER PRIVACY POLICY ON u SET BOUNDS x (0, 1000);
@@ -31,6 +32,9 @@ var pgBenchQueries = []struct{ name, raw, private string }{
 	{"avg-declared", `SELECT AVG(x) FROM t`, `SELECT AVG(x) FROM t`},
 	{"grouped-avg-declared", `SELECT g, AVG(x) FROM t GROUP BY g`, `SELECT g, AVG(x) FROM t GROUP BY g`},
 	{"avg-automatic-bounds", `SELECT AVG(y) FROM t`, `SELECT AVG(y) FROM t`},
+	// z has a distinct value in every row: grouping identical rows
+	// gains nothing there.
+	{"avg-declared-distinct-floats", `SELECT AVG(z) FROM t`, `SELECT AVG(z) FROM t`},
 	{"contribution-bounding", `SELECT g, SUM(x) FROM u GROUP BY g`, `SELECT g, SUM(x) FROM u GROUP BY g`},
 }
 
@@ -60,7 +64,8 @@ func BenchmarkPostgres(b *testing.B) {
 	}
 	defer pgc.Close(ctx)
 	for _, name := range []string{"t", "u"} {
-		if _, err := pgc.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s AS SELECT i / 10 AS uid, (i * 7919) %% 1000 AS x, (i * 7919) %% 1000 AS y, 'g' || (i %% 8) AS g
+		if _, err := pgc.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s AS SELECT i / 10 AS uid, (i * 7919) %% 1000 AS x, (i * 7919) %% 1000 AS y, 'g' || (i %% 8) AS g,
+			(i * 0.6180339887498949::float8) - floor(i * 0.6180339887498949::float8) AS z
 			FROM generate_series(0::bigint, %d) AS s(i); ANALYZE %s`, name, rows-1, name)); err != nil {
 			b.Fatal(err)
 		}
@@ -72,9 +77,10 @@ func BenchmarkPostgres(b *testing.B) {
 	}
 	defer sdb.Close()
 	for _, name := range []string{"t", "u"} {
-		if _, err := sdb.Exec(fmt.Sprintf(`CREATE TABLE %s (uid INTEGER, x INTEGER, y INTEGER, g TEXT);
+		if _, err := sdb.Exec(fmt.Sprintf(`CREATE TABLE %s (uid INTEGER, x INTEGER, y INTEGER, g TEXT, z REAL);
 			WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
-			INSERT INTO %s SELECT i / 10, (i * 7919) %% 1000, (i * 7919) %% 1000, 'g' || (i %% 8) FROM n`, name, rows-1, name)); err != nil {
+			INSERT INTO %s SELECT i / 10, (i * 7919) %% 1000, (i * 7919) %% 1000, 'g' || (i %% 8),
+				(i * 0.6180339887498949) - floor(i * 0.6180339887498949) FROM n`, name, rows-1, name)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -32,6 +32,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/dpsql/dpsql/internal/testhooks"
 	_ "modernc.org/sqlite" // registers the driver the module is installed on (its init must run first)
 	"modernc.org/sqlite/vtab"
 )
@@ -324,6 +326,43 @@ func (t *table) selectSQL(used []int, weighted bool) string {
 	return "SELECT " + strings.Join(exprs, ", ") + ", COUNT(*)" + from + " GROUP BY " + strings.Join(groups, ", ")
 }
 
+// groupingPays decides, from PostgreSQL's planner statistics, whether
+// grouping identical rows will send markedly fewer rows than the table
+// has: the product of the used columns' estimated distinct counts is at
+// most a quarter of the estimated rows. Without statistics (a table never
+// analysed) it groups. Either choice measures exactly the same values;
+// only the time differs.
+func (t *table) groupingPays(ctx context.Context, used []int) bool {
+	switch testhooks.PostgresGrouping.Load() {
+	case testhooks.GroupAlways:
+		return true
+	case testhooks.GroupNever:
+		return false
+	}
+	names := make([]string, len(used))
+	for i, c := range used {
+		names[i] = t.cols[c].name
+	}
+	const q = `SELECT c.reltuples::float8, COALESCE(array_agg(s.n_distinct::float8) FILTER (WHERE s.attname IS NOT NULL), '{}')
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	LEFT JOIN pg_catalog.pg_stats s ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = ANY($3)
+	WHERE n.nspname = $1 AND c.relname = $2 GROUP BY c.reltuples`
+	observe(q)
+	var rows float64
+	var distinct []float64
+	if err := t.pool.QueryRow(ctx, q, t.schema, t.name, names).Scan(&rows, &distinct); err != nil || rows <= 0 || len(distinct) < len(names) {
+		return true
+	}
+	tuples := 1.0
+	for _, d := range distinct {
+		if d < 0 { // a fraction of the rows
+			d = -d * rows
+		}
+		tuples *= math.Max(d, 1)
+	}
+	return tuples <= rows/4
+}
+
 // cursor streams one scan's rows.
 type cursor struct {
 	t        *table
@@ -359,6 +398,9 @@ func (c *cursor) Filter(_ int, idxStr string, _ []vtab.Value) error {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	if c.weighted && !c.t.groupingPays(ctx, c.used) {
+		c.weighted = false // every row is sent, each with weight 1
+	}
 	q := c.t.selectSQL(c.used, c.weighted)
 	observe(q)
 	rows, err := c.t.pool.Query(ctx, q)

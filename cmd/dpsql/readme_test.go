@@ -1,15 +1,22 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/dpsql/dpsql/internal/pgtest"
 )
 
 var shellBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
+
+// examplePostgres is the PostgreSQL database the documentation's
+// examples name.
+const examplePostgres = "postgres://me@localhost/shop"
 
 // TestDocumentedCommandsRun runs every shell block of README.md and
 // docs/tutorial.md as written, with sh -e in a fresh directory where
@@ -30,6 +37,10 @@ func TestDocumentedCommandsRun(t *testing.T) {
 		text, err := os.ReadFile(filepath.Join("..", "..", doc))
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The PostgreSQL examples run against a private server.
+		if bytes.Contains(text, []byte(examplePostgres)) {
+			text = bytes.ReplaceAll(text, []byte(examplePostgres), []byte(pgtest.StartT(t).URL()))
 		}
 		blocks := shellBlock.FindAllStringSubmatch(string(text), -1)
 		if len(blocks) == 0 {

@@ -28,4 +28,15 @@ var (
 	// BareAbs prints ABS without the NULLIF that keeps it from raising
 	// "integer overflow" on −2^63.
 	BareAbs atomic.Bool
+
+	// PostgresGrouping overrides backend/postgres's choice of grouping
+	// identical rows: 0 decides from statistics, GroupAlways and
+	// GroupNever force it, so that tests cover both paths.
+	PostgresGrouping atomic.Int32
+)
+
+// Values of PostgresGrouping.
+const (
+	GroupAlways = 1
+	GroupNever  = 2
 )
