@@ -6,10 +6,12 @@
 package pgtest
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"os/exec"
@@ -20,6 +22,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
@@ -167,10 +170,17 @@ func (s *Server) cleanup() { os.RemoveAll(s.dir) }
 
 // CopyFromSQLite creates each named table of the SQLite database src in
 // the server's database and copies its rows (COPY): INTEGER columns become
-// bigint, REAL double precision, BLOB bytea, the rest text. Tests use it
-// to run the same data on both backends.
+// bigint, REAL double precision, BLOB bytea, the rest text. A value that
+// does not fit its column's type is converted by a fixed rule (convert),
+// row by row, so that copies of neighbouring databases are neighbours.
+// Tests use it to run the same data on both backends.
 func (s *Server) CopyFromSQLite(ctx context.Context, src *sql.DB, tables ...string) error {
-	conn, err := pgx.Connect(ctx, s.DSN())
+	return s.CopyFromSQLiteTo(ctx, s.DSN(), src, tables...)
+}
+
+// CopyFromSQLiteTo is CopyFromSQLite into the database of dsn.
+func (s *Server) CopyFromSQLiteTo(ctx context.Context, dsn string, src *sql.DB, tables ...string) error {
+	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return err
 	}
@@ -224,15 +234,7 @@ func (s *Server) CopyFromSQLite(ctx context.Context, src *sql.DB, tables ...stri
 				return err
 			}
 			for i, v := range vals {
-				if types[i] == "text" {
-					if b, ok := v.([]byte); ok {
-						vals[i] = string(b)
-					} else if v != nil {
-						if _, ok := v.(string); !ok {
-							vals[i] = fmt.Sprint(v)
-						}
-					}
-				}
+				vals[i] = convert(types[i], v)
 			}
 			batch = append(batch, vals)
 		}
@@ -245,4 +247,70 @@ func (s *Server) CopyFromSQLite(ctx context.Context, src *sql.DB, tables ...stri
 		}
 	}
 	return nil
+}
+
+// convert fits a SQLite value to a PostgreSQL column type: integral reals
+// into bigint, integers into double precision, text without NUL and in
+// UTF-8 as it is, any other value into text as its SQLite-like printing
+// (blobs as X'..'), and what still does not fit (text in a number
+// column, a fraction in bigint) as NULL.
+func convert(pgType string, v any) any {
+	switch pgType {
+	case "bigint":
+		switch x := v.(type) {
+		case int64:
+			return x
+		case float64:
+			if x == math.Trunc(x) && math.Abs(x) < 1<<63 {
+				return int64(x)
+			}
+		}
+		return nil
+	case "double precision":
+		switch x := v.(type) {
+		case int64:
+			return float64(x)
+		case float64:
+			return x
+		}
+		return nil
+	case "bytea":
+		switch x := v.(type) {
+		case []byte:
+			return x
+		case string:
+			return []byte(x)
+		}
+		return nil
+	}
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case string:
+		if utf8.ValidString(x) && !strings.ContainsRune(x, 0) {
+			return x
+		}
+		return fmt.Sprintf("X'%X'", x)
+	case []byte:
+		if utf8.Valid(x) && !bytes.ContainsRune(x, 0) {
+			return string(x)
+		}
+		return fmt.Sprintf("X'%X'", x)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return fmt.Sprint(v)
+}
+
+// CreateDatabase creates a database on the server and returns its DSN.
+func (s *Server) CreateDatabase(ctx context.Context, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, s.DSN())
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("host=%s user=dpsql dbname=%s sslmode=disable", s.socket, name), nil
 }

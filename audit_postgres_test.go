@@ -1,0 +1,113 @@
+package dpsql_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/backend/postgres"
+	"github.com/dpsql/dpsql/internal/audit"
+	"github.com/dpsql/dpsql/internal/pgtest"
+	"github.com/dpsql/dpsql/internal/testhooks"
+	"github.com/dpsql/dpsql/mechanism"
+)
+
+// postgresOpener returns an audit.Opener that moves the database at path
+// into PostgreSQL before opening it: its user tables are copied into a
+// fresh PostgreSQL database (values converted by a fixed per-row rule, so
+// the copies of D and D′ are neighbours too), its policy and budget go
+// into a state file, and the engine reads the tables through their
+// mirrors.
+func postgresOpener(srv *pgtest.Server, n *atomic.Int64) audit.Opener {
+	return func(path string, noise mechanism.Noiser) (audit.Engine, error) {
+		ctx := context.Background()
+		dsn, err := srv.CreateDatabase(ctx, fmt.Sprintf("audit%d", n.Add(1)))
+		if err != nil {
+			return nil, err
+		}
+		src, err := sql.Open("sqlite", "file:"+path)
+		if err != nil {
+			return nil, err
+		}
+		defer src.Close()
+		rows, err := src.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\_dpsql\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
+		if err != nil {
+			return nil, err
+		}
+		var tables []string
+		for rows.Next() {
+			var name string
+			rows.Scan(&name)
+			tables = append(tables, name)
+		}
+		rows.Close()
+		if err := srv.CopyFromSQLiteTo(ctx, dsn, src, tables...); err != nil {
+			return nil, err
+		}
+		state := path + ".pg-state"
+		os.Remove(state)
+		if _, err := src.Exec(`VACUUM INTO ?`, state); err != nil {
+			return nil, err
+		}
+		st, err := sql.Open("sqlite", "file:"+state)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range tables {
+			if _, err := st.Exec(`DROP TABLE "` + name + `"`); err != nil {
+				st.Close()
+				return nil, err
+			}
+		}
+		st.Close()
+		owner, err := dpsql.Open(state, dpsql.Options{Owner: true, Postgres: dsn})
+		if err != nil {
+			return nil, err
+		}
+		owner.Close()
+		return dpsql.OpenWithNoise(state, dpsql.Options{Epsilon: 1, Postgres: dsn}, noise)
+	}
+}
+
+// TestSensitivityAuditorOnPostgres runs the sensitivity auditor with the
+// tables in PostgreSQL, in both of its scan modes (rows as they are, and
+// identical rows grouped with their counts): every plan's claim must
+// hold there as on SQLite.
+func TestSensitivityAuditorOnPostgres(t *testing.T) {
+	srv := pgtest.StartT(t)
+	testhooks.FixedRandomness.Store(true)
+	defer testhooks.FixedRandomness.Store(false)
+	defer testhooks.PostgresGrouping.Store(0)
+	var grouped, databases atomic.Int64
+	postgres.Observe = func(q string) {
+		if strings.Contains(q, "COUNT(*) FROM") {
+			grouped.Add(1)
+		}
+	}
+	defer func() { postgres.Observe = nil }()
+	for _, mode := range []int32{testhooks.GroupAlways, testhooks.GroupNever} {
+		testhooks.PostgresGrouping.Store(mode)
+		grouped.Store(0)
+		cfg := audit.Config{Seed: *auditSeed + 100 + uint64(mode), Databases: 4, PerDatabase: 100, NearMiss: 0.15}
+		rep, err := audit.Run(postgresOpener(srv, &databases), t.TempDir(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range rep.Findings {
+			if i == 10 {
+				t.Errorf("... %d findings in all", len(rep.Findings))
+				break
+			}
+			t.Errorf("grouping mode %d: %s", mode, f)
+		}
+		t.Logf("grouping mode %d: %d statements (%d near-misses) on %d database pairs; %d grouped scans", mode, rep.Statements, rep.NearMisses, rep.Databases, grouped.Load())
+		if (mode == testhooks.GroupAlways) != (grouped.Load() > 0) {
+			t.Errorf("grouping mode %d: %d grouped scans", mode, grouped.Load())
+		}
+	}
+}
