@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/backend/postgres"
@@ -247,7 +248,7 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	col := `("[^"]+"(::text)?|"[^"]+"::text COLLATE "C"|float8send\("[^"]+"::float8\))`
-	scan := regexp.MustCompile(`^SELECT (` + col + `(, ` + col + `)*)? FROM "public"\."[a-z]+"$`)
+	scan := regexp.MustCompile(`^SELECT (` + col + `(, ` + col + `)* )?FROM "public"\."[a-z]+"$`)
 	grouped := regexp.MustCompile(`^SELECT (` + col + `, )*COUNT\(\*\) FROM "public"\."[a-z]+"( GROUP BY [0-9]+(, [0-9]+)*| HAVING COUNT\(\*\) > 0)$`)
 	scans := 0
 	for _, q := range sent {
@@ -434,5 +435,43 @@ func TestPostgresConcurrentSessions(t *testing.T) {
 	wg.Wait()
 	if answered != 30 || refused != 10 {
 		t.Errorf("answered %d, refused %d; want 30 and 10 under ε = 3", answered, refused)
+	}
+}
+
+// TestPostgresCancel: a private query cancelled during its scan stops
+// PostgreSQL's statement too (no scan left running), and says that its
+// cost was charged.
+func TestPostgresCancel(t *testing.T) {
+	srv := pgtest.StartT(t)
+	db, err := srv.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE big AS SELECT i AS x, random() AS r FROM generate_series(1, 3000000) i`); err != nil {
+		t.Fatal(err)
+	}
+	testhooks.PostgresGrouping.Store(testhooks.GroupNever) // stream every row: a long scan
+	defer testhooks.PostgresGrouping.Store(0)
+	eng := open(t, filepath.Join(t.TempDir(), "big.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	mustRun(t, eng, `CREATE PRIVACY POLICY ON big; ALTER PRIVACY POLICY ON big SET BOUNDS r (0, 1); SET BUDGET epsilon = 10`)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = eng.Query(ctx, `SELECT SUM(r) FROM big`)
+	if !errors.Is(err, dpsql.ErrCancelled) || !strings.Contains(err.Error(), "charged") {
+		t.Fatalf("cancelled scan: %v", err)
+	}
+	for i := 0; ; i++ {
+		var running int
+		if err := db.QueryRow(`SELECT COUNT(*) FROM pg_stat_activity WHERE query LIKE 'SELECT "r"%' AND state = 'active'`).Scan(&running); err != nil {
+			t.Fatal(err)
+		}
+		if running == 0 {
+			break
+		}
+		if i == 50 {
+			t.Fatal("PostgreSQL still runs the cancelled scan after 5 s")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -314,6 +314,9 @@ func (t *table) selectSQL(used []int, weighted bool) string {
 	}
 	from := " FROM " + Quote(t.schema) + "." + Quote(t.name)
 	if !weighted {
+		if len(used) == 0 {
+			return "SELECT" + from // rows without columns: a count of them
+		}
 		return "SELECT " + strings.Join(exprs, ", ") + from
 	}
 	if len(used) == 0 {

@@ -1,0 +1,83 @@
+package postgres
+
+import (
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/dpsql/dpsql/catalog"
+)
+
+func TestWeightColumnIsTheCatalogs(t *testing.T) {
+	if weightColumn != catalog.WeightColumn {
+		t.Fatalf("%q != %q", weightColumn, catalog.WeightColumn)
+	}
+}
+
+// TestSelectSQL: the two statement shapes a scan sends, for every kind
+// of column.
+func TestSelectSQL(t *testing.T) {
+	tb := &table{schema: "sh", name: `o"rders`, cols: []column{
+		{"i", kindInteger}, {"f", kindReal}, {"n", kindNumeric}, {"b", kindBlob}, {`t"x`, kindText}}}
+	for _, c := range []struct {
+		used     []int
+		weighted bool
+		want     string
+	}{
+		{[]int{0, 1, 2, 3, 4}, false, `SELECT "i", "f", "n"::text, "b", "t""x"::text FROM "sh"."o""rders"`},
+		{nil, false, `SELECT FROM "sh"."o""rders"`},
+		{[]int{4, 1}, true, `SELECT "t""x"::text COLLATE "C", float8send("f"::float8), COUNT(*) FROM "sh"."o""rders" GROUP BY 1, 2`},
+		{[]int{2, 0, 3}, true, `SELECT "n"::text COLLATE "C", "i", "b", COUNT(*) FROM "sh"."o""rders" GROUP BY 1, 2, 3`},
+		{nil, true, `SELECT COUNT(*) FROM "sh"."o""rders" HAVING COUNT(*) > 0`},
+	} {
+		if got := tb.selectSQL(c.used, c.weighted); got != c.want {
+			t.Errorf("selectSQL(%v, %v)\n got %s\nwant %s", c.used, c.weighted, got, c.want)
+		}
+	}
+}
+
+// TestSQLiteValue: every decoded value becomes a SQLite value by a rule
+// that cannot fail.
+func TestSQLiteValue(t *testing.T) {
+	for _, c := range []struct {
+		k    kind
+		in   any
+		want any
+	}{
+		{kindInteger, int16(-3), int64(-3)},
+		{kindInteger, int32(7), int64(7)},
+		{kindInteger, true, int64(1)},
+		{kindInteger, false, int64(0)},
+		{kindInteger, uint32(4000000000), int64(4000000000)},
+		{kindReal, float32(1.5), 1.5},
+		{kindReal, math.NaN(), nil},
+		{kindReal, math.Inf(-1), math.Inf(-1)},
+		{kindNumeric, "1e400", math.Inf(1)},
+		{kindNumeric, "-1e400", math.Inf(-1)},
+		{kindNumeric, "NaN", nil},
+		{kindNumeric, "12.50", 12.5},
+		{kindText, "12.50", "12.50"},
+		{kindBlob, []byte{0, 1}, []byte{0, 1}},
+		{kindText, nil, nil},
+	} {
+		if got := sqliteValue(c.k, c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("sqliteValue(%v, %#v) = %#v, want %#v", c.k, c.in, got, c.want)
+		}
+	}
+}
+
+func TestUnliteral(t *testing.T) {
+	for in, want := range map[string]string{`'a'`: "a", ` 'it''s' `: "it's", `''`: ""} {
+		if got, err := unliteral(in); err != nil || got != want {
+			t.Errorf("unliteral(%q) = %q, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{`a`, `'a`, `"a"`, ``} {
+		if _, err := unliteral(bad); err == nil {
+			t.Errorf("unliteral(%q) accepted", bad)
+		}
+	}
+	if got := Literal("it's"); got != `'it''s'` {
+		t.Errorf("Literal: %s", got)
+	}
+}
