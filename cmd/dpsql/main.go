@@ -24,13 +24,17 @@ import (
 	"github.com/dpsql/dpsql/parser"
 )
 
-const usage = `dpsql: a differentially private SQL engine over SQLite.
+const usage = `dpsql: a differentially private SQL engine over SQLite (the tables may live in PostgreSQL).
 
 Usage:
-  dpsql --db FILE|postgres://... [--state FILE] [--owner] [--format table|box|markdown|csv|json|line] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
-  dpsql import --db FILE|postgres://... [--state FILE] --table NAME [--no-header] [--delimiter C] [--sample N] CSVFILE
+  dpsql --db FILE [--owner] [--format table|box|markdown|csv|json|line] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
+  dpsql import --db FILE --table NAME [--no-header] [--delimiter C] [--sample N] CSVFILE
   dpsql demo [--db FILE]
-  dpsql serve --db FILE|postgres://... [--state FILE] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [...]
+  dpsql serve --db FILE [--listen ADDR] [--tls-cert FILE --tls-key FILE] [...]
+
+With the tables in PostgreSQL, dpsql, import and serve take --db postgres://USER@HOST:PORT/DBNAME
+and --state FILE, the SQLite file that keeps dpsql's catalog, budget and ledger for
+that database (docs/backends.md).
 
 With -c the statements are run in order; with -f they are read from SCRIPT
 (-- comments and multi-line statements allowed); with neither, an interactive

@@ -40,7 +40,7 @@ func TestDocumentedCommandsRun(t *testing.T) {
 		}
 		// The PostgreSQL examples run against a private server.
 		if bytes.Contains(text, []byte(examplePostgres)) {
-			text = bytes.ReplaceAll(text, []byte(examplePostgres), []byte(pgtest.StartT(t).URL()))
+			text = bytes.ReplaceAll(text, []byte(examplePostgres), []byte("'"+pgtest.StartT(t).URL()+"'"))
 		}
 		blocks := shellBlock.FindAllStringSubmatch(string(text), -1)
 		if len(blocks) == 0 {
