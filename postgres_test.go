@@ -22,15 +22,10 @@ import (
 	"github.com/dpsql/dpsql/internal/testhooks"
 )
 
-// bothPolicy is the owner script both backends get.
-const bothPolicy = `
-CREATE PRIVACY POLICY ON patients;
-ALTER PRIVACY POLICY ON patients SET BOUNDS age (0, 100);
-ALTER PRIVACY POLICY ON patients SET BOUNDS income (0, 200000);
-ALTER PRIVACY POLICY ON patients SET BOUNDS visits (0, 20);
-ALTER PRIVACY POLICY ON patients SET DOMAIN region ('North', 'South', 'East', 'West', 'Central');
+// bothPolicy is the owner script both backends get: the demo's policy
+// and more.
+var bothPolicy = demo.Setup + `
 ALTER PRIVACY POLICY ON patients SET DOMAIN sex ('F', 'M');
-ALTER PRIVACY POLICY ON patients SET DOMAIN diagnosis ('asthma', 'diabetes', 'flu', 'hypertension', 'none');
 CREATE PRIVACY POLICY ON t;
 ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 100);
 ALTER PRIVACY POLICY ON t SET DOMAIN g ('a', 'b', 'c', 'd');
@@ -83,6 +78,21 @@ func bothBackends(t *testing.T) (native, pg *dpsql.Engine, srv *pgtest.Server) {
 	pg = open(t, filepath.Join(t.TempDir(), "pg.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	mustRun(t, pg, bothPolicy)
 	return native, pg, srv
+}
+
+// pgSetup runs setup on the server's database and returns a connection
+// to it (closed at the end of the test).
+func pgSetup(t *testing.T, srv *pgtest.Server, setup string) *sql.DB {
+	t.Helper()
+	db, err := srv.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(setup); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
 
 // sameQueries are run on both backends; every answer must be identical.
@@ -211,17 +221,9 @@ func rowSet(rows [][]any) []string {
 // TestPostgresReadsLiveData: the engine reads PostgreSQL at every query
 // (no copy in the state file), and a private answer follows a change.
 func TestPostgresReadsLiveData(t *testing.T) {
-	native, pg, srv := bothBackends(t)
-	_ = native
+	_, pg, srv := bothBackends(t)
 	before := query(t, pg, `SELECT SUM(age) FROM patients`).Rows[0][0].(float64)
-	db, err := srv.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`UPDATE patients SET age = age + 1 WHERE id <= 10`); err != nil {
-		t.Fatal(err)
-	}
+	pgSetup(t, srv, `UPDATE patients SET age = age + 1 WHERE id <= 10`)
 	after := query(t, pg, `SELECT SUM(age) FROM patients`).Rows[0][0].(float64)
 	if after-before < 9.5 || after-before > 10.5 { // ages ≤ 99 stay inside the bounds (0, 100)
 		t.Errorf("SUM(age) went from %v to %v after adding 1 to 10 rows", before, after)
@@ -272,20 +274,13 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 // source; only the owner mirrors; reserved names are skipped, said so.
 func TestPostgresStateFile(t *testing.T) {
 	srv := pgtest.StartT(t)
-	db, err := srv.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE people (id int, age int);
+	db := pgSetup(t, srv, `CREATE TABLE people (id int, age int);
 		INSERT INTO people SELECT i, 20 + i % 50 FROM generate_series(1, 500) i;
 		CREATE TABLE "_dpsql_budget" (x int);
 		CREATE TABLE "Zoo" (x int);
 		CREATE TABLE zoo (y int);
 		CREATE VIEW risky AS SELECT 1 / (age - 20) AS r FROM people;
-		CREATE MATERIALIZED VIEW ages AS SELECT age FROM people`); err != nil {
-		t.Fatal(err)
-	}
+		CREATE MATERIALIZED VIEW ages AS SELECT age FROM people`)
 	ctx := context.Background()
 	state := filepath.Join(t.TempDir(), "people.dpsql")
 	if _, err := dpsql.Open(state, dpsql.Options{Postgres: srv.DSN()}); !errors.Is(err, dpsql.ErrNoDatabase) {
@@ -351,12 +346,7 @@ func TestPostgresStateFile(t *testing.T) {
 // private query fails (or succeeds) because of what some row holds.
 func TestPostgresTypesAreTotal(t *testing.T) {
 	srv := pgtest.StartT(t)
-	db, err := srv.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE odd (
+	pgSetup(t, srv, `CREATE TABLE odd (
 		n numeric, f double precision, r real, i bigint, s smallint, b boolean, d date, ts timestamptz,
 		j jsonb, a int[], bt bytea, iv interval, u uuid, tx text, c char(3), m money);
 		INSERT INTO odd VALUES
@@ -366,9 +356,7 @@ func TestPostgresTypesAreTotal(t *testing.T) {
 		 'null', '{}', '', '-178000000 years', NULL, '', NULL, -1),
 		('NaN', 'NaN', 1e30, 0, 0, NULL, 'infinity', '-infinity', '"x"', NULL, NULL, NULL, NULL, NULL, NULL, NULL),
 		(NULL, 1e308, -1e-30, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'x', 'x', NULL),
-		(5, 5, 5, 5, 5, true, '2000-01-01', '2000-01-01', '5', '{5}', '\x05', '5 seconds', NULL, '5', '5', 5)`); err != nil {
-		t.Fatal(err)
-	}
+		(5, 5, 5, 5, 5, true, '2000-01-01', '2000-01-01', '5', '{5}', '\x05', '5 seconds', NULL, '5', '5', 5)`)
 	state := filepath.Join(t.TempDir(), "odd.dpsql")
 	eng := open(t, state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	cols := []string{"n", "f", "r", "i", "s", "b", "d", "ts", "j", "a", "bt", "iv", "u", "tx", "c", "m"}
@@ -443,14 +431,7 @@ func TestPostgresConcurrentSessions(t *testing.T) {
 // cost was charged.
 func TestPostgresCancel(t *testing.T) {
 	srv := pgtest.StartT(t)
-	db, err := srv.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE big AS SELECT i AS x, random() AS r FROM generate_series(1, 3000000) i`); err != nil {
-		t.Fatal(err)
-	}
+	db := pgSetup(t, srv, `CREATE TABLE big AS SELECT i AS x, random() AS r FROM generate_series(1, 3000000) i`)
 	testhooks.PostgresGrouping.Store(testhooks.GroupNever) // stream every row: a long scan
 	defer testhooks.PostgresGrouping.Store(0)
 	eng := open(t, filepath.Join(t.TempDir(), "big.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
@@ -464,7 +445,7 @@ func TestPostgresCancel(t *testing.T) {
 	before := rollbacks()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err = eng.Query(ctx, `SELECT SUM(r) FROM big`)
+	_, err := eng.Query(ctx, `SELECT SUM(r) FROM big`)
 	if !errors.Is(err, dpsql.ErrCancelled) || !strings.Contains(err.Error(), "charged") {
 		t.Fatalf("cancelled scan: %v", err)
 	}
