@@ -1,10 +1,20 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/dpsql/dpsql/internal/pgtest"
 )
@@ -61,5 +71,62 @@ func TestPostgresContract(t *testing.T) {
 		if _, errOut, code := runCLI(t, "", c.args...); code == 0 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%q: code %d, stderr %q (want %q)", c.args, code, errOut, c.want)
 		}
+	}
+}
+
+// TestServeOnPostgres: `dpsql serve` with the tables in PostgreSQL; an
+// analyst's query over the wire reads them and is charged in the state
+// file; SIGTERM stops the server.
+func TestServeOnPostgres(t *testing.T) {
+	srv := pgtest.StartT(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "people.dpsql")
+	pg := srv.URL()
+	if _, errOut, code := runCLI(t, "", "import", "--db", pg, "--state", state, "--table", "people", writeCSV(t, dir, 300)); code != 0 {
+		t.Fatalf("import: %s", errOut)
+	}
+	if _, errOut, code := runCLI(t, "", "--db", pg, "--state", state, "--owner", "-c", `CREATE PRIVACY POLICY ON people;
+		SET BUDGET epsilon = 3; CREATE ANALYST alice PASSWORD 'change me' BUDGET epsilon = 1`); code != 0 {
+		t.Fatalf("owner setup: %s", errOut)
+	}
+	cmd := exec.Command(binary, "serve", "--db", pg, "--state", state, "--listen", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stderr)
+	if !lines.Scan() {
+		t.Fatal("serve printed nothing")
+	}
+	m := regexp.MustCompile(`on 127\.0\.0\.1:(\d+),`).FindStringSubmatch(lines.Text())
+	if m == nil {
+		t.Fatalf("serve's first line: %q", lines.Text())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, fmt.Sprintf("host=127.0.0.1 port=%s user=alice password='change me' sslmode=disable", m[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	if err := c.QueryRow(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5) COUNT(*) + 0.0 FROM people`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n < 250 || n > 350 { // 300 rows; Laplace noise of scale 2
+		t.Errorf("COUNT(*) = %v over 300 rows", n)
+	}
+	c.Close(ctx)
+	cmd.Process.Signal(syscall.SIGTERM)
+	rest, _ := io.ReadAll(stderr)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("serve after SIGTERM: %v\n%s", err, rest)
+	}
+	out, errOut, code := runCLI(t, "", "--db", pg, "--state", state, "--owner", "--format", "csv", "-c", "SHOW ANALYSTS")
+	if code != 0 || !strings.Contains(out, "alice,1,0,0.5,0,0.5,0,") {
+		t.Errorf("SHOW ANALYSTS after the query: %d %q %q", code, out, errOut)
 	}
 }
