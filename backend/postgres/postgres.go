@@ -281,7 +281,6 @@ func (t *table) BestIndex(info *vtab.IndexInfo) error {
 	return nil
 }
 
-func (t *table) Open() (vtab.Cursor, error) { return &cursor{t: t}, nil }
 func (t *table) Disconnect() error          { return nil }
 
 // Destroy runs on DROP TABLE of the mirror: the PostgreSQL table stays.
@@ -289,7 +288,8 @@ func (t *table) Destroy() error { return nil }
 
 // selectSQL prints the one statement a scan sends: the used columns, each
 // read as itself or through its text output, which no value can make fail
-// (no arithmetic, no cast that can overflow: numeric is parsed in Go).
+// (no arithmetic, no cast that can overflow: numeric is parsed in Go), and
+// the row's identity (its table's oid and its ctid).
 //
 // With weighted, the statement groups the rows by those columns and
 // counts them: PostgreSQL aggregates (in parallel) and SQLite receives one
@@ -314,10 +314,9 @@ func (t *table) selectSQL(used []int, weighted bool) string {
 	}
 	from := " FROM " + Quote(t.schema) + "." + Quote(t.name)
 	if !weighted {
-		if len(used) == 0 {
-			return "SELECT" + from // rows without columns: a count of them
-		}
-		return "SELECT " + strings.Join(exprs, ", ") + from
+		// Each row's physical identity gives its SQLite rowid (rowidOf),
+		// the same in every scan of one snapshot.
+		return "SELECT " + strings.Join(append(exprs, "tableoid::int8", "ctid"), ", ") + from
 	}
 	if len(used) == 0 {
 		return "SELECT COUNT(*)" + from + " HAVING COUNT(*) > 0"
@@ -329,13 +328,18 @@ func (t *table) selectSQL(used []int, weighted bool) string {
 	return "SELECT " + strings.Join(exprs, ", ") + ", COUNT(*)" + from + " GROUP BY " + strings.Join(groups, ", ")
 }
 
+// querier is what groupingPays needs of a connection or transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // groupingPays decides, from PostgreSQL's planner statistics, whether
 // grouping identical rows will send markedly fewer rows than the table
 // has: the product of the used columns' estimated distinct counts is at
 // most a quarter of the estimated rows. Without statistics (a table never
 // analysed) it groups. Either choice measures exactly the same values;
 // only the time differs.
-func (t *table) groupingPays(ctx context.Context, used []int) bool {
+func (t *table) groupingPays(ctx context.Context, q querier, used []int) bool {
 	switch testhooks.PostgresGrouping.Load() {
 	case testhooks.GroupAlways:
 		return true
@@ -346,14 +350,14 @@ func (t *table) groupingPays(ctx context.Context, used []int) bool {
 	for i, c := range used {
 		names[i] = t.cols[c].name
 	}
-	const q = `SELECT c.reltuples::float8, COALESCE(array_agg(s.n_distinct::float8) FILTER (WHERE s.attname IS NOT NULL), '{}')
+	const stats = `SELECT c.reltuples::float8, COALESCE(array_agg(s.n_distinct::float8) FILTER (WHERE s.attname IS NOT NULL), '{}')
 	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	LEFT JOIN pg_catalog.pg_stats s ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = ANY($3)
 	WHERE n.nspname = $1 AND c.relname = $2 GROUP BY c.reltuples`
-	observe(q)
+	observe(stats)
 	var rows float64
 	var distinct []float64
-	if err := t.pool.QueryRow(ctx, q, t.schema, t.name, names).Scan(&rows, &distinct); err != nil || rows <= 0 || len(distinct) < len(names) {
+	if err := q.QueryRow(ctx, stats, t.schema, t.name, names).Scan(&rows, &distinct); err != nil || rows <= 0 || len(distinct) < len(names) {
 		return true
 	}
 	tuples := 1.0
@@ -364,90 +368,6 @@ func (t *table) groupingPays(ctx context.Context, used []int) bool {
 		tuples *= math.Max(d, 1)
 	}
 	return tuples <= rows/4
-}
-
-// cursor streams one scan's rows.
-type cursor struct {
-	t        *table
-	cancel   context.CancelFunc
-	rows     pgx.Rows
-	used     []int // the used table columns, in result order
-	pos      []int // table column → position in the result, or -1
-	weighted bool  // the result's last column is the weight
-	vals     []any
-	eof      bool
-	rowid    int64
-}
-
-func (c *cursor) Filter(_ int, idxStr string, _ []vtab.Value) error {
-	c.closeRows()
-	c.used, c.weighted = c.used[:0], false
-	c.pos = make([]int, len(c.t.cols))
-	for i := range c.pos {
-		c.pos[i] = -1
-	}
-	if idxStr != "" {
-		for _, s := range strings.Split(idxStr, ",") {
-			i, err := strconv.Atoi(s)
-			switch {
-			case err != nil || i < 0 || i > len(c.t.cols):
-				return fmt.Errorf("%s: bad column list %q", Module, idxStr)
-			case i == len(c.t.cols):
-				c.weighted = true
-			default:
-				c.pos[i] = len(c.used)
-				c.used = append(c.used, i)
-			}
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if c.weighted && !c.t.groupingPays(ctx, c.used) {
-		c.weighted = false // every row is sent, each with weight 1
-	}
-	q := c.t.selectSQL(c.used, c.weighted)
-	observe(q)
-	rows, err := c.t.pool.Query(ctx, q)
-	if err != nil {
-		cancel()
-		return err
-	}
-	c.cancel, c.rows, c.rowid, c.eof = cancel, rows, 0, false
-	return c.Next()
-}
-
-func (c *cursor) Next() error {
-	if !c.rows.Next() {
-		c.eof = true
-		err := c.rows.Err()
-		c.closeRows()
-		return err
-	}
-	vals, err := c.rows.Values()
-	if err != nil {
-		return err
-	}
-	c.vals = vals
-	c.rowid++
-	return nil
-}
-
-func (c *cursor) Eof() bool { return c.eof }
-
-func (c *cursor) Column(col int) (vtab.Value, error) {
-	if col == len(c.pos) { // the weight
-		if !c.weighted {
-			return int64(1), nil
-		}
-		return c.vals[len(c.used)], nil // COUNT(*): an int64 ≥ 1
-	}
-	if col < 0 || col >= len(c.pos) || c.pos[col] < 0 {
-		return nil, nil // a column the statement does not use
-	}
-	v := c.vals[c.pos[col]]
-	if b, ok := v.([]byte); ok && c.weighted && c.t.cols[col].kind == kindReal && len(b) == 8 {
-		return finiteOrNull(math.Float64frombits(binary.BigEndian.Uint64(b))), nil
-	}
-	return sqliteValue(c.t.cols[col].kind, v), nil
 }
 
 // sqliteValue converts what pgx decoded to a SQLite value; it is total.
@@ -495,20 +415,8 @@ func finiteOrNull(f float64) vtab.Value {
 	return f
 }
 
-func (c *cursor) Rowid() (int64, error) { return c.rowid, nil }
 
-func (c *cursor) closeRows() {
-	if c.cancel != nil {
-		c.cancel() // stops the query instead of draining its rows
-		c.cancel = nil
-	}
-	if c.rows != nil {
-		c.rows.Close()
-		c.rows = nil
-	}
-}
-
-func (c *cursor) Close() error {
-	c.closeRows()
-	return nil
+// floatFromBits decodes float8send's big-endian bits (NaN is NULL).
+func floatFromBits(b []byte) vtab.Value {
+	return finiteOrNull(math.Float64frombits(binary.BigEndian.Uint64(b)))
 }

@@ -24,8 +24,8 @@ func TestSelectSQL(t *testing.T) {
 		weighted bool
 		want     string
 	}{
-		{[]int{0, 1, 2, 3, 4}, false, `SELECT "i", "f", "n"::text, "b", "t""x"::text FROM "sh"."o""rders"`},
-		{nil, false, `SELECT FROM "sh"."o""rders"`},
+		{[]int{0, 1, 2, 3, 4}, false, `SELECT "i", "f", "n"::text, "b", "t""x"::text, tableoid::int8, ctid FROM "sh"."o""rders"`},
+		{nil, false, `SELECT tableoid::int8, ctid FROM "sh"."o""rders"`},
 		{[]int{4, 1}, true, `SELECT "t""x"::text COLLATE "C", float8send("f"::float8), COUNT(*) FROM "sh"."o""rders" GROUP BY 1, 2`},
 		{[]int{2, 0, 3}, true, `SELECT "n"::text COLLATE "C", "i", "b", COUNT(*) FROM "sh"."o""rders" GROUP BY 1, 2, 3`},
 		{nil, true, `SELECT COUNT(*) FROM "sh"."o""rders" HAVING COUNT(*) > 0`},
