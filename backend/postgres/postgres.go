@@ -281,7 +281,7 @@ func (t *table) BestIndex(info *vtab.IndexInfo) error {
 	return nil
 }
 
-func (t *table) Disconnect() error          { return nil }
+func (t *table) Disconnect() error { return nil }
 
 // Destroy runs on DROP TABLE of the mirror: the PostgreSQL table stays.
 func (t *table) Destroy() error { return nil }
@@ -414,7 +414,6 @@ func finiteOrNull(f float64) vtab.Value {
 	}
 	return f
 }
-
 
 // floatFromBits decodes float8send's big-endian bits (NaN is NULL).
 func floatFromBits(b []byte) vtab.Value {
