@@ -135,6 +135,10 @@ type Table struct {
 	Unit    Unit
 	Bounds  map[string]Bounds // by canonical column name
 	Domains map[string][]any  // by canonical column name; values int64, float64 or string
+	// Identified: the table is a virtual table with the hidden column
+	// IdentityColumn, each row's stable identity (for a joined table
+	// without a unit column, the unit), instead of SQLite's rowid.
+	Identified bool
 	// Weighted: the table is a virtual table with the hidden column
 	// WeightColumn. Reading that column makes each row of the table stand
 	// for as many identical rows as it says (a source that pre-aggregates
@@ -145,6 +149,9 @@ type Table struct {
 
 // WeightColumn is the hidden column of a Weighted table.
 const WeightColumn = "_dpsql_weight"
+
+// IdentityColumn is the hidden column of an Identified table.
+const IdentityColumn = "_dpsql_rowid"
 
 // Column returns the column with the given name, matched as SQLite matches
 // names (ASCII case-insensitively).
@@ -220,6 +227,8 @@ func Load(ctx context.Context, q Querier) (*Catalog, error) {
 				t.Columns = append(t.Columns, c)
 			case hidden == 1 && c.Name == WeightColumn:
 				t.Weighted = true
+			case hidden == 1 && c.Name == IdentityColumn:
+				t.Identified = true
 			}
 		}
 		rows.Close()

@@ -208,6 +208,14 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 					col.unit = r.unitSQL
 				}
 			}
+		case fb.joined && t.Identified:
+			// Each row is a unit, but a join can repeat it: the row's
+			// identity becomes the unit, so bounding keeps it once. A
+			// source that names its rows says so in a hidden column.
+			r.unitSQL = prefix + parser.QuoteIdent(catalog.IdentityColumn)
+			r.unitBase = parser.QuoteIdent(t.Name) + "." + parser.QuoteIdent(catalog.IdentityColumn)
+			r.unit = catalog.Unit{MaxGroups: 1, MaxRows: 1}
+			fb.rn.read(t.Name, catalog.IdentityColumn)
 		case fb.joined:
 			// Each row is a unit, but a join can repeat it: the row's
 			// identity becomes the unit, so bounding keeps it once.

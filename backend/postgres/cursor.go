@@ -15,10 +15,10 @@ import (
 // cursor reads one mirrored table for one SQLite statement. SQLite calls
 // Filter once per scan: once for most statements, once per outer row
 // when the table is the inner side of a join. So that every scan of the
-// cursor sees the same rows under the same rowids (a joined table without
-// a unit column is bounded by its rowid), the cursor keeps one connection
-// and one REPEATABLE READ snapshot for its whole life, and each row's
-// rowid is its physical identity in that snapshot. So that a join does
+// cursor sees the same rows under the same identities (a joined table
+// without a unit column is bounded by its identity column), the cursor
+// keeps one connection and one REPEATABLE READ snapshot for its whole
+// life, and each row's identity is its physical one in that snapshot. So that a join does
 // not scan PostgreSQL once per outer row, the second scan is recorded and
 // every later one replayed from memory.
 type cursor struct {
@@ -36,17 +36,19 @@ type cursor struct {
 	recFor   string // the idxStr recorded
 	replay   int    // next recorded row, when replaying
 
-	used     []int // the used table columns, in result order
-	pos      []int // table column → position in the result, or -1
-	weighted bool  // the result's last column is the weight
-	vals     []any
-	rowid    int64
-	eof      bool
+	used       []int // the used table columns, in result order
+	pos        []int // table column → position in the result, or -1
+	weighted   bool  // the result's last column is the weight
+	identified bool  // the result's last two columns are the row's identity
+	vals       []any
+	rowid      int64 // a counter (SQLite's rowid; dpsql reads the identity column instead)
+	identity   int64
+	eof        bool
 }
 
 type recordedRow struct {
-	vals  []any
-	rowid int64
+	vals     []any
+	identity int64
 }
 
 func (t *table) Open() (vtab.Cursor, error) {
@@ -91,7 +93,7 @@ func (c *cursor) Filter(_ int, idxStr string, _ []vtab.Value) error {
 		return err
 	}
 	c.scans++
-	c.eof, c.rowid = false, 0
+	c.eof, c.rowid, c.identity = false, 0, 0
 	if c.complete && c.recFor == idxStr {
 		c.replay = 0
 		return c.Next()
@@ -113,7 +115,7 @@ func (c *cursor) Filter(_ int, idxStr string, _ []vtab.Value) error {
 			c.weighted = false // every row is sent, each with weight 1
 		}
 	}
-	q := c.t.selectSQL(c.used, c.weighted)
+	q := c.t.selectSQL(c.used, c.weighted, c.identified)
 	observe(q)
 	rows, err := c.tx.Query(c.ctx, q)
 	if err != nil {
@@ -129,7 +131,7 @@ func (c *cursor) Filter(_ int, idxStr string, _ []vtab.Value) error {
 
 // columns reads the used columns from idxStr (BestIndex).
 func (c *cursor) columns(idxStr string) error {
-	c.used, c.weighted = c.used[:0], false
+	c.used, c.weighted, c.identified = c.used[:0], false, false
 	c.pos = make([]int, len(c.t.cols))
 	for i := range c.pos {
 		c.pos[i] = -1
@@ -140,10 +142,12 @@ func (c *cursor) columns(idxStr string) error {
 	for _, s := range strings.Split(idxStr, ",") {
 		i, err := strconv.Atoi(s)
 		switch {
-		case err != nil || i < 0 || i > len(c.t.cols):
+		case err != nil || i < 0 || i > len(c.t.cols)+1:
 			return fmt.Errorf("%s: bad column list %q", Module, idxStr)
 		case i == len(c.t.cols):
 			c.weighted = true
+		case i == len(c.t.cols)+1:
+			c.identified = true
 		default:
 			c.pos[i] = len(c.used)
 			c.used = append(c.used, i)
@@ -160,7 +164,8 @@ func (c *cursor) Next() error {
 		}
 		r := c.recorded[c.replay]
 		c.replay++
-		c.vals, c.rowid = r.vals, r.rowid
+		c.vals, c.identity = r.vals, r.identity
+		c.rowid++
 		return nil
 	}
 	if !c.rows.Next() {
@@ -175,22 +180,21 @@ func (c *cursor) Next() error {
 		return err
 	}
 	c.vals = vals
-	if c.weighted {
-		c.rowid++
-	} else {
-		c.rowid = rowidOf(vals[len(vals)-2], vals[len(vals)-1])
+	c.rowid++
+	if c.identified && !c.weighted {
+		c.identity = rowidOf(vals[len(vals)-2], vals[len(vals)-1])
 	}
 	if c.record {
-		c.recorded = append(c.recorded, recordedRow{vals, c.rowid})
+		c.recorded = append(c.recorded, recordedRow{vals, c.identity})
 	}
 	return nil
 }
 
-// rowidOf is a row's rowid from its table's oid and its ctid (block,
+// rowidOf is a row's identity from its table's oid and its ctid (block,
 // offset): unique within a table, and within a partitioned table unless
 // two partitions' oids agree in their low 15 bits — then two rows may
-// share a rowid, which bounding treats as one unit's rows (it keeps
-// fewer, never more).
+// share one, which bounding treats as one unit's rows (it keeps fewer,
+// never more).
 func rowidOf(oid, ctid any) int64 {
 	o, _ := oid.(int64)
 	tid, _ := ctid.(pgtype.TID)
@@ -200,6 +204,12 @@ func rowidOf(oid, ctid any) int64 {
 func (c *cursor) Eof() bool { return c.eof }
 
 func (c *cursor) Column(col int) (vtab.Value, error) {
+	if col == len(c.pos)+1 { // the identity
+		if c.weighted {
+			return c.rowid, nil // not reached: dpsql never groups a table it joins
+		}
+		return c.identity, nil
+	}
 	if col == len(c.pos) { // the weight
 		if !c.weighted {
 			return int64(1), nil

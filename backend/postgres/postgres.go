@@ -242,7 +242,7 @@ func connect(vctx vtab.Context, args []string) (vtab.Table, error) {
 	// The hidden weight column (catalog.WeightColumn): a statement that
 	// reads it gets the distinct rows of the columns it uses, each with
 	// its multiplicity (selectSQL).
-	defs = append(defs, Quote(weightColumn)+" INTEGER HIDDEN")
+	defs = append(defs, Quote(weightColumn)+" INTEGER HIDDEN", Quote(identityColumn)+" INTEGER HIDDEN")
 	if err := vctx.Declare("CREATE TABLE x (" + strings.Join(defs, ", ") + ")"); err != nil {
 		return nil, err
 	}
@@ -256,17 +256,23 @@ type table struct {
 	cols         []column
 }
 
-// weightColumn is catalog.WeightColumn (this package sits below the
-// catalog and does not import it; a test checks they agree).
-const weightColumn = "_dpsql_weight"
+// weightColumn and identityColumn are catalog.WeightColumn and
+// catalog.IdentityColumn (this package sits below the catalog and does
+// not import it; a test checks they agree). The identity column, index
+// len(cols)+1, reads each row's physical identity (rowidOf).
+const (
+	weightColumn   = "_dpsql_weight"
+	identityColumn = "_dpsql_rowid"
+)
 
 // BestIndex pushes down the columns the statement uses (passed to Filter
-// as a list in IdxStr; the weight column, index len(cols), when read)
+// as a list in IdxStr; the weight and identity columns, indexes len(cols)
+// and len(cols)+1, when read)
 // and no constraint: SQLite evaluates every expression and predicate
 // itself, with its own (total) semantics.
 func (t *table) BestIndex(info *vtab.IndexInfo) error {
 	var used []string
-	for i := 0; i <= len(t.cols); i++ {
+	for i := 0; i <= len(t.cols)+1; i++ {
 		bit := i
 		if bit > 63 {
 			bit = 63 // SQLite's bit 63 stands for every column from the 64th on
@@ -288,8 +294,8 @@ func (t *table) Destroy() error { return nil }
 
 // selectSQL prints the one statement a scan sends: the used columns, each
 // read as itself or through its text output, which no value can make fail
-// (no arithmetic, no cast that can overflow: numeric is parsed in Go), and
-// the row's identity (its table's oid and its ctid).
+// (no arithmetic, no cast that can overflow: numeric is parsed in Go),
+// and, when identified, the row's identity (its table's oid and ctid).
 //
 // With weighted, the statement groups the rows by those columns and
 // counts them: PostgreSQL aggregates (in parallel) and SQLite receives one
@@ -298,7 +304,7 @@ func (t *table) Destroy() error { return nil }
 // −0 stay two rows), text-like values as their text in the "C" collation
 // (byte equality, whatever the column's collation), and COUNT(*) is a
 // bigint that cannot overflow.
-func (t *table) selectSQL(used []int, weighted bool) string {
+func (t *table) selectSQL(used []int, weighted, identified bool) string {
 	exprs := make([]string, len(used))
 	for i, c := range used {
 		col := t.cols[c]
@@ -314,9 +320,15 @@ func (t *table) selectSQL(used []int, weighted bool) string {
 	}
 	from := " FROM " + Quote(t.schema) + "." + Quote(t.name)
 	if !weighted {
-		// Each row's physical identity gives its SQLite rowid (rowidOf),
-		// the same in every scan of one snapshot.
-		return "SELECT " + strings.Join(append(exprs, "tableoid::int8", "ctid"), ", ") + from
+		if identified {
+			// The row's physical identity (rowidOf), the same in every
+			// scan of one snapshot.
+			exprs = append(exprs, "tableoid::int8", "ctid")
+		}
+		if len(exprs) == 0 {
+			return "SELECT" + from // rows without columns: a count of them
+		}
+		return "SELECT " + strings.Join(exprs, ", ") + from
 	}
 	if len(used) == 0 {
 		return "SELECT COUNT(*)" + from + " HAVING COUNT(*) > 0"

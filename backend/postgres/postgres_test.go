@@ -9,8 +9,8 @@ import (
 )
 
 func TestWeightColumnIsTheCatalogs(t *testing.T) {
-	if weightColumn != catalog.WeightColumn {
-		t.Fatalf("%q != %q", weightColumn, catalog.WeightColumn)
+	if weightColumn != catalog.WeightColumn || identityColumn != catalog.IdentityColumn {
+		t.Fatalf("%q, %q != %q, %q", weightColumn, identityColumn, catalog.WeightColumn, catalog.IdentityColumn)
 	}
 }
 
@@ -20,17 +20,19 @@ func TestSelectSQL(t *testing.T) {
 	tb := &table{schema: "sh", name: `o"rders`, cols: []column{
 		{"i", kindInteger}, {"f", kindReal}, {"n", kindNumeric}, {"b", kindBlob}, {`t"x`, kindText}}}
 	for _, c := range []struct {
-		used     []int
-		weighted bool
-		want     string
+		used                 []int
+		weighted, identified bool
+		want                 string
 	}{
-		{[]int{0, 1, 2, 3, 4}, false, `SELECT "i", "f", "n"::text, "b", "t""x"::text, tableoid::int8, ctid FROM "sh"."o""rders"`},
-		{nil, false, `SELECT tableoid::int8, ctid FROM "sh"."o""rders"`},
-		{[]int{4, 1}, true, `SELECT "t""x"::text COLLATE "C", float8send("f"::float8), COUNT(*) FROM "sh"."o""rders" GROUP BY 1, 2`},
-		{[]int{2, 0, 3}, true, `SELECT "n"::text COLLATE "C", "i", "b", COUNT(*) FROM "sh"."o""rders" GROUP BY 1, 2, 3`},
-		{nil, true, `SELECT COUNT(*) FROM "sh"."o""rders" HAVING COUNT(*) > 0`},
+		{[]int{0, 1, 2, 3, 4}, false, false, `SELECT "i", "f", "n"::text, "b", "t""x"::text FROM "sh"."o""rders"`},
+		{[]int{1}, false, true, `SELECT "f", tableoid::int8, ctid FROM "sh"."o""rders"`},
+		{nil, false, false, `SELECT FROM "sh"."o""rders"`},
+		{nil, false, true, `SELECT tableoid::int8, ctid FROM "sh"."o""rders"`},
+		{[]int{4, 1}, true, false, `SELECT "t""x"::text COLLATE "C", float8send("f"::float8), COUNT(*) FROM "sh"."o""rders" GROUP BY 1, 2`},
+		{[]int{2, 0, 3}, true, false, `SELECT "n"::text COLLATE "C", "i", "b", COUNT(*) FROM "sh"."o""rders" GROUP BY 1, 2, 3`},
+		{nil, true, false, `SELECT COUNT(*) FROM "sh"."o""rders" HAVING COUNT(*) > 0`},
 	} {
-		if got := tb.selectSQL(c.used, c.weighted); got != c.want {
+		if got := tb.selectSQL(c.used, c.weighted, c.identified); got != c.want {
 			t.Errorf("selectSQL(%v, %v)\n got %s\nwant %s", c.used, c.weighted, got, c.want)
 		}
 	}
