@@ -545,3 +545,32 @@ func TestPostgresConcurrentJoins(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestPostgresWideTables: on a table of 70 columns (SQLite's colUsed
+// has one bit for all columns from the 64th on) the engine still reads
+// what each statement needs: a column past the 64th, with identical rows
+// counted as rows, alone and joined.
+func TestPostgresWideTables(t *testing.T) {
+	srv := pgtest.StartT(t)
+	cols := make([]string, 70)
+	for i := range cols {
+		cols[i] = fmt.Sprintf("c%d int", i)
+	}
+	pgSetup(t, srv, `CREATE TABLE wide (`+strings.Join(cols, ", ")+`);
+		INSERT INTO wide (c0, c65) SELECT i % 3, 5 FROM generate_series(1, 300) i;
+		CREATE TABLE codes (code int, label text); INSERT INTO codes VALUES (0, 'zero'), (1, 'one')`)
+	eng := open(t, filepath.Join(t.TempDir(), "wide.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	mustRun(t, eng, `CREATE PRIVACY POLICY ON wide; ALTER PRIVACY POLICY ON wide SET BOUNDS c65 (0, 10);
+		ALTER TABLE codes SET PUBLIC; SET BUDGET epsilon = 100`)
+	for _, c := range []struct {
+		q    string
+		want []any
+	}{
+		{`SELECT COUNT(*), SUM(c65), COUNT(c1) FROM wide`, []any{int64(300), float64(1500), int64(0)}},
+		{`SELECT COUNT(*), SUM(w.c65) FROM wide AS w JOIN codes AS k ON w.c0 = k.code`, []any{int64(200), float64(1000)}},
+	} {
+		if r := query(t, eng, c.q); !reflect.DeepEqual(r.Rows[0], c.want) {
+			t.Errorf("%s: %#v, want %#v", c.q, r.Rows[0], c.want)
+		}
+	}
+}

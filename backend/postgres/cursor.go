@@ -140,15 +140,16 @@ func (c *cursor) columns(idxStr string) error {
 		return nil
 	}
 	for _, s := range strings.Split(idxStr, ",") {
-		i, err := strconv.Atoi(s)
-		switch {
-		case err != nil || i < 0 || i > len(c.t.cols)+1:
-			return fmt.Errorf("%s: bad column list %q", Module, idxStr)
-		case i == len(c.t.cols):
+		switch s {
+		case "w":
 			c.weighted = true
-		case i == len(c.t.cols)+1:
+		case "r":
 			c.identified = true
 		default:
+			i, err := strconv.Atoi(s)
+			if err != nil || i < 0 || i >= len(c.t.cols) {
+				return fmt.Errorf("%s: bad column list %q", Module, idxStr)
+			}
 			c.pos[i] = len(c.used)
 			c.used = append(c.used, i)
 		}
@@ -204,18 +205,19 @@ func rowidOf(oid, ctid any) int64 {
 func (c *cursor) Eof() bool { return c.eof }
 
 func (c *cursor) Column(col int) (vtab.Value, error) {
-	if col == len(c.pos)+1 { // the identity
+	switch col {
+	case 0: // the weight
+		if !c.weighted {
+			return int64(1), nil
+		}
+		return c.vals[len(c.used)], nil // COUNT(*): an int64 ≥ 1
+	case 1: // the identity
 		if c.weighted {
 			return c.rowid, nil // not reached: dpsql never groups a table it joins
 		}
 		return c.identity, nil
 	}
-	if col == len(c.pos) { // the weight
-		if !c.weighted {
-			return int64(1), nil
-		}
-		return c.vals[len(c.used)], nil // COUNT(*): an int64 ≥ 1
-	}
+	col -= hidden
 	if col < 0 || col >= len(c.pos) || c.pos[col] < 0 {
 		return nil, nil // a column the statement does not use
 	}

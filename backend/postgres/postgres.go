@@ -235,14 +235,16 @@ func connect(vctx vtab.Context, args []string) (vtab.Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", args[2], err)
 	}
-	defs := make([]string, len(cols), len(cols)+1)
-	for i, c := range cols {
-		defs[i] = Quote(c.name) + " " + c.kind.affinity()
+	// The hidden columns come first, so that SQLite's colUsed has a bit
+	// of their own for them (its bit 63 stands for every column from the
+	// 64th on). A statement that reads the weight (catalog.WeightColumn)
+	// gets the distinct rows of the columns it uses, each with its
+	// multiplicity; one that reads the identity (catalog.IdentityColumn)
+	// gets each row's physical identity (selectSQL).
+	defs := []string{Quote(weightColumn) + " INTEGER HIDDEN", Quote(identityColumn) + " INTEGER HIDDEN"}
+	for _, c := range cols {
+		defs = append(defs, Quote(c.name)+" "+c.kind.affinity())
 	}
-	// The hidden weight column (catalog.WeightColumn): a statement that
-	// reads it gets the distinct rows of the columns it uses, each with
-	// its multiplicity (selectSQL).
-	defs = append(defs, Quote(weightColumn)+" INTEGER HIDDEN", Quote(identityColumn)+" INTEGER HIDDEN")
 	if err := vctx.Declare("CREATE TABLE x (" + strings.Join(defs, ", ") + ")"); err != nil {
 		return nil, err
 	}
@@ -258,27 +260,32 @@ type table struct {
 
 // weightColumn and identityColumn are catalog.WeightColumn and
 // catalog.IdentityColumn (this package sits below the catalog and does
-// not import it; a test checks they agree). The identity column, index
-// len(cols)+1, reads each row's physical identity (rowidOf).
+// not import it; a test checks they agree). In the declared table they
+// are columns 0 and 1; table column i is column i+hidden.
 const (
 	weightColumn   = "_dpsql_weight"
 	identityColumn = "_dpsql_rowid"
+	hidden         = 2
 )
 
 // BestIndex pushes down the columns the statement uses (passed to Filter
-// as a list in IdxStr; the weight and identity columns, indexes len(cols)
-// and len(cols)+1, when read)
-// and no constraint: SQLite evaluates every expression and predicate
-// itself, with its own (total) semantics.
+// in IdxStr: "w" for the weight, "r" for the identity, and the indexes
+// of the table's columns) and no constraint: SQLite evaluates every
+// expression and predicate itself, with its own (total) semantics.
 func (t *table) BestIndex(info *vtab.IndexInfo) error {
 	var used []string
-	for i := 0; i <= len(t.cols)+1; i++ {
-		bit := i
-		if bit > 63 {
-			bit = 63 // SQLite's bit 63 stands for every column from the 64th on
+	for j := 0; j < len(t.cols)+hidden; j++ {
+		bit := min(j, 63) // SQLite's bit 63 stands for every column from the 64th on
+		if info.ColUsed&(1<<uint(bit)) == 0 {
+			continue
 		}
-		if info.ColUsed&(1<<uint(bit)) != 0 {
-			used = append(used, strconv.Itoa(i))
+		switch j {
+		case 0:
+			used = append(used, "w")
+		case 1:
+			used = append(used, "r")
+		default:
+			used = append(used, strconv.Itoa(j-hidden))
 		}
 	}
 	info.IdxStr = strings.Join(used, ",")
