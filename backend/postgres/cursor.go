@@ -18,9 +18,9 @@ import (
 // cursor sees the same rows under the same identities (a joined table
 // without a unit column is bounded by its identity column), the cursor
 // keeps one connection and one REPEATABLE READ snapshot for its whole
-// life, and each row's identity is its physical one in that snapshot. So that a join does
-// not scan PostgreSQL once per outer row, the second scan is recorded and
-// every later one replayed from memory.
+// life, and each row's identity is its physical one in that snapshot.
+// So that a join does not scan PostgreSQL once per outer row, the second
+// scan is recorded and every later one replayed from memory.
 type cursor struct {
 	t       *table
 	ctx     context.Context
@@ -32,8 +32,9 @@ type cursor struct {
 	rows     pgx.Rows // the running scan, or nil when replaying
 	record   bool     // rows of the running scan are kept in recorded
 	recorded []recordedRow
-	complete bool   // recorded holds a whole scan of recordedFor
+	complete bool   // recorded holds a whole scan of recFor
 	recFor   string // the idxStr recorded
+	recGroup bool   // the recorded scan was grouped (weighted)
 	replay   int    // next recorded row, when replaying
 
 	used       []int // the used table columns, in result order
@@ -95,7 +96,7 @@ func (c *cursor) Filter(_ int, idxStr string, _ []vtab.Value) error {
 	c.scans++
 	c.eof, c.rowid, c.identity = false, 0, 0
 	if c.complete && c.recFor == idxStr {
-		c.replay = 0
+		c.replay, c.weighted = 0, c.recGroup
 		return c.Next()
 	}
 	if c.tx == nil {
@@ -125,7 +126,7 @@ func (c *cursor) Filter(_ int, idxStr string, _ []vtab.Value) error {
 	// The first scan streams; a second one means more will follow (a
 	// join's inner side), so it is kept.
 	c.record = c.scans >= 2
-	c.recorded, c.complete, c.recFor = c.recorded[:0], false, idxStr
+	c.recorded, c.complete, c.recFor, c.recGroup = c.recorded[:0], false, idxStr, c.weighted
 	return c.Next()
 }
 
