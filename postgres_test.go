@@ -137,6 +137,10 @@ var sameErrors = []string{
 	`SELECT COUNT(*) FROM patients GROUP BY id`,
 	`SELECT MAX(age) FROM patients`,
 	`SELECT COUNT(*) FROM _dpsql_postgres`,
+	// The mirrors' hidden columns are the engine's, never the analyst's.
+	`SELECT COUNT(*) FROM patients WHERE _dpsql_weight > 1`,
+	`SELECT SUM(_dpsql_rowid) FROM patients`,
+	`SELECT COUNT(*) FROM t AS a JOIN lookup AS l ON a.g = l.code WHERE a._dpsql_rowid > 5`,
 }
 
 func TestPostgresAnswersLikeSQLite(t *testing.T) {
