@@ -335,6 +335,18 @@ func TestPostgresStateFile(t *testing.T) {
 	if err := viaDriver.QueryRow(`SELECT COUNT(*) + 0.5 FROM zoo`).Scan(&n); err != nil {
 		t.Errorf("through the driver: %v", err)
 	}
+	// A mirrored table replaced by a view is refused, not read ("zoo"
+	// is the mirror of PostgreSQL's "Zoo").
+	if _, err := db.Exec(`ALTER TABLE "Zoo" RENAME TO zoo_old; CREATE VIEW "Zoo" AS SELECT 1 / (x - 1) AS x FROM zoo_old`); err != nil {
+		t.Fatal(err)
+	}
+	fresh := open(t, state, dpsql.Options{Epsilon: 1, Postgres: srv.DSN()})
+	if _, err := fresh.Query(ctx, `SELECT COUNT(*) FROM zoo`); !errors.Is(err, dpsql.ErrUnknownName) || !strings.Contains(err.Error(), "PostgreSQL has no table") {
+		t.Errorf("a mirror whose table became a view: %v", err)
+	}
+	if _, err := fresh.Query(ctx, `SELECT COUNT(*) FROM people`); err != nil {
+		t.Errorf("one unreadable mirror broke the others: %v", err)
+	}
 	owner2 := open(t, state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	if _, err := owner2.Query(ctx, `SELECT COUNT(*) FROM later`); err != nil {
 		t.Errorf("the owner's reopen did not mirror a new table: %v", err)

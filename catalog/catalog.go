@@ -135,6 +135,10 @@ type Table struct {
 	Unit    Unit
 	Bounds  map[string]Bounds // by canonical column name
 	Domains map[string][]any  // by canonical column name; values int64, float64 or string
+	// Unreadable is set when the table's columns cannot be read (a
+	// mirrored table whose PostgreSQL table is gone or unreachable);
+	// statements that use the table are refused with it, the others run.
+	Unreadable error
 	// Identified: the table is a virtual table with the hidden column
 	// IdentityColumn, each row's stable identity (for a joined table
 	// without a unit column, the unit), instead of SQLite's rowid.
@@ -213,7 +217,13 @@ func Load(ctx context.Context, q Querier) (*Catalog, error) {
 		// table_info leaves out as well).
 		rows, err := q.QueryContext(ctx, `SELECT name, type, hidden FROM pragma_table_xinfo(?) ORDER BY cid`, n)
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			t.Unreadable = err
+			cat.tables = append(cat.tables, t)
+			byName[FoldName(n)] = t
+			continue
 		}
 		for rows.Next() {
 			var c Column

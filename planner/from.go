@@ -166,6 +166,9 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 	if !ok {
 		return nil, errorf(f.NamePos, ErrUnknownName, "unknown table %q (SHOW TABLES lists the tables)", f.Name)
 	}
+	if t.Unreadable != nil {
+		return nil, errorf(f.NamePos, ErrUnknownName, "table %q cannot be read: %v", t.Name, t.Unreadable)
+	}
 	qual := f.Alias
 	if qual == "" {
 		qual = t.Name
