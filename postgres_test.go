@@ -335,6 +335,25 @@ func TestPostgresStateFile(t *testing.T) {
 	if err := viaDriver.QueryRow(`SELECT COUNT(*) + 0.5 FROM zoo`).Scan(&n); err != nil {
 		t.Errorf("through the driver: %v", err)
 	}
+	// Each driver connection is an engine with a pool of its own: closing
+	// the newest leaves the others working.
+	viaDriver.SetMaxIdleConns(0)
+	c1, err := viaDriver.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := viaDriver.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.QueryRowContext(ctx, `SELECT COUNT(*) + 0.5 FROM zoo`).Scan(&n); err != nil {
+		t.Errorf("second driver connection: %v", err)
+	}
+	c2.Close()
+	if err := c1.QueryRowContext(ctx, `SELECT COUNT(*) + 0.5 FROM zoo`).Scan(&n); err != nil {
+		t.Errorf("first driver connection after the second closed: %v", err)
+	}
+	c1.Close()
 	// A mirrored table replaced by a view is refused, not read ("zoo"
 	// is the mirror of PostgreSQL's "Zoo").
 	if _, err := db.Exec(`ALTER TABLE "Zoo" RENAME TO zoo_old; CREATE VIEW "Zoo" AS SELECT 1 / (x - 1) AS x FROM zoo_old`); err != nil {

@@ -63,14 +63,18 @@ func (t *table) Open() (vtab.Cursor, error) {
 // same statement (a join holds one per table) or of statements waiting
 // for this one: waiting for the pool could deadlock.
 func (c *cursor) begin() error {
+	pool, err := Lookup(c.t.source)
+	if err != nil {
+		return err
+	}
 	var conn *pgx.Conn
 	actx, cancel := context.WithTimeout(c.ctx, 20*time.Millisecond)
-	pc, err := c.t.pool.Acquire(actx)
+	pc, err := pool.Acquire(actx)
 	cancel()
 	if err == nil {
 		conn, c.release = pc.Conn(), pc.Release
 	} else {
-		cfg := c.t.pool.Config().ConnConfig.Copy()
+		cfg := pool.Config().ConnConfig.Copy()
 		if cfg.ConnectTimeout == 0 {
 			cfg.ConnectTimeout = 10 * time.Second
 		}

@@ -6,18 +6,20 @@
 // "dpsql_postgres" (Module); every statement the engine runs — the planner-
 // printed scan with its measurement aggregate, public queries, the
 // post-processing — stays a SQLite statement, and SQLite pulls the rows it
-// needs through the virtual table's cursor, which runs one SELECT on
-// PostgreSQL per scan. So the rules that make dpsql private (statements
-// printed from the resolved plan, the authorizer, total expressions,
-// contribution bounding and exact sums in the measurement aggregate) hold
-// unchanged on PostgreSQL data: PostgreSQL only ever evaluates statements
-// this package prints, which read named columns and never compute a value
-// that could fail on some row (see selectSQL). The catalog, budget, ledger
-// and answer cache stay in the SQLite file (the state file).
+// needs through the virtual table's cursor (cursor.go), which runs one
+// SELECT on PostgreSQL per scan. So the rules that make dpsql private
+// (statements printed from the resolved plan, the authorizer, total
+// expressions, contribution bounding and exact sums in the measurement
+// aggregate) hold unchanged on PostgreSQL data: PostgreSQL only ever
+// evaluates statements this package prints, which read named columns and
+// never compute a value that could fail on some row (selectSQL). The
+// catalog, budget, ledger and answer cache stay in the SQLite file (the
+// state file); mirror.go declares the mirrors and imports with COPY.
 //
-// What is pushed down: the columns a statement uses (SQLite's colUsed).
-// Aggregation is not pushed down; docs/backends.md has the measurements
-// and the plan for that.
+// What is pushed down: the columns a statement uses (SQLite's colUsed),
+// and, for scans that read the hidden weight column, the grouping of
+// identical rows with their counts. Contribution bounding and filters
+// are not; docs/backends.md has the measurements.
 package postgres
 
 import (
@@ -57,47 +59,49 @@ func init() {
 // process has not connected to.
 var ErrNoSource = errors.New("the table lives in PostgreSQL, and this engine was not opened with its connection string")
 
+// sources holds, per source id, the pools registered for it, newest
+// last. Several engines of one process may open one state file (the
+// database/sql driver opens one per connection), each with its own pool.
 var (
 	sourcesMu sync.Mutex
-	sources   = map[string]*source{}
+	sources   = map[string][]*pgxpool.Pool{}
 )
 
-type source struct {
-	pool *pgxpool.Pool
-	refs int
-}
-
-// Register makes pool the connection of source id for the mirrored
-// tables of this process; release undoes it (the last release of an id
-// forgets it; the pool is the caller's to close).
+// Register makes pool a connection of source id for the mirrored tables
+// of this process; release withdraws it (the pool is the caller's to
+// close, after release). Mirrors look their pool up at every scan, so a
+// pool withdrawn while others remain registered is never used again.
 func Register(id string, pool *pgxpool.Pool) (release func()) {
 	sourcesMu.Lock()
 	defer sourcesMu.Unlock()
-	s := sources[id]
-	if s == nil {
-		s = &source{pool: pool}
-		sources[id] = s
-	}
-	s.pool = pool // the newest registration serves new connections
-	s.refs++
+	sources[id] = append(sources[id], pool)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			sourcesMu.Lock()
 			defer sourcesMu.Unlock()
-			if s.refs--; s.refs == 0 && sources[id] == s {
+			pools := sources[id]
+			for k, p := range pools {
+				if p == pool {
+					pools = append(pools[:k:k], pools[k+1:]...)
+					break
+				}
+			}
+			if len(pools) == 0 {
 				delete(sources, id)
+			} else {
+				sources[id] = pools
 			}
 		})
 	}
 }
 
-// Lookup returns the pool registered for source id.
+// Lookup returns the newest pool registered for source id.
 func Lookup(id string) (*pgxpool.Pool, error) {
 	sourcesMu.Lock()
 	defer sourcesMu.Unlock()
-	if s := sources[id]; s != nil {
-		return s.pool, nil
+	if pools := sources[id]; len(pools) > 0 {
+		return pools[len(pools)-1], nil
 	}
 	return nil, ErrNoSource
 }
@@ -250,12 +254,15 @@ func connect(vctx vtab.Context, args []string) (vtab.Table, error) {
 	if err := vctx.Declare("CREATE TABLE x (" + strings.Join(defs, ", ") + ")"); err != nil {
 		return nil, err
 	}
-	return &table{pool: pool, schema: vals[1], name: vals[2], cols: cols}, nil
+	return &table{source: vals[0], schema: vals[1], name: vals[2], cols: cols}, nil
 }
 
-// table is one mirrored PostgreSQL table.
+// table is one mirrored PostgreSQL table, as one SQLite connection
+// declared it. It keeps the source id, not a pool: the pool that was
+// newest when the connection declared the table may have been withdrawn
+// since (Register).
 type table struct {
-	pool         *pgxpool.Pool
+	source       string
 	schema, name string
 	cols         []column
 }

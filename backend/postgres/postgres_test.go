@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/dpsql/dpsql/catalog"
 )
 
@@ -81,5 +83,26 @@ func TestUnliteral(t *testing.T) {
 	}
 	if got := Literal("it's"); got != `'it''s'` {
 		t.Errorf("Literal: %s", got)
+	}
+}
+
+// TestRegisterKeepsEveryPool: engines of one process share a source id;
+// withdrawing one pool leaves the others (newest first), and the last
+// withdrawal forgets the id.
+func TestRegisterKeepsEveryPool(t *testing.T) {
+	a, b := &pgxpool.Pool{}, &pgxpool.Pool{}
+	relA := Register("src-test", a)
+	relB := Register("src-test", b)
+	if p, _ := Lookup("src-test"); p != b {
+		t.Fatal("the newest pool is not served")
+	}
+	relB()
+	relB() // twice is once
+	if p, _ := Lookup("src-test"); p != a {
+		t.Fatal("withdrawing the newest pool did not fall back to the older one")
+	}
+	relA()
+	if _, err := Lookup("src-test"); err != ErrNoSource {
+		t.Fatalf("after every release: %v", err)
 	}
 }
