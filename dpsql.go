@@ -1,9 +1,10 @@
 // Package dpsql is a differentially private SQL engine over embedded SQLite.
 //
 // An Engine opens one database file, which holds the data, the privacy
-// policy and the privacy budget's ledger. Analysts run ordinary SQL; every
-// query on a private table returns noisy aggregates whose privacy cost is
-// committed to the ledger before the answer is returned:
+// policy and the privacy budget's ledger (with Options.Postgres the data
+// stays in PostgreSQL and the file holds the rest). Analysts run ordinary
+// SQL; every query on a private table returns noisy aggregates whose
+// privacy cost is committed to the ledger before the answer is returned:
 //
 //	eng, err := dpsql.Open("adult.db", dpsql.Options{})
 //	res, err := eng.Query(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5) COUNT(*) FROM adult`)

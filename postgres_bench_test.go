@@ -42,7 +42,7 @@ var pgBenchQueries = []struct{ name, raw, private string }{
 // the mirrored tables) and on SQLite, each against its own raw query, in
 // one run: DPSQL_BENCH_ROWS rows (default 10,000,000) in t and in u.
 //
-//	go test -run XXX -bench Postgres -benchtime 3x -timeout 60m .
+//	DPSQL_BENCH_ROWS=10000000 go test -run XXX -bench Postgres -benchtime 2x -timeout 60m .
 func BenchmarkPostgres(b *testing.B) {
 	rows := 10_000_000
 	if s := os.Getenv("DPSQL_BENCH_ROWS"); s != "" {
