@@ -24,8 +24,11 @@ import (
 // The measurement aggregate performs contribution bounding and every
 // per-group measurement in one streaming pass, inside SQLite's scan:
 //
-//	dpsql_measure_<slot>([unit,] k1..k_nk, a1..a_m)   or
-//	dpsql_measure(handle, [unit,] k1..k_nk, a1..a_m)  (when no slot is free)
+//	dpsql_measure_<slot>([unit,] k1..k_nk, a1..a_m [, w])   or
+//	dpsql_measure(handle, [unit,] k1..k_nk, a1..a_m [, w])  (when no slot is free)
+//
+// where w, in a scan without bounding over a source that groups identical
+// rows (backend/postgres), is how many rows the call stands for.
 //
 // Its configuration (the measurement specs, l0, l∞, nk and the random key
 // of the query) is registered under the slot or handle before the scan,
@@ -656,8 +659,8 @@ func (g *groupAcc) addValues(specs []spec, vals []driver.Value) {
 // addWeighted measures w identical rows at once (w ≥ 2; a scan without
 // bounding over a source that counted them): exactly what w calls of
 // addValues would measure. Counts add w; exact sums add w·x exactly
-// (exactsum.AddScaled, exact for any finite x); histograms and quantile trees count w; a distinct
-// value is one value however often it occurs.
+// (exactsum.AddScaled, exact for any finite x); histograms and quantile
+// trees count w; a distinct value is one value however often it occurs.
 func (g *groupAcc) addWeighted(specs []spec, vals []driver.Value, w int64) {
 	for i := range specs {
 		sp := &specs[i]
