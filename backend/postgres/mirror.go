@@ -64,13 +64,14 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 // case from a table already in the file). The PostgreSQL tables are never
 // changed.
 //
-// Views and foreign tables are not mirrored: reading them runs code (the
-// view's expressions, a foreign-data wrapper's conversions) that can fail
-// on some row, and a scan that fails or not depending on one row would
-// tell an analyst about it. A materialized view was computed when the
+// Views and foreign tables are not mirrored, nor tables whose row-level
+// security applies to dpsql's role: reading them runs code (the view's
+// expressions, a foreign-data wrapper's conversions, the policies'
+// predicates) that can fail on some row, and a scan that fails or not
+// depending on one row would tell an analyst about it. A materialized view was computed when the
 // owner refreshed it; reading it computes nothing.
 func Mirror(ctx context.Context, db *sql.DB, pool *pgxpool.Pool, id string) (added, skipped []string, err error) {
-	const q = `SELECT current_schema(), c.relname FROM pg_catalog.pg_class c
+	const q = `SELECT current_schema(), c.relname, row_security_active(c.oid) FROM pg_catalog.pg_class c
 	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'm')
 	ORDER BY c.relname`
@@ -79,11 +80,14 @@ func Mirror(ctx context.Context, db *sql.DB, pool *pgxpool.Pool, id string) (add
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing PostgreSQL's tables: %w", err)
 	}
-	type rel struct{ schema, name string }
+	type rel struct {
+		schema, name string
+		rls          bool
+	}
 	var rels []rel
 	for rows.Next() {
 		var r rel
-		if err := rows.Scan(&r.schema, &r.name); err != nil {
+		if err := rows.Scan(&r.schema, &r.name, &r.rls); err != nil {
 			rows.Close()
 			return nil, nil, err
 		}
@@ -95,7 +99,7 @@ func Mirror(ctx context.Context, db *sql.DB, pool *pgxpool.Pool, id string) (add
 	}
 	for _, r := range rels {
 		lower := strings.ToLower(r.name)
-		if strings.HasPrefix(lower, "_dpsql_") || strings.HasPrefix(lower, "sqlite_") {
+		if r.rls || strings.HasPrefix(lower, "_dpsql_") || strings.HasPrefix(lower, "sqlite_") {
 			skipped = append(skipped, r.name)
 			continue
 		}

@@ -182,7 +182,8 @@ func columns(ctx context.Context, pool *pgxpool.Pool, schema, table string) ([]c
 	JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
-	WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p', 'm') AND a.attnum > 0 AND NOT a.attisdropped
+	WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p', 'm') AND NOT row_security_active(c.oid)
+	AND a.attnum > 0 AND NOT a.attisdropped
 	ORDER BY a.attnum`
 	observe(q)
 	rows, err := pool.Query(ctx, q, schema, table)
@@ -202,9 +203,10 @@ func columns(ctx context.Context, pool *pgxpool.Pool, schema, table string) ([]c
 		return nil, err
 	}
 	if len(cols) == 0 {
-		// Also when the name now belongs to a view or a foreign table,
-		// which Mirror would not have mirrored (reading them runs code).
-		return nil, fmt.Errorf("PostgreSQL has no table %s.%s (a plain, partitioned or materialized one, with columns)", Quote(schema), Quote(table))
+		// Also when the name now belongs to a view or a foreign table, or
+		// row-level security now applies to it: Mirror would not have
+		// mirrored it (reading it runs code that can fail on a row).
+		return nil, fmt.Errorf("PostgreSQL has no table %s.%s that dpsql may read (a plain, partitioned or materialized one, with columns, without row-level security for this role)", Quote(schema), Quote(table))
 	}
 	return cols, nil
 }
