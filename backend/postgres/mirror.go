@@ -44,9 +44,19 @@ func SourceID(ctx context.Context, db *sql.DB, create bool) (string, error) {
 	return id, err
 }
 
-// Connect opens a pool on dsn and checks that it answers.
+// Connect opens a pool on dsn and checks that it answers. Unless the
+// connection string sets pool_max_conns, the pool keeps up to 32
+// connections: a statement holds one per table it reads, and a cursor
+// that finds the pool busy opens a connection of its own (cursor.begin).
 func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL connection string: %w", err)
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = 32
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL connection string: %w", err)
 	}
