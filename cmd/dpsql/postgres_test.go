@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -89,26 +86,10 @@ func TestServeOnPostgres(t *testing.T) {
 		SET BUDGET epsilon = 3; CREATE ANALYST alice PASSWORD 'change me' BUDGET epsilon = 1`); code != 0 {
 		t.Fatalf("owner setup: %s", errOut)
 	}
-	cmd := exec.Command(binary, "serve", "--db", pg, "--state", state, "--listen", "127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(stderr)
-	if !lines.Scan() {
-		t.Fatal("serve printed nothing")
-	}
-	m := regexp.MustCompile(`on 127\.0\.0\.1:(\d+),`).FindStringSubmatch(lines.Text())
-	if m == nil {
-		t.Fatalf("serve's first line: %q", lines.Text())
-	}
+	cmd, stderr, port := startServe(t, nil, "--db", pg, "--state", state)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, fmt.Sprintf("host=127.0.0.1 port=%s user=alice password='change me' sslmode=disable", m[1]))
+	c, err := pgx.Connect(ctx, fmt.Sprintf("host=127.0.0.1 port=%s user=alice password='change me' sslmode=disable", port))
 	if err != nil {
 		t.Fatal(err)
 	}

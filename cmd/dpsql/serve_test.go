@@ -31,29 +31,11 @@ func TestServeCommand(t *testing.T) {
 		t.Fatalf("create analyst: %s", errOut)
 	}
 	logPath := filepath.Join(dir, "serve.log")
-	cmd := exec.Command(binary, "serve", "--db", db, "--listen", "127.0.0.1:0", "--owner-user", "admin", "--log", logPath)
-	cmd.Env = append(os.Environ(), "DPSQL_OWNER_PASSWORD=owner pw")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(stderr)
-	if !lines.Scan() {
-		t.Fatal("serve printed nothing")
-	}
-	first := lines.Text()
-	m := regexp.MustCompile(`on 127\.0\.0\.1:(\d+),`).FindStringSubmatch(first)
-	if m == nil || !strings.Contains(first, "psql") {
-		t.Fatalf("serve's first line: %q", first)
-	}
+	cmd, stderr, port := startServe(t, []string{"DPSQL_OWNER_PASSWORD=owner pw"}, "--db", db, "--owner-user", "admin", "--log", logPath)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dsn := func(user, pw string) string {
-		return fmt.Sprintf("host=127.0.0.1 port=%s user=%s password='%s' sslmode=disable", m[1], user, pw)
+		return fmt.Sprintf("host=127.0.0.1 port=%s user=%s password='%s' sslmode=disable", port, user, pw)
 	}
 	c, err := pgx.Connect(ctx, dsn("alice", "change me"))
 	if err != nil {
@@ -105,6 +87,34 @@ func TestServeCommand(t *testing.T) {
 		strings.Contains(string(log), "owner pw") || strings.Contains(string(log), "change me") {
 		t.Errorf("log:\n%s", log)
 	}
+}
+
+// startServe starts `dpsql serve` on a free loopback port with args (and
+// env added to the environment), checks its first line, and returns the
+// process (killed at the end of the test), the rest of its stderr and
+// the port.
+func startServe(t *testing.T, env []string, args ...string) (*exec.Cmd, io.Reader, string) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	r := bufio.NewReader(stderr)
+	first, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("serve printed nothing: %v", err)
+	}
+	m := regexp.MustCompile(`on 127\.0\.0\.1:(\d+),`).FindStringSubmatch(first)
+	if m == nil || !strings.Contains(first, "psql") {
+		t.Fatalf("serve's first line: %q", first)
+	}
+	return cmd, r, m[1]
 }
 
 // TestServeUsage: --help tells the truth on stdout; missing or wrong
