@@ -5,12 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/backend/postgres"
 	"github.com/dpsql/dpsql/internal/audit"
 	"github.com/dpsql/dpsql/internal/pgtest"
 	"github.com/dpsql/dpsql/internal/testhooks"
@@ -83,16 +81,11 @@ func TestSensitivityAuditorOnPostgres(t *testing.T) {
 	testhooks.FixedRandomness.Store(true)
 	defer testhooks.FixedRandomness.Store(false)
 	defer testhooks.PostgresGrouping.Store(0)
-	var grouped, databases atomic.Int64
-	postgres.Observe = func(q string) {
-		if strings.Contains(q, "COUNT(*) FROM") {
-			grouped.Add(1)
-		}
-	}
-	defer func() { postgres.Observe = nil }()
+	var databases atomic.Int64
+	log := recordStatements(t)
 	for _, mode := range []int32{testhooks.GroupAlways, testhooks.GroupNever} {
 		testhooks.PostgresGrouping.Store(mode)
-		grouped.Store(0)
+		log.take()
 		cfg := audit.Config{Seed: *auditSeed + 100 + uint64(mode), Databases: 4, PerDatabase: 100, NearMiss: 0.15}
 		rep, err := audit.Run(postgresOpener(srv, &databases), t.TempDir(), cfg)
 		if err != nil {
@@ -105,9 +98,10 @@ func TestSensitivityAuditorOnPostgres(t *testing.T) {
 			}
 			t.Errorf("grouping mode %d: %s", mode, f)
 		}
-		t.Logf("grouping mode %d: %d statements (%d near-misses) on %d database pairs; %d grouped scans", mode, rep.Statements, rep.NearMisses, rep.Databases, grouped.Load())
-		if (mode == testhooks.GroupAlways) != (grouped.Load() > 0) {
-			t.Errorf("grouping mode %d: %d grouped scans", mode, grouped.Load())
+		grouped := counting(log.take(), "COUNT(*) FROM")
+		t.Logf("grouping mode %d: %d statements (%d near-misses) on %d database pairs; %d grouped scans", mode, rep.Statements, rep.NearMisses, rep.Databases, grouped)
+		if (mode == testhooks.GroupAlways) != (grouped > 0) {
+			t.Errorf("grouping mode %d: %d grouped scans", mode, grouped)
 		}
 	}
 }

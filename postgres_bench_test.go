@@ -109,20 +109,16 @@ func BenchmarkPostgres(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			for rs.Next() {
-			}
-			rs.Close()
-			return rs.Err()
+			defer rs.Close()
+			return drain(rs)
 		},
 		"postgres": func(q string) error {
 			rs, err := pgc.Query(ctx, q)
 			if err != nil {
 				return err
 			}
-			for rs.Next() {
-			}
-			rs.Close()
-			return rs.Err()
+			defer rs.Close()
+			return drain(rs)
 		},
 	}
 	for _, backend := range []string{"postgres", "sqlite"} {
@@ -147,4 +143,14 @@ func BenchmarkPostgres(b *testing.B) {
 			})
 		}
 	}
+}
+
+// drain reads every row of a result (database/sql's or pgx's).
+func drain(rows interface {
+	Next() bool
+	Err() error
+}) error {
+	for rows.Next() {
+	}
+	return rows.Err()
 }

@@ -80,6 +80,44 @@ func bothBackends(t *testing.T) (native, pg *dpsql.Engine, srv *pgtest.Server) {
 	return native, pg, srv
 }
 
+// statementLog records the statements sent to PostgreSQL (through
+// postgres.Observe) until the test ends.
+type statementLog struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func recordStatements(t *testing.T) *statementLog {
+	l := &statementLog{}
+	postgres.Observe = func(q string) {
+		l.mu.Lock()
+		l.sent = append(l.sent, q)
+		l.mu.Unlock()
+	}
+	t.Cleanup(func() { postgres.Observe = nil })
+	return l
+}
+
+// take returns the statements recorded since the last take.
+func (l *statementLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sent := l.sent
+	l.sent = nil
+	return sent
+}
+
+// counting returns how many statements contain sub.
+func counting(sent []string, sub string) int {
+	n := 0
+	for _, q := range sent {
+		if strings.Contains(q, sub) {
+			n++
+		}
+	}
+	return n
+}
+
 // pgSetup runs setup on the server's database and returns a connection
 // to it (closed at the end of the test).
 func pgSetup(t *testing.T, srv *pgtest.Server, setup string) *sql.DB {
@@ -148,21 +186,12 @@ func TestPostgresAnswersLikeSQLite(t *testing.T) {
 	defer testhooks.FixedRandomness.Store(false)
 	native, pg, _ := bothBackends(t)
 	defer testhooks.PostgresGrouping.Store(0)
-	var mu sync.Mutex
-	grouped := 0
-	postgres.Observe = func(q string) {
-		if strings.Contains(q, "COUNT(*) FROM") {
-			mu.Lock()
-			grouped++
-			mu.Unlock()
-		}
-	}
-	defer func() { postgres.Observe = nil }()
+	log := recordStatements(t)
 	for _, grouping := range []int32{testhooks.GroupAlways, testhooks.GroupNever} {
 		testhooks.PostgresGrouping.Store(grouping)
-		grouped = 0
+		log.take()
 		sameAnswers(t, native, pg)
-		if (grouping == testhooks.GroupAlways) != (grouped > 0) {
+		if grouped := counting(log.take(), "COUNT(*) FROM"); (grouping == testhooks.GroupAlways) != (grouped > 0) {
 			t.Errorf("grouping mode %d: %d grouped scans", grouping, grouped)
 		}
 	}
@@ -238,10 +267,7 @@ func TestPostgresReadsLiveData(t *testing.T) {
 // this package prints — the catalog probes and one SELECT of named
 // columns per scan — never the analyst's text, literals or expressions.
 func TestPostgresNeverSeesAnalystText(t *testing.T) {
-	var mu sync.Mutex
-	var sent []string
-	postgres.Observe = func(q string) { mu.Lock(); sent = append(sent, q); mu.Unlock() }
-	defer func() { postgres.Observe = nil }()
+	log := recordStatements(t)
 	_, pg, _ := bothBackends(t)
 	for _, q := range []string{
 		`SELECT COUNT(*) FROM patients WHERE region = 'zzq-analyst' OR diagnosis LIKE '%zzq%'`,
@@ -251,8 +277,7 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 	} {
 		_, _ = pg.Query(context.Background(), q)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	sent := log.take()
 	col := `("[^"]+"(::text)?|"[^"]+"::text COLLATE "C"|float8send\("[^"]+"::float8\))`
 	scan := regexp.MustCompile(`^SELECT (` + col + `(, ` + col + `)*(, tableoid::int8, ctid)? |tableoid::int8, ctid )?FROM "public"\."[a-z]+"$`)
 	grouped := regexp.MustCompile(`^SELECT (` + col + `, )*COUNT\(\*\) FROM "public"\."[a-z]+"( GROUP BY [0-9]+(, [0-9]+)*| HAVING COUNT\(\*\) > 0)$`)
@@ -508,22 +533,7 @@ func TestPostgresJoinsScanOnce(t *testing.T) {
 	testhooks.FixedRandomness.Store(true)
 	defer testhooks.FixedRandomness.Store(false)
 	native, pg, _ := bothBackends(t)
-	var mu sync.Mutex
-	scans := map[string]int{}
-	identities := 0
-	postgres.Observe = func(q string) {
-		if strings.Contains(q, "ctid") {
-			mu.Lock()
-			identities++
-			mu.Unlock()
-		}
-		if strings.HasSuffix(q, `FROM "public"."t"`) || strings.HasSuffix(q, `FROM "public"."lookup"`) || strings.HasSuffix(q, `FROM "public"."visits"`) {
-			mu.Lock()
-			scans[q[strings.LastIndex(q, "."):]]++
-			mu.Unlock()
-		}
-	}
-	defer func() { postgres.Observe = nil }()
+	log := recordStatements(t)
 	for _, q := range []string{
 		`SELECT COUNT(*) FROM t AS a JOIN lookup AS l ON a.g = l.code`,
 		`SELECT COUNT(*) FROM lookup AS l JOIN t AS a ON a.g = l.code`,
@@ -532,27 +542,23 @@ func TestPostgresJoinsScanOnce(t *testing.T) {
 		// of a self-join are the same on both.
 		`SELECT COUNT(*) FROM visits AS v1 JOIN visits AS v2 ON v1.uid = v2.uid`,
 	} {
-		mu.Lock()
-		clear(scans)
-		mu.Unlock()
+		log.take()
 		want := query(t, native, q)
 		got := query(t, pg, q)
 		if !reflect.DeepEqual(got.Rows, want.Rows) {
 			t.Errorf("%s: PostgreSQL %v, SQLite %v", q, got.Rows, want.Rows)
 		}
-		mu.Lock()
+		sent := log.take()
 		// t has no unit column: joined, each row's identity is its unit
 		// (read from PostgreSQL); visits has one.
-		if wantIdentity := strings.Contains(q, " t AS a"); wantIdentity != (identities > 0) {
+		if identities := counting(sent, "ctid"); strings.Contains(q, " t AS a") != (identities > 0) {
 			t.Errorf("%s: %d scans read row identities", q, identities)
 		}
-		identities = 0
-		for table, n := range scans {
-			if n > 2+2 { // two cursors at most per table (a self-join), two scans each
+		for _, table := range []string{`"public"."t"`, `"public"."lookup"`, `"public"."visits"`} {
+			if n := counting(sent, "FROM "+table); n > 2+2 { // two cursors at most per table (a self-join), two scans each
 				t.Errorf("%s: %d scans of %s", q, n, table)
 			}
 		}
-		mu.Unlock()
 	}
 }
 
