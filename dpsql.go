@@ -99,7 +99,8 @@ type Engine struct {
 	noise   mechanism.Noiser
 	notify  func(string)
 	noCache bool
-	pg      *pgSource // where the tables live, or nil (all in the file)
+	pg      *pgSource     // where the tables live, or nil (all in the file)
+	ledger  *budget.Store // the budget: in the file, or in PostgreSQL's schema dpsql
 
 	mu         sync.Mutex
 	sess       planner.Session
@@ -131,9 +132,11 @@ func Open(path string, opts Options) (*Engine, error) {
 	ctx := context.Background()
 	if !opts.Owner {
 		// An analyst never turns a file into a dpsql database: without the
-		// catalog (and the budget it needs) there is nothing to query.
+		// catalog (and the budget it needs: in the file, or in PostgreSQL
+		// for a state file) there is nothing to query.
 		var n int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_tables', '_dpsql_budget')`).Scan(&n); err != nil {
+		if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_dpsql_tables')
+			+ (SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_budget', '_dpsql_postgres'))`).Scan(&n); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("opening %s: %w", path, err)
 		}
@@ -162,7 +165,23 @@ func Open(path string, opts Options) (*Engine, error) {
 			return fail(err)
 		}
 	}
-	if err := budget.Init(ctx, db); err != nil {
+	ledger := budget.SQLite(db)
+	if pg != nil {
+		// The budget of a PostgreSQL database lives in it (schema dpsql),
+		// shared by every process over it; a state file that kept one
+		// (earlier versions) hands it over once.
+		ledger = budget.Postgres(pg.ledger)
+		if err := budget.Init(ctx, ledger); err != nil {
+			return fail(err)
+		}
+		n, err := budget.Adopt(ctx, budget.SQLite(db), ledger, pg.id)
+		if err != nil {
+			return fail(fmt.Errorf("moving the state file's budget into PostgreSQL: %w", err))
+		}
+		if n > 0 && opts.Notify != nil {
+			opts.Notify(fmt.Sprintf("moved the state file's budget into PostgreSQL (schema dpsql), with its %d charges since its last reset", n))
+		}
+	} else if err := budget.Init(ctx, ledger); err != nil {
 		return fail(err)
 	}
 	// The answer cache is an economy, not a guarantee: where its tables
@@ -179,7 +198,7 @@ func Open(path string, opts Options) (*Engine, error) {
 	if noise == nil {
 		noise = mechanism.NewSecureNoiser(nil)
 	}
-	return &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, pg: pg, sess: planner.Session{Epsilon: opts.Epsilon, PublicValues: publicValues(db)}}, nil
+	return &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, pg: pg, ledger: ledger, sess: planner.Session{Epsilon: opts.Epsilon, PublicValues: publicValues(db)}}, nil
 }
 
 // Close closes the database (a Session's Close closes nothing shared).
@@ -218,21 +237,21 @@ func (e *Engine) Session(o SessionOptions) (*Engine, error) {
 	if o.Epsilon != 0 && !planner.ValidEpsilon(o.Epsilon) {
 		return nil, fmt.Errorf("%s, got %v", planner.EpsilonRange, o.Epsilon)
 	}
-	return &Engine{db: e.db, path: e.path, pg: e.pg, owner: o.Owner, analyst: o.Analyst, session: true, noise: e.noise,
+	return &Engine{db: e.db, path: e.path, pg: e.pg, ledger: e.ledger, owner: o.Owner, analyst: o.Analyst, session: true, noise: e.noise,
 		noCache: o.NoCache || e.noCache, sess: planner.Session{Epsilon: o.Epsilon, PublicValues: publicValues(e.db)}}, nil
 }
 
 // AnalystVerifier returns the stored SCRAM verifier of an analyst (ok
 // false for an unknown name), for a server authenticating them.
 func (e *Engine) AnalystVerifier(ctx context.Context, name string) (verifier string, ok bool, err error) {
-	return budget.Verifier(ctx, e.db, name)
+	return budget.Verifier(ctx, e.ledger, name)
 }
 
 // AuthSecret returns the database's persistent secret for a server's
 // authentication decoys (auth.Decoy), creating it on first use (an
 // owner-mode engine writes it).
 func (e *Engine) AuthSecret(ctx context.Context) ([]byte, error) {
-	return budget.AuthSecret(ctx, e.db)
+	return budget.AuthSecret(ctx, e.ledger)
 }
 
 // Analyst is who the session runs as ("" for a local session).
@@ -242,9 +261,9 @@ func (e *Engine) Analyst() string { return e.analyst }
 // database's) or the database's.
 func (e *Engine) status(ctx context.Context) (budget.Status, error) {
 	if e.analyst != "" {
-		return budget.GetAnalystStatus(ctx, e.db, e.analyst)
+		return budget.GetAnalystStatus(ctx, e.ledger, e.analyst)
 	}
-	return budget.GetStatus(ctx, e.db)
+	return budget.GetStatus(ctx, e.ledger)
 }
 
 // publicValues lets the planner read the values of public relations (the
@@ -397,7 +416,7 @@ func (e *Engine) run(ctx context.Context, stmt parser.Stmt) (*Result, error) {
 	}
 	if e.analyst != "" {
 		// An analyst the owner dropped is refused from their next statement.
-		if _, ok, err := budget.Verifier(ctx, e.db, e.analyst); err != nil {
+		if _, ok, err := budget.Verifier(ctx, e.ledger, e.analyst); err != nil {
 			return nil, cancelled(ctx, err, nil)
 		} else if !ok {
 			return nil, fmt.Errorf("%w: %q was dropped by the owner", budget.ErrUnknownAnalyst, e.analyst)
@@ -486,7 +505,7 @@ func (e *Engine) private(ctx context.Context, s *parser.SelectStmt, p *planner.P
 			e.notify("waiting for the database's write lock (another connection or process is writing, such as an owner's import) to record this query's cost; Ctrl-C cancels and charges nothing")
 		}
 	}
-	i, err := budget.ChargeFirst(ctx, e.db, e.analyst, charges(opts), text, waiting)
+	i, err := budget.ChargeFirst(ctx, e.ledger, e.analyst, charges(opts), text, waiting)
 	if err != nil {
 		if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
 			return nil, &planner.Error{Pos: s.SelectPos, Kind: err, Msg: err.Error()}
@@ -893,7 +912,7 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 		if !e.owner {
 			return nil, &planner.Error{Pos: s.ShowPos, Kind: ErrOwnerOnly, Msg: "SHOW LEDGER needs owner mode (dpsql --owner); SHOW BUDGET shows what remains"}
 		}
-		entries, err := budget.Ledger(ctx, e.db)
+		entries, err := budget.Ledger(ctx, e.ledger)
 		if err != nil {
 			return nil, err
 		}
@@ -910,7 +929,7 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 		if !e.owner {
 			return nil, &planner.Error{Pos: s.ShowPos, Kind: ErrOwnerOnly, Msg: "SHOW ANALYSTS needs owner mode; SHOW BUDGET shows your own budget"}
 		}
-		list, err := budget.Analysts(ctx, e.db)
+		list, err := budget.Analysts(ctx, e.ledger)
 		if err != nil {
 			return nil, err
 		}
@@ -1052,7 +1071,7 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 		return &Result{Message: fmt.Sprintf("cache reset: %d cached answers dropped; identical queries are charged again", n)}, nil
 	}
 	if _, ok := stmt.(*parser.ResetBudgetStmt); ok {
-		if err := budget.Reset(ctx, e.db); err != nil {
+		if err := budget.Reset(ctx, e.ledger); err != nil {
 			return nil, err
 		}
 		return &Result{Message: "budget reset: nothing counts as spent; the ledger keeps every charge"}, nil
@@ -1062,7 +1081,7 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 		if err != nil {
 			return nil, err
 		}
-		if err := budget.SetTotal(ctx, e.db, total, s.Pure); err != nil {
+		if err := budget.SetTotal(ctx, e.ledger, total, s.Pure); err != nil {
 			return nil, fail(s.SetPos, err)
 		}
 		msg := fmt.Sprintf("budget set: epsilon = %g, delta = %g", total.Epsilon, total.Delta)
@@ -1070,7 +1089,7 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 		case s.Pure:
 			msg += "; pure ε-DP: only pure mechanisms run (Laplace, sparse vector), composed by basic composition"
 		case total.Delta > 0:
-			st, err := budget.GetStatus(ctx, e.db)
+			st, err := budget.GetStatus(ctx, e.ledger)
 			if err != nil {
 				return nil, err
 			}
@@ -1206,7 +1225,7 @@ func (e *Engine) analystStatement(ctx context.Context, s *parser.AnalystStmt) (*
 		return &planner.Error{Pos: pos, Kind: err, Msg: err.Error()}
 	}
 	if s.Op == "DROP" {
-		if err := budget.DropAnalyst(ctx, e.db, s.Name); err != nil {
+		if err := budget.DropAnalyst(ctx, e.ledger, s.Name); err != nil {
 			return nil, fail(s.NamePos, err)
 		}
 		return &Result{Message: fmt.Sprintf("analyst %s dropped: they can no longer connect (sessions already open end at their next statement); their charges stay in the ledger", s.Name)}, nil
@@ -1234,9 +1253,9 @@ func (e *Engine) analystStatement(ctx context.Context, s *parser.AnalystStmt) (*
 	}
 	var err error
 	if s.Op == "CREATE" {
-		err = budget.CreateAnalyst(ctx, e.db, s.Name, *verifier, total)
+		err = budget.CreateAnalyst(ctx, e.ledger, s.Name, *verifier, total)
 	} else {
-		err = budget.AlterAnalyst(ctx, e.db, s.Name, verifier, total)
+		err = budget.AlterAnalyst(ctx, e.ledger, s.Name, verifier, total)
 	}
 	if err != nil {
 		return nil, fail(s.NamePos, err)
@@ -1311,7 +1330,7 @@ func (e *Engine) Tables(ctx context.Context) ([]TableInfo, error) {
 
 // Budget returns the database's budget status.
 func (e *Engine) Budget(ctx context.Context) (budget.Status, error) {
-	return budget.GetStatus(ctx, e.db)
+	return budget.GetStatus(ctx, e.ledger)
 }
 
 // Owner reports whether the engine is in owner mode.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/dpsql/dpsql/backend/postgres"
 	"github.com/dpsql/dpsql/csvimport"
@@ -23,13 +24,15 @@ func IsPostgresDSN(s string) bool {
 // pgSource is an engine's PostgreSQL database.
 type pgSource struct {
 	pool    *pgxpool.Pool
-	id      string // the state file's source id (postgres.SourceID)
+	ledger  *sql.DB // the pool as a database/sql handle, for the budget
+	id      string  // the state file's source id (postgres.SourceID)
 	release func()
 }
 
 func (p *pgSource) close() {
 	if p != nil {
 		p.release()
+		p.ledger.Close()
 		p.pool.Close()
 	}
 }
@@ -54,7 +57,7 @@ func openPostgres(ctx context.Context, db *sql.DB, path string, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	return &pgSource{pool: pool, id: id, release: postgres.Register(id, pool)}, nil
+	return &pgSource{pool: pool, ledger: stdlib.OpenDBFromPool(pool), id: id, release: postgres.Register(id, pool)}, nil
 }
 
 // mirror declares the PostgreSQL tables the state file does not have
@@ -69,7 +72,7 @@ func (p *pgSource) mirror(ctx context.Context, db *sql.DB, notify func(string)) 
 			notify("mirrored from PostgreSQL (private, each row its own unit, until a policy says otherwise): " + strings.Join(added, ", "))
 		}
 		if len(skipped) > 0 {
-			notify("not mirrored (the name is reserved or taken in the state file): " + strings.Join(skipped, ", "))
+			notify("not mirrored (the name is reserved or taken in the state file, the table is under row-level security, or it is in the schema dpsql, which holds the budget): " + strings.Join(skipped, ", "))
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/backend/postgres"
+	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/demo"
 	"github.com/dpsql/dpsql/internal/pgtest"
 	"github.com/dpsql/dpsql/internal/testhooks"
@@ -286,7 +288,7 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 		if strings.Contains(q, "zzq") || strings.Contains(q, "7777777") || strings.Contains(q, "4242424") || strings.Contains(q, "pg_sleep") {
 			t.Errorf("analyst text reached PostgreSQL: %s", q)
 		}
-		if strings.HasPrefix(q, "SELECT a.attname") || strings.HasPrefix(q, "SELECT current_schema()") || strings.HasPrefix(q, "SELECT c.reltuples") {
+		if strings.HasPrefix(q, "SELECT a.attname") || strings.HasPrefix(q, "SELECT n.nspname, c.relname") || strings.HasPrefix(q, "SELECT c.relname FROM") || strings.HasPrefix(q, "SELECT c.reltuples") {
 			continue
 		}
 		if !scan.MatchString(q) && !grouped.MatchString(q) {
@@ -321,7 +323,7 @@ func TestPostgresStateFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(notes) != 2 || notes[0] != "mirrored from PostgreSQL (private, each row its own unit, until a policy says otherwise): Zoo, ages, people" ||
-		notes[1] != "not mirrored (the name is reserved or taken in the state file): _dpsql_budget, zoo" {
+		notes[1] != "not mirrored (the name is reserved or taken in the state file, the table is under row-level security, or it is in the schema dpsql, which holds the budget): _dpsql_budget, zoo" {
 		t.Errorf("notes: %q", notes)
 	}
 	if _, err := owner.Query(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM risky`); !errors.Is(err, dpsql.ErrUnknownName) {
@@ -339,7 +341,9 @@ func TestPostgresStateFile(t *testing.T) {
 		t.Error("opened with an unreachable PostgreSQL")
 	}
 	// A table created later is mirrored by the owner's next open only.
-	if _, err := db.Exec(`CREATE TABLE later (v int)`); err != nil {
+	// (The test server's role is called dpsql, so an unqualified CREATE
+	// TABLE now lands in the budget's schema: that one is never mirrored.)
+	if _, err := db.Exec(`CREATE TABLE public.later (v int); CREATE TABLE stray (v int)`); err != nil {
 		t.Fatal(err)
 	}
 	analyst := open(t, state, dpsql.Options{Epsilon: 1, Postgres: srv.DSN()})
@@ -381,7 +385,7 @@ func TestPostgresStateFile(t *testing.T) {
 	c1.Close()
 	// A mirrored table replaced by a view is refused, not read ("zoo"
 	// is the mirror of PostgreSQL's "Zoo").
-	if _, err := db.Exec(`ALTER TABLE "Zoo" RENAME TO zoo_old; CREATE VIEW "Zoo" AS SELECT 1 / (x - 1) AS x FROM zoo_old`); err != nil {
+	if _, err := db.Exec(`ALTER TABLE "Zoo" RENAME TO zoo_old; CREATE VIEW public."Zoo" AS SELECT 1 / (x - 1) AS x FROM zoo_old`); err != nil {
 		t.Fatal(err)
 	}
 	fresh := open(t, state, dpsql.Options{Epsilon: 1, Postgres: srv.DSN()})
@@ -391,7 +395,14 @@ func TestPostgresStateFile(t *testing.T) {
 	if _, err := fresh.Query(ctx, `SELECT COUNT(*) FROM people`); err != nil {
 		t.Errorf("one unreadable mirror broke the others: %v", err)
 	}
-	owner2 := open(t, state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	notes = nil
+	owner2 := open(t, state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN(), Notify: func(n string) { notes = append(notes, n) }})
+	if len(notes) != 2 || !strings.HasSuffix(notes[0], ": later, zoo_old") || !strings.HasSuffix(notes[1], ": dpsql.stray, _dpsql_budget, zoo") {
+		t.Errorf("notes of the second owner open: %q", notes)
+	}
+	if _, err := owner2.Query(ctx, `SELECT COUNT(*) FROM stray`); !errors.Is(err, dpsql.ErrUnknownName) {
+		t.Errorf("a table in the budget's schema was mirrored: %v", err)
+	}
 	if _, err := owner2.Query(ctx, `SELECT COUNT(*) FROM later`); err != nil {
 		t.Errorf("the owner's reopen did not mirror a new table: %v", err)
 	}
@@ -454,33 +465,9 @@ func TestPostgresTypesAreTotal(t *testing.T) {
 func TestPostgresConcurrentSessions(t *testing.T) {
 	_, pg, _ := bothBackends(t)
 	mustRun(t, pg, `SET BUDGET epsilon = 3, delta = 1e-6`)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	answered, refused := 0, 0
-	for i := 0; i < 40; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, err := pg.Session(dpsql.SessionOptions{})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer s.Close()
-			_, err = s.Query(context.Background(), `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) region, AVG(income) FROM patients GROUP BY region`)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				answered++
-			case errors.Is(err, dpsql.ErrBudgetExhausted):
-				refused++
-			default:
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	answered, refused := raceSessions(t, 40, func(i int) *dpsql.Engine { return pg }, dpsql.SessionOptions{}, func(int) string {
+		return `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) region, AVG(income) FROM patients GROUP BY region`
+	})
 	if answered != 30 || refused != 10 {
 		t.Errorf("answered %d, refused %d; want 30 and 10 under ε = 3", answered, refused)
 	}
@@ -626,7 +613,8 @@ func TestPostgresRowLevelSecurity(t *testing.T) {
 		CREATE TABLE open_t (x int); INSERT INTO open_t SELECT generate_series(1, 10);
 		ALTER TABLE guarded ENABLE ROW LEVEL SECURITY;
 		CREATE POLICY p ON guarded USING (10 / (x - 3) > -100);
-		CREATE ROLE reader LOGIN; GRANT SELECT ON guarded, open_t TO reader`)
+		CREATE ROLE reader LOGIN; GRANT SELECT ON guarded, open_t TO reader;
+		CREATE SCHEMA dpsql AUTHORIZATION reader`)
 	reader := strings.Replace(srv.DSN(), "user=dpsql", "user=reader", 1)
 	var notes []string
 	eng, err := dpsql.Open(filepath.Join(t.TempDir(), "rls.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: reader,
@@ -647,4 +635,126 @@ func TestPostgresRowLevelSecurity(t *testing.T) {
 	super := open(t, filepath.Join(t.TempDir(), "super.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	mustRun(t, super, `SET BUDGET epsilon = 10`)
 	query(t, super, `SELECT COUNT(*) FROM guarded`)
+}
+
+// TestPostgresBudgetIsSharedConcurrently: the budget of a PostgreSQL database lives
+// in it (schema dpsql), so processes with different state files — here
+// four engines, each with its own file and connection pool — draw on one
+// budget, and never overspend it together: 60 concurrent queries of
+// ε = 0.1 under a total of 2 answer exactly 20.
+func TestPostgresBudgetIsSharedConcurrently(t *testing.T) {
+	srv := pgtest.StartT(t)
+	pgSetup(t, srv, `CREATE TABLE visits (id int, cost double precision);
+		INSERT INTO visits SELECT i, i % 100 FROM generate_series(1, 2000) i`)
+	dir := t.TempDir()
+	var engines []*dpsql.Engine
+	for i := range 4 {
+		e := open(t, filepath.Join(dir, fmt.Sprintf("state%d.dpsql", i)), dpsql.Options{Owner: true, Epsilon: 0.1, Postgres: srv.DSN()})
+		mustRun(t, e, `CREATE PRIVACY POLICY ON visits; ALTER PRIVACY POLICY ON visits SET BOUNDS cost (0, 100)`)
+		if i == 0 {
+			mustRun(t, e, `SET BUDGET epsilon = 2`)
+		}
+		engines = append(engines, e)
+	}
+	st, err := engines[3].Budget(context.Background())
+	if err != nil || !st.Set || st.Total.Epsilon != 2 {
+		t.Fatalf("another state file's engine does not see the budget: %+v (%v)", st, err)
+	}
+	answered, refused := raceSessions(t, 60, func(i int) *dpsql.Engine { return engines[i%4] }, dpsql.SessionOptions{Epsilon: 0.1}, func(i int) string {
+		return fmt.Sprintf(`SELECT COUNT(*), AVG(cost) FROM visits WHERE id > %d`, i)
+	})
+	if answered != 20 || refused != 40 {
+		t.Errorf("answered %d, refused %d; want 20 and 40 under ε = 2 shared by four state files", answered, refused)
+	}
+	// The ledger is in PostgreSQL: every charge, with its statement.
+	db := pgSetup(t, srv, `SELECT 1`)
+	var n int
+	var sample string
+	if err := db.QueryRow(`SELECT COUNT(*), MIN(statement) FROM dpsql.ledger`).Scan(&n, &sample); err != nil || n != 20 || !strings.Contains(sample, `FROM "visits" WHERE ("id" >`) {
+		t.Errorf("PostgreSQL's ledger has %d charges (%v), want 20; one is %q", n, err, sample)
+	}
+	// A state file holds no budget of its own.
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "state1.dpsql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if err := raw.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name LIKE '\_dpsql\_budget%' ESCAPE '\' OR name = '_dpsql_ledger'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the state file has %d budget tables (%v)", n, err)
+	}
+}
+
+// TestPostgresAdoptsTheStateFilesBudget: a state file written when the
+// budget lived in it (earlier versions) hands its total and its charges
+// to PostgreSQL at the next open, once, and says so.
+func TestPostgresAdoptsTheStateFilesBudget(t *testing.T) {
+	srv := pgtest.StartT(t)
+	pgSetup(t, srv, `CREATE TABLE visits (id int, cost double precision); INSERT INTO visits VALUES (1, 2)`)
+	state := filepath.Join(t.TempDir(), "old.dpsql")
+	open(t, state, dpsql.Options{Owner: true, Postgres: srv.DSN()}).Close()
+	// What an earlier version kept in the file: a total of 3 and a charge
+	// of 1.25.
+	raw, err := sql.Open("sqlite", "file:"+state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	old := budget.SQLite(raw)
+	if err := budget.Init(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := budget.SetTotal(ctx, old, budget.Cost{Epsilon: 3}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := budget.ChargeFirst(ctx, old, "", []budget.Charge{budget.LaplaceCharge(1.25, 0, nil)}, "SELECT COUNT(*) FROM visits", nil); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	for round := range 2 {
+		var notes []string
+		e := open(t, state, dpsql.Options{Owner: true, Postgres: srv.DSN(), Notify: func(n string) { notes = append(notes, n) }})
+		moved := slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, "moved the state file's budget into PostgreSQL") })
+		if moved != (round == 0) {
+			t.Errorf("open %d: notes %q", round, notes)
+		}
+		st, err := e.Budget(ctx)
+		if err != nil || st.Total.Epsilon != 3 || st.Spent.Epsilon != 1.25 {
+			t.Errorf("open %d: budget %+v (%v), want 1.25 of 3 spent", round, st, err)
+		}
+		e.Close()
+	}
+}
+
+// raceSessions runs n private queries at once, query i in a new session
+// of engine(i), and counts those answered and those refused for the
+// budget; any other error fails the test.
+func raceSessions(t *testing.T, n int, engine func(i int) *dpsql.Engine, opts dpsql.SessionOptions, query func(i int) string) (answered, refused int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := engine(i).Session(opts)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer s.Close()
+			_, err = s.Query(context.Background(), query(i))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				answered++
+			case errors.Is(err, dpsql.ErrBudgetExhausted):
+				refused++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return answered, refused
 }

@@ -32,7 +32,7 @@ type Analyst struct {
 
 // CreateAnalyst adds an analyst with a password verifier (never the
 // password) and, if total is not nil, a budget of their own.
-func CreateAnalyst(ctx context.Context, db *sql.DB, name, verifier string, total *Cost) error {
+func CreateAnalyst(ctx context.Context, s *Store, name, verifier string, total *Cost) error {
 	if err := validateAnalystBudget(total); err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func CreateAnalyst(ctx context.Context, db *sql.DB, name, verifier string, total
 		eps, delta = total.Epsilon, total.Delta
 		eu, du = toUnits(total.Epsilon, EpsilonUnit, false), toUnits(total.Delta, DeltaUnit, false)
 	}
-	res, err := db.ExecContext(ctx, `INSERT INTO _dpsql_analysts (name, verifier, epsilon, delta, epsilon_units, delta_units, created)
+	res, err := s.on(s.db).ExecContext(ctx, `INSERT INTO _dpsql_analysts (name, verifier, epsilon, delta, epsilon_units, delta_units, created)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`,
 		name, verifier, eps, delta, eu, du, time.Now().UTC().Format(time.RFC3339))
 	if err != nil {
@@ -55,15 +55,14 @@ func CreateAnalyst(ctx context.Context, db *sql.DB, name, verifier string, total
 
 // AlterAnalyst changes an analyst's password verifier and/or budget (nil:
 // unchanged). What they spent stays spent.
-func AlterAnalyst(ctx context.Context, db *sql.DB, name string, verifier *string, total *Cost) error {
+func AlterAnalyst(ctx context.Context, s *Store, name string, verifier *string, total *Cost) error {
 	if err := validateAnalystBudget(total); err != nil {
 		return err
 	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
+	return s.locked(ctx, func(tx spoken) error { return alterAnalyst(ctx, tx, name, verifier, total) })
+}
+
+func alterAnalyst(ctx context.Context, tx spoken, name string, verifier *string, total *Cost) error {
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM _dpsql_analysts WHERE name = ?`, name).Scan(&n); err != nil {
 		return err
@@ -82,7 +81,7 @@ func AlterAnalyst(ctx context.Context, db *sql.DB, name string, verifier *string
 			return err
 		}
 	}
-	return tx.Commit()
+	return nil
 }
 
 func validateAnalystBudget(total *Cost) error {
@@ -100,8 +99,8 @@ func validateAnalystBudget(total *Cost) error {
 
 // DropAnalyst removes an analyst: they can no longer log in. Their charges
 // stay in the ledger.
-func DropAnalyst(ctx context.Context, db *sql.DB, name string) error {
-	res, err := db.ExecContext(ctx, `DELETE FROM _dpsql_analysts WHERE name = ?`, name)
+func DropAnalyst(ctx context.Context, s *Store, name string) error {
+	res, err := s.on(s.db).ExecContext(ctx, `DELETE FROM _dpsql_analysts WHERE name = ?`, name)
 	if err != nil {
 		return err
 	}
@@ -113,8 +112,8 @@ func DropAnalyst(ctx context.Context, db *sql.DB, name string) error {
 
 // Verifier returns an analyst's stored password verifier; ok is false for
 // an unknown name.
-func Verifier(ctx context.Context, db *sql.DB, name string) (verifier string, ok bool, err error) {
-	err = db.QueryRowContext(ctx, `SELECT verifier FROM _dpsql_analysts WHERE name = ?`, name).Scan(&verifier)
+func Verifier(ctx context.Context, s *Store, name string) (verifier string, ok bool, err error) {
+	err = s.on(s.db).QueryRowContext(ctx, `SELECT verifier FROM _dpsql_analysts WHERE name = ?`, name).Scan(&verifier)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -122,8 +121,8 @@ func Verifier(ctx context.Context, db *sql.DB, name string) (verifier string, ok
 }
 
 // Analysts lists every analyst with their budget, by name.
-func Analysts(ctx context.Context, db *sql.DB) ([]Analyst, error) {
-	rows, err := db.QueryContext(ctx, `SELECT name, created FROM _dpsql_analysts ORDER BY name`)
+func Analysts(ctx context.Context, s *Store) ([]Analyst, error) {
+	rows, err := s.on(s.db).QueryContext(ctx, `SELECT name, created FROM _dpsql_analysts ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +140,7 @@ func Analysts(ctx context.Context, db *sql.DB) ([]Analyst, error) {
 		return nil, err
 	}
 	for i := range out {
-		if out[i].Status, err = GetAnalystStatus(ctx, db, out[i].Name); err != nil {
+		if out[i].Status, err = GetAnalystStatus(ctx, s, out[i].Name); err != nil {
 			return nil, err
 		}
 	}
@@ -152,7 +151,8 @@ func Analysts(ctx context.Context, db *sql.DB) ([]Analyst, error) {
 // (auth.Decoy), creating it on first use: 32 random bytes kept in
 // _dpsql_auth_secret, so that an unknown user's decoy salt stays the same
 // across server restarts, as a real user's does.
-func AuthSecret(ctx context.Context, db *sql.DB) ([]byte, error) {
+func AuthSecret(ctx context.Context, s *Store) ([]byte, error) {
+	db := s.on(s.db)
 	var secret []byte
 	err := db.QueryRowContext(ctx, `SELECT secret FROM _dpsql_auth_secret WHERE id = 1`).Scan(&secret)
 	if err == nil && len(secret) == 32 {
@@ -162,8 +162,12 @@ func AuthSecret(ctx context.Context, db *sql.DB) ([]byte, error) {
 	if _, err := rand.Read(fresh); err != nil {
 		return nil, err
 	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS _dpsql_auth_secret (id INTEGER PRIMARY KEY CHECK (id = 1), secret BLOB NOT NULL);
-		INSERT OR IGNORE INTO _dpsql_auth_secret (id, secret) VALUES (1, ?)`, fresh); err != nil {
+	if !s.postgres { // PostgreSQL's table is part of its schema (Init)
+		if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS _dpsql_auth_secret (id INTEGER PRIMARY KEY CHECK (id = 1), secret BLOB NOT NULL)`); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO _dpsql_auth_secret (id, secret) VALUES (1, ?) ON CONFLICT (id) DO NOTHING`, fresh); err != nil {
 		return nil, err
 	}
 	// Another process may have created it first: read what was kept.

@@ -112,8 +112,13 @@ const MaxTotalEpsilon = 1e6
 // ledger made by an earlier version the columns it lacks (integer units:
 // charges rounded up, the total rounded down; ρ = ε²/2 and mechanism
 // 'laplace' for the charges of versions that only had Laplace noise), in
-// one transaction.
-func Init(ctx context.Context, db *sql.DB) error {
+// one transaction. On PostgreSQL it makes the schema dpsql when it is
+// missing.
+func Init(ctx context.Context, s *Store) error {
+	if s.postgres {
+		return s.initPostgres(ctx)
+	}
+	db := s.db
 	// An up-to-date database is only read: opening it must not wait for
 	// another process's write lock (an owner's import).
 	var current int
@@ -433,8 +438,8 @@ func (l *ledger) readSpent(ctx context.Context, q querier, analyst string) error
 	}
 	// ρ is summed as a float of integers: exact while the sum stays below
 	// 2^53 units, and any larger sum is over every zCDP total (maxRhoUnits).
-	query := `SELECT COALESCE(SUM(epsilon_units), 0), COALESCE(SUM(delta_units), 0), TOTAL(rho_units),
-		COUNT(*) FILTER (WHERE mechanism <> 'laplace')
+	query := `SELECT CAST(COALESCE(SUM(epsilon_units), 0) AS BIGINT), CAST(COALESCE(SUM(delta_units), 0) AS BIGINT),
+		COALESCE(SUM(CAST(rho_units AS DOUBLE PRECISION)), 0), COUNT(*) FILTER (WHERE mechanism <> 'laplace')
 		FROM _dpsql_ledger WHERE id > ?`
 	args := []any{from}
 	if analyst != "" {
@@ -482,23 +487,25 @@ func (l ledger) keepRunning(ctx context.Context, x execer, c Charge, id int64) e
 
 // Reset starts the budget afresh (owner): charges so far stay in the
 // ledger for audit but no longer count as spent.
-func Reset(ctx context.Context, db *sql.DB) error {
-	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_budget_resets (reset, after_entry)
-		SELECT ?, COALESCE(MAX(id), 0) FROM _dpsql_ledger`, time.Now().UTC().Format(time.RFC3339Nano))
-	return err
+func Reset(ctx context.Context, s *Store) error {
+	return s.locked(ctx, func(x spoken) error {
+		_, err := x.ExecContext(ctx, `INSERT INTO _dpsql_budget_resets (reset, after_entry)
+			SELECT CAST(? AS TEXT), COALESCE(MAX(id), 0) FROM _dpsql_ledger`, time.Now().UTC().Format(time.RFC3339Nano))
+		return err
+	})
 }
 
 // GetStatus reads the database's budget: its total and what has been
 // spent.
-func GetStatus(ctx context.Context, db *sql.DB) (Status, error) {
-	l, err := readLedger(ctx, db, "")
+func GetStatus(ctx context.Context, s *Store) (Status, error) {
+	l, err := readLedger(ctx, s.on(s.db), "")
 	return l.status(), err
 }
 
 // GetAnalystStatus reads an analyst's own budget and spending; its
 // Database field holds the database's.
-func GetAnalystStatus(ctx context.Context, db *sql.DB, analyst string) (Status, error) {
-	l, err := readLedger(ctx, db, analyst)
+func GetAnalystStatus(ctx context.Context, s *Store, analyst string) (Status, error) {
+	l, err := readLedger(ctx, s.on(s.db), analyst)
 	return l.status(), err
 }
 
@@ -506,7 +513,7 @@ func GetAnalystStatus(ctx context.Context, db *sql.DB, analyst string) (Status, 
 // stays spent: the remaining budget is the new total minus the ledger.
 // With pure, the owner requires pure ε-DP: the total δ must be 0 and only
 // pure mechanisms run.
-func SetTotal(ctx context.Context, db *sql.DB, total Cost, pure bool) error {
+func SetTotal(ctx context.Context, s *Store, total Cost, pure bool) error {
 	if err := total.validate(); err != nil {
 		return err
 	}
@@ -516,11 +523,17 @@ func SetTotal(ctx context.Context, db *sql.DB, total Cost, pure bool) error {
 	if pure && total.Delta != 0 {
 		return fmt.Errorf("%w: a PURE budget has delta = 0 (pure ε-DP spends no δ)", ErrInvalidCost)
 	}
-	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_budget (id, epsilon, delta, epsilon_units, delta_units, pure) VALUES (1, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET epsilon = excluded.epsilon, delta = excluded.delta,
-		epsilon_units = excluded.epsilon_units, delta_units = excluded.delta_units, pure = excluded.pure`,
-		total.Epsilon, total.Delta, toUnits(total.Epsilon, EpsilonUnit, false), toUnits(total.Delta, DeltaUnit, false), pure)
-	return err
+	pureFlag := 0
+	if pure {
+		pureFlag = 1
+	}
+	return s.locked(ctx, func(x spoken) error {
+		_, err := x.ExecContext(ctx, `INSERT INTO _dpsql_budget (id, epsilon, delta, epsilon_units, delta_units, pure) VALUES (1, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET epsilon = excluded.epsilon, delta = excluded.delta,
+			epsilon_units = excluded.epsilon_units, delta_units = excluded.delta_units, pure = excluded.pure`,
+			total.Epsilon, total.Delta, toUnits(total.Epsilon, EpsilonUnit, false), toUnits(total.Delta, DeltaUnit, false), pureFlag)
+		return err
+	})
 }
 
 // lockPoll is how long one attempt to lock the ledger waits before
@@ -540,7 +553,7 @@ var lockPoll = 2 * time.Second
 //
 // With an analyst (not ""), a charge must fit both that analyst's own
 // budget and the database's, and the ledger records who spent it.
-func ChargeFirst(ctx context.Context, db *sql.DB, analyst string, candidates []Charge, statement string, waiting func()) (chosen int, err error) {
+func ChargeFirst(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func()) (chosen int, err error) {
 	if len(candidates) == 0 {
 		return -1, fmt.Errorf("%w: no candidate charge", ErrInvalidCost)
 	}
@@ -549,26 +562,32 @@ func ChargeFirst(ctx context.Context, db *sql.DB, analyst string, candidates []C
 			return -1, err
 		}
 	}
-	release, err := queueForLedger(ctx, db)
+	release, err := queueForLedger(ctx, s.db)
 	if err != nil {
 		return -1, err
 	}
 	defer release()
-	conn, err := db.Conn(ctx)
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return -1, err
 	}
 	defer conn.Close()
-	if err := lockLedger(ctx, conn, waiting); err != nil {
+	if s.postgres {
+		err = s.lockPostgres(ctx, conn, waiting)
+	} else {
+		err = lockLedger(ctx, conn, waiting)
+	}
+	if err != nil {
 		return -1, err
 	}
+	x := s.on(conn)
 	defer func() {
 		if err != nil {
 			// Use a fresh context: the caller's may be the reason we fail.
 			_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
 		}
 	}()
-	l, err := readLedger(ctx, conn, analyst)
+	l, err := readLedger(ctx, x, analyst)
 	if err != nil {
 		return -1, err
 	}
@@ -581,20 +600,16 @@ func ChargeFirst(ctx context.Context, db *sql.DB, analyst string, candidates []C
 	if analyst != "" {
 		who = analyst
 	}
-	res, err := conn.ExecContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units, mechanism, rho_units, analyst) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	var id int64
+	if err := x.QueryRowContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units, mechanism, rho_units, analyst) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		time.Now().UTC().Format(time.RFC3339Nano), statement, c.Epsilon, c.Delta,
-		toUnits(c.Epsilon, EpsilonUnit, true), toUnits(c.Delta, DeltaUnit, true), c.Mechanism, toUnits(c.Rho, RhoUnit, true), who)
-	if err != nil {
-		return -1, err
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
+		toUnits(c.Epsilon, EpsilonUnit, true), toUnits(c.Delta, DeltaUnit, true), c.Mechanism, toUnits(c.Rho, RhoUnit, true), who).Scan(&id); err != nil {
 		return -1, err
 	}
 	// The running sums of the scopes this charge counts in: the
 	// database's, and the analyst's.
 	for s := &l; s != nil; s = s.cap {
-		if err := s.keepRunning(ctx, conn, c, id); err != nil {
+		if err := s.keepRunning(ctx, x, c, id); err != nil {
 			return -1, err
 		}
 	}
@@ -670,8 +685,8 @@ type Entry struct {
 }
 
 // Ledger returns every charge, oldest first.
-func Ledger(ctx context.Context, db *sql.DB) ([]Entry, error) {
-	rows, err := db.QueryContext(ctx, `SELECT id, charged, statement, mechanism, epsilon, delta, COALESCE(rho_units, 0), COALESCE(analyst, '') FROM _dpsql_ledger ORDER BY id`)
+func Ledger(ctx context.Context, s *Store) ([]Entry, error) {
+	rows, err := s.on(s.db).QueryContext(ctx, `SELECT id, charged, statement, mechanism, epsilon, delta, COALESCE(rho_units, 0), COALESCE(analyst, '') FROM _dpsql_ledger ORDER BY id`)
 	if err != nil {
 		return nil, err
 	}

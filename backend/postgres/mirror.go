@@ -67,8 +67,18 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// dataSchema is the schema dpsql's tables are read from and imported
+// into: the first schema of the role's search path other than dpsql
+// (which holds the budget, and which a role named dpsql finds first
+// through "$user"). It is empty when the search path has no other.
+const dataSchema = `SELECT COALESCE((SELECT s FROM unnest(current_schemas(false)) WITH ORDINALITY AS p(s, i) WHERE s <> 'dpsql' ORDER BY i LIMIT 1), '')`
+
+// BudgetSchema is the schema of the database's budget and ledger; it is
+// never mirrored, and tables are never imported into it.
+const BudgetSchema = "dpsql"
+
 // Mirror declares in the state file a virtual table for every table
-// (plain, partitioned, materialized view) of PostgreSQL's current schema
+// (plain, partitioned, materialized view) of PostgreSQL's data schema
 // that the file does not have yet, and returns the names it added and
 // those it skipped (a name SQLite reserves, or one that differs only in
 // case from a table already in the file). The PostgreSQL tables are never
@@ -81,9 +91,9 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 // depending on one row would tell an analyst about it. A materialized view was computed when the
 // owner refreshed it; reading it computes nothing.
 func Mirror(ctx context.Context, db *sql.DB, pool *pgxpool.Pool, id string) (added, skipped []string, err error) {
-	const q = `SELECT current_schema(), c.relname, row_security_active(c.oid) FROM pg_catalog.pg_class c
+	const q = `SELECT n.nspname, c.relname, row_security_active(c.oid) FROM pg_catalog.pg_class c
 	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-	WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'm')
+	WHERE n.nspname = (` + dataSchema + `) AND n.nspname <> '` + BudgetSchema + `' AND c.relkind IN ('r', 'p', 'm')
 	ORDER BY c.relname`
 	observe(q)
 	rows, err := pool.Query(ctx, q)
@@ -105,6 +115,29 @@ func Mirror(ctx context.Context, db *sql.DB, pool *pgxpool.Pool, id string) (add
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	// Tables someone made in the budget's schema (a role named dpsql
+	// finds it first on its search path, "$user") are never read; the
+	// owner is told, by their qualified names.
+	const strays = `SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = '` + BudgetSchema + `' AND c.relkind IN ('r', 'p', 'm', 'v', 'f')
+	AND c.relname NOT IN ('budget', 'budget_resets', 'ledger', 'spent', 'analysts', 'auth_secret', 'adopted') ORDER BY c.relname`
+	observe(strays)
+	names, err := pool.Query(ctx, strays)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing PostgreSQL's tables: %w", err)
+	}
+	for names.Next() {
+		var n string
+		if err := names.Scan(&n); err != nil {
+			names.Close()
+			return nil, nil, err
+		}
+		skipped = append(skipped, BudgetSchema+"."+n)
+	}
+	names.Close()
+	if err := names.Err(); err != nil {
 		return nil, nil, err
 	}
 	for _, r := range rels {
@@ -142,7 +175,7 @@ func mirrorArgs(id, schema, name string) string {
 	return "(" + Literal(id) + ", " + Literal(schema) + ", " + Literal(name) + ")"
 }
 
-// CopyTable creates table in PostgreSQL's current schema with the given
+// CopyTable creates table in PostgreSQL's data schema with the given
 // columns (types INTEGER, REAL or TEXT, as csvimport infers them) and
 // copies every row of the same table of src into it with COPY, in one
 // transaction: on any error PostgreSQL is left as it was.
@@ -163,7 +196,14 @@ func CopyTable(ctx context.Context, pool *pgxpool.Pool, src *sql.DB, table strin
 		return 0, err
 	}
 	defer tx.Rollback(ctx)
-	create := "CREATE TABLE " + Quote(table) + " (" + strings.Join(defs, ", ") + ")"
+	var schema string
+	if err := tx.QueryRow(ctx, dataSchema).Scan(&schema); err != nil {
+		return 0, err
+	}
+	if schema == "" {
+		return 0, fmt.Errorf("PostgreSQL's search path has no schema to import into (other than %s, which holds the budget)", BudgetSchema)
+	}
+	create := "CREATE TABLE " + Quote(schema) + "." + Quote(table) + " (" + strings.Join(defs, ", ") + ")"
 	observe(create)
 	if _, err := tx.Exec(ctx, create); err != nil {
 		return 0, fmt.Errorf("creating %s in PostgreSQL: %w", Quote(table), err)
@@ -189,7 +229,7 @@ func CopyTable(ctx context.Context, pool *pgxpool.Pool, src *sql.DB, table strin
 		}
 		return vals, nil
 	}
-	n, err := tx.CopyFrom(ctx, pgx.Identifier{table}, names, &rowSource{rows: rows, next: next})
+	n, err := tx.CopyFrom(ctx, pgx.Identifier{schema, table}, names, &rowSource{rows: rows, next: next})
 	if err != nil {
 		return 0, fmt.Errorf("copying into %s: %w", Quote(table), err)
 	}
