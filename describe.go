@@ -61,7 +61,7 @@ func (e *Engine) Describe(ctx context.Context, sqlText string) (*Description, er
 
 func (e *Engine) describeSelect(ctx context.Context, s *parser.SelectStmt, d *Description) (*Description, error) {
 	e.mu.Lock()
-	cat, err := catalog.Load(ctx, e.db)
+	cat, err := catalog.Load(ctx, e.db, e.policies())
 	sess := e.sess
 	e.mu.Unlock()
 	if err != nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/exec"
+	"github.com/dpsql/dpsql/internal/storesql"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
@@ -135,8 +136,8 @@ func Open(path string, opts Options) (*Engine, error) {
 		// catalog (and the budget it needs: in the file, or in PostgreSQL
 		// for a state file) there is nothing to query.
 		var n int
-		if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_dpsql_tables')
-			+ (SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_budget', '_dpsql_postgres'))`).Scan(&n); err != nil {
+		if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_tables', '_dpsql_budget'))
+			+ 2 * (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_dpsql_postgres')`).Scan(&n); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("opening %s: %w", path, err)
 		}
@@ -157,8 +158,11 @@ func Open(path string, opts Options) (*Engine, error) {
 		pg.close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	if err := catalog.Init(ctx, db); err != nil {
-		return fail(err)
+	if pg == nil {
+		// With PostgreSQL the policies live there (below).
+		if err := catalog.Init(ctx, db); err != nil {
+			return fail(err)
+		}
 	}
 	if pg != nil && opts.Owner {
 		if err := pg.mirror(ctx, db, opts.Notify); err != nil {
@@ -180,6 +184,17 @@ func Open(path string, opts Options) (*Engine, error) {
 		}
 		if n > 0 && opts.Notify != nil {
 			opts.Notify(fmt.Sprintf("moved the state file's budget into PostgreSQL (schema dpsql), with its %d charges since its last reset", n))
+		}
+		// So do the policies.
+		if err := catalog.InitPostgres(ctx, pg.ledger); err != nil {
+			return fail(err)
+		}
+		tables, err := catalog.Adopt(ctx, db, pg.ledger)
+		if err != nil {
+			return fail(fmt.Errorf("moving the state file's policies into PostgreSQL: %w", err))
+		}
+		if len(tables) > 0 && opts.Notify != nil {
+			opts.Notify("moved the state file's policies into PostgreSQL (schema dpsql): " + strings.Join(tables, ", "))
 		}
 	} else if err := budget.Init(ctx, ledger); err != nil {
 		return fail(err)
@@ -252,6 +267,15 @@ func (e *Engine) AnalystVerifier(ctx context.Context, name string) (verifier str
 // owner-mode engine writes it).
 func (e *Engine) AuthSecret(ctx context.Context) ([]byte, error) {
 	return budget.AuthSecret(ctx, e.ledger)
+}
+
+// policies is where the catalog's policies are kept: the file, or
+// PostgreSQL's schema dpsql.
+func (e *Engine) policies() storesql.On {
+	if e.pg != nil {
+		return storesql.On{R: e.pg.ledger, Postgres: true}
+	}
+	return storesql.On{R: e.db}
 }
 
 // Analyst is who the session runs as ("" for a local session).
@@ -422,7 +446,7 @@ func (e *Engine) run(ctx context.Context, stmt parser.Stmt) (*Result, error) {
 			return nil, fmt.Errorf("%w: %q was dropped by the owner", budget.ErrUnknownAnalyst, e.analyst)
 		}
 	}
-	cat, err := catalog.Load(ctx, e.db)
+	cat, err := catalog.Load(ctx, e.db, e.policies())
 	if err != nil {
 		return nil, cancelled(ctx, err, nil)
 	}
@@ -953,7 +977,7 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 // Each analyst has their own cache: an answer another analyst paid for is
 // not given away free (their budgets would not say what each has seen).
 func (e *Engine) cacheKey(statement string, p *planner.PrivateQuery) string {
-	return cache.Key(statement, semantics, p.Epsilon, p.Delta, e.sess, e.showBounds, e.analyst)
+	return cache.Key(statement, semantics, p.Epsilon, p.Delta, e.sess, e.showBounds, e.analyst, p.Policy)
 }
 
 // semantics names what accepted statements mean in this version of the
@@ -1056,7 +1080,7 @@ func policyResult(t *catalog.Table) *Result {
 }
 
 // ownerStatement runs a policy or budget statement in one transaction.
-func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *catalog.Catalog) (*Result, error) {
+func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *catalog.Catalog) (res *Result, err error) {
 	fail := func(pos parser.Pos, err error) error {
 		return &planner.Error{Pos: pos, Kind: err, Msg: err.Error()}
 	}
@@ -1104,6 +1128,26 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 		return nil, err
 	}
 	defer tx.Rollback()
+	// The policy is written in the file's transaction, or in one of
+	// PostgreSQL's, committed after the file's (which drops the table's
+	// cached answers: were PostgreSQL's commit to fail, they would only
+	// be asked afresh).
+	policies := storesql.On{R: tx}
+	if e.pg != nil {
+		var ptx *sql.Tx
+		if ptx, err = e.pg.ledger.BeginTx(ctx, nil); err != nil {
+			return nil, err
+		}
+		defer ptx.Rollback()
+		policies = storesql.On{R: ptx, Postgres: true}
+		defer func() {
+			if err == nil {
+				if err = ptx.Commit(); err != nil {
+					res = nil
+				}
+			}
+		}()
+	}
 	var msg string
 	switch s := stmt.(type) {
 	case *parser.CreatePolicyStmt:
@@ -1146,11 +1190,11 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 			}
 			msg = policyChange(t, u)
 		}
-		err = cat.CreatePolicy(ctx, tx, s.Table.Name, u)
+		err = cat.CreatePolicy(ctx, policies, s.Table.Name, u)
 	case *parser.DropPolicyStmt:
-		err, msg = cat.DropPolicy(ctx, tx, s.Table.Name), "privacy policy dropped on "+s.Table.Name+" (the table stays private)"
+		err, msg = cat.DropPolicy(ctx, policies, s.Table.Name), "privacy policy dropped on "+s.Table.Name+" (the table stays private)"
 	case *parser.SetPublicStmt:
-		err, msg = cat.SetPublic(ctx, tx, s.Table.Name), s.Table.Name+" is public: it is queried without noise"
+		err, msg = cat.SetPublic(ctx, policies, s.Table.Name), s.Table.Name+" is public: it is queried without noise"
 	case *parser.SetBoundsStmt:
 		lo, lerr := parser.NumberValue(s.Lo)
 		if lerr != nil {
@@ -1160,7 +1204,7 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 		if herr != nil {
 			return nil, herr
 		}
-		err, msg = cat.SetBounds(ctx, tx, s.Table.Name, s.Column.Name, catalog.Bounds{Lo: lo, Hi: hi}), fmt.Sprintf("bounds of %s set to [%g, %g]", s.Column.Name, lo, hi)
+		err, msg = cat.SetBounds(ctx, policies, s.Table.Name, s.Column.Name, catalog.Bounds{Lo: lo, Hi: hi}), fmt.Sprintf("bounds of %s set to [%g, %g]", s.Column.Name, lo, hi)
 	case *parser.SetDomainStmt:
 		vals := make([]any, len(s.Values))
 		for i, v := range s.Values {
@@ -1176,7 +1220,7 @@ func (e *Engine) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cata
 			}
 			vals[i] = x
 		}
-		err, msg = cat.SetDomain(ctx, tx, s.Table.Name, s.Column.Name, vals), fmt.Sprintf("domain of %s set (%d values)", s.Column.Name, len(vals))
+		err, msg = cat.SetDomain(ctx, policies, s.Table.Name, s.Column.Name, vals), fmt.Sprintf("domain of %s set (%d values)", s.Column.Name, len(vals))
 	default:
 		return nil, fmt.Errorf("dpsql: unknown statement %T", stmt)
 	}
@@ -1317,7 +1361,7 @@ type TableInfo struct {
 
 // Tables lists the user tables (dpsql's own are hidden).
 func (e *Engine) Tables(ctx context.Context) ([]TableInfo, error) {
-	cat, err := catalog.Load(ctx, e.db)
+	cat, err := catalog.Load(ctx, e.db, e.policies())
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/backend/postgres"
 	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/demo"
 	"github.com/dpsql/dpsql/internal/pgtest"
 	"github.com/dpsql/dpsql/internal/testhooks"
@@ -688,16 +689,9 @@ func TestPostgresBudgetIsSharedConcurrently(t *testing.T) {
 // budget lived in it (earlier versions) hands its total and its charges
 // to PostgreSQL at the next open, once, and says so.
 func TestPostgresAdoptsTheStateFilesBudget(t *testing.T) {
-	srv := pgtest.StartT(t)
-	pgSetup(t, srv, `CREATE TABLE visits (id int, cost double precision); INSERT INTO visits VALUES (1, 2)`)
-	state := filepath.Join(t.TempDir(), "old.dpsql")
-	open(t, state, dpsql.Options{Owner: true, Postgres: srv.DSN()}).Close()
+	srv, state, raw := olderStateFile(t, `CREATE TABLE visits (id int, cost double precision); INSERT INTO visits VALUES (1, 2)`)
 	// What an earlier version kept in the file: a total of 3 and a charge
 	// of 1.25.
-	raw, err := sql.Open("sqlite", "file:"+state)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	old := budget.SQLite(raw)
 	if err := budget.Init(ctx, old); err != nil {
@@ -757,4 +751,128 @@ func raceSessions(t *testing.T, n int, engine func(i int) *dpsql.Engine, opts dp
 	}
 	wg.Wait()
 	return answered, refused
+}
+
+// TestPostgresPoliciesAreShared: the policies of a PostgreSQL database
+// live in it, so an engine with another state file plans under the
+// policy the owner declared through the first — typed domain values
+// included — and an answer it cached under an older policy is not given
+// again after the policy changed elsewhere.
+func TestPostgresPoliciesAreShared(t *testing.T) {
+	srv := pgtest.StartT(t)
+	pgSetup(t, srv, `CREATE TABLE sales (shop bigint, price double precision, tag text, unit bigint);
+		INSERT INTO sales SELECT i % 4, 20 + i % 5, CASE WHEN i % 3 = 0 THEN 'x' ELSE 'y' END, i / 3 FROM generate_series(1, 600) i`)
+	dir := t.TempDir()
+	a := open(t, filepath.Join(dir, "a.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	mustRun(t, a, `CREATE PRIVACY POLICY ON sales OPTIONS (max_groups_contributed = 1);
+		ALTER PRIVACY POLICY ON sales SET BOUNDS price (0, 10);
+		ALTER PRIVACY POLICY ON sales SET DOMAIN shop (0, 1, 2.5);
+		ALTER PRIVACY POLICY ON sales SET DOMAIN tag ('x', 'zz');
+		SET BUDGET epsilon = 100`)
+	b := open(t, filepath.Join(dir, "b.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	const q = `SELECT shop, COUNT(*), SUM(price) FROM sales GROUP BY shop`
+	ra, rb := query(t, a, q), query(t, b, q)
+	if !reflect.DeepEqual(ra.Rows, rb.Rows) {
+		t.Fatalf("two state files answer differently under one policy:\n%v\n%v", ra.Rows, rb.Rows)
+	}
+	// The domain's values keep their types: 0 and 1 are integers, 2.5 a
+	// float (no shop has it: a count of 0); prices are clipped at 10.
+	want := [][]any{{int64(0), int64(150), 1500.0}, {int64(1), int64(150), 1500.0}, {2.5, int64(0), 0.0}}
+	if !reflect.DeepEqual(rb.Rows, want) {
+		t.Errorf("B's answer %v, want %v", rb.Rows, want)
+	}
+	if r := query(t, b, `SELECT tag, COUNT(*) FROM sales GROUP BY tag`); !reflect.DeepEqual(r.Rows, [][]any{{"x", int64(200)}, {"zz", int64(0)}}) {
+		t.Errorf("text domain: %v", r.Rows)
+	}
+	// An engine with the cache on (and real noise, as in production),
+	// on a third state file, caches its answer; the owner then changes
+	// the bounds through A, and the answer C cached under the old policy
+	// is not given again.
+	c, err := dpsql.Open(filepath.Join(dir, "c.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ask := func() *dpsql.Result {
+		t.Helper()
+		r, err := c.Query(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	first := ask()
+	if again := ask(); again.Cost.Epsilon != 0 || !reflect.DeepEqual(again.Rows, first.Rows) {
+		t.Fatalf("the repeat was not answered from C's cache: %+v", again)
+	}
+	mustRun(t, a, `ALTER PRIVACY POLICY ON sales SET BOUNDS price (0, 100)`)
+	if fresh := ask(); fresh.Cost.Epsilon != 1 || slices.ContainsFunc(fresh.Notes, func(n string) bool { return strings.Contains(n, "from the cache") }) {
+		t.Errorf("after the bounds changed elsewhere, C answered from its cache: %+v", fresh)
+	}
+	if r := query(t, b, q); r.Rows[0][2] == 1500.0 {
+		t.Errorf("B still clips at the old bounds: %v", r.Rows)
+	}
+	// Dropping the policy through B is seen by A.
+	mustRun(t, b, `DROP PRIVACY POLICY ON sales`)
+	if _, err := a.Query(context.Background(), `SELECT shop, COUNT(*) FROM sales GROUP BY shop`); err == nil || !strings.Contains(err.Error(), "δ") && !strings.Contains(err.Error(), "delta") {
+		t.Errorf("A still plans with the dropped domain: %v", err)
+	}
+	// The state files hold no policy.
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "a.dpsql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var n int
+	if err := raw.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name IN ('_dpsql_tables', '_dpsql_bounds', '_dpsql_domains')`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the state file has %d policy tables (%v)", n, err)
+	}
+}
+
+// TestPostgresAdoptsTheStateFilesPolicies: policies a state file kept
+// (earlier versions) move into PostgreSQL at the next open, once, and
+// apply from then on.
+func TestPostgresAdoptsTheStateFilesPolicies(t *testing.T) {
+	srv, state, raw := olderStateFile(t, `CREATE TABLE sales (shop bigint, price double precision); INSERT INTO sales SELECT i % 2, 50 FROM generate_series(1, 10) i`)
+	ctx := context.Background()
+	if err := catalog.Init(ctx, raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`INSERT INTO _dpsql_tables (table_name, public, has_policy, unit_column, max_groups, max_rows) VALUES ('sales', 0, 1, NULL, 1, 1);
+		INSERT INTO _dpsql_bounds VALUES ('sales', 'price', 0, 10);
+		INSERT INTO _dpsql_domains VALUES ('sales', 'shop', 0, 0), ('sales', 'shop', 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	for round := range 2 {
+		var notes []string
+		e := open(t, state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN(), Notify: func(n string) { notes = append(notes, n) }})
+		moved := slices.Contains(notes, "moved the state file's policies into PostgreSQL (schema dpsql): sales")
+		if moved != (round == 0) {
+			t.Errorf("open %d: notes %q", round, notes)
+		}
+		mustRun(t, e, `SET BUDGET epsilon = 10`)
+		r := query(t, e, `SELECT shop, SUM(price) FROM sales GROUP BY shop`)
+		if !reflect.DeepEqual(r.Rows, [][]any{{int64(0), 50.0}, {int64(1), 50.0}}) {
+			t.Errorf("open %d: %v (the adopted bounds clip 50 to 10, five rows per shop)", round, r.Rows)
+		}
+		e.Close()
+	}
+}
+
+// olderStateFile starts a server with the given tables and makes a state
+// file for it, opened raw (as SQLite) so that a test can write into it
+// what an earlier version kept there.
+func olderStateFile(t *testing.T, setup string) (srv *pgtest.Server, state string, raw *sql.DB) {
+	t.Helper()
+	srv = pgtest.StartT(t)
+	pgSetup(t, srv, setup)
+	state = filepath.Join(t.TempDir(), "old.dpsql")
+	open(t, state, dpsql.Options{Owner: true, Postgres: srv.DSN()}).Close()
+	raw, err := sql.Open("sqlite", "file:"+state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return srv, state, raw
 }

@@ -5,10 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dpsql/dpsql/internal/storesql"
 )
 
 // Store is where a database's budget, ledger and analysts are kept: in
@@ -36,55 +37,10 @@ func Postgres(db *sql.DB) *Store { return &Store{db: db, postgres: true} }
 // IsPostgres reports whether the store is a PostgreSQL schema.
 func (s *Store) IsPostgres() bool { return s.postgres }
 
-// runner is what a statement runs on: a database, a connection or a
-// transaction.
-type runner interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
+// spoken runs the package's statements in the store's dialect.
+type spoken = storesql.On
 
-// spoken runs the package's statements on r in the store's dialect.
-type spoken struct {
-	r        runner
-	postgres bool
-}
-
-func (s *Store) on(r runner) spoken { return spoken{r: r, postgres: s.postgres} }
-
-func (d spoken) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return d.r.QueryRowContext(ctx, d.translate(query), args...)
-}
-
-func (d spoken) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return d.r.QueryContext(ctx, d.translate(query), args...)
-}
-
-func (d spoken) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return d.r.ExecContext(ctx, d.translate(query), args...)
-}
-
-// translate turns a statement of the package (tables _dpsql_*, parameters
-// ?) into the store's: on PostgreSQL the tables are dpsql.* and the
-// parameters $1, $2, ... No statement of the package has a '?' or
-// "_dpsql_" inside a string literal.
-func (d spoken) translate(query string) string {
-	if !d.postgres {
-		return query
-	}
-	query = strings.ReplaceAll(query, "_dpsql_", "dpsql.")
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func (s *Store) on(r storesql.Runner) spoken { return spoken{R: r, Postgres: s.postgres} }
 
 // postgresSchema is the budget's schema on PostgreSQL: the tables of the
 // SQLite schema with every column later versions added there, in

@@ -20,8 +20,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/dpsql/dpsql/catalog"
 )
 
 const schema = `
@@ -174,9 +172,14 @@ func Put(ctx context.Context, db *sql.DB, key, statement string, tables []string
 	return tx.Commit()
 }
 
+// Execer runs statements; *sql.DB, *sql.Conn and *sql.Tx all have it.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
 // Invalidate removes the answers that read table (compared as SQLite
 // compares names), inside the owner's transaction.
-func Invalidate(ctx context.Context, db catalog.Execer, table string) error {
+func Invalidate(ctx context.Context, db Execer, table string) error {
 	if _, err := db.ExecContext(ctx, `DELETE FROM _dpsql_cache WHERE key IN (SELECT key FROM _dpsql_cache_tables WHERE table_name = ? COLLATE NOCASE)`, table); err != nil {
 		return err
 	}

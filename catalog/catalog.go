@@ -1,7 +1,10 @@
 // Package catalog keeps the schema and the privacy policy of a dpsql
 // database: which tables are public, the declared clipping bounds of
-// columns, and the public domains of group-key columns. Everything lives in
-// _dpsql_* tables of the same SQLite file as the data.
+// columns, and the public domains of group-key columns. The policies live
+// in _dpsql_* tables of the same SQLite file as the data — or, for tables
+// in PostgreSQL, in its schema dpsql (tables, bounds, domains), shared by
+// every dpsql process over that database (storesql translates the
+// statements). The schema (tables and columns) is always read from SQLite.
 //
 // Where it sits: the planner reads a Catalog snapshot to resolve names and
 // decide what may be released; owner statements change the policy through
@@ -17,6 +20,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dpsql/dpsql/internal/storesql"
 	"github.com/dpsql/dpsql/parser"
 )
 
@@ -199,8 +203,9 @@ type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// Load reads the schema and the policies.
-func Load(ctx context.Context, q Querier) (*Catalog, error) {
+// Load reads the schema from the SQLite database q and the policies from
+// where they are kept.
+func Load(ctx context.Context, q Querier, policies storesql.On) (*Catalog, error) {
 	names, err := queryStrings(ctx, q, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
 	if err != nil {
 		return nil, err
@@ -251,7 +256,7 @@ func Load(ctx context.Context, q Querier) (*Catalog, error) {
 	for _, t := range cat.tables {
 		t.Unit = Unit{MaxGroups: 1, MaxRows: 1}
 	}
-	rows, err := q.QueryContext(ctx, `SELECT table_name, public, has_policy, COALESCE(unit_column, ''), max_groups, max_rows FROM _dpsql_tables`)
+	rows, err := policies.QueryContext(ctx, `SELECT table_name, public, has_policy, COALESCE(unit_column, ''), max_groups, max_rows FROM _dpsql_tables`)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +279,7 @@ func Load(ctx context.Context, q Querier) (*Catalog, error) {
 		}
 	}
 	rows.Close()
-	rows, err = q.QueryContext(ctx, `SELECT table_name, column_name, lo, hi FROM _dpsql_bounds`)
+	rows, err = policies.QueryContext(ctx, `SELECT table_name, column_name, lo, hi FROM _dpsql_bounds`)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +297,11 @@ func Load(ctx context.Context, q Querier) (*Catalog, error) {
 		}
 	}
 	rows.Close()
-	rows, err = q.QueryContext(ctx, `SELECT table_name, column_name, value FROM _dpsql_domains ORDER BY table_name, column_name, position`)
+	domains := `SELECT table_name, column_name, value FROM _dpsql_domains ORDER BY table_name, column_name, position`
+	if policies.Postgres {
+		domains = `SELECT table_name, column_name, kind, value FROM _dpsql_domains ORDER BY table_name, column_name, position`
+	}
+	rows, err = policies.QueryContext(ctx, domains)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +309,15 @@ func Load(ctx context.Context, q Querier) (*Catalog, error) {
 	for rows.Next() {
 		var tn, cn string
 		var v any
-		if err := rows.Scan(&tn, &cn, &v); err != nil {
+		if policies.Postgres {
+			var kind, text string
+			if err := rows.Scan(&tn, &cn, &kind, &text); err != nil {
+				return nil, err
+			}
+			if v, err = parseDomainValue(kind, text); err != nil {
+				return nil, err
+			}
+		} else if err := rows.Scan(&tn, &cn, &v); err != nil {
 			return nil, err
 		}
 		if b, ok := v.([]byte); ok {
@@ -332,15 +349,10 @@ func queryStrings(ctx context.Context, q Querier, query string, args ...any) ([]
 	return out, rows.Err()
 }
 
-// Execer runs statements; *sql.DB, *sql.Conn and *sql.Tx all have it.
-type Execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
 // CreatePolicy marks table as private with an explicit policy: its
 // privacy unit (u.Column, "" for one unit per row) and the unit's
 // contribution bounds.
-func (c *Catalog) CreatePolicy(ctx context.Context, db Execer, table string, u Unit) error {
+func (c *Catalog) CreatePolicy(ctx context.Context, db storesql.On, table string, u Unit) error {
 	t, ok := c.Table(table)
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownTable, table)
@@ -364,7 +376,7 @@ func (c *Catalog) CreatePolicy(ctx context.Context, db Execer, table string, u U
 
 // DropPolicy removes the table's policy, bounds and domains; the table stays
 // private.
-func (c *Catalog) DropPolicy(ctx context.Context, db Execer, table string) error {
+func (c *Catalog) DropPolicy(ctx context.Context, db storesql.On, table string) error {
 	t, err := c.policyTable(table)
 	if err != nil {
 		return err
@@ -406,7 +418,7 @@ func (c *Catalog) policyColumn(table, column string) (*Table, Column, error) {
 }
 
 // SetBounds declares clipping bounds for a numeric column.
-func (c *Catalog) SetBounds(ctx context.Context, db Execer, table, column string, b Bounds) error {
+func (c *Catalog) SetBounds(ctx context.Context, db storesql.On, table, column string, b Bounds) error {
 	t, col, err := c.policyColumn(table, column)
 	if err != nil {
 		return err
@@ -421,7 +433,7 @@ func (c *Catalog) SetBounds(ctx context.Context, db Execer, table, column string
 
 // SetDomain declares the public domain of a group-key column; the values
 // must be distinct, non-NULL constants (int64, float64 or string).
-func (c *Catalog) SetDomain(ctx context.Context, db Execer, table, column string, values []any) error {
+func (c *Catalog) SetDomain(ctx context.Context, db storesql.On, table, column string, values []any) error {
 	t, col, err := c.policyColumn(table, column)
 	if err != nil {
 		return err
@@ -443,8 +455,12 @@ func (c *Catalog) SetDomain(ctx context.Context, db Execer, table, column string
 		return err
 	}
 	for i, v := range values {
-		if _, err := db.ExecContext(ctx, `INSERT INTO _dpsql_domains (table_name, column_name, position, value) VALUES (?, ?, ?, ?)`,
-			t.Name, col.Name, i, v); err != nil {
+		insert, args := `INSERT INTO _dpsql_domains (table_name, column_name, position, value) VALUES (?, ?, ?, ?)`, []any{t.Name, col.Name, i, v}
+		if db.Postgres {
+			kind, text := domainValueText(v)
+			insert, args = `INSERT INTO _dpsql_domains (table_name, column_name, position, kind, value) VALUES (?, ?, ?, ?, ?)`, []any{t.Name, col.Name, i, kind, text}
+		}
+		if _, err := db.ExecContext(ctx, insert, args...); err != nil {
 			return err
 		}
 	}
@@ -453,7 +469,7 @@ func (c *Catalog) SetDomain(ctx context.Context, db Execer, table, column string
 
 // SetPublic marks a table public: it is queried without noise. Its policy,
 // if any, is removed.
-func (c *Catalog) SetPublic(ctx context.Context, db Execer, table string) error {
+func (c *Catalog) SetPublic(ctx context.Context, db storesql.On, table string) error {
 	t, ok := c.Table(table)
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownTable, table)

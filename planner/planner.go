@@ -326,7 +326,11 @@ type PrivateQuery struct {
 	WeightSQL string
 	// Reads is what the backend statement may read: per table, the
 	// columns the plan resolved ("*": every column of a public table).
-	Reads      map[string]map[string]bool
+	Reads map[string]map[string]bool
+	// Policy is the policy the plan was made under: the catalog's
+	// fingerprint of the tables it reads (the answer cache keys with it,
+	// so an answer is never given again under a changed policy).
+	Policy     string
 	Where      parser.Expr
 	Keys       []GroupKey
 	Aggregates []*Aggregate
@@ -540,6 +544,11 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 		b.q.WeightSQL = rel.weightSQL
 		rn.read(rel.base.Name, catalog.WeightColumn)
 	}
+	read := make([]string, 0, len(rn.reads))
+	for t := range rn.reads {
+		read = append(read, t)
+	}
+	b.q.Policy = cat.Fingerprint(read)
 	return b.q, nil
 }
 

@@ -33,9 +33,9 @@ Usage:
   dpsql serve --db FILE [--listen ADDR] [--tls-cert FILE --tls-key FILE] [...]
 
 With the tables in PostgreSQL, dpsql, import and serve take --db postgres://USER@HOST:PORT/DBNAME
-and --state FILE, the SQLite file that keeps dpsql's catalog and answer cache for
-that database; its budget, ledger and analysts live in PostgreSQL itself
-(schema dpsql, docs/backends.md).
+and --state FILE, the SQLite file that keeps dpsql's mirrors of that database's
+tables and its answer cache; the policies, budget, ledger and analysts live in
+PostgreSQL itself (schema dpsql, docs/backends.md).
 
 With -c the statements are run in order; with -f they are read from SCRIPT
 (-- comments and multi-line statements allowed); with neither, an interactive
@@ -86,7 +86,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("dpsql", flag.ContinueOnError)
 	db := fs.String("db", "", "database `FILE`, or a PostgreSQL database postgres://USER@HOST:PORT/DBNAME (with --state) (required)")
-	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its catalog and answer cache (the budget and ledger live in PostgreSQL, schema dpsql)")
+	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (policies, budget and ledger live in PostgreSQL, schema dpsql)")
 	owner := fs.Bool("owner", false, "owner mode: allow policy and budget statements")
 	format := fs.String("format", "table", "output `format`: table, box, markdown, csv, json or line")
 	command := fs.String("c", "", "run the `statements` and exit")
@@ -376,7 +376,7 @@ func importFlags(fs *flag.FlagSet) func() (csvimport.Options, error) {
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dpsql import", flag.ContinueOnError)
 	db := fs.String("db", "", "database `FILE` (created if missing), or postgres://USER@HOST:PORT/DBNAME (with --state): the table is created there and loaded with COPY")
-	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its catalog and answer cache (the budget and ledger live in PostgreSQL, schema dpsql) (created if missing)")
+	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (policies, budget and ledger live in PostgreSQL, schema dpsql) (created if missing)")
 	table := fs.String("table", "", "`NAME` of the new table")
 	importOptions := importFlags(fs)
 	fs.Usage = func() {
@@ -448,7 +448,7 @@ Options:
 func stateFile(db, state string, opts *dpsql.Options) (string, error) {
 	if dpsql.IsPostgresDSN(db) {
 		if state == "" {
-			return "", errors.New("a PostgreSQL --db needs --state FILE: the SQLite file where dpsql keeps that database's catalog and answer cache (see docs/backends.md)")
+			return "", errors.New("a PostgreSQL --db needs --state FILE: the SQLite file where dpsql keeps its mirrors of that database's tables and its answer cache (see docs/backends.md)")
 		}
 		opts.Postgres = db
 		return state, nil

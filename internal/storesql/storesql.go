@@ -1,0 +1,69 @@
+// Package storesql runs dpsql's own statements — the catalog's and the
+// budget's — on the store that keeps them: the SQLite database itself
+// (tables _dpsql_*), or the schema dpsql of a PostgreSQL database
+// (tables dpsql.*). Each statement is written once, in the SQL both
+// engines share, with SQLite's names and '?' parameters; on PostgreSQL
+// it is translated to the schema's names and numbered parameters.
+package storesql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// Schema is the PostgreSQL schema of dpsql's own tables.
+const Schema = "dpsql"
+
+// Runner is what a statement runs on: a database, a connection or a
+// transaction.
+type Runner interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// On runs statements written for SQLite on R, translated for PostgreSQL
+// when Postgres is set.
+type On struct {
+	R        Runner
+	Postgres bool
+}
+
+// QueryRowContext runs a query that returns one row.
+func (o On) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return o.R.QueryRowContext(ctx, Translate(o.Postgres, query), args...)
+}
+
+// QueryContext runs a query.
+func (o On) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return o.R.QueryContext(ctx, Translate(o.Postgres, query), args...)
+}
+
+// ExecContext runs a statement.
+func (o On) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return o.R.ExecContext(ctx, Translate(o.Postgres, query), args...)
+}
+
+// Translate turns a statement of dpsql's own (tables _dpsql_*, parameters
+// ?) into PostgreSQL's when postgres is set: tables dpsql.*, parameters
+// $1, $2, ... The statements it is given have no '?' and no "_dpsql_"
+// inside a string literal.
+func Translate(postgres bool, query string) string {
+	if !postgres {
+		return query
+	}
+	query = strings.ReplaceAll(query, "_dpsql_", Schema+".")
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
