@@ -109,11 +109,19 @@ type Engine struct {
 }
 
 // Open opens (in owner mode: creates if missing) the database at path.
+// With Options.Postgres, path is the state file (created if missing, for
+// any role); "" picks DefaultStateFile.
 func Open(path string, opts Options) (*Engine, error) {
+	if path == "" && opts.Postgres != "" {
+		var err error
+		if path, err = DefaultStateFile(opts.Postgres); err != nil {
+			return nil, err
+		}
+	}
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("database path %q must not contain '?' or '#'", path)
 	}
-	if !opts.Owner {
+	if !opts.Owner && opts.Postgres == "" {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("%w: %s (the owner creates it, e.g. with 'dpsql import')", ErrNoDatabase, path)
 		}
@@ -131,7 +139,7 @@ func Open(path string, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	if !opts.Owner {
+	if !opts.Owner && opts.Postgres == "" {
 		// An analyst never turns a file into a dpsql database: without the
 		// catalog (and the budget it needs: in the file, or in PostgreSQL
 		// for a state file) there is nothing to query.
@@ -164,8 +172,12 @@ func Open(path string, opts Options) (*Engine, error) {
 			return fail(err)
 		}
 	}
-	if pg != nil && opts.Owner {
-		if err := pg.mirror(ctx, db, opts.Notify); err != nil {
+	if pg != nil {
+		// Every open mirrors the tables the state file lacks (a new table
+		// is private, each row its own unit, until a policy says
+		// otherwise). An analyst who cannot write a shared state file
+		// sees what it has.
+		if err := pg.mirror(ctx, db, opts.Notify); err != nil && opts.Owner {
 			return fail(err)
 		}
 	}

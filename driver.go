@@ -35,7 +35,8 @@ func init() { sql.Register(DriverName, &Driver{}) }
 //     epsilon = E).
 //   - postgres=DSN (URL-escaped): the tables live in that PostgreSQL
 //     database and the path is its state file (Options.Postgres), e.g.
-//     file:shop.dpsql?postgres=postgres%3A%2F%2Fdpsql%40db%2Fshop
+//     file:shop.dpsql?postgres=postgres%3A%2F%2Fdpsql%40db%2Fshop; with
+//     no path (file:?postgres=...) the state file is DefaultStateFile.
 //
 // Unknown options are errors. Each database/sql connection is one dpsql
 // session: SET statements affect the connection they run on.
@@ -84,9 +85,6 @@ func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 func ParseDSN(dsn string) (string, Options, error) {
 	var opts Options
 	path, query, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
-	if path == "" {
-		return "", opts, fmt.Errorf("dpsql: empty database path in DSN %q", dsn)
-	}
 	vals, err := url.ParseQuery(query)
 	if err != nil {
 		return "", opts, fmt.Errorf("dpsql: bad DSN options %q: %w", query, err)
@@ -123,6 +121,9 @@ func ParseDSN(dsn string) (string, Options, error) {
 		default:
 			return "", opts, fmt.Errorf("dpsql: unknown DSN option %q (known: role, epsilon, cache, postgres)", k)
 		}
+	}
+	if path == "" && opts.Postgres == "" {
+		return "", opts, fmt.Errorf("dpsql: empty database path in DSN %q", dsn)
 	}
 	return path, opts, nil
 }

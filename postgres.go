@@ -2,12 +2,15 @@ package dpsql
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
@@ -37,10 +40,37 @@ func (p *pgSource) close() {
 	}
 }
 
+// DefaultStateFile is the state file dpsql keeps for a PostgreSQL
+// database when none is named: one per user, host, port and database (a
+// password does not change it), in the user's cache directory
+// ($XDG_CACHE_HOME/dpsql or ~/.cache/dpsql on Linux), which it creates.
+func DefaultStateFile(dsn string) (string, error) {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return "", fmt.Errorf("PostgreSQL connection string: %w", err)
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no directory for the state file (name one with --state): %w", err)
+	}
+	dir = filepath.Join(dir, "dpsql")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d\x00%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)))
+	name := strings.Map(func(r rune) rune {
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-') {
+			return r
+		}
+		return '_'
+	}, cfg.Database)
+	return filepath.Join(dir, fmt.Sprintf("%s-%x.dpsql", name, sum[:6])), nil
+}
+
 // openPostgres connects the state file to its PostgreSQL source, if it
 // has one or opts gives one (nil: neither).
 func openPostgres(ctx context.Context, db *sql.DB, path string, opts Options) (*pgSource, error) {
-	id, err := postgres.SourceID(ctx, db, opts.Owner && opts.Postgres != "")
+	id, err := postgres.SourceID(ctx, db, opts.Postgres != "")
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}

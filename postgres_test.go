@@ -303,7 +303,9 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 }
 
 // TestPostgresStateFile: the state file is bound to its PostgreSQL
-// source; only the owner mirrors; reserved names are skipped, said so.
+// source; every open mirrors the tables it lacks (an analyst's too, and
+// a state file that does not exist yet is made); reserved names are
+// skipped, said so.
 func TestPostgresStateFile(t *testing.T) {
 	srv := pgtest.StartT(t)
 	db := pgSetup(t, srv, `CREATE TABLE people (id int, age int);
@@ -315,9 +317,6 @@ func TestPostgresStateFile(t *testing.T) {
 		CREATE MATERIALIZED VIEW ages AS SELECT age FROM people`)
 	ctx := context.Background()
 	state := filepath.Join(t.TempDir(), "people.dpsql")
-	if _, err := dpsql.Open(state, dpsql.Options{Postgres: srv.DSN()}); !errors.Is(err, dpsql.ErrNoDatabase) {
-		t.Fatalf("an analyst opened a state file that does not exist: %v", err)
-	}
 	var notes []string
 	owner, err := dpsql.Open(state, dpsql.Options{Owner: true, Postgres: srv.DSN(), Notify: func(n string) { notes = append(notes, n) }})
 	if err != nil {
@@ -341,15 +340,32 @@ func TestPostgresStateFile(t *testing.T) {
 	if _, err := dpsql.Open(state, dpsql.Options{Postgres: "host=/nonexistent dbname=x"}); err == nil {
 		t.Error("opened with an unreachable PostgreSQL")
 	}
-	// A table created later is mirrored by the owner's next open only.
-	// (The test server's role is called dpsql, so an unqualified CREATE
-	// TABLE now lands in the budget's schema: that one is never mirrored.)
+	// A table created later is mirrored by the next open, an analyst's
+	// too: it is private, each row its own unit, until the owner says
+	// otherwise. (The test server's role is called dpsql, so an
+	// unqualified CREATE TABLE now lands in the budget's schema: that one
+	// is never mirrored.)
 	if _, err := db.Exec(`CREATE TABLE public.later (v int); CREATE TABLE stray (v int)`); err != nil {
 		t.Fatal(err)
 	}
-	analyst := open(t, state, dpsql.Options{Epsilon: 1, Postgres: srv.DSN()})
-	if _, err := analyst.Query(ctx, `SELECT COUNT(*) FROM later`); err == nil || !errors.Is(err, dpsql.ErrUnknownName) {
-		t.Errorf("an analyst's open mirrored a new table: %v", err)
+	notes = nil
+	analyst := open(t, state, dpsql.Options{Epsilon: 1, Postgres: srv.DSN(), Notify: func(n string) { notes = append(notes, n) }})
+	if len(notes) != 2 || !strings.HasSuffix(notes[0], ": later") || !strings.HasSuffix(notes[1], ": dpsql.stray, _dpsql_budget, zoo") {
+		t.Errorf("notes of the analyst's open: %q", notes)
+	}
+	if _, err := analyst.Query(ctx, `SELECT COUNT(*) FROM later`); err != nil {
+		t.Errorf("an analyst's open did not mirror a new table: %v", err)
+	}
+	if _, err := analyst.Query(ctx, `SELECT v FROM later`); !errors.Is(err, dpsql.ErrNotPrivate) {
+		t.Errorf("a newly mirrored table is not private: %v", err)
+	}
+	if _, err := analyst.Query(ctx, `SELECT COUNT(*) FROM stray`); !errors.Is(err, dpsql.ErrUnknownName) {
+		t.Errorf("a table in the budget's schema was mirrored: %v", err)
+	}
+	// An analyst's open of a state file that does not exist makes it.
+	mine := open(t, filepath.Join(t.TempDir(), "mine.dpsql"), dpsql.Options{Epsilon: 1, Postgres: srv.DSN()})
+	if r := query(t, mine, `SELECT COUNT(*) + 0.5 FROM people`); r.Rows[0][0] != 500.5 {
+		t.Errorf("a new analyst's state file: %v", r.Rows)
 	}
 	r := query(t, analyst, `SELECT COUNT(*), SUM(x) FROM zoo`)
 	if r.Rows[0][0] != int64(0) {
@@ -396,19 +412,9 @@ func TestPostgresStateFile(t *testing.T) {
 	if _, err := fresh.Query(ctx, `SELECT COUNT(*) FROM people`); err != nil {
 		t.Errorf("one unreadable mirror broke the others: %v", err)
 	}
-	notes = nil
-	owner2 := open(t, state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN(), Notify: func(n string) { notes = append(notes, n) }})
-	if len(notes) != 2 || !strings.HasSuffix(notes[0], ": later, zoo_old") || !strings.HasSuffix(notes[1], ": dpsql.stray, _dpsql_budget, zoo") {
-		t.Errorf("notes of the second owner open: %q", notes)
-	}
-	if _, err := owner2.Query(ctx, `SELECT COUNT(*) FROM stray`); !errors.Is(err, dpsql.ErrUnknownName) {
-		t.Errorf("a table in the budget's schema was mirrored: %v", err)
-	}
-	if _, err := owner2.Query(ctx, `SELECT COUNT(*) FROM later`); err != nil {
-		t.Errorf("the owner's reopen did not mirror a new table: %v", err)
-	}
-	if _, err := owner2.Query(ctx, `SELECT v FROM later`); !errors.Is(err, dpsql.ErrNotPrivate) {
-		t.Errorf("a newly mirrored table is not private: %v", err)
+	owner2 := open(t, state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	if _, err := owner2.Query(ctx, `SELECT COUNT(*) FROM zoo_old`); err != nil {
+		t.Errorf("the renamed table was not mirrored: %v", err)
 	}
 }
 
@@ -875,4 +881,42 @@ func olderStateFile(t *testing.T, setup string) (srv *pgtest.Server, state strin
 	}
 	t.Cleanup(func() { raw.Close() })
 	return srv, state, raw
+}
+
+// TestDefaultStateFile: without a named state file, one per user, host,
+// port and database, whatever the password or the form of the connection
+// string, in the user's cache directory.
+func TestDefaultStateFile(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	name := func(dsn string) string {
+		t.Helper()
+		p, err := dpsql.DefaultStateFile(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	base := name("postgres://ann@db.example:5432/shop")
+	if !strings.HasPrefix(filepath.Base(base), "shop-") || filepath.Base(filepath.Dir(base)) != "dpsql" {
+		t.Errorf("state file %s", base)
+	}
+	for _, same := range []string{"postgres://ann:secret@db.example/shop", "host=db.example user=ann dbname=shop password=other", "postgresql://ann@db.example:5432/shop?sslmode=disable"} {
+		if got := name(same); got != base {
+			t.Errorf("%s: %s, want %s", same, got, base)
+		}
+	}
+	for _, other := range []string{"postgres://bob@db.example/shop", "postgres://ann@db.example/shop2", "postgres://ann@db.example:5433/shop", "postgres://ann@elsewhere/shop"} {
+		if got := name(other); got == base {
+			t.Errorf("%s shares %s", other, base)
+		}
+	}
+	if _, err := dpsql.DefaultStateFile("postgres://%zz"); err == nil {
+		t.Error("a malformed connection string was accepted")
+	}
+	if _, _, err := dpsql.ParseDSN("file:?postgres=" + url.QueryEscape("postgres://ann@db/shop")); err != nil {
+		t.Errorf("driver DSN without a state file: %v", err)
+	}
+	if _, _, err := dpsql.ParseDSN("file:?epsilon=1"); err == nil {
+		t.Error("driver DSN without a path or a PostgreSQL database was accepted")
+	}
 }

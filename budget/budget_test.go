@@ -18,12 +18,12 @@ import (
 	"github.com/dpsql/dpsql/internal/pgtest"
 )
 
-func openFile(t *testing.T, path string) *Store {
+func openFile(t testing.TB, path string) *Store {
 	return openStore(t, "sqlite", "file:"+path+"?_pragma=busy_timeout(20000)", SQLite)
 }
 
 // openStore opens a handle on a budget and makes its tables.
-func openStore(t *testing.T, driver, dsn string, store func(*sql.DB) *Store) *Store {
+func openStore(t testing.TB, driver, dsn string, store func(*sql.DB) *Store) *Store {
 	t.Helper()
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
@@ -591,7 +591,7 @@ func TestMain(m *testing.M) {
 // freshDatabase creates an empty database on the package's server and
 // returns its DSN; without server binaries it skips (unless CI requires
 // PostgreSQL).
-func freshDatabase(t *testing.T) string {
+func freshDatabase(t testing.TB) string {
 	t.Helper()
 	server.once.Do(func() { server.s, server.err = pgtest.Start(context.Background()) })
 	if errors.Is(server.err, pgtest.ErrNoServer) && os.Getenv("DPSQL_REQUIRE_POSTGRES") == "" {
@@ -611,7 +611,7 @@ func freshDatabase(t *testing.T) string {
 	return dsn
 }
 
-func openPostgres(t *testing.T, dsn string) *Store {
+func openPostgres(t testing.TB, dsn string) *Store {
 	return openStore(t, "pgx", dsn, Postgres)
 }
 
@@ -756,5 +756,34 @@ func TestPostgresChargeWaitsForTheLedgerLock(t *testing.T) {
 	}
 	if len(waited) != 0 {
 		t.Errorf("waiting called %d more times", len(waited))
+	}
+}
+
+// BenchmarkChargeFirst measures one charge — lock, read what is spent,
+// record, commit — on each store: the latency every private query adds
+// before its scan. (The test server runs with fsync off; the SQLite file
+// syncs.)
+//
+//	go test -run XXX -bench ChargeFirst ./budget
+func BenchmarkChargeFirst(b *testing.B) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		b.Run(kind, func(b *testing.B) {
+			var s *Store
+			if kind == "sqlite" {
+				s = openFile(b, filepath.Join(b.TempDir(), "b.db"))
+			} else {
+				s = openPostgres(b, freshDatabase(b))
+			}
+			ctx := context.Background()
+			if err := SetTotal(ctx, s, Cost{Epsilon: MaxTotalEpsilon}, false); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if err := ChargeLaplace(ctx, s, Cost{Epsilon: 1e-6}, "SELECT COUNT(*) FROM t"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -26,6 +26,15 @@ func SourceID(ctx context.Context, db *sql.DB, create bool) (string, error) {
 	if n == 0 && !create {
 		return "", nil
 	}
+	var id string
+	if n > 0 {
+		// Read first: a state file that has its id is not written (an
+		// analyst may open one they cannot write).
+		err := db.QueryRowContext(ctx, `SELECT id FROM `+sourceTable+` LIMIT 1`).Scan(&id)
+		if err == nil || err != sql.ErrNoRows {
+			return id, err
+		}
+	}
 	if create {
 		b := make([]byte, 8)
 		if _, err := rand.Read(b); err != nil {
@@ -36,7 +45,6 @@ func SourceID(ctx context.Context, db *sql.DB, create bool) (string, error) {
 			return "", err
 		}
 	}
-	var id string
 	err := db.QueryRowContext(ctx, `SELECT id FROM `+sourceTable+` LIMIT 1`).Scan(&id)
 	if err == sql.ErrNoRows {
 		return "", nil

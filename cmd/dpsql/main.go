@@ -33,9 +33,11 @@ Usage:
   dpsql serve --db FILE [--listen ADDR] [--tls-cert FILE --tls-key FILE] [...]
 
 With the tables in PostgreSQL, dpsql, import and serve take --db postgres://USER@HOST:PORT/DBNAME
-and --state FILE, the SQLite file that keeps dpsql's mirrors of that database's
-tables and its answer cache; the policies, budget, ledger and analysts live in
-PostgreSQL itself (schema dpsql, docs/backends.md).
+and optionally --state FILE, the SQLite file that keeps dpsql's mirrors of that
+database's tables and its answer cache (default: one per user, host, port and
+database in the user's cache directory, ~/.cache/dpsql on Linux); the policies,
+budget, ledger and analysts live in PostgreSQL itself (schema dpsql,
+docs/backends.md).
 
 With -c the statements are run in order; with -f they are read from SCRIPT
 (-- comments and multi-line statements allowed); with neither, an interactive
@@ -86,7 +88,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("dpsql", flag.ContinueOnError)
 	db := fs.String("db", "", "database `FILE`, or a PostgreSQL database postgres://USER@HOST:PORT/DBNAME (with --state) (required)")
-	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (policies, budget and ledger live in PostgreSQL, schema dpsql)")
+	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (default: one in ~/.cache/dpsql; policies, budget and ledger live in PostgreSQL, schema dpsql)")
 	owner := fs.Bool("owner", false, "owner mode: allow policy and budget statements")
 	format := fs.String("format", "table", "output `format`: table, box, markdown, csv, json or line")
 	command := fs.String("c", "", "run the `statements` and exit")
@@ -376,12 +378,12 @@ func importFlags(fs *flag.FlagSet) func() (csvimport.Options, error) {
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dpsql import", flag.ContinueOnError)
 	db := fs.String("db", "", "database `FILE` (created if missing), or postgres://USER@HOST:PORT/DBNAME (with --state): the table is created there and loaded with COPY")
-	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (policies, budget and ledger live in PostgreSQL, schema dpsql) (created if missing)")
+	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (created if missing; default: one in ~/.cache/dpsql)")
 	table := fs.String("table", "", "`NAME` of the new table")
 	importOptions := importFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: dpsql import --db FILE --table NAME [--no-header] [--delimiter C] CSVFILE
-       dpsql import --db postgres://... --state FILE --table NAME [...] CSVFILE
+       dpsql import --db postgres://... [--state FILE] --table NAME [...] CSVFILE
 
 Creates table NAME from CSVFILE in one streaming pass. The header row gives the
 column names verbatim. Column types (INTEGER, REAL, TEXT) are inferred from the
@@ -447,10 +449,10 @@ Options:
 // or, for a PostgreSQL --db, the --state file (and opts.Postgres).
 func stateFile(db, state string, opts *dpsql.Options) (string, error) {
 	if dpsql.IsPostgresDSN(db) {
-		if state == "" {
-			return "", errors.New("a PostgreSQL --db needs --state FILE: the SQLite file where dpsql keeps its mirrors of that database's tables and its answer cache (see docs/backends.md)")
-		}
 		opts.Postgres = db
+		if state == "" {
+			return dpsql.DefaultStateFile(db)
+		}
 		return state, nil
 	}
 	if state != "" {

@@ -59,15 +59,28 @@ func TestPostgresContract(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--db", pg, "-c", "SHOW TABLES"}, "needs --state FILE"},
 		{[]string{"--db", state, "--state", state, "-c", "SHOW TABLES"}, "--state goes with a PostgreSQL --db"},
 		{[]string{"--db", state, "-c", "SHOW TABLES"}, "open it with that database's connection string"},
-		{[]string{"import", "--db", pg, "--table", "x", bad}, "needs --state FILE"},
-		{[]string{"serve", "--db", pg}, "needs --state FILE"},
 	} {
 		if _, errOut, code := runCLI(t, "", c.args...); code == 0 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%q: code %d, stderr %q (want %q)", c.args, code, errOut, c.want)
 		}
+	}
+	// Without --state, dpsql keeps one state file per database in the
+	// user's cache directory; the policy and the budget, in PostgreSQL,
+	// are the ones set through the named state file above.
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	out, errOut, code = runCLI(t, "", "--db", pg, "--format", "csv", "-c", "SHOW BUDGET; SHOW TABLES")
+	if code != 0 || !strings.Contains(out, "people,private,declared") || !strings.Contains(out, "total,3,0\nspent,1,0") {
+		t.Errorf("without --state: code %d, %q, %q", code, out, errOut)
+	}
+	if _, errOut, code := runCLI(t, "", "import", "--db", pg, "--table", "more", writeCSV(t, dir, 3)); code != 0 {
+		t.Errorf("import without --state: code %d, %q", code, errOut)
+	}
+	files, _ := filepath.Glob(filepath.Join(cache, "dpsql", "*.dpsql"))
+	if len(files) != 1 {
+		t.Errorf("state files in the cache directory: %v, want one", files)
 	}
 }
 

@@ -60,7 +60,7 @@ func TestDocumentedCommandsRun(t *testing.T) {
 			}
 			cmd := exec.Command("sh", "-e", "-c", strings.Join(lines, "\n"))
 			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "DPSQL="+binary, "PATH="+filepath.Dir(binary)+string(os.PathListSeparator)+os.Getenv("PATH"))
+			cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, ".cache"), "DPSQL="+binary, "PATH="+filepath.Dir(binary)+string(os.PathListSeparator)+os.Getenv("PATH"))
 			cmd.Stdin = strings.NewReader("")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Errorf("%s, shell block %d: %v\n%s\n--- output\n%s", doc, i+1, err, b[1], out)

@@ -45,7 +45,7 @@ Options:
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dpsql serve", flag.ContinueOnError)
 	db := fs.String("db", "", "database `FILE` to serve (required; it must exist), or postgres://USER@HOST:PORT/DBNAME with --state")
-	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (it must exist; policies, budget and analysts live in PostgreSQL, schema dpsql)")
+	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (default: one in ~/.cache/dpsql; policies, budget and analysts live in PostgreSQL, schema dpsql)")
 	listen := fs.String("listen", "127.0.0.1:5433", "`ADDRESS` to listen on")
 	cert := fs.String("tls-cert", "", "TLS certificate `FILE` (PEM); with --tls-key, TLS is required")
 	key := fs.String("tls-key", "", "TLS private key `FILE` (PEM)")
