@@ -167,6 +167,17 @@ var sameQueries = []string{
 	`SELECT COUNT(*) FROM patients WHERE region IN (SELECT code FROM lookup)`,
 	`EXPLAIN SELECT region, AVG(income) FROM patients GROUP BY region`,
 	`SHOW TABLES`,
+	// Comparisons of integer columns with integers are sent to PostgreSQL
+	// (filter pushdown); the others, and every row, SQLite checks.
+	`SELECT COUNT(*), SUM(x) FROM t WHERE x > 50 AND i <= 700`,
+	`SELECT g, COUNT(*) FROM t WHERE x = 7 OR x = 8 GROUP BY g`,
+	`SELECT COUNT(*) FROM t WHERE x IN (3, 5, 99) AND i >= 10`,
+	`SELECT COUNT(*) FROM t WHERE x > 49.5 AND x < 51`,
+	`SELECT COUNT(*) FROM t WHERE x >= -9223372036854775808 AND x < 9223372036854775807 AND i > -1`,
+	`SELECT COUNT(*) FROM t WHERE x > '50'`,
+	`SELECT COUNT(*) FROM t WHERE 90 < x`,
+	`SELECT COUNT(*) FROM t AS a JOIN lookup AS l ON a.g = l.code WHERE a.x < 20`,
+	`SELECT ward, COUNT(*) FROM visits WHERE day >= 3 AND uid < 200 GROUP BY ward`,
 }
 
 // sameErrors must fail alike on both backends.
@@ -282,8 +293,10 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 	}
 	sent := log.take()
 	col := `("[^"]+"(::text)?|"[^"]+"::text COLLATE "C"|float8send\("[^"]+"::float8\))`
-	scan := regexp.MustCompile(`^SELECT (` + col + `(, ` + col + `)*(, tableoid::int8, ctid)? |tableoid::int8, ctid )?FROM "public"\."[a-z]+"$`)
-	grouped := regexp.MustCompile(`^SELECT (` + col + `, )*COUNT\(\*\) FROM "public"\."[a-z]+"( GROUP BY [0-9]+(, [0-9]+)*| HAVING COUNT\(\*\) > 0)$`)
+	// Comparisons pushed down: a column, an operator, a parameter.
+	where := `( WHERE "[^"]+" (=|<|<=|>|>=) \$1( AND "[^"]+" (=|<|<=|>|>=) \$[0-9]+)*)?`
+	scan := regexp.MustCompile(`^SELECT (` + col + `(, ` + col + `)*(, tableoid::int8, ctid)? |tableoid::int8, ctid )?FROM "public"\."[a-z]+"` + where + `$`)
+	grouped := regexp.MustCompile(`^SELECT (` + col + `, )*COUNT\(\*\) FROM "public"\."[a-z]+"` + where + `( GROUP BY [0-9]+(, [0-9]+)*| HAVING COUNT\(\*\) > 0)$`)
 	scans := 0
 	for _, q := range sent {
 		if strings.Contains(q, "zzq") || strings.Contains(q, "7777777") || strings.Contains(q, "4242424") || strings.Contains(q, "pg_sleep") {
@@ -918,5 +931,40 @@ func TestDefaultStateFile(t *testing.T) {
 	}
 	if _, _, err := dpsql.ParseDSN("file:?epsilon=1"); err == nil {
 		t.Error("driver DSN without a path or a PostgreSQL database was accepted")
+	}
+}
+
+// TestPostgresPushesIntegerComparisons: a comparison of an integer column
+// with an integer reaches PostgreSQL as a parameter of the scan's WHERE
+// (never as text), once per scan; other comparisons do not.
+func TestPostgresPushesIntegerComparisons(t *testing.T) {
+	log := recordStatements(t)
+	native, pg, _ := bothBackends(t)
+	for _, c := range []struct {
+		query, where string
+	}{
+		{`SELECT COUNT(*) FROM t WHERE x > 4242 AND i <= 700`, ` WHERE "x" > $1 AND "i" <= $2`},
+		{`SELECT COUNT(*) FROM t WHERE x > 42.5`, ``},
+		{`SELECT COUNT(*) FROM t WHERE g = 'a'`, ``},
+		{`SELECT COUNT(*) FROM visits WHERE day = 4243`, ` WHERE "day" = $1`},
+	} {
+		log.take()
+		a, b := query(t, native, c.query), query(t, pg, c.query)
+		if !reflect.DeepEqual(a.Rows, b.Rows) {
+			t.Errorf("%s: %v on SQLite, %v on PostgreSQL", c.query, a.Rows, b.Rows)
+		}
+		scans := 0
+		for _, q := range log.take() {
+			if !strings.Contains(q, `FROM "public".`) {
+				continue
+			}
+			scans++
+			if strings.Contains(q, "4242") || strings.Contains(q, "42.5") || c.where == "" && strings.Contains(q, "WHERE") || c.where != "" && !strings.Contains(q, c.where) {
+				t.Errorf("%s sent %s (want the filter %q)", c.query, q, c.where)
+			}
+		}
+		if scans != 1 {
+			t.Errorf("%s: %d scans", c.query, scans)
+		}
 	}
 }

@@ -92,9 +92,10 @@ func (c *cursor) begin() error {
 	return err
 }
 
-func (c *cursor) Filter(_ int, idxStr string, _ []vtab.Value) error {
+func (c *cursor) Filter(_ int, idxStr string, vals []vtab.Value) error {
 	c.stopScan()
-	if err := c.columns(idxStr); err != nil {
+	cols, filters, _ := strings.Cut(idxStr, "|")
+	if err := c.columns(cols); err != nil {
 		return err
 	}
 	c.scans++
@@ -120,9 +121,18 @@ func (c *cursor) Filter(_ int, idxStr string, _ []vtab.Value) error {
 			c.weighted = false // every row is sent, each with weight 1
 		}
 	}
-	q := c.t.selectSQL(c.used, c.weighted, c.identified)
+	// The first scan sends the pushed comparisons (with this scan's
+	// values); a second one is recorded for every later scan to replay,
+	// whatever their values (a join's inner side gets one per outer row),
+	// so it reads every row and SQLite checks them.
+	var where string
+	var args []any
+	if c.scans == 1 && filters != "" {
+		where, args = c.t.where(strings.Split(filters, ","), vals)
+	}
+	q := c.t.selectSQL(c.used, c.weighted, c.identified, where)
 	observe(q)
-	rows, err := c.tx.Query(c.ctx, q)
+	rows, err := c.tx.Query(c.ctx, q, args...)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,6 +132,9 @@ const (
 type column struct {
 	name string
 	kind kind
+	// integer: an int2, int4 or int8 column, whose comparisons with an
+	// integer PostgreSQL and SQLite decide alike (filter pushdown).
+	integer bool
 }
 
 // affinity is the SQLite type declared for a kind.
@@ -197,7 +201,7 @@ func columns(ctx context.Context, pool *pgxpool.Pool, schema, table string) ([]c
 		if err := rows.Scan(&name, &typ); err != nil {
 			return nil, err
 		}
-		cols = append(cols, column{name: name, kind: kindOf(typ)})
+		cols = append(cols, column{name: name, kind: kindOf(typ), integer: typ == "int2" || typ == "int4" || typ == "int8"})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -302,7 +306,61 @@ func (t *table) BestIndex(info *vtab.IndexInfo) error {
 	info.IdxStr = strings.Join(used, ",")
 	info.EstimatedCost = 1e9
 	info.EstimatedRows = 1e6
+	// Comparisons of an integer column with a value (filter pushdown):
+	// the cursor sends those whose value is an integer as parameters of
+	// the scan's WHERE, so PostgreSQL sends only rows that can match.
+	// SQLite still checks every row it receives (Omit stays false), so
+	// a comparison not sent, or a later scan sent without them, only
+	// costs time.
+	var filters []string
+	for i := range info.Constraints {
+		c := &info.Constraints[i]
+		op, ok := pushedOps[c.Op]
+		if !c.Usable || !ok || c.Column < hidden || c.Column-hidden >= len(t.cols) || !t.cols[c.Column-hidden].integer {
+			continue
+		}
+		c.ArgIndex = len(filters)
+		filters = append(filters, strconv.Itoa(c.Column-hidden)+op)
+	}
+	if len(filters) > 0 {
+		info.IdxStr += "|" + strings.Join(filters, ",")
+		info.EstimatedCost /= float64(1 + len(filters))
+	}
 	return nil
+}
+
+// pushedOps are the comparisons a scan can send PostgreSQL.
+var pushedOps = map[vtab.ConstraintOp]string{vtab.OpEQ: "=", vtab.OpLT: "<", vtab.OpLE: "<=", vtab.OpGT: ">", vtab.OpGE: ">="}
+
+// where prints the scan's WHERE clause from the filters of idxStr
+// ("column op", as BestIndex wrote them) and their values: only those
+// whose value is an integer, each value a parameter ($1, ...); nothing
+// of the analyst's text. A filter left out only lets more rows through,
+// which SQLite then checks.
+func (t *table) where(filters []string, vals []vtab.Value) (string, []any) {
+	var conds []string
+	var args []any
+	for i, f := range filters {
+		if i >= len(vals) {
+			break
+		}
+		v, ok := vals[i].(int64)
+		if !ok {
+			continue
+		}
+		n := strings.IndexAny(f, "=<>")
+		c, err := strconv.Atoi(f[:n])
+		op := f[n:]
+		if err != nil || c < 0 || c >= len(t.cols) || !t.cols[c].integer || !slices.Contains([]string{"=", "<", "<=", ">", ">="}, op) {
+			continue
+		}
+		args = append(args, v)
+		conds = append(conds, Quote(t.cols[c].name)+" "+op+" $"+strconv.Itoa(len(args)))
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
 }
 
 func (t *table) Disconnect() error { return nil }
@@ -322,7 +380,10 @@ func (t *table) Destroy() error { return nil }
 // −0 stay two rows), text-like values as their text in the "C" collation
 // (byte equality, whatever the column's collation), and COUNT(*) is a
 // bigint that cannot overflow.
-func (t *table) selectSQL(used []int, weighted, identified bool) string {
+//
+// where (from table.where) restricts the rows to those that can pass the
+// statement's comparisons of integer columns with integers.
+func (t *table) selectSQL(used []int, weighted, identified bool, where string) string {
 	exprs := make([]string, len(used))
 	for i, c := range used {
 		col := t.cols[c]
@@ -336,7 +397,7 @@ func (t *table) selectSQL(used []int, weighted, identified bool) string {
 			exprs[i] += "::text"
 		}
 	}
-	from := " FROM " + Quote(t.schema) + "." + Quote(t.name)
+	from := " FROM " + Quote(t.schema) + "." + Quote(t.name) + where
 	if !weighted {
 		if identified {
 			// The row's physical identity (rowidOf), the same in every

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"modernc.org/sqlite/vtab"
 
 	"github.com/dpsql/dpsql/catalog"
 )
@@ -20,7 +21,7 @@ func TestWeightColumnIsTheCatalogs(t *testing.T) {
 // of column.
 func TestSelectSQL(t *testing.T) {
 	tb := &table{schema: "sh", name: `o"rders`, cols: []column{
-		{"i", kindInteger}, {"f", kindReal}, {"n", kindNumeric}, {"b", kindBlob}, {`t"x`, kindText}}}
+		{"i", kindInteger, true}, {"f", kindReal, false}, {"n", kindNumeric, false}, {"b", kindBlob, false}, {`t"x`, kindText, false}}}
 	for _, c := range []struct {
 		used                 []int
 		weighted, identified bool
@@ -34,8 +35,38 @@ func TestSelectSQL(t *testing.T) {
 		{[]int{2, 0, 3}, true, false, `SELECT "n"::text COLLATE "C", "i", "b", COUNT(*) FROM "sh"."o""rders" GROUP BY 1, 2, 3`},
 		{nil, true, false, `SELECT COUNT(*) FROM "sh"."o""rders" HAVING COUNT(*) > 0`},
 	} {
-		if got := tb.selectSQL(c.used, c.weighted, c.identified); got != c.want {
+		if got := tb.selectSQL(c.used, c.weighted, c.identified, ""); got != c.want {
 			t.Errorf("selectSQL(%v, %v)\n got %s\nwant %s", c.used, c.weighted, got, c.want)
+		}
+	}
+	where, args := tb.where([]string{"0>=", "0<", "1=", "0=", "9=", "0<>"}, []vtab.Value{int64(3), 2.5, int64(1), int64(-7), int64(0), int64(1)})
+	if got, want := tb.selectSQL([]int{0}, true, false, where), `SELECT "i", COUNT(*) FROM "sh"."o""rders" WHERE "i" >= $1 AND "i" = $2 GROUP BY 1`; got != want || !reflect.DeepEqual(args, []any{int64(3), int64(-7)}) {
+		t.Errorf("with filters\n got %s %v\nwant %s [3 -7]", got, args, want)
+	}
+}
+
+// TestWhereSendsOnlyIntegerComparisons: a filter is sent only for an
+// integer column compared with an integer value, by one of the five
+// operators, as a parameter; anything else is left to SQLite.
+func TestWhereSendsOnlyIntegerComparisons(t *testing.T) {
+	tb := &table{cols: []column{{"i", kindInteger, true}, {"flag", kindInteger, false}, {"f", kindReal, false}, {"s", kindText, false}}}
+	for _, c := range []struct {
+		filters []string
+		vals    []vtab.Value
+		want    string
+	}{
+		{[]string{"0>"}, []vtab.Value{int64(5)}, ` WHERE "i" > $1`},
+		{[]string{"0>"}, []vtab.Value{5.5}, ``},                           // a float: SQLite compares
+		{[]string{"0="}, []vtab.Value{"5"}, ``},                           // text
+		{[]string{"0="}, []vtab.Value{nil}, ``},                           // NULL
+		{[]string{"1="}, []vtab.Value{int64(1)}, ``},                      // boolean, oid: not integer columns here
+		{[]string{"2<"}, []vtab.Value{int64(1)}, ``},                      // float column
+		{[]string{"3="}, []vtab.Value{int64(1)}, ``},                      // text column
+		{[]string{"0=", "0<"}, []vtab.Value{int64(1)}, ` WHERE "i" = $1`}, // fewer values than filters
+		{[]string{"0 OR 1=1 --="}, []vtab.Value{int64(1)}, ``},            // not BestIndex's
+	} {
+		if got, _ := tb.where(c.filters, c.vals); got != c.want {
+			t.Errorf("where(%q, %v) = %q, want %q", c.filters, c.vals, got, c.want)
 		}
 	}
 }
