@@ -186,27 +186,18 @@ func Open(path string, opts Options) (*Engine, error) {
 		// The budget of a PostgreSQL database lives in it (schema dpsql),
 		// shared by every process over it; a state file that kept one
 		// (earlier versions) hands it over once.
+		// So do the policies.
 		ledger = budget.Postgres(pg.ledger)
 		if err := budget.Init(ctx, ledger); err != nil {
 			return fail(err)
 		}
-		n, err := budget.Adopt(ctx, budget.SQLite(db), ledger, pg.id)
-		if err != nil {
-			return fail(fmt.Errorf("moving the state file's budget into PostgreSQL: %w", err))
-		}
-		if n > 0 && opts.Notify != nil {
-			opts.Notify(fmt.Sprintf("moved the state file's budget into PostgreSQL (schema dpsql), with its %d charges since its last reset", n))
-		}
-		// So do the policies.
 		if err := catalog.InitPostgres(ctx, pg.ledger); err != nil {
 			return fail(err)
 		}
-		tables, err := catalog.Adopt(ctx, db, pg.ledger)
-		if err != nil {
-			return fail(fmt.Errorf("moving the state file's policies into PostgreSQL: %w", err))
-		}
-		if len(tables) > 0 && opts.Notify != nil {
-			opts.Notify("moved the state file's policies into PostgreSQL (schema dpsql): " + strings.Join(tables, ", "))
+		if opts.Owner {
+			if err := pg.adopt(ctx, db, ledger, opts.Notify); err != nil {
+				return fail(err)
+			}
 		}
 	} else if err := budget.Init(ctx, ledger); err != nil {
 		return fail(err)

@@ -15,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/dpsql/dpsql/backend/postgres"
+	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/csvimport"
 )
 
@@ -88,6 +90,27 @@ func openPostgres(ctx context.Context, db *sql.DB, path string, opts Options) (*
 		return nil, err
 	}
 	return &pgSource{pool: pool, ledger: stdlib.OpenDBFromPool(pool), id: id, release: postgres.Register(id, pool)}, nil
+}
+
+// adopt hands what a state file of an earlier version kept — its budget
+// and its policies — to PostgreSQL, once, and says so. Only an owner's
+// open adopts: what it adopts can set a total or make a table public.
+func (p *pgSource) adopt(ctx context.Context, db *sql.DB, ledger *budget.Store, notify func(string)) error {
+	n, err := budget.Adopt(ctx, budget.SQLite(db), ledger, p.id)
+	if err != nil {
+		return fmt.Errorf("moving the state file's budget into PostgreSQL: %w", err)
+	}
+	if n > 0 && notify != nil {
+		notify(fmt.Sprintf("moved the state file's budget into PostgreSQL (schema dpsql), with its %d charges since its last reset", n))
+	}
+	tables, err := catalog.Adopt(ctx, db, p.ledger)
+	if err != nil {
+		return fmt.Errorf("moving the state file's policies into PostgreSQL: %w", err)
+	}
+	if len(tables) > 0 && notify != nil {
+		notify("moved the state file's policies into PostgreSQL (schema dpsql): " + strings.Join(tables, ", "))
+	}
+	return nil
 }
 
 // mirror declares the PostgreSQL tables the state file does not have
