@@ -198,6 +198,8 @@ func Open(path string, opts Options) (*Engine, error) {
 			if err := pg.adopt(ctx, db, ledger, opts.Notify); err != nil {
 				return fail(err)
 			}
+		} else if err := pg.refusePending(ctx, db, ledger, path); err != nil {
+			return fail(err)
 		}
 	} else if err := budget.Init(ctx, ledger); err != nil {
 		return fail(err)

@@ -113,6 +113,25 @@ func (p *pgSource) adopt(ctx context.Context, db *sql.DB, ledger *budget.Store, 
 	return nil
 }
 
+// refusePending refuses an analyst's open of a state file whose budget or
+// policies an owner has not moved into PostgreSQL yet: read without its
+// policies, a table with a privacy unit would count each row as a unit,
+// and its earlier charges would not count.
+func (p *pgSource) refusePending(ctx context.Context, db *sql.DB, ledger *budget.Store, path string) error {
+	policies, err := catalog.HasFilePolicies(ctx, db)
+	if err != nil {
+		return err
+	}
+	charges, err := budget.Pending(ctx, budget.SQLite(db), ledger, p.id)
+	if err != nil {
+		return err
+	}
+	if policies || charges {
+		return fmt.Errorf("%w: %s keeps a budget or policies of an earlier dpsql version; the owner opens it once (dpsql --owner --db postgres://... --state %s) to move them into PostgreSQL", ErrNoDatabase, path, path)
+	}
+	return nil
+}
+
 // mirror declares the PostgreSQL tables the state file does not have
 // yet, and says which it added and which it could not.
 func (p *pgSource) mirror(ctx context.Context, db *sql.DB, notify func(string)) error {

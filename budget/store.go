@@ -208,6 +208,23 @@ func (s *Store) locked(ctx context.Context, write func(x spoken) error) error {
 	return err
 }
 
+// Pending reports whether the SQLite store from holds a budget (a total,
+// charges or analysts) that Adopt has not moved into the PostgreSQL store
+// to yet under source.
+func Pending(ctx context.Context, from, to *Store, source string) (bool, error) {
+	var tables int
+	if err := from.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_budget', '_dpsql_ledger', '_dpsql_analysts')`).Scan(&tables); err != nil || tables < 3 {
+		return false, err
+	}
+	var rows int
+	if err := from.db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM _dpsql_budget) + (SELECT COUNT(*) FROM _dpsql_ledger) + (SELECT COUNT(*) FROM _dpsql_analysts)`).Scan(&rows); err != nil || rows == 0 {
+		return false, err
+	}
+	var done int
+	err := to.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM dpsql.adopted WHERE source = $1`, source).Scan(&done)
+	return done == 0, err
+}
+
 // Adopt moves the budget a SQLite state file kept (as dpsql versions did
 // before the budget lived in PostgreSQL) into the PostgreSQL store to, once
 // per source (the state file's PostgreSQL source id): its total, when to

@@ -139,6 +139,19 @@ func (c *Catalog) Fingerprint(tables []string) string {
 	return b.String()
 }
 
+// HasFilePolicies reports whether the SQLite file db still holds policies
+// (a state file of an earlier version, not yet adopted): until they are
+// in PostgreSQL, its tables would be read without them.
+func HasFilePolicies(ctx context.Context, db *sql.DB) (bool, error) {
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_dpsql_tables'`).Scan(&tables); err != nil || tables == 0 {
+		return false, err
+	}
+	var rows int
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM _dpsql_tables`).Scan(&rows)
+	return rows > 0, err
+}
+
 // Adopt moves the policies a SQLite state file kept (as versions did
 // before the catalog of a PostgreSQL database lived in it) into
 // PostgreSQL: every table's policy, bounds and domains, for tables
