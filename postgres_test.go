@@ -178,6 +178,11 @@ var sameQueries = []string{
 	`SELECT COUNT(*) FROM t WHERE 90 < x`,
 	`SELECT COUNT(*) FROM t AS a JOIN lookup AS l ON a.g = l.code WHERE a.x < 20`,
 	`SELECT ward, COUNT(*) FROM visits WHERE day >= 3 AND uid < 200 GROUP BY ward`,
+	`SELECT COUNT(*), SUM(x) FROM t WHERE y > 50.5 AND y <= 90`,
+	`SELECT COUNT(*) FROM t WHERE y = 12 OR y < 0.5`,
+	`SELECT COUNT(*) FROM t WHERE y >= -9e999 AND y < 9e999`,
+	`SELECT COUNT(*) FROM t WHERE y > 9007199254740993`,
+	`SELECT ward, SUM(cost) FROM visits WHERE cost > 40 GROUP BY ward`,
 }
 
 // sameErrors must fail alike on both backends.
@@ -949,10 +954,11 @@ func TestDefaultStateFile(t *testing.T) {
 	}
 }
 
-// TestPostgresPushesIntegerComparisons: a comparison of an integer column
-// with an integer reaches PostgreSQL as a parameter of the scan's WHERE
-// (never as text), once per scan; other comparisons do not.
-func TestPostgresPushesIntegerComparisons(t *testing.T) {
+// TestPostgresPushesExactComparisons: a comparison of an integer column
+// with an integer, or of a float column with a number, reaches PostgreSQL
+// as a parameter of the scan's WHERE (never as text), once per scan;
+// other comparisons do not.
+func TestPostgresPushesExactComparisons(t *testing.T) {
 	log := recordStatements(t)
 	native, pg, _ := bothBackends(t)
 	for _, c := range []struct {
@@ -962,6 +968,8 @@ func TestPostgresPushesIntegerComparisons(t *testing.T) {
 		{`SELECT COUNT(*) FROM t WHERE x > 42.5`, ``},
 		{`SELECT COUNT(*) FROM t WHERE g = 'a'`, ``},
 		{`SELECT COUNT(*) FROM visits WHERE day = 4243`, ` WHERE "day" = $1`},
+		{`SELECT COUNT(*) FROM t WHERE y < 42.5 AND x > 4242`, ` WHERE "y" < $1 AND "x" > $2`},
+		{`SELECT COUNT(*) FROM visits WHERE cost > 4242`, ` WHERE "cost" > $1`},
 	} {
 		log.take()
 		a, b := query(t, native, c.query), query(t, pg, c.query)

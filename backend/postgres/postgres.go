@@ -132,9 +132,29 @@ const (
 type column struct {
 	name string
 	kind kind
-	// integer: an int2, int4 or int8 column, whose comparisons with an
-	// integer PostgreSQL and SQLite decide alike (filter pushdown).
-	integer bool
+	// compared: how PostgreSQL can compare the column with a value as
+	// SQLite would (filter pushdown), or noCompare.
+	compared comparison
+}
+
+// comparison is the kind of column whose comparisons with a value
+// PostgreSQL decides exactly as SQLite does.
+type comparison int
+
+const (
+	noCompare   comparison = iota
+	intCompare             // int2, int4, int8: exact 64-bit integers on both sides
+	realCompare            // float4, float8: IEEE doubles on both sides (NaN is NULL in SQLite)
+)
+
+func comparisonOf(typname string) comparison {
+	switch typname {
+	case "int2", "int4", "int8":
+		return intCompare
+	case "float4", "float8":
+		return realCompare
+	}
+	return noCompare
 }
 
 // affinity is the SQLite type declared for a kind.
@@ -201,7 +221,7 @@ func columns(ctx context.Context, pool *pgxpool.Pool, schema, table string) ([]c
 		if err := rows.Scan(&name, &typ); err != nil {
 			return nil, err
 		}
-		cols = append(cols, column{name: name, kind: kindOf(typ), integer: typ == "int2" || typ == "int4" || typ == "int8"})
+		cols = append(cols, column{name: name, kind: kindOf(typ), compared: comparisonOf(typ)})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -306,9 +326,10 @@ func (t *table) BestIndex(info *vtab.IndexInfo) error {
 	info.IdxStr = strings.Join(used, ",")
 	info.EstimatedCost = 1e9
 	info.EstimatedRows = 1e6
-	// Comparisons of an integer column with a value (filter pushdown):
-	// the cursor sends those whose value is an integer as parameters of
-	// the scan's WHERE, so PostgreSQL sends only rows that can match.
+	// Comparisons of an integer or float column with a value (filter
+	// pushdown): the cursor sends those whose value PostgreSQL compares
+	// exactly as SQLite does (param) as parameters of the scan's WHERE,
+	// so PostgreSQL sends only rows that can match.
 	// SQLite still checks every row it receives (Omit stays false), so
 	// a comparison not sent, or a later scan sent without them, only
 	// costs time.
@@ -316,7 +337,7 @@ func (t *table) BestIndex(info *vtab.IndexInfo) error {
 	for i := range info.Constraints {
 		c := &info.Constraints[i]
 		op, ok := pushedOps[c.Op]
-		if !c.Usable || !ok || c.Column < hidden || c.Column-hidden >= len(t.cols) || !t.cols[c.Column-hidden].integer {
+		if !c.Usable || !ok || c.Column < hidden || c.Column-hidden >= len(t.cols) || t.cols[c.Column-hidden].compared == noCompare {
 			continue
 		}
 		c.ArgIndex = len(filters)
@@ -329,14 +350,37 @@ func (t *table) BestIndex(info *vtab.IndexInfo) error {
 	return nil
 }
 
+// param is the parameter PostgreSQL compares with a column of kind cmp
+// exactly as SQLite compares that column with v, if there is one: an
+// integer with an integer column; a float, or an integer a float64
+// holds exactly (|v| ≤ 2⁵³), with a float column. A float compared
+// with an integer column, text, blobs and NULL are left to SQLite.
+func param(cmp comparison, v vtab.Value) (any, bool) {
+	switch cmp {
+	case intCompare:
+		x, ok := v.(int64)
+		return x, ok
+	case realCompare:
+		switch x := v.(type) {
+		case float64:
+			return x, !math.IsNaN(x)
+		case int64:
+			if x >= -1<<53 && x <= 1<<53 {
+				return float64(x), true
+			}
+		}
+	}
+	return nil, false
+}
+
 // pushedOps are the comparisons a scan can send PostgreSQL.
 var pushedOps = map[vtab.ConstraintOp]string{vtab.OpEQ: "=", vtab.OpLT: "<", vtab.OpLE: "<=", vtab.OpGT: ">", vtab.OpGE: ">="}
 
 // where prints the scan's WHERE clause from the filters of idxStr
 // ("column op", as BestIndex wrote them) and their values: only those
-// whose value is an integer, each value a parameter ($1, ...); nothing
-// of the analyst's text. A filter left out only lets more rows through,
-// which SQLite then checks.
+// whose value param accepts, each a parameter ($1, ...); nothing of the
+// analyst's text. A filter left out only lets more rows through, which
+// SQLite then checks.
 func (t *table) where(filters []string, vals []vtab.Value) (string, []any) {
 	var conds []string
 	var args []any
@@ -344,14 +388,17 @@ func (t *table) where(filters []string, vals []vtab.Value) (string, []any) {
 		if i >= len(vals) {
 			break
 		}
-		v, ok := vals[i].(int64)
-		if !ok {
+		n := strings.IndexAny(f, "=<>")
+		if n < 0 {
 			continue
 		}
-		n := strings.IndexAny(f, "=<>")
 		c, err := strconv.Atoi(f[:n])
 		op := f[n:]
-		if err != nil || c < 0 || c >= len(t.cols) || !t.cols[c].integer || !slices.Contains([]string{"=", "<", "<=", ">", ">="}, op) {
+		if err != nil || c < 0 || c >= len(t.cols) || !slices.Contains([]string{"=", "<", "<=", ">", ">="}, op) {
+			continue
+		}
+		v, ok := param(t.cols[c].compared, vals[i])
+		if !ok {
 			continue
 		}
 		args = append(args, v)
@@ -382,7 +429,7 @@ func (t *table) Destroy() error { return nil }
 // bigint that cannot overflow.
 //
 // where (from table.where) restricts the rows to those that can pass the
-// statement's comparisons of integer columns with integers.
+// statement's comparisons of integer and float columns with values.
 func (t *table) selectSQL(used []int, weighted, identified bool, where string) string {
 	exprs := make([]string, len(used))
 	for i, c := range used {

@@ -21,7 +21,7 @@ func TestWeightColumnIsTheCatalogs(t *testing.T) {
 // of column.
 func TestSelectSQL(t *testing.T) {
 	tb := &table{schema: "sh", name: `o"rders`, cols: []column{
-		{"i", kindInteger, true}, {"f", kindReal, false}, {"n", kindNumeric, false}, {"b", kindBlob, false}, {`t"x`, kindText, false}}}
+		{"i", kindInteger, intCompare}, {"f", kindReal, realCompare}, {"n", kindNumeric, noCompare}, {"b", kindBlob, noCompare}, {`t"x`, kindText, noCompare}}}
 	for _, c := range []struct {
 		used                 []int
 		weighted, identified bool
@@ -39,34 +39,43 @@ func TestSelectSQL(t *testing.T) {
 			t.Errorf("selectSQL(%v, %v)\n got %s\nwant %s", c.used, c.weighted, got, c.want)
 		}
 	}
-	where, args := tb.where([]string{"0>=", "0<", "1=", "0=", "9=", "0<>"}, []vtab.Value{int64(3), 2.5, int64(1), int64(-7), int64(0), int64(1)})
-	if got, want := tb.selectSQL([]int{0}, true, false, where), `SELECT "i", COUNT(*) FROM "sh"."o""rders" WHERE "i" >= $1 AND "i" = $2 GROUP BY 1`; got != want || !reflect.DeepEqual(args, []any{int64(3), int64(-7)}) {
-		t.Errorf("with filters\n got %s %v\nwant %s [3 -7]", got, args, want)
+	where, args := tb.where([]string{"0>=", "0<", "1=", "0=", "9=", "0<>", "2>"}, []vtab.Value{int64(3), 2.5, int64(1), int64(-7), int64(0), int64(1), int64(0)})
+	if got, want := tb.selectSQL([]int{0}, true, false, where), `SELECT "i", COUNT(*) FROM "sh"."o""rders" WHERE "i" >= $1 AND "f" = $2 AND "i" = $3 GROUP BY 1`; got != want || !reflect.DeepEqual(args, []any{int64(3), 1.0, int64(-7)}) {
+		t.Errorf("with filters\n got %s %v\nwant %s [3 1 -7]", got, args, want)
 	}
 }
 
-// TestWhereSendsOnlyIntegerComparisons: a filter is sent only for an
-// integer column compared with an integer value, by one of the five
-// operators, as a parameter; anything else is left to SQLite.
-func TestWhereSendsOnlyIntegerComparisons(t *testing.T) {
-	tb := &table{cols: []column{{"i", kindInteger, true}, {"flag", kindInteger, false}, {"f", kindReal, false}, {"s", kindText, false}}}
+// TestWhereSendsOnlyExactComparisons: a filter is sent only where
+// PostgreSQL compares exactly as SQLite does — an integer column with an
+// integer, a float column with a float or an integer a float64 holds —
+// by one of the five operators, as a parameter; anything else is left to
+// SQLite.
+func TestWhereSendsOnlyExactComparisons(t *testing.T) {
+	tb := &table{cols: []column{{"i", kindInteger, intCompare}, {"flag", kindInteger, noCompare}, {"f", kindReal, realCompare}, {"s", kindText, noCompare}, {"n", kindNumeric, noCompare}}}
 	for _, c := range []struct {
 		filters []string
 		vals    []vtab.Value
 		want    string
+		args    []any
 	}{
-		{[]string{"0>"}, []vtab.Value{int64(5)}, ` WHERE "i" > $1`},
-		{[]string{"0>"}, []vtab.Value{5.5}, ``},                           // a float: SQLite compares
-		{[]string{"0="}, []vtab.Value{"5"}, ``},                           // text
-		{[]string{"0="}, []vtab.Value{nil}, ``},                           // NULL
-		{[]string{"1="}, []vtab.Value{int64(1)}, ``},                      // boolean, oid: not integer columns here
-		{[]string{"2<"}, []vtab.Value{int64(1)}, ``},                      // float column
-		{[]string{"3="}, []vtab.Value{int64(1)}, ``},                      // text column
-		{[]string{"0=", "0<"}, []vtab.Value{int64(1)}, ` WHERE "i" = $1`}, // fewer values than filters
-		{[]string{"0 OR 1=1 --="}, []vtab.Value{int64(1)}, ``},            // not BestIndex's
+		{[]string{"0>"}, []vtab.Value{int64(5)}, ` WHERE "i" > $1`, []any{int64(5)}},
+		{[]string{"0>"}, []vtab.Value{5.5}, ``, nil},                       // a float with an integer column: SQLite compares
+		{[]string{"0="}, []vtab.Value{"5"}, ``, nil},                       // text
+		{[]string{"0="}, []vtab.Value{nil}, ``, nil},                       // NULL
+		{[]string{"1="}, []vtab.Value{int64(1)}, ``, nil},                  // boolean, oid
+		{[]string{"2<"}, []vtab.Value{2.5}, ` WHERE "f" < $1`, []any{2.5}}, // float column, float value
+		{[]string{"2<"}, []vtab.Value{math.Inf(1)}, ` WHERE "f" < $1`, []any{math.Inf(1)}},
+		{[]string{"2>="}, []vtab.Value{int64(1 << 53)}, ` WHERE "f" >= $1`, []any{float64(1 << 53)}},
+		{[]string{"2>="}, []vtab.Value{int64(1<<53 + 1)}, ``, nil}, // not exactly a float64
+		{[]string{"2="}, []vtab.Value{math.NaN()}, ``, nil},
+		{[]string{"3="}, []vtab.Value{int64(1)}, ``, nil},                                  // text column (collations)
+		{[]string{"4="}, []vtab.Value{1.5}, ``, nil},                                       // numeric column (rounded in Go)
+		{[]string{"0=", "0<"}, []vtab.Value{int64(1)}, ` WHERE "i" = $1`, []any{int64(1)}}, // fewer values than filters
+		{[]string{"0 OR 1=1 --="}, []vtab.Value{int64(1)}, ``, nil},                        // not BestIndex's
+		{[]string{"x"}, []vtab.Value{int64(1)}, ``, nil},
 	} {
-		if got, _ := tb.where(c.filters, c.vals); got != c.want {
-			t.Errorf("where(%q, %v) = %q, want %q", c.filters, c.vals, got, c.want)
+		if got, args := tb.where(c.filters, c.vals); got != c.want || !reflect.DeepEqual(args, c.args) {
+			t.Errorf("where(%q, %v) = %q %v, want %q %v", c.filters, c.vals, got, args, c.want, c.args)
 		}
 	}
 }
