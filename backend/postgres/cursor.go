@@ -37,10 +37,11 @@ type cursor struct {
 	recGroup bool   // the recorded scan was grouped (weighted)
 	replay   int    // next recorded row, when replaying
 
-	used       []int // the used table columns, in result order
-	pos        []int // table column → position in the result, or -1
-	weighted   bool  // the result's last column is the weight
-	identified bool  // the result's last two columns are the row's identity
+	raw        []rawDecoder // the running scan's decoders (rawDecoders), or nil
+	used       []int        // the used table columns, in result order
+	pos        []int        // table column → position in the result, or -1
+	weighted   bool         // the result's last column is the weight
+	identified bool         // the result's last two columns are the row's identity
 	vals       []any
 	rowid      int64 // a counter (SQLite's rowid; dpsql reads the identity column instead)
 	identity   int64
@@ -137,6 +138,7 @@ func (c *cursor) Filter(_ int, idxStr string, vals []vtab.Value) error {
 		return err
 	}
 	c.rows = rows
+	c.raw = rawDecoders(rows.FieldDescriptions())
 	// The first scan streams; a second one means more will follow (a
 	// join's inner side), so it is kept.
 	c.record = c.scans >= 2
@@ -191,9 +193,12 @@ func (c *cursor) Next() error {
 		c.stopScan()
 		return err
 	}
-	vals, err := c.rows.Values()
-	if err != nil {
-		return err
+	vals := c.decodeRaw()
+	if vals == nil {
+		var err error
+		if vals, err = c.rows.Values(); err != nil {
+			return err
+		}
 	}
 	c.vals = vals
 	c.rowid++
@@ -204,6 +209,30 @@ func (c *cursor) Next() error {
 		c.recorded = append(c.recorded, recordedRow{vals, c.identity})
 	}
 	return nil
+}
+
+// decodeRaw decodes the current row from its bytes (rawDecoders), or
+// returns nil for pgx to decode it.
+func (c *cursor) decodeRaw() []any {
+	if c.raw == nil {
+		return nil
+	}
+	raws := c.rows.RawValues()
+	if len(raws) != len(c.raw) {
+		return nil
+	}
+	vals := make([]any, len(raws))
+	for i, b := range raws {
+		if b == nil {
+			continue // NULL
+		}
+		v, ok := c.raw[i](b)
+		if !ok {
+			return nil
+		}
+		vals[i] = v
+	}
+	return vals
 }
 
 // rowidOf is a row's identity from its table's oid and its ctid (block,
