@@ -991,3 +991,15 @@ func TestPostgresPushesExactComparisons(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresSchemaNeedsARight: a role that may neither create schemas
+// nor finds one made for it is told what the database's owner runs.
+func TestPostgresSchemaNeedsARight(t *testing.T) {
+	srv := pgtest.StartT(t)
+	pgSetup(t, srv, `CREATE TABLE sales (x int); CREATE ROLE "Clerk" LOGIN; GRANT SELECT ON sales TO "Clerk"`)
+	clerk := strings.Replace(srv.DSN(), "user=dpsql", "user=Clerk", 1)
+	_, err := dpsql.Open(filepath.Join(t.TempDir(), "s.dpsql"), dpsql.Options{Owner: true, Postgres: clerk})
+	if err == nil || !strings.Contains(err.Error(), `CREATE SCHEMA dpsql AUTHORIZATION "Clerk"`) {
+		t.Errorf("open without the right to make the schema: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dpsql/dpsql/internal/storesql"
@@ -137,6 +138,12 @@ func (s *Store) initPostgres(ctx context.Context) error {
 	}
 	for _, stmt := range postgresSchema[min(schemas, 1):] {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "42501" { // insufficient_privilege
+				var role string
+				_ = s.db.QueryRowContext(ctx, `SELECT current_user`).Scan(&role)
+				return fmt.Errorf("budget: making the schema dpsql, which keeps the policies and the budget: %w; the database's owner can make it for dpsql's role: CREATE SCHEMA dpsql AUTHORIZATION %s", err, pgx.Identifier{role}.Sanitize())
+			}
 			return fmt.Errorf("budget: making the schema dpsql: %w", err)
 		}
 	}
