@@ -415,7 +415,7 @@ Options:
 	if f, ok := stderr.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
 		opts.Progress = progressLine(stderr)
 	}
-	engOpts := dpsql.Options{Owner: true}
+	engOpts := dpsql.Options{Owner: true, Notify: func(n string) { fmt.Fprintln(stderr, "note:", n) }}
 	path, err := stateFile(*db, *state, &engOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
@@ -451,7 +451,11 @@ func stateFile(db, state string, opts *dpsql.Options) (string, error) {
 	if dpsql.IsPostgresDSN(db) {
 		opts.Postgres = db
 		if state == "" {
-			return dpsql.DefaultStateFile(db)
+			path, err := dpsql.DefaultStateFile(db)
+			if _, serr := os.Stat(path); err == nil && serr != nil && opts.Notify != nil {
+				opts.Notify("dpsql keeps this database's table mirrors and answer cache in " + path + " (--state FILE to choose another)")
+			}
+			return path, err
 		}
 		return state, nil
 	}

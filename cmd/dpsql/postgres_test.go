@@ -72,9 +72,13 @@ func TestPostgresContract(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)
 	out, errOut, code = runCLI(t, "", "--db", pg, "--format", "csv", "-c", "SHOW BUDGET; SHOW TABLES")
-	if code != 0 || !strings.Contains(out, "people,private,declared") || !strings.Contains(out, "total,3,0\nspent,1,0") {
+	if code != 0 || !strings.Contains(out, "people,private,declared") || !strings.Contains(out, "total,3,0\nspent,1,0") ||
+		!strings.Contains(errOut, "dpsql keeps this database's table mirrors and answer cache in "+cache) {
 		t.Errorf("without --state: code %d, %q, %q", code, out, errOut)
 	}
+	// dpsql serve too, with no state file yet (it used to refuse a
+	// missing one).
+	startServe(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "--db", pg)
 	if _, errOut, code := runCLI(t, "", "import", "--db", pg, "--table", "more", writeCSV(t, dir, 3)); code != 0 {
 		t.Errorf("import without --state: code %d, %q", code, errOut)
 	}
