@@ -166,42 +166,15 @@ func Open(path string, opts Options) (*Engine, error) {
 		pg.close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
+	ledger := budget.SQLite(db)
 	if pg == nil {
-		// With PostgreSQL the policies live there (below).
 		if err := catalog.Init(ctx, db); err != nil {
 			return fail(err)
 		}
-	}
-	if pg != nil {
-		// Every open mirrors the tables the state file lacks (a new table
-		// is private, each row its own unit, until a policy says
-		// otherwise). An analyst who cannot write a shared state file
-		// sees what it has.
-		if err := pg.mirror(ctx, db, opts.Notify); err != nil && opts.Owner {
-			return fail(err)
-		}
-	}
-	ledger := budget.SQLite(db)
-	if pg != nil {
-		// The budget of a PostgreSQL database lives in it (schema dpsql),
-		// shared by every process over it; a state file that kept one
-		// (earlier versions) hands it over once.
-		// So do the policies.
-		ledger = budget.Postgres(pg.ledger)
 		if err := budget.Init(ctx, ledger); err != nil {
 			return fail(err)
 		}
-		if err := catalog.InitPostgres(ctx, pg.ledger); err != nil {
-			return fail(err)
-		}
-		if opts.Owner {
-			if err := pg.adopt(ctx, db, ledger, opts.Notify); err != nil {
-				return fail(err)
-			}
-		} else if err := pg.refusePending(ctx, db, ledger, path); err != nil {
-			return fail(err)
-		}
-	} else if err := budget.Init(ctx, ledger); err != nil {
+	} else if ledger, err = pg.prepare(ctx, db, path, opts); err != nil {
 		return fail(err)
 	}
 	// The answer cache is an economy, not a guarantee: where its tables

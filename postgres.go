@@ -92,6 +92,31 @@ func openPostgres(ctx context.Context, db *sql.DB, path string, opts Options) (*
 	return &pgSource{pool: pool, ledger: stdlib.OpenDBFromPool(pool), id: id, release: postgres.Register(id, pool)}, nil
 }
 
+// prepare readies a state file and its PostgreSQL database for an open:
+// it mirrors the tables the file lacks (every open does; a new table is
+// private, each row its own unit, until a policy says otherwise; an
+// analyst who cannot write a shared state file sees what it has), makes
+// the schema dpsql where the policies and the budget live, shared by
+// every process over the database, and has an owner's open adopt what a
+// state file of an earlier version kept (an analyst's is refused until
+// then). It returns the budget's store.
+func (p *pgSource) prepare(ctx context.Context, db *sql.DB, path string, opts Options) (*budget.Store, error) {
+	if err := p.mirror(ctx, db, opts.Notify); err != nil && opts.Owner {
+		return nil, err
+	}
+	ledger := budget.Postgres(p.ledger)
+	if err := budget.Init(ctx, ledger); err != nil {
+		return nil, err
+	}
+	if err := catalog.InitPostgres(ctx, p.ledger); err != nil {
+		return nil, err
+	}
+	if opts.Owner {
+		return ledger, p.adopt(ctx, db, ledger, opts.Notify)
+	}
+	return ledger, p.refusePending(ctx, db, ledger, path)
+}
+
 // adopt hands what a state file of an earlier version kept — its budget
 // and its policies — to PostgreSQL, once, and says so. Only an owner's
 // open adopts: what it adopts can set a total or make a table public.
