@@ -1003,3 +1003,29 @@ func TestPostgresSchemaNeedsARight(t *testing.T) {
 		t.Errorf("open without the right to make the schema: %v", err)
 	}
 }
+
+// TestPostgresDriverWithoutStateFile: through database/sql, a DSN with no
+// path and a PostgreSQL database uses the default state file.
+func TestPostgresDriverWithoutStateFile(t *testing.T) {
+	srv := pgtest.StartT(t)
+	pgSetup(t, srv, `CREATE TABLE sales (x int); INSERT INTO sales SELECT generate_series(1, 100)`)
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	db, err := sql.Open("dpsql", "file:?role=owner&epsilon=1&postgres="+url.QueryEscape(srv.DSN()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, stmt := range []string{`CREATE PRIVACY POLICY ON sales`, `SET BUDGET epsilon = 5`} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n float64
+	if err := db.QueryRow(`SELECT COUNT(*) + 0.5 FROM sales`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(cache, "dpsql", "postgres-*.dpsql")); len(files) != 1 {
+		t.Errorf("state files: %v", files)
+	}
+}
