@@ -954,8 +954,17 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 // statement) in this session.
 // Each analyst has their own cache: an answer another analyst paid for is
 // not given away free (their budgets would not say what each has seen).
+//
+// With the policies in PostgreSQL, which other processes change, the key
+// also holds the policy the plan was made under, so that no answer is
+// given again under a changed policy; in a file, the owner's policy
+// statements drop the answers they change (cache.Invalidate), and keys
+// stay what earlier versions wrote.
 func (e *Engine) cacheKey(statement string, p *planner.PrivateQuery) string {
-	return cache.Key(statement, semantics, p.Epsilon, p.Delta, e.sess, e.showBounds, e.analyst, p.Policy)
+	if e.pg != nil {
+		return cache.Key(statement, semantics, p.Epsilon, p.Delta, e.sess, e.showBounds, e.analyst, p.Policy)
+	}
+	return cache.Key(statement, semantics, p.Epsilon, p.Delta, e.sess, e.showBounds, e.analyst)
 }
 
 // semantics names what accepted statements mean in this version of the
