@@ -308,6 +308,8 @@ type measureAgg struct {
 	order        []*groupAcc
 	only         *groupAcc   // the group of a scan without keys
 	byIndex      []*groupAcc // groups of a single small integer key
+	unitBuf      []byte      // the current row's unit key (appendKey), reused
+	groupBuf     []byte      // the current row's group key, reused
 	err          error
 }
 
@@ -343,23 +345,42 @@ func parseSpecs(parts []string) ([]spec, error) {
 }
 
 // keyString encodes a group's key values for map lookups.
-func keyString(vals []driver.Value) string {
-	var sb strings.Builder
+func keyString(vals []driver.Value) string { return string(appendKeys(nil, vals...)) }
+
+// appendKeys appends keyString's encoding of vals to dst: per value its
+// type, and its digits, bits or length-prefixed bytes, so that two lists
+// of values encode alike exactly when they are equal value by value (and
+// type by type). The bounded scan builds each row's unit and group keys
+// in reused buffers with it, and allocates a key only for a new unit or
+// group.
+func appendKeys(dst []byte, vals ...driver.Value) []byte {
 	for _, v := range vals {
 		switch v := v.(type) {
 		case nil:
-			sb.WriteString("n;")
+			dst = append(dst, "n;"...)
 		case int64:
-			sb.WriteString("i" + strconv.FormatInt(v, 10) + ";")
+			dst = append(dst, 'i')
+			dst = strconv.AppendInt(dst, v, 10)
+			dst = append(dst, ';')
 		case float64:
-			sb.WriteString("f" + strconv.FormatUint(math.Float64bits(v), 16) + ";")
+			dst = append(dst, 'f')
+			dst = strconv.AppendUint(dst, math.Float64bits(v), 16)
+			dst = append(dst, ';')
 		case string:
-			sb.WriteString("s" + strconv.Itoa(len(v)) + ":" + v + ";")
+			dst = append(dst, 's')
+			dst = strconv.AppendInt(dst, int64(len(v)), 10)
+			dst = append(dst, ':')
+			dst = append(dst, v...)
+			dst = append(dst, ';')
 		case []byte:
-			sb.WriteString("b" + strconv.Itoa(len(v)) + ":" + string(v) + ";")
+			dst = append(dst, 'b')
+			dst = strconv.AppendInt(dst, int64(len(v)), 10)
+			dst = append(dst, ':')
+			dst = append(dst, v...)
+			dst = append(dst, ';')
 		}
 	}
-	return sb.String()
+	return dst
 }
 
 // Numeric converts a value to a number as SQLite's CAST(x AS REAL) does,
@@ -478,16 +499,16 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 	if unit == nil {
 		return nil // rows without a unit belong to nobody
 	}
-	ukey := keyString([]driver.Value{unit})
-	st := a.units[ukey]
+	a.unitBuf = appendKeys(a.unitBuf[:0], unit)
+	st := a.units[string(a.unitBuf)] // a lookup: no copy of the key
 	if st == nil {
 		st = &unitState{}
-		a.units[ukey] = st
+		a.units[string(a.unitBuf)] = st
 	}
-	gkey := keyString(keys)
+	a.groupBuf = appendKeys(a.groupBuf[:0], keys...)
 	var g *keptGroup
 	for _, kg := range st.groups {
-		if kg.id == gkey {
+		if kg.id == string(a.groupBuf) {
 			g = kg
 			break
 		}
@@ -507,7 +528,7 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 			}
 			st.groups = append(st.groups[:worst], st.groups[worst+1:]...)
 		}
-		g = &keptGroup{id: gkey, hash: h, keys: keyValues(keys)}
+		g = &keptGroup{id: string(a.groupBuf), hash: h, keys: keyValues(keys)}
 		st.groups = append(st.groups, g)
 	}
 	row := make([]value, len(vals))
