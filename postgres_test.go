@@ -183,6 +183,15 @@ var sameQueries = []string{
 	`SELECT COUNT(*) FROM t WHERE y >= -9e999 AND y < 9e999`,
 	`SELECT COUNT(*) FROM t WHERE y > 9007199254740993`,
 	`SELECT ward, SUM(cost) FROM visits WHERE cost > 40 GROUP BY ward`,
+	// OR of filtered branches: a plan merging filtered scans by rowid
+	// would drop rows (the cursor's rowids are counters).
+	`SELECT COUNT(*), SUM(x) FROM t WHERE (x = 7 AND i > 3 AND i < 900) OR (x = 8 AND i > 4 AND i < 800) OR (g = 'b' AND x < 3)`,
+	`SELECT COUNT(*) FROM patients WHERE region >= 'N' AND region < 'T'`,
+	`SELECT g, COUNT(*) FROM t WHERE g <> 'z' AND g > 'a' GROUP BY g`,
+	`SELECT COUNT(*) FROM t AS a JOIN lookup AS l ON a.g = l.code WHERE l.label > 'B' AND a.g >= 'a'`,
+	`SELECT COUNT(*) FROM patients WHERE diagnosis = 'flu' OR region = 'North'`,
+	`SELECT COUNT(*) FROM patients WHERE region LIKE 'n%' AND diagnosis LIKE '%u%'`,
+	`SELECT COUNT(*) FROM lookup AS l WHERE l.code LIKE 'a%'`,
 }
 
 // sameErrors must fail alike on both backends.
@@ -299,7 +308,8 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 	sent := log.take()
 	col := `("[^"]+"(::text)?|"[^"]+"::text COLLATE "C"|float8send\("[^"]+"::float8\))`
 	// Comparisons pushed down: a column, an operator, a parameter.
-	where := `( WHERE "[^"]+" (=|<|<=|>|>=) \$1( AND "[^"]+" (=|<|<=|>|>=) \$[0-9]+)*)?`
+	cmp := `"[^"]+"(::text COLLATE "C")? (=|<|<=|>|>=) \$[0-9]+`
+	where := `( WHERE ` + cmp + `( AND ` + cmp + `)*)?`
 	scan := regexp.MustCompile(`^SELECT (` + col + `(, ` + col + `)*(, tableoid::int8, ctid)? |tableoid::int8, ctid )?FROM "public"\."[a-z]+"` + where + `$`)
 	grouped := regexp.MustCompile(`^SELECT (` + col + `, )*COUNT\(\*\) FROM "public"\."[a-z]+"` + where + `( GROUP BY [0-9]+(, [0-9]+)*| HAVING COUNT\(\*\) > 0)$`)
 	scans := 0
@@ -966,7 +976,11 @@ func TestPostgresPushesExactComparisons(t *testing.T) {
 	}{
 		{`SELECT COUNT(*) FROM t WHERE x > 4242 AND i <= 700`, ` WHERE "x" > $1 AND "i" <= $2`},
 		{`SELECT COUNT(*) FROM t WHERE x > 42.5`, ``},
-		{`SELECT COUNT(*) FROM t WHERE g = 'a'`, ``},
+		{`SELECT COUNT(*) FROM t WHERE g = 'a4242'`, ` WHERE "g"::text COLLATE "C" = $1`},
+		{`SELECT COUNT(*) FROM t WHERE g LIKE '%a4242'`, ``},
+		// SQLite turns a LIKE prefix into a range wide enough for its
+		// case-insensitive match ('A' ≤ g < 'b' here) and offers it.
+		{`SELECT COUNT(*) FROM t WHERE g LIKE 'a%'`, ` WHERE "g"::text COLLATE "C" >= $1 AND "g"::text COLLATE "C" < $2`},
 		{`SELECT COUNT(*) FROM visits WHERE day = 4243`, ` WHERE "day" = $1`},
 		{`SELECT COUNT(*) FROM t WHERE y < 42.5 AND x > 4242`, ` WHERE "y" < $1 AND "x" > $2`},
 		{`SELECT COUNT(*) FROM visits WHERE cost > 4242`, ` WHERE "cost" > $1`},

@@ -38,6 +38,7 @@ type cursor struct {
 	replay   int    // next recorded row, when replaying
 
 	raw        []rawDecoder // the running scan's decoders (rawDecoders), or nil
+	filtered   bool         // the running scan sent comparisons
 	used       []int        // the used table columns, in result order
 	pos        []int        // table column → position in the result, or -1
 	weighted   bool         // the result's last column is the weight
@@ -100,7 +101,7 @@ func (c *cursor) Filter(_ int, idxStr string, vals []vtab.Value) error {
 		return err
 	}
 	c.scans++
-	c.eof, c.rowid, c.identity = false, 0, 0
+	c.eof, c.rowid, c.identity, c.filtered = false, 0, 0, false
 	if c.complete && c.recFor == idxStr {
 		c.replay, c.weighted = 0, c.recGroup
 		return c.Next()
@@ -131,6 +132,7 @@ func (c *cursor) Filter(_ int, idxStr string, vals []vtab.Value) error {
 	if c.scans == 1 && filters != "" {
 		where, args = c.t.where(strings.Split(filters, ","), vals)
 	}
+	c.filtered = where != ""
 	q := c.t.selectSQL(c.used, c.weighted, c.identified, where)
 	observe(q)
 	rows, err := c.tx.Query(c.ctx, q, args...)
@@ -272,7 +274,16 @@ func (c *cursor) Column(col int) (vtab.Value, error) {
 	return sqliteValue(c.t.cols[col].kind, v), nil
 }
 
-func (c *cursor) Rowid() (int64, error) { return c.rowid, nil }
+// Rowid is a row counter. A scan that sent comparisons refuses it: only
+// a plan merging several filtered scans by rowid would ask (BestIndex's
+// costs keep SQLite from choosing one), and there a counter would merge
+// different rows — a statement fails rather than drop rows.
+func (c *cursor) Rowid() (int64, error) {
+	if c.filtered {
+		return 0, fmt.Errorf("%s: a filtered scan has no rowids", Module)
+	}
+	return c.rowid, nil
+}
 
 // stopScan ends the running scan without reading the rest of its rows.
 func (c *cursor) stopScan() {

@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -145,6 +146,11 @@ const (
 	noCompare   comparison = iota
 	intCompare             // int2, int4, int8: exact 64-bit integers on both sides
 	realCompare            // float4, float8: IEEE doubles on both sides (NaN is NULL in SQLite)
+	// textCompare: a column read through its text output, compared as
+	// that text in the "C" collation (bytes, then length), as SQLite's
+	// BINARY collation compares the same text — dpsql's grammar has no
+	// COLLATE, and the mirrors declare none.
+	textCompare
 )
 
 func comparisonOf(typname string) comparison {
@@ -153,6 +159,9 @@ func comparisonOf(typname string) comparison {
 		return intCompare
 	case "float4", "float8":
 		return realCompare
+	}
+	if kindOf(typname) == kindText {
+		return textCompare
 	}
 	return noCompare
 }
@@ -344,8 +353,12 @@ func (t *table) BestIndex(info *vtab.IndexInfo) error {
 		filters = append(filters, strconv.Itoa(c.Column-hidden)+op)
 	}
 	if len(filters) > 0 {
+		// The cost stays that of a full scan: a plan that merges several
+		// filtered scans by rowid (SQLite's OR optimization) then costs
+		// more than one scan and is never chosen — the cursor's rowids
+		// are row counters, not identities across scans, so such a merge
+		// would drop rows (and Rowid refuses it, below).
 		info.IdxStr += "|" + strings.Join(filters, ",")
-		info.EstimatedCost /= float64(1 + len(filters))
 	}
 	return nil
 }
@@ -353,10 +366,15 @@ func (t *table) BestIndex(info *vtab.IndexInfo) error {
 // param is the parameter PostgreSQL compares with a column of kind cmp
 // exactly as SQLite compares that column with v, if there is one: an
 // integer with an integer column; a float, or an integer a float64
-// holds exactly (|v| ≤ 2⁵³), with a float column. A float compared
-// with an integer column, text, blobs and NULL are left to SQLite.
+// holds exactly (|v| ≤ 2⁵³), with a float column; text PostgreSQL can
+// hold (valid UTF-8 without NUL) with a text column. A float compared
+// with an integer column, numbers with text, blobs and NULL are left to
+// SQLite.
 func param(cmp comparison, v vtab.Value) (any, bool) {
 	switch cmp {
+	case textCompare:
+		x, ok := v.(string)
+		return x, ok && utf8.ValidString(x) && !strings.ContainsRune(x, 0)
 	case intCompare:
 		x, ok := v.(int64)
 		return x, ok
@@ -402,7 +420,11 @@ func (t *table) where(filters []string, vals []vtab.Value) (string, []any) {
 			continue
 		}
 		args = append(args, v)
-		conds = append(conds, Quote(t.cols[c].name)+" "+op+" $"+strconv.Itoa(len(args)))
+		lhs := Quote(t.cols[c].name)
+		if t.cols[c].compared == textCompare {
+			lhs += `::text COLLATE "C"`
+		}
+		conds = append(conds, lhs+" "+op+" $"+strconv.Itoa(len(args)))
 	}
 	if len(conds) == 0 {
 		return "", nil

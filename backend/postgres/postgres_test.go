@@ -47,11 +47,11 @@ func TestSelectSQL(t *testing.T) {
 
 // TestWhereSendsOnlyExactComparisons: a filter is sent only where
 // PostgreSQL compares exactly as SQLite does — an integer column with an
-// integer, a float column with a float or an integer a float64 holds —
-// by one of the five operators, as a parameter; anything else is left to
-// SQLite.
+// integer, a float column with a float or an integer a float64 holds, a
+// text column with text, as bytes — by one of the five operators, as a
+// parameter; anything else is left to SQLite.
 func TestWhereSendsOnlyExactComparisons(t *testing.T) {
-	tb := &table{cols: []column{{"i", kindInteger, intCompare}, {"flag", kindInteger, noCompare}, {"f", kindReal, realCompare}, {"s", kindText, noCompare}, {"n", kindNumeric, noCompare}}}
+	tb := &table{cols: []column{{"i", kindInteger, intCompare}, {"flag", kindInteger, noCompare}, {"f", kindReal, realCompare}, {"s", kindText, textCompare}, {"n", kindNumeric, noCompare}}}
 	for _, c := range []struct {
 		filters []string
 		vals    []vtab.Value
@@ -68,7 +68,11 @@ func TestWhereSendsOnlyExactComparisons(t *testing.T) {
 		{[]string{"2>="}, []vtab.Value{int64(1 << 53)}, ` WHERE "f" >= $1`, []any{float64(1 << 53)}},
 		{[]string{"2>="}, []vtab.Value{int64(1<<53 + 1)}, ``, nil}, // not exactly a float64
 		{[]string{"2="}, []vtab.Value{math.NaN()}, ``, nil},
-		{[]string{"3="}, []vtab.Value{int64(1)}, ``, nil},                                  // text column (collations)
+		{[]string{"3="}, []vtab.Value{int64(1)}, ``, nil}, // a number with a text column
+		{[]string{"3>="}, []vtab.Value{"naïve"}, ` WHERE "s"::text COLLATE "C" >= $1`, []any{"naïve"}},
+		{[]string{"3="}, []vtab.Value{"a\x00b"}, ``, nil}, // PostgreSQL's text cannot hold it
+		{[]string{"3="}, []vtab.Value{"\xff"}, ``, nil},
+		{[]string{"3="}, []vtab.Value{[]byte("a")}, ``, nil},                               // a blob
 		{[]string{"4="}, []vtab.Value{1.5}, ``, nil},                                       // numeric column (rounded in Go)
 		{[]string{"0=", "0<"}, []vtab.Value{int64(1)}, ` WHERE "i" = $1`, []any{int64(1)}}, // fewer values than filters
 		{[]string{"0 OR 1=1 --="}, []vtab.Value{int64(1)}, ``, nil},                        // not BestIndex's
