@@ -984,6 +984,10 @@ func TestPostgresPushesExactComparisons(t *testing.T) {
 		{`SELECT COUNT(*) FROM visits WHERE day = 4243`, ` WHERE "day" = $1`},
 		{`SELECT COUNT(*) FROM t WHERE y < 42.5 AND x > 4242`, ` WHERE "y" < $1 AND "x" > $2`},
 		{`SELECT COUNT(*) FROM visits WHERE cost > 4242`, ` WHERE "cost" > $1`},
+		// An IN list would make SQLite scan once per value: it is left to
+		// SQLite, and the other comparisons are sent, in one scan.
+		{`SELECT COUNT(*) FROM t WHERE g IN ('a4242', 'b4242', 'c4242') AND x > 4242`, ` WHERE "x" > $1`},
+		{`SELECT COUNT(*) FROM t WHERE x IN (4242, 4243)`, ``},
 	} {
 		log.take()
 		a, b := query(t, native, c.query), query(t, pg, c.query)

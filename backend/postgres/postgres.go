@@ -333,16 +333,16 @@ func (t *table) BestIndex(info *vtab.IndexInfo) error {
 		}
 	}
 	info.IdxStr = strings.Join(used, ",")
-	info.EstimatedCost = 1e9
 	info.EstimatedRows = 1e6
-	// Comparisons of an integer or float column with a value (filter
-	// pushdown): the cursor sends those whose value PostgreSQL compares
+	// Comparisons of an integer, float or text column with a value
+	// (filter pushdown): the cursor sends those whose value PostgreSQL compares
 	// exactly as SQLite does (param) as parameters of the scan's WHERE,
 	// so PostgreSQL sends only rows that can match.
 	// SQLite still checks every row it receives (Omit stays false), so
 	// a comparison not sent, or a later scan sent without them, only
 	// costs time.
 	var filters []string
+	equalities := 0
 	for i := range info.Constraints {
 		c := &info.Constraints[i]
 		op, ok := pushedOps[c.Op]
@@ -351,15 +351,23 @@ func (t *table) BestIndex(info *vtab.IndexInfo) error {
 		}
 		c.ArgIndex = len(filters)
 		filters = append(filters, strconv.Itoa(c.Column-hidden)+op)
+		if op == "=" {
+			equalities++
+		}
 	}
 	if len(filters) > 0 {
-		// The cost stays that of a full scan: a plan that merges several
-		// filtered scans by rowid (SQLite's OR optimization) then costs
-		// more than one scan and is never chosen — the cursor's rowids
-		// are row counters, not identities across scans, so such a merge
-		// would drop rows (and Rowid refuses it, below).
 		info.IdxStr += "|" + strings.Join(filters, ",")
 	}
+	// The cost never drops with comparisons, and grows with each
+	// equality. So SQLite never chooses a plan that merges several
+	// filtered scans by rowid (its OR optimization: two scans cost more
+	// than one) — the cursor's rowids are row counters, not identities
+	// across scans, so a merge would drop rows (and Rowid refuses it,
+	// below). And where an equality comes from an IN list, SQLite, which
+	// would call Filter once per value (the cursor would then read the
+	// table again and again), finds its plan without the IN cheaper; an
+	// equality of its own is still the only plan offered, and sent.
+	info.EstimatedCost = 1e9 * float64(1+equalities)
 	return nil
 }
 
