@@ -35,9 +35,6 @@ func SQLite(db *sql.DB) *Store { return &Store{db: db} }
 // database db (a database/sql handle of the driver "pgx").
 func Postgres(db *sql.DB) *Store { return &Store{db: db, postgres: true} }
 
-// IsPostgres reports whether the store is a PostgreSQL schema.
-func (s *Store) IsPostgres() bool { return s.postgres }
-
 // spoken runs the package's statements in the store's dialect.
 type spoken = storesql.On
 
@@ -105,11 +102,6 @@ var postgresSchema = []string{
 )`,
 }
 
-// schemaLock is the key of the advisory lock under which the schema is
-// made: two processes creating it at once would otherwise collide in
-// PostgreSQL's catalog.
-const schemaLock = 7_102_115_113_108 // "dpsql" in ASCII, as a number
-
 // initPostgres makes the schema dpsql when it is missing, in one
 // transaction.
 func (s *Store) initPostgres(ctx context.Context) error {
@@ -126,7 +118,7 @@ func (s *Store) initPostgres(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLock)); err != nil {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, storesql.SchemaLock); err != nil {
 		return err
 	}
 	// A schema the database's owner made for dpsql's role (CREATE SCHEMA

@@ -64,7 +64,7 @@ func InitPostgres(ctx context.Context, db *sql.DB) error {
 	defer tx.Rollback()
 	// The same lock as the budget's tables: two processes creating them
 	// at once would collide in PostgreSQL's catalog.
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7102115113108)`); err != nil {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, storesql.SchemaLock); err != nil {
 		return err
 	}
 	for _, stmt := range postgresSchema {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/dpsql/dpsql/internal/storesql"
 )
 
 // sourceTable records, in the state file, the id under which its mirrored
@@ -81,9 +83,10 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 // through "$user"). It is empty when the search path has no other.
 const dataSchema = `SELECT COALESCE((SELECT s FROM unnest(current_schemas(false)) WITH ORDINALITY AS p(s, i) WHERE s <> 'dpsql' ORDER BY i LIMIT 1), '')`
 
-// BudgetSchema is the schema of the database's budget and ledger; it is
-// never mirrored, and tables are never imported into it.
-const BudgetSchema = "dpsql"
+// BudgetSchema is the schema of the database's policies, budget and
+// ledger (storesql.Schema); it is never mirrored, and tables are never
+// imported into it.
+const BudgetSchema = storesql.Schema
 
 // Mirror declares in the state file a virtual table for every table
 // (plain, partitioned, materialized view) of PostgreSQL's data schema

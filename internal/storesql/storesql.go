@@ -16,6 +16,11 @@ import (
 // Schema is the PostgreSQL schema of dpsql's own tables.
 const Schema = "dpsql"
 
+// SchemaLock is the key of the advisory lock under which the catalog and
+// the budget make their tables in Schema: two processes making them at
+// once would otherwise collide in PostgreSQL's catalog.
+const SchemaLock int64 = 7_102_115_113_108 // any fixed number; dpsql uses no other advisory lock
+
 // Runner is what a statement runs on: a database, a connection or a
 // transaction.
 type Runner interface {
