@@ -263,22 +263,12 @@ func Adopt(ctx context.Context, from, to *Store, source string) (int, error) {
 		eu, du, rho                   int64
 		analyst                       sql.NullString
 	}
-	var charges []charge
-	rows, err := old.QueryContext(ctx, `SELECT charged, statement, mechanism, epsilon, delta, epsilon_units, delta_units, COALESCE(rho_units, 0), analyst
-		FROM _dpsql_ledger WHERE id > ? ORDER BY id`, total.reset)
+	charges, err := storesql.Collect(ctx, old, `SELECT charged, statement, mechanism, epsilon, delta, epsilon_units, delta_units, COALESCE(rho_units, 0), analyst
+		FROM _dpsql_ledger WHERE id > ? ORDER BY id`, []any{total.reset}, func(rows *sql.Rows) (c charge, err error) {
+		err = rows.Scan(&c.charged, &c.statement, &c.mechanism, &c.eps, &c.delta, &c.eu, &c.du, &c.rho, &c.analyst)
+		return c, err
+	})
 	if err != nil {
-		return 0, err
-	}
-	for rows.Next() {
-		var c charge
-		if err := rows.Scan(&c.charged, &c.statement, &c.mechanism, &c.eps, &c.delta, &c.eu, &c.du, &c.rho, &c.analyst); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		charges = append(charges, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return 0, err
 	}
 	type analyst struct {
@@ -286,21 +276,12 @@ func Adopt(ctx context.Context, from, to *Store, source string) (int, error) {
 		eps, delta              sql.NullFloat64
 		eu, du                  sql.NullInt64
 	}
-	var analysts []analyst
-	rows, err = old.QueryContext(ctx, `SELECT name, verifier, created, epsilon, delta, epsilon_units, delta_units FROM _dpsql_analysts ORDER BY name`)
+	analysts, err := storesql.Collect(ctx, old, `SELECT name, verifier, created, epsilon, delta, epsilon_units, delta_units FROM _dpsql_analysts ORDER BY name`, nil,
+		func(rows *sql.Rows) (a analyst, err error) {
+			err = rows.Scan(&a.name, &a.verifier, &a.created, &a.eps, &a.delta, &a.eu, &a.du)
+			return a, err
+		})
 	if err != nil {
-		return 0, err
-	}
-	for rows.Next() {
-		var a analyst
-		if err := rows.Scan(&a.name, &a.verifier, &a.created, &a.eps, &a.delta, &a.eu, &a.du); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		analysts = append(analysts, a)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return 0, err
 	}
 	var budgetRow struct {

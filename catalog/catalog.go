@@ -333,20 +333,10 @@ func Load(ctx context.Context, q Querier, policies storesql.On) (*Catalog, error
 }
 
 func queryStrings(ctx context.Context, q Querier, query string, args ...any) ([]string, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return storesql.Collect(ctx, q, query, args, func(rows *sql.Rows) (s string, err error) {
+		err = rows.Scan(&s)
+		return s, err
+	})
 }
 
 // CreatePolicy marks table as private with an explicit policy: its

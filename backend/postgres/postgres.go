@@ -27,6 +27,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -420,7 +421,7 @@ func (t *table) where(filters []string, vals []vtab.Value) (string, []any) {
 		}
 		c, err := strconv.Atoi(f[:n])
 		op := f[n:]
-		if err != nil || c < 0 || c >= len(t.cols) || !slices.Contains([]string{"=", "<", "<=", ">", ">="}, op) {
+		if err != nil || c < 0 || c >= len(t.cols) || !slices.Contains(slices.Collect(maps.Values(pushedOps)), op) {
 			continue
 		}
 		v, ok := param(t.cols[c].compared, vals[i])

@@ -131,7 +131,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		script = src
 	}
-	engOpts := dpsql.Options{Owner: *owner, Epsilon: *eps, Notify: func(n string) { fmt.Fprintln(stderr, "note:", n) }}
+	engOpts := dpsql.Options{Owner: *owner, Epsilon: *eps, Notify: noteTo(stderr)}
 	path, err := stateFile(*db, *state, &engOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
@@ -415,7 +415,7 @@ Options:
 	if f, ok := stderr.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
 		opts.Progress = progressLine(stderr)
 	}
-	engOpts := dpsql.Options{Owner: true, Notify: func(n string) { fmt.Fprintln(stderr, "note:", n) }}
+	engOpts := dpsql.Options{Owner: true, Notify: noteTo(stderr)}
 	path, err := stateFile(*db, *state, &engOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
@@ -464,6 +464,9 @@ func stateFile(db, state string, opts *dpsql.Options) (string, error) {
 	}
 	return db, nil
 }
+
+// noteTo prints the engine's notes on w, one per line.
+func noteTo(w io.Writer) func(string) { return func(n string) { fmt.Fprintln(w, "note:", n) } }
 
 // progressLine returns a progress callback that redraws one terminal line.
 func progressLine(w io.Writer) func(int64, float64) {
