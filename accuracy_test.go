@@ -23,7 +23,7 @@ func adultDB(tb testing.TB) string {
 		tb.Skip("../shared/data/adult.csv not present")
 	}
 	path := filepath.Join(tb.TempDir(), "adult.db")
-	owner, err := dpsql.Open(path, dpsql.Options{Owner: true})
+	owner, err := openEngine(path, dpsql.Options{Owner: true}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func BenchmarkAutoBoundsAccuracyAdult(b *testing.B) {
 	if v := os.Getenv("DPSQL_FRACTION"); v != "" {
 		frac = ", bounds_epsilon_fraction = " + v
 	}
-	eng, err := dpsql.Open(path, dpsql.Options{NoCache: true}) // repeated runs measure fresh noise
+	eng, err := openEngine(path, dpsql.Options{NoCache: true}, nil) // repeated runs measure fresh noise
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,10 +1,7 @@
 package dpsql_test
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"testing"
 
@@ -23,51 +20,11 @@ import (
 // mirrors.
 func postgresOpener(srv *pgtest.Server, n *atomic.Int64) audit.Opener {
 	return func(path string, noise mechanism.Noiser) (audit.Engine, error) {
-		ctx := context.Background()
-		dsn, err := srv.CreateDatabase(ctx, fmt.Sprintf("audit%d", n.Add(1)))
-		if err != nil {
-			return nil, err
-		}
-		src, err := sql.Open("sqlite", "file:"+path)
-		if err != nil {
-			return nil, err
-		}
-		defer src.Close()
-		rows, err := src.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\_dpsql\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
-		if err != nil {
-			return nil, err
-		}
-		var tables []string
-		for rows.Next() {
-			var name string
-			rows.Scan(&name)
-			tables = append(tables, name)
-		}
-		rows.Close()
-		if err := srv.CopyFromSQLiteTo(ctx, dsn, src, tables...); err != nil {
-			return nil, err
-		}
 		state := path + ".pg-state"
-		os.Remove(state)
-		if _, err := src.Exec(`VACUUM INTO ?`, state); err != nil {
-			return nil, err
-		}
-		st, err := sql.Open("sqlite", "file:"+state)
+		dsn, err := moveToPostgres(srv, path, state, fmt.Sprintf("audit%d", n.Add(1)))
 		if err != nil {
 			return nil, err
 		}
-		for _, name := range tables {
-			if _, err := st.Exec(`DROP TABLE "` + name + `"`); err != nil {
-				st.Close()
-				return nil, err
-			}
-		}
-		st.Close()
-		owner, err := dpsql.Open(state, dpsql.Options{Owner: true, Postgres: dsn})
-		if err != nil {
-			return nil, err
-		}
-		owner.Close()
 		return dpsql.OpenWithNoise(state, dpsql.Options{Epsilon: 1, Postgres: dsn}, noise)
 	}
 }

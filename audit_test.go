@@ -46,7 +46,7 @@ func keepFinding(t *testing.T, f audit.Finding, name, fault string) string {
 
 // auditOpener opens engines with the auditor's recording noiser.
 func auditOpener(path string, n mechanism.Noiser) (audit.Engine, error) {
-	return dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 1}, n)
+	return openEngine(path, dpsql.Options{Epsilon: 1}, n)
 }
 
 // TestSensitivityAuditor runs the auditor (internal/audit) on a fixed seed:

@@ -2,7 +2,6 @@ package dpsql_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -142,7 +141,7 @@ func TestExplainSQLOverReleasedResults(t *testing.T) {
 // — and a part asked alone afterwards is the cached answer too.
 func TestSQLOverReleasedResultsUsesTheCache(t *testing.T) {
 	path := newDB(t)
-	e, err := dpsql.Open(path, dpsql.Options{Epsilon: 1})
+	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,15 +170,8 @@ func TestSQLOverReleasedResultsUsesTheCache(t *testing.T) {
 // zero noise (issue 10).
 func TestPublicGroups(t *testing.T) {
 	path := newDB(t)
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// 'z' has private rows but is outside g's declared domain; 'q' has none.
-	if _, err := db.Exec(`INSERT INTO lookup VALUES ('q', 'Quebec'), ('z', 'Zulu'), (NULL, 'Nothing')`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	execData(t, path, `INSERT INTO lookup VALUES ('q', 'Quebec'), ('z', 'Zulu'), (NULL, 'Nothing')`)
 	e := open(t, path, dpsql.Options{Epsilon: 1})
 	for _, tc := range []struct{ sql, want string }{
 		{`SELECT l.code, COUNT(*) AS n FROM lookup AS l LEFT JOIN t ON t.g = l.code GROUP BY l.code`, "a:250 b:250 q:0 z:250"},

@@ -1314,9 +1314,22 @@ func (e *Engine) ImportCSV(ctx context.Context, table, path string, opts csvimpo
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	var n int64
+	var cols []csvimport.Column
+	var err error
 	if e.pg != nil {
-		return e.importPostgres(ctx, table, path, opts)
+		n, cols, err = e.importPostgres(ctx, table, path, opts) // one PostgreSQL transaction
+	} else {
+		n, cols, err = e.importSQLite(ctx, table, path, opts)
 	}
+	if err != nil && ctx.Err() != nil {
+		return 0, nil, fmt.Errorf("%w: import cancelled, nothing was imported (%v)", ErrCancelled, ctx.Err())
+	}
+	return n, cols, err
+}
+
+// importSQLite is ImportCSV into the database file.
+func (e *Engine) importSQLite(ctx context.Context, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error) {
 	// A database without user tables has no readers to keep reading: it is
 	// filled in rollback-journal mode, which writes each page once (WAL
 	// writes it twice, to the log and then to the file), and returns to WAL
@@ -1331,11 +1344,7 @@ func (e *Engine) ImportCSV(ctx context.Context, table, path string, opts csvimpo
 			defer e.db.ExecContext(context.Background(), `PRAGMA journal_mode = WAL`)
 		}
 	}
-	n, cols, err := csvimport.Import(ctx, e.db, table, path, opts)
-	if err != nil && ctx.Err() != nil {
-		return 0, nil, fmt.Errorf("%w: import cancelled, nothing was imported (%v)", ErrCancelled, ctx.Err())
-	}
-	return n, cols, err
+	return csvimport.Import(ctx, e.db, table, path, opts)
 }
 
 // TableInfo describes a user table: names and declared types only, which

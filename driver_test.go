@@ -13,7 +13,7 @@ import (
 
 func TestDriverQueriesThroughDatabaseSQL(t *testing.T) {
 	path := newDB(t)
-	db, err := sql.Open("dpsql", "file:"+path+"?epsilon=0.5")
+	db, err := sql.Open("dpsql", driverDSN(t, path, "?epsilon=0.5"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestBoundParameterIsALiteral(t *testing.T) {
 
 func TestDriverErrors(t *testing.T) {
 	path := newDB(t)
-	db, _ := sql.Open("dpsql", path)
+	db, _ := sql.Open("dpsql", driverDSN(t, path, ""))
 	defer db.Close()
 	_, err := db.Query("SELECT COUNT(*)\nFROM t WHERE")
 	var se *dpsql.SyntaxError
@@ -114,7 +114,7 @@ func TestDriverErrors(t *testing.T) {
 			db.Close()
 		}
 	}
-	owner, _ := sql.Open("dpsql", "file:"+path+"?role=owner")
+	owner, _ := sql.Open("dpsql", driverDSN(t, path, "?role=owner"))
 	defer owner.Close()
 	if _, err := owner.Exec(`SET BUDGET epsilon = ?`, 200.0); err != nil {
 		t.Errorf("owner SET BUDGET with a parameter: %v", err)
@@ -127,7 +127,7 @@ func TestDriverErrors(t *testing.T) {
 func TestDriverSetEpsilonIsPerConnection(t *testing.T) {
 	path := newDB(t)
 	ctx := context.Background()
-	db, err := sql.Open("dpsql", "file:"+path)
+	db, err := sql.Open("dpsql", driverDSN(t, path, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestDriverSetEpsilonIsPerConnection(t *testing.T) {
 	if err := c2.QueryRowContext(ctx, "SELECT COUNT(*) FROM t").Scan(&n); !errors.Is(err, dpsql.ErrNoEpsilon) {
 		t.Errorf("another connection: %v, want ErrNoEpsilon", err)
 	}
-	withDSN, err := sql.Open("dpsql", "file:"+path+"?epsilon=0.5")
+	withDSN, err := sql.Open("dpsql", driverDSN(t, path, "?epsilon=0.5"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,12 +177,12 @@ func TestDriverCacheOption(t *testing.T) {
 		dsn   string
 		spent float64
 	}{{"?epsilon=0.5", 0.5}, {"?epsilon=0.5&cache=off", 1}} {
-		db, err := sql.Open("dpsql", "file:"+path+tc.dsn)
+		db, err := sql.Open("dpsql", driverDSN(t, path, tc.dsn))
 		if err != nil {
 			t.Fatal(err)
 		}
 		db.SetMaxOpenConns(1)
-		owner, _ := sql.Open("dpsql", "file:"+path+"?role=owner")
+		owner, _ := sql.Open("dpsql", driverDSN(t, path, "?role=owner"))
 		for _, q := range []string{"RESET CACHE", "RESET BUDGET"} {
 			if _, err := owner.Exec(q); err != nil {
 				t.Fatal(err)
@@ -216,8 +216,8 @@ func TestDriverCacheOption(t *testing.T) {
 		}
 		db.Close()
 	}
-	if _, err := sql.Open("dpsql", "file:"+path+"?cache=maybe"); err == nil {
-		if db, _ := sql.Open("dpsql", "file:"+path+"?cache=maybe"); db.Ping() == nil {
+	if _, err := sql.Open("dpsql", driverDSN(t, path, "?cache=maybe")); err == nil {
+		if db, _ := sql.Open("dpsql", driverDSN(t, path, "?cache=maybe")); db.Ping() == nil {
 			t.Error("cache=maybe accepted")
 		}
 	}

@@ -47,7 +47,7 @@ func newDB(t *testing.T) string {
 
 func open(t *testing.T, path string, opts dpsql.Options) *dpsql.Engine {
 	t.Helper()
-	e, err := dpsql.OpenWithNoise(path, opts, dpsql.ZeroNoise())
+	e, err := openEngine(path, opts, dpsql.ZeroNoise())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestExplainShowsCells(t *testing.T) {
 
 func TestRealNoiseIsAdded(t *testing.T) {
 	path := newDB(t)
-	e, err := dpsql.Open(path, dpsql.Options{Epsilon: 0.1, NoCache: true}) // fresh noise for every repeat
+	e, err := openEngine(path, dpsql.Options{Epsilon: 0.1, NoCache: true}, nil) // fresh noise for every repeat
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +494,7 @@ func TestWaitingForTheLedgerSaysSo(t *testing.T) {
 		return c
 	}
 	notices := make(chan string, 4)
-	e, err := dpsql.Open(path, dpsql.Options{Epsilon: 1, NoCache: true, Notify: func(n string) { notices <- n }})
+	e, err := openEngine(path, dpsql.Options{Epsilon: 1, NoCache: true, Notify: func(n string) { notices <- n }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +590,7 @@ func TestRepeatedQueriesAreFree(t *testing.T) {
 	path := newDB(t)
 	ctx := context.Background()
 	openCached := func(opts dpsql.Options) *dpsql.Engine { // real noise, cache on: as in production
-		e, err := dpsql.Open(path, opts)
+		e, err := openEngine(path, opts, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -703,7 +703,7 @@ func TestConcurrentRepeatsShareOneAnswer(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			e, err := dpsql.Open(path, dpsql.Options{Epsilon: 0.5})
+			e, err := openEngine(path, dpsql.Options{Epsilon: 0.5}, nil)
 			if err != nil {
 				t.Error(err)
 				return
@@ -718,7 +718,7 @@ func TestConcurrentRepeatsShareOneAnswer(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	e, err := dpsql.Open(path, dpsql.Options{Epsilon: 0.5})
+	e, err := openEngine(path, dpsql.Options{Epsilon: 0.5}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func (exactSparse) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholde
 func exactValues(t *testing.T, path, q string) []recorded {
 	t.Helper()
 	r := &recorder{}
-	e, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 1}, r)
+	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func empiricalNeighbours(t *testing.T, d, d2, q string, eps, width float64) {
 	}
 	const n = 1000
 	hist := func(path string, seed uint64) map[int]int {
-		e, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 1}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed+1))}))
+		e, err := openEngine(path, dpsql.Options{Epsilon: 1}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed+1))}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -422,7 +422,7 @@ func TestParametersCheckedBeforeTheCharge(t *testing.T) {
 		t.Errorf("refused statements spent %v", spent(t, e)-before)
 	}
 	// A huge noisy count is clamped into int64, never wrapped.
-	h, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 1}, hugeNoise{})
+	h, err := openEngine(path, dpsql.Options{Epsilon: 1}, hugeNoise{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +459,7 @@ func TestConcurrentQueriesKeepTheirMeasurements(t *testing.T) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			e, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 0.01}, dpsql.ZeroNoise())
+			e, err := openEngine(path, dpsql.Options{Epsilon: 0.01}, dpsql.ZeroNoise())
 			if err != nil {
 				t.Error(err)
 				return
@@ -741,7 +741,7 @@ func TestCancelledQuerySaysWhatWasCharged(t *testing.T) {
 	}
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	c, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 1}, cancelling{cancel: cancel})
+	c, err := openEngine(path, dpsql.Options{Epsilon: 1}, cancelling{cancel: cancel})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,7 +115,7 @@ func TestMedianAgeAccuracy(t *testing.T) {
 	}
 	mustRun(t, owner, `CREATE PRIVACY POLICY ON adult; ALTER PRIVACY POLICY ON adult SET BOUNDS "Age" (0, 125);
 		ALTER PRIVACY POLICY ON adult SET BOUNDS "Capital Gain" (0, 100000); SET BUDGET epsilon = 1000000`)
-	e, err := dpsql.Open(path, dpsql.Options{Epsilon: 1, NoCache: true}) // real noise
+	e, err := openEngine(path, dpsql.Options{Epsilon: 1, NoCache: true}, nil) // real noise
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestApproxQuantiles(t *testing.T) {
 		}
 	}
 
-	real, err := dpsql.Open(e.Path(), dpsql.Options{Epsilon: 0.05, NoCache: true}) // real noise
+	real, err := openEngine(e.Path(), dpsql.Options{Epsilon: 0.05, NoCache: true}, nil) // real noise
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -203,7 +203,7 @@ func FuzzEngineOnAdversarialTable(f *testing.F) {
 	long := strings.Repeat("x", 5000)
 	path := hardDB(f, fmt.Sprintf(adversarialTable, long, long),
 		`CREATE PRIVACY POLICY ON adv OPTIONS (privacy_unit_column = uid, max_rows_contributed = 10)`)
-	e, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 1}, dpsql.ZeroNoise())
+	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, dpsql.ZeroNoise())
 	if err != nil {
 		f.Fatal(err)
 	}

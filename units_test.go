@@ -51,7 +51,7 @@ func unitsDB(t testing.TB, visits []visit, policy string) string {
 // budget large enough for any test (ε = 10^6, δ = 0.5).
 func ownerPolicy(t testing.TB, path, policy string) {
 	t.Helper()
-	owner, err := dpsql.Open(path, dpsql.Options{Owner: true})
+	owner, err := openEngine(path, dpsql.Options{Owner: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestUnitNeighboursEmpirically(t *testing.T) {
 	const n, eps = 1500, 1.0
 	widths := []float64{6, 600}
 	hist := func(path string, seed uint64) [2]map[int]int {
-		e, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: eps}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed))}))
+		e, err := openEngine(path, dpsql.Options{Epsilon: eps}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed))}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +286,7 @@ func TestPartitionSelectionReleasesARareGroupRarely(t *testing.T) {
 	}
 	vs = append(vs, visit{101, "A", 2, 5}, visit{101, "A", 2, 5}) // day 2: one unit
 	path := unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_rows_contributed = 5)`)
-	e, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 1}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(5, 5))}))
+	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(5, 5))}))
 	if err != nil {
 		t.Fatal(err)
 	}

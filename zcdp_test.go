@@ -36,7 +36,7 @@ func zcdpWorkloadDB(t testing.TB, pure bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner, err := dpsql.Open(path, dpsql.Options{Owner: true})
+	owner, err := openEngine(path, dpsql.Options{Owner: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func zcdpWorkloadDB(t testing.TB, pure bool) string {
 // counts (exact: each is exact), and the mechanism of the last query.
 func workloadSD(t testing.TB, path, q string, exact float64, seed uint64) (float64, string) {
 	t.Helper()
-	e, err := dpsql.OpenWithNoise(path, dpsql.Options{Epsilon: 0.01}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed))}))
+	e, err := openEngine(path, dpsql.Options{Epsilon: 0.01}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed))}))
 	if err != nil {
 		t.Fatal(err)
 	}

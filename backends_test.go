@@ -1,0 +1,320 @@
+package dpsql_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/pgtest"
+	"github.com/dpsql/dpsql/mechanism"
+)
+
+// suiteBackend is where the engine suite's tests keep their tables while
+// they run: nil for SQLite files (the default), or a PostgreSQL server,
+// set by TestEngineSuiteOnPostgres for the tests it runs again there.
+var suiteBackend struct {
+	sync.Mutex
+	srv   *pgtest.Server
+	moved map[string]string // database file → the DSN its tables moved to
+	n     int
+}
+
+// openEngine opens the engine of a test's database file. On SQLite it is
+// dpsql.OpenWithNoise (dpsql.Open for a nil noise). While the suite runs
+// on PostgreSQL, the file's tables first move into a fresh PostgreSQL
+// database (once per file: moveToPostgres) and the engine reads them
+// there, with the file as its state file.
+func openEngine(path string, opts dpsql.Options, noise mechanism.Noiser) (*dpsql.Engine, error) {
+	if opts.Postgres == "" {
+		dsn, err := postgresOf(path)
+		if err != nil {
+			return nil, err
+		}
+		opts.Postgres = dsn
+	}
+	if noise == nil {
+		return dpsql.Open(path, opts)
+	}
+	return dpsql.OpenWithNoise(path, opts, noise)
+}
+
+// postgresOf returns the DSN that the file's tables live in: "" on
+// SQLite.
+func postgresOf(path string) (string, error) {
+	suiteBackend.Lock()
+	defer suiteBackend.Unlock()
+	if suiteBackend.srv == nil {
+		return "", nil
+	}
+	if dsn, ok := suiteBackend.moved[path]; ok {
+		return dsn, nil
+	}
+	suiteBackend.n++
+	dsn, err := moveToPostgres(suiteBackend.srv, path, path, fmt.Sprintf("suite%d", suiteBackend.n))
+	if err != nil {
+		return "", fmt.Errorf("moving %s to PostgreSQL: %w", path, err)
+	}
+	suiteBackend.moved[path] = dsn
+	return dsn, nil
+}
+
+// moveToPostgres copies the user tables of the SQLite database at path
+// into a new PostgreSQL database called name (pgtest.CopyFromSQLiteTo:
+// values converted by a fixed per-row rule, so that the copies of
+// neighbouring databases are neighbours too), writes the rest of the file
+// (policies, budget, ledger) to state without those tables, and opens it
+// once as the owner, which adopts the policies and budget into
+// PostgreSQL. state may be path itself. It returns the database's DSN.
+func moveToPostgres(srv *pgtest.Server, path, state, name string) (string, error) {
+	ctx := context.Background()
+	dsn, err := srv.CreateDatabase(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	src, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	rows, err := src.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\_dpsql\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
+	if err != nil {
+		return "", err
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return "", err
+		}
+		tables = append(tables, name)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	if err := srv.CopyFromSQLiteTo(ctx, dsn, src, tables...); err != nil {
+		return "", err
+	}
+	st := src
+	if state != path {
+		os.Remove(state)
+		if _, err := src.Exec(`VACUUM INTO ?`, state); err != nil {
+			return "", err
+		}
+		if st, err = sql.Open("sqlite", "file:"+state); err != nil {
+			return "", err
+		}
+		defer st.Close()
+	}
+	for _, name := range tables {
+		if _, err := st.Exec(`DROP TABLE "` + name + `"`); err != nil {
+			return "", err
+		}
+	}
+	owner, err := dpsql.Open(state, dpsql.Options{Owner: true, Postgres: dsn})
+	if err != nil {
+		return "", err
+	}
+	return dsn, owner.Close()
+}
+
+// TestEngineSuiteOnPostgres runs the engine suite's tests again with
+// every table in PostgreSQL: exact answers with zero noise, refusals,
+// budget, units, joins, subqueries, automatic bounds, the hardening
+// tests and the empirical neighbour tests. Each test builds its SQLite
+// file as on SQLite; its first engine open moves the tables.
+func TestEngineSuiteOnPostgres(t *testing.T) {
+	if postgresRun() {
+		t.Skip("the whole package runs on PostgreSQL (DPSQL_SUITE_BACKEND=postgres)")
+	}
+	srv := pgtest.StartT(t)
+	suiteBackend.Lock()
+	suiteBackend.srv, suiteBackend.moved = srv, map[string]string{}
+	suiteBackend.Unlock()
+	defer func() {
+		suiteBackend.Lock()
+		suiteBackend.srv, suiteBackend.moved = nil, nil
+		suiteBackend.Unlock()
+	}()
+	for _, test := range engineSuite {
+		t.Run(test.name, func(t *testing.T) {
+			before := movedCount()
+			test.run(t)
+			if movedCount() == before && !t.Failed() {
+				t.Errorf("%s opened no database on PostgreSQL", test.name)
+			}
+		})
+	}
+}
+
+// TestMain runs the whole package with its tables in PostgreSQL when
+// DPSQL_SUITE_BACKEND=postgres (a server started for the run): tests of
+// SQLite files themselves fail there, which is what the variable is for
+// — finding out which tests carry over.
+func TestMain(m *testing.M) {
+	if postgresRun() {
+		srv, err := pgtest.Start(context.Background())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		suiteBackend.srv, suiteBackend.moved = srv, map[string]string{}
+		code := m.Run()
+		srv.Stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// engineSuite is what TestEngineSuiteOnPostgres runs on PostgreSQL. Left
+// out: tests of the SQLite file itself (its ledger tables, locks,
+// read-only files, the native scan, the authorizer on raw connections),
+// tests that write to the data through SQLite after the first open, the
+// sensitivity auditor (TestSensitivityAuditorOnPostgres runs it there),
+// and the long accuracy and zCDP workload tests, which do not depend on
+// the backend. DPSQL_SUITE_BACKEND=postgres runs everything there.
+var engineSuite = []struct {
+	name string
+	run  func(*testing.T)
+}{
+	// exact answers, refusals, budget and the answer cache
+	{"TestExactAnswersWithoutNoise", TestExactAnswersWithoutNoise},
+	{"TestAvgClippedAndColumnNames", TestAvgClippedAndColumnNames},
+	{"TestVarianceAndStddevExact", TestVarianceAndStddevExact},
+	{"TestRefusalsSpendNothing", TestRefusalsSpendNothing},
+	{"TestNoBudgetNoEpsilon", TestNoBudgetNoEpsilon},
+	{"TestRealNoiseIsAdded", TestRealNoiseIsAdded},
+	{"TestAdult", TestAdult},
+	{"TestRerunningCreatePolicySaysWhatChanged", TestRerunningCreatePolicySaysWhatChanged},
+	{"TestCancelledImportSaysNothingWasImported", TestCancelledImportSaysNothingWasImported},
+	{"TestShowLedgerIsTheOwners", TestShowLedgerIsTheOwners},
+	{"TestRepeatedQueriesAreFree", TestRepeatedQueriesAreFree},
+	{"TestShowBudgetSaysHowManyQueriesFit", TestShowBudgetSaysHowManyQueriesFit},
+	{"TestConcurrentRepeatsShareOneAnswer", TestConcurrentRepeatsShareOneAnswer},
+	// the database/sql driver
+	{"TestDriverQueriesThroughDatabaseSQL", TestDriverQueriesThroughDatabaseSQL},
+	{"TestDriverErrors", TestDriverErrors},
+	{"TestBoundParameterIsALiteral", TestBoundParameterIsALiteral},
+	{"TestDriverSetEpsilonIsPerConnection", TestDriverSetEpsilonIsPerConnection},
+	// privacy units, partition selection, joins and subqueries
+	{"TestContributionBoundingExact", TestContributionBoundingExact},
+	{"TestGroupBoundingLimitsUnits", TestGroupBoundingLimitsUnits},
+	{"TestPartitionSelectionWithoutNoise", TestPartitionSelectionWithoutNoise},
+	{"TestPartitionSelectionReleasesARareGroupRarely", TestPartitionSelectionReleasesARareGroupRarely},
+	{"TestJoinsAndSubqueriesExact", TestJoinsAndSubqueriesExact},
+	{"TestGroupByUnitIsRefused", TestGroupByUnitIsRefused},
+	{"TestUnitNeighboursEmpirically", TestUnitNeighboursEmpirically},
+	// per-unit bounds and COUNT(DISTINCT)
+	{"TestBigQueryContributionBounds", TestBigQueryContributionBounds},
+	{"TestPerUnitBoundsSensitivity", TestPerUnitBoundsSensitivity},
+	{"TestCountDistinctValues", TestCountDistinctValues},
+	{"TestPerUnitBoundsNeighboursEmpirically", TestPerUnitBoundsNeighboursEmpirically},
+	// SQL over released results, public groups, subqueries
+	{"TestSQLOverReleasedResults", TestSQLOverReleasedResults},
+	{"TestSQLOverReleasedResultsRefusals", TestSQLOverReleasedResultsRefusals},
+	{"TestPublicGroups", TestPublicGroups},
+	{"TestSubqueriesInDPQueries", TestSubqueriesInDPQueries},
+	// peers' spellings, sessions, delta
+	{"TestJoinUsing", TestJoinUsing},
+	{"TestStarInSubqueries", TestStarInSubqueries},
+	{"TestMainSchemaQualifiedNames", TestMainSchemaQualifiedNames},
+	{"TestSessionDelta", TestSessionDelta},
+	{"TestDeltaOne", TestDeltaOne},
+	{"TestUnboundedContributionsRefused", TestUnboundedContributionsRefused},
+	{"TestMinPrivacyUnitsPerGroup", TestMinPrivacyUnitsPerGroup},
+	{"TestPeersSpellings", TestPeersSpellings},
+	// expression group keys
+	{"TestExpressionGroupKeys", TestExpressionGroupKeys},
+	{"TestExpressionKeysDropValuesOutsideTheBins", TestExpressionKeysDropValuesOutsideTheBins},
+	{"TestExpressionKeysRefused", TestExpressionKeysRefused},
+	// automatic bounds and quantiles
+	{"TestAutoBoundsWithoutNoise", TestAutoBoundsWithoutNoise},
+	{"TestAutoBoundsAccuracy", TestAutoBoundsAccuracy},
+	{"TestPercentilesWithoutNoise", TestPercentilesWithoutNoise},
+	{"TestApproxQuantiles", TestApproxQuantiles},
+	{"TestPercentileNeighboursEmpirically", TestPercentileNeighboursEmpirically},
+	// accounting
+	{"TestSingleQueryNeverNoisier", TestSingleQueryNeverNoisier},
+	{"TestPureBudgetAndRecordedRho", TestPureBudgetAndRecordedRho},
+	// hardening, totality and the empirical neighbour tests
+	{"TestNamesResolveAsSQLiteDoes", TestNamesResolveAsSQLiteDoes},
+	{"TestRowEvaluationIsTotal", TestRowEvaluationIsTotal},
+	{"TestExactValuesFarFromZero", TestExactValuesFarFromZero},
+	{"TestUnitByProvenance", TestUnitByProvenance},
+	{"TestClippingIsNumeric", TestClippingIsNumeric},
+	{"TestParametersCheckedBeforeTheCharge", TestParametersCheckedBeforeTheCharge},
+	{"TestConcurrentQueriesKeepTheirMeasurements", TestConcurrentQueriesKeepTheirMeasurements},
+	{"TestRefusalsAreTheSameOnNeighbours", TestRefusalsAreTheSameOnNeighbours},
+	{"TestPublicQueriesKeepSQLiteSemantics", TestPublicQueriesKeepSQLiteSemantics},
+	{"TestPublicQueriesMatchSQLite", TestPublicQueriesMatchSQLite},
+	{"TestNeighbourSensitivityProperty", TestNeighbourSensitivityProperty},
+	{"TestCancelledQuerySaysWhatWasCharged", TestCancelledQuerySaysWhatWasCharged},
+	{"TestEveryFunctionAndOperatorIsTotal", TestEveryFunctionAndOperatorIsTotal},
+	{"TestAuditRegressionCases", TestAuditRegressionCases},
+}
+
+// driverDSN is the driver's DSN for a test's database file with query
+// ("" or "?k=v&..."): on PostgreSQL (openEngine) it also names the
+// database the file's tables moved to.
+func driverDSN(t *testing.T, path, query string) string {
+	t.Helper()
+	dsn, err := postgresOf(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dsn == "" {
+		return "file:" + path + query
+	}
+	sep := "?"
+	if query != "" {
+		sep = "&"
+	}
+	return "file:" + path + query + sep + "postgres=" + url.QueryEscape(dsn)
+}
+
+// execData runs stmt (SQL that SQLite and PostgreSQL read alike) on a
+// test's data: in the file, or in PostgreSQL once its tables moved there.
+func execData(t *testing.T, path, stmt string) {
+	t.Helper()
+	dsn, err := postgresOf(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dsn != "" {
+		conn, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+		return
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(stmt); err != nil {
+		t.Fatalf("%s: %v", stmt, err)
+	}
+}
+
+// movedCount is how many database files moved to PostgreSQL so far.
+func movedCount() int {
+	suiteBackend.Lock()
+	defer suiteBackend.Unlock()
+	return suiteBackend.n
+}
+
+// postgresRun reports whether the whole package runs on PostgreSQL.
+func postgresRun() bool { return os.Getenv("DPSQL_SUITE_BACKEND") == "postgres" }
