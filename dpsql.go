@@ -492,6 +492,9 @@ func (e *Engine) private(ctx context.Context, s *parser.SelectStmt, p *planner.P
 		return nil, cancelled(ctx, err, nil)
 	}
 	defer prep.Close()
+	if e.pg != nil {
+		prep.PushTo(pgPusher{e.db}) // native measurements of a mirror run in PostgreSQL
+	}
 	st, err := e.status(ctx)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/csvimport"
+	"github.com/dpsql/dpsql/rewrite"
 )
 
 // IsPostgresDSN reports whether a --db argument names a PostgreSQL
@@ -214,4 +216,17 @@ func (e *Engine) importPostgres(ctx context.Context, table, path string, opts cs
 		return 0, nil, err
 	}
 	return n, cols, nil
+}
+
+// pgPusher asks PostgreSQL for a scan's native measurements of a mirrored
+// table (exec.Pusher; postgres.Aggregate decides which it can compute
+// exactly).
+type pgPusher struct{ db *sql.DB }
+
+func (p pgPusher) Push(ctx context.Context, pushed *rewrite.Pushed) ([]*big.Int, bool, error) {
+	measures := make([]postgres.Measure, len(pushed.Measures))
+	for i, m := range pushed.Measures {
+		measures[i] = postgres.Measure{Kind: m.Kind, Column: m.Column, Lo: m.Lo, Hi: m.Hi}
+	}
+	return postgres.Aggregate(ctx, p.db, pushed.Table, measures)
 }

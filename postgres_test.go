@@ -148,6 +148,7 @@ var sameQueries = []string{
 	`SELECT MEDIAN(age), PERCENTILE_CONT(income, 0.9) FROM patients`,
 	`SELECT APPROX_QUANTILES(age, 4) FROM patients`,
 	`SELECT AVG(age + 0) FROM patients`,
+	`SELECT COUNT(*), SUM(x), AVG(x), COUNT(x), SUM(i, contribution_bounds_per_row => (100, 200)) FROM t`,
 	`SELECT SUM(income * 2), AVG(LENGTH(diagnosis)) FROM patients`,
 	`SELECT COUNT(DISTINCT diagnosis) FROM patients`,
 	`SELECT COUNT(*), SUM(x), AVG(y), COUNT(y) FROM t`,
@@ -219,8 +220,12 @@ func TestPostgresAnswersLikeSQLite(t *testing.T) {
 		testhooks.PostgresGrouping.Store(grouping)
 		log.take()
 		sameAnswers(t, native, pg)
-		if grouped := counting(log.take(), "COUNT(*) FROM"); (grouping == testhooks.GroupAlways) != (grouped > 0) {
+		sent := log.take()
+		if grouped := counting(sent, "COUNT(*) FROM"); (grouping == testhooks.GroupAlways) != (grouped > 0) {
 			t.Errorf("grouping mode %d: %d grouped scans", grouping, grouped)
+		}
+		if aggregated := counting(sent, ")::text"); (grouping == testhooks.GroupAlways) != (aggregated > 0) {
+			t.Errorf("grouping mode %d: %d scans aggregated in PostgreSQL", grouping, aggregated)
 		}
 	}
 }
@@ -257,11 +262,11 @@ func sameAnswers(t *testing.T, native, pg *dpsql.Engine) {
 }
 
 // withoutSource drops the EXPLAIN rows that say how the scan reads its
-// table: its SQL and, on PostgreSQL, the grouped source.
+// table: its SQL and, on PostgreSQL, the grouped source and the pushdown.
 func withoutSource(rows [][]any) [][]any {
 	var out [][]any
 	for _, r := range rows {
-		if r[0] != "backend SQL" && r[0] != "source" {
+		if r[0] != "backend SQL" && r[0] != "source" && r[0] != "pushdown" {
 			out = append(out, r)
 		}
 	}
@@ -302,6 +307,8 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 		`SELECT SUM(income * 7777777) FROM patients WHERE age > 4242424`,
 		`SELECT code FROM lookup WHERE label = 'zzq-public'`,
 		`SELECT COUNT(*) FROM patients; SELECT pg_sleep(1)`,
+		// Aggregated in PostgreSQL (postgres.Aggregate): bounds as parameters.
+		`SELECT COUNT(*), SUM(x), AVG(x, contribution_bounds_per_row => (-7, 7777)) FROM t`,
 	} {
 		_, _ = pg.Query(context.Background(), q)
 	}
@@ -311,22 +318,27 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 	cmp := `"[^"]+"(::text COLLATE "C")? (=|<|<=|>|>=) \$[0-9]+`
 	where := `( WHERE ` + cmp + `( AND ` + cmp + `)*)?`
 	scan := regexp.MustCompile(`^SELECT (` + col + `(, ` + col + `)*(, tableoid::int8, ctid)? |tableoid::int8, ctid )?FROM "public"\."[a-z]+"` + where + `$`)
+	measure := `(COUNT\(\*\)|COUNT\("[^"]+"::int8\)|SUM\(CASE WHEN "[^"]+"::int8 < \$[0-9]+::int8 THEN \$[0-9]+::int8 WHEN "[^"]+"::int8 > \$[0-9]+::int8 THEN \$[0-9]+::int8 ELSE "[^"]+"::int8 END\))::text`
+	aggregate := regexp.MustCompile(`^SELECT ` + measure + `(, ` + measure + `)* FROM "public"\."[a-z]+"$`)
 	grouped := regexp.MustCompile(`^SELECT (` + col + `, )*COUNT\(\*\) FROM "public"\."[a-z]+"` + where + `( GROUP BY [0-9]+(, [0-9]+)*| HAVING COUNT\(\*\) > 0)$`)
-	scans := 0
+	scans, aggregates := 0, 0
 	for _, q := range sent {
-		if strings.Contains(q, "zzq") || strings.Contains(q, "7777777") || strings.Contains(q, "4242424") || strings.Contains(q, "pg_sleep") {
+		if aggregate.MatchString(q) {
+			aggregates++
+		}
+		if strings.Contains(q, "zzq") || strings.Contains(q, "7777") || strings.Contains(q, "4242424") || strings.Contains(q, "pg_sleep") {
 			t.Errorf("analyst text reached PostgreSQL: %s", q)
 		}
 		if strings.HasPrefix(q, "SELECT a.attname") || strings.HasPrefix(q, "SELECT n.nspname, c.relname") || strings.HasPrefix(q, "SELECT c.relname FROM") || strings.HasPrefix(q, "SELECT c.reltuples") {
 			continue
 		}
-		if !scan.MatchString(q) && !grouped.MatchString(q) {
+		if !scan.MatchString(q) && !grouped.MatchString(q) && !aggregate.MatchString(q) {
 			t.Errorf("unexpected statement sent to PostgreSQL: %s", q)
 		}
 		scans++
 	}
-	if scans == 0 {
-		t.Error("no scan observed")
+	if scans == 0 || aggregates == 0 {
+		t.Errorf("%d scans observed, %d of them aggregates", scans, aggregates)
 	}
 }
 
@@ -1045,5 +1057,77 @@ func TestPostgresDriverWithoutStateFile(t *testing.T) {
 	}
 	if files, _ := filepath.Glob(filepath.Join(cache, "dpsql", "postgres-*.dpsql")); len(files) != 1 {
 		t.Errorf("state files: %v", files)
+	}
+}
+
+// TestPostgresAggregatesNatively: an ungrouped scan of one table whose
+// measurements are counts and clipped sums of integer columns runs in
+// PostgreSQL as one aggregate statement (postgres.Aggregate), with the
+// same exact values as the scan through SQLite: NULLs skipped, extreme
+// values clipped, the bounds sent as parameters. Columns whose values
+// PostgreSQL would not measure as SQLite does (a float's NaN, a boolean)
+// are scanned as before.
+func TestPostgresAggregatesNatively(t *testing.T) {
+	srv := pgtest.StartT(t)
+	pgSetup(t, srv, `CREATE TABLE n (a int2, b int4, c int8, f float8, ok bool);
+		INSERT INTO n SELECT i % 300 - 150, i * 37, i * 1000003 - 900000000, i / 7.0, i % 3 = 0 FROM generate_series(1, 1500) i;
+		INSERT INTO n VALUES (-32768, -2147483648, -9223372036854775808, 'NaN', NULL), (32767, 2147483647, 9223372036854775807, 'Infinity', true),
+			(NULL, NULL, NULL, NULL, NULL), (NULL, 5, NULL, 0.5, false)`)
+	e := open(t, filepath.Join(t.TempDir(), "n.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	mustRun(t, e, `CREATE PRIVACY POLICY ON n;
+		ALTER PRIVACY POLICY ON n SET BOUNDS a (-100, 100);
+		ALTER PRIVACY POLICY ON n SET BOUNDS b (-5, 60000);
+		ALTER PRIVACY POLICY ON n SET BOUNDS c (-1000, 1000);
+		ALTER PRIVACY POLICY ON n SET BOUNDS f (0, 1);
+		ALTER PRIVACY POLICY ON n SET BOUNDS ok (0, 1);
+		SET BUDGET epsilon = 1000`)
+	log := recordStatements(t)
+	defer testhooks.PostgresGrouping.Store(0)
+	// Σ clip(c, -1000, 1000), by hand: rows i·1000003 − 900000000 for
+	// i = 1..1500 (NULLs skipped), and the two extremes.
+	var sumC int64
+	for i := int64(1); i <= 1500; i++ {
+		sumC += min(max(i*1000003-900000000, -1000), 1000)
+	}
+	sumC += -1000 + 1000
+	for _, c := range []struct {
+		query  string
+		pushed bool
+		check  func(row []any) bool
+	}{
+		{`SELECT COUNT(*), COUNT(a), SUM(a), AVG(b), SUM(c) FROM n`, true, func(row []any) bool {
+			return row[0] == int64(1504) && row[1] == int64(1502) && row[4] == float64(sumC)
+		}},
+		{`SELECT SUM(c, contribution_bounds_per_row => (-3, 7)), COUNT(c) FROM n`, true, nil},
+		// NaN is NULL in SQLite: 1502 values, where PostgreSQL counts 1503.
+		{`SELECT COUNT(f), AVG(f) FROM n`, false, func(row []any) bool { return row[0] == int64(1502) }},
+		{`SELECT SUM(ok), COUNT(ok) FROM n`, false, func(row []any) bool { return row[1] == int64(1502) }},
+		{`SELECT SUM(c) FROM n WHERE a > 0`, false, nil},
+		{`SELECT SUM(c + 0) FROM n`, false, nil},
+	} {
+		var answers [2][][]any
+		for i, mode := range []int32{0, testhooks.GroupNever} {
+			testhooks.PostgresGrouping.Store(mode)
+			log.take()
+			answers[i] = query(t, e, c.query).Rows
+			aggregated := counting(log.take(), ")::text") > 0
+			if aggregated != (c.pushed && mode == 0) {
+				t.Errorf("%s (grouping mode %d): aggregated in PostgreSQL: %v", c.query, mode, aggregated)
+			}
+		}
+		if !reflect.DeepEqual(answers[0], answers[1]) {
+			t.Errorf("%s: %v aggregated in PostgreSQL, %v scanned", c.query, answers[0], answers[1])
+		}
+		if c.check != nil && !c.check(answers[0][0]) {
+			t.Errorf("%s: %v", c.query, answers[0])
+		}
+	}
+	testhooks.PostgresGrouping.Store(0)
+	log.take()
+	query(t, e, `SELECT SUM(c, contribution_bounds_per_row => (-4242, 4243)) FROM n`)
+	for _, q := range log.take() {
+		if strings.Contains(q, "4242") || strings.Contains(q, "4243") {
+			t.Errorf("a bound was sent as text: %s", q)
+		}
 	}
 }

@@ -229,7 +229,21 @@ type Prepared struct {
 	slot       int64     // > 0: the statements call slotFunction(slot)
 	q          *planner.PrivateQuery
 	rw         *rewrite.Rewritten
+	pusher     Pusher // nil: every scan runs in SQLite
 }
+
+// A Pusher computes a scan's native measurements in the database its
+// table lives in (rewrite.Pushed), exactly: one value per measure, nil
+// for a sum over no value. ok is false when it declines (the scan then
+// runs in SQLite as usual). It runs after the charge, like the scan.
+type Pusher interface {
+	Push(ctx context.Context, p *rewrite.Pushed) (values []*big.Int, ok bool, err error)
+}
+
+// PushTo lets the query's native measurements run where its table lives
+// (rewrite.Pushed); without it, or when the pusher declines, they run in
+// SQLite.
+func (p *Prepared) PushTo(ps Pusher) { p.pusher = ps }
 
 // Prepare compiles a private query's scan and post-processing statements.
 // The caller must Close the result.
@@ -528,6 +542,24 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.pusher != nil && rw.Pushed != nil {
+		values, ok, err := p.pusher.Push(ctx, rw.Pushed)
+		if err != nil {
+			return nil, backendError(ctx, err)
+		}
+		if ok {
+			// The table's database measured: one group, as a native scan.
+			bg := &measuredGroup{values: make([]*big.Float, nm)}
+			for i, v := range values {
+				if v == nil {
+					v = new(big.Int) // a sum over no value
+				}
+				bg.values[i] = new(big.Float).SetInt(v) // exact: its precision is v's length
+			}
+			copy(sc.values[0], bg.values)
+			return sc, nil
+		}
+	}
 	res, native, err := p.measure(ctx, p.scan, specs, len(rw.Native))
 	if err != nil {
 		return nil, err
@@ -818,6 +850,9 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 	add("backend SQL", rw.Scan)
 	if rw.Weighted {
 		add("source", "the table's source groups identical rows and sends each once with its count ("+catalog.WeightColumn+"); each is measured as that many rows, exactly")
+	}
+	if rw.Pushed != nil {
+		add("pushdown", "the table's database computes these counts and clipped sums itself, exactly, when every measured column is an integer column there (PostgreSQL: int2, int4, int8); otherwise the scan above runs")
 	}
 	add("measurements", fmt.Sprintf("%s per group (argument i of the call is a<i>; values converted as CAST(x AS REAL), clipped, summed exactly)", strings.Join(rw.Measured, "; ")))
 	for i, sr := range q.Searches {

@@ -88,6 +88,7 @@ func (r *relation) resolve(c *parser.ColumnRef) (*relCol, error) {
 	}
 	if found.table != "" {
 		r.rn.read(found.table, found.column)
+		r.rn.baseCols[c] = found.column
 	}
 	return found, nil
 }

@@ -324,6 +324,8 @@ type PrivateQuery struct {
 	// (no bounding), so a row that stands for w identical rows can be
 	// measured w times at once.
 	WeightSQL string
+	// WeightedTable is that table's name (with WeightSQL).
+	WeightedTable string
 	// Reads is what the backend statement may read: per table, the
 	// columns the plan resolved ("*": every column of a public table).
 	Reads map[string]map[string]bool
@@ -398,6 +400,23 @@ func (q *PrivateQuery) PostSQL(e parser.Expr, override func(parser.Expr) (string
 // INTEGER affinity (a schema fact, not a fact about the data: such a
 // column can still hold reals, text or blobs).
 func (q *PrivateQuery) IntegerColumn(e parser.Expr) bool {
+	c := plainRef(e)
+	return c != nil && q.rn.intCols[c]
+}
+
+// BaseColumn returns the base table column that e reads when e is a
+// plain (possibly parenthesised) reference to one.
+func (q *PrivateQuery) BaseColumn(e parser.Expr) (string, bool) {
+	c := plainRef(e)
+	if c == nil {
+		return "", false
+	}
+	name, ok := q.rn.baseCols[c]
+	return name, ok
+}
+
+// plainRef is the column reference e is, parentheses aside, or nil.
+func plainRef(e parser.Expr) *parser.ColumnRef {
 	for {
 		p, ok := e.(*parser.ParenExpr)
 		if !ok {
@@ -405,8 +424,8 @@ func (q *PrivateQuery) IntegerColumn(e parser.Expr) bool {
 		}
 		e = p.X
 	}
-	c, ok := e.(*parser.ColumnRef)
-	return ok && q.rn.intCols[c]
+	c, _ := e.(*parser.ColumnRef)
+	return c
 }
 
 // RenderErr reports an internal failure to resolve a rendered name.
@@ -541,7 +560,7 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 		return nil, err
 	}
 	if rel.weightSQL != "" && rel.unitSQL == "" && rel.base != nil {
-		b.q.WeightSQL = rel.weightSQL
+		b.q.WeightSQL, b.q.WeightedTable = rel.weightSQL, rel.base.Name
 		rn.read(rel.base.Name, catalog.WeightColumn)
 	}
 	read := make([]string, 0, len(rn.reads))

@@ -43,6 +43,8 @@ type renderer struct {
 	cols map[*parser.ColumnRef]string
 	// intCols marks the references to base columns of INTEGER affinity.
 	intCols map[*parser.ColumnRef]bool
+	// baseCols gives the base table column of every reference to one.
+	baseCols map[*parser.ColumnRef]string
 	// reads collects, per table (canonical name), the columns the plan
 	// resolved; "*" stands for every column of a public table.
 	reads   map[string]map[string]bool
@@ -61,7 +63,7 @@ type renderer struct {
 }
 
 func newRenderer() *renderer {
-	return &renderer{cols: map[*parser.ColumnRef]string{}, intCols: map[*parser.ColumnRef]bool{}, reads: map[string]map[string]bool{}, subSQL: map[*parser.SubqueryExpr]string{}, private: true}
+	return &renderer{cols: map[*parser.ColumnRef]string{}, intCols: map[*parser.ColumnRef]bool{}, baseCols: map[*parser.ColumnRef]string{}, reads: map[string]map[string]bool{}, subSQL: map[*parser.SubqueryExpr]string{}, private: true}
 }
 
 // alias returns a fresh table alias. Analysts cannot name anything with the

@@ -50,6 +50,14 @@ type Rewritten struct {
 	// computes natively (see nativeScan); the Scan then returns these
 	// columns first and the measurement aggregate is filtered to no row.
 	Native []string
+	// Pushed, when set, is the same native measurement for the engine to
+	// ask the weighted table's own database (a PostgreSQL mirror) for,
+	// instead of running Scan: a scan of exactly that table, without
+	// units, keys, searches, partition selection or WHERE, whose
+	// measurements are counts and sums of base columns (see nativeScan).
+	// The database may decline (a column whose type it cannot clip
+	// exactly); Scan then runs as usual.
+	Pushed *Pushed
 	// HasFallback: the native scan has sums, and FallbackWith prints the
 	// scan through the measurement aggregate alone, to run when a native
 	// sum comes back as a REAL (nativeScan); then its measurements replace
@@ -102,6 +110,22 @@ func (r *Rewritten) call(fn string, handle bool) string {
 		args = append([]string{"?1"}, args...)
 	}
 	return fn + "(" + strings.Join(args, ", ") + ")"
+}
+
+// Pushed is a native measurement of one table: Measures over the
+// table's base columns, in the order of Measured.
+type Pushed struct {
+	Table    string
+	Measures []PushedMeasure
+}
+
+// PushedMeasure is one native measurement: Kind 'n' counts rows, 'c'
+// the non-NULL values of Column, 's' sums them clipped to [Lo, Hi]
+// (integers of at most maxNativeBound in magnitude).
+type PushedMeasure struct {
+	Kind   byte
+	Column string
+	Lo, Hi int64
 }
 
 // Source is where a cell's exact value comes from: Column ≥ 0 for a
@@ -231,12 +255,16 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	if len(where) > 0 {
 		r.tail += " WHERE " + strings.Join(where, " AND ")
 	}
-	if native, sums, ok := nativeScan(q, specs, args, argExprs); ok && !r.Weighted {
+	if measures, ok := nativeScan(q, specs, argExprs); ok && !r.Weighted {
 		// NativeScan: see nativeScan.
-		r.Native = native
-		if sums {
-			r.HasFallback = true
+		for _, m := range measures {
+			r.Native = append(r.Native, m.sqlite(args))
+			if m.Kind == 's' {
+				r.HasFallback = true
+			}
 		}
+	} else if ok && q.Where == nil {
+		r.Pushed = pushed(q, measures, argExprs)
 	}
 	r.Scan = r.ScanWith(MeasureFunction, true)
 	for i := range q.Keys {
@@ -280,38 +308,72 @@ const maxNativeBound = 1<<16 - 1
 // clipped sum; only the time differs. (Converting each value with CAST AS
 // NUMERIC, guarding with MAX(x), or choosing per row with typeof() were
 // all measured slower.)
-func nativeScan(q *planner.PrivateQuery, specs, args []string, argExprs []parser.Expr) (native []string, sums, ok bool) {
+func nativeScan(q *planner.PrivateQuery, specs []string, argExprs []parser.Expr) (measures []nativeMeasure, ok bool) {
 	if q.UnitSQL != "" || len(q.Keys) > 0 || len(q.Searches) > 0 || q.Selection != nil {
-		return nil, false, false
+		return nil, false
 	}
 	for _, sp := range specs {
 		switch sp[0] {
 		case 'n':
-			native = append(native, "COUNT(*)")
+			measures = append(measures, nativeMeasure{PushedMeasure: PushedMeasure{Kind: 'n'}})
 		case 'c', 's':
 			f := strings.Split(sp[1:], ":")
 			i, err := strconv.Atoi(f[0])
-			if err != nil || i < 0 || i >= len(args) {
-				return nil, false, false
+			if err != nil || i < 0 || i >= len(argExprs) {
+				return nil, false
 			}
-			if sp[0] == 'c' {
-				native = append(native, "COUNT("+args[i]+")")
-				continue
+			m := nativeMeasure{PushedMeasure: PushedMeasure{Kind: sp[0]}, arg: i}
+			if sp[0] == 's' {
+				lo, err1 := strconv.ParseInt(f[1], 10, 64)
+				hi, err2 := strconv.ParseInt(f[2], 10, 64)
+				if err1 != nil || err2 != nil || max(lo, -lo, hi, -hi) > maxNativeBound || !q.IntegerColumn(argExprs[i]) {
+					return nil, false
+				}
+				m.Lo, m.Hi = lo, hi
 			}
-			lo, err1 := strconv.ParseInt(f[1], 10, 64)
-			hi, err2 := strconv.ParseInt(f[2], 10, 64)
-			if err1 != nil || err2 != nil || max(lo, -lo, hi, -hi) > maxNativeBound || !q.IntegerColumn(argExprs[i]) {
-				return nil, false, false
-			}
-			x := args[i]
-			native = append(native, fmt.Sprintf("SUM(CASE WHEN %s < %d THEN %d WHEN %s > %d THEN (CASE WHEN %s <= 9e999 THEN %d ELSE 0.5 END) ELSE %s END)",
-				x, lo, lo, x, hi, x, hi, x))
-			sums = true
+			measures = append(measures, m)
 		default:
-			return nil, false, false
+			return nil, false
 		}
 	}
-	return native, sums, true
+	return measures, true
+}
+
+// nativeMeasure is a native measurement of argument arg of the call.
+type nativeMeasure struct {
+	PushedMeasure
+	arg int
+}
+
+// sqlite prints the measurement in SQLite's SQL over the call's
+// argument expressions.
+func (m nativeMeasure) sqlite(args []string) string {
+	switch m.Kind {
+	case 'n':
+		return "COUNT(*)"
+	case 'c':
+		return "COUNT(" + args[m.arg] + ")"
+	}
+	x := args[m.arg]
+	return fmt.Sprintf("SUM(CASE WHEN %s < %d THEN %d WHEN %s > %d THEN (CASE WHEN %s <= 9e999 THEN %d ELSE 0.5 END) ELSE %s END)",
+		x, m.Lo, m.Lo, x, m.Hi, x, m.Hi, x)
+}
+
+// pushed is the native scan for the weighted table's database, when
+// every measured argument is a plain column of that table (nil if not).
+func pushed(q *planner.PrivateQuery, measures []nativeMeasure, argExprs []parser.Expr) *Pushed {
+	p := &Pushed{Table: q.WeightedTable}
+	for _, m := range measures {
+		if m.Kind != 'n' {
+			col, ok := q.BaseColumn(argExprs[m.arg])
+			if !ok {
+				return nil
+			}
+			m.Column = col
+		}
+		p.Measures = append(p.Measures, m.PushedMeasure)
+	}
+	return p
 }
 
 // keyExpr is a key's value in the scan: its domain position, or the raw

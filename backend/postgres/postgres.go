@@ -16,10 +16,13 @@
 // catalog, budget, ledger and answer cache stay in the SQLite file (the
 // state file); mirror.go declares the mirrors and imports with COPY.
 //
-// What is pushed down: the columns a statement uses (SQLite's colUsed),
-// and, for scans that read the hidden weight column, the grouping of
-// identical rows with their counts. Contribution bounding and filters
-// are not; docs/backends.md has the measurements.
+// What is pushed down: the columns a statement uses (SQLite's colUsed);
+// for scans that read the hidden weight column, the grouping of
+// identical rows with their counts; comparisons PostgreSQL decides
+// exactly as SQLite (filter pushdown); and, outside the virtual table,
+// the counts and clipped sums of integer columns that an ungrouped scan
+// measures (Aggregate). Contribution bounding is not; docs/backends.md
+// has the measurements.
 package postgres
 
 import (

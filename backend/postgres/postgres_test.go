@@ -150,3 +150,32 @@ func TestRegisterKeepsEveryPool(t *testing.T) {
 		t.Fatalf("after every release: %v", err)
 	}
 }
+
+// TestParseMirror: Aggregate finds a mirror's PostgreSQL table from the
+// statement Mirror wrote, whatever the names hold; other statements are
+// not mirrors.
+func TestParseMirror(t *testing.T) {
+	for _, names := range [][3]string{
+		{"src1", "public", "t"},
+		{"s'x", "my, schema", "it's (a) 'table'"},
+		{"", "", "''"},
+	} {
+		stmt := "CREATE VIRTUAL TABLE " + Quote(names[2]) + " USING " + Module + mirrorArgs(names[0], names[1], names[2])
+		id, schema, table, ok := parseMirror(stmt)
+		if !ok || [3]string{id, schema, table} != names {
+			t.Errorf("%s: %q %q %q %v", stmt, id, schema, table, ok)
+		}
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE t (x INTEGER)`,
+		`CREATE VIRTUAL TABLE t USING fts5(a, b)`,
+		`CREATE VIRTUAL TABLE t USING dpsql_postgres('a', 'b')`,
+		`CREATE VIRTUAL TABLE t USING dpsql_postgres('a', 'b', 'c', 'd')`,
+		`CREATE VIRTUAL TABLE t USING dpsql_postgres('a', 'b', c)`,
+		`CREATE VIRTUAL TABLE t USING dpsql_postgres('a', 'b', 'c`,
+	} {
+		if _, _, _, ok := parseMirror(stmt); ok {
+			t.Errorf("%s read as a mirror", stmt)
+		}
+	}
+}
