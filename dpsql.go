@@ -493,7 +493,7 @@ func (e *Engine) private(ctx context.Context, s *parser.SelectStmt, p *planner.P
 	}
 	defer prep.Close()
 	if e.pg != nil {
-		prep.PushTo(pgPusher{e.db}) // native measurements of a mirror run in PostgreSQL
+		prep.PushTo(pgPusher{e.pg, e.db}) // native measurements of a mirror run in PostgreSQL
 	}
 	st, err := e.status(ctx)
 	if err != nil {

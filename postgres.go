@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/csvimport"
+	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/rewrite"
 )
 
@@ -221,12 +221,30 @@ func (e *Engine) importPostgres(ctx context.Context, table, path string, opts cs
 // pgPusher asks PostgreSQL for a scan's native measurements of a mirrored
 // table (exec.Pusher; postgres.Aggregate decides which it can compute
 // exactly).
-type pgPusher struct{ db *sql.DB }
+type pgPusher struct {
+	src *pgSource
+	db  *sql.DB
+}
 
-func (p pgPusher) Push(ctx context.Context, pushed *rewrite.Pushed) ([]*big.Int, bool, error) {
+func (p pgPusher) Push(ctx context.Context, pushed *rewrite.Pushed) ([]exec.PushedGroup, bool, error) {
+	keys := make([]postgres.Key, len(pushed.Keys))
+	for i, k := range pushed.Keys {
+		keys[i] = postgres.Key{Column: k.Column, Domain: k.Domain}
+	}
 	measures := make([]postgres.Measure, len(pushed.Measures))
 	for i, m := range pushed.Measures {
 		measures[i] = postgres.Measure{Kind: m.Kind, Column: m.Column, Lo: m.Lo, Hi: m.Hi}
 	}
-	return postgres.Aggregate(ctx, p.db, pushed.Table, measures)
+	groups, ok, err := postgres.Aggregate(ctx, p.src.pool, p.src.id, p.db, pushed.Table, keys, measures)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	out := make([]exec.PushedGroup, len(groups))
+	for i, g := range groups {
+		out[i] = exec.PushedGroup{Keys: make([]any, len(g.Keys)), Values: g.Values}
+		for j, k := range g.Keys {
+			out[i].Keys[j] = k
+		}
+	}
+	return out, true, nil
 }

@@ -309,6 +309,7 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 		`SELECT COUNT(*) FROM patients; SELECT pg_sleep(1)`,
 		// Aggregated in PostgreSQL (postgres.Aggregate): bounds as parameters.
 		`SELECT COUNT(*), SUM(x), AVG(x, contribution_bounds_per_row => (-7, 7777)) FROM t`,
+		`SELECT g, SUM(x) FROM t GROUP BY g`,
 	} {
 		_, _ = pg.Query(context.Background(), q)
 	}
@@ -319,7 +320,9 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 	where := `( WHERE ` + cmp + `( AND ` + cmp + `)*)?`
 	scan := regexp.MustCompile(`^SELECT (` + col + `(, ` + col + `)*(, tableoid::int8, ctid)? |tableoid::int8, ctid )?FROM "public"\."[a-z]+"` + where + `$`)
 	measure := `(COUNT\(\*\)|COUNT\("[^"]+"::int8\)|SUM\(CASE WHEN "[^"]+"::int8 < \$[0-9]+::int8 THEN \$[0-9]+::int8 WHEN "[^"]+"::int8 > \$[0-9]+::int8 THEN \$[0-9]+::int8 ELSE "[^"]+"::int8 END\))::text`
-	aggregate := regexp.MustCompile(`^SELECT ` + measure + `(, ` + measure + `)* FROM "public"\."[a-z]+"$`)
+	key := `"[^"]+"(::int8|::text COLLATE "C")`
+	inDomain := key + ` = ANY\(\$[0-9]+::(int8|text)\[\]\)`
+	aggregate := regexp.MustCompile(`^SELECT (` + key + `, )*` + measure + `(, ` + measure + `)* FROM "public"\."[a-z]+"( WHERE ` + inDomain + `( AND ` + inDomain + `)* GROUP BY [0-9]+(, [0-9]+)*)?$`)
 	grouped := regexp.MustCompile(`^SELECT (` + col + `, )*COUNT\(\*\) FROM "public"\."[a-z]+"` + where + `( GROUP BY [0-9]+(, [0-9]+)*| HAVING COUNT\(\*\) > 0)$`)
 	scans, aggregates := 0, 0
 	for _, q := range sent {
@@ -1069,10 +1072,11 @@ func TestPostgresDriverWithoutStateFile(t *testing.T) {
 // are scanned as before.
 func TestPostgresAggregatesNatively(t *testing.T) {
 	srv := pgtest.StartT(t)
-	pgSetup(t, srv, `CREATE TABLE n (a int2, b int4, c int8, f float8, ok bool);
-		INSERT INTO n SELECT i % 300 - 150, i * 37, i * 1000003 - 900000000, i / 7.0, i % 3 = 0 FROM generate_series(1, 1500) i;
-		INSERT INTO n VALUES (-32768, -2147483648, -9223372036854775808, 'NaN', NULL), (32767, 2147483647, 9223372036854775807, 'Infinity', true),
-			(NULL, NULL, NULL, NULL, NULL), (NULL, 5, NULL, 0.5, false)`)
+	pgSetup(t, srv, `CREATE TABLE n (a int2, b int4, c int8, f float8, ok bool, g varchar, k int4, digits text);
+		INSERT INTO n SELECT i % 300 - 150, i * 37, i * 1000003 - 900000000, i / 7.0, i % 3 = 0,
+			(ARRAY['a', 'b', 'B', 'c', NULL, 'a '])[1 + i % 6], i % 5 - 1, (i % 4)::text FROM generate_series(1, 1500) i;
+		INSERT INTO n VALUES (-32768, -2147483648, -9223372036854775808, 'NaN', NULL, 'a', 1, '1'), (32767, 2147483647, 9223372036854775807, 'Infinity', true, 'b', 2, '2'),
+			(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), (NULL, 5, NULL, 0.5, false, 'c', 3, '01')`)
 	e := open(t, filepath.Join(t.TempDir(), "n.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	mustRun(t, e, `CREATE PRIVACY POLICY ON n;
 		ALTER PRIVACY POLICY ON n SET BOUNDS a (-100, 100);
@@ -1080,6 +1084,10 @@ func TestPostgresAggregatesNatively(t *testing.T) {
 		ALTER PRIVACY POLICY ON n SET BOUNDS c (-1000, 1000);
 		ALTER PRIVACY POLICY ON n SET BOUNDS f (0, 1);
 		ALTER PRIVACY POLICY ON n SET BOUNDS ok (0, 1);
+		ALTER PRIVACY POLICY ON n SET DOMAIN g ('a', 'b', 'c', 'zz');
+		ALTER PRIVACY POLICY ON n SET DOMAIN k (1, 2, 3, 0, 9);
+		ALTER PRIVACY POLICY ON n SET DOMAIN digits (1, 2);
+		ALTER PRIVACY POLICY ON n SET DOMAIN f (0.5);
 		SET BUDGET epsilon = 1000`)
 	log := recordStatements(t)
 	defer testhooks.PostgresGrouping.Store(0)
@@ -1103,6 +1111,15 @@ func TestPostgresAggregatesNatively(t *testing.T) {
 		{`SELECT COUNT(f), AVG(f) FROM n`, false, func(row []any) bool { return row[0] == int64(1502) }},
 		{`SELECT SUM(ok), COUNT(ok) FROM n`, false, func(row []any) bool { return row[1] == int64(1502) }},
 		{`SELECT SUM(c) FROM n WHERE a > 0`, false, nil},
+		// Keys with public domains: text compared as bytes ('B', 'a '
+		// are not 'b', 'a'), integers exactly; groups without rows and
+		// NULL keys as in the scan.
+		{`SELECT g, COUNT(*), SUM(c), AVG(a) FROM n GROUP BY g`, true, nil},
+		{`SELECT k, g, COUNT(b), SUM(b) FROM n GROUP BY k, g`, true, nil},
+		// A text column with an integer domain (SQLite compares '1' = 1),
+		// a float key: scanned.
+		{`SELECT digits, COUNT(*) FROM n GROUP BY digits`, false, func(row []any) bool { return row[1] == int64(376) }},
+		{`SELECT f, COUNT(*) FROM n GROUP BY f`, false, nil},
 		{`SELECT SUM(c + 0) FROM n`, false, nil},
 	} {
 		var answers [2][][]any

@@ -233,11 +233,19 @@ type Prepared struct {
 }
 
 // A Pusher computes a scan's native measurements in the database its
-// table lives in (rewrite.Pushed), exactly: one value per measure, nil
-// for a sum over no value. ok is false when it declines (the scan then
-// runs in SQLite as usual). It runs after the charge, like the scan.
+// table lives in (rewrite.Pushed), exactly, for every group that has
+// rows. ok is false when it declines (the scan then runs in SQLite as
+// usual). It runs after the charge, like the scan.
 type Pusher interface {
-	Push(ctx context.Context, p *rewrite.Pushed) (values []*big.Int, ok bool, err error)
+	Push(ctx context.Context, p *rewrite.Pushed) (groups []PushedGroup, ok bool, err error)
+}
+
+// PushedGroup is one group a Pusher measured: its keys as the scan's key
+// arguments give them (each a position in its key's domain, an int64)
+// and one value per measure (nil for a sum over no value).
+type PushedGroup struct {
+	Keys   []any
+	Values []*big.Int
 }
 
 // PushTo lets the query's native measurements run where its table lives
@@ -542,43 +550,31 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.pusher != nil && rw.Pushed != nil {
-		values, ok, err := p.pusher.Push(ctx, rw.Pushed)
-		if err != nil {
-			return nil, backendError(ctx, err)
-		}
-		if ok {
-			// The table's database measured: one group, as a native scan.
-			bg := &measuredGroup{values: make([]*big.Float, nm)}
-			for i, v := range values {
-				if v == nil {
-					v = new(big.Int) // a sum over no value
-				}
-				bg.values[i] = new(big.Float).SetInt(v) // exact: its precision is v's length
-			}
-			copy(sc.values[0], bg.values)
-			return sc, nil
-		}
-	}
-	res, native, err := p.measure(ctx, p.scan, specs, len(rw.Native))
+	res, err := p.pushed(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if p.fallback != nil && !nativeExact(native) {
-		// A native sum met a value that SQL does not clip exactly as the
-		// aggregate does: measure through the aggregate alone
-		// (rewrite.nativeScan).
-		if res, native, err = p.measure(ctx, p.fallback, specs, 0); err != nil {
+	if res == nil {
+		var native []any
+		if res, native, err = p.measure(ctx, p.scan, specs, len(rw.Native)); err != nil {
 			return nil, err
 		}
-	}
-	if len(native) > 0 {
-		// Native measurements: SQLite's exact values; the aggregate saw no
-		// row, and the scan has no keys (one group).
-		res = &measured{groups: []*measuredGroup{{values: make([]*big.Float, nm)}}}
-		for i, v := range native {
-			n, _ := v.(int64) // NULL: no rows
-			res.groups[0].values[i] = new(big.Float).SetInt64(n)
+		if p.fallback != nil && !nativeExact(native) {
+			// A native sum met a value that SQL does not clip exactly as the
+			// aggregate does: measure through the aggregate alone
+			// (rewrite.nativeScan).
+			if res, native, err = p.measure(ctx, p.fallback, specs, 0); err != nil {
+				return nil, err
+			}
+		}
+		if len(native) > 0 {
+			// Native measurements: SQLite's exact values; the aggregate saw no
+			// row, and the scan has no keys (one group).
+			res = &measured{groups: []*measuredGroup{{values: make([]*big.Float, nm)}}}
+			for i, v := range native {
+				n, _ := v.(int64) // NULL: no rows
+				res.groups[0].values[i] = new(big.Float).SetInt64(n)
+			}
 		}
 	}
 	if res == nil {
@@ -598,6 +594,34 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 		}
 	}
 	return sc, nil
+}
+
+// pushed has the scan's native measurements computed where its table
+// lives (Pusher), if the query has them and the pusher does not decline;
+// nil otherwise.
+func (p *Prepared) pushed(ctx context.Context) (*measured, error) {
+	if p.pusher == nil || p.rw.Pushed == nil {
+		return nil, nil
+	}
+	groups, ok, err := p.pusher.Push(ctx, p.rw.Pushed)
+	if err != nil {
+		return nil, backendError(ctx, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	res := &measured{}
+	for _, g := range groups {
+		bg := &measuredGroup{keys: g.Keys, values: make([]*big.Float, len(p.rw.Measured))}
+		for i, v := range g.Values {
+			if v == nil {
+				v = new(big.Int) // a sum over no value
+			}
+			bg.values[i] = new(big.Float).SetInt(v) // exact: its precision is v's length
+		}
+		res.groups = append(res.groups, bg)
+	}
+	return res, nil
 }
 
 // nativeExact reports whether native measurements are exact: no sum came

@@ -298,6 +298,9 @@ type GroupKey struct {
 	// Expr is the GROUP BY expression when the key is not a column (nil
 	// for a column); outputs that repeat it are key references (KeyExprOf).
 	Expr parser.Expr
+	// Base is the base table column the key is ("" for an expression or
+	// a computed column of a subquery).
+	Base string
 }
 
 // Output is one released column: an expression over aggregates and keys.
@@ -1061,7 +1064,7 @@ func (b *builder) groupKey(g parser.Expr) error {
 			"GROUP BY %q would release values that depend on private data: either the owner declares its public domain with ALTER PRIVACY POLICY ON %s SET DOMAIN %s (...), or the query sets OPTIONS (delta = D) so that groups are chosen by private partition selection",
 			col.name, table, parser.QuoteIdent(col.name))
 	}
-	b.q.Keys = append(b.q.Keys, GroupKey{Column: col.name, SQL: col.sql, Domain: dom})
+	b.q.Keys = append(b.q.Keys, GroupKey{Column: col.name, SQL: col.sql, Domain: dom, Base: col.column})
 	return nil
 }
 

@@ -53,10 +53,11 @@ type Rewritten struct {
 	// Pushed, when set, is the same native measurement for the engine to
 	// ask the weighted table's own database (a PostgreSQL mirror) for,
 	// instead of running Scan: a scan of exactly that table, without
-	// units, keys, searches, partition selection or WHERE, whose
-	// measurements are counts and sums of base columns (see nativeScan).
-	// The database may decline (a column whose type it cannot clip
-	// exactly); Scan then runs as usual.
+	// units, searches, partition selection or WHERE, grouped by nothing
+	// or by base columns with public domains, whose measurements are
+	// counts and sums of base columns (see nativeScan). The database may
+	// decline (a column whose type it cannot clip or compare exactly);
+	// Scan then runs as usual.
 	Pushed *Pushed
 	// HasFallback: the native scan has sums, and FallbackWith prints the
 	// scan through the measurement aggregate alone, to run when a native
@@ -113,10 +114,20 @@ func (r *Rewritten) call(fn string, handle bool) string {
 }
 
 // Pushed is a native measurement of one table: Measures over the
-// table's base columns, in the order of Measured.
+// table's base columns, in the order of Measured, per group of Keys.
 type Pushed struct {
 	Table    string
+	Keys     []PushedKey
 	Measures []PushedMeasure
+}
+
+// PushedKey is a group key: a base column and its public domain. A row
+// belongs to the group of the first domain value its column equals (as
+// SQLite compares them), and to none if it equals none; the group is
+// named by that value's position in the domain.
+type PushedKey struct {
+	Column string
+	Domain []any
 }
 
 // PushedMeasure is one native measurement: Kind 'n' counts rows, 'c'
@@ -255,15 +266,14 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	if len(where) > 0 {
 		r.tail += " WHERE " + strings.Join(where, " AND ")
 	}
-	if measures, ok := nativeScan(q, specs, argExprs); ok && !r.Weighted {
-		// NativeScan: see nativeScan.
+	if measures, ok := nativeMeasures(specs, argExprs, q); ok && !r.Weighted && nativeScan(q) {
 		for _, m := range measures {
 			r.Native = append(r.Native, m.sqlite(args))
 			if m.Kind == 's' {
 				r.HasFallback = true
 			}
 		}
-	} else if ok && q.Where == nil {
+	} else if ok && r.Weighted {
 		r.Pushed = pushed(q, measures, argExprs)
 	}
 	r.Scan = r.ScanWith(MeasureFunction, true)
@@ -288,7 +298,7 @@ const maxNativeBound = 1<<16 - 1
 
 // nativeScan decides whether SQLite can measure a scan itself, exactly
 // and more cheaply than a call into Go per row: a scan without units,
-// keys, searches or partition selection whose measurements are counts,
+// keys, searches or partition selection whose measurements (nativeMeasures) are counts,
 // and sums of INTEGER-affinity columns with integer bounds of at most
 // maxNativeBound in magnitude. Counts are exact in SQL. A sum is
 //
@@ -308,10 +318,13 @@ const maxNativeBound = 1<<16 - 1
 // clipped sum; only the time differs. (Converting each value with CAST AS
 // NUMERIC, guarding with MAX(x), or choosing per row with typeof() were
 // all measured slower.)
-func nativeScan(q *planner.PrivateQuery, specs []string, argExprs []parser.Expr) (measures []nativeMeasure, ok bool) {
-	if q.UnitSQL != "" || len(q.Keys) > 0 || len(q.Searches) > 0 || q.Selection != nil {
-		return nil, false
-	}
+func nativeScan(q *planner.PrivateQuery) bool {
+	return q.UnitSQL == "" && len(q.Keys) == 0 && len(q.Searches) == 0 && q.Selection == nil
+}
+
+// nativeMeasures returns the native measurements of specs, if all are
+// native.
+func nativeMeasures(specs []string, argExprs []parser.Expr, q *planner.PrivateQuery) (measures []nativeMeasure, ok bool) {
 	for _, sp := range specs {
 		switch sp[0] {
 		case 'n':
@@ -360,9 +373,20 @@ func (m nativeMeasure) sqlite(args []string) string {
 }
 
 // pushed is the native scan for the weighted table's database, when
-// every measured argument is a plain column of that table (nil if not).
+// the scan has no units, WHERE, searches or partition selection, every
+// key is a base column with a domain, and every measured argument a
+// plain column of that table (nil if not).
 func pushed(q *planner.PrivateQuery, measures []nativeMeasure, argExprs []parser.Expr) *Pushed {
+	if q.UnitSQL != "" || q.Where != nil || len(q.Searches) > 0 || q.Selection != nil {
+		return nil
+	}
 	p := &Pushed{Table: q.WeightedTable}
+	for _, k := range q.Keys {
+		if k.Base == "" || k.Expr != nil || k.Domain == nil {
+			return nil
+		}
+		p.Keys = append(p.Keys, PushedKey{Column: k.Base, Domain: k.Domain})
+	}
 	for _, m := range measures {
 		if m.Kind != 'n' {
 			col, ok := q.BaseColumn(argExprs[m.arg])

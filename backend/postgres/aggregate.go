@@ -7,6 +7,9 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dpsql/dpsql/internal/testhooks"
 )
@@ -20,87 +23,181 @@ type Measure struct {
 	Lo, Hi int64
 }
 
+// Key is a group key of a native measurement (the engine's
+// rewrite.PushedKey): a column and its public domain.
+type Key struct {
+	Column string
+	Domain []any
+}
+
+// Group is one group Aggregate measured: for each key the position of
+// its value in the key's domain, and one value per measure (nil for a
+// sum over no value).
+type Group struct {
+	Keys   []int64
+	Values []*big.Int
+}
+
 // Aggregate measures the mirrored table called name in the state file db
-// in PostgreSQL itself, in one statement, instead of sending its rows:
-// for each measure its exact value (nil for a sum over no value). ok is
-// false — the caller then scans as usual — when name is not a mirror or
-// a measured column is not an int2, int4 or int8 column: only there do
-// PostgreSQL's values, comparisons and sums agree exactly with what
-// SQLite's scan would measure (a float's NaN is NULL in SQLite, a
-// boolean does not compare with an integer in PostgreSQL).
+// (of the PostgreSQL database source, which pool connects to: the
+// caller's own pool, which no other engine of the process can close
+// meanwhile) in PostgreSQL itself, in one statement, instead of sending its rows:
+// per group of keys (none: one group), each measure's exact value. ok is
+// false — the caller then scans as usual — when name is not a mirror, a
+// measured column is not an int2, int4 or int8 column, or a key is not
+// an integer column with an integer domain or a column read as text with
+// a domain of strings: only there do PostgreSQL's values, comparisons
+// and sums agree exactly with what SQLite's scan would measure (a
+// float's NaN is NULL in SQLite, a boolean does not compare with an
+// integer in PostgreSQL, SQLite converts a number compared with text).
 //
-// Nothing in the statement can fail on a value: each column is read as
-// int8 (a widening), compared with int8 parameters, and summed with
-// PostgreSQL's SUM of int8, a numeric that does not overflow, sent as
-// its exact decimal text. Like a scan, it reads only tables Mirror would
-// mirror (columns checks again).
-func Aggregate(ctx context.Context, db *sql.DB, name string, measures []Measure) ([]*big.Int, bool, error) {
+// Nothing in the statement can fail on a value: each measured column is
+// read as int8 (a widening), compared with int8 parameters, and summed
+// with PostgreSQL's SUM of int8, a numeric that does not overflow, sent
+// as its exact decimal text; a key is compared, as int8 or as text in the
+// "C" collation (bytes, as SQLite's BINARY), with an array parameter of
+// its domain, and a row whose key is in no domain belongs to no group, as
+// in the scan's WHERE key IN (domain). Like a scan, it reads only tables
+// Mirror would mirror (columns checks again).
+func Aggregate(ctx context.Context, pool *pgxpool.Pool, source string, db *sql.DB, name string, keys []Key, measures []Measure) ([]Group, bool, error) {
 	if testhooks.PostgresGrouping.Load() == testhooks.GroupNever {
 		return nil, false, nil // tests: PostgreSQL aggregates nothing
 	}
 	id, schema, table, ok, err := mirrorOf(ctx, db, name)
-	if err != nil || !ok {
+	if err != nil || !ok || id != source {
 		return nil, false, err
-	}
-	pool, err := Lookup(id)
-	if err != nil {
-		return nil, false, fmt.Errorf("table %s: %w", Quote(name), err)
 	}
 	cols, err := columns(ctx, pool, schema, table)
 	if err != nil {
 		return nil, false, fmt.Errorf("table %s: %w", Quote(name), err)
 	}
-	integer := map[string]bool{}
+	compared := map[string]comparison{}
 	for _, c := range cols {
-		integer[c.name] = c.compared == intCompare
+		compared[c.name] = c.compared
 	}
-	exprs := make([]string, len(measures))
+	var exprs, conds, groupBy []string
 	var args []any
-	param := func(v int64) string {
+	param := func(v any, typ string) string {
 		args = append(args, v)
-		return "$" + strconv.Itoa(len(args)) + "::int8"
+		return "$" + strconv.Itoa(len(args)) + "::" + typ
 	}
-	for i, m := range measures {
+	positions := make([]func(any) (int64, bool), len(keys))
+	for i, k := range keys {
+		x, arrayType, arr, pos, ok := keyOf(k, compared[k.Column])
+		if !ok {
+			return nil, false, nil
+		}
+		exprs = append(exprs, x)
+		groupBy = append(groupBy, strconv.Itoa(i+1))
+		conds = append(conds, x+" = ANY("+param(arr, arrayType)+")")
+		positions[i] = pos
+	}
+	for _, m := range measures {
 		if m.Kind == 'n' {
-			exprs[i] = "COUNT(*)::text"
+			exprs = append(exprs, "COUNT(*)::text")
 			continue
 		}
-		if !integer[m.Column] {
+		if compared[m.Column] != intCompare {
 			return nil, false, nil
 		}
 		x := Quote(m.Column) + "::int8"
 		switch m.Kind {
 		case 'c':
-			exprs[i] = "COUNT(" + x + ")::text"
+			exprs = append(exprs, "COUNT("+x+")::text")
 		case 's':
-			lo, hi := param(m.Lo), param(m.Hi)
-			exprs[i] = fmt.Sprintf("SUM(CASE WHEN %s < %s THEN %s WHEN %s > %s THEN %s ELSE %s END)::text", x, lo, lo, x, hi, hi, x)
+			lo, hi := param(m.Lo, "int8"), param(m.Hi, "int8")
+			exprs = append(exprs, fmt.Sprintf("SUM(CASE WHEN %s < %s THEN %s WHEN %s > %s THEN %s ELSE %s END)::text", x, lo, lo, x, hi, hi, x))
 		default:
 			return nil, false, nil
 		}
 	}
 	stmt := "SELECT " + strings.Join(exprs, ", ") + " FROM " + Quote(schema) + "." + Quote(table)
-	observe(stmt)
-	texts := make([]*string, len(measures))
-	dest := make([]any, len(measures))
-	for i := range texts {
-		dest[i] = &texts[i]
+	if len(keys) > 0 {
+		stmt += " WHERE " + strings.Join(conds, " AND ") + " GROUP BY " + strings.Join(groupBy, ", ")
 	}
-	if err := pool.QueryRow(ctx, stmt, args...).Scan(dest...); err != nil {
+	observe(stmt)
+	rows, err := pool.Query(ctx, stmt, args...)
+	if err != nil {
 		return nil, false, err
 	}
-	values := make([]*big.Int, len(measures))
-	for i, t := range texts {
-		if t == nil {
-			continue
+	defer rows.Close()
+	var groups []Group
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return nil, false, err
 		}
-		v, ok := new(big.Int).SetString(*t, 10)
-		if !ok {
-			return nil, false, fmt.Errorf("postgres: %q is not an integer", *t) // not reached: counts and sums of integers
+		g := Group{Keys: make([]int64, len(keys)), Values: make([]*big.Int, len(measures))}
+		for i := range keys {
+			p, ok := positions[i](vals[i])
+			if !ok {
+				return nil, false, fmt.Errorf("postgres: a key outside its domain") // not reached: the WHERE keeps the domain's values
+			}
+			g.Keys[i] = p
 		}
-		values[i] = v
+		for i, v := range vals[len(keys):] {
+			t, isText := v.(string)
+			if !isText {
+				continue // NULL: a sum over no value
+			}
+			n, ok := new(big.Int).SetString(t, 10)
+			if !ok {
+				return nil, false, fmt.Errorf("postgres: %q is not an integer", t) // not reached: counts and sums of integers
+			}
+			g.Values[i] = n
+		}
+		groups = append(groups, g)
 	}
-	return values, true, nil
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	return groups, true, nil
+}
+
+// keyOf prints a group key's expression for its column's comparison,
+// with its domain as an array parameter (of arrayType) and the map from a value read
+// back to its first position in the domain; ok is false when the column
+// and the domain's values do not compare exactly as in SQLite.
+func keyOf(k Key, cmp comparison) (expr, arrayType string, domain any, position func(any) (int64, bool), ok bool) {
+	switch cmp {
+	case intCompare:
+		vals := make([]int64, 0, len(k.Domain))
+		first := map[int64]int64{}
+		for i, v := range k.Domain {
+			n, isInt := v.(int64)
+			if !isInt {
+				return "", "", nil, nil, false
+			}
+			if _, seen := first[n]; !seen {
+				first[n] = int64(i)
+			}
+			vals = append(vals, n)
+		}
+		return Quote(k.Column) + "::int8", "int8[]", vals, func(v any) (int64, bool) {
+			n, _ := v.(int64)
+			p, ok := first[n]
+			return p, ok
+		}, true
+	case textCompare:
+		vals := make([]string, 0, len(k.Domain))
+		first := map[string]int64{}
+		for i, v := range k.Domain {
+			s, isString := v.(string)
+			if !isString || !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+				return "", "", nil, nil, false
+			}
+			if _, seen := first[s]; !seen {
+				first[s] = int64(i)
+			}
+			vals = append(vals, s)
+		}
+		return Quote(k.Column) + `::text COLLATE "C"`, "text[]", vals, func(v any) (int64, bool) {
+			s, _ := v.(string)
+			p, ok := first[s]
+			return p, ok
+		}, true
+	}
+	return "", "", nil, nil, false
 }
 
 // mirrorOf reads the module arguments of the mirror called name (ok is
