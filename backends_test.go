@@ -13,6 +13,7 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/internal/pgtest"
+	"github.com/dpsql/dpsql/internal/storesql"
 	"github.com/dpsql/dpsql/mechanism"
 )
 
@@ -83,21 +84,9 @@ func moveToPostgres(srv *pgtest.Server, path, state, name string) (string, error
 		return "", err
 	}
 	defer src.Close()
-	rows, err := src.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\_dpsql\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
+	tables, err := storesql.Collect(ctx, src, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\_dpsql\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`, nil,
+		func(rows *sql.Rows) (name string, err error) { return name, rows.Scan(&name) })
 	if err != nil {
-		return "", err
-	}
-	var tables []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return "", err
-		}
-		tables = append(tables, name)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return "", err
 	}
 	if err := srv.CopyFromSQLiteTo(ctx, dsn, src, tables...); err != nil {
