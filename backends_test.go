@@ -146,8 +146,8 @@ func TestEngineSuiteOnPostgres(t *testing.T) {
 
 // TestMain runs the whole package with its tables in PostgreSQL when
 // DPSQL_SUITE_BACKEND=postgres (a server started for the run): tests of
-// SQLite files themselves fail there, which is what the variable is for
-// — finding out which tests carry over.
+// SQLite files themselves fail there (10 of 108 on 2026-11-24), which is
+// what the variable is for — finding out which tests carry over.
 func TestMain(m *testing.M) {
 	if postgresRun() {
 		srv, err := pgtest.Start(context.Background())
