@@ -319,7 +319,14 @@ const maxNativeBound = 1<<16 - 1
 // NUMERIC, guarding with MAX(x), or choosing per row with typeof() were
 // all measured slower.)
 func nativeScan(q *planner.PrivateQuery) bool {
-	return q.UnitSQL == "" && len(q.Keys) == 0 && len(q.Searches) == 0 && q.Selection == nil
+	return measuredRowByRow(q) && len(q.Keys) == 0
+}
+
+// measuredRowByRow: the scan measures each row on its own (no units to
+// bound), with no bound search or partition selection, so counts and
+// sums over its rows are its measurements.
+func measuredRowByRow(q *planner.PrivateQuery) bool {
+	return q.UnitSQL == "" && len(q.Searches) == 0 && q.Selection == nil
 }
 
 // nativeMeasures returns the native measurements of specs, if all are
@@ -377,7 +384,7 @@ func (m nativeMeasure) sqlite(args []string) string {
 // key is a base column with a domain, and every measured argument a
 // plain column of that table (nil if not).
 func pushed(q *planner.PrivateQuery, measures []nativeMeasure, argExprs []parser.Expr) *Pushed {
-	if q.UnitSQL != "" || q.Where != nil || len(q.Searches) > 0 || q.Selection != nil {
+	if !measuredRowByRow(q) || q.Where != nil {
 		return nil
 	}
 	p := &Pushed{Table: q.WeightedTable}

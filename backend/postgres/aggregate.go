@@ -166,39 +166,37 @@ func Aggregate(ctx context.Context, pool *pgxpool.Pool, source string, db *sql.D
 func keyOf(k Key, cmp comparison) (expr string, position func(any) (int64, bool), ok bool) {
 	switch cmp {
 	case intCompare:
-		first := map[int64]int64{}
-		for i, v := range k.Domain {
-			n, isInt := v.(int64)
-			if !isInt {
-				return "", nil, false
-			}
-			if _, seen := first[n]; !seen {
-				first[n] = int64(i)
-			}
-		}
-		return Quote(k.Column) + "::int8", func(v any) (int64, bool) {
-			n, isInt := v.(int64) // not NULL
-			p, ok := first[n]
-			return p, isInt && ok
-		}, true
+		pos, ok := domainPositions(k.Domain, func(v any) (int64, bool) { n, isInt := v.(int64); return n, isInt })
+		return Quote(k.Column) + "::int8", pos, ok
 	case textCompare:
-		first := map[string]int64{}
-		for i, v := range k.Domain {
+		pos, ok := domainPositions(k.Domain, func(v any) (string, bool) {
 			s, isString := v.(string)
-			if !isString || !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
-				return "", nil, false
-			}
-			if _, seen := first[s]; !seen {
-				first[s] = int64(i)
-			}
-		}
-		return Quote(k.Column) + `::text COLLATE "C"`, func(v any) (int64, bool) {
-			s, isString := v.(string) // not NULL
-			p, ok := first[s]
-			return p, isString && ok
-		}, true
+			return s, isString && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+		})
+		return Quote(k.Column) + `::text COLLATE "C"`, pos, ok
 	}
 	return "", nil, false
+}
+
+// domainPositions maps a value read back (as) to the first position of
+// its value in domain; a NULL or a value outside the domain has none. ok
+// is false when a domain value is not one as accepts.
+func domainPositions[T comparable](domain []any, as func(any) (T, bool)) (position func(any) (int64, bool), ok bool) {
+	first := map[T]int64{}
+	for i, v := range domain {
+		x, fits := as(v)
+		if !fits {
+			return nil, false
+		}
+		if _, seen := first[x]; !seen {
+			first[x] = int64(i)
+		}
+	}
+	return func(v any) (int64, bool) {
+		x, fits := as(v) // NULL does not fit
+		p, in := first[x]
+		return p, fits && in
+	}, true
 }
 
 // mirrorOf reads the module arguments of the mirror called name (ok is
