@@ -65,10 +65,11 @@ func (t *table) Open() (vtab.Cursor, error) {
 // same statement (a join holds one per table) or of statements waiting
 // for this one: waiting for the pool could deadlock.
 func (c *cursor) begin() error {
-	pool, err := Lookup(c.t.source)
+	pool, done, err := Lookup(c.t.source)
 	if err != nil {
 		return err
 	}
+	defer done() // an acquired connection keeps the pool open after that (Close waits for it)
 	var conn *pgx.Conn
 	actx, cancel := context.WithTimeout(c.ctx, 20*time.Millisecond)
 	pc, err := pool.Acquire(actx)

@@ -70,25 +70,34 @@ var ErrNoSource = errors.New("the table lives in PostgreSQL, and this engine was
 // database/sql driver opens one per connection), each with its own pool.
 var (
 	sourcesMu sync.Mutex
-	sources   = map[string][]*pgxpool.Pool{}
+	sources   = map[string][]*registered{}
 )
 
+// registered is a pool in sources; inUse is read-held by each caller of
+// Lookup until it is done with the pool.
+type registered struct {
+	pool  *pgxpool.Pool
+	inUse sync.RWMutex
+}
+
 // Register makes pool a connection of source id for the mirrored tables
-// of this process; release withdraws it (the pool is the caller's to
-// close, after release). Mirrors look their pool up at every scan, so a
-// pool withdrawn while others remain registered is never used again.
+// of this process; release withdraws it and returns once no Lookup of it
+// is still in use (the pool is the caller's to close, after release: a
+// scan that looked it up never finds it closed). Mirrors look their pool
+// up at every scan, so a pool withdrawn while others remain registered
+// is never used again.
 func Register(id string, pool *pgxpool.Pool) (release func()) {
+	r := &registered{pool: pool}
 	sourcesMu.Lock()
 	defer sourcesMu.Unlock()
-	sources[id] = append(sources[id], pool)
+	sources[id] = append(sources[id], r)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			sourcesMu.Lock()
-			defer sourcesMu.Unlock()
 			pools := sources[id]
 			for k, p := range pools {
-				if p == pool {
+				if p == r {
 					pools = append(pools[:k:k], pools[k+1:]...)
 					break
 				}
@@ -98,18 +107,24 @@ func Register(id string, pool *pgxpool.Pool) (release func()) {
 			} else {
 				sources[id] = pools
 			}
+			sourcesMu.Unlock()
+			r.inUse.Lock() // waits for the lookups still using it
+			r.inUse.Unlock()
 		})
 	}
 }
 
-// Lookup returns the newest pool registered for source id.
-func Lookup(id string) (*pgxpool.Pool, error) {
+// Lookup returns the newest pool registered for source id; it stays
+// open (its release waits) until done is called.
+func Lookup(id string) (pool *pgxpool.Pool, done func(), err error) {
 	sourcesMu.Lock()
 	defer sourcesMu.Unlock()
 	if pools := sources[id]; len(pools) > 0 {
-		return pools[len(pools)-1], nil
+		r := pools[len(pools)-1]
+		r.inUse.RLock() // never waits: a release waits only after removing r
+		return r.pool, r.inUse.RUnlock, nil
 	}
-	return nil, ErrNoSource
+	return nil, nil, ErrNoSource
 }
 
 // Observe, when set (tests only), sees every statement this package sends
@@ -272,11 +287,12 @@ func connect(vctx vtab.Context, args []string) (vtab.Table, error) {
 		}
 		vals[i] = v
 	}
-	pool, err := Lookup(vals[0])
+	pool, done, err := Lookup(vals[0])
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w (open it with --db postgres://...)", args[2], err)
 	}
 	cols, err := columns(context.Background(), pool, vals[1], vals[2])
+	done()
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", args[2], err)
 	}
