@@ -318,7 +318,7 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 	sent := log.take()
 	col := `("[^"]+"(::text)?|"[^"]+"::text COLLATE "C"|float8send\("[^"]+"::float8\))`
 	// Comparisons pushed down: a column, an operator, a parameter.
-	cmp := `"[^"]+"(::text COLLATE "C")? (=|<|<=|>|>=) \$[0-9]+`
+	cmp := `"[^"]+"(::text COLLATE "C")? (=|<|<=|>|>=) \$[0-9]+::(int8|float8|text)`
 	where := `( WHERE ` + cmp + `( AND ` + cmp + `)*)?`
 	scan := regexp.MustCompile(`^SELECT (` + col + `(, ` + col + `)*(, tableoid::int8, ctid)? |tableoid::int8, ctid )?FROM "public"\."[a-z]+"` + where + `$`)
 	measure := `(COUNT\(\*\)|COUNT\("[^"]+"::int8\)|SUM\(CASE WHEN "[^"]+"::int8 < \$[0-9]+::int8 THEN \$[0-9]+::int8 WHEN "[^"]+"::int8 > \$[0-9]+::int8 THEN \$[0-9]+::int8 ELSE "[^"]+"::int8 END\))::text`
@@ -990,19 +990,19 @@ func TestPostgresPushesExactComparisons(t *testing.T) {
 	for _, c := range []struct {
 		query, where string
 	}{
-		{`SELECT COUNT(*) FROM t WHERE x > 4242 AND i <= 700`, ` WHERE "x" > $1 AND "i" <= $2`},
+		{`SELECT COUNT(*) FROM t WHERE x > 4242 AND i <= 700`, ` WHERE "x" > $1::int8 AND "i" <= $2::int8`},
 		{`SELECT COUNT(*) FROM t WHERE x > 42.5`, ``},
-		{`SELECT COUNT(*) FROM t WHERE g = 'a4242'`, ` WHERE "g"::text COLLATE "C" = $1`},
+		{`SELECT COUNT(*) FROM t WHERE g = 'a4242'`, ` WHERE "g"::text COLLATE "C" = $1::text`},
 		{`SELECT COUNT(*) FROM t WHERE g LIKE '%a4242'`, ``},
 		// SQLite turns a LIKE prefix into a range wide enough for its
 		// case-insensitive match ('A' ≤ g < 'b' here) and offers it.
-		{`SELECT COUNT(*) FROM t WHERE g LIKE 'a%'`, ` WHERE "g"::text COLLATE "C" >= $1 AND "g"::text COLLATE "C" < $2`},
-		{`SELECT COUNT(*) FROM visits WHERE day = 4243`, ` WHERE "day" = $1`},
-		{`SELECT COUNT(*) FROM t WHERE y < 42.5 AND x > 4242`, ` WHERE "y" < $1 AND "x" > $2`},
-		{`SELECT COUNT(*) FROM visits WHERE cost > 4242`, ` WHERE "cost" > $1`},
+		{`SELECT COUNT(*) FROM t WHERE g LIKE 'a%'`, ` WHERE "g"::text COLLATE "C" >= $1::text AND "g"::text COLLATE "C" < $2::text`},
+		{`SELECT COUNT(*) FROM visits WHERE day = 4243`, ` WHERE "day" = $1::int8`},
+		{`SELECT COUNT(*) FROM t WHERE y < 42.5 AND x > 4242`, ` WHERE "y" < $1::float8 AND "x" > $2::int8`},
+		{`SELECT COUNT(*) FROM visits WHERE cost > 4242`, ` WHERE "cost" > $1::float8`},
 		// An IN list would make SQLite scan once per value: it is left to
 		// SQLite, and the other comparisons are sent, in one scan.
-		{`SELECT COUNT(*) FROM t WHERE g IN ('a4242', 'b4242', 'c4242') AND x > 4242`, ` WHERE "x" > $1`},
+		{`SELECT COUNT(*) FROM t WHERE g IN ('a4242', 'b4242', 'c4242') AND x > 4242`, ` WHERE "x" > $1::int8`},
 		{`SELECT COUNT(*) FROM t WHERE x IN (4242, 4243)`, ``},
 	} {
 		log.take()

@@ -17,6 +17,7 @@ import (
 	"math"
 	"math/big"
 	"os"
+	"slices"
 	"strings"
 
 	sqlite "modernc.org/sqlite"
@@ -151,10 +152,15 @@ func collect(ctx context.Context, stmt queryer, args ...any) (*Result, error) {
 // result table, and insert into that table; nothing else — in particular
 // never sqlite_* or _dpsql_* tables. It is the second line of defence
 // behind printing every statement from the resolved plan.
-func authorize(conn *sql.Conn, reads map[string]map[string]bool) error {
+//
+// shadows are the tables read through their temporary copies (shadow.go).
+func authorize(conn *sql.Conn, reads map[string]map[string]bool, shadows ...string) error {
 	allowed := func(table, column, database string) bool {
 		if table == rewrite.ResultTable {
 			return database == "temp"
+		}
+		if database == "temp" && slices.ContainsFunc(shadows, func(s string) bool { return catalog.SameName(s, table) }) {
+			database = "main" // the copy: the same columns are allowed
 		}
 		// SQLite names no database when COUNT(*) reads a table's size.
 		if catalog.IsInternalName(table) || (database != "main" && !(database == "" && column == "")) {
@@ -229,7 +235,8 @@ type Prepared struct {
 	slot       int64     // > 0: the statements call slotFunction(slot)
 	q          *planner.PrivateQuery
 	rw         *rewrite.Rewritten
-	pusher     Pusher // nil: every scan runs in SQLite
+	pusher     Pusher        // nil: every scan runs in SQLite
+	shadows    []shadowTable // copies of virtual tables the scan reads (shadow.go)
 }
 
 // A Pusher computes a scan's native measurements in the database its
@@ -272,7 +279,12 @@ func Prepare(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewri
 	if _, err := conn.ExecContext(ctx, "CREATE TEMP TABLE "+rewrite.ResultTable+" ("+strings.Join(rw.ResultColumns, ", ")+")"); err != nil {
 		return nil, err
 	}
-	if err := authorize(conn, q.Reads); err != nil {
+	if q.TableRefs > 1 {
+		if p.shadows, err = shadow(ctx, conn, q.Reads); err != nil {
+			return nil, err
+		}
+	}
+	if err := authorize(conn, q.Reads, p.shadowNames()...); err != nil {
 		return nil, err
 	}
 	// A slot function of its own spares passing the handle on every row.
@@ -291,7 +303,23 @@ func Prepare(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewri
 			return nil, prepareError(err)
 		}
 	}
+	// Compiled: now the copies are filled, before the charge.
+	unauthorize(conn)
+	if err := fillShadows(ctx, conn, p.shadows); err != nil {
+		return nil, fmt.Errorf("%w: reading the tables before the scan: %v", ErrRejected, err)
+	}
+	if err := authorize(conn, q.Reads, p.shadowNames()...); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+func (p *Prepared) shadowNames() []string {
+	names := make([]string, len(p.shadows))
+	for i, st := range p.shadows {
+		names[i] = st.name
+	}
+	return names
 }
 
 // Close releases the connection (removing the authorizer and the result
@@ -308,6 +336,7 @@ func (p *Prepared) Close() {
 	}
 	unauthorize(p.conn)
 	_, _ = p.conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS temp."+rewrite.ResultTable)
+	dropShadows(p.conn, p.shadows)
 	p.conn.Close()
 	if p.slot > 0 {
 		releaseHandle(p.slot)

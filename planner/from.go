@@ -178,6 +178,7 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 		return nil, errorf(f.NamePos, ErrInvalidOption, "alias %q is reserved", qual)
 	}
 	alias := fb.rn.alias()
+	fb.rn.tableRefs++
 	prefix := parser.QuoteIdent(alias) + "."
 	r := &relation{name: fmt.Sprintf("table %q", t.Name), private: !t.Public, unit: t.Unit, rn: fb.rn,
 		sql: parser.QuoteIdent(t.Name) + " AS " + parser.QuoteIdent(alias)}

@@ -332,6 +332,11 @@ type PrivateQuery struct {
 	// Reads is what the backend statement may read: per table, the
 	// columns the plan resolved ("*": every column of a public table).
 	Reads map[string]map[string]bool
+	// TableRefs is how many references to stored tables FromSQL makes
+	// (a join of a table with itself makes two). With more than one, the
+	// scan reads some table once per row of another, lazily: exec then
+	// copies tables that live elsewhere before the scan (exec.Prepare).
+	TableRefs int
 	// Policy is the policy the plan was made under: the catalog's
 	// fingerprint of the tables it reads (the answer cache keys with it,
 	// so an answer is never given again under a changed policy).
@@ -571,6 +576,7 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 		read = append(read, t)
 	}
 	b.q.Policy = cat.Fingerprint(read)
+	b.q.TableRefs = rn.tableRefs
 	return b.q, nil
 }
 

@@ -47,8 +47,11 @@ type renderer struct {
 	baseCols map[*parser.ColumnRef]string
 	// reads collects, per table (canonical name), the columns the plan
 	// resolved; "*" stands for every column of a public table.
-	reads   map[string]map[string]bool
-	missing []*parser.ColumnRef
+	reads map[string]map[string]bool
+	// tableRefs counts the references to stored tables the FROM clause
+	// makes (a self-join makes two).
+	tableRefs int
+	missing   []*parser.ColumnRef
 	// subSQL holds the SQL of each planned scalar subquery; one printed
 	// without it is an internal error (unplanned), never analyst text.
 	subSQL    map[*parser.SubqueryExpr]string

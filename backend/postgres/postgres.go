@@ -419,6 +419,22 @@ func param(cmp comparison, v vtab.Value) (any, bool) {
 	return nil, false
 }
 
+// comparedAs is how a pushed comparison types its two sides: always in a
+// type that holds every value of both, so that no value of the column
+// or the parameter can make the statement fail. Left alone, PostgreSQL
+// gives a parameter its column's type: an int64 that does not fit an
+// int4 column then fails to encode (a scan that fails or not with the
+// value SQLite hands over — on a join's inner side, a private row's), and
+// a float64 compared with a float4 column is rounded to float4 (rows
+// that pass SQLite's comparison are dropped). int2/int4 compare with an
+// int8, and float4 with a float8, through PostgreSQL's cross-type
+// operators (exact widening, and still the column's btree index).
+var comparedAs = map[comparison]struct{ column, param string }{
+	intCompare:  {"", "::int8"},
+	realCompare: {"", "::float8"},
+	textCompare: {`::text COLLATE "C"`, "::text"},
+}
+
 // pushedOps are the comparisons a scan can send PostgreSQL.
 var pushedOps = map[vtab.ConstraintOp]string{vtab.OpEQ: "=", vtab.OpLT: "<", vtab.OpLE: "<=", vtab.OpGT: ">", vtab.OpGE: ">="}
 
@@ -448,11 +464,7 @@ func (t *table) where(filters []string, vals []vtab.Value) (string, []any) {
 			continue
 		}
 		args = append(args, v)
-		lhs := Quote(t.cols[c].name)
-		if t.cols[c].compared == textCompare {
-			lhs += `::text COLLATE "C"`
-		}
-		conds = append(conds, lhs+" "+op+" $"+strconv.Itoa(len(args)))
+		conds = append(conds, Quote(t.cols[c].name)+comparedAs[t.cols[c].compared].column+" "+op+" $"+strconv.Itoa(len(args))+comparedAs[t.cols[c].compared].param)
 	}
 	if len(conds) == 0 {
 		return "", nil

@@ -41,7 +41,7 @@ func TestSelectSQL(t *testing.T) {
 		}
 	}
 	where, args := tb.where([]string{"0>=", "0<", "1=", "0=", "9=", "0<>", "2>"}, []vtab.Value{int64(3), 2.5, int64(1), int64(-7), int64(0), int64(1), int64(0)})
-	if got, want := tb.selectSQL([]int{0}, true, false, where), `SELECT "i", COUNT(*) FROM "sh"."o""rders" WHERE "i" >= $1 AND "f" = $2 AND "i" = $3 GROUP BY 1`; got != want || !reflect.DeepEqual(args, []any{int64(3), 1.0, int64(-7)}) {
+	if got, want := tb.selectSQL([]int{0}, true, false, where), `SELECT "i", COUNT(*) FROM "sh"."o""rders" WHERE "i" >= $1::int8 AND "f" = $2::float8 AND "i" = $3::int8 GROUP BY 1`; got != want || !reflect.DeepEqual(args, []any{int64(3), 1.0, int64(-7)}) {
 		t.Errorf("with filters\n got %s %v\nwant %s [3 1 -7]", got, args, want)
 	}
 }
@@ -59,24 +59,24 @@ func TestWhereSendsOnlyExactComparisons(t *testing.T) {
 		want    string
 		args    []any
 	}{
-		{[]string{"0>"}, []vtab.Value{int64(5)}, ` WHERE "i" > $1`, []any{int64(5)}},
-		{[]string{"0>"}, []vtab.Value{5.5}, ``, nil},                       // a float with an integer column: SQLite compares
-		{[]string{"0="}, []vtab.Value{"5"}, ``, nil},                       // text
-		{[]string{"0="}, []vtab.Value{nil}, ``, nil},                       // NULL
-		{[]string{"1="}, []vtab.Value{int64(1)}, ``, nil},                  // boolean, oid
-		{[]string{"2<"}, []vtab.Value{2.5}, ` WHERE "f" < $1`, []any{2.5}}, // float column, float value
-		{[]string{"2<"}, []vtab.Value{math.Inf(1)}, ` WHERE "f" < $1`, []any{math.Inf(1)}},
-		{[]string{"2>="}, []vtab.Value{int64(1 << 53)}, ` WHERE "f" >= $1`, []any{float64(1 << 53)}},
+		{[]string{"0>"}, []vtab.Value{int64(5)}, ` WHERE "i" > $1::int8`, []any{int64(5)}},
+		{[]string{"0>"}, []vtab.Value{5.5}, ``, nil},                               // a float with an integer column: SQLite compares
+		{[]string{"0="}, []vtab.Value{"5"}, ``, nil},                               // text
+		{[]string{"0="}, []vtab.Value{nil}, ``, nil},                               // NULL
+		{[]string{"1="}, []vtab.Value{int64(1)}, ``, nil},                          // boolean, oid
+		{[]string{"2<"}, []vtab.Value{2.5}, ` WHERE "f" < $1::float8`, []any{2.5}}, // float column, float value
+		{[]string{"2<"}, []vtab.Value{math.Inf(1)}, ` WHERE "f" < $1::float8`, []any{math.Inf(1)}},
+		{[]string{"2>="}, []vtab.Value{int64(1 << 53)}, ` WHERE "f" >= $1::float8`, []any{float64(1 << 53)}},
 		{[]string{"2>="}, []vtab.Value{int64(1<<53 + 1)}, ``, nil}, // not exactly a float64
 		{[]string{"2="}, []vtab.Value{math.NaN()}, ``, nil},
 		{[]string{"3="}, []vtab.Value{int64(1)}, ``, nil}, // a number with a text column
-		{[]string{"3>="}, []vtab.Value{"naïve"}, ` WHERE "s"::text COLLATE "C" >= $1`, []any{"naïve"}},
+		{[]string{"3>="}, []vtab.Value{"naïve"}, ` WHERE "s"::text COLLATE "C" >= $1::text`, []any{"naïve"}},
 		{[]string{"3="}, []vtab.Value{"a\x00b"}, ``, nil}, // PostgreSQL's text cannot hold it
 		{[]string{"3="}, []vtab.Value{"\xff"}, ``, nil},
-		{[]string{"3="}, []vtab.Value{[]byte("a")}, ``, nil},                               // a blob
-		{[]string{"4="}, []vtab.Value{1.5}, ``, nil},                                       // numeric column (rounded in Go)
-		{[]string{"0=", "0<"}, []vtab.Value{int64(1)}, ` WHERE "i" = $1`, []any{int64(1)}}, // fewer values than filters
-		{[]string{"0 OR 1=1 --="}, []vtab.Value{int64(1)}, ``, nil},                        // not BestIndex's
+		{[]string{"3="}, []vtab.Value{[]byte("a")}, ``, nil},                                     // a blob
+		{[]string{"4="}, []vtab.Value{1.5}, ``, nil},                                             // numeric column (rounded in Go)
+		{[]string{"0=", "0<"}, []vtab.Value{int64(1)}, ` WHERE "i" = $1::int8`, []any{int64(1)}}, // fewer values than filters
+		{[]string{"0 OR 1=1 --="}, []vtab.Value{int64(1)}, ``, nil},                              // not BestIndex's
 		{[]string{"x"}, []vtab.Value{int64(1)}, ``, nil},
 	} {
 		if got, args := tb.where(c.filters, c.vals); got != c.want || !reflect.DeepEqual(args, c.args) {
