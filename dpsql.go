@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -964,10 +965,12 @@ func (e *Engine) show(ctx context.Context, s *parser.ShowStmt, cat *catalog.Cata
 // statements drop the answers they change (cache.Invalidate), and keys
 // stay what earlier versions wrote.
 func (e *Engine) cacheKey(statement string, p *planner.PrivateQuery) string {
+	parts := []string{semantics, "epsilon=" + cache.Float(p.Epsilon), "delta=" + cache.Float(p.Delta),
+		"session=" + e.sess.Settings(), "show_bounds=" + strconv.FormatBool(e.showBounds), "analyst=" + e.analyst}
 	if e.pg != nil {
-		return cache.Key(statement, semantics, p.Epsilon, p.Delta, e.sess, e.showBounds, e.analyst, p.Policy)
+		parts = append(parts, "policy="+p.Policy)
 	}
-	return cache.Key(statement, semantics, p.Epsilon, p.Delta, e.sess, e.showBounds, e.analyst)
+	return cache.Key(statement, parts...)
 }
 
 // semantics names what accepted statements mean in this version of the

@@ -18,6 +18,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -233,12 +234,19 @@ func List(ctx context.Context, db *sql.DB) ([]Entry, error) {
 }
 
 // Key is the cache key of a query: its canonical statement (parameters
-// bound as literals) and everything of the session that shapes its plan.
-func Key(statement string, session ...any) string {
+// bound as literals) and, as plain text, every value that shapes its plan
+// and its answer (settings, analyst, policy). It holds nothing a build or
+// a process chooses — no address, no pointer — so every build of dpsql
+// that gives the statement the same meaning finds the same answer.
+func Key(statement string, parts ...string) string {
 	var sb strings.Builder
 	sb.WriteString(statement)
-	for _, s := range session {
-		fmt.Fprintf(&sb, "\x1f%#v", s)
+	for _, s := range parts {
+		sb.WriteString("\x1f")
+		sb.WriteString(s)
 	}
 	return sb.String()
 }
+
+// Float prints a number for Key: exactly, and the same in every build.
+func Float(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

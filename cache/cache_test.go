@@ -5,9 +5,13 @@ import (
 	"database/sql"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/dpsql/dpsql/parser"
+	"github.com/dpsql/dpsql/planner"
 )
 
 // TestPutGetInvalidate: answers round-trip with their value types, the
@@ -26,7 +30,7 @@ func TestPutGetInvalidate(t *testing.T) {
 	}
 	a := &Answer{Columns: []string{"g", "n", "x"}, Rows: [][]any{{"a", int64(3), 2.5}, {nil, int64(-1), 1e300}},
 		ErrorBounds: map[string]float64{"n": 3.2}, Notes: []string{"note"}, Epsilon: 0.5}
-	k1, k2 := Key("SELECT 1", 0.5, 0.0), Key("SELECT 1", 0.25, 0.0)
+	k1, k2 := Key("SELECT 1", Float(0.5), Float(0)), Key("SELECT 1", Float(0.25), Float(0))
 	if k1 == k2 {
 		t.Fatal("keys ignore the session")
 	}
@@ -75,5 +79,34 @@ func TestPutGetInvalidate(t *testing.T) {
 	db.QueryRow(`PRAGMA busy_timeout`).Scan(&timeout)
 	if timeout != 30000 {
 		t.Errorf("busy_timeout left at %d", timeout)
+	}
+}
+
+// TestKeyHoldsNoAddress: a key is made of plain text only; a session that
+// carries a function (the public-values lookup) or released parts keys
+// exactly as one that does not, whichever function it is.
+func TestKeyHoldsNoAddress(t *testing.T) {
+	lookup := func(string, map[string]map[string]bool) ([]any, error) { return nil, nil }
+	other := func(string, map[string]map[string]bool) ([]any, error) { return []any{1}, nil }
+	plain := planner.Session{Epsilon: 0.5, Delta: 1e-6, BoundsFraction: 0.2, Noise: "gaussian"}
+	withFunc := plain
+	withFunc.PublicValues = lookup
+	withOther := plain
+	withOther.PublicValues = other
+	withOther.Released = map[*parser.SelectStmt]*planner.Released{{}: {}}
+	k := Key("SELECT COUNT(*) FROM t", Float(0.5), plain.Settings())
+	for _, s := range []planner.Session{withFunc, withOther} {
+		if got := Key("SELECT COUNT(*) FROM t", Float(0.5), s.Settings()); got != k {
+			t.Errorf("key %q, want %q", got, k)
+		}
+	}
+	if strings.Contains(k, "0x") || strings.Contains(k, "func") || strings.Contains(k, "map[") {
+		t.Errorf("key %q holds more than values", k)
+	}
+	if want := "SELECT COUNT(*) FROM t\x1f0.5\x1fepsilon=0.5,delta=1e-06,bounds_fraction=0.2,noise=\"gaussian\""; k != want {
+		t.Errorf("key %q, want %q", k, want)
+	}
+	if Key("SELECT 1", plain.Settings()) == Key("SELECT 1", planner.Session{Epsilon: 0.25}.Settings()) {
+		t.Error("different settings share a key")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 
 	"github.com/dpsql/dpsql/autobound"
@@ -473,6 +474,15 @@ type Session struct {
 	// the groups of a GROUP BY on the preserved public side of an outer
 	// join, or under group_selection_strategy = PUBLIC_GROUPS.
 	PublicValues func(sql string, reads map[string]map[string]bool) ([]any, error)
+}
+
+// Settings prints the session's settings (ε, δ, the bounds' share, the
+// noise) as plain text, for the answer cache's key: the same settings
+// give the same text in every build and process. The public-values
+// lookup and a composite query's released parts are not settings.
+func (s Session) Settings() string {
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	return "epsilon=" + f(s.Epsilon) + ",delta=" + f(s.Delta) + ",bounds_fraction=" + f(s.BoundsFraction) + ",noise=" + strconv.Quote(s.Noise)
 }
 
 // DefaultBoundsFraction is the default share of ε spent on bound searches,
