@@ -200,6 +200,9 @@ func TestRefusalsSpendNothing(t *testing.T) {
 		{`SELECT COUNT(*) FROM t JOIN lookup ON g = code GROUP BY label`, dpsql.ErrNotPrivate, "delta"},
 		{`SELECT s.n, COUNT(*) FROM (SELECT g, COUNT(*) AS n FROM t GROUP BY g) AS s JOIN t ON t.g = s.g`, dpsql.ErrNotPrivate, "can only appear inside an aggregate"},
 		{`SELECT COUNT(*) FROM (SELECT g, x FROM t) AS s`, dpsql.ErrUnsupported, "no privacy_unit_column"},
+		{`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1, Epsilon = 0.2) COUNT(*) FROM t`, nil, "1:58: option epsilon is given twice (first at 1:43)"},
+		{`SELECT COUNT(*) FROM t JOIN lookup AS t ON t.g = t.code`, dpsql.ErrInvalidOption, `1:29: the name "t" is used twice in FROM`},
+		{`SELECT COUNT(*) FROM t AS a JOIN lookup AS A ON a.g = A.code`, dpsql.ErrInvalidOption, `the name "A" is used twice in FROM`},
 	} {
 		_, err := e.Query(context.Background(), tc.sql)
 		if err == nil {

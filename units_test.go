@@ -401,10 +401,15 @@ func TestGroupByUnitIsRefused(t *testing.T) {
 		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) uid, COUNT(*) FROM visits GROUP BY uid`,
 		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) ward, COUNT(*) FROM visits GROUP BY ward, uid`,
 		`WITH s AS (SELECT uid AS who, COUNT(*) AS n FROM visits GROUP BY uid) SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) who, SUM(n) FROM s GROUP BY who`,
+		// Computed from the unit inside a subquery, as GROUP BY uid + 0 is.
+		`WITH s AS (SELECT uid + 0 AS x, COUNT(*) AS n FROM visits GROUP BY uid) SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) x, SUM(n) FROM s GROUP BY x`,
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) x, COUNT(*) FROM (SELECT uid * 2 AS x, ward FROM visits) AS s GROUP BY x`,
 	} {
 		_, err := e.Query(context.Background(), q)
 		if !errors.Is(err, dpsql.ErrNotPrivate) || !strings.Contains(err.Error(), "groups by the privacy unit") || !strings.Contains(err.Error(), "COUNT(DISTINCT") {
 			t.Errorf("%s: %v", q, err)
 		}
 	}
+	// A count per unit is not the unit: grouping by it is allowed.
+	query(t, e, `WITH s AS (SELECT uid, COUNT(uid) AS n FROM visits GROUP BY uid) SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) n, COUNT(*) FROM s GROUP BY n`)
 }

@@ -545,9 +545,14 @@ func (p *parser) optionList(paren bool) []Option {
 	var opts []Option
 	for {
 		pos := p.tok.pos
-		name := p.plainName("option name")
+		name := FoldName(p.plainName("option name"))
+		for _, o := range opts {
+			if o.Name == name {
+				p.fail(pos, "option %s is given twice (first at %d:%d)", name, o.NamePos.Line, o.NamePos.Col)
+			}
+		}
 		p.expect("=")
-		opts = append(opts, Option{NamePos: pos, Name: FoldName(name), Value: p.expr()})
+		opts = append(opts, Option{NamePos: pos, Name: name, Value: p.expr()})
 		if !p.accept(",") {
 			break
 		}

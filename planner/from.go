@@ -24,6 +24,10 @@ type relCol struct {
 	// privacy unit by provenance (the base unit column itself, or a
 	// subquery output that is exactly that column); "" otherwise.
 	unit string
+	// fromUnit: a subquery output computed from the unit (uid + 0, say)
+	// other than by counting: grouping by it would group by units as
+	// surely as grouping by the unit, and is refused alike.
+	fromUnit bool
 	// qualifiedOnly: the right side's column of a JOIN ... USING, which
 	// an unqualified name does not reach (it names the left side's).
 	qualifiedOnly bool
@@ -331,6 +335,9 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 			if bc.unit != "" {
 				col.unit = r.unitSQL
 			}
+			col.fromUnit = bc.fromUnit
+		} else {
+			col.fromUnit = computedFromUnit(it.Expr, base)
 		}
 		if name == "" {
 			return nil, refuse(it.At, "give %s a name with AS", parser.Format(it.Expr))
@@ -483,6 +490,39 @@ func resolveAll(q *parser.SelectStmt, r *relation, alias func(name string) (stri
 // on equalities (each private row keeps its unit; repeated rows are bounded
 // by the unit's l∞); private ⋈ private only when ON equates their units,
 // so every joined row still belongs to one unit.
+// computedFromUnit reports an expression that reads the unit (or a column
+// computed from it) outside a COUNT.
+func computedFromUnit(e parser.Expr, base *relation) bool {
+	found := false
+	parser.Walk(e, func(x parser.Expr) bool {
+		switch x := x.(type) {
+		case *parser.CallExpr:
+			if x.Name == "COUNT" {
+				return false
+			}
+		case *parser.ColumnRef:
+			if col, err := base.resolve(x); err == nil && (col.unit != "" || col.fromUnit) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// fromItemPos is where a FROM item starts, for messages.
+func fromItemPos(f parser.FromItem) parser.Pos {
+	switch f := f.(type) {
+	case *parser.TableRef:
+		return f.NamePos
+	case *parser.SubqueryRef:
+		return f.Lparen
+	case *parser.JoinExpr:
+		return fromItemPos(f.Left)
+	}
+	return parser.Pos{}
+}
+
 func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 	l, err := fb.item(j.Left)
 	if err != nil {
@@ -491,6 +531,16 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 	r, err := fb.item(j.Right)
 	if err != nil {
 		return nil, err
+	}
+	for _, rc := range r.cols {
+		if rc.qual == "" {
+			continue
+		}
+		for _, lc := range l.cols {
+			if catalog.SameName(lc.qual, rc.qual) {
+				return nil, errorf(fromItemPos(j.Right), ErrInvalidOption, "the name %q is used twice in FROM; give each table its own alias", rc.qual)
+			}
+		}
 	}
 	out := &relation{name: l.name + " joined with " + r.name, cols: append(append([]*relCol{}, l.cols...), r.cols...),
 		private: l.private || r.private, rn: fb.rn}

@@ -1044,7 +1044,7 @@ func (b *builder) groupKey(g parser.Expr) error {
 			return errorf(c.NamePos, ErrInvalidOption, "column %q appears twice in GROUP BY", col.name)
 		}
 	}
-	if col.unit != "" {
+	if col.unit != "" || col.fromUnit {
 		// Each group would be one unit: its key a unit's id, its
 		// aggregates one unit's values. Refused whatever the data.
 		return errorf(c.NamePos, ErrNotPrivate,
@@ -1144,7 +1144,7 @@ func (b *builder) expressionKey(g parser.Expr) error {
 			return false
 		}
 		if c, ok := x.(*parser.ColumnRef); ok && unitErr == nil {
-			if col, err := b.column(c); err == nil && col.unit != "" {
+			if col, err := b.column(c); err == nil && (col.unit != "" || col.fromUnit) {
 				unitErr = errorf(c.NamePos, ErrNotPrivate,
 					"GROUP BY %s is computed from the privacy unit %q and its values are not enumerated from the policy: partition selection would release units' ids with probability δ at most; group by bins of declared bounds, other columns, or count units with COUNT(DISTINCT %s)",
 					parser.Format(g), col.name, parser.QuoteIdent(col.name))
