@@ -139,8 +139,19 @@ func (l ledger) choose(candidates []Charge) (int, error) {
 		}
 	}
 	rem, t := s.OwnRemaining(), s.Total
-	return -1, fmt.Errorf("%w: the query needs ε=%g, δ=%g but only ε=%g, δ=%g remain%s of ε=%g, δ=%g",
-		ErrBudgetExhausted, c.Epsilon, c.Delta, rem.Epsilon, rem.Delta, whose, t.Epsilon, t.Delta)
+	return -1, fmt.Errorf("%w: the query needs ε=%g, δ=%g but only ε=%g, δ=%g remain%s of ε=%g, δ=%g%s",
+		ErrBudgetExhausted, c.Epsilon, c.Delta, rem.Epsilon, rem.Delta, whose, t.Epsilon, t.Delta, l.stuckWhy())
+}
+
+// stuckWhy explains a budget that nothing fits although its ε is not
+// spent: a Gaussian query was charged (so its spending is tracked in
+// zCDP, not by adding ε), and the total's δ is now 0, which gives zCDP
+// nothing to spend. It is "" otherwise.
+func (l ledger) stuckWhy() string {
+	if l.impure == 0 || l.rhoTotal() > 0 {
+		return ""
+	}
+	return " (queries with Gaussian noise were charged to this budget, so its spending is accounted in zCDP, which needs a total δ > 0; with δ = 0 nothing more fits: the owner can SET BUDGET again with delta > 0, or RESET BUDGET to start a new budget)"
 }
 
 func (l ledger) status() Status {

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -786,4 +787,37 @@ func BenchmarkChargeFirst(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestDeltaZeroAfterGaussianSaysWhy: after a Gaussian charge, a budget
+// set again with δ = 0 admits nothing (zCDP needs δ > 0, and basic
+// composition no longer applies); the refusal says so and what to do.
+func TestDeltaZeroAfterGaussianSaysWhy(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func() *Store) {
+		ctx := context.Background()
+		db := open()
+		if err := SetTotal(ctx, db, Cost{Epsilon: 2, Delta: 1e-6}, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ChargeFirst(ctx, db, "", []Charge{{Mechanism: Gaussian, Epsilon: 0.1, Delta: 0, Rho: 1e-4}}, "q", nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := SetTotal(ctx, db, Cost{Epsilon: 2}, false); err != nil {
+			t.Fatal(err)
+		}
+		err := ChargeLaplace(ctx, db, Cost{Epsilon: 0.1}, "q")
+		if !errors.Is(err, ErrBudgetExhausted) || !strings.Contains(err.Error(), "needs a total δ > 0") || !strings.Contains(err.Error(), "RESET BUDGET") {
+			t.Errorf("after a Gaussian charge, with δ = 0: %v", err)
+		}
+		// Without the Gaussian charge the same budget says nothing more.
+		if err := Reset(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		if err := SetTotal(ctx, db, Cost{Epsilon: 0.05}, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := ChargeLaplace(ctx, db, Cost{Epsilon: 0.1}, "q"); err == nil || strings.Contains(err.Error(), "zCDP") {
+			t.Errorf("a plain exhausted budget: %v", err)
+		}
+	})
 }
