@@ -193,6 +193,11 @@ func TestApproxQuantiles(t *testing.T) {
 	if got, w := r.Rows[0][0], "["+strings.Join(want, ",")+"]"; got != w {
 		t.Errorf("APPROX_QUANTILES(x, 4) = %v, want %s", got, w)
 	}
+	// EXPLAIN names what it releases: the five quantiles, not a median.
+	plan := query(t, e, `EXPLAIN SELECT APPROX_QUANTILES(x, 4) AS q FROM t`)
+	if text := fmt.Sprint(plan.Rows); !strings.Contains(text, "the 5 quantiles 0, 1/4, …, 1 (a JSON array)") || strings.Contains(text, "0.5-quantile") {
+		t.Errorf("EXPLAIN APPROX_QUANTILES: %s", text)
+	}
 	for _, bad := range []string{`SELECT APPROX_QUANTILES(x, 0) FROM t`, `SELECT APPROX_QUANTILES(x, 2.5) FROM t`, `SELECT APPROX_QUANTILES(x) FROM t`, `SELECT APPROX_QUANTILES(x, x) FROM t`, `SELECT APPROX_QUANTILES(x, 1001) FROM t`} {
 		if _, err := e.Query(t.Context(), bad); !errors.Is(err, planner.ErrInvalidOption) || !strings.Contains(err.Error(), "constant integer n") {
 			t.Errorf("%s: %v", bad, err)

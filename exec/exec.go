@@ -948,7 +948,11 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 		case planner.AggSum:
 			how = fmt.Sprintf("noisy c%d", a.Cells[0])
 		case planner.AggQuantile:
-			how = fmt.Sprintf("the %g-quantile found by descending the tree of c%d (noisy node counts), clamped to [%s, %s]", a.P, a.Cells[0], lo, hi)
+			what := fmt.Sprintf("the %g-quantile", a.P)
+			if ps := q.Cells[a.Cells[0]].Ps; len(ps) > 0 {
+				what = fmt.Sprintf("the %d quantiles 0, 1/%d, …, 1 (a JSON array), each", len(ps), len(ps)-1)
+			}
+			how = fmt.Sprintf("%s found by descending the tree of c%d (noisy node counts), clamped to [%s, %s]", what, a.Cells[0], lo, hi)
 		case planner.AggAvg:
 			how = fmt.Sprintf("%s + noisy c%d / max(1, noisy c%d), clamped to [%s, %s]", mid, a.Cells[0], a.Cells[1], lo, hi)
 		case planner.AggVar, planner.AggStddev:
