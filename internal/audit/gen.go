@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -552,7 +553,9 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 			options = append(options, "privacy_unit_column = "+g.rel.raw)
 		case 8:
 			g.use("near-miss: GROUP BY the privacy unit")
-			options = append(options, "delta = 0.001")
+			if !slices.ContainsFunc(options, func(o string) bool { return strings.HasPrefix(o, "delta ") }) {
+				options = append(options, "delta = 0.001") // an option given twice is refused
+			}
 			if len(group) == 0 {
 				tail = " GROUP BY " + g.rel.unit + tail
 			} else {
