@@ -7,8 +7,8 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/internal/audit"
+	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/internal/pgtest"
-	"github.com/dpsql/dpsql/internal/testhooks"
 	"github.com/dpsql/dpsql/mechanism"
 )
 
@@ -25,7 +25,7 @@ func postgresOpener(srv *pgtest.Server, n *atomic.Int64) audit.Opener {
 		if err != nil {
 			return nil, err
 		}
-		return dpsql.OpenWithNoise(state, dpsql.Options{Epsilon: 1, Postgres: dsn}, noise)
+		return dpsql.OpenWithNoise(state, dpsql.WithKnobs(dpsql.Options{Epsilon: 1, Postgres: dsn}, hooks), noise)
 	}
 }
 
@@ -35,13 +35,13 @@ func postgresOpener(srv *pgtest.Server, n *atomic.Int64) audit.Opener {
 // hold there as on SQLite.
 func TestSensitivityAuditorOnPostgres(t *testing.T) {
 	srv := pgtest.StartT(t)
-	testhooks.FixedRandomness.Store(true)
-	defer testhooks.FixedRandomness.Store(false)
-	defer testhooks.PostgresGrouping.Store(0)
+	hooks.FixedRandomness = true
+	defer func() { hooks.FixedRandomness = false }()
+	defer func() { hooks.PostgresGrouping = 0 }()
 	var databases atomic.Int64
 	log := recordStatements(t)
-	for _, mode := range []int32{testhooks.GroupAlways, testhooks.GroupNever} {
-		testhooks.PostgresGrouping.Store(mode)
+	for _, mode := range []int{knobs.GroupAlways, knobs.GroupNever} {
+		hooks.PostgresGrouping = mode
 		log.take()
 		cfg := audit.Config{Seed: *auditSeed + 100 + uint64(mode), Databases: 4, PerDatabase: 100, NearMiss: 0.15}
 		rep, err := audit.Run(postgresOpener(srv, &databases), t.TempDir(), cfg)
@@ -57,7 +57,7 @@ func TestSensitivityAuditorOnPostgres(t *testing.T) {
 		}
 		grouped := counting(log.take(), "COUNT(*) FROM")
 		t.Logf("grouping mode %d: %d statements (%d near-misses) on %d database pairs; %d grouped scans", mode, rep.Statements, rep.NearMisses, rep.Databases, grouped)
-		if (mode == testhooks.GroupAlways) != (grouped > 0) {
+		if (mode == knobs.GroupAlways) != (grouped > 0) {
 			t.Errorf("grouping mode %d: %d grouped scans", mode, grouped)
 		}
 	}

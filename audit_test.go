@@ -7,12 +7,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/internal/audit"
-	"github.com/dpsql/dpsql/internal/testhooks"
 	"github.com/dpsql/dpsql/mechanism"
 )
 
@@ -53,8 +51,8 @@ func auditOpener(path string, n mechanism.Noiser) (audit.Engine, error) {
 // generated statements on generated neighbouring databases, every plan's
 // claim checked. It must find nothing.
 func TestSensitivityAuditor(t *testing.T) {
-	testhooks.FixedRandomness.Store(true)
-	defer testhooks.FixedRandomness.Store(false)
+	hooks.FixedRandomness = true
+	defer func() { hooks.FixedRandomness = false }()
 	cfg := audit.Config{Seed: *auditSeed, Databases: *auditDatabases, PerDatabase: 100, NearMiss: 0.15}
 	if testing.Short() {
 		cfg.Databases = 4
@@ -91,24 +89,24 @@ func TestSensitivityAuditor(t *testing.T) {
 // re-introduced behind a test-only switch.
 var faults = []struct {
 	name    string
-	switch_ *atomic.Bool
+	switch_ *bool
 }{
-	{"unit taken by name", &testhooks.UnitByName},
-	{"per-row sensitivity for a unit's rows", &testhooks.PerRowSensitivity},
-	{"centring in doubles far from zero", &testhooks.FloatCentring},
-	{"ABS left unwrapped (raises on -2^63)", &testhooks.BareAbs},
+	{"unit taken by name", &hooks.UnitByName},
+	{"per-row sensitivity for a unit's rows", &hooks.PerRowSensitivity},
+	{"centring in doubles far from zero", &hooks.FloatCentring},
+	{"ABS left unwrapped (raises on -2^63)", &hooks.BareAbs},
 }
 
 // TestAuditorCatchesReintroducedBugs is the proof that the auditor can
 // fail: with each bug switched back on, a run the size of the CI run
 // reports it.
 func TestAuditorCatchesReintroducedBugs(t *testing.T) {
-	testhooks.FixedRandomness.Store(true)
-	defer testhooks.FixedRandomness.Store(false)
+	hooks.FixedRandomness = true
+	defer func() { hooks.FixedRandomness = false }()
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
-			f.switch_.Store(true)
-			defer f.switch_.Store(false)
+			*f.switch_ = true
+			defer func() { *f.switch_ = false }()
 			cfg := audit.Config{Seed: *auditSeed, Databases: *auditDatabases, PerDatabase: 100, NearMiss: 0.15, StopAtFirst: true}
 			rep, err := audit.Run(auditOpener, t.TempDir(), cfg)
 			if err != nil {
@@ -134,8 +132,8 @@ func slug(s string) string {
 // testdata/audit: each passes on main, and each case found with a fault
 // switched on still fails with that fault.
 func TestAuditRegressionCases(t *testing.T) {
-	testhooks.FixedRandomness.Store(true)
-	defer testhooks.FixedRandomness.Store(false)
+	hooks.FixedRandomness = true
+	defer func() { hooks.FixedRandomness = false }()
 	paths, _ := filepath.Glob(filepath.Join(auditCases, "*.case"))
 	if len(paths) < len(faults) {
 		t.Fatalf("%d regression cases under %s, want at least one per fault (%d)", len(paths), auditCases, len(faults))
@@ -170,9 +168,9 @@ func TestAuditRegressionCases(t *testing.T) {
 			}
 			for _, f := range faults {
 				if f.name == c.Fault {
-					f.switch_.Store(true)
+					*f.switch_ = true
 					p := check(t, c)
-					f.switch_.Store(false)
+					*f.switch_ = false
 					if !(audit.Finding{Problems: p}).Privacy() {
 						t.Errorf("with %q switched on, the case no longer fails a privacy check", c.Fault)
 					}
@@ -188,8 +186,8 @@ func TestAuditRegressionCases(t *testing.T) {
 // (go test -run XXX -fuzz FuzzSensitivityAuditor -fuzztime 1h .): each
 // input seeds one database pair and 20 statements.
 func FuzzSensitivityAuditor(f *testing.F) {
-	testhooks.FixedRandomness.Store(true)
-	f.Cleanup(func() { testhooks.FixedRandomness.Store(false) })
+	hooks.FixedRandomness = true
+	f.Cleanup(func() { hooks.FixedRandomness = false })
 	for _, seed := range []uint64{1, 2, 3} {
 		f.Add(seed)
 	}

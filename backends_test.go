@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/dpsql/dpsql/internal/knobs"
 	"net/url"
 	"os"
 	"sync"
@@ -32,7 +33,12 @@ var suiteBackend struct {
 // on PostgreSQL, the file's tables first move into a fresh PostgreSQL
 // database (once per file: moveToPostgres) and the engine reads them
 // there, with the file as its state file.
+// hooks are the test knobs of every engine the tests open through
+// openEngine (internal/knobs): a test sets one and resets it when done.
+var hooks = &knobs.Knobs{}
+
 func openEngine(path string, opts dpsql.Options, noise mechanism.Noiser) (*dpsql.Engine, error) {
+	opts = dpsql.WithKnobs(opts, hooks)
 	if opts.Postgres == "" {
 		dsn, err := postgresOf(path)
 		if err != nil {

@@ -33,7 +33,7 @@ type Description struct {
 // EXPLAIN and SHOW, which are free, run once with every parameter set to
 // 1 and are typed by their values. A PostgreSQL-wire server needs this
 // for the extended protocol, whose Describe comes before Bind.
-func (e *Engine) Describe(ctx context.Context, sqlText string) (*Description, error) {
+func (s *Session) Describe(ctx context.Context, sqlText string) (*Description, error) {
 	stmt, err := parser.ParseStatement(sqlText)
 	if err != nil {
 		return nil, syntaxError(err)
@@ -46,11 +46,11 @@ func (e *Engine) Describe(ctx context.Context, sqlText string) (*Description, er
 	if err := parser.Bind(stmt, args); err != nil {
 		return nil, syntaxError(parser.ErrorList{err.(*parser.Error)})
 	}
-	switch s := stmt.(type) {
+	switch st := stmt.(type) {
 	case *parser.SelectStmt:
-		return e.describeSelect(ctx, s, d)
+		return s.describeSelect(ctx, st, d)
 	case *parser.ExplainStmt, *parser.ShowStmt:
-		res, err := e.run(ctx, stmt)
+		res, err := s.run(ctx, stmt)
 		if err != nil {
 			return nil, err
 		}
@@ -59,33 +59,34 @@ func (e *Engine) Describe(ctx context.Context, sqlText string) (*Description, er
 	return d, nil
 }
 
-func (e *Engine) describeSelect(ctx context.Context, s *parser.SelectStmt, d *Description) (*Description, error) {
-	e.mu.Lock()
-	cat, err := catalog.Load(ctx, e.db, e.policies())
-	sess := e.sess
-	e.mu.Unlock()
+// describeSelect types a SELECT's outputs without running a private one.
+func (s *Session) describeSelect(ctx context.Context, st *parser.SelectStmt, d *Description) (*Description, error) {
+	e := s.eng
+	cat, err := e.catalog(ctx)
+	set := s.Settings().planner()
 	if err != nil {
 		return nil, err
 	}
-	plan, err := planner.PlanSelect(s, cat, sess)
+	in := e.planInputs()
+	plan, err := planner.PlanSelect(st, cat, set, in)
 	if errors.Is(err, planner.ErrNoEpsilon) {
-		sess.Epsilon = 1 // describing spends nothing; the shape does not depend on ε
-		plan, err = planner.PlanSelect(s, cat, sess)
+		set.Epsilon = 1 // describing spends nothing; the shape does not depend on ε
+		plan, err = planner.PlanSelect(st, cat, set, in)
 	}
 	if err != nil {
 		// SQL over released results: the outer query's names, typed when
 		// it runs.
-		if sess.Epsilon == 0 {
-			sess.Epsilon = 1
+		if set.Epsilon == 0 {
+			set.Epsilon = 1
 		}
-		comp, cerr := planner.PlanComposite(s, cat, sess)
+		comp, cerr := planner.PlanComposite(st, cat, set, in)
 		if cerr != nil {
 			return nil, cerr
 		}
 		if comp == nil {
 			return nil, err
 		}
-		return e.describeComposite(ctx, comp, cat, sess, d)
+		return e.describeComposite(ctx, comp, cat, set, d)
 	}
 	switch p := plan.(type) {
 	case *planner.PublicQuery:
@@ -108,8 +109,9 @@ func (e *Engine) describeSelect(ctx context.Context, s *parser.SelectStmt, d *De
 // outer query once on one made-up row per DP part, each value of the type
 // the part's output will have (1, 1.0 or 'a'): public data only, nothing
 // charged. Columns an empty result leaves untyped are TEXT.
-func (e *Engine) describeComposite(ctx context.Context, c *planner.Composite, cat *catalog.Catalog, sess planner.Session, d *Description) (*Description, error) {
-	sess.Released = map[*parser.SelectStmt]*planner.Released{}
+func (e *Engine) describeComposite(ctx context.Context, c *planner.Composite, cat *catalog.Catalog, set planner.Settings, d *Description) (*Description, error) {
+	in := e.planInputs()
+	in.Released = map[*parser.SelectStmt]*planner.Released{}
 	for _, p := range c.Parts {
 		r := &planner.Released{Rows: [][]any{nil}}
 		for _, o := range p.Plan.Outputs {
@@ -123,9 +125,9 @@ func (e *Engine) describeComposite(ctx context.Context, c *planner.Composite, ca
 			}
 			r.Rows[0] = append(r.Rows[0], v)
 		}
-		sess.Released[p.Key] = r
+		in.Released[p.Key] = r
 	}
-	plan, err := planner.PlanSelect(c.Stmt, cat, sess)
+	plan, err := planner.PlanSelect(c.Stmt, cat, set, in)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dpsql/dpsql/parser"
 )
@@ -38,8 +39,10 @@ func init() { sql.Register(DriverName, &Driver{}) }
 //     file:shop.dpsql?postgres=postgres%3A%2F%2Fdpsql%40db%2Fshop; with
 //     no path (file:?postgres=...) the state file is DefaultStateFile.
 //
-// Unknown options are errors. Each database/sql connection is one dpsql
-// session: SET statements affect the connection they run on.
+// Unknown options are errors. A *sql.DB opened on a DSN shares one Engine
+// (one SQLite pool, one PostgreSQL pool), opened by its first connection
+// and closed by sql.DB.Close; each database/sql connection is one dpsql
+// Session of it: SET statements affect the connection they run on.
 type Driver struct{}
 
 // Compile-time checks of the database/sql/driver interfaces implemented.
@@ -47,6 +50,7 @@ var (
 	_ driver.Driver                         = (*Driver)(nil)
 	_ driver.DriverContext                  = (*Driver)(nil)
 	_ driver.Connector                      = (*connector)(nil)
+	_ io.Closer                             = (*connector)(nil)
 	_ driver.Conn                           = (*conn)(nil)
 	_ driver.QueryerContext                 = (*conn)(nil)
 	_ driver.ExecerContext                  = (*conn)(nil)
@@ -63,13 +67,23 @@ var (
 // query commits its own budget charge).
 var ErrNoTransactions = errors.New("dpsql: transactions are not supported")
 
-// Open opens a connection (database/sql calls it; prefer sql.Open).
+// Open opens a connection with an engine of its own, closed with it
+// (database/sql calls OpenConnector instead; prefer sql.Open).
 func (d *Driver) Open(dsn string) (driver.Conn, error) {
-	c, err := d.OpenConnector(dsn)
+	path, opts, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return c.Connect(context.Background())
+	eng, err := Open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := eng.NewSession(sessionOptions(opts))
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	return &conn{sess: sess, owned: eng}, nil
 }
 
 // OpenConnector parses and validates the DSN once.
@@ -128,24 +142,74 @@ func ParseDSN(dsn string) (string, Options, error) {
 	return path, opts, nil
 }
 
+// connector is one DSN's engine, shared by every connection database/sql
+// makes from it.
 type connector struct {
 	drv  *Driver
 	path string
 	opts Options
+
+	mu     sync.Mutex
+	eng    *Engine // opened by the first Connect that succeeds
+	closed bool
 }
 
+// sessionOptions are the options of a DSN's sessions.
+func sessionOptions(opts Options) SessionOptions {
+	return SessionOptions{Owner: opts.Owner, Epsilon: opts.Epsilon, NoCache: opts.NoCache}
+}
+
+// engine returns the DSN's engine, opening it on first use (an open that
+// fails is tried again by the next connection).
+func (c *connector) engine() (*Engine, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errors.New("dpsql: the database handle is closed")
+	}
+	if c.eng == nil {
+		eng, err := Open(c.path, c.opts)
+		if err != nil {
+			return nil, err
+		}
+		c.eng = eng
+	}
+	return c.eng, nil
+}
+
+// Connect makes a session of the DSN's engine.
 func (c *connector) Connect(context.Context) (driver.Conn, error) {
-	eng, err := Open(c.path, c.opts)
+	eng, err := c.engine()
 	if err != nil {
 		return nil, err
 	}
-	return &conn{eng: eng}, nil
+	sess, err := eng.NewSession(sessionOptions(c.opts))
+	if err != nil {
+		return nil, err
+	}
+	return &conn{sess: sess}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return c.drv }
 
+// Close closes the engine (sql.DB.Close calls it, after closing every
+// connection).
+func (c *connector) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if c.eng == nil {
+		return nil
+	}
+	err := c.eng.Close()
+	c.eng = nil
+	return err
+}
+
+// conn is one database/sql connection: a session.
 type conn struct {
-	eng *Engine
+	sess  *Session
+	owned *Engine // an engine of its own (Driver.Open), closed with it
 }
 
 func (c *conn) Prepare(query string) (driver.Stmt, error) {
@@ -158,7 +222,15 @@ func (c *conn) PrepareContext(_ context.Context, query string) (driver.Stmt, err
 	return prepare(c, query)
 }
 
-func (c *conn) Close() error { return c.eng.Close() }
+func (c *conn) Close() error {
+	err := c.sess.Close()
+	if c.owned != nil {
+		if cerr := c.owned.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
 
 func (c *conn) Begin() (driver.Tx, error) { return nil, ErrNoTransactions }
 
@@ -178,7 +250,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.eng.Query(ctx, query, vals...)
+	res, err := c.sess.Query(ctx, query, vals...)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +262,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.eng.Query(ctx, query, vals...); err != nil {
+	if _, err := c.sess.Query(ctx, query, vals...); err != nil {
 		return nil, err
 	}
 	return driver.RowsAffected(0), nil

@@ -1,6 +1,7 @@
 package dpsql
 
 import (
+	"github.com/dpsql/dpsql/internal/knobs"
 	"math/big"
 
 	"github.com/dpsql/dpsql/mechanism"
@@ -42,6 +43,12 @@ func (e *exactThreshold) Next(q float64) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// WithKnobs returns opts with test knobs (tests only).
+func WithKnobs(opts Options, k *knobs.Knobs) Options {
+	opts.knobs = k
+	return opts
 }
 
 // OpenWithNoise opens an engine with an injected noise source (tests only).

@@ -20,7 +20,6 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/exec"
-	"github.com/dpsql/dpsql/internal/testhooks"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/planner"
 )
@@ -108,8 +107,8 @@ func checkNeighbourSensitivity(t *testing.T, d, d2, q string) {
 	// would differ too (not a leak: the choice is the mechanism's own
 	// randomness), and a per-unit sensitivity l0·|bound| is easily
 	// exceeded by that alone.
-	testhooks.FixedRandomness.Store(true)
-	defer testhooks.FixedRandomness.Store(false)
+	hooks.FixedRandomness = true
+	defer func() { hooks.FixedRandomness = false }()
 	a, b := exactValues(t, d, q), exactValues(t, d2, q)
 	if len(a) != len(b) {
 		t.Fatalf("%s: %d noisy cells on D, %d on D'", q, len(a), len(b))

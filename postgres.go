@@ -91,7 +91,7 @@ func openPostgres(ctx context.Context, db *sql.DB, path string, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	return &pgSource{pool: pool, ledger: stdlib.OpenDBFromPool(pool), id: id, release: postgres.Register(id, pool)}, nil
+	return &pgSource{pool: pool, ledger: stdlib.OpenDBFromPool(pool), id: id, release: postgres.Register(id, pool, opts.knobs)}, nil
 }
 
 // prepare readies a state file and its PostgreSQL database for an open:

@@ -23,8 +23,8 @@ import (
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/demo"
+	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/internal/pgtest"
-	"github.com/dpsql/dpsql/internal/testhooks"
 )
 
 // bothPolicy is the owner script both backends get: the demo's policy
@@ -213,20 +213,20 @@ var sameErrors = []string{
 }
 
 func TestPostgresAnswersLikeSQLite(t *testing.T) {
-	testhooks.FixedRandomness.Store(true) // the same rows kept by contribution bounding
-	defer testhooks.FixedRandomness.Store(false)
+	hooks.FixedRandomness = true // the same rows kept by contribution bounding
+	defer func() { hooks.FixedRandomness = false }()
 	native, pg, _ := bothBackends(t)
-	defer testhooks.PostgresGrouping.Store(0)
+	defer func() { hooks.PostgresGrouping = 0 }()
 	log := recordStatements(t)
-	for _, grouping := range []int32{testhooks.GroupAlways, testhooks.GroupNever} {
-		testhooks.PostgresGrouping.Store(grouping)
+	for _, grouping := range []int{knobs.GroupAlways, knobs.GroupNever} {
+		hooks.PostgresGrouping = grouping
 		log.take()
 		sameAnswers(t, native, pg)
 		sent := log.take()
-		if grouped := counting(sent, "COUNT(*) FROM"); (grouping == testhooks.GroupAlways) != (grouped > 0) {
+		if grouped := counting(sent, "COUNT(*) FROM"); (grouping == knobs.GroupAlways) != (grouped > 0) {
 			t.Errorf("grouping mode %d: %d grouped scans", grouping, grouped)
 		}
-		if aggregated := counting(sent, ")::text"); (grouping == testhooks.GroupAlways) != (aggregated > 0) {
+		if aggregated := counting(sent, ")::text"); (grouping == knobs.GroupAlways) != (aggregated > 0) {
 			t.Errorf("grouping mode %d: %d scans aggregated in PostgreSQL", grouping, aggregated)
 		}
 	}
@@ -530,8 +530,8 @@ func TestPostgresConcurrentSessions(t *testing.T) {
 func TestPostgresCancel(t *testing.T) {
 	srv := pgtest.StartT(t)
 	db := pgSetup(t, srv, `CREATE TABLE big AS SELECT i AS x, random() AS r FROM generate_series(1, 3000000) i`)
-	testhooks.PostgresGrouping.Store(testhooks.GroupNever) // stream every row: a long scan
-	defer testhooks.PostgresGrouping.Store(0)
+	hooks.PostgresGrouping = knobs.GroupNever // stream every row: a long scan
+	defer func() { hooks.PostgresGrouping = 0 }()
 	eng := open(t, filepath.Join(t.TempDir(), "big.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	mustRun(t, eng, `CREATE PRIVACY POLICY ON big; ALTER PRIVACY POLICY ON big SET BOUNDS r (0, 1); SET BUDGET epsilon = 10`)
 	rollbacks := func() (n int64) {
@@ -568,8 +568,8 @@ func TestPostgresCancel(t *testing.T) {
 // PostgreSQL at most twice (the inner side's second scan is kept and
 // replayed), not once per outer row, and answers as on SQLite.
 func TestPostgresJoinsScanOnce(t *testing.T) {
-	testhooks.FixedRandomness.Store(true)
-	defer testhooks.FixedRandomness.Store(false)
+	hooks.FixedRandomness = true
+	defer func() { hooks.FixedRandomness = false }()
 	native, pg, _ := bothBackends(t)
 	log := recordStatements(t)
 	for _, q := range []string{
@@ -611,7 +611,7 @@ func TestPostgresConcurrentJoins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := pg.Session(dpsql.SessionOptions{Epsilon: 1})
+			s, err := pg.NewSession(dpsql.SessionOptions{Epsilon: 1})
 			if err != nil {
 				t.Error(err)
 				return
@@ -783,7 +783,7 @@ func raceSessions(t *testing.T, n int, engine func(i int) *dpsql.Engine, opts dp
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := engine(i).Session(opts)
+			s, err := engine(i).NewSession(opts)
 			if err != nil {
 				t.Error(err)
 				return
@@ -1091,7 +1091,7 @@ func TestPostgresAggregatesNatively(t *testing.T) {
 		ALTER PRIVACY POLICY ON n SET DOMAIN f (0.5);
 		SET BUDGET epsilon = 1000`)
 	log := recordStatements(t)
-	defer testhooks.PostgresGrouping.Store(0)
+	defer func() { hooks.PostgresGrouping = 0 }()
 	// Σ clip(c, -1000, 1000), by hand: rows i·1000003 − 900000000 for
 	// i = 1..1500 (NULLs skipped), and the two extremes.
 	var sumC int64
@@ -1126,8 +1126,8 @@ func TestPostgresAggregatesNatively(t *testing.T) {
 		{`SELECT SUM(c + 0) FROM n`, false, nil},
 	} {
 		var answers [2][][]any
-		for i, mode := range []int32{0, testhooks.GroupNever} {
-			testhooks.PostgresGrouping.Store(mode)
+		for i, mode := range []int{0, knobs.GroupNever} {
+			hooks.PostgresGrouping = mode
 			log.take()
 			answers[i] = query(t, e, c.query).Rows
 			aggregated := counting(log.take(), ")::text") > 0
@@ -1142,7 +1142,7 @@ func TestPostgresAggregatesNatively(t *testing.T) {
 			t.Errorf("%s: %v", c.query, answers[0])
 		}
 	}
-	testhooks.PostgresGrouping.Store(0)
+	hooks.PostgresGrouping = 0
 	log.take()
 	query(t, e, `SELECT SUM(c, contribution_bounds_per_row => (-4242, 4243)) FROM n`)
 	for _, q := range log.take() {
@@ -1193,7 +1193,7 @@ func TestPostgresNativeAggregatesMatchScans(t *testing.T) {
 	}
 	mustRun(t, e, strings.Join(policy, ";\n"))
 	log := recordStatements(t)
-	defer testhooks.PostgresGrouping.Store(0)
+	defer func() { hooks.PostgresGrouping = 0 }()
 	aggregated := 0
 	for q := 0; q < 80; q++ {
 		var keys, items []string
@@ -1224,8 +1224,8 @@ func TestPostgresNativeAggregatesMatchScans(t *testing.T) {
 			stmt += " GROUP BY " + strings.Join(keys, ", ")
 		}
 		var answers [2][][]any
-		for i, mode := range []int32{0, testhooks.GroupNever} {
-			testhooks.PostgresGrouping.Store(mode)
+		for i, mode := range []int{0, knobs.GroupNever} {
+			hooks.PostgresGrouping = mode
 			log.take()
 			answers[i] = query(t, e, stmt).Rows
 			if mode == 0 && counting(log.take(), ")::text") > 0 {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/dpsql/dpsql/dperr"
 	"time"
 )
 
@@ -19,8 +20,8 @@ import (
 
 // Errors about analysts, checkable with errors.Is.
 var (
-	ErrUnknownAnalyst = errors.New("unknown analyst")
-	ErrAnalystExists  = errors.New("analyst already exists")
+	ErrUnknownAnalyst = dperr.UnknownAnalyst
+	ErrAnalystExists  = dperr.AnalystExists
 )
 
 // Analyst is one analyst as SHOW ANALYSTS lists them.

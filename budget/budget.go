@@ -26,6 +26,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/dpsql/dpsql/dperr"
 	"math"
 	"math/big"
 	"strconv"
@@ -39,11 +40,11 @@ import (
 // Sentinel errors, checkable with errors.Is.
 var (
 	// ErrBudgetExhausted: the charge would exceed the total budget.
-	ErrBudgetExhausted = errors.New("privacy budget exhausted")
+	ErrBudgetExhausted = dperr.BudgetExhausted
 	// ErrNoBudget: the owner has not set a budget yet.
-	ErrNoBudget = errors.New("no privacy budget set")
+	ErrNoBudget = dperr.NoBudget
 	// ErrInvalidCost: a cost or total that is negative, NaN or infinite.
-	ErrInvalidCost = errors.New("invalid privacy cost")
+	ErrInvalidCost = dperr.InvalidCost
 )
 
 const schema = `

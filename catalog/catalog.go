@@ -14,8 +14,8 @@ package catalog
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
+	"github.com/dpsql/dpsql/dperr"
 	"math"
 	"sort"
 	"strings"
@@ -27,13 +27,13 @@ import (
 // Sentinel errors, checkable with errors.Is.
 var (
 	// ErrUnknownTable: the table does not exist (or is internal).
-	ErrUnknownTable = errors.New("unknown table")
+	ErrUnknownTable = dperr.UnknownTable
 	// ErrUnknownColumn: the column does not exist in the table.
-	ErrUnknownColumn = errors.New("unknown column")
+	ErrUnknownColumn = dperr.UnknownColumn
 	// ErrNoPolicy: an ALTER/DROP names a table without a privacy policy.
-	ErrNoPolicy = errors.New("no privacy policy")
+	ErrNoPolicy = dperr.NoPolicy
 	// ErrInvalidPolicy: a policy statement has a bad value.
-	ErrInvalidPolicy = errors.New("invalid policy")
+	ErrInvalidPolicy = dperr.InvalidPolicy
 )
 
 // InternalPrefix starts the names of dpsql's own tables; analysts cannot

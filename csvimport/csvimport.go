@@ -233,34 +233,94 @@ func Import(ctx context.Context, db *sql.DB, table, path string, opts Options) (
 // row after the sample needs a wider type it rolls back and returns the
 // final types to force in a second pass.
 func importOnce(ctx context.Context, db *sql.DB, table, path string, opts Options, forced []kind) (int64, []Column, []kind, error) {
-	f, err := os.Open(path)
+	src, err := openCSV(path, opts)
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	defer f.Close()
-	var size int64
-	if st, err := f.Stat(); err == nil {
-		size = st.Size()
+	defer src.f.Close()
+	first, cols, err := src.header(opts)
+	if err != nil {
+		return 0, nil, nil, err
 	}
-	counter := &countingReader{r: f}
-	br := bufio.NewReader(counter)
+	sample, whole, err := src.sample(first, opts)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	kinds := sampleKinds(sample, len(cols), whole)
+	if forced != nil {
+		copy(kinds, forced)
+	}
+	for i := range cols {
+		cols[i].Type = typeNames[kinds[i]]
+	}
+
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer tx.Rollback()
+	if err := createTable(ctx, tx, table, cols); err != nil {
+		return 0, nil, nil, err
+	}
+	ins := newInserter(ctx, tx, table, len(cols))
+	defer ins.close()
+	n, seen, big, err := src.insertAll(ctx, ins, sample, kinds, opts)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if final := finalKinds(kinds, seen, big); final != nil {
+		return 0, cols, final, nil // the deferred Rollback undoes this pass
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, nil, nil, err
+	}
+	if opts.Progress != nil {
+		opts.Progress(n, 1)
+	}
+	return n, cols, nil, nil
+}
+
+// csvSource is a CSV file being read, with how far the reading is.
+type csvSource struct {
+	f       *os.File
+	size    int64
+	counter *countingReader
+	cr      *csv.Reader
+}
+
+// openCSV opens a CSV file (a byte-order mark is skipped).
+func openCSV(path string, opts Options) (*csvSource, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	src := &csvSource{f: f, counter: &countingReader{r: f}}
+	if st, err := f.Stat(); err == nil {
+		src.size = st.Size()
+	}
+	br := bufio.NewReader(src.counter)
 	if bom, _ := br.Peek(3); string(bom) == "\ufeff" {
 		br.Discard(3) // a byte-order mark, even before a quoted header
 	}
-	cr := csv.NewReader(br)
+	src.cr = csv.NewReader(br)
 	if opts.Delimiter != 0 {
-		cr.Comma = opts.Delimiter
+		src.cr.Comma = opts.Delimiter
 	}
-	first, err := cr.Read()
+	return src, nil
+}
+
+// header reads the first line and the columns it names (or numbers).
+func (src *csvSource) header(opts Options) ([]string, []Column, error) {
+	first, err := src.cr.Read()
 	if err == io.EOF {
-		return 0, nil, nil, &Error{Msg: "the file is empty"}
+		return nil, nil, &Error{Msg: "the file is empty"}
 	}
 	if err != nil {
-		return 0, nil, nil, readErr(err)
+		return nil, nil, readErr(err)
 	}
 	first = append([]string(nil), first...)
 	if err := validUTF8(first, 1); err != nil {
-		return 0, nil, nil, err
+		return nil, nil, err
 	}
 	if opts.Delimiter == 0 && len(first) == 1 {
 		for _, d := range []string{";", "\t", "|"} {
@@ -269,41 +329,45 @@ func importOnce(ctx context.Context, db *sql.DB, table, path string, opts Option
 				if d == "\t" {
 					flag = `\t`
 				}
-				return 0, nil, nil, &Error{Line: 1, Msg: fmt.Sprintf("the first line is a single field %q, with %q but no commas: if %q separates the fields, pass --delimiter '%s' (to import one column, pass --delimiter ',')", first[0], d, d, flag)}
+				return nil, nil, &Error{Line: 1, Msg: fmt.Sprintf("the first line is a single field %q, with %q but no commas: if %q separates the fields, pass --delimiter '%s' (to import one column, pass --delimiter ',')", first[0], d, d, flag)}
 			}
 		}
 	}
 	cols, err := header(first, opts.NoHeader)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	// The sample: the first rows, held in memory, decide the types.
+	return first, cols, err
+}
+
+// sample reads the first rows, held in memory, which decide the types;
+// whole reports that they are every row of the file.
+func (src *csvSource) sample(first []string, opts Options) (sample [][]string, whole bool, err error) {
 	sampleRows := opts.SampleRows
 	if sampleRows <= 0 {
 		sampleRows = 10_000
 	}
-	var sample [][]string
 	if opts.NoHeader {
 		sample = append(sample, first)
 	}
-	whole := false // the sample holds every row of the file
 	for len(sample) < sampleRows {
-		rec, err := cr.Read()
+		rec, err := src.cr.Read()
 		if err == io.EOF {
-			whole = true
-			break
+			return sample, true, nil
 		}
 		if err != nil {
-			return 0, nil, nil, readErr(err)
+			return nil, false, readErr(err)
 		}
-		line, _ := cr.FieldPos(0)
+		line, _ := src.cr.FieldPos(0)
 		if err := validUTF8(rec, line); err != nil {
-			return 0, nil, nil, err
+			return nil, false, err
 		}
 		sample = append(sample, append([]string(nil), rec...))
 	}
-	kinds := make([]kind, len(cols))
-	valued := make([]bool, len(cols))
+	return sample, false, nil
+}
+
+// sampleKinds is each column's type as the sample shows it.
+func sampleKinds(sample [][]string, ncols int, whole bool) []kind {
+	kinds := make([]kind, ncols)
+	valued := make([]bool, ncols)
 	for _, rec := range sample {
 		for i, v := range rec {
 			if v != "" && kinds[i] != kindText {
@@ -317,40 +381,35 @@ func importOnce(ctx context.Context, db *sql.DB, table, path string, opts Option
 			kinds[i] = kindText // no value at all (a header-only file): nothing says it is a number
 		}
 	}
-	if forced != nil {
-		copy(kinds, forced)
-	}
-	for i := range cols {
-		cols[i].Type = typeNames[kinds[i]]
-	}
+	return kinds
+}
 
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer tx.Rollback()
+// createTable creates the new table, refusing a name already taken.
+func createTable(ctx context.Context, tx *sql.Tx, table string, cols []Column) error {
 	var exists int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name = ? COLLATE NOCASE`, table).Scan(&exists); err != nil {
-		return 0, nil, nil, err
+		return err
 	}
 	if exists > 0 {
-		return 0, nil, nil, &Error{Msg: fmt.Sprintf("table %q already exists", table)}
+		return &Error{Msg: fmt.Sprintf("table %q already exists", table)}
 	}
-	if _, err := tx.ExecContext(ctx, createSQL(table, cols)); err != nil {
-		return 0, nil, nil, err
-	}
-	ins := newInserter(ctx, tx, table, len(cols))
-	defer ins.close()
-	seen := make([]kind, len(cols)) // the widest kind met, after the sample too
+	_, err := tx.ExecContext(ctx, createSQL(table, cols))
+	return err
+}
+
+// insertAll inserts the sample, then the rest of the file, as kinds; it
+// returns the row count, the widest kind met per column and which met an
+// integer beyond 2^53.
+func (src *csvSource) insertAll(ctx context.Context, ins *inserter, sample [][]string, kinds []kind, opts Options) (n int64, seen []kind, big []bool, err error) {
+	seen = make([]kind, len(kinds)) // the widest kind met, after the sample too
 	copy(seen, kinds)
-	big := make([]bool, len(cols)) // an integer beyond 2^53 met
+	big = make([]bool, len(kinds)) // an integer beyond 2^53 met
 	add := func(rec []string, line int) error {
 		for i, v := range rec {
 			ins.args = append(ins.args, convert(v, kinds[i], &seen[i], &big[i]))
 		}
 		return ins.row(line)
 	}
-	var n int64
 	line := 1
 	if !opts.NoHeader {
 		line = 2
@@ -362,16 +421,15 @@ func importOnce(ctx context.Context, db *sql.DB, table, path string, opts Option
 		n++
 		line++
 	}
-	sample = nil
 	for {
-		rec, err := cr.Read()
+		rec, err := src.cr.Read()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return 0, nil, nil, readErr(err)
 		}
-		line, _ = cr.FieldPos(0)
+		line, _ = src.cr.FieldPos(0)
 		if err := validUTF8(rec, line); err != nil {
 			return 0, nil, nil, err
 		}
@@ -379,26 +437,14 @@ func importOnce(ctx context.Context, db *sql.DB, table, path string, opts Option
 			return 0, nil, nil, err
 		}
 		n++
-		if opts.Progress != nil && n%100_000 == 0 && size > 0 {
-			opts.Progress(n, float64(counter.n)/float64(size))
+		if opts.Progress != nil && n%100_000 == 0 && src.size > 0 {
+			opts.Progress(n, float64(src.counter.n)/float64(src.size))
 		}
 		if n%100_000 == 0 && ctx.Err() != nil {
 			return 0, nil, nil, ctx.Err()
 		}
 	}
-	if err := ins.finish(); err != nil {
-		return 0, nil, nil, err
-	}
-	if final := finalKinds(kinds, seen, big); final != nil {
-		return 0, cols, final, nil // the deferred Rollback undoes this pass
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, nil, nil, err
-	}
-	if opts.Progress != nil {
-		opts.Progress(n, 1)
-	}
-	return n, cols, nil, nil
+	return n, seen, big, ins.finish()
 }
 
 // validUTF8 reports the first field of rec that is not valid UTF-8.

@@ -24,7 +24,7 @@ import (
 
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/catalog"
-	"github.com/dpsql/dpsql/internal/testhooks"
+	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
@@ -509,7 +509,7 @@ func (sc *scanned) exactCells(q *planner.PrivateQuery, rw *rewrite.Rewritten, g 
 			mid := new(big.Float).SetPrec(4096).SetFloat64(planner.Midpoint(cells[i].lo, cells[i].hi))
 			n := new(big.Float).SetPrec(4096).Set(out[c.CountCell])
 			v := new(big.Float).SetPrec(4096).Set(out[i])
-			if testhooks.FloatCentring.Load() { // a re-introduced bug, for the auditor's tests
+			if q.Knobs.Fault(func(k *knobs.Knobs) bool { return k.FloatCentring }) { // a re-introduced bug, for the auditor's tests
 				fv, _ := v.Float64()
 				fn, _ := n.Float64()
 				fm, _ := mid.Float64()
@@ -675,7 +675,8 @@ func (p *Prepared) measure(ctx context.Context, stmt *sql.Stmt, specs []spec, na
 		defer releaseHandle(h)
 		args = []any{h}
 	}
-	measureConfigs.Store(h, &measureConfig{key: int64(randomKey()), specs: specs,
+	fixed := p.q.Knobs.Fixed()
+	measureConfigs.Store(h, &measureConfig{key: int64(randomKey(fixed)), fixed: fixed, specs: specs,
 		l0: int(rw.MaxGroups), lInf: int(rw.MaxRows), nk: rw.Keys, weighted: rw.Weighted})
 	defer func() {
 		measureConfigs.Delete(h)
@@ -696,9 +697,9 @@ func (p *Prepared) measure(ctx context.Context, stmt *sql.Stmt, specs []spec, na
 }
 
 // randomKey draws the per-query key of the contribution-bounding order
-// (a constant under testhooks.FixedRandomness).
-func randomKey() uint64 {
-	if testhooks.FixedRandomness.Load() {
+// (a constant when the test knob fixed asks for it).
+func randomKey(fixed bool) uint64 {
+	if fixed {
 		return 0x5eed
 	}
 	return mechanism.CryptoSource().Uint64()

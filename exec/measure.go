@@ -15,7 +15,6 @@ import (
 
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/exactsum"
-	"github.com/dpsql/dpsql/internal/testhooks"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/rewrite"
@@ -87,6 +86,7 @@ func slotFunction(i int64) string { return rewrite.MeasureFunction + "_" + strco
 // measureConfig is one scan's configuration, registered under its handle.
 type measureConfig struct {
 	key      int64 // random per query: orders each unit's groups
+	fixed    bool  // test knob: no fresh randomness in the row sampling
 	specs    []spec
 	l0, lInf int
 	nk       int
@@ -111,7 +111,7 @@ func acquireHandle() int64 {
 	if h := acquire(slots+1, len(handles.used)-1); h != 0 {
 		return h
 	}
-	return int64(randomKey()>>1) | 1<<40
+	return int64(randomKey(false)>>1) | 1<<40
 }
 
 // acquire takes the first free handle in [from, to], or returns 0.
@@ -848,7 +848,7 @@ func (a *measureAgg) setup(args []driver.Value) error {
 			a.distinctArgs[a.specs[i].arg] = true
 		}
 	}
-	a.seed = seedFrom(cfg.key)
+	a.seed = seedFrom(cfg.key, cfg.fixed)
 	a.units = map[string]*unitState{}
 	a.groups = map[string]*groupAcc{}
 	return nil
@@ -873,13 +873,13 @@ func (a *measureAgg) groupRand(g *keptGroup) *rand.Rand {
 
 // seedFrom stretches the query key and fresh crypto randomness into a
 // ChaCha8 seed: the reservoir choices are unpredictable even to someone who
-// learns the key. Under testhooks.FixedRandomness the seed is the key alone.
-func seedFrom(key int64) [32]byte {
+// learns the key. With fixed (a test knob) the seed is the key alone.
+func seedFrom(key int64, fixed bool) [32]byte {
 	var seed [32]byte
 	src := mechanism.CryptoSource()
 	for i := 0; i < 4; i++ {
 		x := src.Uint64()
-		if testhooks.FixedRandomness.Load() {
+		if fixed {
 			x = 0
 		}
 		if i == 0 {

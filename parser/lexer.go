@@ -5,21 +5,14 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/dpsql/dpsql/dperr"
 )
 
 // Pos is a position in the SQL text: a byte offset and a 1-based line and
-// column (columns count runes).
-type Pos struct {
-	Offset int
-	Line   int
-	Col    int
-}
-
-// String renders the position as "line:col".
-func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Line, p.Col) }
-
-// IsValid reports whether the position was set.
-func (p Pos) IsValid() bool { return p.Line > 0 }
+// column (columns count runes). It is dperr's, so that every layer's
+// errors carry the same positions.
+type Pos = dperr.Pos
 
 // tokenKind classifies a lexical token.
 type tokenKind int

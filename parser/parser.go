@@ -2,6 +2,7 @@ package parser
 
 import (
 	"fmt"
+	"github.com/dpsql/dpsql/dperr"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,9 @@ func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
 
 // Position returns the error's line and column.
 func (e *Error) Position() (line, col int) { return e.Pos.Line, e.Pos.Col }
+
+// Unwrap makes every parser error a dperr.Syntax error.
+func (e *Error) Unwrap() error { return dperr.Syntax }
 
 // ErrorList is a list of syntax errors, in source order.
 type ErrorList []*Error

@@ -60,7 +60,11 @@ type Composite struct {
 // planning stmt as a whole gave). A candidate is a statement in FROM, in
 // WITH, in a scalar subquery or in a compound arm that plans on its own as
 // a private query; the statement itself is never one.
-func PlanComposite(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (*Composite, error) {
+func PlanComposite(stmt *parser.SelectStmt, cat *catalog.Catalog, set Settings, in Inputs) (*Composite, error) {
+	return planComposite(stmt, cat, session{set, in})
+}
+
+func planComposite(stmt *parser.SelectStmt, cat *catalog.Catalog, sess session) (*Composite, error) {
 	c := &Composite{Stmt: stmt}
 	sess.Released = nil
 	if err := c.find(stmt, nil, cat, sess, true); err != nil {
@@ -77,7 +81,7 @@ func PlanComposite(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) 
 		}
 		sess.Released[p.Key] = r
 	}
-	outer, err := PlanSelect(stmt, cat, sess)
+	outer, err := planSelect(stmt, cat, sess)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +98,7 @@ func PlanComposite(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) 
 
 // find visits the statements of s that can be parts. visible holds the
 // WITH queries of enclosing statements.
-func (c *Composite) find(s *parser.SelectStmt, visible []parser.CTE, cat *catalog.Catalog, sess Session, top bool) error {
+func (c *Composite) find(s *parser.SelectStmt, visible []parser.CTE, cat *catalog.Catalog, sess session, top bool) error {
 	if !top && len(s.Compound) == 0 {
 		if c.tryPart(s, s, visible, cat, sess) {
 			return nil
@@ -125,7 +129,7 @@ func (c *Composite) find(s *parser.SelectStmt, visible []parser.CTE, cat *catalo
 }
 
 // findIn visits s's FROM subqueries and scalar subqueries.
-func (c *Composite) findIn(s *parser.SelectStmt, scope []parser.CTE, cat *catalog.Catalog, sess Session) error {
+func (c *Composite) findIn(s *parser.SelectStmt, scope []parser.CTE, cat *catalog.Catalog, sess session) error {
 	var err error
 	var from func(f parser.FromItem)
 	from = func(f parser.FromItem) {
@@ -152,7 +156,7 @@ func (c *Composite) findIn(s *parser.SelectStmt, scope []parser.CTE, cat *catalo
 
 // tryPart plans s (with the WITH queries it can see) on its own; a
 // private plan makes it a part standing for key.
-func (c *Composite) tryPart(s, key *parser.SelectStmt, visible []parser.CTE, cat *catalog.Catalog, sess Session) bool {
+func (c *Composite) tryPart(s, key *parser.SelectStmt, visible []parser.CTE, cat *catalog.Catalog, sess session) bool {
 	q := s
 	if extra := unshadowed(visible, s.With); len(extra) > 0 {
 		cp := *s
@@ -160,7 +164,7 @@ func (c *Composite) tryPart(s, key *parser.SelectStmt, visible []parser.CTE, cat
 		cp.WithPos = s.Pos()
 		q = &cp
 	}
-	plan, err := PlanSelect(q, cat, sess)
+	plan, err := planSelect(q, cat, sess)
 	if err != nil {
 		return false
 	}
@@ -232,7 +236,7 @@ func scalarSubqueries(s *parser.SelectStmt, deep bool) []*parser.SubqueryExpr {
 // the scan SQL then holds constants only, and whatever the subquery does
 // — an error, say — happens before any private row is read, so it cannot
 // depend on which private rows reach it.
-func planSubqueries(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session, rn *renderer, inline bool) error {
+func planSubqueries(stmt *parser.SelectStmt, cat *catalog.Catalog, sess session, rn *renderer, inline bool) error {
 	var subs []*parser.SubqueryExpr
 	in := map[*parser.SubqueryExpr]bool{}
 	eachSubquery(stmt, true, func(sq *parser.SubqueryExpr, isIn bool) {
@@ -240,7 +244,7 @@ func planSubqueries(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session,
 		in[sq] = isIn
 	})
 	for _, sq := range subs {
-		plan, err := PlanSelect(sq.Query, cat, sess)
+		plan, err := planSelect(sq.Query, cat, sess)
 		if err != nil {
 			return err
 		}
@@ -379,13 +383,13 @@ func windowCall(stmt *parser.SelectStmt) *parser.CallExpr {
 // planCompound plans SELECT ... UNION ALL SELECT ... (and UNION,
 // INTERSECT, EXCEPT): every arm must be public or a released result; ORDER
 // BY and LIMIT apply to the whole.
-func planCompound(s *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Plan, error) {
+func planCompound(s *parser.SelectStmt, cat *catalog.Catalog, sess session) (Plan, error) {
 	reads := map[string]map[string]bool{}
 	armSQL := func(q, key *parser.SelectStmt, pos parser.Pos) (string, []string, error) {
 		if r, ok := sess.Released[key]; ok {
 			return releasedSelect(r), r.Columns, nil
 		}
-		plan, err := PlanSelect(q, cat, sess)
+		plan, err := planSelect(q, cat, sess)
 		if err != nil {
 			return "", nil, err
 		}
@@ -447,7 +451,7 @@ func planCompound(s *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pla
 			sb.WriteString(" DESC")
 		}
 	}
-	rn := newRenderer()
+	rn := newRenderer(sess.Knobs)
 	rn.private = false
 	for _, e := range []parser.Expr{s.Limit, s.Offset} {
 		if e != nil {

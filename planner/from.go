@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/dpsql/dpsql/catalog"
-	"github.com/dpsql/dpsql/internal/testhooks"
+	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/parser"
 )
 
@@ -82,9 +82,9 @@ func (r *relation) resolve(c *parser.ColumnRef) (*relCol, error) {
 	}
 	if found == nil {
 		if c.Table != "" {
-			return nil, errorf(c.NamePos, ErrUnknownName, "unknown column %s.%q", c.Table, c.Name)
+			return nil, errorf(c.NamePos, ErrUnknownColumn, "unknown column %s.%q", c.Table, c.Name)
 		}
-		return nil, errorf(c.NamePos, ErrUnknownName, "unknown column %q in %s", c.Name, r.name)
+		return nil, errorf(c.NamePos, ErrUnknownColumn, "unknown column %q in %s", c.Name, r.name)
 	}
 	r.rn.cols[c] = found.sql
 	if found.intAffinity {
@@ -283,6 +283,60 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 	refuse := func(p parser.Pos, format string, args ...any) error {
 		return errorf(p, ErrUnsupported, "subquery %q: "+format, append([]any{alias}, args...)...)
 	}
+	tref, err := fb.derivedTable(q, alias, pos, refuse)
+	if err != nil {
+		return nil, err
+	}
+	inner := &fromBuilder{cat: fb.cat, ctes: map[string]*parser.CTE{}, rn: fb.rn, joined: true}
+	base, err := inner.table(tref)
+	if err != nil {
+		return nil, err
+	}
+	outAlias := fb.rn.alias()
+	r := &relation{name: fmt.Sprintf("subquery %q", alias), private: base.private, unit: base.unit, rn: fb.rn}
+	if base.private && base.unit.Column == "" {
+		return nil, refuse(pos, "reads private table %q, which has no privacy_unit_column; a subquery must keep the unit it aggregates over", base.base.Name)
+	}
+	if base.private {
+		r.unitSQL = parser.QuoteIdent(outAlias) + "." + parser.QuoteIdent(unitColumn)
+		r.unitBase = base.unitBase
+	}
+	q = expandStar(q, base)
+	names, err := derivedColumns(q, alias, outAlias, base, r, refuse)
+	if err != nil {
+		return nil, err
+	}
+	if err := resolveAll(q, base, func(name string) (string, bool) {
+		for i, n := range names {
+			if q.Items[i].Alias != "" && catalog.SameName(n, name) {
+				return parser.QuoteIdent(outputColumn(i)), true
+			}
+		}
+		return "", false
+	}); err != nil {
+		return nil, err
+	}
+	if err := checkDerivedAggregates(q, base, refuse); err != nil {
+		return nil, err
+	}
+	if r.sql, err = fb.derivedSQL(q, base, outAlias, refuse); err != nil {
+		return nil, err
+	}
+	if fb.rn.knobs.Fault(func(k *knobs.Knobs) bool { return k.UnitByName }) && base.private { // a re-introduced bug, for the auditor's tests
+		for i, n := range names {
+			if catalog.SameName(n, base.unit.Column) {
+				r.unitSQL = parser.QuoteIdent(outAlias) + "." + parser.QuoteIdent(outputColumn(i))
+			}
+		}
+	}
+	return r, nil
+}
+
+// refuser reports what a subquery in FROM cannot do, at a position.
+type refuser func(p parser.Pos, format string, args ...any) error
+
+// derivedTable checks a subquery's shape and returns the one table it reads.
+func (fb *fromBuilder) derivedTable(q *parser.SelectStmt, alias string, pos parser.Pos, refuse refuser) (*parser.TableRef, error) {
 	if len(q.With) > 0 || q.DP {
 		return nil, refuse(q.SelectPos, "WITH and DIFFERENTIAL_PRIVACY options belong to the outer query")
 	}
@@ -302,21 +356,12 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 	if len(q.Compound) > 0 {
 		return nil, refuse(q.Compound[0].OpPos, "%s in FROM is not available; put it in a WITH query of the outer statement, or make each arm a DP query", q.Compound[0].Op)
 	}
-	inner := &fromBuilder{cat: fb.cat, ctes: map[string]*parser.CTE{}, rn: fb.rn, joined: true}
-	base, err := inner.table(tref)
-	if err != nil {
-		return nil, err
-	}
-	outAlias := fb.rn.alias()
-	r := &relation{name: fmt.Sprintf("subquery %q", alias), private: base.private, unit: base.unit, rn: fb.rn}
-	if base.private && base.unit.Column == "" {
-		return nil, refuse(pos, "reads private table %q, which has no privacy_unit_column; a subquery must keep the unit it aggregates over", base.base.Name)
-	}
-	if base.private {
-		r.unitSQL = parser.QuoteIdent(outAlias) + "." + parser.QuoteIdent(unitColumn)
-		r.unitBase = base.unitBase
-	}
-	q = expandStar(q, base)
+	return tref, nil
+}
+
+// derivedColumns makes the subquery's output columns (in r) and returns
+// their names.
+func derivedColumns(q *parser.SelectStmt, alias, outAlias string, base, r *relation, refuse refuser) ([]string, error) {
 	var names []string
 	for i, it := range q.Items {
 		if it.Star {
@@ -346,19 +391,16 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 		names = append(names, name)
 		r.cols = append(r.cols, col)
 	}
-	if err := resolveAll(q, base, func(name string) (string, bool) {
-		for i, n := range names {
-			if q.Items[i].Alias != "" && catalog.SameName(n, name) {
-				return parser.QuoteIdent(outputColumn(i)), true
-			}
-		}
-		return "", false
-	}); err != nil {
-		return nil, err
-	}
+	return names, nil
+}
+
+// checkDerivedAggregates refuses a constant GROUP BY, an aggregate a
+// subquery cannot compute, and aggregates over a private table that are
+// not per unit.
+func checkDerivedAggregates(q *parser.SelectStmt, base *relation, refuse refuser) error {
 	for _, g := range q.GroupBy {
 		if _, err := parser.LiteralValue(g); err == nil {
-			return nil, refuse(g.Pos(), "GROUP BY takes columns or expressions; a constant would be read as a column position")
+			return refuse(g.Pos(), "GROUP BY takes columns or expressions; a constant would be read as a column position")
 		}
 	}
 	var aggErr error
@@ -370,33 +412,34 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 			return aggErr == nil
 		})
 	})
-	if aggErr != nil {
-		return nil, aggErr
+	if aggErr != nil || !base.private {
+		return aggErr
 	}
-	if base.private {
-		hasAgg := false
-		forEachExpr(q, func(e parser.Expr) { hasAgg = hasAgg || containsAggregate(e) })
-		if len(q.GroupBy) > 0 || hasAgg {
-			grouped := false
-			for _, g := range q.GroupBy {
-				if c, ok := g.(*parser.ColumnRef); ok {
-					if col, err := base.resolve(c); err == nil && col.unit != "" {
-						grouped = true
-					}
-				}
-			}
-			if !grouped {
-				return nil, refuse(q.SelectPos, "aggregates in a subquery must be per unit: add %q to its GROUP BY", base.unit.Column)
+	hasAgg := false
+	forEachExpr(q, func(e parser.Expr) { hasAgg = hasAgg || containsAggregate(e) })
+	if len(q.GroupBy) == 0 && !hasAgg {
+		return nil
+	}
+	for _, g := range q.GroupBy {
+		if c, ok := g.(*parser.ColumnRef); ok {
+			if col, err := base.resolve(c); err == nil && col.unit != "" {
+				return nil
 			}
 		}
 	}
+	return refuse(q.SelectPos, "aggregates in a subquery must be per unit: add %q to its GROUP BY", base.unit.Column)
+}
+
+// derivedSQL prints the subquery with generated output names and, over a
+// private table, the unit column.
+func (fb *fromBuilder) derivedSQL(q *parser.SelectStmt, base *relation, outAlias string, refuse refuser) (string, error) {
 	defer func(was bool) { fb.rn.private = was }(fb.rn.private)
 	fb.rn.private = base.private
 	var sb strings.Builder
 	sb.WriteString("(SELECT ")
 	if q.Distinct {
 		if base.private {
-			return nil, refuse(q.SelectPos, "SELECT DISTINCT is not available in a subquery on a private table")
+			return "", refuse(q.SelectPos, "SELECT DISTINCT is not available in a subquery on a private table")
 		}
 		sb.WriteString("DISTINCT ")
 	}
@@ -412,15 +455,7 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 	sb.WriteString(" FROM " + base.sql)
 	writeTail(&sb, q, fb.rn, false)
 	sb.WriteString(") AS " + parser.QuoteIdent(outAlias))
-	r.sql = sb.String()
-	if testhooks.UnitByName.Load() && base.private { // a re-introduced bug, for the auditor's tests
-		for i, n := range names {
-			if catalog.SameName(n, base.unit.Column) {
-				r.unitSQL = parser.QuoteIdent(outAlias) + "." + parser.QuoteIdent(outputColumn(i))
-			}
-		}
-	}
-	return r, nil
+	return sb.String(), nil
 }
 
 // writeTail prints WHERE, GROUP BY and HAVING (and, for a top-level public

@@ -12,6 +12,7 @@ package planner
 import (
 	"errors"
 	"fmt"
+	"github.com/dpsql/dpsql/dperr"
 	"math"
 	"math/big"
 	"strconv"
@@ -19,7 +20,7 @@ import (
 
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/catalog"
-	"github.com/dpsql/dpsql/internal/testhooks"
+	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
 )
@@ -28,39 +29,24 @@ import (
 var (
 	// ErrNotPrivate: the query would release something that is not
 	// differentially private (a raw row, a private column, a private key).
-	ErrNotPrivate = errors.New("query cannot be answered privately")
+	ErrNotPrivate = dperr.NotPrivate
 	// ErrUnknownName: a table or column does not exist.
-	ErrUnknownName = errors.New("unknown name")
+	ErrUnknownName = dperr.UnknownName
+	// ErrUnknownColumn: a column does not exist (also an ErrUnknownName).
+	ErrUnknownColumn = dperr.UnknownColumn
 	// ErrUnsupported: valid SQL that this version cannot answer privately.
-	ErrUnsupported = errors.New("not supported")
+	ErrUnsupported = dperr.Unsupported
 	// ErrNoEpsilon: no ε in the query options nor in the session.
-	ErrNoEpsilon = errors.New("no epsilon")
+	ErrNoEpsilon = dperr.NoEpsilon
 	// ErrInvalidOption: a bad OPTIONS value.
-	ErrInvalidOption = errors.New("invalid option")
+	ErrInvalidOption = dperr.InvalidOption
 )
 
-// Error is a planning error at a position in the SQL text.
-type Error struct {
-	Pos  parser.Pos
-	Kind error
-	Msg  string
-}
+// Error is dpsql's positioned error (dperr.Error), as the planner reports it.
+type Error = dperr.Error
 
-func (e *Error) Error() string {
-	if e.Pos.IsValid() {
-		return e.Pos.String() + ": " + e.Msg
-	}
-	return e.Msg
-}
-
-// Unwrap returns the error's kind.
-func (e *Error) Unwrap() error { return e.Kind }
-
-// Position returns the line and column of the error.
-func (e *Error) Position() (line, col int) { return e.Pos.Line, e.Pos.Col }
-
-func errorf(pos parser.Pos, kind error, format string, args ...any) *Error {
-	return &Error{Pos: pos, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+func errorf(pos parser.Pos, kind *dperr.Kind, format string, args ...any) *Error {
+	return dperr.New(pos, kind, format, args...)
 }
 
 // Plan is the result of planning a SELECT: *PublicQuery or *PrivateQuery.
@@ -180,9 +166,6 @@ func SensitivityFor(k CellKind, lo, hi, scale float64) float64 {
 		}
 	default:
 		per = b(1)
-	}
-	if testhooks.PerRowSensitivity.Load() { // a re-introduced bug, for the auditor's tests
-		scale = 1
 	}
 	total := new(big.Float).SetPrec(prec).Mul(per, b(scale))
 	up := new(big.Float).SetPrec(53).SetMode(big.ToPositiveInf).Set(total)
@@ -313,6 +296,9 @@ type Output struct {
 // PrivateQuery is an aggregate query over a private table.
 type PrivateQuery struct {
 	Stmt *parser.SelectStmt
+	// Knobs are the test switches the query was planned under (nil in
+	// production); exec reads them.
+	Knobs *knobs.Knobs
 	// FromSQL is the FROM clause as the backend runs it (WITH queries
 	// inlined, every name resolved); FromName names it in messages.
 	FromSQL, FromName string
@@ -453,8 +439,9 @@ func (q *PrivateQuery) Groups() int {
 func (*PublicQuery) planNode()  {}
 func (*PrivateQuery) planNode() {}
 
-// Session holds the per-session defaults a query may rely on.
-type Session struct {
+// Settings are a session's defaults for its queries: plain values,
+// comparable, the same in every build and process.
+type Settings struct {
 	Epsilon float64 // 0: unset
 	// Delta is the session's δ for queries whose OPTIONS give none (SET
 	// delta = D): it lets GROUP BY keys without a public domain go through
@@ -466,6 +453,17 @@ type Session struct {
 	// Noise is the session's choice of mechanism ("", "auto", NoiseLaplace
 	// or NoiseGaussian); OPTIONS (noise = ...) overrides it.
 	Noise string
+}
+
+// Text prints the settings as plain text, for the answer cache's key.
+func (s Settings) Text() string {
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	return "epsilon=" + f(s.Epsilon) + ",delta=" + f(s.Delta) + ",bounds_fraction=" + f(s.BoundsFraction) + ",noise=" + strconv.Quote(s.Noise)
+}
+
+// Inputs are what planning may read beyond the catalog; they are passed
+// beside the settings, never kept in them.
+type Inputs struct {
 	// Released holds, while a composite query is planned, the released
 	// result each of its DP parts stands for (see PlanComposite).
 	Released map[*parser.SelectStmt]*Released
@@ -474,15 +472,15 @@ type Session struct {
 	// the groups of a GROUP BY on the preserved public side of an outer
 	// join, or under group_selection_strategy = PUBLIC_GROUPS.
 	PublicValues func(sql string, reads map[string]map[string]bool) ([]any, error)
+	// Knobs are test switches (nil in production); the plan carries them
+	// on to exec.
+	Knobs *knobs.Knobs
 }
 
-// Settings prints the session's settings (ε, δ, the bounds' share, the
-// noise) as plain text, for the answer cache's key: the same settings
-// give the same text in every build and process. The public-values
-// lookup and a composite query's released parts are not settings.
-func (s Session) Settings() string {
-	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-	return "epsilon=" + f(s.Epsilon) + ",delta=" + f(s.Delta) + ",bounds_fraction=" + f(s.BoundsFraction) + ",noise=" + strconv.Quote(s.Noise)
+// session is what one planning sees: the settings and the inputs.
+type session struct {
+	Settings
+	Inputs
 }
 
 // DefaultBoundsFraction is the default share of ε spent on bound searches,
@@ -492,15 +490,20 @@ const DefaultBoundsFraction = 0.2
 // maxGroups caps the cross product of public domains.
 const maxGroups = 1_000_000
 
-// PlanSelect plans a SELECT against the catalog.
-func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Plan, error) {
+// PlanSelect plans a SELECT against the catalog under a session's
+// settings.
+func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, set Settings, in Inputs) (Plan, error) {
+	return planSelect(stmt, cat, session{set, in})
+}
+
+func planSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess session) (Plan, error) {
 	if r, ok := sess.Released[stmt]; ok && len(stmt.Compound) == 0 {
 		return &PublicQuery{Stmt: stmt, SQL: releasedSelect(r), Reads: map[string]map[string]bool{}, Names: r.Columns}, nil
 	}
 	if len(stmt.Compound) > 0 {
 		return planCompound(stmt, cat, sess)
 	}
-	rn := newRenderer()
+	rn := newRenderer(sess.Knobs)
 	if stmt.From == nil {
 		if stmt.DP {
 			return nil, errorf(stmt.SelectPos, ErrUnsupported, "SELECT WITH DIFFERENTIAL_PRIVACY needs a FROM clause")
@@ -534,7 +537,7 @@ func PlanSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess Session) (Pl
 		// Subqueries in expressions are planned (and, on a private
 		// relation, run) before the FROM clause is printed again with
 		// them: its derived tables may use them too.
-		rn = newRenderer()
+		rn = newRenderer(sess.Knobs)
 		if err := planSubqueries(stmt, cat, sess, rn, rel.private); err != nil {
 			return nil, err
 		}
@@ -645,7 +648,7 @@ func noColumns(stmt *parser.SelectStmt) error {
 	forEachExpr(stmt, func(e parser.Expr) {
 		parser.Walk(e, func(x parser.Expr) bool {
 			if c, ok := x.(*parser.ColumnRef); ok && err == nil {
-				err = errorf(c.NamePos, ErrUnknownName, "unknown column %q (the query has no FROM clause)", c.Name)
+				err = errorf(c.NamePos, ErrUnknownColumn, "unknown column %q (the query has no FROM clause)", c.Name)
 			}
 			if c, ok := x.(*parser.CallExpr); ok && parser.IsAggregate(c) && err == nil {
 				err = errorf(c.NamePos, ErrUnsupported, "aggregate %s needs a FROM clause", c.Name)
@@ -689,9 +692,10 @@ type builder struct {
 	// publicValues reads a public relation's values (Session).
 	publicGroups bool
 	publicValues func(sql string, reads map[string]map[string]bool) ([]any, error)
+	knobs        *knobs.Knobs
 }
 
-func (b *builder) build(sess Session) error {
+func (b *builder) build(sess session) error {
 	s := b.stmt
 	opts, err := queryOptions(s, sess, b.rel)
 	if err != nil {
@@ -704,6 +708,7 @@ func (b *builder) build(sess Session) error {
 	b.rowScale = float64(opts.unit.MaxGroups * opts.unit.MaxRows)
 	b.delta = opts.delta
 	b.publicGroups, b.publicValues = opts.publicGroups, sess.PublicValues
+	b.knobs, b.q.Knobs = sess.Knobs, sess.Knobs
 	if s.Where != nil {
 		if err := b.rowExpr(s.Where, "WHERE"); err != nil {
 			return err
@@ -886,7 +891,7 @@ type options struct {
 // queryOptions reads epsilon, delta, the bounds share and contribution
 // overrides from the OPTIONS clause, the session and the table's policy.
 // A missing ε is reported by the caller, after the query's other checks.
-func queryOptions(s *parser.SelectStmt, sess Session, rel *relation) (options, error) {
+func queryOptions(s *parser.SelectStmt, sess session, rel *relation) (options, error) {
 	o := options{eps: sess.Epsilon, delta: sess.Delta, frac: sess.BoundsFraction, unit: rel.unit, noise: sess.Noise}
 	if o.frac == 0 {
 		o.frac = DefaultBoundsFraction
@@ -1260,18 +1265,58 @@ var aggKinds = map[string]AggKind{
 	"PERCENTILE_CONT": AggQuantile, "MEDIAN": AggQuantile, "APPROX_QUANTILES": AggQuantile,
 }
 
+// aggCall is one aggregate call as read: its family, its argument, its
+// parameters and its bounds.
+type aggCall struct {
+	call                    *parser.CallExpr
+	kind                    AggKind
+	arg                     parser.Expr // nil for COUNT(*)
+	countUnits              bool        // COUNT(DISTINCT unit)
+	countDistinct           bool        // COUNT(DISTINCT other)
+	quantile                float64     // PERCENTILE_CONT's p (0.5 otherwise)
+	quantiles               int         // APPROX_QUANTILES' n (0 otherwise)
+	bounds                  *catalog.Bounds
+	perUnit                 bool // contribution_bounds_per_group
+	report                  bool // report_format => 'JSON'
+	countBounds             bool // COUNT with per-unit bounds
+	argText, searchLabel    string
+	boundsText, displayText string
+}
+
+// aggregate plans one aggregate call: reads it, describes it, and makes
+// its cells (one family's spec in aggFamilies), or reuses an identical
+// aggregate's.
 func (b *builder) aggregate(call *parser.CallExpr) error {
+	a, err := b.readAggCall(call)
+	if err != nil {
+		return err
+	}
+	agg := b.describeAgg(a)
+	if i, ok := b.aggIndex[agg.Text]; ok {
+		b.q.AggOf[call] = i
+		return nil
+	}
+	agg.Cells = aggFamilies[a.kind](b, a, agg)
+	b.aggIndex[agg.Text] = len(b.q.Aggregates)
+	b.q.AggOf[call] = len(b.q.Aggregates)
+	b.q.Aggregates = append(b.q.Aggregates, agg)
+	return nil
+}
+
+// readAggCall checks an aggregate call and reads its argument,
+// parameters and bounds.
+func (b *builder) readAggCall(call *parser.CallExpr) (*aggCall, error) {
 	kind, ok := aggKinds[call.Name]
 	if !ok {
-		return errorf(call.NamePos, ErrUnsupported, "aggregate %s is not supported yet (supported: COUNT, SUM, AVG, VAR_POP, VARIANCE, VAR, VAR_SAMP, STDDEV_POP, STDDEV, STD, STDDEV_SAMP, MEDIAN, PERCENTILE_CONT, APPROX_QUANTILES)", call.Name)
+		return nil, errorf(call.NamePos, ErrUnsupported, "aggregate %s is not supported yet (supported: COUNT, SUM, AVG, VAR_POP, VARIANCE, VAR, VAR_SAMP, STDDEV_POP, STDDEV, STD, STDDEV_SAMP, MEDIAN, PERCENTILE_CONT, APPROX_QUANTILES)", call.Name)
 	}
 	if !call.Star && len(call.Args) != 1 && call.Name != "PERCENTILE_CONT" && call.Name != "APPROX_QUANTILES" {
-		return errorf(call.NamePos, ErrUnsupported, "%s takes one argument", call.Name)
+		return nil, errorf(call.NamePos, ErrUnsupported, "%s takes one argument", call.Name)
 	}
-	countUnits, countDistinct := false, false
+	a := &aggCall{call: call, kind: kind, quantile: 0.5}
 	if call.Distinct {
 		if kind != AggCount {
-			return errorf(call.NamePos, ErrUnsupported, "%s(DISTINCT ...) is not supported", call.Name)
+			return nil, errorf(call.NamePos, ErrUnsupported, "%s(DISTINCT ...) is not supported", call.Name)
 		}
 		c, ok := call.Args[0].(*parser.ColumnRef)
 		var col *relCol
@@ -1279,16 +1324,34 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 			col, _ = b.rel.resolve(c)
 		}
 		if col != nil && b.q.Unit.Column != "" && col.unit != "" && col.unit == b.rel.unitSQL {
-			countUnits = true
+			a.countUnits = true
 		} else {
 			// Distinct values among the rows kept after bounding: a unit
 			// removes at most l∞ kept rows from each of its ≤ l0 groups,
 			// and each row at most one distinct value.
-			countDistinct = true
+			a.countDistinct = true
 		}
 	}
-	quantile := 0.5
-	if call.Name == "PERCENTILE_CONT" {
+	if err := readQuantileParams(a); err != nil {
+		return nil, err
+	}
+	if !call.Star {
+		a.arg = call.Args[0]
+		if err := b.rowExpr(a.arg, "an aggregate argument"); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.readAggBounds(a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// readQuantileParams reads PERCENTILE_CONT's p and APPROX_QUANTILES' n.
+func readQuantileParams(a *aggCall) error {
+	call := a.call
+	switch call.Name {
+	case "PERCENTILE_CONT":
 		if len(call.Args) != 2 {
 			return errorf(call.NamePos, ErrUnsupported, "PERCENTILE_CONT takes a value and a constant percentile p in [0, 1]: PERCENTILE_CONT(x, 0.9)")
 		}
@@ -1296,10 +1359,8 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		if err != nil || !(v >= 0 && v <= 1) {
 			return errorf(call.Args[1].Pos(), ErrInvalidOption, "PERCENTILE_CONT's percentile must be a constant in [0, 1]")
 		}
-		quantile = v
-	}
-	quantiles := 0
-	if call.Name == "APPROX_QUANTILES" {
+		a.quantile = v
+	case "APPROX_QUANTILES":
 		n, err := 0.0, errors.New("no n")
 		if len(call.Args) == 2 {
 			n, err = parser.NumberValue(call.Args[1])
@@ -1307,21 +1368,20 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		if err != nil || n != math.Trunc(n) || n < 1 || n > MaxApproxQuantiles {
 			return errorf(call.NamePos, ErrInvalidOption, "APPROX_QUANTILES takes a value and a constant integer n in [1, %d]: APPROX_QUANTILES(x, 4)", MaxApproxQuantiles)
 		}
-		quantiles = int(n)
+		a.quantiles = int(n)
 	}
-	var arg parser.Expr
-	if !call.Star {
-		arg = call.Args[0]
-		if err := b.rowExpr(arg, "an aggregate argument"); err != nil {
-			return err
-		}
-	}
-	var bounds *catalog.Bounds
-	perUnit := false
+	return nil
+}
+
+// readAggBounds reads the call's named arguments (contribution bounds,
+// report format), else the argument column's declared bounds.
+func (b *builder) readAggBounds(a *aggCall) error {
+	call, kind := a.call, a.kind
 	report, named, err := reportFormat(call)
 	if err != nil {
 		return err
 	}
+	a.report = report
 	for i, na := range named {
 		if na.Name != "contribution_bounds_per_group" && na.Name != "contribution_bounds_per_row" {
 			return errorf(na.NamePos, ErrInvalidOption, "unknown named argument %q (known: contribution_bounds_per_group, contribution_bounds_per_row, report_format)", na.Name)
@@ -1329,147 +1389,183 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 		if i > 0 {
 			return errorf(na.NamePos, ErrInvalidOption, "%s takes one of contribution_bounds_per_group and contribution_bounds_per_row", call.Name)
 		}
-		perUnit = na.Name == "contribution_bounds_per_group"
-		switch {
-		case kind == AggCount && (countUnits || countDistinct):
-			return errorf(na.NamePos, ErrInvalidOption, "COUNT(DISTINCT ...) takes no bounds")
-		case kind == AggCount && !perUnit:
-			return errorf(na.NamePos, ErrInvalidOption, "COUNT takes no per-row bounds (each row counts 1); contribution_bounds_per_group bounds each unit's count in a group")
-		case (kind == AggVar || kind == AggStddev || kind == AggQuantile) && perUnit:
-			return errorf(na.NamePos, ErrInvalidOption, "%s takes contribution_bounds_per_row (each row clipped), not contribution_bounds_per_group", call.Name)
+		a.perUnit = na.Name == "contribution_bounds_per_group"
+		if err := checkBoundsFor(a, na); err != nil {
+			return err
 		}
-		t, ok := na.Value.(*parser.TupleExpr)
-		if !ok || len(t.Elems) != 2 {
-			return errorf(na.Value.Pos(), ErrInvalidOption, "%s takes a pair (lo, hi)", na.Name)
+		bd, err := boundsPair(na)
+		if err != nil {
+			return err
 		}
-		lo, err1 := parser.NumberValue(t.Elems[0])
-		hi, err2 := parser.NumberValue(t.Elems[1])
-		if err1 != nil || err2 != nil || math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(lo < hi) {
-			return errorf(na.Value.Pos(), ErrInvalidOption, "%s needs finite numbers lo < hi", na.Name)
-		}
-		if kind == AggCount && lo < 0 {
+		if kind == AggCount && bd.Lo < 0 {
 			return errorf(na.Value.Pos(), ErrInvalidOption, "a count's contribution_bounds_per_group need 0 ≤ lo < hi")
 		}
-		bounds = &catalog.Bounds{Lo: lo, Hi: hi}
+		a.bounds = bd
 	}
-	countBounds := kind == AggCount && bounds != nil
-	if kind != AggCount && bounds == nil {
-		if c, ok := arg.(*parser.ColumnRef); ok {
+	a.countBounds = kind == AggCount && a.bounds != nil
+	if kind != AggCount && a.bounds == nil {
+		if c, ok := a.arg.(*parser.ColumnRef); ok {
 			if col, err := b.column(c); err == nil && col.bounds != nil {
 				bd := *col.bounds
-				bounds = &bd
+				a.bounds = &bd
 			}
 		}
 	}
-	if bounds != nil {
-		if span := bounds.Hi - bounds.Lo; math.IsInf(span, 0) || span/2 <= 0 || math.IsInf(span*span, 0) {
-			return errorf(call.NamePos, ErrInvalidOption, "bounds (%g, %g) of %s are out of range", bounds.Lo, bounds.Hi, call.Name)
+	if bd := a.bounds; bd != nil {
+		if span := bd.Hi - bd.Lo; math.IsInf(span, 0) || span/2 <= 0 || math.IsInf(span*span, 0) {
+			return errorf(call.NamePos, ErrInvalidOption, "bounds (%g, %g) of %s are out of range", bd.Lo, bd.Hi, call.Name)
 		}
 	}
+	return nil
+}
+
+// checkBoundsFor refuses contribution bounds the aggregate cannot take.
+func checkBoundsFor(a *aggCall, na parser.NamedArg) error {
+	switch kind := a.kind; {
+	case kind == AggCount && (a.countUnits || a.countDistinct):
+		return errorf(na.NamePos, ErrInvalidOption, "COUNT(DISTINCT ...) takes no bounds")
+	case kind == AggCount && !a.perUnit:
+		return errorf(na.NamePos, ErrInvalidOption, "COUNT takes no per-row bounds (each row counts 1); contribution_bounds_per_group bounds each unit's count in a group")
+	case (kind == AggVar || kind == AggStddev || kind == AggQuantile) && a.perUnit:
+		return errorf(na.NamePos, ErrInvalidOption, "%s takes contribution_bounds_per_row (each row clipped), not contribution_bounds_per_group", a.call.Name)
+	}
+	return nil
+}
+
+// boundsPair reads a named argument's (lo, hi).
+func boundsPair(na parser.NamedArg) (*catalog.Bounds, error) {
+	t, ok := na.Value.(*parser.TupleExpr)
+	if !ok || len(t.Elems) != 2 {
+		return nil, errorf(na.Value.Pos(), ErrInvalidOption, "%s takes a pair (lo, hi)", na.Name)
+	}
+	lo, err1 := parser.NumberValue(t.Elems[0])
+	hi, err2 := parser.NumberValue(t.Elems[1])
+	if err1 != nil || err2 != nil || math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(lo < hi) {
+		return nil, errorf(na.Value.Pos(), ErrInvalidOption, "%s needs finite numbers lo < hi", na.Name)
+	}
+	return &catalog.Bounds{Lo: lo, Hi: hi}, nil
+}
+
+// describeAgg makes the aggregate's description (its text identifies it:
+// identical aggregates share cells), with its bounds or its bound search.
+func (b *builder) describeAgg(a *aggCall) *Aggregate {
+	call, kind := a.call, a.kind
 	argText := "*"
-	if arg != nil {
-		argText = parser.Format(arg)
+	if a.arg != nil {
+		argText = parser.Format(a.arg)
 	}
-	agg := &Aggregate{Kind: kind, Search: -1, Text: call.Name + "(" + argText + ")", Sample: strings.HasSuffix(call.Name, "_SAMP"), P: quantile, Quantiles: quantiles}
-	searchLabel := argText // one search per argument, whatever the aggregate
+	agg := &Aggregate{Kind: kind, Search: -1, Text: call.Name + "(" + argText + ")", Sample: strings.HasSuffix(call.Name, "_SAMP"), P: a.quantile, Quantiles: a.quantiles}
+	a.searchLabel = argText // one search per argument, whatever the aggregate
 	switch {
-	case quantiles > 0:
-		argText = fmt.Sprintf("%s, %d", argText, quantiles)
+	case a.quantiles > 0:
+		argText = fmt.Sprintf("%s, %d", argText, a.quantiles)
 	case kind == AggQuantile:
-		argText = fmt.Sprintf("%s, %g", argText, quantile)
+		argText = fmt.Sprintf("%s, %g", argText, a.quantile)
 	}
-	if countUnits || countDistinct {
+	if a.countUnits || a.countDistinct {
 		agg.Text = "COUNT(DISTINCT " + argText + ")"
 	}
-	switch {
-	case bounds != nil:
-		agg.Lo, agg.Hi = bounds.Lo, bounds.Hi
-		agg.Text = fmt.Sprintf("%s(%s, bounds [%g, %g])", call.Name, argText, bounds.Lo, bounds.Hi)
-		if perUnit {
-			agg.Text = fmt.Sprintf("%s(%s, per-unit bounds [%g, %g])", call.Name, argText, bounds.Lo, bounds.Hi)
+	switch bd := a.bounds; {
+	case bd != nil:
+		agg.Lo, agg.Hi = bd.Lo, bd.Hi
+		agg.Text = fmt.Sprintf("%s(%s, bounds [%g, %g])", call.Name, argText, bd.Lo, bd.Hi)
+		if a.perUnit {
+			agg.Text = fmt.Sprintf("%s(%s, per-unit bounds [%g, %g])", call.Name, argText, bd.Lo, bd.Hi)
 		}
 	case kind != AggCount:
 		// No declared bounds: choose them privately at run time, once per
 		// argument expression for the whole query.
-		agg.Search = b.search(arg, searchLabel)
+		agg.Search = b.search(a.arg, a.searchLabel)
 		agg.Text = fmt.Sprintf("%s(%s, bounds chosen privately)", call.Name, argText)
 	}
-	if report {
+	if a.report {
 		agg.Report = true
 		agg.Text += " as a JSON report"
 	}
-	if i, ok := b.aggIndex[agg.Text]; ok {
-		b.q.AggOf[call] = i
-		return nil
-	}
-	// newCell makes a cell over arg with this aggregate's bounds.
-	newCell := func(k CellKind, label string) int {
-		c := &Cell{Kind: k, Arg: arg, Search: -1, Label: label, Scale: b.rowScale, MaxGroups: b.q.Unit.MaxGroups, PerUnit: perUnit}
-		if k == CountUnits || perUnit {
-			// One value per unit and group: a unit changes l0 groups.
-			c.Scale = float64(b.q.Unit.MaxGroups)
-		}
-		if k == QuantileTree {
-			c.P = quantile
-			for i := 0; i <= quantiles && quantiles > 0; i++ {
-				c.Ps = append(c.Ps, float64(i)/float64(quantiles))
-			}
-			c.Scale = b.rowScale * TreeDepth // every row counts once per level
-		}
-		if (k != CountRows && k != CountValues && k != CountUnits && k != CountDistinct) || countBounds {
-			c.Lo, c.Hi, c.Search = agg.Lo, agg.Hi, agg.Search
-		}
-		if c.Search < 0 {
-			sk := k
-			if countBounds {
-				sk = ClippedSum // a unit's clipped count moves by max(|lo|, |hi|)
-			}
-			c.L1Sensitivity = SensitivityFor(sk, c.Lo, c.Hi, c.Scale)
-		}
-		if perUnit {
-			c.Label = "per-unit " + label
-			if countBounds {
-				c.Label = fmt.Sprintf("per-unit clip(%s, %g, %g)", label, c.Lo, c.Hi)
-			}
-		}
-		return b.cell(c)
-	}
-	bnd := fmt.Sprintf("%g, %g", agg.Lo, agg.Hi)
+	a.argText = argText
+	a.boundsText = fmt.Sprintf("%g, %g", agg.Lo, agg.Hi)
 	if agg.Search >= 0 {
-		bnd = "chosen bounds"
+		a.boundsText = "chosen bounds"
 	}
-	switch kind {
-	case AggCount:
-		if countUnits {
-			agg.Cells = []int{newCell(CountUnits, agg.Text)}
-		} else if countDistinct {
-			agg.Cells = []int{newCell(CountDistinct, agg.Text)}
-		} else if arg == nil {
-			agg.Cells = []int{newCell(CountRows, "COUNT(*)")}
-		} else {
-			agg.Cells = []int{newCell(CountValues, "COUNT("+argText+")")}
+	return agg
+}
+
+// newCell makes a cell over the call's argument with the aggregate's
+// bounds, and returns its index.
+func (b *builder) newCell(a *aggCall, agg *Aggregate, k CellKind, label string) int {
+	c := &Cell{Kind: k, Arg: a.arg, Search: -1, Label: label, Scale: b.rowScale, MaxGroups: b.q.Unit.MaxGroups, PerUnit: a.perUnit}
+	if k == CountUnits || a.perUnit {
+		// One value per unit and group: a unit changes l0 groups.
+		c.Scale = float64(b.q.Unit.MaxGroups)
+	}
+	if k == QuantileTree {
+		c.P = a.quantile
+		for i := 0; i <= a.quantiles && a.quantiles > 0; i++ {
+			c.Ps = append(c.Ps, float64(i)/float64(a.quantiles))
 		}
-	case AggSum:
-		agg.Cells = []int{newCell(ClippedSum, fmt.Sprintf("SUM(clip(%s, %s))", argText, bnd))}
-	case AggQuantile:
-		what := fmt.Sprintf("PERCENTILE_CONT(clip(%s, %s), %g)", parser.Format(arg), bnd, quantile)
-		if quantiles > 0 {
-			what = fmt.Sprintf("APPROX_QUANTILES(clip(%s, %s), %d)", parser.Format(arg), bnd, quantiles)
+		c.Scale = b.rowScale * TreeDepth // every row counts once per level
+	}
+	if (k != CountRows && k != CountValues && k != CountUnits && k != CountDistinct) || a.countBounds {
+		c.Lo, c.Hi, c.Search = agg.Lo, agg.Hi, agg.Search
+	}
+	if b.knobs.Fault(func(k *knobs.Knobs) bool { return k.PerRowSensitivity }) {
+		c.Scale = 1 // a re-introduced bug, for the auditor's tests
+	}
+	if c.Search < 0 {
+		sk := k
+		if a.countBounds {
+			sk = ClippedSum // a unit's clipped count moves by max(|lo|, |hi|)
 		}
-		agg.Cells = []int{newCell(QuantileTree, fmt.Sprintf("%s by a noisy %d-ary tree of depth %d", what, TreeBranch, TreeDepth))}
-	case AggAvg, AggVar, AggStddev:
-		count := newCell(CountValues, "COUNT("+argText+")")
-		sum := newCell(CenteredSum, fmt.Sprintf("SUM(clip(%s, %s) - midpoint)", argText, bnd))
-		b.q.Cells[sum].CountCell = count
-		agg.Cells = []int{sum, count}
-		if kind != AggAvg {
-			agg.Cells = append(agg.Cells, newCell(CenteredSumSq, fmt.Sprintf("SUM((clip(%s, %s) - midpoint)^2)", argText, bnd)))
+		c.L1Sensitivity = SensitivityFor(sk, c.Lo, c.Hi, c.Scale)
+	}
+	if a.perUnit {
+		c.Label = "per-unit " + label
+		if a.countBounds {
+			c.Label = fmt.Sprintf("per-unit clip(%s, %g, %g)", label, c.Lo, c.Hi)
 		}
 	}
-	b.aggIndex[agg.Text] = len(b.q.Aggregates)
-	b.q.AggOf[call] = len(b.q.Aggregates)
-	b.q.Aggregates = append(b.q.Aggregates, agg)
-	return nil
+	return b.cell(c)
+}
+
+// aggFamilies are the cells each family of aggregates measures.
+var aggFamilies = map[AggKind]func(b *builder, a *aggCall, agg *Aggregate) []int{
+	AggCount: func(b *builder, a *aggCall, agg *Aggregate) []int {
+		switch {
+		case a.countUnits:
+			return []int{b.newCell(a, agg, CountUnits, agg.Text)}
+		case a.countDistinct:
+			return []int{b.newCell(a, agg, CountDistinct, agg.Text)}
+		case a.arg == nil:
+			return []int{b.newCell(a, agg, CountRows, "COUNT(*)")}
+		}
+		return []int{b.newCell(a, agg, CountValues, "COUNT("+a.argText+")")}
+	},
+	AggSum: func(b *builder, a *aggCall, agg *Aggregate) []int {
+		return []int{b.newCell(a, agg, ClippedSum, fmt.Sprintf("SUM(clip(%s, %s))", a.argText, a.boundsText))}
+	},
+	AggQuantile: func(b *builder, a *aggCall, agg *Aggregate) []int {
+		what := fmt.Sprintf("PERCENTILE_CONT(clip(%s, %s), %g)", parser.Format(a.arg), a.boundsText, a.quantile)
+		if a.quantiles > 0 {
+			what = fmt.Sprintf("APPROX_QUANTILES(clip(%s, %s), %d)", parser.Format(a.arg), a.boundsText, a.quantiles)
+		}
+		return []int{b.newCell(a, agg, QuantileTree, fmt.Sprintf("%s by a noisy %d-ary tree of depth %d", what, TreeBranch, TreeDepth))}
+	},
+	AggAvg:    momentCells,
+	AggVar:    momentCells,
+	AggStddev: momentCells,
+}
+
+// momentCells are AVG's, VAR's and STDDEV's cells: a count, a centred sum
+// and (but for AVG) a centred sum of squares.
+func momentCells(b *builder, a *aggCall, agg *Aggregate) []int {
+	count := b.newCell(a, agg, CountValues, "COUNT("+a.argText+")")
+	sum := b.newCell(a, agg, CenteredSum, fmt.Sprintf("SUM(clip(%s, %s) - midpoint)", a.argText, a.boundsText))
+	b.q.Cells[sum].CountCell = count
+	cells := []int{sum, count}
+	if a.kind != AggAvg {
+		cells = append(cells, b.newCell(a, agg, CenteredSumSq, fmt.Sprintf("SUM((clip(%s, %s) - midpoint)^2)", a.argText, a.boundsText)))
+	}
+	return cells
 }
 
 // search returns the bound search for an argument, adding it if new.

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/dpsql/dpsql/catalog"
-	"github.com/dpsql/dpsql/internal/testhooks"
+	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/parser"
 )
 
@@ -51,7 +51,9 @@ type renderer struct {
 	// tableRefs counts the references to stored tables the FROM clause
 	// makes (a self-join makes two).
 	tableRefs int
-	missing   []*parser.ColumnRef
+	// knobs are the planning's test switches (nil in production).
+	knobs   *knobs.Knobs
+	missing []*parser.ColumnRef
 	// subSQL holds the SQL of each planned scalar subquery; one printed
 	// without it is an internal error (unplanned), never analyst text.
 	subSQL    map[*parser.SubqueryExpr]string
@@ -65,8 +67,8 @@ type renderer struct {
 	private bool
 }
 
-func newRenderer() *renderer {
-	return &renderer{cols: map[*parser.ColumnRef]string{}, intCols: map[*parser.ColumnRef]bool{}, baseCols: map[*parser.ColumnRef]string{}, reads: map[string]map[string]bool{}, subSQL: map[*parser.SubqueryExpr]string{}, private: true}
+func newRenderer(k *knobs.Knobs) *renderer {
+	return &renderer{knobs: k, cols: map[*parser.ColumnRef]string{}, intCols: map[*parser.ColumnRef]bool{}, baseCols: map[*parser.ColumnRef]string{}, reads: map[string]map[string]bool{}, subSQL: map[*parser.SubqueryExpr]string{}, private: true}
 }
 
 // alias returns a fresh table alias. Analysts cannot name anything with the
@@ -128,7 +130,7 @@ func (rn *renderer) sql(e parser.Expr, extra func(parser.Expr) (string, bool)) s
 			}
 		case *parser.CallExpr:
 			switch {
-			case x.Name == "ABS" && len(x.Args) == 1 && !testhooks.BareAbs.Load():
+			case x.Name == "ABS" && len(x.Args) == 1 && !rn.knobs.Fault(func(k *knobs.Knobs) bool { return k.BareAbs }):
 				// ABS raises "integer overflow" on −2^63 only; NULLIF turns
 				// that one value into NULL and evaluates the argument once.
 				return "ABS(NULLIF(" + sub(x.Args[0]) + ", -9223372036854775807 - 1))", true

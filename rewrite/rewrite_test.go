@@ -51,11 +51,11 @@ func TestGolden(t *testing.T) {
 	for _, s := range stmts {
 		sel := s.(*parser.SelectStmt)
 		fmt.Fprintf(&out, "query: %s\n", parser.FormatStmt(sel))
-		plan, err := planner.PlanSelect(sel, testCatalog(), planner.Session{Epsilon: 1})
+		plan, err := planner.PlanSelect(sel, testCatalog(), planner.Settings{Epsilon: 1}, planner.Inputs{})
 		if err != nil {
 			// SQL over released results: each DP part, then the outer
 			// query with the parts as (empty) VALUES lists.
-			comp, cerr := planner.PlanComposite(sel, testCatalog(), planner.Session{Epsilon: 1})
+			comp, cerr := planner.PlanComposite(sel, testCatalog(), planner.Settings{Epsilon: 1}, planner.Inputs{})
 			if comp == nil || cerr != nil {
 				t.Fatalf("%s: %v (as a composite query: %v)", parser.FormatStmt(sel), err, cerr)
 			}
@@ -119,7 +119,7 @@ func FuzzPlanRewrite(f *testing.F) {
 			if !ok {
 				continue
 			}
-			plan, err := planner.PlanSelect(sel, testCatalog(), planner.Session{Epsilon: 1})
+			plan, err := planner.PlanSelect(sel, testCatalog(), planner.Settings{Epsilon: 1}, planner.Inputs{})
 			if err != nil {
 				continue
 			}

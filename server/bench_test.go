@@ -20,7 +20,7 @@ const benchQuery = `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.001) C
 
 // BenchmarkWireCount measures the same private COUNT over the wire (pgx,
 // extended protocol with a cached prepared statement) and through the Go
-// API (Engine.Session().Query), with 1, 8 and 32 concurrent clients, in
+// API (Engine.NewSession().Query), with 1, 8 and 32 concurrent clients, in
 // one run. It reports queries per second and p50/p99 latency; the wire's
 // overhead is the difference between the two at one client.
 // docs/benchmarks.md has the numbers.
@@ -41,9 +41,9 @@ func BenchmarkWireCount(b *testing.B) {
 	for _, clients := range []int{1, 8, 32} {
 		b.Run(fmt.Sprintf("api/clients=%d", clients), func(b *testing.B) {
 			f := fresh(b)
-			sessions := make([]*dpsql.Engine, clients)
+			sessions := make([]*dpsql.Session, clients)
 			for i := range sessions {
-				s, err := f.eng.Session(dpsql.SessionOptions{Analyst: "alice"})
+				s, err := f.eng.NewSession(dpsql.SessionOptions{Analyst: "alice"})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -24,7 +24,7 @@ type conn struct {
 	params map[string]string // the startup packet's
 	user   string
 	owner  bool
-	sess   *dpsql.Engine
+	sess   *dpsql.Session
 	pid    uint32
 	secret []byte
 

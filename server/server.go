@@ -381,7 +381,7 @@ func (c *conn) authenticate() bool {
 	if owner {
 		opts = dpsql.SessionOptions{Owner: true}
 	}
-	sess, err := cfg.Engine.Session(opts)
+	sess, err := cfg.Engine.NewSession(opts)
 	if err != nil {
 		c.fatal("XX000", err.Error())
 		return false

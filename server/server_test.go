@@ -987,7 +987,7 @@ func TestSQLOverReleasedResultsOverTheWire(t *testing.T) {
 			t.Errorf("%s: keys %v ranks %v", mode, keys, ranks)
 		}
 	}
-	st, err := f.eng.Session(dpsql.SessionOptions{Analyst: "alice"})
+	st, err := f.eng.NewSession(dpsql.SessionOptions{Analyst: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}

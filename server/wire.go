@@ -10,8 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/budget"
-	"github.com/dpsql/dpsql/planner"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -322,51 +320,16 @@ type queryError struct {
 func (e *queryError) Error() string { return e.err.Error() }
 func (e *queryError) Unwrap() error { return e.err }
 
-// sqlstate maps an engine error to its SQLSTATE and class. dpsql's own
-// conditions are in class ZD (implementation-defined classes begin with
-// a letter from I to Z): ZD001 budget exhausted, ZD002 no budget, ZD003
-// not answerable privately, ZD004 no epsilon given.
+// sqlstate maps an engine error to its SQLSTATE, by its kind (the kinds
+// and their codes are dperr's; dpsql's own conditions are in class ZD:
+// ZD001 budget exhausted, ZD002 no budget, ZD003 not answerable
+// privately, ZD004 no epsilon given), and its message.
 func sqlstate(err error) (string, string) {
 	var we *wireError
 	if errors.As(err, &we) {
 		return we.code, we.msg
 	}
-	msg := err.Error()
-	var syn *dpsql.SyntaxError
-	switch {
-	case errors.As(err, &syn):
-		return "42601", msg
-	case errors.Is(err, dpsql.ErrOwnerOnly):
-		return "42501", msg
-	case errors.Is(err, dpsql.ErrBudgetExhausted):
-		return "ZD001", msg
-	case errors.Is(err, dpsql.ErrNoBudget):
-		return "ZD002", msg
-	case errors.Is(err, dpsql.ErrNotPrivate):
-		return "ZD003", msg
-	case errors.Is(err, dpsql.ErrNoEpsilon):
-		return "ZD004", msg
-	case errors.Is(err, dpsql.ErrUnknownName):
-		if strings.Contains(msg, "unknown column") {
-			return "42703", msg
-		}
-		return "42P01", msg
-	case errors.Is(err, dpsql.ErrUnsupported):
-		return "0A000", msg
-	case errors.Is(err, planner.ErrInvalidOption):
-		return "22023", msg
-	case errors.Is(err, dpsql.ErrCancelled):
-		return "57014", msg
-	case errors.Is(err, budget.ErrUnknownAnalyst):
-		return "28000", msg
-	case errors.Is(err, budget.ErrAnalystExists):
-		return "42710", msg
-	case errors.Is(err, budget.ErrInvalidCost):
-		return "22023", msg
-	case errors.Is(err, dpsql.ErrReadOnly):
-		return "25006", msg
-	}
-	return "XX000", msg
+	return dpsql.SQLState(err), err.Error()
 }
 
 // sendError sends err as an ErrorResponse; query and offset locate it
@@ -377,7 +340,7 @@ func (c *conn) sendError(err error, query string, offset int) {
 		query, offset = qe.query, qe.offset
 	}
 	code, msg := sqlstate(err)
-	er := &pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: code, Message: msg}
+	er := &pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: code, Message: msg, Hint: dpsql.Hint(err)}
 	var pe interface{ Position() (int, int) }
 	if query != "" && errors.As(err, &pe) {
 		line, col := pe.Position()

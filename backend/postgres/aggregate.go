@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/dpsql/dpsql/internal/testhooks"
+	"github.com/dpsql/dpsql/internal/knobs"
 )
 
 // Measure is one native measurement of a mirrored table (the engine's
@@ -64,7 +64,7 @@ type Group struct {
 // key down to the rows.) Like a scan, it reads only tables
 // Mirror would mirror (columns checks again).
 func Aggregate(ctx context.Context, pool *pgxpool.Pool, source string, db *sql.DB, name string, keys []Key, measures []Measure) ([]Group, bool, error) {
-	if testhooks.PostgresGrouping.Load() == testhooks.GroupNever {
+	if knobsOf(source).Grouping() == knobs.GroupNever {
 		return nil, false, nil // tests: PostgreSQL aggregates nothing
 	}
 	id, schema, table, ok, err := mirrorOf(ctx, db, name)

@@ -41,7 +41,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/dpsql/dpsql/internal/testhooks"
+	"github.com/dpsql/dpsql/internal/knobs"
 	_ "modernc.org/sqlite" // registers the driver the module is installed on (its init must run first)
 	"modernc.org/sqlite/vtab"
 )
@@ -77,6 +77,7 @@ var (
 // Lookup until it is done with the pool.
 type registered struct {
 	pool  *pgxpool.Pool
+	knobs *knobs.Knobs // the engine's test switches; nil in production
 	inUse sync.RWMutex
 }
 
@@ -86,8 +87,13 @@ type registered struct {
 // scan that looked it up never finds it closed). Mirrors look their pool
 // up at every scan, so a pool withdrawn while others remain registered
 // is never used again.
-func Register(id string, pool *pgxpool.Pool) (release func()) {
+//
+// k are the registering engine's test switches (none in production).
+func Register(id string, pool *pgxpool.Pool, k ...*knobs.Knobs) (release func()) {
 	r := &registered{pool: pool}
+	if len(k) > 0 {
+		r.knobs = k[0]
+	}
 	sourcesMu.Lock()
 	defer sourcesMu.Unlock()
 	sources[id] = append(sources[id], r)
@@ -125,6 +131,17 @@ func Lookup(id string) (pool *pgxpool.Pool, done func(), err error) {
 		return r.pool, r.inUse.RUnlock, nil
 	}
 	return nil, nil, ErrNoSource
+}
+
+// knobsOf returns the test switches of the newest pool registered for
+// source id (nil in production).
+func knobsOf(id string) *knobs.Knobs {
+	sourcesMu.Lock()
+	defer sourcesMu.Unlock()
+	if pools := sources[id]; len(pools) > 0 {
+		return pools[len(pools)-1].knobs
+	}
+	return nil
 }
 
 // Observe, when set (tests only), sees every statement this package sends
@@ -540,10 +557,10 @@ type querier interface {
 // analysed) it groups. Either choice measures exactly the same values;
 // only the time differs.
 func (t *table) groupingPays(ctx context.Context, q querier, used []int) bool {
-	switch testhooks.PostgresGrouping.Load() {
-	case testhooks.GroupAlways:
+	switch knobsOf(t.source).Grouping() {
+	case knobs.GroupAlways:
 		return true
-	case testhooks.GroupNever:
+	case knobs.GroupNever:
 		return false
 	}
 	names := make([]string, len(used))

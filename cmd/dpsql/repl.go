@@ -142,178 +142,254 @@ func onOff(arg string) (bool, error) {
 func (s *shell) meta(ctx context.Context, line string) (quit bool) {
 	fields, err := splitArgs(line)
 	if err != nil {
-		fmt.Fprintf(s.errw, "error: %v\n", err)
-		s.failed = true
+		s.fail("%v", err)
 		return false
 	}
 	cmd, args := fields[0], fields[1:]
-	fail := func(format string, a ...any) {
-		fmt.Fprintf(s.errw, "error: "+format+"\n", a...)
-		s.failed = true
-	}
-	one := func() (string, bool) {
-		if len(args) != 1 {
-			fail("%s takes one argument (see .help)", cmd)
-			return "", false
+	for _, dc := range dotCommands {
+		for _, name := range dc.names {
+			if name == cmd {
+				return dc.run(s, ctx, cmd, args)
+			}
 		}
-		return args[0], true
 	}
-	switch cmd {
-	case ".quit", ".exit":
-		return true
-	case ".help":
+	s.fail("unknown command %s (try .help)", cmd)
+	return false
+}
+
+// fail reports a command's error and marks the session as failed.
+func (s *shell) fail(format string, a ...any) {
+	fmt.Fprintf(s.errw, "error: "+format+"\n", a...)
+	s.failed = true
+}
+
+// one is a command's single argument (ok false, reported, otherwise).
+func (s *shell) one(cmd string, args []string) (string, bool) {
+	if len(args) != 1 {
+		s.fail("%s takes one argument (see .help)", cmd)
+		return "", false
+	}
+	return args[0], true
+}
+
+// dotCommand is one of the shell's dot-commands: its names and what it
+// does (quit: end the shell).
+type dotCommand struct {
+	names []string
+	run   func(s *shell, ctx context.Context, cmd string, args []string) (quit bool)
+}
+
+// dotCommands is the table of dot-commands (.help lists them for users).
+var dotCommands = []dotCommand{
+	{[]string{".quit", ".exit"}, func(*shell, context.Context, string, []string) bool { return true }},
+	{[]string{".help"}, func(s *shell, _ context.Context, _ string, _ []string) bool {
 		fmt.Fprint(s.out, replHelp)
-	case ".tables":
+		return false
+	}},
+	{[]string{".tables"}, func(s *shell, ctx context.Context, _ string, _ []string) bool {
 		s.statement(ctx, "SHOW TABLES")
-	case ".budget":
+		return false
+	}},
+	{[]string{".budget"}, func(s *shell, ctx context.Context, _ string, _ []string) bool {
 		s.statement(ctx, "SHOW BUDGET")
-	case ".schema":
-		tables, err := s.eng.Tables(ctx)
-		if err != nil {
-			fail("%v", err)
-			return false
-		}
-		found := false
-		for _, t := range tables {
-			if len(args) > 0 && !strings.EqualFold(t.Name, args[0]) {
-				continue
-			}
-			found = true
-			kind := "private"
-			if t.Public {
-				kind = "public"
-			}
-			var cols []string
-			for _, c := range t.Columns {
-				cols = append(cols, fmt.Sprintf("  %q %s", c.Name, c.Type))
-			}
-			fmt.Fprintf(s.out, "-- %s\nTABLE %q (\n%s\n);\n", kind, t.Name, strings.Join(cols, ",\n"))
-		}
-		if len(args) > 0 && !found {
-			fail("unknown table %q", args[0])
-		}
-	case ".policy":
-		if len(args) > 0 {
-			s.statement(ctx, "SHOW POLICY "+quoteName(args[0]))
-			return false
-		}
-		tables, err := s.eng.Tables(ctx)
-		if err != nil {
-			fail("%v", err)
-		}
-		for _, t := range tables {
-			fmt.Fprintf(s.out, "%s:\n", t.Name)
-			s.statement(ctx, "SHOW POLICY "+quoteName(t.Name))
-		}
-	case ".mode":
-		if len(args) == 0 {
-			fmt.Fprintf(s.out, "mode %s\n", s.pr.format)
-			return false
-		}
-		if m, ok := one(); ok {
-			if m == "toggle-line" { // \x
-				m = map[bool]string{true: "table", false: "line"}[s.pr.format == "line"]
-				fmt.Fprintf(s.out, "mode %s\n", m)
-			}
-			if _, err := newPrinter(m, s.out); err != nil {
-				fail("%v", err)
-			} else {
-				s.pr.format = m
-			}
-		}
-	case ".timer", ".explain":
-		if a, ok := one(); ok {
-			if a == "toggle" { // \timing
-				a = map[bool]string{true: "off", false: "on"}[s.timer]
-				fmt.Fprintf(s.out, "timer %s\n", a)
-			}
-			v, err := onOff(a)
-			if err != nil {
-				fail("%s: %v", cmd, err)
-			} else if cmd == ".timer" {
-				s.timer = v
-			} else {
-				s.explain = v
-			}
-		}
-	case ".headers":
-		if a, ok := one(); ok {
-			if v, err := onOff(a); err != nil {
-				fail("%s: %v", cmd, err)
-			} else {
-				s.pr.noHeaders = !v
-			}
-		}
-	case ".cost":
-		if a, ok := one(); ok {
-			if v, err := onOff(a); err != nil {
-				fail("%s: %v", cmd, err)
-			} else {
-				s.pr.withCost = v
-			}
-		}
-	case ".nullvalue":
-		if a, ok := one(); ok {
+		return false
+	}},
+	{[]string{".schema"}, (*shell).schemaCommand},
+	{[]string{".policy"}, (*shell).policyCommand},
+	{[]string{".mode"}, (*shell).modeCommand},
+	{[]string{".timer", ".explain"}, (*shell).toggleCommand},
+	{[]string{".headers", ".cost"}, (*shell).printerSwitch},
+	{[]string{".nullvalue"}, func(s *shell, _ context.Context, cmd string, args []string) bool {
+		if a, ok := s.one(cmd, args); ok {
 			s.pr.null, s.pr.nullSet = a, true
 		}
-	case ".output", ".once":
-		if len(args) == 0 && cmd == ".output" {
-			s.redirect(nil, false)
-			return false
-		}
-		if name, ok := one(); ok {
-			f, err := os.Create(name)
-			if err != nil {
-				fail("%v", err)
-				return false
-			}
-			s.redirect(f, cmd == ".once")
-		}
-	case ".show":
-		out := "stdout"
-		if s.output != nil {
-			out = s.output.Name()
-			if s.once {
-				out += " (once)"
-			}
-		}
-		on := map[bool]string{true: "on", false: "off"}
-		fmt.Fprintf(s.out, "database: %s\n    role: %s\n    mode: %s\n headers: %s\nnullvalue: %q\n    cost: %s\n  output: %s\n   timer: %s\n explain: %s\n",
-			s.eng.Path(), map[bool]string{true: "owner", false: "analyst"}[s.eng.Owner()], s.pr.format, on[!s.pr.noHeaders], s.pr.null, on[s.pr.withCost], out, on[s.timer], on[s.explain])
-	case ".read":
-		if f, ok := one(); ok {
-			src, err := os.ReadFile(f)
-			if err != nil {
-				fail("%v", err)
-				return false
-			}
-			runCancellable(ctx, func(qctx context.Context) { s.script(qctx, string(src), f) }) // Ctrl-C stops the script
-		}
-	case ".import":
-		fs := flag.NewFlagSet(".import", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		options := importFlags(fs)
-		pos, err := parseInterleaved(fs, args)
-		if err == nil && len(pos) != 2 {
-			err = errors.New("takes FILE TABLE")
-		}
-		var opts csvimport.Options
-		if err == nil {
-			opts, err = options()
-		}
-		if err != nil {
-			fail(".import: %v (usage: .import [--no-header] [--delimiter C] [--sample N] FILE TABLE; quote names with spaces)", err)
-			return false
-		}
-		n, _, err := s.eng.ImportCSV(ctx, pos[1], pos[0], opts)
-		if err != nil {
-			fail("import %s: %v", pos[0], err)
-			return false
-		}
-		fmt.Fprintf(s.out, "imported %d rows into %s\n", n, pos[1])
-	default:
-		fail("unknown command %s (try .help)", cmd)
+		return false
+	}},
+	{[]string{".output", ".once"}, (*shell).outputCommand},
+	{[]string{".show"}, func(s *shell, _ context.Context, _ string, _ []string) bool { s.showSettings(); return false }},
+	{[]string{".read"}, (*shell).readCommand},
+	{[]string{".import"}, (*shell).importCommand},
+}
+
+// schemaCommand is .schema [TABLE]: the tables' columns and privacy.
+func (s *shell) schemaCommand(ctx context.Context, _ string, args []string) bool {
+	tables, err := s.eng.Tables(ctx)
+	if err != nil {
+		s.fail("%v", err)
+		return false
 	}
+	found := false
+	for _, t := range tables {
+		if len(args) > 0 && !strings.EqualFold(t.Name, args[0]) {
+			continue
+		}
+		found = true
+		kind := "private"
+		if t.Public {
+			kind = "public"
+		}
+		var cols []string
+		for _, c := range t.Columns {
+			cols = append(cols, fmt.Sprintf("  %q %s", c.Name, c.Type))
+		}
+		fmt.Fprintf(s.out, "-- %s\nTABLE %q (\n%s\n);\n", kind, t.Name, strings.Join(cols, ",\n"))
+	}
+	if len(args) > 0 && !found {
+		s.fail("unknown table %q", args[0])
+	}
+	return false
+}
+
+// policyCommand is .policy [TABLE]: SHOW POLICY of one table or of each.
+func (s *shell) policyCommand(ctx context.Context, _ string, args []string) bool {
+	if len(args) > 0 {
+		s.statement(ctx, "SHOW POLICY "+quoteName(args[0]))
+		return false
+	}
+	tables, err := s.eng.Tables(ctx)
+	if err != nil {
+		s.fail("%v", err)
+	}
+	for _, t := range tables {
+		fmt.Fprintf(s.out, "%s:\n", t.Name)
+		s.statement(ctx, "SHOW POLICY "+quoteName(t.Name))
+	}
+	return false
+}
+
+// modeCommand is .mode [MODE] (and \x, as toggle-line).
+func (s *shell) modeCommand(_ context.Context, cmd string, args []string) bool {
+	if len(args) == 0 {
+		fmt.Fprintf(s.out, "mode %s\n", s.pr.format)
+		return false
+	}
+	m, ok := s.one(cmd, args)
+	if !ok {
+		return false
+	}
+	if m == "toggle-line" { // \x
+		m = map[bool]string{true: "table", false: "line"}[s.pr.format == "line"]
+		fmt.Fprintf(s.out, "mode %s\n", m)
+	}
+	if _, err := newPrinter(m, s.out); err != nil {
+		s.fail("%v", err)
+	} else {
+		s.pr.format = m
+	}
+	return false
+}
+
+// toggleCommand is .timer and .explain on|off (and \timing, as toggle).
+func (s *shell) toggleCommand(_ context.Context, cmd string, args []string) bool {
+	a, ok := s.one(cmd, args)
+	if !ok {
+		return false
+	}
+	if a == "toggle" { // \timing
+		a = map[bool]string{true: "off", false: "on"}[s.timer]
+		fmt.Fprintf(s.out, "timer %s\n", a)
+	}
+	v, err := onOff(a)
+	switch {
+	case err != nil:
+		s.fail("%s: %v", cmd, err)
+	case cmd == ".timer":
+		s.timer = v
+	default:
+		s.explain = v
+	}
+	return false
+}
+
+// printerSwitch is .headers and .cost on|off.
+func (s *shell) printerSwitch(_ context.Context, cmd string, args []string) bool {
+	a, ok := s.one(cmd, args)
+	if !ok {
+		return false
+	}
+	v, err := onOff(a)
+	switch {
+	case err != nil:
+		s.fail("%s: %v", cmd, err)
+	case cmd == ".headers":
+		s.pr.noHeaders = !v
+	default:
+		s.pr.withCost = v
+	}
+	return false
+}
+
+// outputCommand is .output [FILE] and .once FILE.
+func (s *shell) outputCommand(_ context.Context, cmd string, args []string) bool {
+	if len(args) == 0 && cmd == ".output" {
+		s.redirect(nil, false)
+		return false
+	}
+	name, ok := s.one(cmd, args)
+	if !ok {
+		return false
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		s.fail("%v", err)
+		return false
+	}
+	s.redirect(f, cmd == ".once")
+	return false
+}
+
+// showSettings is .show: the shell's settings.
+func (s *shell) showSettings() {
+	out := "stdout"
+	if s.output != nil {
+		out = s.output.Name()
+		if s.once {
+			out += " (once)"
+		}
+	}
+	on := map[bool]string{true: "on", false: "off"}
+	fmt.Fprintf(s.out, "database: %s\n    role: %s\n    mode: %s\n headers: %s\nnullvalue: %q\n    cost: %s\n  output: %s\n   timer: %s\n explain: %s\n",
+		s.eng.Path(), map[bool]string{true: "owner", false: "analyst"}[s.eng.Owner()], s.pr.format, on[!s.pr.noHeaders], s.pr.null, on[s.pr.withCost], out, on[s.timer], on[s.explain])
+}
+
+// readCommand is .read FILE: runs a script (Ctrl-C stops it).
+func (s *shell) readCommand(ctx context.Context, cmd string, args []string) bool {
+	f, ok := s.one(cmd, args)
+	if !ok {
+		return false
+	}
+	src, err := os.ReadFile(f)
+	if err != nil {
+		s.fail("%v", err)
+		return false
+	}
+	runCancellable(ctx, func(qctx context.Context) { s.script(qctx, string(src), f) })
+	return false
+}
+
+// importCommand is .import [options] FILE TABLE.
+func (s *shell) importCommand(ctx context.Context, _ string, args []string) bool {
+	fs := flag.NewFlagSet(".import", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	options := importFlags(fs)
+	pos, err := parseInterleaved(fs, args)
+	if err == nil && len(pos) != 2 {
+		err = errors.New("takes FILE TABLE")
+	}
+	var opts csvimport.Options
+	if err == nil {
+		opts, err = options()
+	}
+	if err != nil {
+		s.fail(".import: %v (usage: .import [--no-header] [--delimiter C] [--sample N] FILE TABLE; quote names with spaces)", err)
+		return false
+	}
+	n, _, err := s.eng.ImportCSV(ctx, pos[1], pos[0], opts)
+	if err != nil {
+		s.fail("import %s: %v", pos[0], err)
+		return false
+	}
+	fmt.Fprintf(s.out, "imported %d rows into %s\n", n, pos[1])
 	return false
 }
 

@@ -8,7 +8,7 @@ import (
 
 // A regression case is a text file of sections:
 //
-//	-- fault: <testhooks switch the case was found with, or none>
+//	-- fault: <test knob (internal/knobs) the case was found with, or none>
 //	-- problem: <what the auditor reported, for the reader>
 //	-- table p
 //	CREATE TABLE p (...)

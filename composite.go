@@ -1,0 +1,137 @@
+package dpsql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/exec"
+	"github.com/dpsql/dpsql/parser"
+	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/rewrite"
+)
+
+func dpQueries(n int) string {
+	if n == 1 {
+		return "1 DP query"
+	}
+	return fmt.Sprintf("%d DP queries", n)
+}
+
+// composite answers SQL over released results: each DP part in turn, as
+// if asked alone (cache, charge, noise), then the outer query on their
+// noisy rows. The parts' summed cost is checked against the budget before
+// the first is charged.
+func (s *Session) composite(ctx context.Context, c *planner.Composite, cat *catalog.Catalog) (*Result, error) {
+	// The outer query is compiled (with empty answers) before anything is
+	// charged.
+	if err := s.compileOuter(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := s.fitsTogether(ctx, c); err != nil {
+		return nil, err
+	}
+	in := s.eng.planInputs()
+	in.Released = map[*parser.SelectStmt]*planner.Released{}
+	res := &Result{}
+	for i, p := range c.Parts {
+		r, err := s.private(ctx, p.Stmt, p.Plan, "")
+		if err != nil {
+			if i > 0 {
+				return nil, fmt.Errorf("DP query %d of %d inside this query: %w (the %d before it were charged ε=%g, δ=%g and their answers withheld)", i+1, len(c.Parts), err, i, res.Cost.Epsilon, res.Cost.Delta)
+			}
+			return nil, err
+		}
+		res.addCharge(r, fmt.Sprintf("DP query %d: ", i+1))
+		in.Released[p.Key] = &planner.Released{Columns: r.Columns, Rows: r.Rows}
+	}
+	plan, err := planner.PlanSelect(c.Stmt, cat, s.settings.planner(), in)
+	if err != nil {
+		return nil, err
+	}
+	switch outer := plan.(type) {
+	case *planner.PublicQuery:
+		r, err := exec.Public(ctx, s.eng.db, outer)
+		if err != nil {
+			return nil, err
+		}
+		res.Columns, res.Rows = r.Columns, r.Rows
+		res.Notes = append(res.Notes, fmt.Sprintf("SQL over the answers of %s: ε=%g, δ=%g in all; the outer query is post-processing and costs nothing", dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta))
+	case *planner.PrivateQuery:
+		r, err := s.private(ctx, c.Stmt, outer, releasedSalt(c, in.Released))
+		if err != nil {
+			return nil, fmt.Errorf("the outer DP query: %w (the %s inside it were charged ε=%g, δ=%g and their answers withheld)", err, dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta)
+		}
+		res.Columns, res.Rows, res.ErrorBounds = r.Columns, r.Rows, r.ErrorBounds
+		res.addCharge(r, "outer DP query: ")
+		res.Notes = append(res.Notes, fmt.Sprintf("a DP query over the answers of %s: ε=%g, δ=%g in all (each charged in turn)", dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta))
+	default:
+		return nil, fmt.Errorf("dpsql: the outer query planned as %T", plan)
+	}
+	return res, nil
+}
+
+// compileOuter compiles a composite's outer query, with empty answers,
+// so that one the backend rejects costs nothing.
+func (s *Session) compileOuter(ctx context.Context, c *planner.Composite) error {
+	if c.Outer != nil {
+		if err := exec.CheckPublic(ctx, s.eng.db, c.Outer); err != nil {
+			return cancelled(ctx, err, nil)
+		}
+		return nil
+	}
+	rw, err := rewrite.Private(c.OuterPrivate)
+	if err != nil {
+		return err
+	}
+	prep, err := exec.Prepare(ctx, s.eng.db, c.OuterPrivate, rw)
+	if err != nil {
+		return cancelled(ctx, err, nil)
+	}
+	prep.Close()
+	return nil
+}
+
+// fitsTogether refuses a composite whose DP parts (those not answered
+// from the cache) cost more together than the budget has left.
+func (s *Session) fitsTogether(ctx context.Context, c *planner.Composite) error {
+	st, err := s.status(ctx)
+	if err != nil {
+		return err
+	}
+	var need budget.Cost
+	for _, p := range c.Parts {
+		if !s.cached(ctx, p.Stmt, p.Plan) {
+			need.Epsilon += p.Plan.Epsilon
+			need.Delta += p.Plan.Delta
+		}
+	}
+	if c.OuterPrivate != nil {
+		need.Epsilon += c.OuterPrivate.Epsilon
+		need.Delta += c.OuterPrivate.Delta
+	}
+	if left := st.Remaining(); st.Set && (need.Epsilon > left.Epsilon*(1+1e-9) || need.Delta > left.Delta*(1+1e-9)) {
+		msg := fmt.Sprintf("%s: the DP queries of this statement cost ε=%g, δ=%g together, more than the remaining ε=%g, δ=%g; nothing was charged", budget.ErrBudgetExhausted, need.Epsilon, need.Delta, left.Epsilon, left.Delta)
+		return &Error{Pos: c.Stmt.Pos(), Kind: budget.ErrBudgetExhausted, Msg: msg}
+	}
+	return nil
+}
+
+// releasedSalt prints the answers a DP query over other DP queries'
+// answers was planned with, for its cache key.
+func releasedSalt(c *planner.Composite, released map[*parser.SelectStmt]*planner.Released) string {
+	var sb strings.Builder
+	for _, p := range c.Parts {
+		r := released[p.Key]
+		sb.WriteString("\x00")
+		for _, row := range r.Rows {
+			for _, v := range row {
+				sb.WriteString(parser.SQLLiteral(v) + ",")
+			}
+			sb.WriteString(";")
+		}
+	}
+	return sb.String()
+}

@@ -1,0 +1,60 @@
+// Package knobs holds the switches only this module's tests turn on, as
+// a struct that a test hands to the engine it opens (and the engine to
+// the plan and the backends). Production engines carry nil: no production
+// path reads package-level test state.
+//
+// FixedRandomness couples runs on neighbouring databases (the sensitivity
+// auditor compares their exact values). The fault switches re-introduce,
+// one each, bugs that the privacy hardening fixed, so that a test can show
+// that the auditor catches them (internal/testing/audit).
+//
+// Where it sits: at the bottom, imported by planner, exec and the
+// PostgreSQL backend; it imports nothing.
+package knobs
+
+// Knobs are one engine's test switches. Set them before the queries they
+// should affect; they are not for changing while a query runs.
+type Knobs struct {
+	// FixedRandomness makes contribution bounding's per-query key and the
+	// seeds of its row sampling constant instead of drawn from crypto/rand.
+	FixedRandomness bool
+
+	// UnitByName takes a subquery's privacy unit from the output column
+	// that bears the base unit column's name (the analyst's choice) instead
+	// of by provenance.
+	UnitByName bool
+	// PerRowSensitivity computes a cell's sensitivity from one row's
+	// bounds, ignoring how many rows a unit contributes (l0·l∞).
+	PerRowSensitivity bool
+	// FloatCentring centres sums in float64 (Σx − m·n rounded) instead of
+	// exactly.
+	FloatCentring bool
+	// BareAbs prints ABS without the NULLIF that keeps it from raising
+	// "integer overflow" on −2^63.
+	BareAbs bool
+
+	// PostgresGrouping overrides the PostgreSQL backend's choice of
+	// grouping identical rows: 0 decides from statistics, GroupAlways and
+	// GroupNever force it, so that tests cover both paths.
+	PostgresGrouping int
+}
+
+// Values of PostgresGrouping.
+const (
+	GroupAlways = 1
+	GroupNever  = 2
+)
+
+// Fixed reports whether k fixes the randomness (false for nil).
+func (k *Knobs) Fixed() bool { return k != nil && k.FixedRandomness }
+
+// Grouping is k's PostgresGrouping (0 for nil).
+func (k *Knobs) Grouping() int {
+	if k == nil {
+		return 0
+	}
+	return k.PostgresGrouping
+}
+
+// Fault reports whether k turns on the fault f reads (false for nil).
+func (k *Knobs) Fault(f func(*Knobs) bool) bool { return k != nil && f(k) }

@@ -1,0 +1,277 @@
+package dpsql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/cache"
+	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/internal/storesql"
+	"github.com/dpsql/dpsql/parser"
+	"github.com/dpsql/dpsql/planner"
+)
+
+// ownerStatement dispatches an owner statement (policies, budget,
+// analysts, cache) to its handler.
+func (s *Session) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *catalog.Catalog) (*Result, error) {
+	switch st := stmt.(type) {
+	case *parser.AnalystStmt:
+		return s.analystStatement(ctx, st)
+	case *parser.ResetCacheStmt:
+		return s.resetCache(ctx)
+	case *parser.ResetBudgetStmt:
+		return s.resetBudget(ctx)
+	case *parser.SetBudgetStmt:
+		return s.setBudget(ctx, st)
+	case *parser.CreatePolicyStmt:
+		return s.policyStatement(ctx, stmt, func(on storesql.On) (string, error) { return createPolicy(ctx, on, cat, st) })
+	case *parser.DropPolicyStmt:
+		return s.policyStatement(ctx, stmt, func(on storesql.On) (string, error) {
+			return "privacy policy dropped on " + st.Table.Name + " (the table stays private)", atPos(st, cat.DropPolicy(ctx, on, st.Table.Name))
+		})
+	case *parser.SetPublicStmt:
+		return s.policyStatement(ctx, stmt, func(on storesql.On) (string, error) {
+			return st.Table.Name + " is public: it is queried without noise", atPos(st, cat.SetPublic(ctx, on, st.Table.Name))
+		})
+	case *parser.SetBoundsStmt:
+		return s.policyStatement(ctx, stmt, func(on storesql.On) (string, error) { return setBounds(ctx, on, cat, st) })
+	case *parser.SetDomainStmt:
+		return s.policyStatement(ctx, stmt, func(on storesql.On) (string, error) { return setDomain(ctx, on, cat, st) })
+	}
+	return nil, fmt.Errorf("dpsql: unknown statement %T", stmt)
+}
+
+// resetCache is RESET CACHE.
+func (s *Session) resetCache(ctx context.Context) (*Result, error) {
+	n, err := cache.Reset(ctx, s.eng.db)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Message: fmt.Sprintf("cache reset: %d cached answers dropped; identical queries are charged again", n)}, nil
+}
+
+// resetBudget is RESET BUDGET.
+func (s *Session) resetBudget(ctx context.Context) (*Result, error) {
+	if err := budget.Reset(ctx, s.eng.ledger); err != nil {
+		return nil, err
+	}
+	return &Result{Message: "budget reset: nothing counts as spent; the ledger keeps every charge"}, nil
+}
+
+// setBudget is SET BUDGET epsilon = E[, delta = D] [PURE].
+func (s *Session) setBudget(ctx context.Context, st *parser.SetBudgetStmt) (*Result, error) {
+	total, err := budgetOptions(st.SetPos, "SET BUDGET", st.Options)
+	if err != nil {
+		return nil, err
+	}
+	if err := budget.SetTotal(ctx, s.eng.ledger, total, st.Pure); err != nil {
+		return nil, at(st.SetPos, err)
+	}
+	msg := fmt.Sprintf("budget set: epsilon = %g, delta = %g", total.Epsilon, total.Delta)
+	switch {
+	case st.Pure:
+		msg += "; pure ε-DP: only pure mechanisms run (Laplace, sparse vector), composed by basic composition"
+	case total.Delta > 0:
+		status, err := budget.GetStatus(ctx, s.eng.ledger)
+		if err != nil {
+			return nil, err
+		}
+		if status.RhoTotal > 0 {
+			msg += fmt.Sprintf("; partition selection may spend δ = %g in all, and zCDP accounting allows ρ = %.6g in all (the other δ/2 converts it)", status.DeltaCap, status.RhoTotal)
+		}
+	}
+	return &Result{Message: msg}, nil
+}
+
+// policyStatement runs one policy change (write: it writes the policy
+// and returns the message) in a transaction of the file, and with the
+// policies in PostgreSQL in one of PostgreSQL's too, committed after the
+// file's (which drops the table's cached answers: were PostgreSQL's
+// commit to fail, they would only be asked afresh).
+func (s *Session) policyStatement(ctx context.Context, stmt parser.Stmt, write func(storesql.On) (string, error)) (res *Result, err error) {
+	tx, err := s.eng.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	policies := storesql.On{R: tx}
+	if s.eng.pg != nil {
+		var ptx *sql.Tx
+		if ptx, err = s.eng.pg.ledger.BeginTx(ctx, nil); err != nil {
+			return nil, err
+		}
+		defer ptx.Rollback()
+		policies = storesql.On{R: ptx, Postgres: true}
+		defer func() {
+			if err == nil {
+				if err = ptx.Commit(); err != nil {
+					res = nil
+				}
+			}
+		}()
+	}
+	msg, err := write(policies)
+	if err != nil {
+		return nil, err
+	}
+	// A table whose policy changed answers differently: its cached answers go.
+	if err := cache.Invalidate(ctx, tx, changedTable(stmt)); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return &Result{Message: msg}, nil
+}
+
+// createPolicy is CREATE PRIVACY POLICY ON t [OPTIONS (...)].
+func createPolicy(ctx context.Context, on storesql.On, cat *catalog.Catalog, st *parser.CreatePolicyStmt) (string, error) {
+	u, err := unitOptions(st.Options)
+	if err != nil {
+		return "", err
+	}
+	var msg string
+	if t, ok := cat.Table(st.Table.Name); ok {
+		if col, ok := t.Column(u.Column); ok {
+			u.Column = col.Name // as the catalog will store it
+		}
+		msg = policyChange(t, u)
+	}
+	return msg, atPos(st, cat.CreatePolicy(ctx, on, st.Table.Name, u))
+}
+
+// unitOptions reads CREATE PRIVACY POLICY's OPTIONS.
+func unitOptions(options []parser.Option) (catalog.Unit, error) {
+	u := catalog.Unit{MaxGroups: 1, MaxRows: 1}
+	for _, o := range options {
+		bad := &Error{Pos: o.Value.Pos(), Kind: planner.ErrInvalidOption}
+		switch o.Name {
+		case "privacy_unit_column":
+			c, ok := o.Value.(*parser.ColumnRef)
+			if !ok || c.Table != "" {
+				if v, err := parser.LiteralValue(o.Value); err == nil {
+					if name, ok := v.(string); ok {
+						u.Column = name
+						continue
+					}
+				}
+				bad.Msg = "privacy_unit_column takes a column name"
+				return u, bad
+			}
+			u.Column = c.Name
+		case "max_groups_contributed", "max_rows_contributed":
+			v, err := parser.LiteralValue(o.Value)
+			n, ok := v.(int64)
+			if err != nil || !ok || n < 1 {
+				bad.Msg = o.Name + " takes a positive integer"
+				return u, bad
+			}
+			if o.Name == "max_groups_contributed" {
+				u.MaxGroups = n
+			} else {
+				u.MaxRows = n
+			}
+		default:
+			return u, &Error{Pos: o.NamePos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown policy option %q (known: privacy_unit_column, max_groups_contributed, max_rows_contributed)", o.Name)}
+		}
+	}
+	return u, nil
+}
+
+// setBounds is ALTER PRIVACY POLICY ON t SET BOUNDS c (lo, hi).
+func setBounds(ctx context.Context, on storesql.On, cat *catalog.Catalog, st *parser.SetBoundsStmt) (string, error) {
+	lo, err := parser.NumberValue(st.Lo)
+	if err != nil {
+		return "", err
+	}
+	hi, err := parser.NumberValue(st.Hi)
+	if err != nil {
+		return "", err
+	}
+	if err := cat.SetBounds(ctx, on, st.Table.Name, st.Column.Name, catalog.Bounds{Lo: lo, Hi: hi}); err != nil {
+		return "", atPos(st, err)
+	}
+	return fmt.Sprintf("bounds of %s set to [%g, %g]", st.Column.Name, lo, hi), nil
+}
+
+// setDomain is ALTER PRIVACY POLICY ON t SET DOMAIN c (v, ...).
+func setDomain(ctx context.Context, on storesql.On, cat *catalog.Catalog, st *parser.SetDomainStmt) (string, error) {
+	vals := make([]any, len(st.Values))
+	for i, v := range st.Values {
+		x, err := parser.LiteralValue(v)
+		if err != nil {
+			return "", err
+		}
+		if x == nil {
+			return "", &Error{Pos: v.Pos(), Kind: planner.ErrInvalidOption, Msg: "a domain cannot contain NULL"}
+		}
+		if b, ok := x.(bool); ok {
+			x = map[bool]int64{false: 0, true: 1}[b]
+		}
+		vals[i] = x
+	}
+	if err := cat.SetDomain(ctx, on, st.Table.Name, st.Column.Name, vals); err != nil {
+		return "", atPos(st, err)
+	}
+	return fmt.Sprintf("domain of %s set (%d values)", st.Column.Name, len(vals)), nil
+}
+
+// atPos reports a catalog's error at the statement's position (nil stays nil).
+func atPos(stmt parser.Stmt, err error) error {
+	if err == nil {
+		return nil
+	}
+	return at(stmt.Pos(), err)
+}
+
+// changedTable is the table an owner statement changes the policy of, or "".
+func changedTable(stmt parser.Stmt) string {
+	switch s := stmt.(type) {
+	case *parser.CreatePolicyStmt:
+		return s.Table.Name
+	case *parser.DropPolicyStmt:
+		return s.Table.Name
+	case *parser.SetPublicStmt:
+		return s.Table.Name
+	case *parser.SetBoundsStmt:
+		return s.Table.Name
+	case *parser.SetDomainStmt:
+		return s.Table.Name
+	}
+	return ""
+}
+
+// policyChange says what CREATE PRIVACY POLICY does to t's policy: creates
+// it, changes which settings (old → new), or changes nothing.
+func policyChange(t *catalog.Table, u catalog.Unit) string {
+	unit := func(c string) string {
+		if c == "" {
+			return "none (each row is a unit)"
+		}
+		return c
+	}
+	now := fmt.Sprintf("privacy_unit_column = %s, max_groups_contributed = %d, max_rows_contributed = %d", unit(u.Column), u.MaxGroups, u.MaxRows)
+	switch {
+	case t.Public:
+		return "privacy policy created on " + t.Name + " (" + now + "); the table is private again"
+	case !t.HasPolicy:
+		return "privacy policy created on " + t.Name + " (" + now + ")"
+	}
+	var changes []string
+	if t.Unit.Column != u.Column {
+		changes = append(changes, fmt.Sprintf("privacy_unit_column %s → %s", unit(t.Unit.Column), unit(u.Column)))
+	}
+	if t.Unit.MaxGroups != u.MaxGroups {
+		changes = append(changes, fmt.Sprintf("max_groups_contributed %d → %d", t.Unit.MaxGroups, u.MaxGroups))
+	}
+	if t.Unit.MaxRows != u.MaxRows {
+		changes = append(changes, fmt.Sprintf("max_rows_contributed %d → %d", t.Unit.MaxRows, u.MaxRows))
+	}
+	if len(changes) == 0 {
+		return "privacy policy on " + t.Name + " unchanged (" + now + ")"
+	}
+	return "privacy policy on " + t.Name + " changed: " + strings.Join(changes, ", ") + " (bounds and domains kept)"
+}

@@ -1,0 +1,188 @@
+package dpsql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/cache"
+	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/exec"
+	"github.com/dpsql/dpsql/parser"
+	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/rewrite"
+)
+
+// query answers a SELECT: public, private, or SQL over private answers.
+func (s *Session) query(ctx context.Context, st *parser.SelectStmt, cat *catalog.Catalog) (*Result, error) {
+	plan, err := planner.PlanSelect(st, cat, s.settings.planner(), s.eng.planInputs())
+	if err != nil {
+		comp, cerr := planner.PlanComposite(st, cat, s.settings.planner(), s.eng.planInputs())
+		if cerr != nil {
+			return nil, cerr
+		}
+		if comp == nil {
+			return nil, err
+		}
+		return s.composite(ctx, comp, cat)
+	}
+	switch p := plan.(type) {
+	case *planner.PublicQuery:
+		r, err := exec.Public(ctx, s.eng.db, p)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Columns: r.Columns, Rows: r.Rows}, nil
+	case *planner.PrivateQuery:
+		return s.private(ctx, st, p, "")
+	}
+	return nil, fmt.Errorf("dpsql: unknown plan %T", plan)
+}
+
+// private answers one DP query: from the cache, or charged and then run.
+//
+// salt joins the cache key: a DP query over other DP queries' answers
+// passes those answers, so that it is answered afresh when they change.
+func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner.PrivateQuery, salt string) (*Result, error) {
+	e := s.eng
+	rw, err := rewrite.Private(p)
+	if err != nil {
+		return nil, err
+	}
+	// An identical query asked before gets the same released answer,
+	// free (post-processing of that release).
+	text := parser.FormatStmt(st) // the canonical statement: cache key, ledger and SHOW CACHE
+	key := s.cacheKey(text+salt, p)
+	if res, ok := s.fromCache(ctx, key); ok {
+		return res, nil
+	}
+	// The backend compiles both statements before anything is charged:
+	// a statement it rejects costs nothing.
+	prep, err := exec.Prepare(ctx, e.db, p, rw)
+	if err != nil {
+		return nil, cancelled(ctx, err, nil)
+	}
+	defer prep.Close()
+	if e.pg != nil {
+		prep.PushTo(pgPusher{e.pg, e.db}) // native measurements of a mirror run in PostgreSQL
+	}
+	opt, st2, err := s.charge(ctx, st, p, text)
+	if err != nil {
+		return nil, err
+	}
+	cost := budget.Cost{Epsilon: p.Epsilon, Delta: p.Delta}
+	r, chosen, err := prep.Run(ctx, opt.plan, e.noise)
+	if err != nil {
+		return nil, cancelled(ctx, err, &cost)
+	}
+	res := &Result{Columns: r.Columns, Rows: r.Rows, Cost: cost, Mechanism: opt.charge.Mechanism, Rho: opt.charge.Rho, ErrorBounds: errorBounds(opt.plan)}
+	if c := opt.charge; c.Mechanism == budget.Gaussian {
+		res.Notes = append(res.Notes, fmt.Sprintf("discrete Gaussian noise, zCDP accounting: this query bought ρ=%.4g, the share ε/E of the total ρ=%.4g", c.Rho, st2.RhoTotal))
+	}
+	if s.settings.ShowBounds {
+		for _, c := range chosen {
+			res.Notes = append(res.Notes, fmt.Sprintf("bounds of %s chosen privately: [%g, %g]", c.Label, c.Lo, c.Hi))
+		}
+	}
+	s.toCache(ctx, key, text, opt.plan, res)
+	return res, nil
+}
+
+// charge commits p's cost to the ledger, before the data is read:
+// nothing is released that has not been paid for. It returns the noise
+// option the ledger admitted and the budget it was charged to.
+func (s *Session) charge(ctx context.Context, st *parser.SelectStmt, p *planner.PrivateQuery, text string) (option, budget.Status, error) {
+	e := s.eng
+	status, err := s.status(ctx)
+	if err != nil {
+		return option{}, status, err
+	}
+	opts, _, err := noiseOptions(p, status)
+	if err != nil {
+		return option{}, status, err
+	}
+	waiting := func() {
+		if e.notify != nil {
+			e.notify("waiting for the database's write lock (another connection or process is writing, such as an owner's import) to record this query's cost; Ctrl-C cancels and charges nothing")
+		}
+	}
+	i, err := budget.ChargeFirst(ctx, e.ledger, s.analyst, charges(opts), text, waiting)
+	if err != nil {
+		if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
+			return option{}, status, at(st.SelectPos, err)
+		}
+		if readOnly(err) {
+			return option{}, status, fmt.Errorf("%w: every private query records its cost in the ledger inside %s before it is answered, so it needs write access to that file and its directory (public queries, EXPLAIN and SHOW work without); nothing was charged", ErrReadOnly, e.path)
+		}
+		return option{}, status, cancelled(ctx, err, nil)
+	}
+	return opts[i], status, nil
+}
+
+// fromCache is the answer an identical earlier query got, if the cache
+// has it and the session uses it.
+func (s *Session) fromCache(ctx context.Context, key string) (*Result, bool) {
+	if s.noCache {
+		return nil, false
+	}
+	a, ok, err := cache.Get(ctx, s.eng.db, key)
+	if err != nil || !ok {
+		return nil, false
+	}
+	notes := append(append([]string(nil), a.Notes...), fmt.Sprintf("answered from the cache: the answer released on %s (ε=%g then), nothing charged", a.Created.Format("2006-01-02 15:04:05 UTC"), a.Epsilon))
+	return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Notes: notes}, true
+}
+
+// toCache keeps a released answer for identical later queries.
+func (s *Session) toCache(ctx context.Context, key, text string, p *planner.PrivateQuery, res *Result) {
+	if s.noCache {
+		return
+	}
+	tables := make([]string, 0, len(p.Reads))
+	for t := range p.Reads {
+		tables = append(tables, t)
+	}
+	sort.Strings(tables)
+	_ = cache.Put(ctx, s.eng.db, key, text, tables, &cache.Answer{Columns: res.Columns, Rows: res.Rows,
+		ErrorBounds: res.ErrorBounds, Notes: res.Notes, Epsilon: res.Cost.Epsilon, Delta: res.Cost.Delta})
+}
+
+// cached reports whether a DP query would be answered from the cache.
+func (s *Session) cached(ctx context.Context, st *parser.SelectStmt, p *planner.PrivateQuery) bool {
+	if s.noCache {
+		return false
+	}
+	_, ok, err := cache.Get(ctx, s.eng.db, s.cacheKey(parser.FormatStmt(st), p))
+	return err == nil && ok
+}
+
+// cacheKey is the answer cache's key of a private query (its canonical
+// statement) in this session: built from values only (the statement,
+// the version's semantics, the query's ε and δ, the settings, the
+// analyst), the text earlier versions wrote.
+// Each analyst has their own cache: an answer another analyst paid for is
+// not given away free (their budgets would not say what each has seen).
+//
+// With the policies in PostgreSQL, which other processes change, the key
+// also holds the policy the plan was made under, so that no answer is
+// given again under a changed policy; in a file, the owner's policy
+// statements drop the answers they change (cache.Invalidate), and keys
+// stay what earlier versions wrote.
+func (s *Session) cacheKey(statement string, p *planner.PrivateQuery) string {
+	parts := []string{semantics, "epsilon=" + cache.Float(p.Epsilon), "delta=" + cache.Float(p.Delta)}
+	parts = append(parts, s.settings.cacheText()...)
+	parts = append(parts, "analyst="+s.analyst)
+	if s.eng.pg != nil {
+		parts = append(parts, "policy="+p.Policy)
+	}
+	return cache.Key(statement, parts...)
+}
+
+// semantics names what accepted statements mean in this version of the
+// engine, for the answer cache: an answer cached under another meaning
+// (contribution_bounds_per_group clamped rows before version 2, and
+// clamps each unit's sum since) is never served for the new one. Change
+// it whenever an accepted statement's answer changes meaning.
+const semantics = "dpsql-semantics-2"

@@ -1,0 +1,141 @@
+package dpsql
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/dpsql/dpsql/parser"
+	"github.com/dpsql/dpsql/planner"
+)
+
+// Settings are a session's settings: plain values, comparable, the same
+// in every build and process (the answer cache keys answers with them).
+// SET changes them, one row of the settings table each.
+type Settings struct {
+	Epsilon        float64 // ε per query (0: none)
+	Delta          float64 // δ for partition selection (0: none)
+	BoundsFraction float64 // share of ε that chooses missing bounds (0: the default)
+	Noise          string  // "", "auto", "laplace" or "gaussian"
+	ShowBounds     bool    // add privately chosen bounds to the answers' notes
+}
+
+// planner returns what the planner reads of the settings.
+func (s Settings) planner() planner.Settings {
+	return planner.Settings{Epsilon: s.Epsilon, Delta: s.Delta, BoundsFraction: s.BoundsFraction, Noise: s.Noise}
+}
+
+// setting is one session setting: its name, how a SET value is read and
+// checked (parse returns false with the message wrong), how it is applied
+// and what SET answers.
+type setting struct {
+	name    string
+	parse   func(parser.Expr) (any, bool)
+	wrong   string
+	apply   func(*Settings, any)
+	message func(Settings) string
+}
+
+// settings is the table of session settings, in the order errors list them.
+var settings = []setting{
+	{
+		name:    "epsilon",
+		parse:   number(planner.ValidEpsilon),
+		wrong:   planner.EpsilonRange,
+		apply:   func(s *Settings, v any) { s.Epsilon = v.(float64) },
+		message: func(s Settings) string { return fmt.Sprintf("epsilon = %g per query for this session", s.Epsilon) },
+	},
+	{
+		name:  "delta",
+		parse: number(planner.ValidDelta),
+		wrong: planner.DeltaRange,
+		apply: func(s *Settings, v any) { s.Delta = v.(float64) },
+		message: func(s Settings) string {
+			if s.Delta == 0 {
+				return "delta = 0: GROUP BY keys without a public domain need OPTIONS (delta = D) again"
+			}
+			return fmt.Sprintf("delta = %g for this session's queries that group by keys without a public domain (partition selection); other queries spend no δ", s.Delta)
+		},
+	},
+	{
+		name:  "bounds_epsilon_fraction",
+		parse: number(planner.ValidBoundsFraction),
+		wrong: "bounds_epsilon_fraction must be a number strictly between 0 and 1",
+		apply: func(s *Settings, v any) { s.BoundsFraction = v.(float64) },
+		message: func(s Settings) string {
+			return fmt.Sprintf("bounds_epsilon_fraction = %g: that share of a query's ε chooses missing bounds", s.BoundsFraction)
+		},
+	},
+	{
+		name: "noise",
+		parse: func(x parser.Expr) (any, bool) {
+			v, err := parser.LiteralValue(x)
+			name, ok := v.(string)
+			return strings.ToLower(name), err == nil && ok && planner.ValidNoise(name)
+		},
+		wrong:   "noise takes 'laplace', 'gaussian' or 'auto'",
+		apply:   func(s *Settings, v any) { s.Noise = v.(string) },
+		message: func(s Settings) string { return fmt.Sprintf("noise = %s for this session's private queries", s.Noise) },
+	},
+	{
+		name: "show_bounds",
+		parse: func(x parser.Expr) (any, bool) {
+			v, err := parser.LiteralValue(x)
+			on, ok := v.(bool)
+			return on, err == nil && ok
+		},
+		wrong:   "show_bounds takes on or off",
+		apply:   func(s *Settings, v any) { s.ShowBounds = v.(bool) },
+		message: func(s Settings) string { return "show_bounds = " + onOff(s.ShowBounds) },
+	},
+}
+
+// number reads a numeric SET value that valid accepts.
+func number(valid func(float64) bool) func(parser.Expr) (any, bool) {
+	return func(x parser.Expr) (any, bool) {
+		v, err := parser.NumberValue(x)
+		return v, err == nil && valid(v)
+	}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// lookupSetting finds a setting by name.
+func lookupSetting(name string) (setting, bool) {
+	for _, st := range settings {
+		if st.name == name {
+			return st, true
+		}
+	}
+	return setting{}, false
+}
+
+// set runs SET name = value on the session's settings.
+func (s *Session) set(st *parser.SetStmt) (*Result, error) {
+	def, ok := lookupSetting(st.Name)
+	if !ok {
+		names := make([]string, len(settings))
+		for i, d := range settings {
+			names[i] = d.name
+		}
+		return nil, &Error{Pos: st.SetPos, Kind: ErrInvalidOption, Msg: fmt.Sprintf("unknown parameter %q (known: %s; the owner sets the total with SET BUDGET)", st.Name, strings.Join(names, ", "))}
+	}
+	v, ok := def.parse(st.Value)
+	if !ok {
+		return nil, &Error{Pos: st.Value.Pos(), Kind: ErrInvalidOption, Msg: def.wrong}
+	}
+	def.apply(&s.settings, v)
+	return &Result{Message: def.message(s.settings)}, nil
+}
+
+// cacheText prints the settings that change an answer, for the answer
+// cache's key: exactly the text earlier versions wrote, so that their
+// entries are still found.
+func (s Settings) cacheText() []string {
+	return []string{"session=" + s.planner().Text(), "show_bounds=" + strconv.FormatBool(s.ShowBounds)}
+}

@@ -1,0 +1,179 @@
+package dpsql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/cache"
+	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/parser"
+	"github.com/dpsql/dpsql/planner"
+)
+
+// show runs SHOW: one handler per thing shown.
+func (s *Session) show(ctx context.Context, st *parser.ShowStmt, cat *catalog.Catalog) (*Result, error) {
+	switch st.What {
+	case "BUDGET":
+		return s.showBudget(ctx)
+	case "TABLES":
+		return showTables(cat), nil
+	case "POLICY":
+		t, ok := cat.Table(st.Table.Name)
+		if !ok || catalog.IsInternalName(st.Table.Name) {
+			return nil, &Error{Pos: st.Table.NamePos, Kind: planner.ErrUnknownName, Msg: fmt.Sprintf("unknown table %q", st.Table.Name)}
+		}
+		return policyResult(t), nil
+	case "CACHE":
+		if !s.owner {
+			return nil, &Error{Pos: st.ShowPos, Kind: ErrOwnerOnly, Msg: "SHOW CACHE needs owner mode (dpsql --owner): it lists the statements analysts asked"}
+		}
+		return s.showCache(ctx)
+	case "LEDGER":
+		// The analysts' statements and their costs are the owner's to read.
+		if !s.owner {
+			return nil, &Error{Pos: st.ShowPos, Kind: ErrOwnerOnly, Msg: "SHOW LEDGER needs owner mode (dpsql --owner); SHOW BUDGET shows what remains"}
+		}
+		return s.showLedger(ctx)
+	case "ANALYSTS":
+		if !s.owner {
+			return nil, &Error{Pos: st.ShowPos, Kind: ErrOwnerOnly, Msg: "SHOW ANALYSTS needs owner mode; SHOW BUDGET shows your own budget"}
+		}
+		return s.showAnalysts(ctx)
+	}
+	return nil, fmt.Errorf("dpsql: unknown SHOW %s", st.What)
+}
+
+// showBudget is SHOW BUDGET: the session's budget (an analyst's own,
+// capped by the database's, or the database's).
+func (s *Session) showBudget(ctx context.Context) (*Result, error) {
+	st, err := s.status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Set && st.Database == nil {
+		return &Result{Message: "no budget set: private queries are refused until the owner runs SET BUDGET epsilon = E[, delta = D]"}, nil
+	}
+	if !st.Set {
+		return &Result{Message: fmt.Sprintf("analyst %s has no budget of their own: private queries are refused until the owner runs ALTER ANALYST %s BUDGET epsilon = E[, delta = D]", st.Analyst, parser.QuoteIdent(st.Analyst))}, nil
+	}
+	rem := st.OwnRemaining()
+	// The shape stays (budget, epsilon, delta) for programs that scan
+	// it; ρ is in the note.
+	res := &Result{Columns: []string{"budget", "epsilon", "delta"}, Rows: [][]any{
+		{"total", st.Total.Epsilon, st.Total.Delta},
+		{"spent", st.Spent.Epsilon, st.Spent.Delta},
+		{"remaining", rem.Epsilon, rem.Delta},
+	}}
+	res.Notes = append(res.Notes, budgetNote(st))
+	if db := st.Database; db != nil {
+		// An analyst's: the database's total caps what all spend.
+		dr := db.Remaining()
+		res.Rows = append(res.Rows, []any{"database remaining", dr.Epsilon, dr.Delta})
+		res.Notes = append(res.Notes, fmt.Sprintf("this is analyst %s's own budget; the database's total (ε=%g, δ=%g, shared by every analyst) caps it: a query must fit both", st.Analyst, db.Total.Epsilon, db.Total.Delta))
+	}
+	if eps := s.settings.Epsilon; eps > 0 {
+		// In the ledger's whole units, as the charges will be counted.
+		res.Notes = append(res.Notes, fmt.Sprintf("at ε = %g per query (this session's), %d more queries fit (repeats of cached answers are free)", eps, st.QueriesLeft(eps)))
+	}
+	return res, nil
+}
+
+// showTables is SHOW TABLES: each user table and whether it is private.
+func showTables(cat *catalog.Catalog) *Result {
+	res := &Result{Columns: []string{"table", "privacy", "policy"}}
+	for _, t := range cat.Tables() {
+		kind, pol := "private", "default (each row is a privacy unit)"
+		if t.Public {
+			kind, pol = "public", "none"
+		} else if t.HasPolicy {
+			pol = "declared"
+		}
+		res.Rows = append(res.Rows, []any{t.Name, kind, pol})
+	}
+	return res
+}
+
+// showCache is SHOW CACHE (owner): the cached answers' statements.
+func (s *Session) showCache(ctx context.Context) (*Result, error) {
+	entries, err := cache.List(ctx, s.eng.db)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: []string{"statement", "tables", "epsilon", "delta", "created"}}
+	for _, en := range entries {
+		res.Rows = append(res.Rows, []any{en.Statement, en.Tables, en.Epsilon, en.Delta, en.Created})
+	}
+	return res, nil
+}
+
+// showLedger is SHOW LEDGER (owner): every charge.
+func (s *Session) showLedger(ctx context.Context) (*Result, error) {
+	entries, err := budget.Ledger(ctx, s.eng.ledger)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: []string{"id", "charged", "analyst", "statement", "mechanism", "epsilon", "delta", "rho"}}
+	for _, en := range entries {
+		var who any // NULL: a local session on the file
+		if en.Analyst != "" {
+			who = en.Analyst
+		}
+		res.Rows = append(res.Rows, []any{en.ID, en.Charged, who, en.Statement, en.Mechanism, en.Cost.Epsilon, en.Cost.Delta, en.Rho})
+	}
+	return res, nil
+}
+
+// showAnalysts is SHOW ANALYSTS (owner): each analyst and their budget.
+func (s *Session) showAnalysts(ctx context.Context) (*Result, error) {
+	list, err := budget.Analysts(ctx, s.eng.ledger)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: []string{"analyst", "epsilon", "delta", "spent epsilon", "spent delta", "remaining epsilon", "remaining delta", "created"}}
+	for _, a := range list {
+		row := []any{a.Name, nil, nil, a.Status.Spent.Epsilon, a.Status.Spent.Delta, nil, nil, a.Created}
+		if a.Status.Set {
+			rem := a.Status.OwnRemaining()
+			row[1], row[2], row[5], row[6] = a.Status.Total.Epsilon, a.Status.Total.Delta, rem.Epsilon, rem.Delta
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	res.Notes = append(res.Notes, "an analyst without epsilon has no budget: their private queries are refused; the database's total caps what all analysts spend together")
+	return res, nil
+}
+
+// policyResult is SHOW POLICY t.
+func policyResult(t *catalog.Table) *Result {
+	res := &Result{Columns: []string{"setting", "column", "value"}}
+	add := func(a, b, c string) { res.Rows = append(res.Rows, []any{a, b, c}) }
+	switch {
+	case t.Public:
+		add("privacy", "", "public: queried without noise")
+		return res
+	case t.HasPolicy:
+		add("privacy", "", "private, declared policy")
+	default:
+		add("privacy", "", "private, default policy")
+	}
+	if t.Unit.Column == "" {
+		add("privacy unit", "", "each row")
+	} else {
+		add("privacy unit", t.Unit.Column, "all rows with the same value")
+		add("max_groups_contributed", "", fmt.Sprint(t.Unit.MaxGroups))
+		add("max_rows_contributed", "", fmt.Sprint(t.Unit.MaxRows))
+	}
+	for _, c := range catalog.SortedColumns(t.Bounds) {
+		b := t.Bounds[c]
+		add("bounds", c, fmt.Sprintf("[%g, %g]", b.Lo, b.Hi))
+	}
+	for _, c := range catalog.SortedColumns(t.Domains) {
+		var vals []string
+		for _, v := range t.Domains[c] {
+			vals = append(vals, parser.SQLLiteral(v))
+		}
+		add("domain", c, fmt.Sprintf("%d values: %s", len(vals), strings.Join(vals, ", ")))
+	}
+	return res
+}
