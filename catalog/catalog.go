@@ -206,9 +206,24 @@ type Querier interface {
 // Load reads the schema from the SQLite database q and the policies from
 // where they are kept.
 func Load(ctx context.Context, q Querier, policies storesql.On) (*Catalog, error) {
-	names, err := queryStrings(ctx, q, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	cat, byName, err := loadTables(ctx, q)
 	if err != nil {
 		return nil, err
+	}
+	if err := loadUnits(ctx, policies, byName); err != nil {
+		return nil, err
+	}
+	if err := loadBounds(ctx, policies, byName); err != nil {
+		return nil, err
+	}
+	return cat, loadDomains(ctx, policies, byName)
+}
+
+// loadTables reads the user tables and their columns, by folded name.
+func loadTables(ctx context.Context, q Querier) (*Catalog, map[string]*Table, error) {
+	names, err := queryStrings(ctx, q, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		return nil, nil, err
 	}
 	cat := &Catalog{}
 	byName := map[string]*Table{}
@@ -216,57 +231,62 @@ func Load(ctx context.Context, q Querier, policies storesql.On) (*Catalog, error
 		if IsInternalName(n) {
 			continue
 		}
-		t := &Table{Name: n, Bounds: map[string]Bounds{}, Domains: map[string][]any{}}
-		// table_xinfo lists hidden columns too (hidden = 1, only in
-		// virtual tables; 2 and 3 are generated columns, which
-		// table_info leaves out as well).
-		rows, err := q.QueryContext(ctx, `SELECT name, type, hidden FROM pragma_table_xinfo(?) ORDER BY cid`, n)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, err
-			}
-			t.Unreadable = err
-			cat.tables = append(cat.tables, t)
-			byName[FoldName(n)] = t
-			continue
-		}
-		for rows.Next() {
-			var c Column
-			var hidden int
-			if err := rows.Scan(&c.Name, &c.Type, &hidden); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			switch {
-			case hidden == 0:
-				t.Columns = append(t.Columns, c)
-			case hidden == 1 && c.Name == WeightColumn:
-				t.Weighted = true
-			case hidden == 1 && c.Name == IdentityColumn:
-				t.Identified = true
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
+		t := &Table{Name: n, Bounds: map[string]Bounds{}, Domains: map[string][]any{}, Unit: Unit{MaxGroups: 1, MaxRows: 1}}
+		if err := loadColumns(ctx, q, t); err != nil {
+			return nil, nil, err
 		}
 		cat.tables = append(cat.tables, t)
 		byName[FoldName(n)] = t
 	}
-	for _, t := range cat.tables {
-		t.Unit = Unit{MaxGroups: 1, MaxRows: 1}
+	return cat, byName, nil
+}
+
+// loadColumns reads a table's columns; a table whose columns cannot be
+// read (a mirror whose database is unreachable) is marked Unreadable.
+func loadColumns(ctx context.Context, q Querier, t *Table) error {
+	// table_xinfo lists hidden columns too (hidden = 1, only in
+	// virtual tables; 2 and 3 are generated columns, which
+	// table_info leaves out as well).
+	rows, err := q.QueryContext(ctx, `SELECT name, type, hidden FROM pragma_table_xinfo(?) ORDER BY cid`, t.Name)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		t.Unreadable = err
+		return nil
 	}
+	defer rows.Close()
+	for rows.Next() {
+		var c Column
+		var hidden int
+		if err := rows.Scan(&c.Name, &c.Type, &hidden); err != nil {
+			return err
+		}
+		switch {
+		case hidden == 0:
+			t.Columns = append(t.Columns, c)
+		case hidden == 1 && c.Name == WeightColumn:
+			t.Weighted = true
+		case hidden == 1 && c.Name == IdentityColumn:
+			t.Identified = true
+		}
+	}
+	return rows.Err()
+}
+
+// loadUnits reads each table's privacy (public, policy, unit).
+func loadUnits(ctx context.Context, policies storesql.On, byName map[string]*Table) error {
 	rows, err := policies.QueryContext(ctx, `SELECT table_name, public, has_policy, COALESCE(unit_column, ''), max_groups, max_rows FROM _dpsql_tables`)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var name string
 		var public, has bool
 		var u Unit
 		if err := rows.Scan(&name, &public, &has, &u.Column, &u.MaxGroups, &u.MaxRows); err != nil {
-			rows.Close()
-			return nil, err
+			return err
 		}
 		if t := byName[FoldName(name)]; t != nil {
 			t.Public, t.HasPolicy = public, has
@@ -278,17 +298,21 @@ func Load(ctx context.Context, q Querier, policies storesql.On) (*Catalog, error
 			t.Unit = u
 		}
 	}
-	rows.Close()
-	rows, err = policies.QueryContext(ctx, `SELECT table_name, column_name, lo, hi FROM _dpsql_bounds`)
+	return rows.Err()
+}
+
+// loadBounds reads the declared bounds.
+func loadBounds(ctx context.Context, policies storesql.On, byName map[string]*Table) error {
+	rows, err := policies.QueryContext(ctx, `SELECT table_name, column_name, lo, hi FROM _dpsql_bounds`)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var tn, cn string
 		var b Bounds
 		if err := rows.Scan(&tn, &cn, &b.Lo, &b.Hi); err != nil {
-			rows.Close()
-			return nil, err
+			return err
 		}
 		if t := byName[FoldName(tn)]; t != nil {
 			if c, ok := t.Column(cn); ok {
@@ -296,14 +320,18 @@ func Load(ctx context.Context, q Querier, policies storesql.On) (*Catalog, error
 			}
 		}
 	}
-	rows.Close()
+	return rows.Err()
+}
+
+// loadDomains reads the public domains, each value with its type.
+func loadDomains(ctx context.Context, policies storesql.On, byName map[string]*Table) error {
 	domains := `SELECT table_name, column_name, value FROM _dpsql_domains ORDER BY table_name, column_name, position`
 	if policies.Postgres {
 		domains = `SELECT table_name, column_name, kind, value FROM _dpsql_domains ORDER BY table_name, column_name, position`
 	}
-	rows, err = policies.QueryContext(ctx, domains)
+	rows, err := policies.QueryContext(ctx, domains)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -312,13 +340,13 @@ func Load(ctx context.Context, q Querier, policies storesql.On) (*Catalog, error
 		if policies.Postgres {
 			var kind, text string
 			if err := rows.Scan(&tn, &cn, &kind, &text); err != nil {
-				return nil, err
+				return err
 			}
 			if v, err = parseDomainValue(kind, text); err != nil {
-				return nil, err
+				return err
 			}
 		} else if err := rows.Scan(&tn, &cn, &v); err != nil {
-			return nil, err
+			return err
 		}
 		if b, ok := v.([]byte); ok {
 			v = string(b)
@@ -329,7 +357,7 @@ func Load(ctx context.Context, q Querier, policies storesql.On) (*Catalog, error
 			}
 		}
 	}
-	return cat, rows.Err()
+	return rows.Err()
 }
 
 func queryStrings(ctx context.Context, q Querier, query string, args ...any) ([]string, error) {

@@ -727,6 +727,25 @@ func (b *builder) build(sess session) error {
 	if b.q.Selection == nil && b.q.Groups() > maxGroups {
 		return errorf(s.GroupBy[0].Pos(), ErrUnsupported, "GROUP BY over %d groups exceeds the limit of %d", b.q.Groups(), maxGroups)
 	}
+	if err := b.outputs(); err != nil {
+		return err
+	}
+	if err := b.ordering(); err != nil {
+		return err
+	}
+	if opts.eps <= 0 {
+		return errorf(s.SelectPos, ErrNoEpsilon, "no epsilon for this query: run SET epsilon = E, or write SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = E) ...")
+	}
+	if err := b.shareEpsilon(opts); err != nil {
+		return err
+	}
+	return b.checkNoise()
+}
+
+// outputs plans the select list and HAVING: every output is computed
+// from noisy aggregates and group keys.
+func (b *builder) outputs() error {
+	s := b.stmt
 	b.aliases = map[string]int{}
 	hasAgg := false
 	for _, it := range s.Items {
@@ -753,10 +772,15 @@ func (b *builder) build(sess session) error {
 		return errorf(s.SelectPos, ErrNotPrivate, "a query on private %s must aggregate (COUNT, SUM, AVG) or group by public domains; it cannot return rows", b.rel.name)
 	}
 	if s.Having != nil {
-		if err := b.outputExpr(s.Having, "HAVING"); err != nil {
-			return err
-		}
+		return b.outputExpr(s.Having, "HAVING")
 	}
+	return nil
+}
+
+// ordering checks ORDER BY, LIMIT and OFFSET (post-processing of the
+// noisy outputs).
+func (b *builder) ordering() error {
+	s := b.stmt
 	for _, o := range s.OrderBy {
 		if lit, ok := o.Expr.(*parser.Literal); ok && lit.Kind == parser.IntLit {
 			v, _ := parser.LiteralValue(lit)
@@ -778,9 +802,13 @@ func (b *builder) build(sess session) error {
 			return errorf(e.Pos(), ErrInvalidOption, "LIMIT and OFFSET take a non-negative integer constant")
 		}
 	}
-	if opts.eps <= 0 {
-		return errorf(s.SelectPos, ErrNoEpsilon, "no epsilon for this query: run SET epsilon = E, or write SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = E) ...")
-	}
+	return nil
+}
+
+// shareEpsilon splits the query's ε (and δ) among the bound searches, the
+// cells and the partition selection.
+func (b *builder) shareEpsilon(opts options) error {
+	s := b.stmt
 	eps := opts.eps
 	// ε is split by sequential composition: a share frac to the bound
 	// searches (equally), the rest equally across the noisy cells and the
@@ -818,7 +846,7 @@ func (b *builder) build(sess session) error {
 	for _, sr := range b.q.Searches {
 		sr.Epsilon = math.Nextafter(sr.Epsilon, 0)
 	}
-	return b.checkNoise()
+	return nil
 }
 
 // MinEpsilon and MaxEpsilon bound the ε of one query; MinDelta is the

@@ -233,86 +233,119 @@ func (p *Pair) Check(st Statement) []string {
 // compare checks a run on X (a, recorded) against a run on its neighbour Y
 // (b, replaying a's choices).
 func compare(st Statement, a, b outcome, x, y string) []string {
-	var out []string
-	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	// (1) the statement runs on X exactly when it runs on Y, failing alike.
-	switch {
-	case (a.err == nil) != (b.err == nil):
-		bad("runs on one database only: %s: %v; %s: %v", x, a.err, y, b.err)
-		return out
-	case a.err != nil && a.err.Error() != b.err.Error():
-		bad("fails differently: %s: %v; %s: %v", x, a.err, y, b.err)
-		return out
-	case a.err != nil:
-		if !st.Refuse {
-			bad("%s: %v", refusedValid, a.err)
-		}
-		if len(a.rec.calls)+len(a.rec.searches) > 0 {
-			bad("refused after %d noise calls: %v", len(a.rec.calls)+len(a.rec.searches), a.err)
-		}
-		return out
-	case st.Refuse:
-		bad("answered a statement it must refuse")
-		return out
+	c := &comparison{x: x, y: y}
+	if c.outcomes(st, a, b) {
+		return c.out
 	}
 	for _, pr := range append(a.rec.problems, b.rec.problems...) {
-		bad("%s", pr)
+		c.bad("%s", pr)
 	}
 	// (5) the cost does not depend on the data.
 	if a.res.Cost != b.res.Cost || a.res.Mechanism != b.res.Mechanism || a.res.Rho != b.res.Rho {
-		bad("charges depend on the data: %s %+v %s ρ=%g, %s %+v %s ρ=%g", x, a.res.Cost, a.res.Mechanism, a.res.Rho, y, b.res.Cost, b.res.Mechanism, b.res.Rho)
+		c.bad("charges depend on the data: %s %+v %s ρ=%g, %s %+v %s ρ=%g", x, a.res.Cost, a.res.Mechanism, a.res.Rho, y, b.res.Cost, b.res.Mechanism, b.res.Rho)
 	}
-	// (4) the bound searches see count differences within their sensitivity.
-	claimed := 0.0
+	claimed := c.searches(a, b)
+	ma, mb := c.index(a.rec), c.index(b.rec)
+	t := c.cells(ma, mb)
+	c.loss(a, b, t, claimed, ma, mb)
+	return c.out
+}
+
+// comparison collects what a comparison of two runs found.
+type comparison struct {
+	out  []string
+	x, y string // the databases' names
+}
+
+func (c *comparison) bad(format string, args ...any) {
+	c.out = append(c.out, fmt.Sprintf(format, args...))
+}
+
+// outcomes checks (1): the statement runs on X exactly when it runs on
+// Y, failing alike; done reports that nothing more can be compared.
+func (c *comparison) outcomes(st Statement, a, b outcome) (done bool) {
+	switch {
+	case (a.err == nil) != (b.err == nil):
+		c.bad("runs on one database only: %s: %v; %s: %v", c.x, a.err, c.y, b.err)
+	case a.err != nil && a.err.Error() != b.err.Error():
+		c.bad("fails differently: %s: %v; %s: %v", c.x, a.err, c.y, b.err)
+	case a.err != nil:
+		if !st.Refuse {
+			c.bad("%s: %v", refusedValid, a.err)
+		}
+		if len(a.rec.calls)+len(a.rec.searches) > 0 {
+			c.bad("refused after %d noise calls: %v", len(a.rec.calls)+len(a.rec.searches), a.err)
+		}
+	case st.Refuse:
+		c.bad("answered a statement it must refuse")
+	default:
+		return false
+	}
+	return true
+}
+
+// searches checks (4): the bound searches see count differences within
+// their sensitivity. It returns the ε they claim.
+func (c *comparison) searches(a, b outcome) (claimed float64) {
 	if len(a.rec.searches) != len(b.rec.searches) {
-		bad("%d bound searches on %s, %d on %s", len(a.rec.searches), x, len(b.rec.searches), y)
+		c.bad("%d bound searches on %s, %d on %s", len(a.rec.searches), c.x, len(b.rec.searches), c.y)
 	}
 	for i := 0; i < min(len(a.rec.searches), len(b.rec.searches)); i++ {
 		sa, sb := a.rec.searches[i], b.rec.searches[i]
 		claimed += sa.opts.Epsilon
 		if sa.opts != sb.opts {
-			bad("bound search %d: parameters depend on the data: %+v vs %+v", i, sa.opts, sb.opts)
+			c.bad("bound search %d: parameters depend on the data: %+v vs %+v", i, sa.opts, sb.opts)
 		}
 		if len(sa.queries) != len(sb.queries) {
-			bad("bound search %d asks %d queries on %s, %d on %s with the same answers", i, len(sa.queries), x, len(sb.queries), y)
+			c.bad("bound search %d asks %d queries on %s, %d on %s with the same answers", i, len(sa.queries), c.x, len(sb.queries), c.y)
 		}
 		up, down := false, false
 		for j := 0; j < min(len(sa.queries), len(sb.queries)); j++ {
 			d := sa.queries[j] - sb.queries[j]
 			up, down = up || d > 0, down || d < 0
 			if math.Abs(d) > sa.opts.Sensitivity {
-				bad("bound search %d, query %d moves by %g between neighbours, sensitivity %g", i, j, math.Abs(d), sa.opts.Sensitivity)
+				c.bad("bound search %d, query %d moves by %g between neighbours, sensitivity %g", i, j, math.Abs(d), sa.opts.Sensitivity)
 				break
 			}
 		}
 		if sa.opts.Monotonic && up && down {
-			bad("bound search %d is declared monotonic, but its queries move both ways", i)
+			c.bad("bound search %d is declared monotonic, but its queries move both ways", i)
 		}
 	}
-	// (2) and (3): cells and partition selection, aligned by group key.
-	index := func(r *record) map[cellKey]call {
-		m := map[cellKey]call{}
-		for _, c := range r.calls {
-			k := cellKey{c.Selection, c.key, c.Cell}
-			if c.Selection {
-				k.cell = -1
-			}
-			if _, dup := m[k]; dup {
-				bad("two noise calls for the same cell %+v", k)
-			}
-			m[k] = c
+	return claimed
+}
+
+// index keys a run's noise calls by cell and group.
+func (c *comparison) index(r *record) map[cellKey]call {
+	m := map[cellKey]call{}
+	for _, cl := range r.calls {
+		k := cellKey{cl.Selection, cl.key, cl.Cell}
+		if cl.Selection {
+			k.cell = -1
 		}
-		return m
+		if _, dup := m[k]; dup {
+			c.bad("two noise calls for the same cell %+v", k)
+		}
+		m[k] = cl
 	}
-	ma, mb := index(a.rec), index(b.rec)
-	selected := false
-	loss := new(big.Float).SetPrec(4096)
+	return m
+}
+
+// tally is what the cells of two runs spend between them.
+type tally struct {
+	selected bool
+	loss     *big.Float // Laplace cells: Σ ε·|Δ|/sensitivity
 	// Gaussian cells: the ρ the pair spends, Σ ρ_cell·(Δ/Δ₂)², against the
 	// ρ the cells claim and the charge records.
-	rhoLoss := new(big.Float).SetPrec(4096)
-	cellRho := map[int]float64{}
-	cellEps := map[int]float64{}
-	selEps, oneSided := 0.0, 0.0
+	rhoLoss          *big.Float
+	cellRho, cellEps map[int]float64
+	selEps, oneSided float64
+}
+
+// cells checks (2) and (3): cells and partition selection, aligned by
+// group key.
+func (c *comparison) cells(ma, mb map[cellKey]call) *tally {
+	t := &tally{loss: new(big.Float).SetPrec(4096), rhoLoss: new(big.Float).SetPrec(4096), cellRho: map[int]float64{}, cellEps: map[int]float64{}}
 	var keys []cellKey
 	for k := range ma {
 		keys = append(keys, k)
@@ -326,99 +359,108 @@ func compare(st Statement, a, b outcome, x, y string) []string {
 	for _, k := range keys {
 		ca, okA := ma[k]
 		cb, okB := mb[k]
-		c := ca
+		cl := ca
 		if !okA {
-			c = cb
+			cl = cb
 		}
 		if k.sel {
-			selected = true
-			selEps = c.eps
-		} else if c.rho == 0 {
-			cellEps[k.cell] = c.eps
+			t.selected = true
+			t.selEps = cl.eps
+		} else if cl.rho == 0 {
+			t.cellEps[k.cell] = cl.eps
 		}
 		if okA != okB {
-			if !k.sel {
-				// a released group present on one side only: allowed when
-				// partition selection released it (accounted to δ below).
-				if _, s := ma[cellKey{true, k.key, -1}]; !s {
-					bad("group %s released on %s only, without partition selection", k.key, map[bool]string{true: x, false: y}[okA])
-				}
-				continue
-			}
-			// (3) a candidate group on one side only: the probability that
-			// its noisy unit count passes the threshold counts against δ.
-			u, _ := c.value.Float64()
-			b := c.sens / c.eps
-			if u >= c.Threshold {
-				oneSided += 1
-			} else {
-				oneSided += 0.5 * math.Exp(-(c.Threshold-u)/b)
-			}
+			c.oneSide(k, cl, okA, ma, t)
 			continue
 		}
 		if ca.sens != cb.sens || ca.eps != cb.eps || ca.rho != cb.rho {
-			bad("cell %+v: noise parameters depend on the data: sensitivity %g/%g, ε %g/%g, ρ %g/%g", k, ca.sens, cb.sens, ca.eps, cb.eps, ca.rho, cb.rho)
-			continue
-		}
-		if ca.rho > 0 {
-			cellRho[k.cell] = ca.rho
-			d := new(big.Float).SetPrec(4096).Sub(ca.value, cb.value)
-			d.Quo(d, new(big.Float).SetPrec(4096).SetFloat64(ca.sens))
-			d.Mul(d, d)
-			d.Mul(d, new(big.Float).SetPrec(4096).SetFloat64(ca.rho))
-			rhoLoss.Add(rhoLoss, d)
+			c.bad("cell %+v: noise parameters depend on the data: sensitivity %g/%g, ε %g/%g, ρ %g/%g", k, ca.sens, cb.sens, ca.eps, cb.eps, ca.rho, cb.rho)
 			continue
 		}
 		d := new(big.Float).SetPrec(4096).Sub(ca.value, cb.value)
+		if ca.rho > 0 {
+			t.cellRho[k.cell] = ca.rho
+			d.Quo(d, new(big.Float).SetPrec(4096).SetFloat64(ca.sens))
+			d.Mul(d, d)
+			d.Mul(d, new(big.Float).SetPrec(4096).SetFloat64(ca.rho))
+			t.rhoLoss.Add(t.rhoLoss, d)
+			continue
+		}
 		d.Abs(d)
 		d.Mul(d, new(big.Float).SetPrec(4096).SetFloat64(ca.eps))
 		d.Quo(d, new(big.Float).SetPrec(4096).SetFloat64(ca.sens))
-		loss.Add(loss, d)
+		t.loss.Add(t.loss, d)
 	}
+	return t
+}
+
+// oneSide accounts for a noise call made on one database only.
+func (c *comparison) oneSide(k cellKey, cl call, onX bool, ma map[cellKey]call, t *tally) {
+	if !k.sel {
+		// a released group present on one side only: allowed when
+		// partition selection released it (accounted to δ below).
+		if _, s := ma[cellKey{true, k.key, -1}]; !s {
+			c.bad("group %s released on %s only, without partition selection", k.key, map[bool]string{true: c.x, false: c.y}[onX])
+		}
+		return
+	}
+	// (3) a candidate group on one side only: the probability that its
+	// noisy unit count passes the threshold counts against δ.
+	u, _ := cl.value.Float64()
+	b := cl.sens / cl.eps
+	if u >= cl.Threshold {
+		t.oneSided += 1
+	} else {
+		t.oneSided += 0.5 * math.Exp(-(cl.Threshold-u)/b)
+	}
+}
+
+// loss checks the privacy loss between the runs against what the plan
+// claims and the query charges.
+func (c *comparison) loss(a, b outcome, t *tally, claimed float64, ma, mb map[cellKey]call) {
 	searchEps, searchRho := 0.0, 0.0
 	for i := 0; i < min(len(a.rec.searches), len(b.rec.searches)); i++ {
 		e := a.rec.searches[i].opts.Epsilon // the search is private by its own argument, checked above
 		searchEps, searchRho = searchEps+e, searchRho+e*e/2
 	}
-	if len(cellRho) > 0 {
+	if len(t.cellRho) > 0 {
 		// Gaussian cells, pure searches and selection: in ρ, ε²/2 for the
 		// pure parts.
-		claimedRho := searchRho + selEps*selEps/2
-		for _, r := range cellRho {
+		claimedRho := searchRho + t.selEps*t.selEps/2
+		for _, r := range t.cellRho {
 			claimedRho += r
 		}
 		if claimedRho > a.res.Rho*(1+1e-9) {
-			bad("the mechanisms spend ρ = %g but the query charges ρ = %g", claimedRho, a.res.Rho)
+			c.bad("the mechanisms spend ρ = %g but the query charges ρ = %g", claimedRho, a.res.Rho)
 		}
-		if len(cellEps) > 0 {
-			bad("a query mixes Laplace and Gaussian cells")
+		if len(t.cellEps) > 0 {
+			c.bad("a query mixes Laplace and Gaussian cells")
 		}
-		lossF, _ := rhoLoss.Float64()
-		lossF += searchRho + selEps*selEps/2
+		lossF, _ := t.rhoLoss.Float64()
+		lossF += searchRho + t.selEps*t.selEps/2
 		if lossF > claimedRho*(1+1e-9) {
-			bad("privacy loss ρ = %.6g between neighbours exceeds the ρ %.6g the plan claims%s", lossF, claimedRho, cellDetail(ma, mb))
+			c.bad("privacy loss ρ = %.6g between neighbours exceeds the ρ %.6g the plan claims%s", lossF, claimedRho, cellDetail(ma, mb))
 		}
 	} else {
-		for _, e := range cellEps {
+		for _, e := range t.cellEps {
 			claimed += e
 		}
-		claimed += selEps
+		claimed += t.selEps
 		if claimed > a.res.Cost.Epsilon*(1+1e-9) {
-			bad("the mechanisms spend ε = %g but the query charges %g", claimed, a.res.Cost.Epsilon)
+			c.bad("the mechanisms spend ε = %g but the query charges %g", claimed, a.res.Cost.Epsilon)
 		}
-		lossF, _ := loss.Float64()
+		lossF, _ := t.loss.Float64()
 		lossF += searchEps
 		if lossF > claimed*(1+1e-9) {
-			bad("privacy loss %.6g between neighbours exceeds the ε %.6g the plan claims%s", lossF, claimed, cellDetail(ma, mb))
+			c.bad("privacy loss %.6g between neighbours exceeds the ε %.6g the plan claims%s", lossF, claimed, cellDetail(ma, mb))
 		}
 	}
-	if selected && oneSided > a.res.Cost.Delta*(1+1e-9) {
-		bad("groups of one side only are released with probability %.3g, more than δ = %g", oneSided, a.res.Cost.Delta)
+	if t.selected && t.oneSided > a.res.Cost.Delta*(1+1e-9) {
+		c.bad("groups of one side only are released with probability %.3g, more than δ = %g", t.oneSided, a.res.Cost.Delta)
 	}
-	if !selected && oneSided > 0 {
-		bad("groups differ between neighbours without partition selection")
+	if !t.selected && t.oneSided > 0 {
+		c.bad("groups differ between neighbours without partition selection")
 	}
-	return out
 }
 
 // cellKey identifies a noise call across runs: a cell of a group, or the

@@ -401,9 +401,45 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 	g.dollar = g.params && r.IntN(2) == 0
 	g.rel = g.relation()
 	g.use("FROM " + g.rel.name)
-	var items, group []string
-	var options []string
-	needDelta := false
+	group, needDelta := g.groupKeys()
+	items, aliases := g.aggregates(group)
+	options := g.options(needDelta)
+	where, tail := g.tail(group, aliases)
+	st := Statement{Args: g.args}
+	if refuse {
+		st.Refuse = true
+		d := &draft{items: items, options: options, where: where, tail: tail, group: group}
+		g.nearMiss(d)
+		items, options, where, tail = d.items, d.options, d.where, d.tail
+	}
+	head := "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (" + strings.Join(options, ", ") + ") "
+	if len(options) == 1 && !st.Refuse && g.chance(0.3) {
+		g.use("session epsilon (no OPTIONS)")
+		head = "SELECT "
+	}
+	comma := ""
+	if g.chance(0.05) {
+		g.use("trailing comma in the select list")
+		comma = ","
+	}
+	st.SQL = g.rel.with + head + strings.Join(items, ", ") + comma + " FROM " + g.rel.from + where + tail
+	st.Args = g.args
+	for c := range g.constructs {
+		st.Constructs = append(st.Constructs, c)
+	}
+	sort.Strings(st.Constructs)
+	return st
+}
+
+// draft is a statement's parts before they are joined.
+type draft struct {
+	group, items, options []string
+	where, tail           string
+}
+
+// groupKeys draws the GROUP BY keys; needDelta reports a key without a
+// public domain (partition selection needs δ).
+func (g *generator) groupKeys() (group []string, needDelta bool) {
 	nk := g.r.IntN(3)
 	for i := 0; i < nk; i++ {
 		if len(g.rel.bins) > 0 && g.chance(0.25) {
@@ -447,9 +483,14 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 			}
 		}
 	}
+	return group, needDelta
+}
+
+// aggregates draws the select list: the keys, then one to three
+// aggregates (some post-processed) with their aliases.
+func (g *generator) aggregates(group []string) (items, aliases []string) {
 	items = append(items, group...)
 	na := 1 + g.r.IntN(3)
-	var aliases []string
 	for i := 0; i < na; i++ {
 		a := g.aggregate()
 		switch g.r.IntN(6) {
@@ -464,8 +505,13 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 		items = append(items, a+" AS "+alias)
 		aliases = append(aliases, alias)
 	}
+	return items, aliases
+}
+
+// options draws the OPTIONS.
+func (g *generator) options(needDelta bool) []string {
 	eps := g.pick([]string{"0.5", "1", "2"})
-	options = append(options, "epsilon = "+eps)
+	options := []string{"epsilon = " + eps}
 	if needDelta || g.chance(0.1) {
 		options = append(options, "delta = "+g.pick([]string{"1e-6", "0.001", "0.01"}))
 	}
@@ -485,12 +531,15 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 		g.use("OPTIONS contribution bounds")
 		options = append(options, fmt.Sprintf("max_groups_contributed = %d, max_rows_contributed = %d", 1+g.r.IntN(3), 1+g.r.IntN(4)))
 	}
-	where := ""
+	return options
+}
+
+// tail draws WHERE, and GROUP BY, HAVING, ORDER BY and LIMIT.
+func (g *generator) tail(group, aliases []string) (where, tail string) {
 	if g.chance(0.5) {
 		g.use("WHERE")
 		where = " WHERE " + g.cond(2)
 	}
-	tail := ""
 	if len(group) > 0 {
 		tail += " GROUP BY " + strings.Join(group, ", ")
 		if g.chance(0.3) {
@@ -506,9 +555,12 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 		g.use("LIMIT")
 		tail += " LIMIT " + g.pick([]string{"1", "2", "5", "2 OFFSET 1"})
 	}
-	st := Statement{Args: g.args}
-	if refuse {
-		st.Refuse = true
+	return where, tail
+}
+
+// nearMiss changes an accepted statement into one the planner must refuse.
+func (g *generator) nearMiss(d *draft) {
+	{
 		kind := g.r.IntN(9)
 		if kind == 8 && g.rel.unit == "" {
 			kind = 0
@@ -516,70 +568,53 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 		switch kind {
 		case 0:
 			g.use("near-miss: raw column")
-			items = append(items, g.rel.raw)
+			d.items = append(d.items, g.rel.raw)
 		case 1:
 			g.use("near-miss: MIN/MAX aggregate")
-			items = append(items, g.pick([]string{"MIN", "MAX"})+"("+g.rel.raw+")")
+			d.items = append(d.items, g.pick([]string{"MIN", "MAX"})+"("+g.rel.raw+")")
 		case 2:
 			g.use("near-miss: SUM(DISTINCT ...)")
-			items = append(items, g.pick([]string{"SUM", "AVG"})+"(DISTINCT "+g.rel.raw+")")
+			d.items = append(d.items, g.pick([]string{"SUM", "AVG"})+"(DISTINCT "+g.rel.raw+")")
 		case 3:
 			g.use("near-miss: epsilon out of range")
-			options[0] = "epsilon = " + g.pick([]string{"0", "5000", "-1"})
+			d.options[0] = "epsilon = " + g.pick([]string{"0", "5000", "-1"})
 		case 4:
 			g.use("near-miss: no aggregate")
-			items = []string{"1"}
-			tail = ""
+			d.items = []string{"1"}
+			d.tail = ""
 		case 5:
 			// Not enumerable from the policy, and no δ for partition
 			// selection.
 			g.use("near-miss: GROUP BY an expression without bins or delta")
-			for i := len(options) - 1; i >= 0; i-- {
-				if strings.HasPrefix(options[i], "delta = ") {
-					options = append(options[:i], options[i+1:]...)
+			for i := len(d.options) - 1; i >= 0; i-- {
+				if strings.HasPrefix(d.options[i], "delta = ") {
+					d.options = append(d.options[:i], d.options[i+1:]...)
 				}
 			}
-			items = append(items, g.rel.raw+" + 1")
-			if len(group) == 0 {
-				tail = " GROUP BY " + g.rel.raw + " + 1" + tail
+			d.items = append(d.items, g.rel.raw+" + 1")
+			if len(d.group) == 0 {
+				d.tail = " GROUP BY " + g.rel.raw + " + 1" + d.tail
 			} else {
-				tail = strings.Replace(tail, " GROUP BY ", " GROUP BY "+g.rel.raw+" + 1, ", 1)
+				d.tail = strings.Replace(d.tail, " GROUP BY ", " GROUP BY "+g.rel.raw+" + 1, ", 1)
 			}
 		case 6:
 			g.use("near-miss: LIKE with a column pattern")
-			where = " WHERE " + g.pick(g.rel.texts) + " LIKE " + g.pick(g.rel.texts)
+			d.where = " WHERE " + g.pick(g.rel.texts) + " LIKE " + g.pick(g.rel.texts)
 		case 7:
 			g.use("near-miss: privacy_unit_column in OPTIONS")
-			options = append(options, "privacy_unit_column = "+g.rel.raw)
+			d.options = append(d.options, "privacy_unit_column = "+g.rel.raw)
 		case 8:
 			g.use("near-miss: GROUP BY the privacy unit")
-			if !slices.ContainsFunc(options, func(o string) bool { return strings.HasPrefix(o, "delta ") }) {
-				options = append(options, "delta = 0.001") // an option given twice is refused
+			if !slices.ContainsFunc(d.options, func(o string) bool { return strings.HasPrefix(o, "delta ") }) {
+				d.options = append(d.options, "delta = 0.001") // an option given twice is refused
 			}
-			if len(group) == 0 {
-				tail = " GROUP BY " + g.rel.unit + tail
+			if len(d.group) == 0 {
+				d.tail = " GROUP BY " + g.rel.unit + d.tail
 			} else {
-				tail = strings.Replace(tail, " GROUP BY ", " GROUP BY "+g.rel.unit+", ", 1)
+				d.tail = strings.Replace(d.tail, " GROUP BY ", " GROUP BY "+g.rel.unit+", ", 1)
 			}
 		}
 	}
-	head := "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (" + strings.Join(options, ", ") + ") "
-	if len(options) == 1 && !st.Refuse && g.chance(0.3) {
-		g.use("session epsilon (no OPTIONS)")
-		head = "SELECT "
-	}
-	comma := ""
-	if g.chance(0.05) {
-		g.use("trailing comma in the select list")
-		comma = ","
-	}
-	st.SQL = g.rel.with + head + strings.Join(items, ", ") + comma + " FROM " + g.rel.from + where + tail
-	st.Args = g.args
-	for c := range g.constructs {
-		st.Constructs = append(st.Constructs, c)
-	}
-	sort.Strings(st.Constructs)
-	return st
 }
 
 func contains(xs []string, x string) bool {
