@@ -29,6 +29,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/dpsql/dpsql/backend/postgres"
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/cache"
 	"github.com/dpsql/dpsql/catalog"
@@ -99,7 +100,11 @@ func Open(path string, opts Options) (*Engine, error) {
 	// makes every transaction take the write lock up front.
 	// The path is a file name, not a URI: '%' is escaped so that SQLite's
 	// URI decoding gives it back as written.
-	db, err := sql.Open("sqlite", "file:"+strings.ReplaceAll(path, "%", "%25")+"?_pragma=busy_timeout(30000)&_txlock=immediate"+opts.dsnExtra)
+	var src *postgres.Source
+	if opts.Postgres != "" {
+		src = &postgres.Source{Knobs: opts.knobs}
+	}
+	db, err := openSQLite("file:"+strings.ReplaceAll(path, "%", "%25")+"?_pragma=busy_timeout(30000)&_txlock=immediate"+opts.dsnExtra, src)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +117,7 @@ func Open(path string, opts Options) (*Engine, error) {
 	}
 	// The PostgreSQL source is registered before anything reads the
 	// catalog: reading a mirrored table's columns connects to it.
-	pg, err := openPostgres(ctx, db, path, opts)
+	pg, err := openPostgres(ctx, db, path, opts, src)
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -1,6 +1,7 @@
 package dpsql
 
 import (
+	"database/sql"
 	"github.com/dpsql/dpsql/internal/knobs"
 	"math/big"
 
@@ -44,6 +45,10 @@ func (e *exactThreshold) Next(q float64) (bool, error) {
 	}
 	return false, nil
 }
+
+// RawDB is the engine's SQLite handle, to compare with what SQLite
+// itself answers (tests only).
+func RawDB(e *Engine) *sql.DB { return e.db }
 
 // WithKnobs returns opts with test knobs (tests only).
 func WithKnobs(opts Options, k *knobs.Knobs) Options {

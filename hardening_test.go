@@ -658,12 +658,8 @@ func TestPublicQueriesMatchSQLite(t *testing.T) {
 		INSERT INTO "Pub One" VALUES (1, 'ann', 2.5), (2, 'bob', NULL), (3, 'cy', 7), (4, 'ann', 1);
 		CREATE TABLE two (id INTEGER, tag TEXT); INSERT INTO two VALUES (1, 'x'), (1, 'y'), (3, 'z');`,
 		`ALTER TABLE "Pub One" SET PUBLIC; ALTER TABLE two SET PUBLIC`)
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
 	e := open(t, path, dpsql.Options{})
+	raw := dpsql.RawDB(e) // the engine's own SQLite connections (with its mirrors' module on PostgreSQL)
 	for _, q := range []string{
 		`SELECT * FROM "Pub One" ORDER BY id`,
 		`SELECT name, COUNT(*) AS n, SUM(id), AVG(score) FROM "PUB ONE" GROUP BY name HAVING n > 0 ORDER BY n DESC, name`,

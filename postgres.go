@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,8 @@ import (
 	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/rewrite"
+
+	"modernc.org/sqlite"
 )
 
 // IsPostgresDSN reports whether a --db argument names a PostgreSQL
@@ -28,20 +31,49 @@ func IsPostgresDSN(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
-// pgSource is an engine's PostgreSQL database.
+// pgSource is an engine's PostgreSQL database; the pool is the engine's.
 type pgSource struct {
-	pool    *pgxpool.Pool
-	ledger  *sql.DB // the pool as a database/sql handle, for the budget
-	id      string  // the state file's source id (postgres.SourceID)
-	release func()
+	pool   *pgxpool.Pool
+	ledger *sql.DB // the pool as a database/sql handle, for the budget
+	id     string  // the state file's source id (postgres.SourceID)
+	src    *postgres.Source
 }
 
+// close closes the pool; the engine's SQLite connections, which read
+// through it, are closed first.
 func (p *pgSource) close() {
 	if p != nil {
-		p.release()
 		p.ledger.Close()
 		p.pool.Close()
 	}
+}
+
+// sqliteConnector opens connections of one engine's private SQLite
+// driver (database/sql's Connector).
+type sqliteConnector struct {
+	drv *sqlite.Driver
+	dsn string
+}
+
+func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
+func (c sqliteConnector) Driver() driver.Driver                        { return c.drv }
+
+// openSQLite opens the engine's file. An engine over PostgreSQL gets a
+// SQLite driver of its own, with the measurement aggregate and the
+// module through which its mirrors read its pool (src, connected later):
+// nothing about the pool is kept process-wide.
+func openSQLite(dsn string, src *postgres.Source) (*sql.DB, error) {
+	if src == nil {
+		return sql.Open("sqlite", dsn)
+	}
+	drv := &sqlite.Driver{}
+	if err := exec.RegisterFunctions(drv); err != nil {
+		return nil, err
+	}
+	if err := postgres.Install(drv, src); err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(sqliteConnector{drv: drv, dsn: dsn}), nil
 }
 
 // DefaultStateFile is the state file dpsql keeps for a PostgreSQL
@@ -73,7 +105,7 @@ func DefaultStateFile(dsn string) (string, error) {
 
 // openPostgres connects the state file to its PostgreSQL source, if it
 // has one or opts gives one (nil: neither).
-func openPostgres(ctx context.Context, db *sql.DB, path string, opts Options) (*pgSource, error) {
+func openPostgres(ctx context.Context, db *sql.DB, path string, opts Options, src *postgres.Source) (*pgSource, error) {
 	id, err := postgres.SourceID(ctx, db, opts.Postgres != "")
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
@@ -91,7 +123,8 @@ func openPostgres(ctx context.Context, db *sql.DB, path string, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	return &pgSource{pool: pool, ledger: stdlib.OpenDBFromPool(pool), id: id, release: postgres.Register(id, pool, opts.knobs)}, nil
+	src.ID, src.Pool = id, pool
+	return &pgSource{pool: pool, ledger: stdlib.OpenDBFromPool(pool), id: id, src: src}, nil
 }
 
 // prepare readies a state file and its PostgreSQL database for an open:
@@ -235,7 +268,7 @@ func (p pgPusher) Push(ctx context.Context, pushed *rewrite.Pushed) ([]exec.Push
 	for i, m := range pushed.Measures {
 		measures[i] = postgres.Measure{Kind: m.Kind, Column: m.Column, Lo: m.Lo, Hi: m.Hi}
 	}
-	groups, ok, err := postgres.Aggregate(ctx, p.src.pool, p.src.id, p.db, pushed.Table, keys, measures)
+	groups, ok, err := postgres.Aggregate(ctx, p.src.src, p.db, pushed.Table, keys, measures)
 	if err != nil || !ok {
 		return nil, ok, err
 	}

@@ -58,8 +58,21 @@ import (
 // handle and leaves the measurements in measuredResults, from which exec
 // takes them.
 func init() {
-	register := func(name string, slot int64) {
-		sqlite.MustRegisterFunction(name, &sqlite.FunctionImpl{
+	if err := registerMeasure(sqlite.RegisterFunction); err != nil {
+		panic("exec: registering the measurement aggregate: " + err.Error())
+	}
+}
+
+// RegisterFunctions registers the measurement aggregate on drv, a SQLite
+// driver private to one engine (an engine over PostgreSQL installs its
+// mirrors' module on one); connections of the default driver have it
+// already.
+func RegisterFunctions(drv *sqlite.Driver) error { return registerMeasure(drv.RegisterFunction) }
+
+// registerMeasure registers dpsql_measure and its slot functions with reg.
+func registerMeasure(reg func(string, *sqlite.FunctionImpl) error) error {
+	register := func(name string, slot int64) error {
+		return reg(name, &sqlite.FunctionImpl{
 			NArgs:         -1,
 			Deterministic: true,
 			VolatileArgs:  true, // Step copies whatever it keeps (keyString, keyValues)
@@ -68,10 +81,15 @@ func init() {
 			},
 		})
 	}
-	register(rewrite.MeasureFunction, 0)
-	for i := int64(1); i <= slots; i++ {
-		register(slotFunction(i), i)
+	if err := register(rewrite.MeasureFunction, 0); err != nil {
+		return err
 	}
+	for i := int64(1); i <= slots; i++ {
+		if err := register(slotFunction(i), i); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // slots is the number of measurement functions bound to a handle of their

@@ -1296,19 +1296,19 @@ var aggKinds = map[string]AggKind{
 // aggCall is one aggregate call as read: its family, its argument, its
 // parameters and its bounds.
 type aggCall struct {
-	call                    *parser.CallExpr
-	kind                    AggKind
-	arg                     parser.Expr // nil for COUNT(*)
-	countUnits              bool        // COUNT(DISTINCT unit)
-	countDistinct           bool        // COUNT(DISTINCT other)
-	quantile                float64     // PERCENTILE_CONT's p (0.5 otherwise)
-	quantiles               int         // APPROX_QUANTILES' n (0 otherwise)
-	bounds                  *catalog.Bounds
-	perUnit                 bool // contribution_bounds_per_group
-	report                  bool // report_format => 'JSON'
-	countBounds             bool // COUNT with per-unit bounds
-	argText, searchLabel    string
-	boundsText, displayText string
+	call                 *parser.CallExpr
+	kind                 AggKind
+	arg                  parser.Expr // nil for COUNT(*)
+	countUnits           bool        // COUNT(DISTINCT unit)
+	countDistinct        bool        // COUNT(DISTINCT other)
+	quantile             float64     // PERCENTILE_CONT's p (0.5 otherwise)
+	quantiles            int         // APPROX_QUANTILES' n (0 otherwise)
+	bounds               *catalog.Bounds
+	perUnit              bool // contribution_bounds_per_group
+	report               bool // report_format => 'JSON'
+	countBounds          bool // COUNT with per-unit bounds
+	argText, searchLabel string
+	boundsText           string
 }
 
 // aggregate plans one aggregate call: reads it, describes it, and makes

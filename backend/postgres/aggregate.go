@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dpsql/dpsql/internal/knobs"
 )
@@ -63,8 +62,9 @@ type Group struct {
 // comparison runs on every row, and PostgreSQL pushes a HAVING on the
 // key down to the rows.) Like a scan, it reads only tables
 // Mirror would mirror (columns checks again).
-func Aggregate(ctx context.Context, pool *pgxpool.Pool, source string, db *sql.DB, name string, keys []Key, measures []Measure) ([]Group, bool, error) {
-	if knobsOf(source).Grouping() == knobs.GroupNever {
+func Aggregate(ctx context.Context, src *Source, db *sql.DB, name string, keys []Key, measures []Measure) ([]Group, bool, error) {
+	pool, source := src.Pool, src.ID
+	if src.Knobs.Grouping() == knobs.GroupNever {
 		return nil, false, nil // tests: PostgreSQL aggregates nothing
 	}
 	id, schema, table, ok, err := mirrorOf(ctx, db, name)

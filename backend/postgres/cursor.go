@@ -65,11 +65,7 @@ func (t *table) Open() (vtab.Cursor, error) {
 // same statement (a join holds one per table) or of statements waiting
 // for this one: waiting for the pool could deadlock.
 func (c *cursor) begin() error {
-	pool, done, err := Lookup(c.t.source)
-	if err != nil {
-		return err
-	}
-	defer done() // an acquired connection keeps the pool open after that (Close waits for it)
+	pool := c.t.src.Pool // the engine closes it after its SQLite connections
 	var conn *pgx.Conn
 	actx, cancel := context.WithTimeout(c.ctx, 20*time.Millisecond)
 	pc, err := pool.Acquire(actx)

@@ -35,14 +35,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dpsql/dpsql/internal/knobs"
-	_ "modernc.org/sqlite" // registers the driver the module is installed on (its init must run first)
+	"modernc.org/sqlite"
 	"modernc.org/sqlite/vtab"
 )
 
@@ -51,97 +50,32 @@ import (
 //
 //	CREATE VIRTUAL TABLE "t" USING dpsql_postgres('source', 'schema', 'table')
 //
-// where source names the connection pool the engine registered (Register)
-// for this state file.
+// where source is the state file's source id (SourceID): the engine that
+// installed the module (Install) reads the table only if its Source has
+// that id.
 const Module = "dpsql_postgres"
 
-func init() {
-	if err := vtab.RegisterModule(nil, Module, module{}); err != nil {
-		panic("postgres: registering the SQLite module: " + err.Error())
-	}
-}
-
 // ErrNoSource reports a mirrored table whose PostgreSQL database this
-// process has not connected to.
+// engine has not connected to.
 var ErrNoSource = errors.New("the table lives in PostgreSQL, and this engine was not opened with its connection string")
 
-// sources holds, per source id, the pools registered for it, newest
-// last. Several engines of one process may open one state file (the
-// database/sql driver opens one per connection), each with its own pool.
-var (
-	sourcesMu sync.Mutex
-	sources   = map[string][]*registered{}
-)
-
-// registered is a pool in sources; inUse is read-held by each caller of
-// Lookup until it is done with the pool.
-type registered struct {
-	pool  *pgxpool.Pool
-	knobs *knobs.Knobs // the engine's test switches; nil in production
-	inUse sync.RWMutex
+// Source is one engine's PostgreSQL database: the state file's source id
+// (SourceID), the engine's connection pool, and its test switches (nil
+// in production). The engine owns the pool; the mirrored tables of the
+// engine's SQLite connections read through it.
+type Source struct {
+	ID    string
+	Pool  *pgxpool.Pool // nil until the engine has connected
+	Knobs *knobs.Knobs
 }
 
-// Register makes pool a connection of source id for the mirrored tables
-// of this process; release withdraws it and returns once no Lookup of it
-// is still in use (the pool is the caller's to close, after release: a
-// scan that looked it up never finds it closed). Mirrors look their pool
-// up at every scan, so a pool withdrawn while others remain registered
-// is never used again.
-//
-// k are the registering engine's test switches (none in production).
-func Register(id string, pool *pgxpool.Pool, k ...*knobs.Knobs) (release func()) {
-	r := &registered{pool: pool}
-	if len(k) > 0 {
-		r.knobs = k[0]
-	}
-	sourcesMu.Lock()
-	defer sourcesMu.Unlock()
-	sources[id] = append(sources[id], r)
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			sourcesMu.Lock()
-			pools := sources[id]
-			for k, p := range pools {
-				if p == r {
-					pools = append(pools[:k:k], pools[k+1:]...)
-					break
-				}
-			}
-			if len(pools) == 0 {
-				delete(sources, id)
-			} else {
-				sources[id] = pools
-			}
-			sourcesMu.Unlock()
-			r.inUse.Lock() // waits for the lookups still using it
-			r.inUse.Unlock()
-		})
-	}
-}
-
-// Lookup returns the newest pool registered for source id; it stays
-// open (its release waits) until done is called.
-func Lookup(id string) (pool *pgxpool.Pool, done func(), err error) {
-	sourcesMu.Lock()
-	defer sourcesMu.Unlock()
-	if pools := sources[id]; len(pools) > 0 {
-		r := pools[len(pools)-1]
-		r.inUse.RLock() // never waits: a release waits only after removing r
-		return r.pool, r.inUse.RUnlock, nil
-	}
-	return nil, nil, ErrNoSource
-}
-
-// knobsOf returns the test switches of the newest pool registered for
-// source id (nil in production).
-func knobsOf(id string) *knobs.Knobs {
-	sourcesMu.Lock()
-	defer sourcesMu.Unlock()
-	if pools := sources[id]; len(pools) > 0 {
-		return pools[len(pools)-1].knobs
-	}
-	return nil
+// Install registers the module that reads src's mirrored tables on drv,
+// the SQLite driver private to one engine (register it before drv opens
+// a connection; src's pool may come later). No process-wide registry is
+// involved: two engines over one state file each read through their own
+// pool.
+func Install(drv *sqlite.Driver, src *Source) error {
+	return drv.RegisterModule(Module, module{src: src})
 }
 
 // Observe, when set (tests only), sees every statement this package sends
@@ -280,19 +214,20 @@ func columns(ctx context.Context, pool *pgxpool.Pool, schema, table string) ([]c
 	return cols, nil
 }
 
-type module struct{}
+// module is the virtual-table module of one engine's Source.
+type module struct{ src *Source }
 
-func (module) Create(ctx vtab.Context, args []string) (vtab.Table, error) {
-	return connect(ctx, args)
+func (m module) Create(ctx vtab.Context, args []string) (vtab.Table, error) {
+	return m.connect(ctx, args)
 }
 
-func (module) Connect(ctx vtab.Context, args []string) (vtab.Table, error) {
-	return connect(ctx, args)
+func (m module) Connect(ctx vtab.Context, args []string) (vtab.Table, error) {
+	return m.connect(ctx, args)
 }
 
 // connect declares the mirrored table to SQLite with PostgreSQL's current
 // columns. args: module, database, table, then the three arguments.
-func connect(vctx vtab.Context, args []string) (vtab.Table, error) {
+func (m module) connect(vctx vtab.Context, args []string) (vtab.Table, error) {
 	if len(args) != 6 {
 		return nil, fmt.Errorf("%s takes three arguments (source, schema, table), got %d", Module, len(args)-3)
 	}
@@ -304,12 +239,10 @@ func connect(vctx vtab.Context, args []string) (vtab.Table, error) {
 		}
 		vals[i] = v
 	}
-	pool, done, err := Lookup(vals[0])
-	if err != nil {
-		return nil, fmt.Errorf("table %s: %w (open it with --db postgres://...)", args[2], err)
+	if m.src.Pool == nil || vals[0] != m.src.ID {
+		return nil, fmt.Errorf("table %s: %w (open it with --db postgres://...)", args[2], ErrNoSource)
 	}
-	cols, err := columns(context.Background(), pool, vals[1], vals[2])
-	done()
+	cols, err := columns(context.Background(), m.src.Pool, vals[1], vals[2])
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", args[2], err)
 	}
@@ -326,7 +259,7 @@ func connect(vctx vtab.Context, args []string) (vtab.Table, error) {
 	if err := vctx.Declare("CREATE TABLE x (" + strings.Join(defs, ", ") + ")"); err != nil {
 		return nil, err
 	}
-	return &table{source: vals[0], schema: vals[1], name: vals[2], cols: cols}, nil
+	return &table{src: m.src, schema: vals[1], name: vals[2], cols: cols}, nil
 }
 
 // table is one mirrored PostgreSQL table, as one SQLite connection
@@ -334,7 +267,7 @@ func connect(vctx vtab.Context, args []string) (vtab.Table, error) {
 // newest when the connection declared the table may have been withdrawn
 // since (Register).
 type table struct {
-	source       string
+	src          *Source
 	schema, name string
 	cols         []column
 }
@@ -557,7 +490,7 @@ type querier interface {
 // analysed) it groups. Either choice measures exactly the same values;
 // only the time differs.
 func (t *table) groupingPays(ctx context.Context, q querier, used []int) bool {
-	switch knobsOf(t.source).Grouping() {
+	switch t.src.Knobs.Grouping() {
 	case knobs.GroupAlways:
 		return true
 	case knobs.GroupNever:

@@ -4,9 +4,7 @@ import (
 	"math"
 	"reflect"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"modernc.org/sqlite/vtab"
 
 	"github.com/dpsql/dpsql/catalog"
@@ -128,40 +126,6 @@ func TestUnliteral(t *testing.T) {
 	}
 	if got := Literal("it's"); got != `'it''s'` {
 		t.Errorf("Literal: %s", got)
-	}
-}
-
-// TestRegisterKeepsEveryPool: engines of one process share a source id;
-// withdrawing one pool leaves the others (newest first), waits for the
-// lookups still using it, and the last withdrawal forgets the id.
-func TestRegisterKeepsEveryPool(t *testing.T) {
-	a, b := &pgxpool.Pool{}, &pgxpool.Pool{}
-	relA := Register("src-test", a)
-	relB := Register("src-test", b)
-	if p, done, _ := Lookup("src-test"); p != b {
-		t.Fatal("the newest pool is not served")
-	} else {
-		done()
-	}
-	relB()
-	relB() // twice is once
-	p, done, _ := Lookup("src-test")
-	if p != a {
-		t.Fatal("withdrawing the newest pool did not fall back to the older one")
-	}
-	// A release waits for the lookups still using the pool: its owner
-	// closes it only after.
-	released := make(chan struct{})
-	go func() { relA(); close(released) }()
-	select {
-	case <-released:
-		t.Fatal("release returned while the pool was in use")
-	case <-time.After(50 * time.Millisecond):
-	}
-	done()
-	<-released
-	if _, _, err := Lookup("src-test"); err != ErrNoSource {
-		t.Fatalf("after every release: %v", err)
 	}
 }
 

@@ -425,8 +425,8 @@ func (c completer) Do(line []rune, pos int) ([][]rune, int) {
 		return nil, 0
 	}
 	cands := append([]string(nil), completionKeywords...)
-	for _, m := range []string{".help", ".tables", ".schema", ".policy", ".budget", ".mode", ".headers", ".nullvalue", ".output", ".once", ".show", ".cost", ".timer", ".explain", ".read", ".import", ".quit"} {
-		cands = append(cands, m)
+	for _, dc := range dotCommands {
+		cands = append(cands, dc.names...)
 	}
 	if tables, err := c.s.eng.Tables(c.ctx); err == nil {
 		for _, t := range tables {
