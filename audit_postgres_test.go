@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/internal/audit"
+	"github.com/dpsql/dpsql/internal/testing/audit"
 	"github.com/dpsql/dpsql/internal/knobs"
-	"github.com/dpsql/dpsql/internal/pgtest"
+	"github.com/dpsql/dpsql/internal/testing/pgtest"
 	"github.com/dpsql/dpsql/mechanism"
 )
 

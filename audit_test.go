@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/internal/audit"
+	"github.com/dpsql/dpsql/internal/testing/audit"
 	"github.com/dpsql/dpsql/mechanism"
 )
 
@@ -47,7 +47,7 @@ func auditOpener(path string, n mechanism.Noiser) (audit.Engine, error) {
 	return openEngine(path, dpsql.Options{Epsilon: 1}, n)
 }
 
-// TestSensitivityAuditor runs the auditor (internal/audit) on a fixed seed:
+// TestSensitivityAuditor runs the auditor (internal/testing/audit) on a fixed seed:
 // generated statements on generated neighbouring databases, every plan's
 // claim checked. It must find nothing.
 func TestSensitivityAuditor(t *testing.T) {

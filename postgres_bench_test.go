@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/internal/pgtest"
+	"github.com/dpsql/dpsql/internal/testing/pgtest"
 )
 
 // pgBenchPolicy declares t (each row a unit; bounds on x, none on y) and

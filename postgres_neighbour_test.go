@@ -12,7 +12,7 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/exec"
-	"github.com/dpsql/dpsql/internal/pgtest"
+	"github.com/dpsql/dpsql/internal/testing/pgtest"
 )
 
 // neighbourTables are two PostgreSQL databases that differ by one unit

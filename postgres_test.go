@@ -24,7 +24,7 @@ import (
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/demo"
 	"github.com/dpsql/dpsql/internal/knobs"
-	"github.com/dpsql/dpsql/internal/pgtest"
+	"github.com/dpsql/dpsql/internal/testing/pgtest"
 )
 
 // bothPolicy is the owner script both backends get: the demo's policy

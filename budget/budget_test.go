@@ -16,7 +16,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	"github.com/dpsql/dpsql/internal/pgtest"
+	"github.com/dpsql/dpsql/internal/testing/pgtest"
 )
 
 func openFile(t testing.TB, path string) *Store {

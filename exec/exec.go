@@ -457,7 +457,7 @@ type NoiseCall struct {
 
 // CallObserver is implemented by test noisers that need to know which
 // group and cell each Laplace call is for: the sensitivity auditor
-// (internal/audit) aligns the calls made on neighbouring databases by it.
+// (internal/testing/audit) aligns the calls made on neighbouring databases by it.
 // Run tells an observer before each call. Production noisers do not
 // implement it.
 type CallObserver interface{ ObserveNoiseCall(NoiseCall) }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/dpsql/dpsql/internal/pgtest"
+	"github.com/dpsql/dpsql/internal/testing/pgtest"
 )
 
 // TestRawDecodingIsPgxs: for every type the fast path decodes, on

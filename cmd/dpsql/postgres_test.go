@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/dpsql/dpsql/internal/pgtest"
+	"github.com/dpsql/dpsql/internal/testing/pgtest"
 )
 
 // TestPostgresContract is TestImportPolicyQueryContract with the data in

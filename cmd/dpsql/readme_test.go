@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpsql/dpsql/internal/pgtest"
+	"github.com/dpsql/dpsql/internal/testing/pgtest"
 )
 
 var shellBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
