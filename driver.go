@@ -40,8 +40,8 @@ func init() { sql.Register(DriverName, &Driver{}) }
 //     no path (file:?postgres=...) the state file is DefaultStateFile.
 //
 // Unknown options are errors. A *sql.DB opened on a DSN shares one Engine
-// (one SQLite pool, one PostgreSQL pool), opened by its first connection
-// and closed by sql.DB.Close; each database/sql connection is one dpsql
+// (one SQLite pool, one PostgreSQL pool), opened by sql.Open (which
+// reports a missing database) and closed by sql.DB.Close; each database/sql connection is one dpsql
 // Session of it: SET statements affect the connection they run on.
 type Driver struct{}
 
@@ -86,13 +86,19 @@ func (d *Driver) Open(dsn string) (driver.Conn, error) {
 	return &conn{sess: sess, owned: eng}, nil
 }
 
-// OpenConnector parses and validates the DSN once.
+// OpenConnector parses the DSN and opens its Engine, which every
+// connection database/sql makes from it shares (sql.Open calls it; so a
+// missing database is reported there).
 func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	path, opts, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return &connector{drv: d, path: path, opts: opts}, nil
+	eng, err := Open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &connector{drv: d, eng: eng, opts: opts}, nil
 }
 
 // ParseDSN splits a DSN into the database path and the engine options.
@@ -146,11 +152,10 @@ func ParseDSN(dsn string) (string, Options, error) {
 // makes from it.
 type connector struct {
 	drv  *Driver
-	path string
+	eng  *Engine
 	opts Options
 
 	mu     sync.Mutex
-	eng    *Engine // opened by the first Connect that succeeds
 	closed bool
 }
 
@@ -159,31 +164,15 @@ func sessionOptions(opts Options) SessionOptions {
 	return SessionOptions{Owner: opts.Owner, Epsilon: opts.Epsilon, NoCache: opts.NoCache}
 }
 
-// engine returns the DSN's engine, opening it on first use (an open that
-// fails is tried again by the next connection).
-func (c *connector) engine() (*Engine, error) {
+// Connect makes a session of the DSN's engine; it opens nothing.
+func (c *connector) Connect(context.Context) (driver.Conn, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
 		return nil, errors.New("dpsql: the database handle is closed")
 	}
-	if c.eng == nil {
-		eng, err := Open(c.path, c.opts)
-		if err != nil {
-			return nil, err
-		}
-		c.eng = eng
-	}
-	return c.eng, nil
-}
-
-// Connect makes a session of the DSN's engine.
-func (c *connector) Connect(context.Context) (driver.Conn, error) {
-	eng, err := c.engine()
-	if err != nil {
-		return nil, err
-	}
-	sess, err := eng.NewSession(sessionOptions(c.opts))
+	sess, err := c.eng.NewSession(sessionOptions(c.opts))
 	if err != nil {
 		return nil, err
 	}
@@ -197,13 +186,11 @@ func (c *connector) Driver() driver.Driver { return c.drv }
 func (c *connector) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.closed = true
-	if c.eng == nil {
+	if c.closed {
 		return nil
 	}
-	err := c.eng.Close()
-	c.eng = nil
-	return err
+	c.closed = true
+	return c.eng.Close()
 }
 
 // conn is one database/sql connection: a session.

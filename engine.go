@@ -305,6 +305,12 @@ func (e *Engine) ExplainEach(ctx context.Context, script string, fn func(*Result
 	e.def.ExplainEach(ctx, script, fn)
 }
 
+// Explain explains a SELECT on the engine's default session (see
+// Session.Explain).
+func (e *Engine) Explain(ctx context.Context, sqlText string, args ...any) (*Result, error) {
+	return e.def.Explain(ctx, sqlText, args...)
+}
+
 // Describe describes a statement on the engine's default session (see
 // Session.Describe).
 func (e *Engine) Describe(ctx context.Context, sqlText string) (*Description, error) {

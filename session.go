@@ -93,6 +93,25 @@ func (s *Session) Query(ctx context.Context, sqlText string, args ...any) (*Resu
 	return s.run(ctx, stmt)
 }
 
+// Explain explains one SELECT (as EXPLAIN SELECT ... would): the plan,
+// its cost and its noise, without running it or spending anything.
+func (s *Session) Explain(ctx context.Context, sqlText string, args ...any) (*Result, error) {
+	stmt, err := parser.ParseStatement(sqlText)
+	if err != nil {
+		return nil, syntaxError(err)
+	}
+	if err := parser.Bind(stmt, args); err != nil {
+		return nil, syntaxError(parser.ErrorList{err.(*parser.Error)})
+	}
+	if sel, ok := stmt.(*parser.SelectStmt); ok {
+		stmt = &parser.ExplainStmt{ExplainPos: sel.Pos(), Query: sel}
+	}
+	if _, ok := stmt.(*parser.ExplainStmt); !ok {
+		return nil, &Error{Pos: stmt.Pos(), Kind: ErrUnsupported, Msg: "only a SELECT can be explained"}
+	}
+	return s.run(ctx, stmt)
+}
+
 // RunEach parses a script and runs every statement in order, going on
 // after errors: fn receives each statement's result or error (a syntax
 // error stands in for a statement that did not parse) and returns false to
