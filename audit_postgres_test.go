@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/internal/testing/audit"
 	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/internal/testing/audit"
 	"github.com/dpsql/dpsql/internal/testing/pgtest"
 	"github.com/dpsql/dpsql/mechanism"
 )

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-
 	"github.com/dpsql/dpsql/internal/knobs"
 )
 
