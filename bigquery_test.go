@@ -83,17 +83,27 @@ func TestBigQueryContributionBounds(t *testing.T) {
 }
 
 // TestPerUnitBoundsSensitivity: the EXPLAIN of a per-group bound says the
-// sensitivity is per unit (l0 · max|bound|), not per row (l0 · l∞ · …).
+// sensitivity is per unit (min(l0, groups) · max|bound|), not per row
+// (min(l0, groups) · l∞ · …).
 func TestPerUnitBoundsSensitivity(t *testing.T) {
 	e := open(t, bqDB(t), dpsql.Options{Epsilon: 1})
-	r := query(t, e, `EXPLAIN SELECT SUM(x, contribution_bounds_per_group => (0, 3)), SUM(x, contribution_bounds_per_row => (0, 3)) FROM v`)
-	var text string
-	for _, row := range r.Rows {
-		text += row[0].(string) + " " + row[1].(string) + "\n"
-	}
-	// l0 = 2, l∞ = 5: per unit 2·3 = 6, per row 2·5·3 = 30.
-	if !strings.Contains(text, "sensitivity 6,") || !strings.Contains(text, "sensitivity 30,") {
-		t.Errorf("EXPLAIN:\n%s", text)
+	for _, tc := range []struct {
+		sql              string
+		perUnit, perRows string
+	}{
+		// Two groups (g's domain), l0 = 2, l∞ = 5: per unit 2·3 = 6, per row 2·5·3 = 30.
+		{`EXPLAIN SELECT g, SUM(x, contribution_bounds_per_group => (0, 3)), SUM(x, contribution_bounds_per_row => (0, 3)) FROM v GROUP BY g`, "sensitivity 6,", "sensitivity 30,"},
+		// One group: a unit changes one group, so 1·3 = 3 and 1·5·3 = 15.
+		{`EXPLAIN SELECT SUM(x, contribution_bounds_per_group => (0, 3)), SUM(x, contribution_bounds_per_row => (0, 3)) FROM v`, "sensitivity 3,", "sensitivity 15,"},
+	} {
+		r := query(t, e, tc.sql)
+		var text string
+		for _, row := range r.Rows {
+			text += row[0].(string) + " " + row[1].(string) + "\n"
+		}
+		if !strings.Contains(text, tc.perUnit) || !strings.Contains(text, tc.perRows) {
+			t.Errorf("EXPLAIN:\n%s", text)
+		}
 	}
 }
 
@@ -111,15 +121,21 @@ func TestCountDistinctValues(t *testing.T) {
 			t.Errorf("%s:\n got %s\nwant %s", tc.sql, got, tc.want)
 		}
 	}
-	r := query(t, e, `EXPLAIN SELECT COUNT(DISTINCT x) FROM v`)
-	found := false
-	for _, row := range r.Rows {
-		if s, _ := row[1].(string); strings.HasPrefix(s, "COUNT(DISTINCT \"x\"): Laplace, sensitivity 10,") {
-			found = true
+	// min(l0, groups)·l∞: 2·5 = 10 over g's two groups, 1·5 = 5 without GROUP BY.
+	for sql, want := range map[string]string{
+		`EXPLAIN SELECT g, COUNT(DISTINCT x) FROM v GROUP BY g`: "COUNT(DISTINCT \"x\"): Laplace, sensitivity 10,",
+		`EXPLAIN SELECT COUNT(DISTINCT x) FROM v`:               "COUNT(DISTINCT \"x\"): Laplace, sensitivity 5,",
+	} {
+		r := query(t, e, sql)
+		found := false
+		for _, row := range r.Rows {
+			if s, _ := row[1].(string); strings.HasPrefix(s, want) {
+				found = true
+			}
 		}
-	}
-	if !found {
-		t.Errorf("EXPLAIN does not give sensitivity l0·l∞ = 10: %v", r.Rows)
+		if !found {
+			t.Errorf("%s does not give %q: %v", sql, want, r.Rows)
+		}
 	}
 	// Each row its own unit: sensitivity 1, exact on t.
 	e2 := open(t, newDB(t), dpsql.Options{Epsilon: 1})

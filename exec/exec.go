@@ -893,7 +893,7 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 	}
 	if u := q.Unit; u.Column != "" && q.UnitSQL != "" {
 		add("table", fmt.Sprintf("%s, private; privacy unit %s (carried from the base column %s)", q.FromName, parser.QuoteIdent(u.Column), q.UnitBase))
-		add("bounding", fmt.Sprintf("each unit keeps at most %d group(s) and at most %d row(s) per group, chosen in an order keyed at random per query; one unit changes at most %d row(s)", u.MaxGroups, u.MaxRows, u.MaxGroups*u.MaxRows))
+		add("bounding", fmt.Sprintf("each unit keeps at most %d group(s) and at most %d row(s) per group, chosen in an order keyed at random per query; one unit changes at most %d row(s) (min(l0, groups)·l∞: it changes at most %d group(s))", u.MaxGroups, u.MaxRows, q.GroupsChanged*u.MaxRows, q.GroupsChanged))
 	} else {
 		add("table", fmt.Sprintf("%s, private; each row is one privacy unit", q.FromName))
 		if q.UnitSQL != "" {

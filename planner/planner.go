@@ -342,6 +342,10 @@ type PrivateQuery struct {
 	// this query (the policy's, or the query's OPTIONS overrides). With a
 	// unit column the rewrite bounds contributions before aggregating.
 	Unit catalog.Unit
+	// GroupsChanged is how many groups one unit can change after
+	// bounding: min(l0, groups) with public domains (one group without
+	// GROUP BY), l0 under partition selection.
+	GroupsChanged int64
 	// Selection is set when some GROUP BY key has no public domain.
 	Selection *Selection
 	Epsilon   float64 // the query's total ε, split across Searches, Selection and Cells
@@ -686,8 +690,10 @@ type builder struct {
 	aggIndex    map[string]int
 	searchIndex map[string]int
 	aliases     map[string]int // folded alias → output index
-	rowScale    float64        // l0·l∞: rows one unit can change
-	delta       float64
+	rowScale    float64        // min(l0, groups)·l∞: rows one unit can change
+	// groupsChanged is min(l0, groups): how many groups one unit changes.
+	groupsChanged int64
+	delta         float64
 	// publicGroups: OPTIONS (group_selection_strategy = PUBLIC_GROUPS);
 	// publicValues reads a public relation's values (Session).
 	publicGroups bool
@@ -705,7 +711,6 @@ func (b *builder) build(sess session) error {
 	if opts.noise != "auto" {
 		b.q.Noise = opts.noise
 	}
-	b.rowScale = float64(opts.unit.MaxGroups * opts.unit.MaxRows)
 	b.delta = opts.delta
 	b.publicGroups, b.publicValues = opts.publicGroups, sess.PublicValues
 	b.knobs, b.q.Knobs = sess.Knobs, sess.Knobs
@@ -727,6 +732,16 @@ func (b *builder) build(sess session) error {
 	if b.q.Selection == nil && b.q.Groups() > maxGroups {
 		return errorf(s.GroupBy[0].Pos(), ErrUnsupported, "GROUP BY over %d groups exceeds the limit of %d", b.q.Groups(), maxGroups)
 	}
+	// After bounding a unit keeps rows in at most l0 groups, and there are
+	// no more groups than the public domains enumerate (one without GROUP
+	// BY): it changes min(l0, groups) groups by at most l∞ rows each.
+	// Partition selection's groups are not enumerated: l0.
+	b.groupsChanged = opts.unit.MaxGroups
+	if b.q.Selection == nil {
+		b.groupsChanged = max(1, min(opts.unit.MaxGroups, int64(b.q.Groups())))
+	}
+	b.rowScale = float64(b.groupsChanged * opts.unit.MaxRows)
+	b.q.GroupsChanged = b.groupsChanged
 	if err := b.outputs(); err != nil {
 		return err
 	}
@@ -1521,10 +1536,10 @@ func (b *builder) describeAgg(a *aggCall) *Aggregate {
 // newCell makes a cell over the call's argument with the aggregate's
 // bounds, and returns its index.
 func (b *builder) newCell(a *aggCall, agg *Aggregate, k CellKind, label string) int {
-	c := &Cell{Kind: k, Arg: a.arg, Search: -1, Label: label, Scale: b.rowScale, MaxGroups: b.q.Unit.MaxGroups, PerUnit: a.perUnit}
+	c := &Cell{Kind: k, Arg: a.arg, Search: -1, Label: label, Scale: b.rowScale, MaxGroups: b.groupsChanged, PerUnit: a.perUnit}
 	if k == CountUnits || a.perUnit {
-		// One value per unit and group: a unit changes l0 groups.
-		c.Scale = float64(b.q.Unit.MaxGroups)
+		// One value per unit and group: a unit changes min(l0, groups) groups.
+		c.Scale = float64(b.groupsChanged)
 	}
 	if k == QuantileTree {
 		c.P = a.quantile
