@@ -3,6 +3,7 @@ package dpsql_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -162,9 +163,9 @@ func TestPerUnitBoundsNeighboursEmpirically(t *testing.T) {
 }
 
 // TestReportFormatJSON: report_format => 'JSON' releases BigQuery's JSON
-// report — the value and its 95% noise interval (COUNT and SUM with
-// declared bounds; the value alone otherwise) — which an outer query reads
-// with JSON_EXTRACT. Exact values under zero noise (issue 10).
+// report — the value and its 95% interval (a count's in whole numbers,
+// AVG's from its count and sum) — which an outer query reads with
+// JSON_EXTRACT. Exact values under zero noise (issue 10).
 func TestReportFormatJSON(t *testing.T) {
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	plain := query(t, e, `SELECT COUNT(*) AS r, AVG(x) AS a FROM t`) // the same cells and ε shares
@@ -174,19 +175,30 @@ func TestReportFormatJSON(t *testing.T) {
 	}
 	r := query(t, e, `SELECT COUNT(*, report_format => 'JSON') AS r, AVG(x, report_format => 'json') AS a FROM t`)
 	want := fmt.Sprintf(`{"result":{"noise_confidence_interval":{"confidence_level":0.95,"lower_bound":%s,"upper_bound":%s},"value":1000}}`,
-		strconv.FormatFloat(1000-half, 'g', -1, 64), strconv.FormatFloat(1000+half, 'g', -1, 64))
+		strconv.FormatFloat(math.Ceil(1000-half), 'g', -1, 64), strconv.FormatFloat(math.Floor(1000+half), 'g', -1, 64))
 	if r.Rows[0][0] != want {
 		t.Errorf("COUNT report\n got %v\nwant %s", r.Rows[0][0], want)
 	}
-	if got := r.Rows[0][1]; got != `{"result":{"value":49.5}}` {
-		t.Errorf("AVG report: %v", got)
+	var avg struct {
+		Result struct {
+			Interval struct {
+				Level float64 `json:"confidence_level"`
+				Lower float64 `json:"lower_bound"`
+				Upper float64 `json:"upper_bound"`
+			} `json:"noise_confidence_interval"`
+			Value float64 `json:"value"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(r.Rows[0][1].(string)), &avg); err != nil || avg.Result.Value != 49.5 || avg.Result.Interval.Level != 0.95 ||
+		!(avg.Result.Interval.Lower < 49.5 && 49.5 < avg.Result.Interval.Upper) {
+		t.Errorf("AVG report: %v (%v)", r.Rows[0][1], err)
 	}
 	outer := query(t, e, `SELECT JSON_EXTRACT(r, '$.result.value') AS n, JSON_VALUE(r, '$.result.noise_confidence_interval.upper_bound') - JSON_EXTRACT(r, '$.result.value') AS half
 		FROM (SELECT COUNT(*, report_format => 'JSON') AS r FROM t) AS q`)
 	if got := num(outer.Rows[0][0]); got != 1000 {
 		t.Errorf("JSON_EXTRACT value: %v", outer.Rows[0][0])
 	}
-	alone := query(t, e, `SELECT COUNT(*) AS r FROM t`).ErrorBounds["r"]
+	alone := math.Floor(1000+query(t, e, `SELECT COUNT(*) AS r FROM t`).ErrorBounds["r"]) - 1000
 	if got := num(outer.Rows[0][1]); math.Abs(got-alone) > 1e-9 {
 		t.Errorf("JSON_EXTRACT half-width %v, want %v", got, alone)
 	}

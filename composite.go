@@ -64,7 +64,7 @@ func (s *Session) composite(ctx context.Context, c *planner.Composite, cat *cata
 		if err != nil {
 			return nil, fmt.Errorf("the outer DP query: %w (the %s inside it were charged ε=%g, δ=%g and their answers withheld)", err, dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta)
 		}
-		res.Columns, res.Rows, res.ErrorBounds = r.Columns, r.Rows, r.ErrorBounds
+		res.Columns, res.Rows, res.ErrorBounds, res.Intervals = r.Columns, r.Rows, r.ErrorBounds, r.Intervals
 		res.addCharge(r, "outer DP query: ")
 		res.Notes = append(res.Notes, fmt.Sprintf("a DP query over the answers of %s: ε=%g, δ=%g in all (each charged in turn)", dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta))
 	default:

@@ -97,9 +97,14 @@ func (s *Session) describeSelect(ctx context.Context, st *parser.SelectStmt, d *
 		res := &Result{Columns: r.Columns, Rows: r.Rows}
 		d.Columns, d.Types = res.Columns, valueTypes(res)
 	case *planner.PrivateQuery:
-		for _, o := range p.Outputs {
+		has := intervalOutputs(p)
+		for j, o := range p.Outputs {
 			d.Columns = append(d.Columns, o.Name)
 			d.Types = append(d.Types, outputType(p, cat, o.Expr, 0))
+			if s.Settings().IntervalColumns && has[j] {
+				d.Columns = append(d.Columns, o.Name+"_lo", o.Name+"_hi")
+				d.Types = append(d.Types, TypeReal, TypeReal)
+			}
 		}
 	}
 	return d, nil

@@ -1,6 +1,56 @@
 package dpsql
 
-import "github.com/dpsql/dpsql/budget"
+import (
+	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/cache"
+	"github.com/dpsql/dpsql/exec"
+)
+
+// fromExec converts exec's intervals.
+func fromExec(in [][]*exec.Interval) [][]*Interval {
+	if in == nil {
+		return nil
+	}
+	out := make([][]*Interval, len(in))
+	for r, row := range in {
+		out[r] = make([]*Interval, len(row))
+		for j, iv := range row {
+			if iv != nil {
+				out[r][j] = &Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide}
+			}
+		}
+	}
+	return out
+}
+
+// toCache and fromCache convert intervals for the answer cache.
+func toCache(in [][]*Interval) [][]*cache.Interval {
+	var out [][]*cache.Interval
+	for _, row := range in {
+		r := make([]*cache.Interval, len(row))
+		for j, iv := range row {
+			if iv != nil {
+				r[j] = &cache.Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide}
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func fromCached(in [][]*cache.Interval) [][]*Interval {
+	var out [][]*Interval
+	for _, row := range in {
+		r := make([]*Interval, len(row))
+		for j, iv := range row {
+			if iv != nil {
+				r[j] = &Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide}
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
 
 // Result is the outcome of one statement: a table, or a message for
 // statements that return none.
@@ -17,11 +67,27 @@ type Result struct {
 	Rho       float64
 	// ErrorBounds gives, per noisy output column that is a plain
 	// aggregate with declared bounds, the half-width of its 95% noise
-	// interval; empty otherwise.
+	// interval; empty otherwise. Intervals says more.
 	ErrorBounds map[string]float64
+	// Intervals gives each released value of a private query its 95%
+	// interval, row by row and column by column as Rows: nil where the
+	// output is not a plain aggregate (a key, an expression) or the
+	// aggregate has none yet (percentiles). docs/privacy.md says how each
+	// is computed.
+	Intervals [][]*Interval
 	// Notes are remarks to show with the result, such as the privately
 	// chosen bounds after SET show_bounds = on.
 	Notes []string
+}
+
+// Interval is a released value's 95% interval: the true value of the
+// measured (clipped, contribution-bounded) data lies in [Lo, Hi] with
+// probability about 0.95 over the noise. Wide marks an interval that is
+// the whole range the bounds allow, because the group's noisy count is too
+// small to say more.
+type Interval struct {
+	Lo, Hi float64
+	Wide   bool
 }
 
 // addCharge adds one DP query's cost, mechanism and notes (each after

@@ -36,9 +36,67 @@ func (s *Session) query(ctx context.Context, st *parser.SelectStmt, cat *catalog
 		}
 		return &Result{Columns: r.Columns, Rows: r.Rows}, nil
 	case *planner.PrivateQuery:
-		return s.private(ctx, st, p, "")
+		res, err := s.private(ctx, st, p, "")
+		if err == nil && s.settings.IntervalColumns {
+			addIntervalColumns(res, intervalOutputs(p))
+		}
+		return res, err
 	}
 	return nil, fmt.Errorf("dpsql: unknown plan %T", plan)
+}
+
+// intervalOutputs are the outputs of p that get a 95% interval: plain
+// aggregates other than APPROX_QUANTILES and JSON reports (which carry
+// theirs).
+func intervalOutputs(p *planner.PrivateQuery) []bool {
+	out := make([]bool, len(p.Outputs))
+	for j, o := range p.Outputs {
+		if call, ok := o.Expr.(*parser.CallExpr); ok {
+			if i, ok := p.AggOf[call]; ok {
+				a := p.Aggregates[i]
+				out[j] = a.Quantiles == 0 && !a.Report
+			}
+		}
+	}
+	return out
+}
+
+// addIntervalColumns puts <col>_lo and <col>_hi after each output that
+// has an interval (SET interval_columns = on); a value without one gets
+// NULLs.
+func addIntervalColumns(res *Result, has []bool) {
+	var cols []string
+	for j, c := range res.Columns {
+		cols = append(cols, c)
+		if j < len(has) && has[j] {
+			cols = append(cols, c+"_lo", c+"_hi")
+		}
+	}
+	for r, row := range res.Rows {
+		var out []any
+		for j, v := range row {
+			out = append(out, v)
+			if j < len(has) && has[j] {
+				var lo, hi any
+				if r < len(res.Intervals) && j < len(res.Intervals[r]) && res.Intervals[r][j] != nil {
+					lo, hi = res.Intervals[r][j].Lo, res.Intervals[r][j].Hi
+				}
+				out = append(out, lo, hi)
+			}
+		}
+		res.Rows[r] = out
+	}
+	for r, ivs := range res.Intervals {
+		var out []*Interval
+		for j, iv := range ivs {
+			out = append(out, iv)
+			if j < len(has) && has[j] {
+				out = append(out, nil, nil)
+			}
+		}
+		res.Intervals[r] = out
+	}
+	res.Columns = cols
 }
 
 // private answers one DP query: from the cache, or charged and then run.
@@ -77,14 +135,23 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	if err != nil {
 		return nil, cancelled(ctx, err, &cost)
 	}
-	res := &Result{Columns: r.Columns, Rows: r.Rows, Cost: cost, Mechanism: opt.charge.Mechanism, Rho: opt.charge.Rho, ErrorBounds: errorBounds(opt.plan)}
+	res := &Result{Columns: r.Columns, Rows: r.Rows, Intervals: fromExec(r.Intervals), Cost: cost, Mechanism: opt.charge.Mechanism, Rho: opt.charge.Rho, ErrorBounds: errorBounds(opt.plan)}
 	if c := opt.charge; c.Mechanism == budget.Gaussian {
 		res.Notes = append(res.Notes, fmt.Sprintf("discrete Gaussian noise, zCDP accounting: this query bought ρ=%.4g, the share ε/E of the total ρ=%.4g", c.Rho, st2.RhoTotal))
 	}
-	if s.settings.ShowBounds {
-		for _, c := range chosen {
+	for _, c := range chosen {
+		switch {
+		case c.Collapsed:
+			res.Notes = append(res.Notes, fmt.Sprintf("warning: the bounds of %s chosen privately collapsed to [%g, %g]: too few rows stood above the search's noise threshold (about %.3g rows), so the answer reflects the bounds, not the data; declare bounds (ALTER PRIVACY POLICY ... SET BOUNDS) or spend more ε", c.Label, c.Lo, c.Hi, c.Threshold))
+		case s.settings.ShowBounds:
 			res.Notes = append(res.Notes, fmt.Sprintf("bounds of %s chosen privately: [%g, %g]", c.Label, c.Lo, c.Hi))
 		}
+	}
+	if u := opt.plan.Unit; u.Column != "" && res.Intervals != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("the intervals are about the rows contribution bounding kept (at most %d group(s) and %d row(s) per group for each %s): a unit's rows beyond those are not counted", u.MaxGroups, u.MaxRows, u.Column))
+	}
+	if n := wideIntervals(res.Intervals); n > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d value(s) come from groups with too few rows for their noisy count to carry them: their interval is the whole range the bounds allow (shown as [lo, hi] (few rows)); read them as unknown", n))
 	}
 	s.toCache(ctx, key, text, opt.plan, res)
 	return res, nil
@@ -132,7 +199,7 @@ func (s *Session) fromCache(ctx context.Context, key string) (*Result, bool) {
 		return nil, false
 	}
 	notes := append(append([]string(nil), a.Notes...), fmt.Sprintf("answered from the cache: the answer released on %s (ε=%g then), nothing charged", a.Created.Format("2006-01-02 15:04:05 UTC"), a.Epsilon))
-	return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Notes: notes}, true
+	return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Intervals: fromCached(a.Intervals), Notes: notes}, true
 }
 
 // toCache keeps a released answer for identical later queries.
@@ -146,7 +213,7 @@ func (s *Session) toCache(ctx context.Context, key, text string, p *planner.Priv
 	}
 	sort.Strings(tables)
 	_ = cache.Put(ctx, s.eng.db, key, text, tables, &cache.Answer{Columns: res.Columns, Rows: res.Rows,
-		ErrorBounds: res.ErrorBounds, Notes: res.Notes, Epsilon: res.Cost.Epsilon, Delta: res.Cost.Delta})
+		ErrorBounds: res.ErrorBounds, Intervals: toCache(res.Intervals), Notes: res.Notes, Epsilon: res.Cost.Epsilon, Delta: res.Cost.Delta})
 }
 
 // cached reports whether a DP query would be answered from the cache.
@@ -186,3 +253,17 @@ func (s *Session) cacheKey(statement string, p *planner.PrivateQuery) string {
 // clamps each unit's sum since) is never served for the new one. Change
 // it whenever an accepted statement's answer changes meaning.
 const semantics = "dpsql-semantics-2"
+
+// wideIntervals counts the intervals that are the whole range the bounds
+// allow (Interval.Wide).
+func wideIntervals(ivs [][]*Interval) int {
+	n := 0
+	for _, row := range ivs {
+		for _, iv := range row {
+			if iv != nil && iv.Wide {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -2,7 +2,11 @@ package dpsql_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/dpsql/dpsql"
@@ -100,5 +104,152 @@ func TestErrorsCarryTheirSQLState(t *testing.T) {
 	_, err := e.Query(ctx, `SELECT SUM(nope) FROM t`)
 	if !errors.As(err, &pe) || pe.Pos.Line != 1 || pe.Pos.Col != 12 || !errors.Is(err, dpsql.ErrUnknownName) {
 		t.Errorf("unknown column: %#v", err)
+	}
+}
+
+// TestIntervalsReachEveryClient: a private query's values come with
+// their 95% intervals in the Go Result, keep them when answered again from
+// the cache, and through database/sql as <col>_lo and <col>_hi columns
+// after SET interval_columns = on (on that connection).
+func TestIntervalsReachEveryClient(t *testing.T) {
+	path := newDB(t)
+	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, nil) // real noise, the cache on
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	q := `SELECT g, COUNT(*) AS n, AVG(x) AS a FROM t GROUP BY g`
+	first, err := e.Query(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Intervals) != len(first.Rows) || len(first.Rows) == 0 {
+		t.Fatalf("intervals %v for %d rows", first.Intervals, len(first.Rows))
+	}
+	for r, ivs := range first.Intervals {
+		if ivs[0] != nil || ivs[1] == nil || ivs[2] == nil {
+			t.Errorf("row %d: the key has an interval or an aggregate lacks one: %v", r, ivs)
+			continue
+		}
+		if n := float64(first.Rows[r][1].(int64)); !(ivs[1].Lo <= n && n <= ivs[1].Hi) {
+			t.Errorf("row %d: count %v outside its interval %+v", r, n, *ivs[1])
+		}
+	}
+	again, err := e.Query(ctx, q)
+	if err != nil || again.Cost.Epsilon != 0 {
+		t.Fatalf("repeat: %v, cost %+v", err, again.Cost)
+	}
+	if fmt.Sprint(again.Intervals) == "" || len(again.Intervals) != len(first.Intervals) || *again.Intervals[0][2] != *first.Intervals[0][2] {
+		t.Errorf("the cached answer lost its intervals: %v", again.Intervals)
+	}
+
+	db, err := sql.Open("dpsql", driverDSN(t, path, "?epsilon=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SET interval_columns = on`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT COUNT(*) AS n FROM t WHERE x > 10`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	if strings.Join(cols, ",") != "n,n_lo,n_hi" {
+		t.Fatalf("columns %v", cols)
+	}
+	for rows.Next() {
+		var n int64
+		var lo, hi float64
+		if err := rows.Scan(&n, &lo, &hi); err != nil {
+			t.Fatal(err)
+		}
+		if !(lo <= float64(n) && float64(n) <= hi) {
+			t.Errorf("n %d outside [%g, %g]", n, lo, hi)
+		}
+	}
+}
+
+// TestTargetErrorChoosesTheSmallestEpsilon: OPTIONS (target_error = E)
+// charges the smallest ε at which every value's 95% error is at most E —
+// EXPLAIN at that ε shows errors ≤ E, at an ε a thousandth smaller one
+// above E — and refuses aggregates whose error depends on the data.
+func TestTargetErrorChoosesTheSmallestEpsilon(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{})
+	ctx := context.Background()
+	errorsAt := func(q string, eps float64) []float64 {
+		r := query(t, e, fmt.Sprintf(`EXPLAIN SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = %v, noise = 'laplace') %s`, eps, q))
+		var hs []float64
+		for _, row := range r.Rows {
+			s, _ := row[1].(string)
+			if i := strings.Index(s, "95% error ±"); i >= 0 {
+				var h float64
+				fmt.Sscan(s[i+len("95% error ±"):], &h)
+				hs = append(hs, h)
+			}
+		}
+		return hs
+	}
+	for _, tc := range []struct {
+		q      string
+		target float64
+	}{
+		{`g, COUNT(*), SUM(x) FROM t GROUP BY g`, 50},
+		{`COUNT(*) FROM t`, 3},
+		{`g, COUNT(*) FROM t GROUP BY g`, 0.5},
+	} {
+		res, err := e.Query(ctx, fmt.Sprintf(`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (target_error = %v) %s`, tc.target, tc.q))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.q, err)
+		}
+		eps := res.Cost.Epsilon
+		at := errorsAt(tc.q, eps)
+		below := errorsAt(tc.q, eps*(1-1e-3))
+		if len(at) == 0 || len(below) != len(at) {
+			t.Fatalf("%s: no errors in EXPLAIN", tc.q)
+		}
+		worstAt, worstBelow := 0.0, 0.0
+		for i := range at {
+			worstAt, worstBelow = max(worstAt, at[i]), max(worstBelow, below[i])
+		}
+		if worstAt > tc.target*(1+1e-6) || worstBelow <= tc.target {
+			t.Errorf("%s, target %g: ε=%g gives errors up to %g, ε a thousandth smaller %g", tc.q, tc.target, eps, worstAt, worstBelow)
+		}
+		for _, row := range res.Intervals {
+			for _, iv := range row {
+				if iv != nil && (iv.Hi-iv.Lo)/2 > tc.target*(1+1e-6)+0.5 {
+					t.Errorf("%s: interval %+v wider than ±%g", tc.q, *iv, tc.target)
+				}
+			}
+		}
+	}
+	for q, want := range map[string]string{
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (target_error = 1) AVG(x) FROM t`:                       "does not depend",
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (target_error = 1, epsilon = 1) COUNT(*) FROM t`:        "not both",
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (target_error = -1) COUNT(*) FROM t`:                    "positive",
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (target_error = 1e-9) COUNT(*) FROM t`:                  "outside",
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (target_error = 1, noise = 'gaussian') COUNT(*) FROM t`: "Laplace",
+	} {
+		before := spent(t, e)
+		if _, err := e.Query(ctx, q); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", q, err, want)
+		}
+		if spent(t, e) != before {
+			t.Errorf("%s: a refusal spent", q)
+		}
+	}
+	// SET target_error applies to queries without an ε of their own.
+	mustRun(t, e, `SET target_error = 50`)
+	res := query(t, e, `SELECT COUNT(*) FROM t WHERE x > 1`)
+	if want := math.Log(20) / 50 * (1 + 1e-9); math.Abs(res.Cost.Epsilon-want) > 1e-12 {
+		t.Errorf("SET target_error = 50: spent ε=%v, want %v", res.Cost.Epsilon, want)
 	}
 }

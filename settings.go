@@ -17,12 +17,17 @@ type Settings struct {
 	Delta          float64 // δ for partition selection (0: none)
 	BoundsFraction float64 // share of ε that chooses missing bounds (0: the default)
 	Noise          string  // "", "auto", "laplace" or "gaussian"
+	TargetError    float64 // the 95% error queries ask for instead of ε (0: none)
 	ShowBounds     bool    // add privately chosen bounds to the answers' notes
+	// IntervalColumns adds, after each noisy column of a private query's
+	// answer, <col>_lo and <col>_hi: its 95% interval (for clients that
+	// read only rows, such as database/sql and BI tools).
+	IntervalColumns bool
 }
 
 // planner returns what the planner reads of the settings.
 func (s Settings) planner() planner.Settings {
-	return planner.Settings{Epsilon: s.Epsilon, Delta: s.Delta, BoundsFraction: s.BoundsFraction, Noise: s.Noise}
+	return planner.Settings{Epsilon: s.Epsilon, Delta: s.Delta, BoundsFraction: s.BoundsFraction, Noise: s.Noise, TargetError: s.TargetError}
 }
 
 // setting is one session setting: its name, how a SET value is read and
@@ -44,6 +49,18 @@ var settings = []setting{
 		wrong:   planner.EpsilonRange,
 		apply:   func(s *Settings, v any) { s.Epsilon = v.(float64) },
 		message: func(s Settings) string { return fmt.Sprintf("epsilon = %g per query for this session", s.Epsilon) },
+	},
+	{
+		name:  "target_error",
+		parse: number(func(v float64) bool { return v == 0 || planner.ValidTargetError(v) }),
+		wrong: planner.TargetErrorRange + " (0 turns it off)",
+		apply: func(s *Settings, v any) { s.TargetError = v.(float64) },
+		message: func(s Settings) string {
+			if s.TargetError == 0 {
+				return "target_error off: queries spend the session's ε"
+			}
+			return fmt.Sprintf("target_error = %g: each query spends the smallest ε whose 95%% error is at most that for every value (counts and sums with declared bounds; others need epsilon)", s.TargetError)
+		},
 	},
 	{
 		name:  "delta",
@@ -78,16 +95,31 @@ var settings = []setting{
 		message: func(s Settings) string { return fmt.Sprintf("noise = %s for this session's private queries", s.Noise) },
 	},
 	{
-		name: "show_bounds",
-		parse: func(x parser.Expr) (any, bool) {
-			v, err := parser.LiteralValue(x)
-			on, ok := v.(bool)
-			return on, err == nil && ok
-		},
+		name:    "show_bounds",
+		parse:   boolean,
 		wrong:   "show_bounds takes on or off",
 		apply:   func(s *Settings, v any) { s.ShowBounds = v.(bool) },
 		message: func(s Settings) string { return "show_bounds = " + onOff(s.ShowBounds) },
 	},
+	{
+		name:  "interval_columns",
+		parse: boolean,
+		wrong: "interval_columns takes on or off",
+		apply: func(s *Settings, v any) { s.IntervalColumns = v.(bool) },
+		message: func(s Settings) string {
+			if s.IntervalColumns {
+				return "interval_columns = on: each noisy column of a private query is followed by <column>_lo and <column>_hi, its 95% interval"
+			}
+			return "interval_columns = off"
+		},
+	},
+}
+
+// boolean reads an on/off SET value.
+func boolean(x parser.Expr) (any, bool) {
+	v, err := parser.LiteralValue(x)
+	on, ok := v.(bool)
+	return on, err == nil && ok
 }
 
 // number reads a numeric SET value that valid accepts.
@@ -105,6 +137,16 @@ func onOff(b bool) string {
 	return "off"
 }
 
+// SettingNames are the names SET takes for a session's settings, in the
+// order the settings table lists them.
+func SettingNames() []string {
+	names := make([]string, len(settings))
+	for i, d := range settings {
+		names[i] = d.name
+	}
+	return names
+}
+
 // lookupSetting finds a setting by name.
 func lookupSetting(name string) (setting, bool) {
 	for _, st := range settings {
@@ -119,11 +161,7 @@ func lookupSetting(name string) (setting, bool) {
 func (s *Session) set(st *parser.SetStmt) (*Result, error) {
 	def, ok := lookupSetting(st.Name)
 	if !ok {
-		names := make([]string, len(settings))
-		for i, d := range settings {
-			names[i] = d.name
-		}
-		return nil, &Error{Pos: st.SetPos, Kind: ErrInvalidOption, Msg: fmt.Sprintf("unknown parameter %q (known: %s; the owner sets the total with SET BUDGET)", st.Name, strings.Join(names, ", "))}
+		return nil, &Error{Pos: st.SetPos, Kind: ErrInvalidOption, Msg: fmt.Sprintf("unknown parameter %q (known: %s; the owner sets the total with SET BUDGET)", st.Name, strings.Join(SettingNames(), ", "))}
 	}
 	v, ok := def.parse(st.Value)
 	if !ok {

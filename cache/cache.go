@@ -18,6 +18,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -57,10 +58,13 @@ type Answer struct {
 	Columns     []string
 	Rows        [][]any // int64, float64, string or nil
 	ErrorBounds map[string]float64
-	Notes       []string
-	Epsilon     float64
-	Delta       float64
-	Created     time.Time
+	// Intervals are the values' 95% intervals, as Rows (nil: none; answers
+	// cached by versions before intervals have none).
+	Intervals [][]*Interval
+	Notes     []string
+	Epsilon   float64
+	Delta     float64
+	Created   time.Time
 }
 
 // value is one cell as stored: its type survives the round trip.
@@ -70,10 +74,18 @@ type value struct {
 	S *string  `json:"s,omitempty"`
 }
 
+// Interval is a released value's 95% interval, kept with its answer.
+type Interval struct {
+	Lo   float64 `json:"lo"`
+	Hi   float64 `json:"hi"`
+	Wide bool    `json:"wide,omitempty"`
+}
+
 type stored struct {
 	Columns     []string           `json:"columns"`
 	Rows        [][]value          `json:"rows"`
 	ErrorBounds map[string]float64 `json:"error_bounds"`
+	Intervals   [][]*Interval      `json:"intervals,omitempty"`
 	Notes       []string           `json:"notes"`
 }
 
@@ -92,7 +104,7 @@ func Get(ctx context.Context, db *sql.DB, key string) (*Answer, bool, error) {
 	if err := json.Unmarshal([]byte(text), &st); err != nil {
 		return nil, false, fmt.Errorf("cache: %w", err)
 	}
-	a.Columns, a.ErrorBounds, a.Notes = st.Columns, st.ErrorBounds, st.Notes
+	a.Columns, a.ErrorBounds, a.Notes, a.Intervals = st.Columns, st.ErrorBounds, st.Notes, st.Intervals
 	for _, r := range st.Rows {
 		row := make([]any, len(r))
 		for i, v := range r {
@@ -116,6 +128,15 @@ func Get(ctx context.Context, db *sql.DB, key string) (*Answer, bool, error) {
 // key stays.
 func Put(ctx context.Context, db *sql.DB, key, statement string, tables []string, a *Answer) error {
 	st := stored{Columns: a.Columns, ErrorBounds: a.ErrorBounds, Notes: a.Notes}
+	for _, r := range a.Intervals {
+		row := make([]*Interval, len(r))
+		for i, iv := range r {
+			if iv != nil && !math.IsInf(iv.Lo, 0) && !math.IsInf(iv.Hi, 0) && !math.IsNaN(iv.Lo) && !math.IsNaN(iv.Hi) {
+				row[i] = iv // JSON has no infinities: such an interval is not kept
+			}
+		}
+		st.Intervals = append(st.Intervals, row)
+	}
 	for _, r := range a.Rows {
 		row := make([]value, len(r))
 		for i, v := range r {

@@ -35,6 +35,10 @@ import (
 type Result struct {
 	Columns []string
 	Rows    [][]any // values are int64, float64, string or nil
+	// Intervals holds, for a private query, each released value's 95%
+	// interval (row by row, column by column; nil where an output is not
+	// a plain aggregate or the aggregate has none).
+	Intervals [][]*Interval
 }
 
 // ErrBackend reports that the scan of a private table failed. Its text
@@ -222,6 +226,12 @@ func unauthorize(conn *sql.Conn) {
 type ChosenBound struct {
 	Label  string
 	Lo, Hi float64
+	// Collapsed marks bounds the search closed on both sides at once (at
+	// most the first candidate from 0): too few rows stood above its noise
+	// threshold, so the answer reflects the bounds more than the data.
+	Collapsed bool
+	// Threshold is the search's threshold in rows (about: its noise).
+	Threshold float64
 }
 
 // Prepared is a private query whose statements the backend has compiled,
@@ -372,7 +382,9 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 			return nil, nil, err
 		}
 		chosen[i] = r
-		notes = append(notes, ChosenBound{Label: sr.Label, Lo: r.Lo, Hi: r.Hi})
+		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: sr.Sensitivity, Cutoff: 2, Monotonic: true}
+		notes = append(notes, ChosenBound{Label: sr.Label, Lo: r.Lo, Hi: r.Hi, Collapsed: r.LoIdx <= 1 && r.HiIdx <= 1,
+			Threshold: autobound.ThresholdScales * mechanism.SparseQueryScale(opts)})
 	}
 	if err := selectGroups(sc, q, rw, noise); err != nil {
 		return nil, nil, err
@@ -388,7 +400,8 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 		}
 	}
 	noisy := make([]float64, groups*nc)
-	multi := map[int][]float64{} // APPROX_QUANTILES' values, by noisy index
+	multi := map[int][]float64{}       // APPROX_QUANTILES' values, by noisy index
+	quantileIvs := map[int]*Interval{} // percentiles' intervals, by noisy index
 	observer, _ := noise.(CallObserver)
 	for g := 0; g < groups; g++ {
 		exact := sc.exactCells(q, rw, g, cells, chosen)
@@ -410,11 +423,25 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 				if c.Search >= 0 { // bounds chosen now: fine buckets to leaves
 					leafCounts = leavesFromBuckets(leafCounts, cells[i].lo, cells[i].hi)
 				}
-				vs, err = noisyQuantiles(leafCounts, ps, cells[i].lo, cells[i].hi, cells[i].sens, c.Epsilon, noise)
+				tr := newNoisyTree(leafCounts, cells[i].sens, c.Epsilon, noise)
+				for _, p := range ps {
+					var q float64
+					if q, err = tr.quantile(p, cells[i].lo, cells[i].hi); err != nil {
+						break
+					}
+					vs = append(vs, q)
+				}
 				if err == nil {
 					v = vs[0]
 					if len(c.Ps) > 0 {
 						multi[g*nc+i] = vs
+					} else {
+						// The interval reads more nodes of the same noisy
+						// tree: post-processing.
+						var iv Interval
+						if iv, err = tr.quantileInterval(c.P, cells[i].lo, cells[i].hi); err == nil {
+							quantileIvs[g*nc+i] = &iv
+						}
 					}
 				}
 			} else if c.Gaussian {
@@ -437,11 +464,67 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 			aggBounds[i] = [2]float64{chosen[a.Search].Lo, chosen[a.Search].Hi}
 		}
 	}
-	if err := fill(ctx, p.conn, q, rw, noisy, multi, keys, aggBounds); err != nil {
+	ivs := groupIntervals(q, noisy, cellNoise(q, cells), aggBounds, groups, quantileIvs)
+	if err := fill(ctx, p.conn, q, rw, noisy, multi, keys, aggBounds, ivs); err != nil {
 		return nil, nil, err
 	}
 	res, err := collect(ctx, p.post)
-	return res, notes, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return withIntervals(q, res, ivs), notes, nil
+}
+
+// groupIntervals computes every group's aggregates' intervals, indexed
+// g·len(q.Aggregates) + aggregate (nil: none).
+func groupIntervals(q *planner.PrivateQuery, noisy []float64, ns []noiseOf, aggBounds [][2]float64, groups int, quantileIvs map[int]*Interval) []*Interval {
+	nc, na := len(q.Cells), len(q.Aggregates)
+	out := make([]*Interval, groups*na)
+	for g := 0; g < groups; g++ {
+		for i, a := range q.Aggregates {
+			if a.Kind == planner.AggQuantile {
+				out[g*na+i] = quantileIvs[g*nc+a.Cells[0]] // nil for APPROX_QUANTILES
+				continue
+			}
+			if iv, ok := aggregateInterval(a, noisy[g*nc:(g+1)*nc], ns, aggBounds[i][0], aggBounds[i][1]); ok {
+				out[g*na+i] = &iv
+			}
+		}
+	}
+	return out
+}
+
+// withIntervals strips the post-processing's last column (the group's
+// rowid in the result table, rewrite.GroupColumn) and gives each output
+// that is a plain aggregate its group's interval.
+func withIntervals(q *planner.PrivateQuery, res *Result, ivs []*Interval) *Result {
+	n := len(res.Columns) - 1
+	if n < 0 || res.Columns[n] != rewrite.GroupColumn {
+		return res
+	}
+	na := len(q.Aggregates)
+	aggOf := make([]int, n)
+	for j := range aggOf {
+		aggOf[j] = -1
+		if call, ok := q.Outputs[j].Expr.(*parser.CallExpr); ok {
+			if i, ok := q.AggOf[call]; ok {
+				aggOf[j] = i
+			}
+		}
+	}
+	res.Columns = res.Columns[:n]
+	res.Intervals = make([][]*Interval, len(res.Rows))
+	for r, row := range res.Rows {
+		g, _ := row[n].(int64)
+		res.Rows[r] = row[:n]
+		res.Intervals[r] = make([]*Interval, n)
+		for j, i := range aggOf {
+			if i >= 0 && g >= 1 && int(g-1)*na+i < len(ivs) {
+				res.Intervals[r][j] = ivs[int(g-1)*na+i]
+			}
+		}
+	}
+	return res
 }
 
 // NoiseCall says what a noise call of Run is for.
@@ -755,7 +838,15 @@ func aggregateValue(a *planner.Aggregate, cells []float64, lo, hi float64) any {
 	case planner.AggCount:
 		return int64(math.Min(maxCount, math.Max(0, math.Round(cells[a.Cells[0]]))))
 	case planner.AggSum:
-		return cells[a.Cells[0]]
+		// Post-processing: bounds of one sign bound the sum's sign.
+		v := cells[a.Cells[0]]
+		if lo >= 0 {
+			v = math.Max(0, v)
+		}
+		if hi <= 0 {
+			v = math.Min(0, v)
+		}
+		return v
 	case planner.AggQuantile:
 		return math.Min(hi, math.Max(lo, cells[a.Cells[0]]))
 	}
@@ -779,10 +870,10 @@ func aggregateValue(a *planner.Aggregate, cells []float64, lo, hi float64) any {
 	return v
 }
 
-// jsonReport is BigQuery's JSON report of a released value: the value and,
-// when the plan knows it, the 95% interval of its noise around it (keys in
-// BigQuery's order, which is alphabetical).
-func jsonReport(q *planner.PrivateQuery, a *planner.Aggregate, v any) string {
+// jsonReport is BigQuery's JSON report of a released value: the value and
+// its 95% interval (nil: none), keys in BigQuery's order, which is
+// alphabetical.
+func jsonReport(v any, iv *Interval) string {
 	type interval struct {
 		Level float64 `json:"confidence_level"`
 		Lower float64 `json:"lower_bound"`
@@ -796,17 +887,8 @@ func jsonReport(q *planner.PrivateQuery, a *planner.Aggregate, v any) string {
 	if f, ok := v.(float64); ok && (math.IsInf(f, 0) || math.IsNaN(f)) {
 		r.Value = nil // JSON has no infinities
 	}
-	if h, ok := q.ErrorBound95(a); ok {
-		x := 0.0
-		switch v := v.(type) {
-		case int64:
-			x = float64(v)
-		case float64:
-			x = v
-		}
-		if !math.IsInf(x, 0) && !math.IsNaN(x) && !math.IsInf(h, 0) {
-			r.Interval = &interval{Level: 0.95, Lower: x - h, Upper: x + h}
-		}
+	if iv != nil && !math.IsInf(iv.Lo, 0) && !math.IsInf(iv.Hi, 0) && !math.IsNaN(iv.Lo) && !math.IsNaN(iv.Hi) {
+		r.Interval = &interval{Level: intervalLevel, Lower: iv.Lo, Upper: iv.Hi}
 	}
 	b, err := json.Marshal(struct {
 		Result result `json:"result"`
@@ -828,7 +910,7 @@ func jsonNumbers(vs []float64) string {
 
 // fill writes one row per group into the result table: the group's public
 // key values, then its noisy aggregates.
-func fill(ctx context.Context, conn *sql.Conn, q *planner.PrivateQuery, rw *rewrite.Rewritten, noisy []float64, multi map[int][]float64, keys [][]any, aggBounds [][2]float64) error {
+func fill(ctx context.Context, conn *sql.Conn, q *planner.PrivateQuery, rw *rewrite.Rewritten, noisy []float64, multi map[int][]float64, keys [][]any, aggBounds [][2]float64, ivs []*Interval) error {
 	groups := len(keys)
 	width := len(rw.ResultColumns)
 	const maxParams = 30000
@@ -855,7 +937,7 @@ func fill(ctx context.Context, conn *sql.Conn, q *planner.PrivateQuery, rw *rewr
 				v = jsonNumbers(multi[g*nc+a.Cells[0]])
 			}
 			if a.Report {
-				v = jsonReport(q, a, v)
+				v = jsonReport(v, ivs[g*len(q.Aggregates)+i])
 			}
 			args = append(args, v)
 		}
@@ -901,6 +983,9 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 		}
 	}
 	add("groups", keys)
+	if q.TargetError > 0 {
+		add("target_error", fmt.Sprintf("ε=%.6g is the smallest at which every value's 95%% error is at most %g (Laplace noise, ε shared equally among %d noisy cell(s)%s)", q.Epsilon, q.TargetError, len(q.Cells), map[bool]string{true: " and the partition selection", false: ""}[q.Selection != nil]))
+	}
 	add("backend SQL", rw.Scan)
 	if rw.Weighted {
 		add("source", "the table's source groups identical rows and sends each once with its count ("+catalog.WeightColumn+"); each is measured as that many rows, exactly")
@@ -966,6 +1051,7 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 			}
 		}
 		add(fmt.Sprintf("aggregate a%d", i), a.Text+" = "+how)
+		add(fmt.Sprintf("accuracy a%d", i), predictedError(q, a))
 	}
 	add("post-processing SQL", rw.Post)
 	add("privacy cost", fmt.Sprintf("ε=%g, δ=%g (spent only when the query runs)", q.Epsilon, q.Delta))

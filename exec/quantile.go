@@ -97,13 +97,22 @@ func leavesFromBuckets(buckets map[int32]int64, lo, hi float64) map[int32]int64 
 	return leafCounts
 }
 
-// noisyQuantiles descends the tree of leaf counts once per quantile in
-// ps, with Laplace noise of sensitivity sens at eps on each node count it
-// reads. A node's count is noised once, the first time a descent reads
-// it, and reused by the others: several quantiles (APPROX_QUANTILES) cost
-// what one does, since all are post-processing of the one noisy tree.
-func noisyQuantiles(leafCounts map[int32]int64, ps []float64, lo, hi, sens, eps float64, noise mechanism.Noiser) ([]float64, error) {
-	// Counts of the nodes of each level (level D are the leaves).
+// noisyTree is a quantile tree whose node counts get Laplace noise the
+// first time they are read (each node once: every later read, by another
+// descent or by the interval, is post-processing of the same value).
+type noisyTree struct {
+	levels    []map[int32]int64 // exact counts per level (level D: the leaves)
+	noisy     map[treeNode]float64
+	sens, eps float64
+	noise     mechanism.Noiser
+}
+
+type treeNode struct {
+	level int
+	index int32
+}
+
+func newNoisyTree(leafCounts map[int32]int64, sens, eps float64, noise mechanism.Noiser) *noisyTree {
 	levels := make([]map[int32]int64, planner.TreeDepth+1)
 	levels[planner.TreeDepth] = leafCounts
 	for d := planner.TreeDepth - 1; d >= 1; d-- {
@@ -113,39 +122,163 @@ func noisyQuantiles(leafCounts map[int32]int64, ps []float64, lo, hi, sens, eps 
 		}
 		levels[d] = m
 	}
-	type node struct {
-		level int
-		index int32
+	return &noisyTree{levels: levels, noisy: map[treeNode]float64{}, sens: sens, eps: eps, noise: noise}
+}
+
+// count is node (d, index)'s noisy count.
+func (tr *noisyTree) count(d int, index int32) (float64, error) {
+	n := treeNode{d, index}
+	if v, ok := tr.noisy[n]; ok {
+		return v, nil
 	}
-	noisy := map[node]float64{}
-	out := make([]float64, len(ps))
-	for q, p := range ps {
-		at, rel := int32(0), p
-		for d := 1; d <= planner.TreeDepth; d++ {
-			base := at * planner.TreeBranch
-			counts := make([]float64, planner.TreeBranch)
-			total := 0.0
-			for j := range counts {
-				n := node{d, base + int32(j)}
-				v, ok := noisy[n]
-				if !ok {
-					exact := new(big.Float).SetInt64(levels[d][n.index])
-					var err error
-					if v, err = noise.AddLaplaceExact(exact, sens, eps); err != nil {
-						return nil, err
-					}
-					noisy[n] = v
-				}
-				counts[j] = math.Max(0, v)
-				total += counts[j]
+	v, err := tr.noise.AddLaplaceExact(new(big.Float).SetInt64(tr.levels[d][index]), tr.sens, tr.eps)
+	if err != nil {
+		return 0, err
+	}
+	tr.noisy[n] = v
+	return v, nil
+}
+
+// quantile descends the tree to the p-quantile of [lo, hi].
+func (tr *noisyTree) quantile(p, lo, hi float64) (float64, error) {
+	at, rel := int32(0), p
+	for d := 1; d <= planner.TreeDepth; d++ {
+		base := at * planner.TreeBranch
+		counts := make([]float64, planner.TreeBranch)
+		total := 0.0
+		for j := range counts {
+			v, err := tr.count(d, base+int32(j))
+			if err != nil {
+				return 0, err
 			}
-			child, next := chooseChild(counts, total, rel)
-			at, rel = base+int32(child), next
+			counts[j] = math.Max(0, v)
+			total += counts[j]
 		}
-		width := (hi - lo) / float64(leaves)
-		out[q] = math.Min(hi, math.Max(lo, lo+(float64(at)+rel)*width))
+		child, next := chooseChild(counts, total, rel)
+		at, rel = base+int32(child), next
 	}
-	return out, nil
+	width := (hi - lo) / float64(leaves)
+	return math.Min(hi, math.Max(lo, lo+(float64(at)+rel)*width)), nil
+}
+
+// statistic is Ĉ(L) − p·N̂ for the leaves [0, L): the noisy count below
+// leaf boundary L (the canonical decomposition of [0, L) into at most
+// D·(B − 1) nodes) minus p times the noisy total (the B nodes of level
+// 1), and the Laplace scales of its noise (a level-1 node in both weighs
+// 1 − p, one in the total only −p, a deeper node 1).
+func (tr *noisyTree) statistic(L int32, p float64) (float64, []float64, error) {
+	b := tr.sens / tr.eps
+	inPrefix := map[int32]bool{}
+	g := 0.0
+	var scales []float64
+	rem, prefix := L, int32(0)
+	unit := leaves
+	for d := 1; d <= planner.TreeDepth; d++ {
+		unit /= planner.TreeBranch
+		digit := rem / unit
+		rem -= digit * unit
+		for j := int32(0); j < digit; j++ {
+			idx := prefix*planner.TreeBranch + j
+			v, err := tr.count(d, idx)
+			if err != nil {
+				return 0, nil, err
+			}
+			g += v
+			if d == 1 {
+				inPrefix[idx] = true
+			} else {
+				scales = append(scales, b)
+			}
+		}
+		prefix = prefix*planner.TreeBranch + digit
+		if digit == planner.TreeBranch { // L = every leaf
+			break
+		}
+	}
+	for j := int32(0); j < planner.TreeBranch; j++ {
+		v, err := tr.count(1, j)
+		if err != nil {
+			return 0, nil, err
+		}
+		g -= p * v
+		w := -p
+		if inPrefix[j] {
+			w = 1 - p
+		}
+		scales = append(scales, math.Abs(w)*b)
+	}
+	return g, scales, nil
+}
+
+// quantileInterval is a 95% interval for the p-quantile of [lo, hi]: the
+// leaf boundaries v where the noisy count below v is within its noise's
+// 95% half-width of p times the noisy total (a test inverted: at the true
+// quantile the count below it is p·N, up to ties, so it is kept with
+// probability 0.95), from the first to the last such boundary, found by
+// bisection.
+func (tr *noisyTree) quantileInterval(p, lo, hi float64) (Interval, error) {
+	alpha := 1 - intervalLevel
+	test := func(L int32) (float64, float64, error) {
+		g, scales, err := tr.statistic(L, p)
+		if err != nil {
+			return 0, 0, err
+		}
+		return g, laplaceSumHalfWidth(nonZero(scales), alpha), nil
+	}
+	// The boundaries tried are those of the level above the leaves (every
+	// B-th leaf boundary): their statistics share more nodes, so the
+	// accepted boundaries form one run, as they would without noise.
+	step := int32(planner.TreeBranch)
+	// a: the first boundary with g + t ≥ 0; b: the last with g − t ≤ 0.
+	loL, hiL := int32(0), leaves/step
+	for loL < hiL {
+		mid := (loL + hiL) / 2
+		g, t, err := test(mid * step)
+		if err != nil {
+			return Interval{}, err
+		}
+		if g+t >= 0 {
+			hiL = mid
+		} else {
+			loL = mid + 1
+		}
+	}
+	a := loL * step
+	loL, hiL = 0, leaves/step
+	for loL < hiL {
+		mid := (loL + hiL + 1) / 2
+		g, t, err := test(mid * step)
+		if err != nil {
+			return Interval{}, err
+		}
+		if g-t <= 0 {
+			loL = mid
+		} else {
+			hiL = mid - 1
+		}
+	}
+	b := loL * step
+	width := (hi - lo) / float64(leaves)
+	iv := Interval{Lo: lo + float64(a)*width, Hi: lo + float64(b)*width}
+	if iv.Hi < iv.Lo {
+		iv.Lo, iv.Hi = iv.Hi, iv.Lo
+	}
+	iv.Lo, iv.Hi = math.Max(lo, iv.Lo), math.Min(hi, iv.Hi)
+	return iv, nil
+}
+
+// nonZero drops zero scales (a weight of 0: p = 1 on a prefix node).
+func nonZero(s []float64) []float64 {
+	out := s[:0:0]
+	for _, x := range s {
+		if x > 0 {
+			out = append(out, x)
+		}
+	}
+	if len(out) == 0 {
+		return []float64{math.SmallestNonzeroFloat64}
+	}
+	return out
 }
 
 // chooseChild picks the child where the cumulative count reaches the

@@ -342,6 +342,9 @@ type PrivateQuery struct {
 	// this query (the policy's, or the query's OPTIONS overrides). With a
 	// unit column the rewrite bounds contributions before aggregating.
 	Unit catalog.Unit
+	// TargetError is the 95% error the query asked for instead of an ε
+	// (target_error; 0: none): Epsilon is the smallest that meets it.
+	TargetError float64
 	// GroupsChanged is how many groups one unit can change after
 	// bounding: min(l0, groups) with public domains (one group without
 	// GROUP BY), l0 under partition selection.
@@ -457,12 +460,19 @@ type Settings struct {
 	// Noise is the session's choice of mechanism ("", "auto", NoiseLaplace
 	// or NoiseGaussian); OPTIONS (noise = ...) overrides it.
 	Noise string
+	// TargetError, when positive, is the 95% error queries ask for
+	// instead of an ε (SET target_error; OPTIONS (target_error = E)).
+	TargetError float64
 }
 
 // Text prints the settings as plain text, for the answer cache's key.
 func (s Settings) Text() string {
 	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-	return "epsilon=" + f(s.Epsilon) + ",delta=" + f(s.Delta) + ",bounds_fraction=" + f(s.BoundsFraction) + ",noise=" + strconv.Quote(s.Noise)
+	text := "epsilon=" + f(s.Epsilon) + ",delta=" + f(s.Delta) + ",bounds_fraction=" + f(s.BoundsFraction) + ",noise=" + strconv.Quote(s.Noise)
+	if s.TargetError > 0 { // only then: keys without it stay what earlier versions wrote
+		text += ",target_error=" + f(s.TargetError)
+	}
+	return text
 }
 
 // Inputs are what planning may read beyond the catalog; they are passed
@@ -748,6 +758,13 @@ func (b *builder) build(sess session) error {
 	if err := b.ordering(); err != nil {
 		return err
 	}
+	if opts.target > 0 {
+		eps, err := b.epsilonForTarget(opts)
+		if err != nil {
+			return err
+		}
+		opts.eps = eps
+	}
 	if opts.eps <= 0 {
 		return errorf(s.SelectPos, ErrNoEpsilon, "no epsilon for this query: run SET epsilon = E, or write SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = E) ...")
 	}
@@ -755,6 +772,42 @@ func (b *builder) build(sess session) error {
 		return err
 	}
 	return b.checkNoise()
+}
+
+// epsilonForTarget is the smallest ε at which every cell's 95% error
+// (Laplace: sensitivity/ε_cell · ln 20) is at most the target: the ε is
+// split equally among the cells and the partition selection, so ε =
+// parts · max sensitivity · ln 20 / target. Only cells whose error does
+// not depend on the data qualify; the query then runs with Laplace noise.
+func (b *builder) epsilonForTarget(opts options) (float64, error) {
+	s := b.stmt
+	if len(b.q.Searches) > 0 {
+		return 0, errorf(s.SelectPos, ErrUnsupported, "target_error needs declared bounds: with bounds chosen privately (%s) the error depends on the bounds the data leads to; declare them (ALTER PRIVACY POLICY ... SET BOUNDS) or give epsilon", b.q.Searches[0].Label)
+	}
+	if opts.noise == NoiseGaussian {
+		return 0, errorf(s.SelectPos, ErrInvalidOption, "target_error chooses ε for Laplace noise; leave noise unset (or 'laplace')")
+	}
+	for _, a := range b.q.Aggregates {
+		if a.Kind != AggCount && a.Kind != AggSum {
+			return 0, errorf(s.SelectPos, ErrUnsupported, "target_error applies to counts and sums with declared bounds, whose error does not depend on the data; the error of %s does (AVG, VAR and STDDEV divide by a noisy count, percentiles search the data): give epsilon, and read the error EXPLAIN predicts", a.Text)
+		}
+	}
+	maxSens := 0.0
+	for _, c := range b.q.Cells {
+		maxSens = max(maxSens, c.L1Sensitivity)
+	}
+	parts := len(b.q.Cells)
+	if b.q.Selection != nil {
+		parts++
+	}
+	// A share is rounded down by one ulp (shareEpsilon): the ε is raised
+	// by a relative 1e-9 so that the error stays within the target.
+	eps := float64(parts) * maxSens * math.Log(20) / opts.target * (1 + 1e-9)
+	if !ValidEpsilon(eps) {
+		return 0, errorf(s.SelectPos, ErrInvalidOption, "target_error = %g needs ε = %.6g, outside %s", opts.target, eps, EpsilonRange)
+	}
+	b.q.TargetError, b.q.Noise = opts.target, NoiseLaplace
+	return eps, nil
 }
 
 // outputs plans the select list and HAVING: every output is computed
@@ -925,17 +978,21 @@ func (q *PrivateQuery) checkNoise() error {
 // options are a query's privacy parameters after OPTIONS and session.
 type options struct {
 	eps, delta, frac float64
-	noise            string
-	unit             catalog.Unit
-	minUnits         int64 // min_privacy_units_per_group (0: not given)
-	publicGroups     bool  // group_selection_strategy = PUBLIC_GROUPS
+	// target is the 95% error asked for instead of ε (target_error); 0:
+	// none. epsGiven marks an ε in the query's own OPTIONS.
+	target       float64
+	epsGiven     bool
+	noise        string
+	unit         catalog.Unit
+	minUnits     int64 // min_privacy_units_per_group (0: not given)
+	publicGroups bool  // group_selection_strategy = PUBLIC_GROUPS
 }
 
 // queryOptions reads epsilon, delta, the bounds share and contribution
 // overrides from the OPTIONS clause, the session and the table's policy.
 // A missing ε is reported by the caller, after the query's other checks.
 func queryOptions(s *parser.SelectStmt, sess session, rel *relation) (options, error) {
-	o := options{eps: sess.Epsilon, delta: sess.Delta, frac: sess.BoundsFraction, unit: rel.unit, noise: sess.Noise}
+	o := options{eps: sess.Epsilon, delta: sess.Delta, frac: sess.BoundsFraction, unit: rel.unit, noise: sess.Noise, target: sess.TargetError}
 	if o.frac == 0 {
 		o.frac = DefaultBoundsFraction
 	}
@@ -952,7 +1009,12 @@ func queryOptions(s *parser.SelectStmt, sess session, rel *relation) (options, e
 			if verr != nil || !ValidEpsilon(v) {
 				return bad(EpsilonRange)
 			}
-			o.eps = v
+			o.eps, o.epsGiven = v, true
+		case "target_error":
+			if verr != nil || !ValidTargetError(v) {
+				return bad(TargetErrorRange)
+			}
+			o.target = v
 		case "delta":
 			if verr != nil || !ValidDelta(v) {
 				return bad(DeltaRange)
@@ -1012,14 +1074,36 @@ func queryOptions(s *parser.SelectStmt, sess session, rel *relation) (options, e
 		case "privacy_unit_column":
 			return options{}, errorf(opt.NamePos, ErrInvalidOption, "the privacy unit is the owner's choice (CREATE PRIVACY POLICY ... OPTIONS (privacy_unit_column = ...))")
 		default:
-			return options{}, errorf(opt.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, delta, bounds_epsilon_fraction, max_groups_contributed, max_rows_contributed, min_privacy_units_per_group, noise, group_selection_strategy)", opt.Name)
+			return options{}, errorf(opt.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, target_error, delta, bounds_epsilon_fraction, max_groups_contributed, max_rows_contributed, min_privacy_units_per_group, noise, group_selection_strategy)", opt.Name)
 		}
+	}
+	if o.epsGiven && hasOption(s, "target_error") {
+		return options{}, errorf(s.SelectPos, ErrInvalidOption, "give epsilon or target_error, not both: target_error chooses the ε")
+	}
+	if o.epsGiven {
+		o.target = 0 // the query's own ε over the session's target
 	}
 	if rel.unit.Column == "" {
 		o.unit = catalog.Unit{MaxGroups: 1, MaxRows: 1} // a row is in one group, once
 	}
 	return o, nil
 }
+
+// hasOption reports whether the query's OPTIONS name an option.
+func hasOption(s *parser.SelectStmt, name string) bool {
+	for _, o := range s.DPOptions {
+		if o.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TargetErrorRange says which target errors are accepted.
+const TargetErrorRange = "target_error must be a positive finite number: the 95% error the query's values may have"
+
+// ValidTargetError reports whether v is a usable target_error.
+func ValidTargetError(v float64) bool { return v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
 
 // ValidEpsilon reports whether v is a usable ε for one query.
 func ValidEpsilon(v float64) bool { return v >= MinEpsilon && v <= MaxEpsilon }

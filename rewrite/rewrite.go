@@ -25,6 +25,10 @@ import (
 // ResultTable is the temporary table the post-processing statement reads.
 const ResultTable = "_dpsql_result"
 
+// GroupColumn is the last column of the post-processing statement: the
+// group's rowid in ResultTable (1 for the first group filled).
+const GroupColumn = "_dpsql_group"
+
 // Rewritten is what exec runs for one private query.
 type Rewritten struct {
 	// Scan is the backend statement: one call of the measurement
@@ -78,7 +82,8 @@ type Rewritten struct {
 	// ResultColumns are the columns of ResultTable: k0.. (key values) then
 	// a0.. (noisy aggregate values).
 	ResultColumns []string
-	// Post is the post-processing statement over ResultTable.
+	// Post is the post-processing statement over ResultTable; its last
+	// column is GroupColumn.
 	Post string
 
 	callArgs []string // the measurement call's arguments after the handle
@@ -522,6 +527,9 @@ func post(q *planner.PrivateQuery) string {
 		items = append(items, q.PostSQL(o.Expr, override)+" AS "+parser.QuoteIdent(o.Name))
 	}
 	var sb strings.Builder
+	// The group's row in the result table comes last: exec takes it off
+	// and gives each released value its group's interval.
+	items = append(items, "rowid AS "+parser.QuoteIdent(GroupColumn))
 	sb.WriteString("SELECT " + strings.Join(items, ", ") + " FROM temp." + ResultTable)
 	if q.Having != nil {
 		sb.WriteString(" WHERE " + q.PostSQL(q.Having, override))

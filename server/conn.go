@@ -273,7 +273,48 @@ func (c *conn) run(text string, args []any) (*answer, error) {
 		a.notices = append(a.notices, res.Message)
 	}
 	a.notices = append(a.notices, res.Notes...)
+	if n := costNotice(res); n != "" {
+		a.notices = append(a.notices, n)
+	}
 	return a, nil
+}
+
+// maxIntervalRows is how many rows' intervals the cost notice lists.
+const maxIntervalRows = 20
+
+// costNotice says what a private query spent and each released value's
+// 95% interval, row by row ("" for other statements). SET
+// interval_columns = on gives the intervals as columns instead.
+func costNotice(res *dpsql.Result) string {
+	if res.Cost.Epsilon == 0 && res.Cost.Delta == 0 && res.Intervals == nil {
+		return ""
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "spent ε=%g, δ=%g", res.Cost.Epsilon, res.Cost.Delta)
+	if res.Cost.Epsilon == 0 && res.Cost.Delta == 0 {
+		sb.Reset()
+		sb.WriteString("answered from the cache, nothing spent")
+	}
+	var rows []string
+	for r, ivs := range res.Intervals {
+		if r == maxIntervalRows {
+			rows = append(rows, fmt.Sprintf("… (%d rows in all)", len(res.Intervals)))
+			break
+		}
+		var parts []string
+		for j, iv := range ivs {
+			if iv != nil && j < len(res.Columns) {
+				parts = append(parts, fmt.Sprintf("%s [%.6g, %.6g]", res.Columns[j], iv.Lo, iv.Hi))
+			}
+		}
+		if len(parts) > 0 {
+			rows = append(rows, fmt.Sprintf("row %d: %s", r+1, strings.Join(parts, ", ")))
+		}
+	}
+	if len(rows) > 0 {
+		sb.WriteString("; 95% intervals: " + strings.Join(rows, "; "))
+	}
+	return sb.String()
 }
 
 // sendRows sends an answer's notices and rows (without RowDescription).

@@ -17,8 +17,15 @@ import (
 // information_schema is refused with 0A000. docs/server.md lists what is
 // emulated.
 
-// engineSettings are the SET parameters the engine itself takes.
-var engineSettings = map[string]bool{"epsilon": true, "delta": true, "bounds_epsilon_fraction": true, "noise": true, "show_bounds": true}
+// engineSettings are the SET parameters the engine itself takes (its
+// settings table).
+var engineSettings = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range dpsql.SettingNames() {
+		m[n] = true
+	}
+	return m
+}()
 
 // engineShows are the SHOW statements the engine answers.
 var engineShows = map[string]bool{"budget": true, "tables": true, "policy": true, "ledger": true, "cache": true, "analysts": true}

@@ -637,6 +637,8 @@ SELECT code, label FROM lookup ORDER BY code;
 SELECT g, COUNT(*) AS n FROM t GROUP BY g;
 SELECT version();
 SHOW BUDGET;
+SET interval_columns = on;
+SELECT COUNT(*) AS m FROM t WHERE x > 0;
 `
 	cmd := exec.Command(psql, "-X", "-v", "ON_ERROR_STOP=1", "--no-psqlrc", "-P", "pager=off",
 		fmt.Sprintf("host=%s port=%s user=alice dbname=dpsql sslmode=disable", host, port))
@@ -651,6 +653,9 @@ SHOW BUDGET;
 		"List of relations", "main   | big    | table", "main   | lookup | table", "main   | t      | table",
 		`Table "main.t"`, "x      | bigint", "g      | text", "y      | double precision",
 		"SET", "(1 row)", "a    | Alpha", "b    | Beta", "(2 rows)", "(4 rows)", "dpsql",
+		// Each private query's cost and 95% intervals as a NOTICE; the
+		// intervals as columns after SET interval_columns = on.
+		"NOTICE:  spent ε=0.1, δ=0; 95% intervals: row 1: n [", "| m_lo | m_hi",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("psql output lacks %q:\n%s", want, text)

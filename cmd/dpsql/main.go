@@ -95,7 +95,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	file := fs.String("f", "", "run the statements of `SCRIPT` and exit")
 	eps := fs.Float64("epsilon", 0, "default ε per query for this session (same as SET epsilon)")
 	cont := fs.Bool("continue", false, "go on after a failing statement and print a summary at the end (exit status 1 if any failed)")
-	withCost := fs.Bool("with-cost", false, "keep each result's cost in csv, json and line output: csv gains the columns dpsql_epsilon, dpsql_delta and dpsql_error95(COLUMN); json writes {\"rows\": [...], \"epsilon\", \"delta\", \"error_bounds_95\", \"notes\"} per result; line adds the footer")
+	withCost := fs.Bool("with-cost", false, "keep each result's cost in csv, json and line output: csv gains the columns dpsql_epsilon, dpsql_delta and dpsql_error95(COLUMN); json writes {\"rows\": [...], \"epsilon\", \"delta\", \"error_bounds_95\", \"noise_confidence_intervals\", \"notes\"} per result (the intervals row by row, column by column, null where a value has none); line adds the footer")
+	noIntervals := fs.Bool("no-intervals", false, "show noisy values without their 95% intervals in table and line output (shown by default, e.g. 38.6 ± 0.4)")
 	output := fs.String("output", "", "write results to `FILE` instead of standard output (opened only once the options, the script and the database have been checked)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
@@ -155,6 +156,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	pr, _ := newPrinter(*format, out)
 	pr.withCost = *withCost
+	pr.noIntervals = *noIntervals
 	b := batch{eng: eng, pr: pr, stderr: stderr, cont: *cont}
 	switch {
 	case *command != "":

@@ -32,7 +32,10 @@ type printer struct {
 	// (--with-cost, .cost on): csv gains cost columns, json wraps each
 	// result in an object with its cost, line adds the footer.
 	withCost bool
-	results  int // results printed so far (csv separates them)
+	// noIntervals leaves out each noisy value's 95% interval in table,
+	// box, markdown and line output (.intervals off).
+	noIntervals bool
+	results     int // results printed so far (csv separates them)
 }
 
 func newPrinter(format string, w io.Writer) (*printer, error) {
@@ -89,7 +92,7 @@ func (p *printer) print(r *dpsql.Result) error {
 				sb.WriteString("\n")
 			}
 			for j, v := range row {
-				fmt.Fprintf(&sb, "%*s = %s\n", w, r.Columns[j], p.show(v))
+				fmt.Fprintf(&sb, "%*s = %s\n", w, r.Columns[j], p.showAt(r, i, j, v))
 			}
 		}
 		if p.withCost {
@@ -162,11 +165,12 @@ func (p *printer) print(r *dpsql.Result) error {
 		sb.WriteString("]")
 		if p.withCost {
 			b, err := json.Marshal(struct {
-				Epsilon     float64            `json:"epsilon"`
-				Delta       float64            `json:"delta"`
-				ErrorBounds map[string]float64 `json:"error_bounds_95"`
-				Notes       []string           `json:"notes"`
-			}{r.Cost.Epsilon, r.Cost.Delta, nonNil(r.ErrorBounds), append([]string{}, r.Notes...)})
+				Epsilon     float64                 `json:"epsilon"`
+				Delta       float64                 `json:"delta"`
+				ErrorBounds map[string]float64      `json:"error_bounds_95"`
+				Intervals   [][]*confidenceInterval `json:"noise_confidence_intervals"`
+				Notes       []string                `json:"notes"`
+			}{r.Cost.Epsilon, r.Cost.Delta, nonNil(r.ErrorBounds), jsonIntervals(r), append([]string{}, r.Notes...)})
 			if err != nil {
 				return err
 			}
@@ -187,8 +191,8 @@ func displayWidth(s string) int { return readline.Runes{}.WidthAll([]rune(s)) }
 
 // cellText is how a value shows in an aligned cell: embedded line breaks
 // and tabs are marked (↵, →) so that a row stays on one line.
-func (p *printer) cellText(v any) string {
-	s := strings.NewReplacer("\r\n", "↵", "\n", "↵", "\r", "↵", "\t", "→").Replace(p.show(v))
+func (p *printer) cellText(shown string) string {
+	s := strings.NewReplacer("\r\n", "↵", "\n", "↵", "\r", "↵", "\t", "→").Replace(shown)
 	if p.format == "markdown" {
 		s = strings.ReplaceAll(s, "|", `\|`)
 	}
@@ -217,7 +221,7 @@ func (p *printer) table(r *dpsql.Result) error {
 	for i, row := range r.Rows {
 		cells[i] = make([]string, len(row))
 		for j, v := range row {
-			s := p.cellText(v)
+			s := p.cellText(p.showAt(r, i, j, v))
 			cells[i][j] = s
 			widths[j] = max(widths[j], displayWidth(s))
 			switch v.(type) {
@@ -351,4 +355,95 @@ func nonNil(m map[string]float64) map[string]float64 {
 		return map[string]float64{}
 	}
 	return m
+}
+
+// showAt is how value v of row i, column j shows in table and line
+// output: with its 95% interval when it has one (and .intervals is on).
+func (p *printer) showAt(r *dpsql.Result, i, j int, v any) string {
+	if p.noIntervals || i >= len(r.Intervals) || j >= len(r.Intervals[i]) || r.Intervals[i][j] == nil {
+		return p.show(v)
+	}
+	return intervalText(v, r.Intervals[i][j])
+}
+
+// intervalText shows a noisy value with its 95% interval, both to the
+// digits the noise justifies (the half-width to one significant digit,
+// two when it starts with 1 or 2): "38.6 ± 0.4", or "123 [97, 130]"
+// when the interval is lopsided (clamped by the bounds), with "(few
+// rows)" when it is the whole range the bounds allow.
+func intervalText(v any, iv *dpsql.Interval) string {
+	var x float64
+	switch v := v.(type) {
+	case int64:
+		x = float64(v)
+	case float64:
+		x = v
+	default:
+		return formatValue(v)
+	}
+	h := math.Max(x-iv.Lo, iv.Hi-x)
+	if math.IsNaN(h) || math.IsInf(h, 0) || math.IsInf(x, 0) {
+		return formatValue(v)
+	}
+	// The last digit shown is at 10^place: the half-width's first
+	// significant digit (its second when it starts with 1 or 2).
+	place := 0.0
+	if h > 0 {
+		e := math.Floor(math.Log10(h))
+		place = e
+		if h/math.Pow(10, e) < 3 {
+			place = e - 1
+		}
+	}
+	_, integer := v.(int64)
+	if integer {
+		place = max(0, place)
+	}
+	f := func(y float64) string {
+		if place >= 0 {
+			unit := math.Pow(10, place)
+			return strconv.FormatFloat(math.Round(y/unit)*unit, 'f', 0, 64)
+		}
+		return strconv.FormatFloat(y, 'f', int(-place), 64)
+	}
+	val := f(x)
+	if integer && place == 0 {
+		val = formatValue(v)
+	}
+	slack := 0.05 * h
+	if integer {
+		slack = math.Max(slack, 1) // whole-number endpoints
+	}
+	switch {
+	case iv.Wide:
+		return fmt.Sprintf("%s [%s, %s] (few rows)", val, f(iv.Lo), f(iv.Hi))
+	case math.Abs((x-iv.Lo)-(iv.Hi-x)) <= slack:
+		return fmt.Sprintf("%s ± %s", val, f(h))
+	}
+	return fmt.Sprintf("%s [%s, %s]", val, f(iv.Lo), f(iv.Hi))
+}
+
+// confidenceInterval is BigQuery's noise_confidence_interval.
+type confidenceInterval struct {
+	Level float64 `json:"confidence_level"`
+	Lower float64 `json:"lower_bound"`
+	Upper float64 `json:"upper_bound"`
+}
+
+// jsonIntervals are a result's intervals in BigQuery's form, row by row
+// and column by column (null where a value has none).
+func jsonIntervals(r *dpsql.Result) [][]*confidenceInterval {
+	out := make([][]*confidenceInterval, len(r.Rows))
+	for i := range r.Rows {
+		out[i] = make([]*confidenceInterval, len(r.Columns))
+		if i >= len(r.Intervals) {
+			continue
+		}
+		for j, iv := range r.Intervals[i] {
+			if iv != nil && !math.IsInf(iv.Lo, 0) && !math.IsInf(iv.Hi, 0) && !math.IsNaN(iv.Lo) && !math.IsNaN(iv.Hi) {
+				out[i][j] = &confidenceInterval{Level: 0.95, Lower: iv.Lo, Upper: iv.Hi}
+			}
+		}
+	}
+	return out
 }

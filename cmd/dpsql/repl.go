@@ -37,6 +37,7 @@ query (or the statement being typed); Ctrl-D quits.
 .output [FILE]     send results to FILE (no FILE: back to standard output)
 .once FILE         send the next statement's results to FILE
 .cost on|off       keep each result's cost in csv, json and line output (as --with-cost)
+.intervals on|off  show each noisy value's 95% interval in table and line output (default on)
 .show              the current settings
 .read FILE         run the statements in FILE
 .import [OPTIONS] FILE TABLE  create TABLE from a CSV file (owner mode; options of dpsql import:
@@ -198,7 +199,7 @@ var dotCommands = []dotCommand{
 	{[]string{".policy"}, (*shell).policyCommand},
 	{[]string{".mode"}, (*shell).modeCommand},
 	{[]string{".timer", ".explain"}, (*shell).toggleCommand},
-	{[]string{".headers", ".cost"}, (*shell).printerSwitch},
+	{[]string{".headers", ".cost", ".intervals"}, (*shell).printerSwitch},
 	{[]string{".nullvalue"}, func(s *shell, _ context.Context, cmd string, args []string) bool {
 		if a, ok := s.one(cmd, args); ok {
 			s.pr.null, s.pr.nullSet = a, true
@@ -301,7 +302,7 @@ func (s *shell) toggleCommand(_ context.Context, cmd string, args []string) bool
 	return false
 }
 
-// printerSwitch is .headers and .cost on|off.
+// printerSwitch is .headers, .cost and .intervals on|off.
 func (s *shell) printerSwitch(_ context.Context, cmd string, args []string) bool {
 	a, ok := s.one(cmd, args)
 	if !ok {
@@ -313,6 +314,8 @@ func (s *shell) printerSwitch(_ context.Context, cmd string, args []string) bool
 		s.fail("%s: %v", cmd, err)
 	case cmd == ".headers":
 		s.pr.noHeaders = !v
+	case cmd == ".intervals":
+		s.pr.noIntervals = !v
 	default:
 		s.pr.withCost = v
 	}
