@@ -18,7 +18,7 @@ import (
 // coverageGroups is how many groups (independent repetitions) each
 // coverage query releases. With true coverage 0.95, the measured share has
 // standard deviation √(0.95·0.05/2000) = 0.49%: outside [93%, 97%] with
-// probability about 4·10⁻⁵ per configuration, 0.2% for the 34 below
+// probability about 4·10⁻⁵ per configuration, 0.2% for the 38 below
 // together (the seeds are fixed, so a run is reproducible).
 const coverageGroups = 2000
 
@@ -81,7 +81,7 @@ func percentileCont(values []float64, p float64) float64 {
 // [93%, 97%] ([93%, 98.5%] for percentiles, see below).
 func TestIntervalCoverage(t *testing.T) {
 	if testing.Short() {
-		t.Skip("coverage needs 34 queries of 2,000 groups")
+		t.Skip("coverage needs 38 queries of 2,000 groups")
 	}
 	ctx := context.Background()
 	for _, n := range []int{40, 200} {
@@ -92,11 +92,11 @@ func TestIntervalCoverage(t *testing.T) {
 			eps   float64
 			noise string
 		}{{0.5, "laplace"}, {2, "laplace"}, {1, "gaussian"}} {
-			for _, agg := range []string{"COUNT(x)", "SUM(x)", "AVG(x)", "VAR_POP(x)", "STDDEV_POP(x)", "MEDIAN(x)", "PERCENTILE_CONT(x, 0.9)"} {
+			for _, agg := range []string{"COUNT(x)", "SUM(x)", "AVG(x)", "VAR_POP(x)", "STDDEV_POP(x)", "MEDIAN(x)", "PERCENTILE_CONT(x, 0.9)", "APPROX_QUANTILES(x, 4)"} {
 				if cfg.noise == "gaussian" && n == 40 && agg != "AVG(x)" {
 					continue // Gaussian: every kind on the large groups, AVG on both
 				}
-				if strings.HasPrefix(agg, "MEDIAN") || strings.HasPrefix(agg, "PERCENTILE") {
+				if strings.HasPrefix(agg, "MEDIAN") || strings.HasPrefix(agg, "PERCENTILE") || strings.HasPrefix(agg, "APPROX") {
 					if cfg.noise == "gaussian" {
 						continue // the quantile tree is Laplace under either noise
 					}
@@ -114,6 +114,10 @@ func TestIntervalCoverage(t *testing.T) {
 				}
 				if res.Mechanism != cfg.noise {
 					t.Fatalf("%s ran with %s noise", q, res.Mechanism)
+				}
+				if strings.HasPrefix(agg, "APPROX") {
+					approxCoverage(t, fmt.Sprintf("n=%d ε=%g", n, cfg.eps), res, values)
+					continue
 				}
 				in, wide := 0, 0
 				for r := range res.Rows {
@@ -143,5 +147,31 @@ func TestIntervalCoverage(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// approxCoverage checks APPROX_QUANTILES(x, 4)'s intervals, one per value:
+// the three inner quantiles (0.25, 0.5, 0.75) together in the percentiles'
+// band, the minimum and the maximum at least 93% (their intervals reach
+// the bound on their side: at least 97.5% by construction).
+func approxCoverage(t *testing.T, what string, res *dpsql.Result, values []float64) {
+	t.Helper()
+	in := make([]int, 5)
+	for r := range res.Rows {
+		iv := res.Intervals[r][1]
+		if iv == nil || len(iv.Each) != 5 {
+			t.Fatalf("%s APPROX_QUANTILES: row %d has %v", what, r, iv)
+		}
+		for k, e := range iv.Each {
+			if v := percentileCont(values, float64(k)/4); e.Lo <= v && v <= e.Hi {
+				in[k]++
+			}
+		}
+	}
+	n := float64(len(res.Rows))
+	inner := float64(in[1]+in[2]+in[3]) / (3 * n)
+	t.Logf("%s laplace APPROX_QUANTILES(x, 4): coverage %.1f%% of %d inner values (quantiles 0.25, 0.5, 0.75); minimum %.1f%%, maximum %.1f%%", what, 100*inner, 3*len(res.Rows), 100*float64(in[0])/n, 100*float64(in[4])/n)
+	if inner < 0.93 || inner > 0.985 || float64(in[0])/n < 0.93 || float64(in[4])/n < 0.93 {
+		t.Errorf("%s APPROX_QUANTILES(x, 4): coverage %v of %d groups", what, in, len(res.Rows))
 	}
 }

@@ -16,7 +16,11 @@ func fromExec(in [][]*exec.Interval) [][]*Interval {
 		out[r] = make([]*Interval, len(row))
 		for j, iv := range row {
 			if iv != nil {
-				out[r][j] = &Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide}
+				x := &Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide}
+				for _, e := range iv.Each {
+					x.Each = append(x.Each, Interval{Lo: e.Lo, Hi: e.Hi, Wide: e.Wide})
+				}
+				out[r][j] = x
 			}
 		}
 	}
@@ -30,7 +34,11 @@ func toCache(in [][]*Interval) [][]*cache.Interval {
 		r := make([]*cache.Interval, len(row))
 		for j, iv := range row {
 			if iv != nil {
-				r[j] = &cache.Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide}
+				x := &cache.Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide}
+				for _, e := range iv.Each {
+					x.Each = append(x.Each, cache.Interval{Lo: e.Lo, Hi: e.Hi, Wide: e.Wide})
+				}
+				r[j] = x
 			}
 		}
 		out = append(out, r)
@@ -44,7 +52,11 @@ func fromCached(in [][]*cache.Interval) [][]*Interval {
 		r := make([]*Interval, len(row))
 		for j, iv := range row {
 			if iv != nil {
-				r[j] = &Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide}
+				x := &Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide}
+				for _, e := range iv.Each {
+					x.Each = append(x.Each, Interval{Lo: e.Lo, Hi: e.Hi, Wide: e.Wide})
+				}
+				r[j] = x
 			}
 		}
 		out = append(out, r)
@@ -88,6 +100,9 @@ type Result struct {
 type Interval struct {
 	Lo, Hi float64
 	Wide   bool
+	// Each holds, for APPROX_QUANTILES' array of values, one interval per
+	// value (Lo and Hi then span them).
+	Each []Interval
 }
 
 // addCharge adds one DP query's cost, mechanism and notes (each after

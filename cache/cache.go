@@ -76,9 +76,10 @@ type value struct {
 
 // Interval is a released value's 95% interval, kept with its answer.
 type Interval struct {
-	Lo   float64 `json:"lo"`
-	Hi   float64 `json:"hi"`
-	Wide bool    `json:"wide,omitempty"`
+	Lo   float64    `json:"lo"`
+	Hi   float64    `json:"hi"`
+	Wide bool       `json:"wide,omitempty"`
+	Each []Interval `json:"each,omitempty"` // APPROX_QUANTILES: one per value
 }
 
 type stored struct {

@@ -435,13 +435,12 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 					v = vs[0]
 					if len(c.Ps) > 0 {
 						multi[g*nc+i] = vs
-					} else {
-						// The interval reads more nodes of the same noisy
-						// tree: post-processing.
-						var iv Interval
-						if iv, err = tr.quantileInterval(c.P, cells[i].lo, cells[i].hi); err == nil {
-							quantileIvs[g*nc+i] = &iv
-						}
+					}
+					// The intervals read more nodes of the same noisy
+					// tree: post-processing.
+					var iv *Interval
+					if iv, err = tr.intervals(ps, cells[i].lo, cells[i].hi, len(c.Ps) > 0); err == nil {
+						quantileIvs[g*nc+i] = iv
 					}
 				}
 			} else if c.Gaussian {
@@ -483,7 +482,7 @@ func groupIntervals(q *planner.PrivateQuery, noisy []float64, ns []noiseOf, aggB
 	for g := 0; g < groups; g++ {
 		for i, a := range q.Aggregates {
 			if a.Kind == planner.AggQuantile {
-				out[g*na+i] = quantileIvs[g*nc+a.Cells[0]] // nil for APPROX_QUANTILES
+				out[g*na+i] = quantileIvs[g*nc+a.Cells[0]] // APPROX_QUANTILES: one per value, in Each
 				continue
 			}
 			if iv, ok := aggregateInterval(a, noisy[g*nc:(g+1)*nc], ns, aggBounds[i][0], aggBounds[i][1]); ok {

@@ -18,6 +18,9 @@ type Interval struct {
 	// Wide marks an interval that is the whole range the bounds allow,
 	// because the group's noisy count is too small to say more.
 	Wide bool
+	// Each holds, for APPROX_QUANTILES' array of values, one interval per
+	// value (Lo and Hi then span them).
+	Each []Interval
 }
 
 // intervalLevel is the intervals' confidence level.
@@ -233,9 +236,6 @@ func predictedError(q *planner.PrivateQuery, a *planner.Aggregate) string {
 		}
 		return fmt.Sprintf("95%% error: %s depends on the group's count of values n; the variance's at most ", what) +
 			at(func(n float64) []float64 { return []float64{1 / n, 2 * half / n, half * half / n} }, []int{a.Cells[2], a.Cells[0], a.Cells[1]})
-	}
-	if a.Quantiles > 0 {
-		return "95% error: APPROX_QUANTILES' values have no interval yet"
 	}
 	return "95% error: depends on how densely the data lies around the percentile (the noisy tree's counts move its rank by a few noise scales); the interval comes with the answer"
 }

@@ -258,6 +258,14 @@ func (tr *noisyTree) quantileInterval(p, lo, hi float64) (Interval, error) {
 		}
 	}
 	b := loL * step
+	// The minimum and the maximum have nothing below (above) them: their
+	// intervals reach the bound on that side.
+	if p == 0 {
+		a = 0
+	}
+	if p == 1 {
+		b = leaves
+	}
 	width := (hi - lo) / float64(leaves)
 	iv := Interval{Lo: lo + float64(a)*width, Hi: lo + float64(b)*width}
 	if iv.Hi < iv.Lo {
@@ -265,6 +273,26 @@ func (tr *noisyTree) quantileInterval(p, lo, hi float64) (Interval, error) {
 	}
 	iv.Lo, iv.Hi = math.Max(lo, iv.Lo), math.Min(hi, iv.Hi)
 	return iv, nil
+}
+
+// intervals is the interval of one percentile (ps[0]), or with each set,
+// of APPROX_QUANTILES' values: Each holds one interval per quantile, and
+// Lo and Hi span them.
+func (tr *noisyTree) intervals(ps []float64, lo, hi float64, each bool) (*Interval, error) {
+	if !each {
+		iv, err := tr.quantileInterval(ps[0], lo, hi)
+		return &iv, err
+	}
+	out := &Interval{Lo: hi, Hi: lo}
+	for _, p := range ps {
+		iv, err := tr.quantileInterval(p, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		out.Each = append(out.Each, iv)
+		out.Lo, out.Hi = math.Min(out.Lo, iv.Lo), math.Max(out.Hi, iv.Hi)
+	}
+	return out, nil
 }
 
 // nonZero drops zero scales (a weight of 0: p = 1 on a prefix node).

@@ -372,6 +372,18 @@ func (p *printer) showAt(r *dpsql.Result, i, j int, v any) string {
 // when the interval is lopsided (clamped by the bounds), with "(few
 // rows)" when it is the whole range the bounds allow.
 func intervalText(v any, iv *dpsql.Interval) string {
+	if text, ok := v.(string); ok && iv.Each != nil {
+		// APPROX_QUANTILES: a JSON array, each value with its interval.
+		var xs []float64
+		if err := json.Unmarshal([]byte(text), &xs); err != nil || len(xs) != len(iv.Each) {
+			return text
+		}
+		parts := make([]string, len(xs))
+		for k, x := range xs {
+			parts[k] = intervalText(x, &iv.Each[k])
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
 	var x float64
 	switch v := v.(type) {
 	case int64:
@@ -428,6 +440,8 @@ type confidenceInterval struct {
 	Level float64 `json:"confidence_level"`
 	Lower float64 `json:"lower_bound"`
 	Upper float64 `json:"upper_bound"`
+	// Elements are APPROX_QUANTILES' intervals, one per value.
+	Elements []*confidenceInterval `json:"elements,omitempty"`
 }
 
 // jsonIntervals are a result's intervals in BigQuery's form, row by row
@@ -441,7 +455,11 @@ func jsonIntervals(r *dpsql.Result) [][]*confidenceInterval {
 		}
 		for j, iv := range r.Intervals[i] {
 			if iv != nil && !math.IsInf(iv.Lo, 0) && !math.IsInf(iv.Hi, 0) && !math.IsNaN(iv.Lo) && !math.IsNaN(iv.Hi) {
-				out[i][j] = &confidenceInterval{Level: 0.95, Lower: iv.Lo, Upper: iv.Hi}
+				ci := &confidenceInterval{Level: 0.95, Lower: iv.Lo, Upper: iv.Hi}
+				for _, e := range iv.Each {
+					ci.Elements = append(ci.Elements, &confidenceInterval{Level: 0.95, Lower: e.Lo, Upper: e.Hi})
+				}
+				out[i][j] = ci
 			}
 		}
 	}
