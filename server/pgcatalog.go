@@ -186,8 +186,19 @@ func (c *conn) catalogQuery(q, lower string) (*answer, error, bool) {
 	}
 	switch {
 	case strings.Contains(lower, "from pg_catalog.pg_database d"):
-		a := &answer{desc: text("Name", "Owner", "Encoding", "Collate", "Ctype", "ICU Locale", "Locale Provider", "Access privileges"), tag: "SELECT"}
-		a.rows = [][]any{{"dpsql", "owner", "UTF8", "C", "C", nil, "libc", nil}}
+		// \l, \l+ (which adds Size, Tablespace and Description): the
+		// columns psql names, in its order.
+		var cols []string
+		for _, m := range reColumnAlias.FindAllStringSubmatch(q, -1) {
+			cols = append(cols, m[1])
+		}
+		a := &answer{desc: text(cols...), tag: "SELECT"}
+		row := make([]any, len(cols))
+		for i, col := range cols {
+			row[i] = map[string]any{"Name": "dpsql", "Owner": "owner", "Encoding": "UTF8", "Collate": "C", "Ctype": "C",
+				"Locale Provider": "libc", "Tablespace": "pg_default"}[col]
+		}
+		a.rows = [][]any{row}
 		return a, nil, true
 	case strings.Contains(lower, `as "schema"`) && strings.Contains(lower, "from pg_catalog.pg_class c") && strings.Contains(lower, "c.relkind in ("):
 		// \dt, \d: the relation list.
@@ -195,10 +206,23 @@ func (c *conn) catalogQuery(q, lower string) (*answer, error, bool) {
 		if err != nil {
 			return nil, err, true
 		}
-		a := &answer{desc: text("Schema", "Name", "Type", "Owner"), tag: "SELECT"}
-		if strings.Contains(lower, "'r'") {
+		// The columns psql names (\dt+ adds Persistence, Access method,
+		// Size and Description; \di a Table), in its order; rows only when
+		// the relation kinds asked for include tables ('r'), not for \dv,
+		// \di, \ds or \dm.
+		var cols []string
+		for _, m := range reColumnAlias.FindAllStringSubmatch(q, -1) {
+			cols = append(cols, m[1])
+		}
+		a := &answer{desc: text(cols...), tag: "SELECT"}
+		if m := reRelkinds.FindStringSubmatch(lower); m != nil && strings.Contains(m[1], "'r'") {
 			for _, t := range ts {
-				a.rows = append(a.rows, []any{"main", t.Name, "table", "owner"})
+				row := make([]any, len(cols))
+				for i, col := range cols {
+					row[i] = map[string]any{"Schema": "main", "Name": t.Name, "Type": "table", "Owner": "owner",
+						"Persistence": "permanent", "Access method": "heap", "Size": "", "Description": nil, "Table": nil}[col]
+				}
+				a.rows = append(a.rows, row)
 			}
 		}
 		return a, nil, true
@@ -228,21 +252,11 @@ func (c *conn) catalogQuery(q, lower string) (*answer, error, bool) {
 		}
 		return a, nil, true
 	case strings.HasPrefix(lower, "select a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod)"):
-		// \d NAME, step 3: the columns and their declared types.
-		a := &answer{desc: text("attname", "format_type", "pg_get_expr", "attnotnull", "attcollation", "attidentity", "attgenerated"), tag: "SELECT"}
-		a.desc.types[3] = typeBool
-		if m := reAttrOID.FindStringSubmatch(q); m != nil {
-			t, err := c.tableByOID(m[1])
-			if err != nil {
-				return nil, err, true
-			}
-			if t != nil {
-				for _, col := range t.Columns {
-					a.rows = append(a.rows, []any{col.Name, pgTypeName(col.Type), nil, false, nil, "", ""})
-				}
-			}
-		}
-		return a, nil, true
+		// \d NAME, step 3: the columns and their declared types; \d+ asks
+		// for more columns (storage, compression, statistics target,
+		// description), each present only when named: psql reads them by
+		// position, so the answer has exactly the columns asked for.
+		return c.attributes(q, lower)
 	case reTableFollowUp.MatchString(q):
 		// \d NAME, the rest: policies, statistics, publications, inherited
 		// tables, triggers... — a dpsql table has none.
@@ -250,6 +264,13 @@ func (c *conn) catalogQuery(q, lower string) (*answer, error, bool) {
 	}
 	return nil, nil, false
 }
+
+// reColumnAlias finds the column names psql gives its listing columns
+// (as "Name"), and reRelkinds the relation kinds a listing asks for.
+var (
+	reColumnAlias = regexp.MustCompile(`(?i)\bas\s+"([^"]+)"`)
+	reRelkinds    = regexp.MustCompile(`c\.relkind in \(([^)]*)\)`)
+)
 
 // reTableFollowUp matches the queries psql's \d sends after the columns,
 // about the objects attached to the table: it has none of them.
@@ -308,4 +329,55 @@ func (c *conn) tableByOID(oid string) (*oidTable, error) {
 		}
 	}
 	return nil, nil
+}
+
+// verboseAttributes are the columns psql 15's \d+ adds to its column
+// query, in its order: how each is recognised in the query text, its
+// name, and its value for a column of a given declared type.
+var verboseAttributes = []struct {
+	marker, name string
+	value        func(declaredType string) any
+}{
+	{"a.attstorage", "attstorage", func(t string) any {
+		if pgTypeName(t) == "text" {
+			return "x" // extended, as PostgreSQL stores text
+		}
+		return "p" // plain
+	}},
+	{"a.attcompression", "attcompression", func(string) any { return "" }},
+	{"attstattarget", "attstattarget", func(string) any { return nil }},
+	{"pg_catalog.col_description(", "col_description", func(string) any { return nil }},
+}
+
+// attributes answers psql's column query for \d and \d+.
+func (c *conn) attributes(q, lower string) (*answer, error, bool) {
+	cols := []string{"attname", "format_type", "pg_get_expr", "attnotnull", "attcollation", "attidentity", "attgenerated"}
+	var extra []int
+	for i, v := range verboseAttributes {
+		if strings.Contains(lower, v.marker) {
+			cols = append(cols, v.name)
+			extra = append(extra, i)
+		}
+	}
+	a := &answer{desc: &description{columns: cols, types: make([]string, len(cols))}, tag: "SELECT"}
+	for i := range a.desc.types {
+		a.desc.types[i] = dpsql.TypeText
+	}
+	a.desc.types[3] = typeBool
+	m := reAttrOID.FindStringSubmatch(q)
+	if m == nil {
+		return a, nil, true
+	}
+	t, err := c.tableByOID(m[1])
+	if err != nil || t == nil {
+		return a, err, true
+	}
+	for _, col := range t.Columns {
+		row := []any{col.Name, pgTypeName(col.Type), nil, false, nil, "", ""}
+		for _, i := range extra {
+			row = append(row, verboseAttributes[i].value(col.Type))
+		}
+		a.rows = append(a.rows, row)
+	}
+	return a, nil, true
 }

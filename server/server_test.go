@@ -631,6 +631,7 @@ func TestPsql(t *testing.T) {
 	host, port, _ := net.SplitHostPort(f.addr)
 	script := `\dt
 \d t
+\d+ t
 SET epsilon = 0.1;
 SELECT COUNT(*) AS n FROM t;
 SELECT code, label FROM lookup ORDER BY code;
@@ -656,6 +657,8 @@ SELECT COUNT(*) AS m FROM t WHERE x > 0;
 		// Each private query's cost and 95% intervals as a NOTICE; the
 		// intervals as columns after SET interval_columns = on.
 		"NOTICE:  spent ε=0.1, δ=0; 95% intervals: row 1: n [", "| m_lo | m_hi",
+		// \d+ gets the columns it reads (psql 15 crashed on \d's shape).
+		"| Storage  | Compression | Stats target | Description", "| extended |", "Access method: heap",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("psql output lacks %q:\n%s", want, text)
@@ -674,6 +677,43 @@ SELECT COUNT(*) AS m FROM t WHERE x > 0;
 		t.Errorf("psql on a refused query: %v\n%s", err, out)
 	}
 	t.Logf("psql:\n%s", text)
+}
+
+// TestPsqlDescribeFamily: every \d-family command of psql 15 either
+// answers in the shape psql reads or is refused with a clear error; psql
+// never crashes (it read past \d's columns on \d+ and died with SIGSEGV).
+func TestPsqlDescribeFamily(t *testing.T) {
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("psql is not installed; .ci/run installs postgresql-client")
+		}
+		t.Skip("psql not found")
+	}
+	f := newFixture(t, nil)
+	host, port, _ := net.SplitHostPort(f.addr)
+	want := map[string]string{
+		`\d`: "| lookup | table |", `\d+`: "| lookup | table |", `\d+ t`: "| extended |", `\dt+`: "| Access method |",
+		`\l+`: "| Tablespace |", `\dv`: "Did not find any relations.", `\di`: "Did not find any relations.", `\dn`: "ERROR:",
+	}
+	for _, cmdText := range []string{`\d`, `\d+`, `\d t`, `\d+ t`, `\dt`, `\dt+`, `\dn`, `\dn+`, `\df`, `\du`, `\l`, `\l+`, `\dv`, `\di`, `\dT`, `\dx`} {
+		cmd := exec.Command(psql, "-X", "--no-psqlrc", "-P", "pager=off",
+			fmt.Sprintf("host=%s port=%s user=alice dbname=dpsql sslmode=disable", host, port), "-c", cmdText)
+		cmd.Env = append(os.Environ(), "PGPASSWORD=secret", "PGCONNECT_TIMEOUT=10")
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() != 1 {
+			t.Errorf("%s: psql exited with %v (a crash, not an error):\n%s", cmdText, err, out)
+			continue
+		}
+		if err != nil && !strings.Contains(string(out), "ERROR:") {
+			t.Errorf("%s: %v without an ERROR message:\n%s", cmdText, err, out)
+		}
+		if w, ok := want[cmdText]; ok && !strings.Contains(string(out), w) {
+			t.Errorf("%s: output lacks %q:\n%s", cmdText, w, out)
+		}
+		t.Logf("%s:\n%s", cmdText, out)
+	}
 }
 
 // slowPrivate is a private query that runs for seconds: ten rows of t
