@@ -261,9 +261,16 @@ func (s Status) Choose(candidates []Charge) (int, string, error) {
 // by zCDP (Gaussian queries), whichever allows more; for an analyst, within
 // both their budget and the database's.
 func (s Status) QueriesLeft(epsilon float64) int64 {
-	n := s.ownQueriesLeft(epsilon, s.GaussianRho(epsilon))
+	// The ρ one query records: a Gaussian one's when both budgets allow
+	// Gaussian noise, else a Laplace one's, ε²/2 (an analyst's pure budget
+	// has no ρ of its own: the database is asked about that ρ, not 0).
+	rho := s.GaussianRho(epsilon)
+	if rho == 0 {
+		rho = RhoOfPure(epsilon)
+	}
+	n := s.ownQueriesLeft(epsilon, rho)
 	if s.Database != nil {
-		n = min(n, s.Database.ownQueriesLeft(epsilon, s.GaussianRho(epsilon)))
+		n = min(n, s.Database.ownQueriesLeft(epsilon, rho))
 	}
 	return n
 }

@@ -241,6 +241,35 @@ func TestMigrationToUnits(t *testing.T) {
 	}
 }
 
+// TestQueriesLeftForAnAnalyst: an analyst with a pure budget (no δ: no
+// ρ of their own) under a database with a zCDP total is told how many
+// queries fit by both, with a Laplace query's ρ (it said 0: issue 29).
+func TestQueriesLeftForAnAnalyst(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func() *Store) {
+		ctx := context.Background()
+		db := open()
+		if err := SetTotal(ctx, db, Cost{Epsilon: 10, Delta: 1e-6}, false); err != nil {
+			t.Fatal(err)
+		}
+		// A Gaussian query at the database level: from then on only zCDP
+		// certifies the database's charges.
+		st0, _ := GetStatus(ctx, db)
+		if _, err := ChargeFirst(ctx, db, "", []Charge{{Mechanism: Gaussian, Epsilon: 0.5, Rho: st0.GaussianRho(0.5)}}, "q", nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := CreateAnalyst(ctx, db, "ann", "v", &Cost{Epsilon: 2}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := GetAnalystStatus(ctx, db, "ann")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.QueriesLeft(0.2); got != 10 {
+			t.Errorf("an analyst with ε = 2 left: %d queries of 0.2 fit, want 10", got)
+		}
+	})
+}
+
 // TestMixedCompositionByHand: a Laplace query, a Gaussian one and a
 // partition selection, against ρ and δ computed by hand, under a total
 // (ε = 1, δ = 1e-6): partition selection may spend 5e-7, and zCDP may spend

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +34,8 @@ type conn struct {
 	busy    bool
 	closed  bool
 	running context.CancelFunc // the running statement's
+	// statementTimeout is the client's SET statement_timeout (0: none).
+	statementTimeout time.Duration
 
 	stmts    map[string]*prepared
 	portals  map[string]*portal
@@ -227,7 +231,7 @@ func (c *conn) run(text string, args []any) (*answer, error) {
 		return a, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if d := c.srv.cfg.StatementTimeout; d > 0 {
+	if d := c.timeout(); d > 0 {
 		ctx, cancel = context.WithTimeout(context.Background(), d)
 	}
 	c.mu.Lock()
@@ -252,9 +256,11 @@ func (c *conn) run(text string, args []any) (*answer, error) {
 		// charged.
 		why := "canceling statement due to user request"
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			why = fmt.Sprintf("canceling statement due to statement timeout (%s)", c.srv.cfg.StatementTimeout)
+			why = fmt.Sprintf("canceling statement due to statement timeout (%s)", c.timeout())
 		}
-		err = &wireError{code: "57014", msg: why}
+		// The engine's own message says whether the query's cost was
+		// charged before it was stopped: the detail keeps it.
+		err = &wireError{code: "57014", msg: why, detail: err.Error()}
 	}
 	if err != nil {
 		code, _ := sqlstate(err)
@@ -520,3 +526,41 @@ func commandTag(a *answer) string {
 	}
 	return a.tag
 }
+
+// timeout is the statement timeout in force on the connection: the
+// client's SET statement_timeout, else the server's --statement-timeout;
+// the shorter when both are set.
+func (c *conn) timeout() time.Duration {
+	d := c.srv.cfg.StatementTimeout
+	c.mu.Lock()
+	own := c.statementTimeout
+	c.mu.Unlock()
+	if own > 0 && (d == 0 || own < d) {
+		return own
+	}
+	return d
+}
+
+// setStatementTimeout reads SET statement_timeout's value as PostgreSQL
+// does: an integer in milliseconds, or a number with a unit (us, ms, s,
+// min, h, d), quoted or not; 0 or DEFAULT turns the client's off.
+func (c *conn) setStatementTimeout(value string) error {
+	v := strings.ToLower(strings.Trim(strings.TrimSpace(value), `'"`))
+	var d time.Duration
+	if v != "default" && v != "0" {
+		m := reDuration.FindStringSubmatch(v)
+		if m == nil {
+			return &wireError{code: "22023", msg: fmt.Sprintf("invalid value for parameter \"statement_timeout\": %q (milliseconds, or a number with a unit: 500ms, 30s, 5min)", value)}
+		}
+		n, _ := strconv.ParseFloat(m[1], 64)
+		unit := map[string]time.Duration{"": time.Millisecond, "us": time.Microsecond, "ms": time.Millisecond, "s": time.Second, "min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}[m[2]]
+		d = time.Duration(n * float64(unit))
+	}
+	c.mu.Lock()
+	c.statementTimeout = d
+	c.mu.Unlock()
+	return nil
+}
+
+// reDuration is a PostgreSQL time setting: a number and an optional unit.
+var reDuration = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*(us|ms|s|min|h|d)?$`)

@@ -77,7 +77,14 @@ func (c *conn) emulate(text string) (a *answer, err error, ok bool) {
 		return &answer{desc: &description{columns: []string{col}, types: []string{t}}, rows: [][]any{{v}}, tag: "SELECT"}
 	}
 	if m := reSet.FindStringSubmatch(q); m != nil && !strings.EqualFold(m[1], "budget") {
-		if name := strings.ToLower(m[1]); !engineSettings[name] {
+		name := strings.ToLower(m[1])
+		if name == "statement_timeout" {
+			if err := c.setStatementTimeout(m[2]); err != nil {
+				return nil, err, true
+			}
+			return &answer{tag: "SET"}, nil, true
+		}
+		if !engineSettings[name] {
 			return &answer{tag: "SET"}, nil, true
 		}
 		return nil, nil, false
@@ -99,6 +106,13 @@ func (c *conn) emulate(text string) (a *answer, err error, ok bool) {
 		name := strings.ToLower(m[1])
 		if engineShows[name] {
 			return nil, nil, false
+		}
+		if name == "statement_timeout" {
+			v := "0"
+			if d := c.timeout(); d > 0 {
+				v = fmt.Sprintf("%dms", d.Milliseconds())
+			}
+			return &answer{desc: &description{columns: []string{name}, types: []string{dpsql.TypeText}}, rows: [][]any{{v}}, tag: "SHOW"}, nil, true
 		}
 		if name == "application_name" {
 			return &answer{desc: &description{columns: []string{name}, types: []string{dpsql.TypeText}}, rows: [][]any{{c.params["application_name"]}}, tag: "SHOW"}, nil, true

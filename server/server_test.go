@@ -751,8 +751,14 @@ func TestCancelledPrivateQueryStaysCharged(t *testing.T) {
 	if err := c.PgConn().CancelRequest(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-errc; sqlState(err) != "57014" {
+	err := <-errc
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "57014" {
 		t.Fatalf("want 57014, got %v", err)
+	}
+	// PostgreSQL's message, and in the detail what dpsql charged.
+	if !strings.Contains(pe.Detail, "ε=0.1") || !strings.Contains(pe.Detail, "was charged") {
+		t.Errorf("cancel detail %q does not say what was charged", pe.Detail)
 	}
 	var spent float64
 	rows, err := c.Query(ctx, `SHOW BUDGET`, pgx.QueryExecModeSimpleProtocol)
@@ -771,6 +777,25 @@ func TestCancelledPrivateQueryStaysCharged(t *testing.T) {
 	}
 	if rows.Err() != nil || spent != 0.1 {
 		t.Errorf("spent after a cancelled query: %v (%v), want 0.1", spent, rows.Err())
+	} // SET statement_timeout is honoured (not accepted and ignored), and a
+	// bad value refused.
+	if _, err := c.Exec(ctx, `SET statement_timeout = 'soon'`); sqlState(err) != "22023" {
+		t.Errorf("SET statement_timeout = 'soon': %v", err)
+	}
+	if _, err := c.Exec(ctx, `SET statement_timeout = '100ms'`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = c.Exec(ctx, slowPrivate)
+	if !errors.As(err, &pe) || pe.Code != "57014" || !strings.Contains(pe.Message, "statement timeout") || time.Since(start) > 5*time.Second {
+		t.Errorf("after SET statement_timeout = '100ms': %v after %v", err, time.Since(start))
+	}
+	var shown string
+	if err := c.QueryRow(ctx, `SHOW statement_timeout`, pgx.QueryExecModeSimpleProtocol).Scan(&shown); err != nil || shown != "100ms" {
+		t.Errorf("SHOW statement_timeout: %q %v", shown, err)
+	}
+	if _, err := c.Exec(ctx, `SET statement_timeout = 0`); err != nil {
+		t.Fatal(err)
 	}
 }
 

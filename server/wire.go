@@ -305,7 +305,7 @@ func decodeParam(raw []byte, oid uint32, fmtCode int16) (any, error) {
 }
 
 // wireError is an error with its SQLSTATE.
-type wireError struct{ code, msg string }
+type wireError struct{ code, msg, detail string }
 
 func (e *wireError) Error() string { return e.msg }
 
@@ -341,6 +341,10 @@ func (c *conn) sendError(err error, query string, offset int) {
 	}
 	code, msg := sqlstate(err)
 	er := &pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: code, Message: msg, Hint: dpsql.Hint(err)}
+	var we *wireError
+	if errors.As(err, &we) {
+		er.Detail = we.detail
+	}
 	var pe interface{ Position() (int, int) }
 	if query != "" && errors.As(err, &pe) {
 		line, col := pe.Position()

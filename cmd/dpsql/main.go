@@ -71,7 +71,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if len(args) > 0 {
@@ -146,13 +146,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer eng.Close()
 	out := stdout
 	if *output != "" {
-		f, err := os.Create(*output)
-		if err != nil {
-			fmt.Fprintln(stderr, "error:", err)
-			return 1
-		}
-		defer f.Close()
-		out = f
+		// Opened at the first write: a run that prints nothing (a script
+		// that fails to parse, a refused first statement) leaves an
+		// existing file as it was.
+		lazy := &lazyFile{path: *output}
+		defer func() {
+			if err := lazy.Close(); err != nil {
+				fmt.Fprintln(stderr, "error:", err)
+				code = 1
+			}
+		}()
+		out = lazy
 	}
 	pr, _ := newPrinter(*format, out)
 	pr.withCost = *withCost
@@ -555,4 +559,29 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return repl(eng, pr, f, stdout, stderr)
 	}
 	return 0
+}
+
+// lazyFile creates its file at the first write.
+type lazyFile struct {
+	path string
+	f    *os.File
+	err  error
+}
+
+func (l *lazyFile) Write(p []byte) (int, error) {
+	if l.f == nil && l.err == nil {
+		l.f, l.err = os.Create(l.path)
+	}
+	if l.err != nil {
+		return 0, l.err
+	}
+	return l.f.Write(p)
+}
+
+// Close closes the file if it was created, and reports a failed create.
+func (l *lazyFile) Close() error {
+	if l.f != nil {
+		return l.f.Close()
+	}
+	return l.err
 }

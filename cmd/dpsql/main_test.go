@@ -281,6 +281,20 @@ func TestOutputFileKeptOnEarlyFailure(t *testing.T) {
 			t.Errorf("%v: output file now %q", args, b)
 		}
 	}
+	// A statement that fails to parse (or is refused) before anything is
+	// printed leaves the file as it was too (issue 29).
+	db := filepath.Join(dir, "p.db")
+	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 5)); code != 0 {
+		t.Fatal(e)
+	}
+	for _, stmt := range []string{"SELEC 1", "SELECT * FROM people"} {
+		if _, _, code := runCLI(t, "", "--db", db, "--output", out, "-c", stmt); code == 0 {
+			t.Errorf("%s succeeded", stmt)
+		}
+		if b, _ := os.ReadFile(out); string(b) != "precious" {
+			t.Errorf("%s: output file now %q", stmt, b)
+		}
+	}
 }
 
 // TestPercentInDatabasePath: a '%' in --db is part of the file name, not a
