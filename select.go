@@ -137,7 +137,7 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	}
 	res := &Result{Columns: r.Columns, Rows: r.Rows, Intervals: fromExec(r.Intervals), Cost: cost, Mechanism: opt.charge.Mechanism, Rho: opt.charge.Rho, ErrorBounds: errorBounds(opt.plan)}
 	if c := opt.charge; c.Mechanism == budget.Gaussian {
-		res.Notes = append(res.Notes, fmt.Sprintf("discrete Gaussian noise, zCDP accounting: this query bought ρ=%.4g, the share ε/E of the total ρ=%.4g", c.Rho, st2.RhoTotal))
+		res.Notes = append(res.Notes, fmt.Sprintf("Gaussian noise: this query spent ε=%.6g of the budget (SHOW BUDGET says what is left; EXPLAIN and SHOW LEDGER show its zCDP cost, ρ=%.4g of %.4g)", cost.Epsilon, c.Rho, st2.RhoTotal))
 	}
 	for _, c := range chosen {
 		switch {

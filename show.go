@@ -3,6 +3,7 @@ package dpsql
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/dpsql/dpsql/budget"
@@ -61,16 +62,19 @@ func (s *Session) showBudget(ctx context.Context) (*Result, error) {
 	rem := st.OwnRemaining()
 	// The shape stays (budget, epsilon, delta) for programs that scan
 	// it; ρ is in the note.
+	// What remains is shown to 6 significant digits: under zCDP it is the
+	// ε-share of the ρ left, whose float reads as noise
+	// (0.8500000005862498); SHOW LEDGER has the exact charges.
 	res := &Result{Columns: []string{"budget", "epsilon", "delta"}, Rows: [][]any{
 		{"total", st.Total.Epsilon, st.Total.Delta},
-		{"spent", st.Spent.Epsilon, st.Spent.Delta},
-		{"remaining", rem.Epsilon, rem.Delta},
+		{"spent", sig6(st.Spent.Epsilon), sig6(st.Spent.Delta)},
+		{"remaining", sig6(rem.Epsilon), sig6(rem.Delta)},
 	}}
 	res.Notes = append(res.Notes, budgetNote(st))
 	if db := st.Database; db != nil {
 		// An analyst's: the database's total caps what all spend.
 		dr := db.Remaining()
-		res.Rows = append(res.Rows, []any{"database remaining", dr.Epsilon, dr.Delta})
+		res.Rows = append(res.Rows, []any{"database remaining", sig6(dr.Epsilon), sig6(dr.Delta)})
 		res.Notes = append(res.Notes, fmt.Sprintf("this is analyst %s's own budget; the database's total (ε=%g, δ=%g, shared by every analyst) caps it: a query must fit both", st.Analyst, db.Total.Epsilon, db.Total.Delta))
 	}
 	if eps := s.settings.Epsilon; eps > 0 {
@@ -176,4 +180,10 @@ func policyResult(t *catalog.Table) *Result {
 		add("domain", c, fmt.Sprintf("%d values: %s", len(vals), strings.Join(vals, ", ")))
 	}
 	return res
+}
+
+// sig6 rounds a budget figure to 6 significant digits.
+func sig6(x float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 6, 64), 64)
+	return v
 }

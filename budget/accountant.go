@@ -139,7 +139,10 @@ func (l ledger) choose(candidates []Charge) (int, error) {
 		}
 	}
 	rem, t := s.OwnRemaining(), s.Total
-	return -1, fmt.Errorf("%w: the query needs ε=%g, δ=%g but only ε=%g, δ=%g remain%s of ε=%g, δ=%g%s",
+	// Remainders are shown to 6 significant digits: the ledger counts in
+	// whole units, and the float of a difference of units reads as noise
+	// (0.8500000005862498).
+	return -1, fmt.Errorf("%w: the query needs ε=%g, δ=%g but only ε=%.6g, δ=%.6g remain%s of ε=%g, δ=%g%s",
 		ErrBudgetExhausted, c.Epsilon, c.Delta, rem.Epsilon, rem.Delta, whose, t.Epsilon, t.Delta, l.stuckWhy())
 }
 

@@ -6,7 +6,9 @@ package demo
 import (
 	"context"
 	"database/sql"
+	"encoding/csv"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 
@@ -62,6 +64,43 @@ func Generate(ctx context.Context, path string) error {
 		return err
 	}
 	defer ins.Close()
+	if err := eachRow(func(row []any) error {
+		_, err := ins.ExecContext(ctx, row...)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	return nil
+}
+
+// Columns are the patients table's columns, in order.
+var Columns = []string{"id", "age", "sex", "region", "diagnosis", "visits", "income"}
+
+// WriteCSV writes the same synthetic patients as a CSV file with a header
+// line: a data set a fresh clone can import as its own (dpsql demo --csv).
+func WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(Columns); err != nil {
+		return err
+	}
+	rec := make([]string, len(Columns))
+	if err := eachRow(func(row []any) error {
+		for i, v := range row {
+			rec[i] = fmt.Sprint(v)
+		}
+		return cw.Write(rec)
+	}); err != nil {
+		return err
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// eachRow generates the population, one row at a time.
+func eachRow(fn func(row []any) error) error {
 	r := rand.New(rand.NewPCG(2026, 11))
 	for i := 0; i < Rows; i++ {
 		age := int(math.Max(0, math.Min(99, 40+18*r.NormFloat64())))
@@ -82,12 +121,9 @@ func Generate(ctx context.Context, path string) error {
 			visits += r.IntN(8)
 		}
 		income := math.Round(math.Exp(10.3+0.6*r.NormFloat64())*100) / 100
-		if _, err := ins.ExecContext(ctx, i+1, age, sex, region, diag, visits, income); err != nil {
+		if err := fn([]any{i + 1, age, sex, region, diag, visits, income}); err != nil {
 			return err
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("demo: %w", err)
 	}
 	return nil
 }

@@ -427,17 +427,31 @@ Options:
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
+	// A file this import creates is removed again when the import fails:
+	// a failed first import leaves nothing behind.
+	_, statErr := os.Stat(path)
+	created := os.IsNotExist(statErr)
+	removeCreated := func() {
+		if created {
+			for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+				os.Remove(path + suffix)
+			}
+		}
+	}
 	eng, err := dpsql.Open(path, engOpts)
 	if err != nil {
+		removeCreated()
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
 	}
-	defer eng.Close()
 	n, cols, err := eng.ImportCSV(ctx, *table, pos[0], opts)
 	if err != nil {
+		eng.Close()
+		removeCreated()
 		fmt.Fprintf(stderr, "error: import %s: %v\n", pos[0], err)
 		return 1
 	}
+	defer eng.Close()
 	fmt.Fprintf(stdout, "imported %d rows into %s\n", n, *table)
 	var types []string
 	for _, c := range cols {
@@ -495,12 +509,20 @@ func progressLine(w io.Writer) func(int64, float64) {
 func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dpsql demo", flag.ContinueOnError)
 	db := fs.String("db", "", "where to build the demo database (default: a temporary file, removed on exit)")
+	csvOut := fs.String("csv", "", "write the demo's synthetic patients to `FILE` as CSV (a new file) and stop: a data set to import as your own")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: dpsql demo [--db FILE]\n\nBuilds a demo database of %d synthetic patients with a privacy policy and a budget of ε=10,\nruns three example private queries, and opens the shell when stdin is a terminal.\n\nOptions:\n", demo.Rows)
+		fmt.Fprintf(fs.Output(), "Usage: dpsql demo [--db FILE]\n       dpsql demo --csv FILE\n\nBuilds a demo database of %d synthetic patients with a privacy policy and a budget of ε=10,\nruns three example private queries, and opens the shell when stdin is a terminal.\nWith --csv, writes the same patients as a CSV file instead.\n\nOptions:\n", demo.Rows)
 		fs.PrintDefaults()
 	}
 	if code, done := parseFlags(fs, "dpsql demo", func() error { return fs.Parse(args) }, stdout, stderr); done {
 		return code
+	}
+	if *csvOut != "" {
+		if *db != "" {
+			fmt.Fprintln(stderr, "error: use either --db or --csv, not both")
+			return 2
+		}
+		return writeDemoCSV(*csvOut, stdout, stderr)
 	}
 	path := *db
 	if path == "" {
@@ -584,4 +606,27 @@ func (l *lazyFile) Close() error {
 		return l.f.Close()
 	}
 	return l.err
+}
+
+// writeDemoCSV writes the demo's patients to a new CSV file (an existing
+// file is left alone), all or nothing.
+func writeDemoCSV(path string, stdout, stderr io.Writer) int {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	if err := demo.WriteCSV(f); err != nil {
+		f.Close()
+		os.Remove(path)
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "wrote %d synthetic patients to %s (columns: %s)\n", demo.Rows, path, strings.Join(demo.Columns, ", "))
+	return 0
 }

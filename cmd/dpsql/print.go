@@ -309,9 +309,9 @@ func footer(r *dpsql.Result) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "(%d row%s", len(r.Rows), map[bool]string{true: "", false: "s"}[len(r.Rows) == 1])
 	if r.Cost.Epsilon > 0 || r.Cost.Delta > 0 {
-		fmt.Fprintf(&sb, "; spent ε=%g", r.Cost.Epsilon)
+		fmt.Fprintf(&sb, "; spent ε=%.6g", r.Cost.Epsilon)
 		if r.Cost.Delta > 0 {
-			fmt.Fprintf(&sb, ", δ=%g", r.Cost.Delta)
+			fmt.Fprintf(&sb, ", δ=%.6g", r.Cost.Delta)
 		}
 		if names := boundNames(r); len(names) > 0 {
 			var parts []string

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -89,13 +90,23 @@ func (s *shell) redirect(f *os.File, once bool) {
 	}
 }
 
-// prompt shows the database and the remaining ε: "adult.db ε=8.4> ".
+// prompt shows the database, the ε each query spends (the session's)
+// and the ε left in the budget, apart — "adult.db [ε 0.5/query, 8.4
+// left]> " — and marks the owner: "adult.db (owner) [...]# ".
 func (s *shell) prompt(ctx context.Context) string {
+	name, end := s.name, "> "
+	if s.eng.Owner() {
+		name, end = name+" (owner)", "# "
+	}
+	per := "no ε/query set"
+	if eps := s.eng.Settings().Epsilon; eps > 0 {
+		per = "ε " + strconv.FormatFloat(eps, 'g', 4, 64) + "/query"
+	}
 	st, err := s.eng.Budget(ctx)
 	if err != nil || !st.Set {
-		return s.name + "> "
+		return fmt.Sprintf("%s [%s, no budget]%s", name, per, end)
 	}
-	return fmt.Sprintf("%s ε=%.4g> ", s.name, st.Remaining().Epsilon)
+	return fmt.Sprintf("%s [%s, %s left]%s", name, per, strconv.FormatFloat(st.Remaining().Epsilon, 'g', 4, 64), end)
 }
 
 // statement runs the statements of text; errors are printed and the shell

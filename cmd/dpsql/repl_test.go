@@ -68,9 +68,10 @@ func TestREPLSession(t *testing.T) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}
 	}
-	// The prompt shows the database and the remaining budget (readline
-	// prints it only on a real terminal, so it is checked directly).
-	if p := (&shell{eng: eng, name: "p.db"}).prompt(t.Context()); p != "p.db ε=4.5> " {
+	// The prompt shows the database, the session's ε per query and the
+	// remaining budget, apart (readline prints it only on a real terminal,
+	// so it is checked directly; issue 29: "ε=4.5" read as the session's).
+	if p := (&shell{eng: eng, name: "p.db"}).prompt(t.Context()); p != "p.db [ε 0.5/query, 4.5 left]> " {
 		t.Errorf("prompt %q", p)
 	}
 	for _, want := range []string{`error: 1:8: unknown column "nope"`, "unknown command .bogus"} {
