@@ -151,13 +151,24 @@ func TestImportFailuresLeaveNoTable(t *testing.T) {
 			t.Errorf("%s: code %d, stderr %q, want %q", tc.name, code, errOut, tc.want)
 		}
 	}
-	out, _, _ := runCLI(t, "", "--db", db, "--format", "csv", "-c", "SHOW TABLES")
-	if strings.TrimSpace(out) != "table,privacy,policy" {
-		t.Errorf("tables after failed imports: %q", out)
+	// A failed first import leaves no database file at all (issue 29: it
+	// left an empty 77 KB database).
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("a database file is left after failed imports: %v", err)
 	}
-	// Importing over an existing table fails too.
+	// Into an existing database, a failed import leaves no table and the
+	// file in place.
 	good := filepath.Join(dir, "good.csv")
 	os.WriteFile(good, []byte("a\n1\n"), 0o644)
+	runCLI(t, "", "import", "--db", db, "--table", "g", good)
+	if _, _, code := runCLI(t, "", "import", "--db", db, "--table", "t", filepath.Join(dir, "ragged.csv")); code != 1 {
+		t.Error("ragged import into an existing database succeeded")
+	}
+	out, _, _ := runCLI(t, "", "--db", db, "--format", "csv", "-c", "SHOW TABLES")
+	if strings.TrimSpace(out) != "table,privacy,policy\ng,private,default (each row is a privacy unit)" {
+		t.Errorf("tables after a failed import: %q", out)
+	}
+	// Importing over an existing table fails too.
 	runCLI(t, "", "import", "--db", db, "--table", "t", good)
 	if _, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "T", good); code != 1 || !strings.Contains(errOut, "already exists") {
 		t.Errorf("re-import: %d %q", code, errOut)
