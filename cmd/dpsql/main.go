@@ -28,8 +28,9 @@ const usage = `dpsql: a differentially private SQL engine over SQLite (the table
 
 Usage:
   dpsql --db FILE [--owner] [--format table|box|markdown|csv|json|line] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
+  dpsql FILE [options]           (the database as the first argument, as sqlite3 and psql take it)
   dpsql import --db FILE --table NAME [--no-header] [--delimiter C] [--sample N] CSVFILE
-  dpsql demo [--db FILE]
+  dpsql demo [--db FILE | --csv FILE]
   dpsql serve --db FILE [--listen ADDR] [--tls-cert FILE --tls-key FILE] [...]
 
 With the tables in PostgreSQL, dpsql, import and serve take --db postgres://USER@HOST:PORT/DBNAME
@@ -92,7 +93,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	owner := fs.Bool("owner", false, "owner mode: allow policy and budget statements")
 	format := fs.String("format", "table", "output `format`: table, box, markdown, csv, json or line")
 	command := fs.String("c", "", "run the `statements` and exit")
-	file := fs.String("f", "", "run the statements of `SCRIPT` and exit")
+	file := fs.String("f", "", "run the statements of `SCRIPT` and exit (- reads them from standard input)")
 	eps := fs.Float64("epsilon", 0, "default ε per query for this session (same as SET epsilon)")
 	cont := fs.Bool("continue", false, "go on after a failing statement and print a summary at the end (exit status 1 if any failed)")
 	withCost := fs.Bool("with-cost", false, "keep each result's cost in csv, json and line output: csv gains the columns dpsql_epsilon, dpsql_delta and dpsql_error95(COLUMN); json writes {\"rows\": [...], \"epsilon\", \"delta\", \"error_bounds_95\", \"noise_confidence_intervals\", \"notes\"} per result (the intervals row by row, column by column, null where a value has none); line adds the footer")
@@ -102,11 +103,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
-	if code, done := parseFlags(fs, "dpsql", func() error { return fs.Parse(args) }, stdout, stderr); done {
+	var pos []string
+	if code, done := parseFlags(fs, "dpsql", func() (err error) { pos, err = parseInterleaved(fs, args); return err }, stdout, stderr); done {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "error: unexpected argument %q (see dpsql --help)\n", fs.Arg(0))
+	// dpsql FILE: the database as a positional argument.
+	if len(pos) > 0 && *db == "" {
+		*db, pos = pos[0], pos[1:]
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "error: unexpected argument %q (see dpsql --help)\n", pos[0])
 		return 2
 	}
 	if *db == "" {
@@ -124,7 +130,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		return 2
 	}
 	var script []byte
-	if *file != "" {
+	if *file == "-" {
+		src, err := io.ReadAll(stdin)
+		if err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+		script = src
+	} else if *file != "" {
 		src, err := os.ReadFile(*file)
 		if err != nil {
 			fmt.Fprintln(stderr, "error:", err)
@@ -165,6 +178,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	switch {
 	case *command != "":
 		return b.run(ctx, *command, "")
+	case *file == "-":
+		return b.run(ctx, string(script), "<stdin>")
 	case *file != "":
 		return b.run(ctx, string(script), *file)
 	}

@@ -308,6 +308,26 @@ func TestOutputFileKeptOnEarlyFailure(t *testing.T) {
 	}
 }
 
+// TestDatabaseAsArgumentAndScriptFromStdin: dpsql FILE takes the
+// database as sqlite3 and psql do, and -f - reads the script from
+// standard input (issue 29).
+func TestDatabaseAsArgumentAndScriptFromStdin(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 5)); code != 0 {
+		t.Fatal(e)
+	}
+	if out, e, code := runCLI(t, "", db, "--format", "csv", "-c", "SHOW TABLES"); code != 0 || !strings.Contains(out, "people,private") {
+		t.Errorf("dpsql FILE -c: %d %q %q", code, out, e)
+	}
+	if out, e, code := runCLI(t, "SHOW TABLES;\nSELEC 1;\n", "--db", db, "--format", "csv", "-f", "-"); code != 1 || !strings.Contains(out, "people,private") || !strings.Contains(e, "<stdin>:2:1:") {
+		t.Errorf("-f -: %d %q %q", code, out, e)
+	}
+	if _, e, code := runCLI(t, "", db, "other.db", "-c", "SHOW TABLES"); code != 2 || !strings.Contains(e, `unexpected argument "other.db"`) {
+		t.Errorf("two databases: %d %q", code, e)
+	}
+}
+
 // TestPercentInDatabasePath: a '%' in --db is part of the file name, not a
 // URI escape ("x%41.db" is not "xA.db").
 func TestPercentInDatabasePath(t *testing.T) {
