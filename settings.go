@@ -39,12 +39,14 @@ type setting struct {
 	wrong   string
 	apply   func(*Settings, any)
 	message func(Settings) string
+	show    func(Settings) string // the value as SHOW prints it
 }
 
 // settings is the table of session settings, in the order errors list them.
 var settings = []setting{
 	{
 		name:    "epsilon",
+		show:    func(s Settings) string { return numberOrUnset(s.Epsilon) },
 		parse:   number(planner.ValidEpsilon),
 		wrong:   planner.EpsilonRange,
 		apply:   func(s *Settings, v any) { s.Epsilon = v.(float64) },
@@ -52,6 +54,7 @@ var settings = []setting{
 	},
 	{
 		name:  "target_error",
+		show:  func(s Settings) string { return numberOrUnset(s.TargetError) },
 		parse: number(func(v float64) bool { return v == 0 || planner.ValidTargetError(v) }),
 		wrong: planner.TargetErrorRange + " (0 turns it off)",
 		apply: func(s *Settings, v any) { s.TargetError = v.(float64) },
@@ -64,6 +67,7 @@ var settings = []setting{
 	},
 	{
 		name:  "delta",
+		show:  func(s Settings) string { return strconv.FormatFloat(s.Delta, 'g', -1, 64) },
 		parse: number(planner.ValidDelta),
 		wrong: planner.DeltaRange,
 		apply: func(s *Settings, v any) { s.Delta = v.(float64) },
@@ -76,6 +80,7 @@ var settings = []setting{
 	},
 	{
 		name:  "bounds_epsilon_fraction",
+		show:  func(s Settings) string { return strconv.FormatFloat(boundsFraction(s), 'g', -1, 64) },
 		parse: number(planner.ValidBoundsFraction),
 		wrong: "bounds_epsilon_fraction must be a number strictly between 0 and 1",
 		apply: func(s *Settings, v any) { s.BoundsFraction = v.(float64) },
@@ -85,6 +90,7 @@ var settings = []setting{
 	},
 	{
 		name: "noise",
+		show: func(s Settings) string { return noiseName(s) },
 		parse: func(x parser.Expr) (any, bool) {
 			v, err := parser.LiteralValue(x)
 			name, ok := v.(string)
@@ -96,6 +102,7 @@ var settings = []setting{
 	},
 	{
 		name:    "show_bounds",
+		show:    func(s Settings) string { return onOff(s.ShowBounds) },
 		parse:   boolean,
 		wrong:   "show_bounds takes on or off",
 		apply:   func(s *Settings, v any) { s.ShowBounds = v.(bool) },
@@ -103,6 +110,7 @@ var settings = []setting{
 	},
 	{
 		name:  "interval_columns",
+		show:  func(s Settings) string { return onOff(s.IntervalColumns) },
 		parse: boolean,
 		wrong: "interval_columns takes on or off",
 		apply: func(s *Settings, v any) { s.IntervalColumns = v.(bool) },
@@ -120,6 +128,30 @@ func boolean(x parser.Expr) (any, bool) {
 	v, err := parser.LiteralValue(x)
 	on, ok := v.(bool)
 	return on, err == nil && ok
+}
+
+// numberOrUnset prints a setting that 0 leaves unset.
+func numberOrUnset(x float64) string {
+	if x == 0 {
+		return "unset"
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}
+
+// boundsFraction is the share of ε a query spends on choosing bounds.
+func boundsFraction(s Settings) float64 {
+	if s.BoundsFraction == 0 {
+		return planner.DefaultBoundsFraction
+	}
+	return s.BoundsFraction
+}
+
+// noiseName is the session's choice of noise ("auto" by default).
+func noiseName(s Settings) string {
+	if s.Noise == "" {
+		return "auto"
+	}
+	return s.Noise
 }
 
 // number reads a numeric SET value that valid accepts.
@@ -145,6 +177,16 @@ func SettingNames() []string {
 		names[i] = d.name
 	}
 	return names
+}
+
+// Setting is the value of the session setting name as SHOW prints it
+// (ok false for a name that is not one).
+func (s *Session) Setting(name string) (value string, ok bool) {
+	def, ok := lookupSetting(strings.ToLower(name))
+	if !ok {
+		return "", false
+	}
+	return def.show(s.Settings()), true
 }
 
 // lookupSetting finds a setting by name.

@@ -107,6 +107,12 @@ func (c *conn) emulate(text string) (a *answer, err error, ok bool) {
 		if engineShows[name] {
 			return nil, nil, false
 		}
+		if v, ok := c.sess.Setting(name); ok { // a dpsql setting: SHOW epsilon
+			return &answer{desc: &description{columns: []string{name}, types: []string{dpsql.TypeText}}, rows: [][]any{{v}}, tag: "SHOW"}, nil, true
+		}
+		if name == "all" {
+			return c.showAll(), nil, true
+		}
 		if name == "statement_timeout" {
 			v := "0"
 			if d := c.timeout(); d > 0 {
@@ -394,4 +400,33 @@ func (c *conn) attributes(q, lower string) (*answer, error, bool) {
 		a.rows = append(a.rows, row)
 	}
 	return a, nil, true
+}
+
+// showAll is SHOW ALL: the session's dpsql settings, then the PostgreSQL
+// settings the server reports, as PostgreSQL lists them (name, setting,
+// description).
+func (c *conn) showAll() *answer {
+	a := &answer{desc: &description{columns: []string{"name", "setting", "description"}, types: []string{dpsql.TypeText, dpsql.TypeText, dpsql.TypeText}}, tag: "SHOW"}
+	for _, n := range dpsql.SettingNames() {
+		v, _ := c.sess.Setting(n)
+		a.rows = append(a.rows, []any{n, v, "dpsql session setting (SET " + n + " = ...)"})
+	}
+	names := make([]string, 0, len(serverSettings))
+	for n := range serverSettings {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		v := serverSettings[n]
+		if n == "statement_timeout" {
+			continue
+		}
+		a.rows = append(a.rows, []any{n, v, "reported for clients; dpsql does not use it"})
+	}
+	timeout := "0"
+	if d := c.timeout(); d > 0 {
+		timeout = fmt.Sprintf("%dms", d.Milliseconds())
+	}
+	a.rows = append(a.rows, []any{"statement_timeout", timeout, "cancels a statement running longer (SET statement_timeout)"})
+	return a
 }

@@ -640,6 +640,8 @@ SELECT version();
 SHOW BUDGET;
 SET interval_columns = on;
 SELECT COUNT(*) AS m FROM t WHERE x > 0;
+SHOW epsilon;
+SHOW ALL;
 `
 	cmd := exec.Command(psql, "-X", "-v", "ON_ERROR_STOP=1", "--no-psqlrc", "-P", "pager=off",
 		fmt.Sprintf("host=%s port=%s user=alice dbname=dpsql sslmode=disable", host, port))
@@ -659,6 +661,8 @@ SELECT COUNT(*) AS m FROM t WHERE x > 0;
 		"NOTICE:  spent ε=0.1, δ=0; 95% intervals: row 1: n [", "| m_lo | m_hi",
 		// \d+ gets the columns it reads (psql 15 crashed on \d's shape).
 		"| Storage  | Compression | Stats target | Description", "| extended |", "Access method: heap",
+		// SHOW of dpsql's settings, one or all.
+		" epsilon \n---------\n 0.1\n", " interval_columns              | on ", " noise                         | auto ",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("psql output lacks %q:\n%s", want, text)
