@@ -24,6 +24,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -387,6 +389,10 @@ func (c *conn) authenticate() bool {
 		return false
 	}
 	c.sess, c.owner = sess, owner
+	if code, msg := c.applyStartupOptions(); code != "" {
+		c.fatal(code, msg)
+		return false
+	}
 	c.be.Send(&pgproto3.AuthenticationSASLFinal{Data: []byte(reply)})
 	c.be.Send(&pgproto3.AuthenticationOk{})
 	c.register()
@@ -415,4 +421,91 @@ func (c *conn) register() {
 	c.be.Send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret})
 	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
 	_ = c.be.Flush()
+}
+
+// applyStartupOptions applies the startup packet's options (libpq's
+// options=-c name=value, PGOPTIONS): dpsql's settings and
+// statement_timeout take effect, the PostgreSQL settings the server
+// reports are accepted, and any other name is refused, as PostgreSQL
+// refuses it — never silently ignored. It returns a SQLSTATE and message
+// for the FATAL, or "".
+func (c *conn) applyStartupOptions() (code, msg string) {
+	for _, opt := range startupOptions(c.params["options"]) {
+		name, value, ok := strings.Cut(opt, "=")
+		if !ok {
+			return "22023", fmt.Sprintf("invalid startup option %q (options take -c name=value)", opt)
+		}
+		name = strings.ToLower(strings.ReplaceAll(name, "-", "_"))
+		switch {
+		case name == "statement_timeout":
+			if err := c.setStatementTimeout(value); err != nil {
+				return "22023", err.Error()
+			}
+		case engineSettings[name]:
+			if _, err := c.sess.Query(context.Background(), "SET "+name+" = "+settingLiteral(value)); err != nil {
+				return dpsql.SQLState(err), fmt.Sprintf("startup option %s=%s: %v", name, value, err)
+			}
+		case serverSettings[name] != "" || name == "application_name":
+		default:
+			return "42704", fmt.Sprintf("unrecognized configuration parameter %q in the startup options (dpsql's: %s, statement_timeout)", name, strings.Join(dpsql.SettingNames(), ", "))
+		}
+	}
+	return "", ""
+}
+
+// startupOptions splits libpq's options string into name=value settings:
+// "-c a=1 -c b=2", "-ca=1", "--a=1"; a backslash escapes the next
+// character (a space inside a value).
+func startupOptions(s string) []string {
+	var words []string
+	var w strings.Builder
+	escaped, in := false, false
+	for _, r := range s {
+		switch {
+		case escaped:
+			w.WriteRune(r)
+			escaped = false
+		case r == '\\':
+			escaped, in = true, true
+		case r == ' ' || r == '\t':
+			if in {
+				words, in = append(words, w.String()), false
+				w.Reset()
+			}
+		default:
+			w.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, w.String())
+	}
+	var out []string
+	for i := 0; i < len(words); i++ {
+		switch word := words[i]; {
+		case word == "-c" && i+1 < len(words):
+			out = append(out, words[i+1])
+			i++
+		case strings.HasPrefix(word, "-c"):
+			out = append(out, word[2:])
+		case strings.HasPrefix(word, "--"):
+			out = append(out, word[2:])
+		default:
+			out = append(out, word)
+		}
+	}
+	return out
+}
+
+// settingLiteral writes a startup option's value as a SET value: a
+// number or on/off as is, anything else as a string literal.
+func settingLiteral(v string) string {
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return v
+	}
+	switch strings.ToLower(v) {
+	case "on", "off", "true", "false":
+		return v
+	}
+	return "'" + strings.ReplaceAll(v, "'", "''") + "'"
 }

@@ -1073,3 +1073,32 @@ func TestSQLOverReleasedResultsOverTheWire(t *testing.T) {
 		t.Errorf("alice spent ε=%g, want 0.3 (0.1 per mode)", b.Spent.Epsilon)
 	}
 }
+
+// TestStartupOptions: libpq's options (-c name=value, as PGOPTIONS sets
+// them) are honoured for dpsql's settings and statement_timeout, and an
+// unknown name is refused, never ignored (issue 29).
+func TestStartupOptions(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, f.dsn("alice", "secret")+` options='-c epsilon=0.05 -c noise=laplace -cstatement_timeout=5s'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for name, want := range map[string]string{"epsilon": "0.05", "noise": "laplace", "statement_timeout": "5000ms"} {
+		var got string
+		if err := c.QueryRow(ctx, "SHOW "+name, pgx.QueryExecModeSimpleProtocol).Scan(&got); err != nil || got != want {
+			t.Errorf("SHOW %s: %q %v, want %q", name, got, err, want)
+		}
+	}
+	for opts, state := range map[string]string{
+		`-c nonsense=1`:   "42704",
+		`-c epsilon=-1`:   "22023",
+		`-c epsilon`:      "22023",
+		`-c noise=purple`: "22023",
+	} {
+		if _, err := pgx.Connect(ctx, f.dsn("alice", "secret")+` options='`+opts+`'`); sqlState(err) != state {
+			t.Errorf("options %q: %v, want %s", opts, err, state)
+		}
+	}
+}
