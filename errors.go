@@ -50,7 +50,13 @@ var (
 func SQLState(err error) string { return dperr.SQLState(err) }
 
 // Hint is the hint err carries, or "".
-func Hint(err error) string { return dperr.HintOf(err) }
+func Hint(err error) string {
+	var pe *parser.Error
+	if errors.As(err, &pe) && pe.Hint != "" {
+		return pe.Hint
+	}
+	return dperr.HintOf(err)
+}
 
 // SyntaxError is a statement that is not in the dpsql grammar. Line and
 // Column locate the first error; Errors lists them all. Its kind is
@@ -63,8 +69,14 @@ type SyntaxError struct {
 
 func (e *SyntaxError) Error() string { return e.Errors.Error() }
 
-// Unwrap makes a SyntaxError a dperr.Syntax error.
-func (e *SyntaxError) Unwrap() error { return dperr.Syntax }
+// Unwrap gives the first error, whose kind is dperr.Syntax unless it is
+// more specific (an unknown function: dperr.UndefinedFunction).
+func (e *SyntaxError) Unwrap() error {
+	if len(e.Errors) > 0 {
+		return e.Errors[0]
+	}
+	return dperr.Syntax
+}
 
 // Position returns the line and column of the first error.
 func (e *SyntaxError) Position() (line, col int) { return e.Line, e.Column }

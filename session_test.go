@@ -90,6 +90,8 @@ func TestErrorsCarryTheirSQLState(t *testing.T) {
 		{`SET epsilon = 0`, "22023"},
 		{`SET BUDGET epsilon = 1`, "42501"},
 		{`SELECT COUNT(*) FROM t JOIN lookup AS t ON t.g = t.code`, "22023"},
+		{`SELECT now()`, "42883"},
+		{`SELECT COUNT(*)::text FROM t`, "42601"},
 	} {
 		_, err := e.Query(ctx, tc.sql)
 		if err == nil {
@@ -99,6 +101,9 @@ func TestErrorsCarryTheirSQLState(t *testing.T) {
 		if got := dpsql.SQLState(err); got != tc.state {
 			t.Errorf("%s: SQLSTATE %s, want %s (%v)", tc.sql, got, tc.state, err)
 		}
+	}
+	if _, err := e.Query(ctx, `SELECT COUNT(*)::text FROM t`); !strings.Contains(dpsql.Hint(err), "CAST(x AS type)") {
+		t.Errorf(":: gets no hint to use CAST: %v (hint %q)", err, dpsql.Hint(err))
 	}
 	var pe *dpsql.Error
 	_, err := e.Query(ctx, `SELECT SUM(nope) FROM t`)

@@ -12,6 +12,11 @@ import (
 type Error struct {
 	Pos Pos
 	Msg string
+	// Kind is the error's kind when it is more than a syntax error (an
+	// unknown function: dperr.UndefinedFunction); nil means dperr.Syntax.
+	Kind *dperr.Kind
+	// Hint suggests what to write instead, or is "".
+	Hint string
 }
 
 func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
@@ -19,8 +24,13 @@ func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
 // Position returns the error's line and column.
 func (e *Error) Position() (line, col int) { return e.Pos.Line, e.Pos.Col }
 
-// Unwrap makes every parser error a dperr.Syntax error.
-func (e *Error) Unwrap() error { return dperr.Syntax }
+// Unwrap gives the error's kind: dperr.Syntax unless Kind says more.
+func (e *Error) Unwrap() error {
+	if e.Kind != nil {
+		return e.Kind
+	}
+	return dperr.Syntax
+}
 
 // ErrorList is a list of syntax errors, in source order.
 type ErrorList []*Error
@@ -360,7 +370,20 @@ func (p *parser) fail(pos Pos, format string, args ...any) {
 	if p.tok.kind == tokIllegal {
 		pos, msg = p.tok.pos, p.tok.text
 	}
-	p.errs = append(p.errs, &Error{Pos: pos, Msg: msg})
+	e := &Error{Pos: pos, Msg: msg}
+	if p.tok.kind == tokIllegal && p.tok.text == `unexpected character ':'` {
+		e.Hint = "dpsql has no :: casts: write CAST(x AS type)"
+	}
+	p.errs = append(p.errs, e)
+	if p.maxErrs >= 0 && len(p.errs) >= p.maxErrs {
+		panic(bailout{})
+	}
+	panic(stmtError{})
+}
+
+// failKind is fail with an error of a kind other than syntax.
+func (p *parser) failKind(pos Pos, kind *dperr.Kind, format string, args ...any) {
+	p.errs = append(p.errs, &Error{Pos: pos, Msg: fmt.Sprintf(format, args...), Kind: kind})
 	if p.maxErrs >= 0 && len(p.errs) >= p.maxErrs {
 		panic(bailout{})
 	}
@@ -1102,7 +1125,7 @@ func (p *parser) call() Expr {
 	_, window := windowFuncs[name]
 	if !aggregateNames[name] && !window {
 		if _, ok := scalarFuncs[name]; !ok {
-			p.fail(t.pos, "unknown function %s", name)
+			p.failKind(t.pos, dperr.UndefinedFunction, "unknown function %s", name)
 		}
 	}
 	if p.accept("DISTINCT") {

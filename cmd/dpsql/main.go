@@ -243,7 +243,11 @@ func caret(script string, err error) string {
 		end, suffix = start+width, "..."
 	}
 	head := fmt.Sprintf("LINE %d: %s", line, prefix)
-	return head + string(text[start:end]) + suffix + "\n" + strings.Repeat(" ", utf8.RuneCountInString(head)+col-1-start) + "^\n"
+	out := head + string(text[start:end]) + suffix + "\n" + strings.Repeat(" ", utf8.RuneCountInString(head)+col-1-start) + "^\n"
+	if hint := dpsql.Hint(err); hint != "" {
+		out += "HINT:  " + hint + "\n" // as psql prints a server's hint
+	}
+	return out
 }
 
 // segment is a run of SQL or one dot-command line of a script; line is
