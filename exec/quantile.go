@@ -210,69 +210,80 @@ func (tr *noisyTree) statistic(L int32, p float64) (float64, []float64, error) {
 	return g, scales, nil
 }
 
-// quantileInterval is a 95% interval for the p-quantile of [lo, hi]: the
-// leaf boundaries v where the noisy count below v is within its noise's
-// 95% half-width of p times the noisy total (a test inverted: at the true
-// quantile the count below it is p·N, up to ties, so it is kept with
-// probability 0.95), from the first to the last such boundary, found by
-// bisection.
+// quantileInterval is a 95% interval for the p-quantile of [lo, hi], by
+// inverting a test on the same noisy tree. For each boundary v of level 2
+// the statistic g(v) = Ĉ(v) − p·N̂ — the noisy count below v (the nodes of
+// its canonical decomposition) minus p times the noisy total (the B nodes
+// of level 1) — has a known noise (a weighted sum of independent Laplace
+// noises, half-width t(v)); without noise it is the count below v minus
+// p·N, which rises with v and is 0 at the true quantile (up to ties). The
+// noisy g is made rising again by isotonic regression (pool adjacent
+// violators: post-processing), and the interval runs from the first
+// boundary where |g| ≤ t to the last; the minimum's starts at lo and the
+// maximum's ends at hi.
 func (tr *noisyTree) quantileInterval(p, lo, hi float64) (Interval, error) {
 	alpha := 1 - intervalLevel
-	test := func(L int32) (float64, float64, error) {
-		g, scales, err := tr.statistic(L, p)
-		if err != nil {
-			return 0, 0, err
-		}
-		return g, laplaceSumHalfWidth(nonZero(scales), alpha), nil
-	}
-	// The boundaries tried are those of the level above the leaves (every
-	// B-th leaf boundary): their statistics share more nodes, so the
-	// accepted boundaries form one run, as they would without noise.
-	step := int32(planner.TreeBranch)
-	// a: the first boundary with g + t ≥ 0; b: the last with g − t ≤ 0.
-	loL, hiL := int32(0), leaves/step
-	for loL < hiL {
-		mid := (loL + hiL) / 2
-		g, t, err := test(mid * step)
+	const n = planner.TreeBranch * planner.TreeBranch // level-2 boundaries: 0..n
+	step := leaves / n
+	g := make([]float64, n+1)
+	t := make([]float64, n+1)
+	for k := 0; k <= n; k++ {
+		v, scales, err := tr.statistic(int32(k)*step, p)
 		if err != nil {
 			return Interval{}, err
 		}
-		if g+t >= 0 {
-			hiL = mid
-		} else {
-			loL = mid + 1
+		g[k], t[k] = v, laplaceSumHalfWidth(nonZero(scales), alpha)
+	}
+	g = isotonic(g)
+	a, b := -1, -1
+	for k := 0; k <= n; k++ {
+		if math.Abs(g[k]) <= t[k] {
+			if a < 0 {
+				a = k
+			}
+			b = k
 		}
 	}
-	a := loL * step
-	loL, hiL = 0, leaves/step
-	for loL < hiL {
-		mid := (loL + hiL + 1) / 2
-		g, t, err := test(mid * step)
-		if err != nil {
-			return Interval{}, err
+	if a < 0 { // the band is jumped over: where the fit crosses 0
+		for a = 0; a < n && g[a+1] < 0; a++ {
 		}
-		if g-t <= 0 {
-			loL = mid
-		} else {
-			hiL = mid - 1
-		}
+		b = a + 1
 	}
-	b := loL * step
-	// The minimum and the maximum have nothing below (above) them: their
-	// intervals reach the bound on that side.
 	if p == 0 {
 		a = 0
 	}
 	if p == 1 {
-		b = leaves
+		b = n
 	}
-	width := (hi - lo) / float64(leaves)
-	iv := Interval{Lo: lo + float64(a)*width, Hi: lo + float64(b)*width}
-	if iv.Hi < iv.Lo {
-		iv.Lo, iv.Hi = iv.Hi, iv.Lo
+	width := (hi - lo) / float64(n)
+	return Interval{Lo: math.Max(lo, lo+float64(a)*width), Hi: math.Min(hi, lo+float64(b)*width)}, nil
+}
+
+// isotonic is the non-decreasing sequence closest to y in least squares
+// (pool adjacent violators).
+func isotonic(y []float64) []float64 {
+	type block struct {
+		sum float64
+		n   int
 	}
-	iv.Lo, iv.Hi = math.Max(lo, iv.Lo), math.Min(hi, iv.Hi)
-	return iv, nil
+	var blocks []block
+	for _, v := range y {
+		blocks = append(blocks, block{v, 1})
+		for len(blocks) > 1 {
+			last, prev := blocks[len(blocks)-1], blocks[len(blocks)-2]
+			if prev.sum/float64(prev.n) <= last.sum/float64(last.n) {
+				break
+			}
+			blocks = append(blocks[:len(blocks)-2], block{prev.sum + last.sum, prev.n + last.n})
+		}
+	}
+	out := make([]float64, 0, len(y))
+	for _, b := range blocks {
+		for i := 0; i < b.n; i++ {
+			out = append(out, b.sum/float64(b.n))
+		}
+	}
+	return out
 }
 
 // intervals is the interval of one percentile (ps[0]), or with each set,
