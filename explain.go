@@ -122,7 +122,7 @@ func (s *Session) explainPrivate(ctx context.Context, st *parser.SelectStmt, p *
 	r.Rows = append(r.Rows, []any{"noise choice", why}, []any{"accounting", costNote(opts[i].charge, status) + "; admitted by " + acct})
 	if assumed {
 		r.Rows = append(r.Rows, []any{"epsilon", "no epsilon was set: the plan is shown at ε = 1 (SET epsilon = E, or OPTIONS (epsilon = E), to choose)"})
-	} else if a, ok, err := cache.Get(ctx, s.eng.db, s.cacheKey(parser.FormatStmt(st), p)); err == nil && ok && !s.noCache {
+	} else if a, ok, err := cache.Get(ctx, s.eng.db, s.cacheKey(parser.FormatStmt(st), p)); err == nil && ok && !s.cacheOff() {
 		r.Rows = append(r.Rows, []any{"cache", fmt.Sprintf("an identical query was answered on %s: it would get that answer again, free", a.Created.Format("2006-01-02 15:04:05 UTC"))})
 	}
 	return &Result{Columns: r.Columns, Rows: r.Rows}, nil

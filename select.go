@@ -191,7 +191,7 @@ func (s *Session) charge(ctx context.Context, st *parser.SelectStmt, p *planner.
 // fromCache is the answer an identical earlier query got, if the cache
 // has it and the session uses it.
 func (s *Session) fromCache(ctx context.Context, key string) (*Result, bool) {
-	if s.noCache {
+	if s.cacheOff() {
 		return nil, false
 	}
 	a, ok, err := cache.Get(ctx, s.eng.db, key)
@@ -204,7 +204,7 @@ func (s *Session) fromCache(ctx context.Context, key string) (*Result, bool) {
 
 // toCache keeps a released answer for identical later queries.
 func (s *Session) toCache(ctx context.Context, key, text string, p *planner.PrivateQuery, res *Result) {
-	if s.noCache {
+	if s.cacheOff() {
 		return
 	}
 	tables := make([]string, 0, len(p.Reads))
@@ -218,7 +218,7 @@ func (s *Session) toCache(ctx context.Context, key, text string, p *planner.Priv
 
 // cached reports whether a DP query would be answered from the cache.
 func (s *Session) cached(ctx context.Context, st *parser.SelectStmt, p *planner.PrivateQuery) bool {
-	if s.noCache {
+	if s.cacheOff() {
 		return false
 	}
 	_, ok, err := cache.Get(ctx, s.eng.db, s.cacheKey(parser.FormatStmt(st), p))

@@ -217,5 +217,9 @@ func (s *Session) admit(ctx context.Context, stmt parser.Stmt) error {
 	return nil
 }
 
+// cacheOff reports whether the session answers every query afresh: its
+// options (NoCache) or SET cache = off.
+func (s *Session) cacheOff() bool { return s.noCache || s.settings.NoCache }
+
 // Budget returns the database's budget status (see Engine.Budget).
 func (s *Session) Budget(ctx context.Context) (budget.Status, error) { return s.eng.Budget(ctx) }

@@ -19,6 +19,8 @@ type Settings struct {
 	Noise          string  // "", "auto", "laplace" or "gaussian"
 	TargetError    float64 // the 95% error queries ask for instead of ε (0: none)
 	ShowBounds     bool    // add privately chosen bounds to the answers' notes
+	// NoCache answers every private query afresh, charged (SET cache = off).
+	NoCache bool
 	// IntervalColumns adds, after each noisy column of a private query's
 	// answer, <col>_lo and <col>_hi: its 95% interval (for clients that
 	// read only rows, such as database/sql and BI tools).
@@ -107,6 +109,19 @@ var settings = []setting{
 		wrong:   "show_bounds takes on or off",
 		apply:   func(s *Settings, v any) { s.ShowBounds = v.(bool) },
 		message: func(s Settings) string { return "show_bounds = " + onOff(s.ShowBounds) },
+	},
+	{
+		name:  "cache",
+		show:  func(s Settings) string { return onOff(!s.NoCache) },
+		parse: boolean,
+		wrong: "cache takes on or off",
+		apply: func(s *Settings, v any) { s.NoCache = !v.(bool) },
+		message: func(s Settings) string {
+			if s.NoCache {
+				return "cache = off: every private query is answered afresh, with new noise, and charged"
+			}
+			return "cache = on: a repeat of a query answered before gets that answer again, free"
+		},
 	},
 	{
 		name:  "interval_columns",

@@ -27,7 +27,7 @@ import (
 const usage = `dpsql: a differentially private SQL engine over SQLite (the tables may live in PostgreSQL).
 
 Usage:
-  dpsql --db FILE [--owner] [--format table|box|markdown|csv|json|line] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
+  dpsql --db FILE [--owner] [--format table|box|markdown|csv|json|jsonl|line] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
   dpsql FILE [options]           (the database as the first argument, as sqlite3 and psql take it)
   dpsql import --db FILE --table NAME [--no-header] [--delimiter C] [--sample N] CSVFILE
   dpsql demo [--db FILE | --csv FILE]
@@ -91,12 +91,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	db := fs.String("db", "", "database `FILE`, or a PostgreSQL database postgres://USER@HOST:PORT/DBNAME (with --state) (required)")
 	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (default: one in ~/.cache/dpsql; policies, budget and ledger live in PostgreSQL, schema dpsql)")
 	owner := fs.Bool("owner", false, "owner mode: allow policy and budget statements")
-	format := fs.String("format", "table", "output `format`: table, box, markdown, csv, json or line")
+	format := fs.String("format", "table", "output `format`: table, box, markdown, csv, json or line; json prints JSON lines, one document per result (jsonl names it so)")
 	command := fs.String("c", "", "run the `statements` and exit")
 	file := fs.String("f", "", "run the statements of `SCRIPT` and exit (- reads them from standard input)")
 	eps := fs.Float64("epsilon", 0, "default ε per query for this session (same as SET epsilon)")
 	cont := fs.Bool("continue", false, "go on after a failing statement and print a summary at the end (exit status 1 if any failed)")
 	withCost := fs.Bool("with-cost", false, "keep each result's cost in csv, json and line output: csv gains the columns dpsql_epsilon, dpsql_delta and dpsql_error95(COLUMN); json writes {\"rows\": [...], \"epsilon\", \"delta\", \"error_bounds_95\", \"noise_confidence_intervals\", \"notes\"} per result (the intervals row by row, column by column, null where a value has none); line adds the footer")
+	noCache := fs.Bool("no-cache", false, "answer every private query afresh, with new noise and a new charge, instead of giving a repeat the answer released before, free (as SET cache = off)")
 	noIntervals := fs.Bool("no-intervals", false, "show noisy values without their 95% intervals in table and line output (shown by default, e.g. 38.6 ± 0.4)")
 	output := fs.String("output", "", "write results to `FILE` instead of standard output (opened only once the options, the script and the database have been checked)")
 	fs.Usage = func() {
@@ -145,7 +146,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}
 		script = src
 	}
-	engOpts := dpsql.Options{Owner: *owner, Epsilon: *eps, Notify: noteTo(stderr)}
+	engOpts := dpsql.Options{Owner: *owner, Epsilon: *eps, NoCache: *noCache, Notify: noteTo(stderr)}
 	path, err := stateFile(*db, *state, &engOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)

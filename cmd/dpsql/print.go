@@ -42,8 +42,10 @@ func newPrinter(format string, w io.Writer) (*printer, error) {
 	switch format {
 	case "table", "box", "markdown", "csv", "json", "line":
 		return &printer{format: format, w: w, null: "NULL"}, nil
+	case "jsonl": // what json prints: JSON lines, one document per result
+		return &printer{format: "json", w: w, null: "NULL"}, nil
 	}
-	return nil, fmt.Errorf("unknown format %q (table, box, markdown, csv, json or line)", format)
+	return nil, fmt.Errorf("unknown format %q (table, box, markdown, csv, json, jsonl or line)", format)
 }
 
 // show formats a value for table and line output.
