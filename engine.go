@@ -27,6 +27,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/dpsql/dpsql/backend/postgres"
@@ -144,6 +145,9 @@ func checkOpen(path string, opts Options) (string, error) {
 		if path, err = DefaultStateFile(opts.Postgres); err != nil {
 			return "", err
 		}
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return "", fmt.Errorf("%s is a directory: --db takes a database file (such as %s)", path, filepath.Join(path, "data.db"))
 	}
 	if strings.ContainsAny(path, "?#") {
 		return "", fmt.Errorf("database path %q must not contain '?' or '#'", path)

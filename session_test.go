@@ -258,3 +258,14 @@ func TestTargetErrorChoosesTheSmallestEpsilon(t *testing.T) {
 		t.Errorf("SET target_error = 50: spent ε=%v, want %v", res.Cost.Epsilon, want)
 	}
 }
+
+// TestDirectoryIsNotADatabase: a directory given as the database says so
+// (it said "unable to open database file (14)").
+func TestDirectoryIsNotADatabase(t *testing.T) {
+	dir := t.TempDir()
+	for _, opts := range []dpsql.Options{{}, {Owner: true}} {
+		if _, err := dpsql.Open(dir, opts); err == nil || !strings.Contains(err.Error(), "is a directory") {
+			t.Errorf("owner %v: %v", opts.Owner, err)
+		}
+	}
+}

@@ -408,7 +408,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	table := fs.String("table", "", "`NAME` of the new table")
 	importOptions := importFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: dpsql import --db FILE --table NAME [--no-header] [--delimiter C] CSVFILE
+		fmt.Fprint(fs.Output(), `Usage: dpsql import --db FILE --table NAME [--no-header] [--delimiter C] [--sample N] CSVFILE
        dpsql import --db postgres://... [--state FILE] --table NAME [...] CSVFILE
 
 Creates table NAME from CSVFILE in one streaming pass. The header row gives the
