@@ -239,7 +239,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	res, err := c.sess.Query(ctx, query, vals...)
 	if err != nil {
-		return nil, err
+		return nil, ownerHint(err)
 	}
 	return newRows(res), nil
 }
@@ -250,7 +250,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return nil, err
 	}
 	if _, err := c.sess.Query(ctx, query, vals...); err != nil {
-		return nil, err
+		return nil, ownerHint(err)
 	}
 	return driver.RowsAffected(0), nil
 }
@@ -363,4 +363,13 @@ func paramCount(query string) (int, error) {
 		return 0, syntaxError(err)
 	}
 	return parser.NumParams(st), nil
+}
+
+// ownerHint adds to an owner-only refusal how a database/sql user gets
+// owner mode: the shell's advice (--owner) does not apply here.
+func ownerHint(err error) error {
+	if errors.Is(err, ErrOwnerOnly) {
+		return fmt.Errorf("%w (through database/sql, owner statements need role=owner in the DSN: file:PATH?role=owner)", err)
+	}
+	return err
 }

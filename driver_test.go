@@ -114,6 +114,10 @@ func TestDriverErrors(t *testing.T) {
 			db.Close()
 		}
 	}
+	// An owner statement without role=owner says how to get it.
+	if _, err := db.Exec(`SET BUDGET epsilon = 1`); !errors.Is(err, dpsql.ErrOwnerOnly) || !strings.Contains(err.Error(), "role=owner") {
+		t.Errorf("owner statement as an analyst: %v", err)
+	}
 	owner, _ := sql.Open("dpsql", driverDSN(t, path, "?role=owner"))
 	defer owner.Close()
 	if _, err := owner.Exec(`SET BUDGET epsilon = ?`, 200.0); err != nil {
