@@ -269,3 +269,27 @@ func TestDirectoryIsNotADatabase(t *testing.T) {
 		}
 	}
 }
+
+// TestLongFlatOrChain: a flat chain of 500 ORs (as generated SQL writes
+// them) is answered, not refused as "nested too deeply" (issue 29): long
+// chains are built as balanced trees.
+func TestLongFlatOrChain(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	terms := make([]string, 500)
+	for i := range terms {
+		terms[i] = fmt.Sprintf("x = %d", i)
+	}
+	for _, op := range []string{" OR ", " AND "} {
+		res, err := e.Query(context.Background(), `SELECT COUNT(*) FROM t WHERE `+strings.Join(terms, op))
+		if err != nil {
+			t.Fatalf("%d terms joined by%s: %v", len(terms), op, err)
+		}
+		want := int64(1000) // every x in [0, 100) is one of the terms
+		if op == " AND " {
+			want = 0
+		}
+		if got := res.Rows[0][0].(int64); got != want {
+			t.Errorf("%sof 500 terms: %d, want %d", op, got, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package parser
 import (
 	"fmt"
 	"github.com/dpsql/dpsql/dperr"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -869,28 +870,55 @@ func (p *parser) expr() Expr {
 	return p.orExpr()
 }
 
-func (p *parser) orExpr() Expr {
+func (p *parser) orExpr() Expr { return p.chain("OR", p.andExpr) }
+
+func (p *parser) andExpr() Expr { return p.chain("AND", p.notExpr) }
+
+// balanceFrom is the length from which a chain of ORs (or ANDs) is built
+// as a balanced tree: both are associative in SQL's three-valued logic,
+// so a flat chain of 500 terms nests 9 levels instead of 500 (and stays
+// within MaxDepth and SQLite's depth limit). Shorter chains stay
+// left-deep, as they print (and as earlier versions keyed their cached
+// answers).
+const balanceFrom = 64
+
+// chain parses operand (op operand)*: left-deep, or balanced when long.
+func (p *parser) chain(op string, operand func() Expr) Expr {
 	defer p.restoreDepth(p.depth)
-	x := p.andExpr()
-	for p.tok.is("OR") {
+	depth := p.depth
+	xs := []Expr{operand()}
+	var ops []Pos
+	for p.tok.is(op) {
 		pos := p.tok.pos
 		p.next()
-		p.deeper(pos)
-		x = &BinaryExpr{X: x, OpPos: pos, Op: "OR", Y: p.andExpr()}
+		p.depth = depth + 1 // each operand nests one level below the chain
+		ops = append(ops, pos)
+		xs = append(xs, operand())
 	}
-	return x
+	if len(xs) < balanceFrom {
+		p.depth = depth
+		x := xs[0]
+		for i, y := range xs[1:] {
+			p.deeper(ops[i])
+			x = &BinaryExpr{X: x, OpPos: ops[i], Op: op, Y: y}
+		}
+		return x
+	}
+	levels := int(math.Ceil(math.Log2(float64(len(xs)))))
+	if depth+levels > MaxDepth {
+		p.fail(ops[0], "expression nested too deeply (more than %d levels)", MaxDepth)
+	}
+	return balanced(op, xs, ops)
 }
 
-func (p *parser) andExpr() Expr {
-	defer p.restoreDepth(p.depth)
-	x := p.notExpr()
-	for p.tok.is("AND") {
-		pos := p.tok.pos
-		p.next()
-		p.deeper(pos)
-		x = &BinaryExpr{X: x, OpPos: pos, Op: "AND", Y: p.notExpr()}
+// balanced builds xs[0] op xs[1] op ... as a balanced tree; ops[i] is the
+// position of the operator between xs[i] and xs[i+1].
+func balanced(op string, xs []Expr, ops []Pos) Expr {
+	if len(xs) == 1 {
+		return xs[0]
 	}
-	return x
+	mid := len(xs) / 2
+	return &BinaryExpr{X: balanced(op, xs[:mid], ops[:mid-1]), OpPos: ops[mid-1], Op: op, Y: balanced(op, xs[mid:], ops[mid:])}
 }
 
 func (p *parser) notExpr() Expr {
