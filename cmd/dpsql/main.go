@@ -261,7 +261,7 @@ type segment struct {
 
 // splitDotCommands cuts a script into SQL and dot-command lines: a line
 // that starts with '.' outside a statement is a dot-command, as in sqlite3
-// scripts. SQL segments are padded with the newlines before them, so that
+// scripts, and one that starts with '\' a psql habit (psqlHabit). SQL segments are padded with the newlines before them, so that
 // positions in errors stay the script's own.
 func splitDotCommands(script string) []segment {
 	var out []segment
@@ -269,7 +269,7 @@ func splitDotCommands(script string) []segment {
 	start := 1
 	lines := strings.SplitAfter(script, "\n")
 	for i, ln := range lines {
-		if strings.HasPrefix(strings.TrimLeft(ln, " \t"), ".") && (parser.Blank(pending.String()) || parser.Complete(pending.String())) {
+		if trimmed := strings.TrimLeft(ln, " \t"); (strings.HasPrefix(trimmed, ".") || strings.HasPrefix(trimmed, `\`)) && (parser.Blank(pending.String()) || parser.Complete(pending.String())) {
 			if !parser.Blank(pending.String()) {
 				out = append(out, segment{text: strings.Repeat("\n", start-1) + pending.String(), line: start})
 			}
@@ -294,7 +294,13 @@ func (b batch) run(ctx context.Context, script, file string) int {
 		if seg.dot {
 			ran++
 			sh.failed = false
-			quit := sh.meta(ctx, seg.text)
+			text := seg.text
+			if strings.HasPrefix(text, `\`) { // psql's habits work in scripts as typed
+				if meta, _ := psqlHabit(text); meta != "" {
+					text = meta // an unknown one is reported by meta as it was written
+				}
+			}
+			quit := sh.meta(ctx, text)
 			if sh.failed {
 				failed++
 				stop = !b.cont || ctx.Err() != nil

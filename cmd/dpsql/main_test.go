@@ -328,6 +328,30 @@ func TestDatabaseAsArgumentAndScriptFromStdin(t *testing.T) {
 	}
 }
 
+// TestBackslashCommandsInScripts: psql's habits work in -f scripts and
+// piped input as typed (issue 29): \x switches the mode, \conninfo
+// shows the connection, \i reads a script, and an unknown one is an error
+// that names it.
+func TestBackslashCommandsInScripts(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 5)); code != 0 {
+		t.Fatal(e)
+	}
+	inner := filepath.Join(dir, "inner.sql")
+	os.WriteFile(inner, []byte("SHOW TABLES;\n"), 0o644)
+	script := "\\x on\nSHOW TABLES;\n\\conninfo\n\\x off\n\\i " + inner + "\n\\bogus\n"
+	out, e, code := runCLI(t, script, "--db", db, "--continue")
+	for _, want := range []string{"  table = people", "database: " + db, "table  | privacy"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 1 || !strings.Contains(e, `unknown command \bogus`) {
+		t.Errorf("unknown backslash command: %d %q", code, e)
+	}
+}
+
 // TestPercentInDatabasePath: a '%' in --db is part of the file name, not a
 // URI escape ("x%41.db" is not "xA.db").
 func TestPercentInDatabasePath(t *testing.T) {

@@ -641,8 +641,10 @@ func historyEntry(stmt string) string {
 // psqlHabit maps what psql and sqlite3 users type out of habit to the
 // shell's dot-command: \q, quit and exit quit; \? and \h are .help; \d and
 // \dt list the tables, \d NAME describes one; \timing toggles .timer; \x
-// switches between .mode line and .mode table. ok is false when the line
-// is not such a habit; meta is "" for an unknown backslash command.
+// switches between .mode line and .mode table (\x on|off|auto sets it); \i
+// FILE is .read, \o [FILE] is .output, \conninfo is .show. ok is false
+// when the line is not such a habit; meta is "" for an unknown backslash
+// command. Scripts (-f, piped input) take them too.
 func psqlHabit(line string) (meta string, ok bool) {
 	word := strings.TrimSuffix(line, ";")
 	fields := strings.Fields(word)
@@ -666,7 +668,23 @@ func psqlHabit(line string) (meta string, ok bool) {
 	case `\timing`:
 		return ".timer toggle", true
 	case `\x`:
-		return ".mode toggle-line", true
+		if len(fields) == 1 {
+			return ".mode toggle-line", true
+		}
+		switch strings.ToLower(fields[1]) {
+		case "on":
+			return ".mode line", true
+		case "off", "auto": // auto: dpsql's tables are narrow enough for table mode
+			return ".mode table", true
+		}
+	case `\i`, `\ir`:
+		return ".read " + strings.Join(fields[1:], " "), true
+	case `\o`:
+		return strings.TrimSpace(".output " + strings.Join(fields[1:], " ")), true
+	case `\conninfo`:
+		if len(fields) == 1 {
+			return ".show", true
+		}
 	}
 	if strings.HasPrefix(fields[0], `\`) {
 		return "", true
