@@ -37,8 +37,11 @@ func (s *Session) query(ctx context.Context, st *parser.SelectStmt, cat *catalog
 		return &Result{Columns: r.Columns, Rows: r.Rows}, nil
 	case *planner.PrivateQuery:
 		res, err := s.private(ctx, st, p, "")
-		if err == nil && s.settings.IntervalColumns {
-			addIntervalColumns(res, intervalOutputs(p))
+		if err == nil {
+			res.Notes = append(res.Notes, textArgumentNotes(p, cat)...)
+			if s.settings.IntervalColumns {
+				addIntervalColumns(res, intervalOutputs(p))
+			}
 		}
 		return res, err
 	}
@@ -266,4 +269,34 @@ func wideIntervals(ivs [][]*Interval) int {
 		}
 	}
 	return n
+}
+
+// textArgumentNotes say when a sum, average or variance reads a TEXT
+// column: each value counts as CAST(value AS REAL) — text that is not a
+// number counts as 0 — and is clipped to the bounds, which is rarely what
+// was meant.
+func textArgumentNotes(p *planner.PrivateQuery, cat *catalog.Catalog) []string {
+	var notes []string
+	seen := map[string]bool{}
+	for _, a := range p.Aggregates {
+		if a.Kind == planner.AggCount || len(a.Cells) == 0 {
+			continue
+		}
+		ref, ok := p.Cells[a.Cells[0]].Arg.(*parser.ColumnRef)
+		if !ok || seen[ref.Name] {
+			continue
+		}
+		for table := range p.Reads {
+			t, ok := cat.Table(table)
+			if !ok {
+				continue
+			}
+			if col, ok := t.Column(ref.Name); ok && castType(col.Type) == TypeText {
+				seen[ref.Name] = true
+				notes = append(notes, fmt.Sprintf("%s reads %s, a TEXT column: each value counts as CAST(value AS REAL) — text that is not a number counts as 0 — clipped to the bounds", a.Text, parser.QuoteIdent(col.Name)))
+				break
+			}
+		}
+	}
+	return notes
 }

@@ -293,3 +293,22 @@ func TestLongFlatOrChain(t *testing.T) {
 		}
 	}
 }
+
+// TestSumOverTextSaysSo: an aggregate over a TEXT column answers, with a
+// note that says the column is text and how its values were counted.
+func TestSumOverTextSaysSo(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	res := query(t, e, `SELECT SUM(g, contribution_bounds_per_row => (0, 1)) FROM t`)
+	found := false
+	for _, n := range res.Notes {
+		found = found || (strings.Contains(n, `"g", a TEXT column`) && strings.Contains(n, "counts as 0"))
+	}
+	if !found {
+		t.Errorf("notes %q do not say g is text", res.Notes)
+	}
+	for _, n := range query(t, e, `SELECT SUM(x, contribution_bounds_per_row => (0, 1)) FROM t`).Notes {
+		if strings.Contains(n, "TEXT column") {
+			t.Errorf("a numeric column got the note %q", n)
+		}
+	}
+}
