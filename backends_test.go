@@ -182,6 +182,9 @@ var engineSuite = []struct {
 }{
 	// exact answers, refusals, budget and the answer cache
 	{"TestExactAnswersWithoutNoise", TestExactAnswersWithoutNoise},
+	{"TestSetPrivateAgain", TestSetPrivateAgain},
+	{"TestSessionsKeepTheirSettings", TestSessionsKeepTheirSettings},
+	{"TestIntervalsReachEveryClient", TestIntervalsReachEveryClient},
 	{"TestAvgClippedAndColumnNames", TestAvgClippedAndColumnNames},
 	{"TestVarianceAndStddevExact", TestVarianceAndStddevExact},
 	{"TestRefusalsSpendNothing", TestRefusalsSpendNothing},

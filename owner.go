@@ -33,6 +33,11 @@ func (s *Session) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cat
 			return "privacy policy dropped on " + st.Table.Name + " (the table stays private)", atPos(st, cat.DropPolicy(ctx, on, st.Table.Name))
 		})
 	case *parser.SetPublicStmt:
+		if st.Private {
+			return s.policyStatement(ctx, stmt, func(on storesql.On) (string, error) {
+				return st.Table.Name + " is private: each row is a privacy unit until a policy says otherwise (CREATE PRIVACY POLICY)", atPos(st, cat.SetPrivate(ctx, on, st.Table.Name))
+			})
+		}
 		return s.policyStatement(ctx, stmt, func(on storesql.On) (string, error) {
 			return st.Table.Name + " is public: it is queried without noise", atPos(st, cat.SetPublic(ctx, on, st.Table.Name))
 		})

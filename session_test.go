@@ -312,3 +312,22 @@ func TestSumOverTextSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestSetPrivateAgain: ALTER TABLE t SET PRIVATE undoes SET PUBLIC: the
+// table is private with the default policy, and raw rows are refused again.
+func TestSetPrivateAgain(t *testing.T) {
+	path := newDB(t)
+	owner := open(t, path, dpsql.Options{Owner: true, Epsilon: 1})
+	mustRun(t, owner, `ALTER TABLE lookup SET PUBLIC`)
+	query(t, owner, `SELECT code FROM lookup`)
+	res := mustRun(t, owner, `ALTER TABLE lookup SET PRIVATE`)
+	if !strings.Contains(res[0].Message, "lookup is private") {
+		t.Errorf("message %q", res[0].Message)
+	}
+	if _, err := owner.Query(context.Background(), `SELECT code FROM lookup`); !errors.Is(err, dpsql.ErrNotPrivate) {
+		t.Errorf("raw rows of a table set private again: %v", err)
+	}
+	if _, err := owner.Query(context.Background(), `ALTER TABLE nope SET PRIVATE`); !errors.Is(err, dpsql.ErrUnknownName) {
+		t.Errorf("unknown table: %v", err)
+	}
+}

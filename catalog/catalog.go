@@ -505,6 +505,17 @@ func (c *Catalog) SetPublic(ctx context.Context, db storesql.On, table string) e
 	return err
 }
 
+// SetPrivate makes a public table private again with the default policy
+// (each row a unit); a private table stays as it is.
+func (c *Catalog) SetPrivate(ctx context.Context, db storesql.On, table string) error {
+	t, ok := c.Table(table)
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownTable, table)
+	}
+	_, err := db.ExecContext(ctx, `UPDATE _dpsql_tables SET public = 0 WHERE table_name = ? AND public <> 0`, t.Name)
+	return err
+}
+
 // SortedColumns returns the names of the map's keys in order (for stable output).
 func SortedColumns[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))

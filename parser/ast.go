@@ -370,10 +370,12 @@ type SetDomainStmt struct {
 	Values   []Expr
 }
 
-// SetPublicStmt is ALTER TABLE t SET PUBLIC (owner).
+// SetPublicStmt is ALTER TABLE t SET PUBLIC, or with Private ALTER
+// TABLE t SET PRIVATE (owner).
 type SetPublicStmt struct {
 	AlterPos Pos
 	Table    *TableRef
+	Private  bool
 }
 
 // DropPolicyStmt is DROP PRIVACY POLICY ON t (owner).

@@ -278,6 +278,10 @@ func FormatStmt(s Stmt) string {
 		}
 		sb.WriteString(")")
 	case *SetPublicStmt:
+		if s.Private {
+			sb.WriteString("ALTER TABLE " + QuoteIdent(s.Table.Name) + " SET PRIVATE")
+			break
+		}
 		sb.WriteString("ALTER TABLE " + QuoteIdent(s.Table.Name) + " SET PUBLIC")
 	case *DropPolicyStmt:
 		sb.WriteString("DROP PRIVACY POLICY ON " + QuoteIdent(s.Table.Name))

@@ -488,6 +488,9 @@ func (p *parser) statement() Stmt {
 		if p.accept("TABLE") {
 			tbl := p.tableRef()
 			p.expect("SET")
+			if p.accept("PRIVATE") {
+				return &SetPublicStmt{AlterPos: t.pos, Table: tbl, Private: true}
+			}
 			p.expect("PUBLIC")
 			return &SetPublicStmt{AlterPos: t.pos, Table: tbl}
 		}
