@@ -43,6 +43,8 @@ func (s *Session) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cat
 		})
 	case *parser.SetBoundsStmt:
 		return s.policyStatement(ctx, stmt, func(on storesql.On) (string, error) { return setBounds(ctx, on, cat, st) })
+	case *parser.DropTableStmt:
+		return s.dropTable(ctx, st, cat)
 	case *parser.SetDomainStmt:
 		return s.policyStatement(ctx, stmt, func(on storesql.On) (string, error) { return setDomain(ctx, on, cat, st) })
 	}
@@ -232,6 +234,27 @@ func atPos(stmt parser.Stmt, err error) error {
 	return at(stmt.Pos(), err)
 }
 
+// dropTable is DROP TABLE [IF EXISTS] t: the table of the file, its
+// policy and its cached answers go, in one transaction. The ledger keeps
+// the charges of the queries that read it.
+func (s *Session) dropTable(ctx context.Context, st *parser.DropTableStmt, cat *catalog.Catalog) (*Result, error) {
+	if _, ok := cat.Table(st.Table.Name); !ok || catalog.IsInternalName(st.Table.Name) {
+		if st.IfExists {
+			return &Result{Message: fmt.Sprintf("no table %s: nothing dropped", st.Table.Name)}, nil
+		}
+		return nil, &Error{Pos: st.Table.NamePos, Kind: ErrUnknownName, Msg: fmt.Sprintf("unknown table %q", st.Table.Name)}
+	}
+	if s.eng.pg != nil {
+		return nil, &Error{Pos: st.DropPos, Kind: ErrUnsupported, Msg: "the tables live in PostgreSQL: drop the table there (its mirror and policy go at the owner's next open)"}
+	}
+	return s.policyStatement(ctx, st, func(on storesql.On) (string, error) {
+		if err := cat.DropTable(ctx, on, st.Table.Name); err != nil {
+			return "", atPos(st, err)
+		}
+		return fmt.Sprintf("table %s dropped, with its policy and cached answers (the ledger keeps the charges of the queries that read it)", st.Table.Name), nil
+	})
+}
+
 // changedTable is the table an owner statement changes the policy of, or "".
 func changedTable(stmt parser.Stmt) string {
 	switch s := stmt.(type) {
@@ -244,6 +267,8 @@ func changedTable(stmt parser.Stmt) string {
 	case *parser.SetBoundsStmt:
 		return s.Table.Name
 	case *parser.SetDomainStmt:
+		return s.Table.Name
+	case *parser.DropTableStmt:
 		return s.Table.Name
 	}
 	return ""

@@ -331,3 +331,38 @@ func TestSetPrivateAgain(t *testing.T) {
 		t.Errorf("unknown table: %v", err)
 	}
 }
+
+// TestDropTable: the owner drops a table with its policy and cached
+// answers; IF EXISTS tolerates a missing one; analysts cannot (issue 29).
+func TestDropTable(t *testing.T) {
+	path := newDB(t)
+	owner := open(t, path, dpsql.Options{Owner: true, Epsilon: 1})
+	ctx := context.Background()
+	mustRun(t, owner, `CREATE PRIVACY POLICY ON lookup; ALTER PRIVACY POLICY ON lookup SET DOMAIN code ('a', 'b')`)
+	query(t, owner, `SELECT code, COUNT(*) FROM lookup GROUP BY code`)
+	analyst := open(t, path, dpsql.Options{Epsilon: 1})
+	if _, err := analyst.Query(ctx, `DROP TABLE lookup`); !errors.Is(err, dpsql.ErrOwnerOnly) {
+		t.Errorf("analyst DROP TABLE: %v", err)
+	}
+	res := mustRun(t, owner, `DROP TABLE lookup`)
+	if !strings.Contains(res[0].Message, "table lookup dropped") {
+		t.Errorf("message %q", res[0].Message)
+	}
+	for _, r := range query(t, owner, `SHOW TABLES`).Rows {
+		if r[0] == "lookup" {
+			t.Error("lookup still listed")
+		}
+	}
+	if _, err := owner.Query(ctx, `SELECT code, COUNT(*) FROM lookup GROUP BY code`); !errors.Is(err, dpsql.ErrUnknownName) {
+		t.Errorf("query of a dropped table (once cached): %v", err)
+	}
+	if _, err := owner.Query(ctx, `DROP TABLE lookup`); !errors.Is(err, dpsql.ErrUnknownName) {
+		t.Errorf("second DROP TABLE: %v", err)
+	}
+	if res := mustRun(t, owner, `DROP TABLE IF EXISTS lookup`); !strings.Contains(res[0].Message, "nothing dropped") {
+		t.Errorf("DROP TABLE IF EXISTS: %q", res[0].Message)
+	}
+	if _, err := owner.Query(ctx, `DROP TABLE _dpsql_ledger`); !errors.Is(err, dpsql.ErrUnknownName) {
+		t.Errorf("DROP TABLE of an internal table: %v", err)
+	}
+}

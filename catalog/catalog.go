@@ -411,6 +411,26 @@ func (c *Catalog) DropPolicy(ctx context.Context, db storesql.On, table string) 
 	return nil
 }
 
+// DropTable removes a table of the file and everything the catalog keeps
+// about it (its policy, bounds and domains).
+func (c *Catalog) DropTable(ctx context.Context, db storesql.On, table string) error {
+	t, ok := c.Table(table)
+	if !ok || IsInternalName(table) {
+		return fmt.Errorf("%w %q", ErrUnknownTable, table)
+	}
+	for _, q := range []string{
+		`DELETE FROM _dpsql_bounds WHERE table_name = ?`,
+		`DELETE FROM _dpsql_domains WHERE table_name = ?`,
+		`DELETE FROM _dpsql_tables WHERE table_name = ?`,
+	} {
+		if _, err := db.ExecContext(ctx, q, t.Name); err != nil {
+			return err
+		}
+	}
+	_, err := db.ExecContext(ctx, `DROP TABLE "`+strings.ReplaceAll(t.Name, `"`, `""`)+`"`)
+	return err
+}
+
 func (c *Catalog) policyTable(table string) (*Table, error) {
 	t, ok := c.Table(table)
 	if !ok {

@@ -384,6 +384,14 @@ type DropPolicyStmt struct {
 	Table   *TableRef
 }
 
+// DropTableStmt is DROP TABLE [IF EXISTS] t (owner): the table, its
+// policy and its cached answers go.
+type DropTableStmt struct {
+	DropPos  Pos
+	Table    *TableRef
+	IfExists bool
+}
+
 // AnalystStmt is CREATE ANALYST name PASSWORD 'p' [BUDGET epsilon = E[,
 // delta = D]], ALTER ANALYST name [PASSWORD 'p'] [BUDGET ...] or DROP
 // ANALYST name (owner): the users a dpsql server lets in.
@@ -413,6 +421,7 @@ func (s *SetBoundsStmt) Pos() Pos    { return s.AlterPos }
 func (s *SetDomainStmt) Pos() Pos    { return s.AlterPos }
 func (s *SetPublicStmt) Pos() Pos    { return s.AlterPos }
 func (s *DropPolicyStmt) Pos() Pos   { return s.DropPos }
+func (s *DropTableStmt) Pos() Pos    { return s.DropPos }
 func (s *AnalystStmt) Pos() Pos      { return s.StmtPos }
 
 func (*SelectStmt) stmtNode()       {}
@@ -427,12 +436,13 @@ func (*SetBoundsStmt) stmtNode()    {}
 func (*SetDomainStmt) stmtNode()    {}
 func (*SetPublicStmt) stmtNode()    {}
 func (*DropPolicyStmt) stmtNode()   {}
+func (*DropTableStmt) stmtNode()    {}
 func (*AnalystStmt) stmtNode()      {}
 
 // IsOwnerStmt reports whether s needs owner mode.
 func IsOwnerStmt(s Stmt) bool {
 	switch s.(type) {
-	case *SetBudgetStmt, *ResetBudgetStmt, *ResetCacheStmt, *CreatePolicyStmt, *SetBoundsStmt, *SetDomainStmt, *SetPublicStmt, *DropPolicyStmt, *AnalystStmt:
+	case *SetBudgetStmt, *ResetBudgetStmt, *ResetCacheStmt, *CreatePolicyStmt, *SetBoundsStmt, *SetDomainStmt, *SetPublicStmt, *DropPolicyStmt, *DropTableStmt, *AnalystStmt:
 		return true
 	}
 	return false

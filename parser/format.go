@@ -285,6 +285,12 @@ func FormatStmt(s Stmt) string {
 		sb.WriteString("ALTER TABLE " + QuoteIdent(s.Table.Name) + " SET PUBLIC")
 	case *DropPolicyStmt:
 		sb.WriteString("DROP PRIVACY POLICY ON " + QuoteIdent(s.Table.Name))
+	case *DropTableStmt:
+		sb.WriteString("DROP TABLE ")
+		if s.IfExists {
+			sb.WriteString("IF EXISTS ")
+		}
+		sb.WriteString(QuoteIdent(s.Table.Name))
 	case *AnalystStmt:
 		// The password is never printed: formatted statements reach logs.
 		sb.WriteString(s.Op + " ANALYST " + QuoteIdent(s.Name))

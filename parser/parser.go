@@ -524,8 +524,17 @@ func (p *parser) statement() Stmt {
 		p.fail(p.tok.pos, "expected BOUNDS or DOMAIN after SET, found %s", p.tok.describe())
 	case t.is("DROP"):
 		p.next()
+		if p.accept("TABLE") {
+			st := &DropTableStmt{DropPos: t.pos}
+			if p.accept("IF") {
+				p.expect("EXISTS")
+				st.IfExists = true
+			}
+			st.Table = p.tableRef()
+			return st
+		}
 		if !p.tok.is("PRIVACY") {
-			p.fail(p.tok.pos, "expected PRIVACY POLICY after DROP (dpsql does not drop tables), found %s", p.tok.describe())
+			p.fail(p.tok.pos, "expected PRIVACY POLICY or TABLE after DROP, found %s", p.tok.describe())
 		}
 		p.next()
 		p.expect("POLICY")
