@@ -70,20 +70,17 @@ var ErrNoTransactions = errors.New("dpsql: transactions are not supported")
 // Open opens a connection with an engine of its own, closed with it
 // (database/sql calls OpenConnector instead; prefer sql.Open).
 func (d *Driver) Open(dsn string) (driver.Conn, error) {
-	path, opts, err := ParseDSN(dsn)
+	c, err := d.OpenConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	eng, err := Open(path, opts)
+	dc, err := c.Connect(context.Background())
 	if err != nil {
+		c.(*connector).Close()
 		return nil, err
 	}
-	sess, err := eng.NewSession(sessionOptions(opts))
-	if err != nil {
-		eng.Close()
-		return nil, err
-	}
-	return &conn{sess: sess, owned: eng}, nil
+	dc.(*conn).owned = c.(*connector).eng // closed with the connection
+	return dc, nil
 }
 
 // OpenConnector parses the DSN and opens its Engine, which every

@@ -83,6 +83,15 @@ func (s *Session) status(ctx context.Context) (budget.Status, error) {
 // Query runs exactly one statement. Args bind its parameters (? or $N) as
 // literals; see parser.Bind for the accepted types.
 func (s *Session) Query(ctx context.Context, sqlText string, args ...any) (*Result, error) {
+	stmt, err := parseBound(sqlText, args)
+	if err != nil {
+		return nil, err
+	}
+	return s.run(ctx, stmt)
+}
+
+// parseBound parses exactly one statement and binds its parameters.
+func parseBound(sqlText string, args []any) (parser.Stmt, error) {
 	stmt, err := parser.ParseStatement(sqlText)
 	if err != nil {
 		return nil, syntaxError(err)
@@ -90,18 +99,15 @@ func (s *Session) Query(ctx context.Context, sqlText string, args ...any) (*Resu
 	if err := parser.Bind(stmt, args); err != nil {
 		return nil, syntaxError(parser.ErrorList{err.(*parser.Error)})
 	}
-	return s.run(ctx, stmt)
+	return stmt, nil
 }
 
 // Explain explains one SELECT (as EXPLAIN SELECT ... would): the plan,
 // its cost and its noise, without running it or spending anything.
 func (s *Session) Explain(ctx context.Context, sqlText string, args ...any) (*Result, error) {
-	stmt, err := parser.ParseStatement(sqlText)
+	stmt, err := parseBound(sqlText, args)
 	if err != nil {
-		return nil, syntaxError(err)
-	}
-	if err := parser.Bind(stmt, args); err != nil {
-		return nil, syntaxError(parser.ErrorList{err.(*parser.Error)})
+		return nil, err
 	}
 	if sel, ok := stmt.(*parser.SelectStmt); ok {
 		stmt = &parser.ExplainStmt{ExplainPos: sel.Pos(), Query: sel}

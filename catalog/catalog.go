@@ -399,12 +399,18 @@ func (c *Catalog) DropPolicy(ctx context.Context, db storesql.On, table string) 
 	if err != nil {
 		return err
 	}
+	return deletePolicy(ctx, db, t.Name)
+}
+
+// deletePolicy removes what the catalog keeps about a table: its policy,
+// bounds and domains.
+func deletePolicy(ctx context.Context, db storesql.On, table string) error {
 	for _, q := range []string{
 		`DELETE FROM _dpsql_bounds WHERE table_name = ?`,
 		`DELETE FROM _dpsql_domains WHERE table_name = ?`,
 		`DELETE FROM _dpsql_tables WHERE table_name = ?`,
 	} {
-		if _, err := db.ExecContext(ctx, q, t.Name); err != nil {
+		if _, err := db.ExecContext(ctx, q, table); err != nil {
 			return err
 		}
 	}
@@ -418,16 +424,10 @@ func (c *Catalog) DropTable(ctx context.Context, db storesql.On, table string) e
 	if !ok || IsInternalName(table) {
 		return fmt.Errorf("%w %q", ErrUnknownTable, table)
 	}
-	for _, q := range []string{
-		`DELETE FROM _dpsql_bounds WHERE table_name = ?`,
-		`DELETE FROM _dpsql_domains WHERE table_name = ?`,
-		`DELETE FROM _dpsql_tables WHERE table_name = ?`,
-	} {
-		if _, err := db.ExecContext(ctx, q, t.Name); err != nil {
-			return err
-		}
+	if err := deletePolicy(ctx, db, t.Name); err != nil {
+		return err
 	}
-	_, err := db.ExecContext(ctx, `DROP TABLE "`+strings.ReplaceAll(t.Name, `"`, `""`)+`"`)
+	_, err := db.ExecContext(ctx, `DROP TABLE `+parser.QuoteIdent(t.Name))
 	return err
 }
 

@@ -202,14 +202,11 @@ func predictedError(q *planner.PrivateQuery, a *planner.Aggregate) string {
 	if a.Search >= 0 {
 		return "95% error: depends on the bounds chosen privately when the query runs (the interval comes with the answer)"
 	}
-	ns := make([]noiseOf, len(q.Cells))
+	cells := make([]cellBounds, len(q.Cells))
 	for i, c := range q.Cells {
-		if c.Gaussian {
-			ns[i] = noiseOf{gaussian: true, scale: mechanism.GaussianSigma(c.L2Sensitivity(c.L1Sensitivity), c.Rho)}
-		} else {
-			ns[i] = noiseOf{scale: mechanism.LaplaceScale(c.L1Sensitivity, c.Epsilon)}
-		}
+		cells[i] = cellBounds{lo: c.Lo, hi: c.Hi, sens: c.L1Sensitivity}
 	}
+	ns := cellNoise(q, cells)
 	alpha := 1 - intervalLevel
 	half := (a.Hi - a.Lo) / 2
 	at := func(weights func(n float64) []float64, cells []int) string {

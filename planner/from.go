@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/dpsql/dpsql/catalog"
-	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/parser"
 )
 
@@ -322,7 +321,7 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 	if r.sql, err = fb.derivedSQL(q, base, outAlias, refuse); err != nil {
 		return nil, err
 	}
-	if fb.rn.knobs.Fault(func(k *knobs.Knobs) bool { return k.UnitByName }) && base.private { // a re-introduced bug, for the auditor's tests
+	if (fb.rn.knobs != nil && fb.rn.knobs.UnitByName) && base.private { // a re-introduced bug, for the auditor's tests
 		for i, n := range names {
 			if catalog.SameName(n, base.unit.Column) {
 				r.unitSQL = parser.QuoteIdent(outAlias) + "." + parser.QuoteIdent(outputColumn(i))

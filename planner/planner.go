@@ -1635,7 +1635,7 @@ func (b *builder) newCell(a *aggCall, agg *Aggregate, k CellKind, label string) 
 	if (k != CountRows && k != CountValues && k != CountUnits && k != CountDistinct) || a.countBounds {
 		c.Lo, c.Hi, c.Search = agg.Lo, agg.Hi, agg.Search
 	}
-	if b.knobs.Fault(func(k *knobs.Knobs) bool { return k.PerRowSensitivity }) {
+	if b.knobs != nil && b.knobs.PerRowSensitivity {
 		c.Scale = 1 // a re-introduced bug, for the auditor's tests
 	}
 	if c.Search < 0 {

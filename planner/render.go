@@ -130,7 +130,7 @@ func (rn *renderer) sql(e parser.Expr, extra func(parser.Expr) (string, bool)) s
 			}
 		case *parser.CallExpr:
 			switch {
-			case x.Name == "ABS" && len(x.Args) == 1 && !rn.knobs.Fault(func(k *knobs.Knobs) bool { return k.BareAbs }):
+			case x.Name == "ABS" && len(x.Args) == 1 && !(rn.knobs != nil && rn.knobs.BareAbs):
 				// ABS raises "integer overflow" on −2^63 only; NULLIF turns
 				// that one value into NULL and evaluates the argument once.
 				return "ABS(NULLIF(" + sub(x.Args[0]) + ", -9223372036854775807 - 1))", true

@@ -55,6 +55,3 @@ func (k *Knobs) Grouping() int {
 	}
 	return k.PostgresGrouping
 }
-
-// Fault reports whether k turns on the fault f reads (false for nil).
-func (k *Knobs) Fault(f func(*Knobs) bool) bool { return k != nil && f(k) }
