@@ -38,6 +38,11 @@ func init() { sql.Register(DriverName, &Driver{}) }
 //     database and the path is its state file (Options.Postgres), e.g.
 //     file:shop.dpsql?postgres=postgres%3A%2F%2Fdpsql%40db%2Fshop; with
 //     no path (file:?postgres=...) the state file is DefaultStateFile.
+//   - duckdb=PATH (URL-escaped): the tables live in that DuckDB file and
+//     the path is its state file (Options.DuckDB); with no path
+//     (file:?duckdb=data.duckdb) the state file is DuckDBStateFile. A
+//     plain path ending in .duckdb (data.duckdb, or duckdb:data.duckdb)
+//     means the same.
 //
 // Unknown options are errors. A *sql.DB opened on a DSN shares one Engine
 // (one SQLite pool, one PostgreSQL pool), opened by sql.Open (which
@@ -121,6 +126,8 @@ func ParseDSN(dsn string) (string, Options, error) {
 			}
 		case "postgres":
 			opts.Postgres = v[0]
+		case "duckdb":
+			opts.DuckDB = v[0]
 		case "epsilon":
 			f, err := strconv.ParseFloat(v[0], 64)
 			if err != nil || f <= 0 || math.IsInf(f, 0) || math.IsNaN(f) {
@@ -136,10 +143,13 @@ func ParseDSN(dsn string) (string, Options, error) {
 				return "", opts, fmt.Errorf("dpsql: cache is on or off, got %q", v[0])
 			}
 		default:
-			return "", opts, fmt.Errorf("dpsql: unknown DSN option %q (known: role, epsilon, cache, postgres)", k)
+			return "", opts, fmt.Errorf("dpsql: unknown DSN option %q (known: role, epsilon, cache, postgres, duckdb)", k)
 		}
 	}
-	if path == "" && opts.Postgres == "" {
+	if opts.DuckDB == "" && IsDuckDBPath(path) {
+		opts.DuckDB, path = DuckDBFile(path), ""
+	}
+	if path == "" && opts.Postgres == "" && opts.DuckDB == "" {
 		return "", opts, fmt.Errorf("dpsql: empty database path in DSN %q", dsn)
 	}
 	return path, opts, nil

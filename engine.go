@@ -66,6 +66,13 @@ type Options struct {
 	// yet (docs/backends.md). A state file with mirrored tables can only
 	// be opened with its connection string.
 	Postgres string
+	// DuckDB, when set, is a DuckDB file the engine reads its tables from
+	// (a build with cgo); the file at path is then its state file
+	// (catalog, budget, ledger, cache; "" picks DuckDBStateFile). Every
+	// open mirrors the DuckDB tables the state file lacks, and a private
+	// query whose plan compiles runs as one DuckDB statement
+	// (docs/backends.md).
+	DuckDB string
 
 	noise    mechanism.Noiser // tests only; nil means crypto/rand
 	dsnExtra string           // tests only: more SQLite URI parameters
@@ -82,6 +89,7 @@ type Engine struct {
 	notify  func(string)
 	noCache bool
 	pg      *pgSource     // where the tables live, or nil (all in the file)
+	duck    duckBackend   // a DuckDB file the tables live in, or nil
 	ledger  *budget.Store // the budget: in the file, or in PostgreSQL's schema dpsql
 	knobs   *knobs.Knobs  // test knobs; nil in production
 
@@ -105,7 +113,13 @@ func Open(path string, opts Options) (*Engine, error) {
 	if opts.Postgres != "" {
 		src = &postgres.Source{Knobs: opts.knobs}
 	}
-	db, err := openSQLite("file:"+strings.ReplaceAll(path, "%", "%25")+"?_pragma=busy_timeout(30000)&_txlock=immediate"+opts.dsnExtra, src)
+	var duck duckBackend
+	if opts.DuckDB != "" {
+		if duck, err = newDuckBackend(opts.DuckDB); err != nil {
+			return nil, err
+		}
+	}
+	db, err := openSQLite("file:"+strings.ReplaceAll(path, "%", "%25")+"?_pragma=busy_timeout(30000)&_txlock=immediate"+opts.dsnExtra, src, duck)
 	if err != nil {
 		return nil, err
 	}
@@ -129,17 +143,30 @@ func Open(path string, opts Options) (*Engine, error) {
 		pg.close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
+	if duck != nil {
+		if err := mirrorDuckDB(ctx, db, duck, opts.Notify); err != nil && opts.Owner {
+			db.Close()
+			duck.close()
+			return nil, err
+		}
+	}
 	noise := opts.noise
 	if noise == nil {
 		noise = mechanism.NewSecureNoiser(nil)
 	}
-	e := &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, pg: pg, ledger: ledger, knobs: opts.knobs}
+	e := &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, pg: pg, duck: duck, ledger: ledger, knobs: opts.knobs}
 	e.def = &Session{eng: e, owner: opts.Owner, noCache: opts.NoCache, settings: Settings{Epsilon: opts.Epsilon}}
 	return e, nil
 }
 
 // checkOpen validates Open's arguments and returns the path to open.
 func checkOpen(path string, opts Options) (string, error) {
+	if err := checkDuckDB(opts); err != nil {
+		return "", err
+	}
+	if path == "" && opts.DuckDB != "" {
+		path = DuckDBStateFile(opts.DuckDB)
+	}
 	if path == "" && opts.Postgres != "" {
 		var err error
 		if path, err = DefaultStateFile(opts.Postgres); err != nil {
@@ -214,6 +241,9 @@ func initState(ctx context.Context, db *sql.DB, pg *pgSource, path string, opts 
 func (e *Engine) Close() error {
 	err := e.db.Close()
 	e.pg.close()
+	if e.duck != nil {
+		e.duck.close()
+	}
 	return err
 }
 

@@ -62,16 +62,23 @@ func (c sqliteConnector) Driver() driver.Driver                        { return 
 // SQLite driver of its own, with the measurement aggregate and the
 // module through which its mirrors read its pool (src, connected later):
 // nothing about the pool is kept process-wide.
-func openSQLite(dsn string, src *postgres.Source) (*sql.DB, error) {
-	if src == nil {
+func openSQLite(dsn string, src *postgres.Source, duck duckBackend) (*sql.DB, error) {
+	if src == nil && duck == nil {
 		return sql.Open("sqlite", dsn)
 	}
 	drv := &sqlite.Driver{}
 	if err := exec.RegisterFunctions(drv); err != nil {
 		return nil, err
 	}
-	if err := postgres.Install(drv, src); err != nil {
-		return nil, err
+	if src != nil {
+		if err := postgres.Install(drv, src); err != nil {
+			return nil, err
+		}
+	}
+	if duck != nil {
+		if err := duck.install(drv); err != nil {
+			return nil, err
+		}
 	}
 	return sql.OpenDB(sqliteConnector{drv: drv, dsn: dsn}), nil
 }

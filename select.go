@@ -126,6 +126,9 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 		return nil, cancelled(ctx, err, nil)
 	}
 	defer prep.Close()
+	if e.duck != nil {
+		prep.MeasureWith(e.duck.measurer(e.db)) // the whole measurement runs in DuckDB
+	}
 	if e.pg != nil {
 		prep.PushTo(pgPusher{e.pg, e.db}) // native measurements of a mirror run in PostgreSQL
 	}

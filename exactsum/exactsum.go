@@ -177,3 +177,16 @@ func (a *Acc) Big() *big.Float {
 	f := new(big.Float).SetPrec(prec).SetInt(total)
 	return f.SetMantExp(f, a.base)
 }
+
+// CentredSquares returns Σ (x − m)² = Σx² − 2m·Σx + m²·n exactly, from
+// the exact Σx and Σx² of n values.
+func CentredSquares(sum, sq *big.Float, n int64, m float64) *big.Float {
+	const prec = 4096 // wide enough for every product of float64 magnitudes here
+	bm := new(big.Float).SetPrec(prec).SetFloat64(m)
+	out := new(big.Float).SetPrec(prec).Set(sq)
+	t := new(big.Float).SetPrec(prec).Mul(bm, sum)
+	out.Sub(out, t.Mul(t, big.NewFloat(2)))
+	t2 := new(big.Float).SetPrec(prec).Mul(bm, bm)
+	t2.Mul(t2, new(big.Float).SetPrec(prec).SetInt64(n))
+	return out.Add(out, t2)
+}

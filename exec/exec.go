@@ -24,6 +24,7 @@ import (
 
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/measuresql"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
@@ -245,6 +246,7 @@ type Prepared struct {
 	q          *planner.PrivateQuery
 	rw         *rewrite.Rewritten
 	pusher     Pusher        // nil: every scan runs in SQLite
+	measurer   Measurer      // nil: no compiled measurement
 	shadows    []shadowTable // copies of virtual tables the scan reads (shadow.go)
 }
 
@@ -263,6 +265,21 @@ type PushedGroup struct {
 	Keys   []any
 	Values []*big.Int
 }
+
+// A Measurer runs a scan's whole measurement (rewrite.Measurement) in the
+// engine that holds its table, as one statement compiled for that engine
+// (package measuresql), with key as the query's fresh random key for
+// contribution bounding. ok is false when it declines (the plan has a
+// form its dialect does not compile: the scan then runs through the
+// reference evaluator); the decision depends only on the plan and the
+// schema. It runs after the charge, like the scan.
+type Measurer interface {
+	Measure(ctx context.Context, m *rewrite.Measurement, key uint64) (st *measuresql.Statement, groups []*measuresql.Group, ok bool, err error)
+}
+
+// MeasureWith lets the query's whole measurement run where its table
+// lives (Measurer), when the plan has one.
+func (p *Prepared) MeasureWith(m Measurer) { p.measurer = m }
 
 // PushTo lets the query's native measurements run where its table lives
 // (rewrite.Pushed); without it, or when the pusher declines, they run in
@@ -660,9 +677,14 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := p.pushed(ctx)
+	res, err := p.compiled(ctx, specs)
 	if err != nil {
 		return nil, err
+	}
+	if res == nil {
+		if res, err = p.pushed(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if res == nil {
 		var native []any
@@ -704,6 +726,26 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 		}
 	}
 	return sc, nil
+}
+
+// compiled has the scan's whole measurement run where its table lives
+// (Measurer), if the query has a Measurement and the measurer does not
+// decline; nil otherwise. The measurements that need per-group values
+// (histograms, quantile trees, distinct counts) are computed here from
+// the values and row counts the engine sent, exactly as the reference
+// evaluator measures weighted rows.
+func (p *Prepared) compiled(ctx context.Context, specs []spec) (*measured, error) {
+	if p.measurer == nil || p.rw.Measurement == nil {
+		return nil, nil
+	}
+	st, groups, ok, err := p.measurer.Measure(ctx, p.rw.Measurement, randomKey(p.q.Knobs.Fixed()))
+	if err != nil {
+		return nil, backendError(ctx, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	return fromCompiled(st, groups, specs), nil
 }
 
 // pushed has the scan's native measurements computed where its table

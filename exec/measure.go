@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/exactsum"
+	"github.com/dpsql/dpsql/measuresql"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/rewrite"
@@ -945,37 +946,83 @@ func (a *measureAgg) WindowValue(*sqlite.FunctionContext) (driver.Value, error) 
 	}
 	res := &measured{}
 	for _, g := range a.order {
-		mg := &measuredGroup{keys: g.keys, values: make([]*big.Float, len(a.specs)), hists: g.hists, trees: g.trees}
-		for i, sp := range a.specs {
-			switch sp.kind {
-			case 'h', 'H':
-			case 's', 'S', 'A', 'R', 'K':
-				mg.values[i] = g.sum[i].Big()
-			case 'd':
-				mg.values[i] = new(big.Float).SetInt64(int64(len(g.distinct[i])))
-			case 'q':
-				mg.values[i] = CentredSquares(g.sum[i].Big(), g.sq[i].Big(), g.n[i], planner.Midpoint(sp.lo, sp.hi))
-			default:
-				mg.values[i] = new(big.Float).SetInt64(g.n[i])
-			}
-		}
-		res.groups = append(res.groups, mg)
+		res.groups = append(res.groups, g.measured(a.specs))
 	}
 	measuredResults.Store(a.handle, res)
 	return a.handle, nil
 }
 
-// CentredSquares returns Σ (x − m)² = Σx² − 2m·Σx + m²·n exactly, from
-// the exact Σx and Σx² of n values.
+// measured is the group's measurement of each spec.
+func (g *groupAcc) measured(specs []spec) *measuredGroup {
+	mg := &measuredGroup{keys: g.keys, values: make([]*big.Float, len(specs)), hists: g.hists, trees: g.trees}
+	for i, sp := range specs {
+		switch sp.kind {
+		case 'h', 'H':
+		case 's', 'S', 'A', 'R', 'K':
+			mg.values[i] = g.sum[i].Big()
+		case 'd':
+			mg.values[i] = new(big.Float).SetInt64(int64(len(g.distinct[i])))
+		case 'q':
+			mg.values[i] = CentredSquares(g.sum[i].Big(), g.sq[i].Big(), g.n[i], planner.Midpoint(sp.lo, sp.hi))
+		default:
+			mg.values[i] = new(big.Float).SetInt64(g.n[i])
+		}
+	}
+	return mg
+}
+
+// fromCompiled turns a compiled measurement's groups into the scan's
+// measurements. The detail specs are measured here from each group's
+// distinct values and their row counts, as weighted rows are.
+func fromCompiled(st *measuresql.Statement, groups []*measuresql.Group, specs []spec) *measured {
+	pos := map[int]int{} // plan argument → position in a detail tuple
+	for j, a := range st.Detail {
+		pos[a] = j
+	}
+	var dspecs []spec
+	var at []int // dspecs[k] is specs[at[k]]
+	for i, sp := range specs {
+		if st.DetailSpec[i] {
+			sp.arg = pos[sp.arg]
+			dspecs = append(dspecs, sp)
+			at = append(at, i)
+		}
+	}
+	res := &measured{}
+	for _, g := range groups {
+		mg := &measuredGroup{keys: g.Keys, values: g.Values}
+		if len(dspecs) > 0 {
+			a := &measureAgg{specs: dspecs, groups: map[string]*groupAcc{}}
+			acc := a.newGroup("", g.Keys)
+			for r, row := range g.Details {
+				vals := make([]driver.Value, len(row))
+				for j, v := range row {
+					vals[j] = v
+				}
+				if w := g.Weights[r]; w == 1 {
+					acc.addValues(dspecs, vals)
+				} else if w > 1 {
+					acc.addWeighted(dspecs, vals, w)
+				}
+			}
+			dm := acc.measured(dspecs)
+			mg.hists = make([]*autobound.Histogram, len(specs))
+			mg.trees = make([]map[int32]int64, len(specs))
+			for k, i := range at {
+				mg.values[i], mg.hists[i] = dm.values[k], dm.hists[k]
+				if dm.trees != nil {
+					mg.trees[i] = dm.trees[k]
+				}
+			}
+		}
+		res.groups = append(res.groups, mg)
+	}
+	return res
+}
+
+// CentredSquares returns Σ (x − m)² exactly (exactsum.CentredSquares).
 func CentredSquares(sum, sq *big.Float, n int64, m float64) *big.Float {
-	const prec = 4096 // wide enough for every product of float64 magnitudes here
-	bm := new(big.Float).SetPrec(prec).SetFloat64(m)
-	out := new(big.Float).SetPrec(prec).Set(sq)
-	t := new(big.Float).SetPrec(prec).Mul(bm, sum)
-	out.Sub(out, t.Mul(t, big.NewFloat(2)))
-	t2 := new(big.Float).SetPrec(prec).Mul(bm, bm)
-	t2.Mul(t2, new(big.Float).SetPrec(prec).SetInt64(n))
-	return out.Add(out, t2)
+	return exactsum.CentredSquares(sum, sq, n, m)
 }
 
 func (a *measureAgg) Final(*sqlite.FunctionContext) {}

@@ -316,6 +316,11 @@ type PrivateQuery struct {
 	WeightSQL string
 	// WeightedTable is that table's name (with WeightSQL).
 	WeightedTable string
+	// BaseTable is the private table the FROM clause is, when it is
+	// exactly one stored table (no join, no subquery): a backend that
+	// compiles the measurement reads it directly (rewrite.Measurement).
+	// UnitColumn is then its privacy-unit column ("" for none).
+	BaseTable, UnitColumn string
 	// Reads is what the backend statement may read: per table, the
 	// columns the plan resolved ("*": every column of a public table).
 	Reads map[string]map[string]bool
@@ -604,6 +609,9 @@ func planSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess session) (Pl
 	}
 	b.q.Policy = cat.Fingerprint(read)
 	b.q.TableRefs = rn.tableRefs
+	if rel.base != nil && rn.tableRefs == 1 {
+		b.q.BaseTable, b.q.UnitColumn = rel.base.Name, rel.base.Unit.Column
+	}
 	return b.q, nil
 }
 

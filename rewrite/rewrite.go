@@ -63,6 +63,10 @@ type Rewritten struct {
 	// decline (a column whose type it cannot clip or compare exactly);
 	// Scan then runs as usual.
 	Pushed *Pushed
+	// Measurement, when set, is the scan as a backend-neutral plan, for
+	// an engine that runs the whole measurement where the table lives
+	// (exec.Measurer); Scan stays the reference and the fallback.
+	Measurement *Measurement
 	// HasFallback: the native scan has sums, and FallbackWith prints the
 	// scan through the measurement aggregate alone, to run when a native
 	// sum comes back as a REAL (nativeScan); then its measurements replace
@@ -281,6 +285,7 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	} else if ok && r.Weighted {
 		r.Pushed = pushed(q, measures, argExprs)
 	}
+	r.Measurement = measurement(q, specs, argExprs)
 	r.Scan = r.ScanWith(MeasureFunction, true)
 	for i := range q.Keys {
 		r.ResultColumns = append(r.ResultColumns, KeyColumn(i))

@@ -457,11 +457,20 @@ Options:
 	// a failed first import leaves nothing behind.
 	_, statErr := os.Stat(path)
 	created := os.IsNotExist(statErr)
+	duckCreated := false
+	if engOpts.DuckDB != "" {
+		_, statErr := os.Stat(engOpts.DuckDB)
+		duckCreated = os.IsNotExist(statErr)
+	}
 	removeCreated := func() {
 		if created {
 			for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
 				os.Remove(path + suffix)
 			}
+		}
+		if duckCreated {
+			os.Remove(engOpts.DuckDB)
+			os.Remove(engOpts.DuckDB + ".wal")
 		}
 	}
 	eng, err := dpsql.Open(path, engOpts)
@@ -492,8 +501,17 @@ Options:
 }
 
 // stateFile turns --db and --state into the engine's file: --db itself,
-// or, for a PostgreSQL --db, the --state file (and opts.Postgres).
+// or, for a PostgreSQL --db, the --state file (and opts.Postgres), or for
+// a DuckDB --db (data.duckdb, duckdb:PATH) the --state file or
+// DuckDBStateFile (and opts.DuckDB).
 func stateFile(db, state string, opts *dpsql.Options) (string, error) {
+	if dpsql.IsDuckDBPath(db) {
+		opts.DuckDB = dpsql.DuckDBFile(db)
+		if state == "" {
+			return dpsql.DuckDBStateFile(opts.DuckDB), nil
+		}
+		return state, nil
+	}
 	if dpsql.IsPostgresDSN(db) {
 		opts.Postgres = db
 		if state == "" {
@@ -506,7 +524,7 @@ func stateFile(db, state string, opts *dpsql.Options) (string, error) {
 		return state, nil
 	}
 	if state != "" {
-		return "", errors.New("--state goes with a PostgreSQL --db (postgres://...); with a database FILE, the file keeps everything")
+		return "", errors.New("--state goes with a PostgreSQL or DuckDB --db (postgres://..., data.duckdb); with a database FILE, the file keeps everything")
 	}
 	return db, nil
 }

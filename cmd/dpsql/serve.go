@@ -114,7 +114,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
-	if _, err := os.Stat(path); err != nil && engOpts.Postgres == "" { // a PostgreSQL state file is made when missing
+	if engOpts.DuckDB != "" {
+		if _, err := os.Stat(engOpts.DuckDB); err != nil {
+			fmt.Fprintf(stderr, "error: %v (the owner creates the database first, e.g. with 'dpsql import --db %s --table t file.csv')\n", err, engOpts.DuckDB)
+			return 1
+		}
+	}
+	if _, err := os.Stat(path); err != nil && engOpts.Postgres == "" && engOpts.DuckDB == "" { // a PostgreSQL or DuckDB state file is made when missing
 		fmt.Fprintf(stderr, "error: %v (the owner creates the database first, e.g. with 'dpsql import')\n", err)
 		return 1
 	}

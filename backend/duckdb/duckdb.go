@@ -1,0 +1,529 @@
+//go:build cgo
+
+package duckdb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	_ "github.com/duckdb/duckdb-go/v2" // the "duckdb" database/sql driver
+	"modernc.org/sqlite"
+	"modernc.org/sqlite/vtab"
+
+	"github.com/dpsql/dpsql/measuresql"
+	"github.com/dpsql/dpsql/rewrite"
+)
+
+// Available reports whether this build has DuckDB (it needs cgo).
+const Available = true
+
+// Module is the SQLite virtual-table module of the mirrors:
+//
+//	CREATE VIRTUAL TABLE "t" USING dpsql_duckdb('t')
+const Module = "dpsql_duckdb"
+
+// ErrInUse reports a DuckDB file another process holds open for writing
+// (DuckDB locks the file: one writing process, or any number of
+// reading ones).
+var ErrInUse = errors.New("the DuckDB database is in use by another process")
+
+// Source is one engine's DuckDB file. The engine reads it through one
+// read-only handle, opened at first use, so that any number of dpsql
+// processes can read it at once; an import opens it for writing alone.
+type Source struct {
+	Path string
+	// Observe, when set (tests only), sees every statement sent to DuckDB.
+	Observe func(sql string)
+
+	mu sync.Mutex
+	db *sql.DB
+}
+
+func (s *Source) observe(q string) {
+	if s.Observe != nil {
+		s.Observe(q)
+	}
+}
+
+// DB returns the read-only handle, opening it if needed.
+func (s *Source) DB() (*sql.DB, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db != nil {
+		return s.db, nil
+	}
+	if _, err := os.Stat(s.Path); err != nil {
+		return nil, fmt.Errorf("DuckDB database %s: %w", s.Path, err)
+	}
+	db, err := open(s.Path, true)
+	if err != nil {
+		return nil, err
+	}
+	s.db = db
+	return db, nil
+}
+
+// Close closes the handle (a later DB opens it again).
+func (s *Source) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return nil
+	}
+	err := s.db.Close()
+	s.db = nil
+	return err
+}
+
+// open opens a DuckDB file, read-only or for writing.
+func open(path string, readOnly bool) (*sql.DB, error) {
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("DuckDB path %q must not contain '?' or '#'", path)
+	}
+	mode := "read_write"
+	if readOnly {
+		mode = "read_only"
+	}
+	db, err := sql.Open("duckdb", path+"?access_mode="+mode)
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, openError(path, err)
+	}
+	return db, nil
+}
+
+func openError(path string, err error) error {
+	if strings.Contains(err.Error(), "lock") {
+		return fmt.Errorf("%s: %w (%v)", path, ErrInUse, firstLine(err.Error()))
+	}
+	return fmt.Errorf("opening DuckDB database %s: %v", path, firstLine(err.Error()))
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// column is one column of a DuckDB table: how it is read (a total
+// expression over the quoted name), the SQLite type its mirror declares,
+// and its class for the compiler.
+type column struct {
+	name     string
+	typ      string // DuckDB's data_type
+	affinity string
+	class    measuresql.Type
+}
+
+// read is the column as the mirror reads it.
+func (c column) read() string {
+	q := Quote(c.name)
+	switch c.affinity {
+	case "INTEGER":
+		return "CAST(" + q + " AS BIGINT)"
+	case "REAL":
+		return "CAST(" + q + " AS DOUBLE)"
+	case "BLOB":
+		return q
+	}
+	if c.typ == "VARCHAR" {
+		return q
+	}
+	return "CAST(" + q + " AS VARCHAR)" // every type has a text form
+}
+
+// classify maps DuckDB's data_type to how the mirror reads it: integers
+// that fit int64 (and booleans) as INTEGER, floats as REAL (both
+// compiled), wider or decimal numbers as REAL through a DOUBLE cast (not
+// compiled: the reference sees them rounded), VARCHAR as TEXT (compiled),
+// BLOB as BLOB, everything else as its text (not compiled).
+func classify(name, typ string) column {
+	c := column{name: name, typ: typ, affinity: "TEXT"}
+	switch {
+	case typ == "BIGINT" || typ == "INTEGER" || typ == "SMALLINT" || typ == "TINYINT" ||
+		typ == "UINTEGER" || typ == "USMALLINT" || typ == "UTINYINT" || typ == "BOOLEAN":
+		c.affinity, c.class = "INTEGER", measuresql.Integer
+	case typ == "DOUBLE" || typ == "FLOAT":
+		c.affinity, c.class = "REAL", measuresql.Real
+	case typ == "HUGEINT" || typ == "UHUGEINT" || typ == "UBIGINT" || strings.HasPrefix(typ, "DECIMAL"):
+		c.affinity = "REAL"
+	case typ == "BLOB":
+		c.affinity = "BLOB"
+	case typ == "VARCHAR":
+		c.class = measuresql.Text
+	}
+	return c
+}
+
+// columns lists a base table's columns (views are never read: a view's
+// expressions run per row and could fail on one).
+func (s *Source) columns(ctx context.Context, table string) ([]column, error) {
+	db, err := s.DB()
+	if err != nil {
+		return nil, err
+	}
+	const q = `SELECT c.column_name, c.data_type FROM information_schema.columns c
+	JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+	WHERE c.table_schema = 'main' AND c.table_name = ? AND t.table_type = 'BASE TABLE' ORDER BY c.ordinal_position`
+	s.observe(q)
+	rows, err := db.QueryContext(ctx, q, table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var cols []column
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			return nil, err
+		}
+		cols = append(cols, classify(name, typ))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("DuckDB has no table %s (a base table in the schema main)", Quote(table))
+	}
+	return cols, nil
+}
+
+// Tables lists the base tables of the schema main.
+func (s *Source) Tables(ctx context.Context) ([]string, error) {
+	db, err := s.DB()
+	if err != nil {
+		return nil, err
+	}
+	const q = `SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' AND table_type = 'BASE TABLE' ORDER BY table_name`
+	s.observe(q)
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// Quote quotes an identifier.
+func Quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+// Install registers the mirrors' module on drv, the SQLite driver private
+// to one engine.
+func Install(drv *sqlite.Driver, src *Source) error {
+	return drv.RegisterModule(Module, module{src: src})
+}
+
+// Mirror declares in the state file db a mirror of every DuckDB table it
+// does not have yet, and returns the names added and those skipped
+// (reserved names, or a name taken in the file).
+func Mirror(ctx context.Context, db *sql.DB, src *Source) (added, skipped []string, err error) {
+	tables, err := src.Tables(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, t := range tables {
+		lower := strings.ToLower(t)
+		if strings.HasPrefix(lower, "_dpsql_") || strings.HasPrefix(lower, "sqlite_") {
+			skipped = append(skipped, t)
+			continue
+		}
+		var existing string
+		err := db.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE`, t).Scan(&existing)
+		switch {
+		case err == sql.ErrNoRows:
+		case err != nil:
+			return nil, nil, err
+		default:
+			if !strings.Contains(existing, Module) {
+				skipped = append(skipped, t)
+			}
+			continue
+		}
+		stmt := "CREATE VIRTUAL TABLE " + Quote(t) + " USING " + Module + "('" + strings.ReplaceAll(t, "'", "''") + "')"
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return nil, nil, fmt.Errorf("mirroring %s: %w", t, err)
+		}
+		added = append(added, t)
+	}
+	return added, skipped, nil
+}
+
+// IsMirror reports whether the state file's table name is a DuckDB mirror.
+func IsMirror(ctx context.Context, db *sql.DB, name string) (bool, error) {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ? AND sql LIKE '%'||?||'%'`, name, Module).Scan(&n)
+	return n > 0, err
+}
+
+// Measure runs a scan's measurement plan as one DuckDB statement
+// (measuresql, dialect DuckDB) and returns its per-group measurements; ok
+// is false when the plan's forms or the table's column types are not
+// compiled. Only tables the state file mirrors are read.
+func (s *Source) Measure(ctx context.Context, state *sql.DB, m *rewrite.Measurement, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error) {
+	if ok, err := IsMirror(ctx, state, m.Table); err != nil || !ok {
+		return nil, nil, false, err
+	}
+	cols, err := s.columns(ctx, m.Table)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	types := map[string]measuresql.Type{}
+	for _, c := range cols {
+		types[c.name] = c.class
+	}
+	st, ok := measuresql.Compile(m, types, measuresql.DuckDB{}, key)
+	if !ok {
+		return nil, nil, false, nil
+	}
+	db, err := s.DB()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	s.observe(st.SQL)
+	rows, err := db.QueryContext(ctx, st.SQL)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer rows.Close()
+	n := len(mustColumns(rows))
+	var out [][]any
+	for rows.Next() {
+		vals := make([]any, n)
+		ptrs := make([]any, n)
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, nil, false, err
+		}
+		for i, v := range vals {
+			vals[i] = normalize(v)
+		}
+		out = append(out, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, false, err
+	}
+	groups, err := st.Decode(out)
+	return st, groups, err == nil, err
+}
+
+func mustColumns(rows *sql.Rows) []string {
+	cols, _ := rows.Columns()
+	return cols
+}
+
+// normalize gives a DuckDB value as SQLite would hold it: integers as
+// int64, floats as float64 (NaN as NULL), text as string, blobs as bytes,
+// booleans as 0/1.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case int8:
+		return int64(x)
+	case int16:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case uint8:
+		return int64(x)
+	case uint16:
+		return int64(x)
+	case uint32:
+		return int64(x)
+	case bool:
+		if x {
+			return int64(1)
+		}
+		return int64(0)
+	case float32:
+		return normalize(float64(x))
+	case float64:
+		if math.IsNaN(x) {
+			return nil
+		}
+		return x
+	}
+	return v
+}
+
+// module is the virtual-table module of one engine's mirrors.
+type module struct{ src *Source }
+
+func (m module) Create(ctx vtab.Context, args []string) (vtab.Table, error) {
+	return m.connect(ctx, args)
+}
+
+func (m module) Connect(ctx vtab.Context, args []string) (vtab.Table, error) {
+	return m.connect(ctx, args)
+}
+
+func (m module) connect(vctx vtab.Context, args []string) (vtab.Table, error) {
+	if len(args) != 4 {
+		return nil, fmt.Errorf("%s takes one argument (the table), got %d", Module, len(args)-3)
+	}
+	name := strings.TrimSpace(args[3])
+	if len(name) < 2 || name[0] != '\'' || name[len(name)-1] != '\'' {
+		return nil, fmt.Errorf("%s: argument %s is not a quoted string", Module, name)
+	}
+	name = strings.ReplaceAll(name[1:len(name)-1], "''", "'")
+	if m.src == nil || m.src.Path == "" {
+		return nil, fmt.Errorf("table %s lives in DuckDB, and this engine was not opened with its DuckDB file", args[2])
+	}
+	cols, err := m.src.columns(context.Background(), name)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", args[2], err)
+	}
+	defs := []string{Quote(identityColumn) + " INTEGER HIDDEN"}
+	for _, c := range cols {
+		defs = append(defs, Quote(c.name)+" "+c.affinity)
+	}
+	if err := vctx.Declare("CREATE TABLE x (" + strings.Join(defs, ", ") + ")"); err != nil {
+		return nil, err
+	}
+	return &table{src: m.src, name: name, cols: cols}, nil
+}
+
+// identityColumn is the hidden column giving each row its DuckDB rowid
+// (catalog.IdentityColumn): stable while the file is open read-only.
+const identityColumn = "_dpsql_rowid"
+
+type table struct {
+	src  *Source
+	name string
+	cols []column
+}
+
+// BestIndex asks for the used columns only; nothing is filtered in
+// DuckDB (SQLite checks every row).
+func (t *table) BestIndex(info *vtab.IndexInfo) error {
+	var used []string
+	for j := 0; j <= len(t.cols); j++ {
+		bit := min(j, 63)
+		if info.ColUsed&(1<<uint(bit)) == 0 {
+			continue
+		}
+		if j == 0 {
+			used = append(used, "r")
+		} else {
+			used = append(used, strconv.Itoa(j-1))
+		}
+	}
+	info.IdxStr = strings.Join(used, ",")
+	info.EstimatedRows = 1e6
+	info.EstimatedCost = 1e9
+	return nil
+}
+
+func (t *table) Open() (vtab.Cursor, error) { return &cursor{t: t}, nil }
+func (t *table) Disconnect() error          { return nil }
+func (t *table) Destroy() error             { return nil }
+
+type cursor struct {
+	t     *table
+	rows  *sql.Rows
+	pos   []int // table column (0: identity) → result position, or -1
+	vals  []any
+	rowid int64
+	eof   bool
+}
+
+func (c *cursor) Filter(_ int, idxStr string, _ []vtab.Value) error {
+	c.close()
+	c.pos = make([]int, len(c.t.cols)+1)
+	for i := range c.pos {
+		c.pos[i] = -1
+	}
+	var exprs []string
+	if idxStr != "" {
+		for _, s := range strings.Split(idxStr, ",") {
+			if s == "r" {
+				c.pos[0] = len(exprs)
+				exprs = append(exprs, "rowid")
+				continue
+			}
+			i, err := strconv.Atoi(s)
+			if err != nil || i < 0 || i >= len(c.t.cols) {
+				return fmt.Errorf("%s: bad column list %q", Module, idxStr)
+			}
+			c.pos[i+1] = len(exprs)
+			exprs = append(exprs, c.t.cols[i].read())
+		}
+	}
+	if len(exprs) == 0 {
+		exprs = append(exprs, "NULL")
+	}
+	db, err := c.t.src.DB()
+	if err != nil {
+		return err
+	}
+	q := "SELECT " + strings.Join(exprs, ", ") + " FROM " + Quote(c.t.name)
+	c.t.src.observe(q)
+	rows, err := db.Query(q)
+	if err != nil {
+		return err
+	}
+	c.rows, c.rowid, c.eof = rows, 0, false
+	c.vals = make([]any, len(exprs))
+	return c.Next()
+}
+
+func (c *cursor) Next() error {
+	if !c.rows.Next() {
+		c.eof = true
+		err := c.rows.Err()
+		c.close()
+		return err
+	}
+	ptrs := make([]any, len(c.vals))
+	for i := range c.vals {
+		c.vals[i] = nil
+		ptrs[i] = &c.vals[i]
+	}
+	if err := c.rows.Scan(ptrs...); err != nil {
+		return err
+	}
+	c.rowid++
+	return nil
+}
+
+func (c *cursor) Eof() bool { return c.eof }
+
+func (c *cursor) Column(col int) (vtab.Value, error) {
+	if col < 0 || col >= len(c.pos) || c.pos[col] < 0 {
+		return nil, nil
+	}
+	return normalize(c.vals[c.pos[col]]), nil
+}
+
+func (c *cursor) Rowid() (int64, error) { return c.rowid, nil }
+
+func (c *cursor) close() {
+	if c.rows != nil {
+		c.rows.Close()
+		c.rows = nil
+	}
+}
+
+func (c *cursor) Close() error {
+	c.close()
+	return nil
+}

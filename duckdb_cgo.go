@@ -1,0 +1,83 @@
+//go:build cgo
+
+package dpsql
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"modernc.org/sqlite"
+
+	"github.com/dpsql/dpsql/backend/duckdb"
+	"github.com/dpsql/dpsql/csvimport"
+	"github.com/dpsql/dpsql/exec"
+	"github.com/dpsql/dpsql/measuresql"
+	"github.com/dpsql/dpsql/rewrite"
+)
+
+// duckSource is an engine's DuckDB file.
+type duckSource struct{ src *duckdb.Source }
+
+func newDuckBackend(path string) (duckBackend, error) {
+	return &duckSource{src: &duckdb.Source{Path: path}}, nil
+}
+
+func (d *duckSource) install(drv *sqlite.Driver) error { return duckdb.Install(drv, d.src) }
+
+func (d *duckSource) mirror(ctx context.Context, db *sql.DB) ([]string, []string, error) {
+	if _, err := os.Stat(d.src.Path); err != nil {
+		return nil, nil, nil // no file yet: the owner's first import makes it
+	}
+	return duckdb.Mirror(ctx, db, d.src)
+}
+
+func (d *duckSource) close() error { return d.src.Close() }
+
+func (d *duckSource) measurer(state *sql.DB) exec.Measurer { return duckMeasurer{d.src, state} }
+
+// duckMeasurer runs a scan's compiled measurement in DuckDB.
+type duckMeasurer struct {
+	src   *duckdb.Source
+	state *sql.DB
+}
+
+func (m duckMeasurer) Measure(ctx context.Context, plan *rewrite.Measurement, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error) {
+	return m.src.Measure(ctx, m.state, plan, key)
+}
+
+// importFile loads a Parquet file with DuckDB's reader, or a CSV file
+// checked and typed by csvimport (into a scratch SQLite file, so that a
+// malformed file fails exactly as on SQLite, before DuckDB is touched)
+// and appended to DuckDB; either way all or nothing.
+func (d *duckSource) importFile(ctx context.Context, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error) {
+	if strings.HasSuffix(strings.ToLower(path), ".parquet") {
+		n, err := d.src.ImportParquet(ctx, table, path)
+		return n, nil, err
+	}
+	dir, err := os.MkdirTemp("", "dpsql-import-")
+	if err != nil {
+		return 0, nil, err
+	}
+	defer os.RemoveAll(dir)
+	scratch, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "scratch.db"))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer scratch.Close()
+	n, cols, err := csvimport.Import(ctx, scratch, table, path, opts)
+	if err != nil {
+		return 0, nil, err
+	}
+	names := make([]string, len(cols))
+	types := make([]string, len(cols))
+	for i, c := range cols {
+		names[i], types[i] = c.Name, c.Type
+	}
+	if _, err := d.src.CopyTable(ctx, scratch, table, names, types); err != nil {
+		return 0, nil, err
+	}
+	return n, cols, nil
+}

@@ -1,0 +1,5 @@
+//go:build !cgo
+
+package dpsql
+
+func newDuckBackend(string) (duckBackend, error) { return nil, ErrNoDuckDB }

@@ -1,0 +1,47 @@
+package measuresql
+
+import (
+	"strconv"
+	"strings"
+)
+
+// DuckDB is DuckDB's dialect.
+//
+// Total forms: a column is read through a widening CAST (every integer
+// type up to 32 bits unsigned and BIGINT to BIGINT, BOOLEAN to 0/1, FLOAT
+// and DOUBLE to DOUBLE), which cannot fail; a NaN becomes NULL, as the
+// reference evaluator reads it (SQLite has no NaN). Literals are typed
+// (CAST of a decimal string to DOUBLE, which DuckDB rounds correctly), so
+// no comparison depends on DuckDB's literal typing. Sums are in HUGEINT
+// (128 bits), and no sum of fewer than 2^48 rows can reach 2^126. Clipping
+// is CASE over comparisons, which cannot raise. hash() accepts every type
+// and NULL.
+type DuckDB struct{}
+
+// Quote quotes an identifier.
+func (DuckDB) Quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+// Value reads a column as the reference sees it.
+func (DuckDB) Value(name string, t Type) string {
+	switch t {
+	case Integer:
+		return "CAST(" + name + " AS BIGINT)"
+	case Real:
+		d := "CAST(" + name + " AS DOUBLE)"
+		return "(CASE WHEN isnan(" + d + ") THEN NULL ELSE " + d + " END)"
+	}
+	return name
+}
+
+// Float prints a float64 exactly.
+func (DuckDB) Float(f float64) string {
+	return "CAST('" + strconv.FormatFloat(f, 'g', -1, 64) + "' AS DOUBLE)"
+}
+
+// Hash mixes the values with the key.
+func (DuckDB) Hash(values []string, key uint64) string {
+	return "hash(" + strings.Join(values, ", ") + ", CAST(" + strconv.FormatUint(key, 10) + " AS UBIGINT))"
+}
+
+// Wide is HUGEINT.
+func (DuckDB) Wide() string { return "HUGEINT" }

@@ -1,0 +1,702 @@
+// Package measuresql compiles a scan's measurement plan
+// (rewrite.Measurement) into one SQL statement for the engine that holds
+// the table, in that engine's dialect, and reads back its per-group
+// measurements.
+//
+// Where it sits: rewrite → measuresql → a backend (backend/duckdb) that
+// runs the statement → exec, which adds the noise. The statement returns
+// only per-group aggregates (and, for the measurements that need them,
+// per-group distinct values with their row counts); no row leaves the
+// engine.
+//
+// What every dialect must give (the backend invariant, docs/privacy.md):
+//   - Totality: no printed expression can raise on any value, so whether
+//     the statement succeeds never depends on the rows. Columns are read
+//     through Dialect.Value (a widening cast; NaN read as NULL, as the
+//     reference sees it), compared only with literals of their own class,
+//     clipped with CASE (no function that could raise), and summed in the
+//     dialect's wide integer type, which cannot overflow for any table of
+//     fewer than 2^48 rows.
+//   - Exactness: sums are of integers — the values of integer columns, or
+//     the values of float columns as fixed-point integers at 2^-F, with F
+//     chosen from the bounds so that no sum can overflow (FixedPoint) —
+//     never floating-point sums whose rounding depends on the order.
+//   - Equality with the reference evaluator (exec's measurement
+//     aggregate over the same rows): a filter or key compares a column
+//     only with a literal of its own class (an integer column with an
+//     integer, a float column with a number a float64 holds exactly, a text
+//     column with a string, compared byte by byte), where both engines
+//     decide alike; everything else is not compiled (Compile declines and
+//     the scan runs through the reference).
+//   - Contribution bounding that depends only on each unit's own rows: a
+//     unit's groups and rows are ranked by the dialect's hash of the unit,
+//     the group keys (and the row's measured values) and a fresh random key
+//     per query, ties broken by the values themselves, so adding or removing
+//     one unit changes only that unit's kept rows.
+package measuresql
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dpsql/dpsql/exactsum"
+	"github.com/dpsql/dpsql/rewrite"
+)
+
+// Type is a column's class as the compiler sees it.
+type Type int
+
+// Column classes. Other columns are never compiled.
+const (
+	Other   Type = iota
+	Integer      // exact integers that fit int64 (and booleans, read as 0/1)
+	Real         // binary floats (float4 widened exactly)
+	Text         // text, compared byte by byte
+)
+
+// Dialect prints the few forms the compiler needs in one engine's SQL.
+type Dialect interface {
+	// Quote quotes an identifier.
+	Quote(name string) string
+	// Value reads column name (already quoted) of class t as the
+	// reference evaluator sees it, totally: integers as 64-bit integers,
+	// floats as doubles with NaN as NULL, text as it is.
+	Value(name string, t Type) string
+	// Float prints a float64 literal exactly, as a double.
+	Float(f float64) string
+	// Hash is a 64-bit hash of the values (any class, NULL included)
+	// mixed with key; it never raises.
+	Hash(values []string, key uint64) string
+	// Wide is the exact integer type sums are taken in (at least 127 bits
+	// of magnitude).
+	Wide() string
+}
+
+// maxRowsLog2 bounds the rows of any table the compiler is sound for:
+// fewer than 2^48 (a DuckDB or PostgreSQL table of 2^48 rows would take
+// hundreds of terabytes).
+const maxRowsLog2 = 48
+
+// wideBits is the magnitude a Wide sum may reach: 2^126.
+const wideBits = 126
+
+// FixedPoint returns the number of fractional bits F at which the values
+// of a float column clipped to [lo, hi] are summed as integers
+// round(clip(x)·2^F): the largest with max(|lo|, |hi|)·2^F·2^48 ≤ 2^126.
+// ok is false when lo or hi is not a multiple of 2^-F (the rounded values
+// could then leave the bounds, and the sensitivity would not hold).
+func FixedPoint(lo, hi float64) (f int, ok bool) {
+	m := math.Max(math.Abs(lo), math.Abs(hi))
+	if m == 0 {
+		return 0, true
+	}
+	_, e := math.Frexp(m) // m < 2^e
+	f = wideBits - maxRowsLog2 - e
+	if f > 1000 {
+		return 0, false // bounds too close to 0 for a double scale
+	}
+	for _, b := range []float64{lo, hi} {
+		if s := math.Ldexp(b, f); s != math.Trunc(s) {
+			return 0, false
+		}
+	}
+	return f, true
+}
+
+// Statement is a compiled measurement.
+type Statement struct {
+	// SQL is the statement; it returns one row per group (per group and
+	// distinct detail tuple when Detail is set).
+	SQL string
+	// Specs are the measurements, as in the plan.
+	Specs []string
+	// Detail lists the plan's argument indices whose distinct values come
+	// back per group (with their row count), for the measurements
+	// computed from them in Go (histograms, quantile trees, distinct
+	// counts); DetailSpec marks those specs.
+	Detail     []int
+	DetailSpec []bool
+	keys       []keyOut
+	outs       []specOut
+}
+
+type keyOut struct {
+	domain bool
+	t      Type
+}
+
+// specOut says how a spec's value is read from its columns: the sum of
+// column v (scaled by 2^-shift), or for q the centred squares of
+// columns v (Σc), v+1 (Σc²), v+2 (count).
+type specOut struct {
+	col   int
+	shift int
+	q     bool
+	mid   float64
+}
+
+// Compile prints the measurement in dialect d. types gives each column's
+// class; key is the query's fresh random key. ok is false when some part
+// is not compiled (the scan then runs through the reference evaluator).
+// The decision depends only on the plan and the schema.
+func Compile(m *rewrite.Measurement, types map[string]Type, d Dialect, key uint64) (st *Statement, ok bool) {
+	c := &compiler{m: m, types: types, d: d, key: key}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, declined := r.(decline); !declined {
+				panic(r)
+			}
+			st, ok = nil, false
+		}
+	}()
+	return c.compile(), true
+}
+
+// decline stops a compilation that meets a form it does not compile.
+type decline string
+
+type compiler struct {
+	m     *rewrite.Measurement
+	types map[string]Type
+	d     Dialect
+	key   uint64
+	st    Statement
+}
+
+func (c *compiler) typeOf(col string) Type {
+	t, ok := c.types[col]
+	if !ok || t == Other {
+		panic(decline("column " + col))
+	}
+	return t
+}
+
+// value reads a column as the reference sees it.
+func (c *compiler) value(col string) string {
+	return c.d.Value(c.d.Quote(col), c.typeOf(col))
+}
+
+// literal prints v for comparison with a column of class t, or declines
+// when the two engines could decide the comparison differently.
+func (c *compiler) literal(v any, t Type) string {
+	switch v := v.(type) {
+	case int64:
+		switch t {
+		case Integer:
+			return strconv.FormatInt(v, 10)
+		case Real:
+			if v >= -1<<53 && v <= 1<<53 {
+				return c.d.Float(float64(v))
+			}
+		}
+	case float64:
+		if t == Real && !math.IsNaN(v) {
+			return c.d.Float(v)
+		}
+	case string:
+		if t == Text && utf8.ValidString(v) && !strings.ContainsRune(v, 0) {
+			return "'" + strings.ReplaceAll(v, "'", "''") + "'"
+		}
+	}
+	panic(decline(fmt.Sprintf("literal %v", v)))
+}
+
+func (c *compiler) filter(f rewrite.Filter) string {
+	switch f := f.(type) {
+	case rewrite.And:
+		return c.join(f.Parts, " AND ")
+	case rewrite.Or:
+		return c.join(f.Parts, " OR ")
+	case rewrite.Not:
+		return "(NOT " + c.filter(f.X) + ")"
+	case rewrite.Compare:
+		t := c.typeOf(f.Column)
+		return "(" + c.value(f.Column) + " " + f.Op + " " + c.literal(f.Value, t) + ")"
+	case rewrite.IsNull:
+		if f.Not {
+			return "(" + c.value(f.Column) + " IS NOT NULL)"
+		}
+		return "(" + c.value(f.Column) + " IS NULL)"
+	case rewrite.In:
+		t := c.typeOf(f.Column)
+		var vals []string
+		for _, v := range f.Values {
+			vals = append(vals, c.literal(v, t))
+		}
+		op := " IN ("
+		if f.Not {
+			op = " NOT IN ("
+		}
+		return "(" + c.value(f.Column) + op + strings.Join(vals, ", ") + "))"
+	}
+	panic(decline("filter"))
+}
+
+func (c *compiler) join(parts []rewrite.Filter, op string) string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, c.filter(p))
+	}
+	return "(" + strings.Join(out, op) + ")"
+}
+
+// keyExpr is a key's value: its position in the domain (NULL outside),
+// or the column's value.
+func (c *compiler) keyExpr(k rewrite.MeasureKey) (string, keyOut) {
+	t := c.typeOf(k.Column)
+	if k.Domain == nil {
+		if t == Real {
+			panic(decline("a float key without a domain")) // -0 and 0 group apart in the reference
+		}
+		return c.value(k.Column), keyOut{t: t}
+	}
+	if len(k.Domain) == 0 {
+		return "CAST(NULL AS BIGINT)", keyOut{domain: true}
+	}
+	v := c.value(k.Column)
+	var sb strings.Builder
+	sb.WriteString("CASE")
+	for i, d := range k.Domain {
+		fmt.Fprintf(&sb, " WHEN %s = %s THEN %d", v, c.literal(d, t), i)
+	}
+	sb.WriteString(" END")
+	return sb.String(), keyOut{domain: true}
+}
+
+// clipped prints the argument clipped to [lo, hi] as an integer to sum:
+// the value itself for an integer column with integer bounds, else
+// round(clip·2^F) (FixedPoint). It returns F.
+func (c *compiler) clipped(arg int, lo, hi float64) (string, int) {
+	col := c.m.Args[arg]
+	t := c.typeOf(col)
+	a := "a" + strconv.Itoa(arg)
+	switch {
+	case t == Integer && lo == math.Trunc(lo) && hi == math.Trunc(hi) && math.Abs(lo) <= 1<<53 && math.Abs(hi) <= 1<<53:
+		l, h := strconv.FormatInt(int64(lo), 10), strconv.FormatInt(int64(hi), 10)
+		return "CASE WHEN " + a + " < " + l + " THEN " + l + " WHEN " + a + " > " + h + " THEN " + h + " ELSE " + a + " END", 0
+	case t == Integer || t == Real:
+		f, ok := FixedPoint(lo, hi)
+		if !ok {
+			panic(decline("bounds off the fixed-point grid"))
+		}
+		l, h := c.d.Float(lo), c.d.Float(hi)
+		x := a
+		if t == Integer {
+			x = "CAST(" + a + " AS DOUBLE)"
+		}
+		clip := "CASE WHEN " + x + " < " + l + " THEN " + l + " WHEN " + x + " > " + h + " THEN " + h + " ELSE " + x + " END"
+		return "CAST(ROUND((" + clip + ") * " + c.d.Float(math.Ldexp(1, f)) + ") AS " + c.d.Wide() + ")", f
+	}
+	panic(decline("a sum of text"))
+}
+
+// spec is one parsed measurement.
+type spec struct {
+	kind   byte
+	arg    int
+	lo, hi float64
+}
+
+func parseSpec(s string) spec {
+	sp := spec{kind: s[0], arg: -1}
+	f := strings.Split(s[1:], ":")
+	if f[0] != "" {
+		a, err := strconv.Atoi(f[0])
+		if err != nil {
+			panic(decline("spec " + s))
+		}
+		sp.arg = a
+	}
+	if len(f) == 3 {
+		var err1, err2 error
+		sp.lo, err1 = strconv.ParseFloat(f[1], 64)
+		sp.hi, err2 = strconv.ParseFloat(f[2], 64)
+		if err1 != nil || err2 != nil {
+			panic(decline("spec " + s))
+		}
+	}
+	return sp
+}
+
+// isDetail: the spec is computed in Go from per-group distinct values.
+func isDetail(k byte) bool { return strings.IndexByte("hHPTd", k) >= 0 }
+
+func (c *compiler) compile() *Statement {
+	m := c.m
+	c.st.Specs = m.Specs
+	specs := make([]spec, len(m.Specs))
+	c.st.DetailSpec = make([]bool, len(m.Specs))
+	inDetail := map[int]bool{}
+	for i, s := range m.Specs {
+		specs[i] = parseSpec(s)
+		sp := specs[i]
+		if sp.arg >= len(m.Args) {
+			panic(decline("spec argument"))
+		}
+		if isDetail(sp.kind) {
+			if m.Unit != "" {
+				panic(decline("distinct values under bounding"))
+			}
+			if sp.kind == 'd' && c.typeOf(m.Args[sp.arg]) == Real {
+				panic(decline("distinct floats")) // -0 and 0 are two values in the reference
+			}
+			c.st.DetailSpec[i] = true
+			if !inDetail[sp.arg] {
+				inDetail[sp.arg] = true
+				c.st.Detail = append(c.st.Detail, sp.arg)
+			}
+		}
+	}
+	// The rows: unit, keys, measured values.
+	var cols, where []string
+	var keyNames []string
+	if m.Unit != "" {
+		if c.typeOf(m.Unit) == Real {
+			panic(decline("a float unit")) // -0 and 0 are two units in the reference
+		}
+		cols = append(cols, c.value(m.Unit)+" AS u")
+		where = append(where, c.value(m.Unit)+" IS NOT NULL")
+	}
+	for i, k := range m.Keys {
+		e, ko := c.keyExpr(k)
+		name := "k" + strconv.Itoa(i)
+		cols = append(cols, e+" AS "+name)
+		keyNames = append(keyNames, name)
+		c.st.keys = append(c.st.keys, ko)
+		if ko.domain {
+			where = append(where, e+" IS NOT NULL")
+		}
+	}
+	for i, col := range m.Args {
+		cols = append(cols, c.value(col)+" AS a"+strconv.Itoa(i))
+	}
+	if m.Where != nil {
+		where = append([]string{c.filter(m.Where)}, where...)
+	}
+	if len(cols) == 0 {
+		cols = append(cols, "1 AS one")
+	}
+	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + c.d.Quote(m.Table)
+	if len(where) > 0 {
+		rows += " WHERE " + strings.Join(where, " AND ")
+	}
+	if m.Unit == "" {
+		c.st.SQL = c.unbounded(rows, keyNames, specs)
+	} else {
+		c.st.SQL = c.bounded(rows, keyNames, specs)
+	}
+	return &c.st
+}
+
+// out adds a spec's output column(s) and records how to read them.
+func (c *compiler) out(items *[]string, exprs ...string) int {
+	col := len(c.st.keys) + len(c.st.Detail)
+	if len(c.st.Detail) > 0 {
+		col++ // the weight
+	}
+	col += len(*items)
+	for _, e := range exprs {
+		*items = append(*items, "CAST("+e+" AS VARCHAR)")
+	}
+	return col
+}
+
+func (c *compiler) unbounded(rows string, keyNames []string, specs []spec) string {
+	group := append([]string(nil), keyNames...)
+	for _, a := range c.st.Detail {
+		group = append(group, "a"+strconv.Itoa(a))
+	}
+	sel := append([]string(nil), group...)
+	if len(c.st.Detail) > 0 {
+		sel = append(sel, "COUNT(*)")
+	}
+	var items []string
+	c.st.outs = make([]specOut, len(specs))
+	for i, sp := range specs {
+		a := "a" + strconv.Itoa(sp.arg)
+		switch {
+		case c.st.DetailSpec[i]:
+			continue
+		case sp.kind == 'n' || sp.kind == 'u':
+			c.st.outs[i] = specOut{col: c.out(&items, "COUNT(*)")}
+		case sp.kind == 'c' || sp.kind == 'C':
+			c.st.outs[i] = specOut{col: c.out(&items, "COUNT("+a+")")}
+		case sp.kind == 's':
+			e, f := c.clipped(sp.arg, sp.lo, sp.hi)
+			c.st.outs[i] = specOut{col: c.out(&items, "SUM("+e+")"), shift: f}
+		case sp.kind == 'q':
+			c.st.outs[i] = c.squares(&items, sp, "SUM", "COUNT("+a+")")
+		default:
+			panic(decline("spec " + string(sp.kind)))
+		}
+	}
+	sel = append(sel, items...)
+	sqlText := "SELECT " + strings.Join(sel, ", ") + " FROM (" + rows + ") AS r"
+	if len(group) > 0 {
+		sqlText += " GROUP BY " + strings.Join(group, ", ")
+	}
+	return sqlText
+}
+
+// squares prints a q spec's Σc, Σc² and count (integer columns with
+// integer bounds only, so that both sums are exact integers).
+func (c *compiler) squares(items *[]string, sp spec, sum, count string) specOut {
+	e, f := c.clipped(sp.arg, sp.lo, sp.hi)
+	if f != 0 || math.Max(math.Abs(sp.lo), math.Abs(sp.hi)) > 1<<38 {
+		panic(decline("squares of a float column"))
+	}
+	sq := "CAST(" + e + " AS " + c.d.Wide() + ")"
+	col := c.out(items, sum+"("+e+")", sum+"("+sq+" * "+sq+")", count)
+	return specOut{col: col, q: true, mid: sp.lo/2 + sp.hi/2}
+}
+
+func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string {
+	m := c.m
+	ks := strings.Join(keyNames, ", ")
+	part := "u"
+	if ks != "" {
+		part += ", " + ks
+	}
+	var rowVals []string
+	for i := range m.Args {
+		rowVals = append(rowVals, "a"+strconv.Itoa(i))
+	}
+	// Per unit and group: the row-level measurements over the l∞ rows
+	// ranked first, the per-unit ones over all the unit's rows there.
+	needRank := false
+	var ug, final []string
+	c.st.outs = make([]specOut, len(specs))
+	kept := "rn <= " + strconv.FormatInt(m.MaxRows, 10)
+	for i, sp := range specs {
+		a := "a" + strconv.Itoa(sp.arg)
+		v := "v" + strconv.Itoa(i)
+		switch sp.kind {
+		case 'n':
+			needRank = true
+			ug = append(ug, "COUNT(*) FILTER (WHERE "+kept+") AS "+v)
+			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+v+")")}
+		case 'c':
+			needRank = true
+			ug = append(ug, "COUNT("+a+") FILTER (WHERE "+kept+") AS "+v)
+			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+v+")")}
+		case 's':
+			needRank = true
+			e, f := c.clipped(sp.arg, sp.lo, sp.hi)
+			ug = append(ug, "SUM("+e+") FILTER (WHERE "+kept+") AS "+v)
+			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+v+")"), shift: f}
+		case 'q':
+			needRank = true
+			e, f := c.clipped(sp.arg, sp.lo, sp.hi)
+			if f != 0 || math.Max(math.Abs(sp.lo), math.Abs(sp.hi)) > 1<<38 {
+				panic(decline("squares of a float column"))
+			}
+			sq := "CAST(" + e + " AS " + c.d.Wide() + ")"
+			ug = append(ug, "SUM("+e+") FILTER (WHERE "+kept+") AS "+v+"s",
+				"SUM("+sq+" * "+sq+") FILTER (WHERE "+kept+") AS "+v+"q",
+				"COUNT("+a+") FILTER (WHERE "+kept+") AS "+v+"c")
+			col := c.out(&final, "SUM("+v+"s)", "SUM("+v+"q)", "SUM("+v+"c)")
+			c.st.outs[i] = specOut{col: col, q: true, mid: sp.lo/2 + sp.hi/2}
+		case 'u':
+			c.st.outs[i] = specOut{col: c.out(&final, "COUNT(*)")}
+		case 'S':
+			// Σ over units of clip(the unit's exact sum): integer columns
+			// with integer bounds.
+			if c.typeOf(m.Args[sp.arg]) != Integer || sp.lo != math.Trunc(sp.lo) || sp.hi != math.Trunc(sp.hi) || math.Max(math.Abs(sp.lo), math.Abs(sp.hi)) > 1<<53 {
+				panic(decline("a per-unit sum of floats"))
+			}
+			ug = append(ug, "SUM(CAST("+a+" AS "+c.d.Wide()+")) AS "+v)
+			l, h := strconv.FormatInt(int64(sp.lo), 10), strconv.FormatInt(int64(sp.hi), 10)
+			c.st.outs[i] = specOut{col: c.out(&final, "SUM(CASE WHEN "+v+" < "+l+" THEN "+l+" WHEN "+v+" > "+h+" THEN "+h+" ELSE "+v+" END)")}
+		case 'R', 'K':
+			if sp.lo != math.Trunc(sp.lo) || sp.hi != math.Trunc(sp.hi) || math.Max(math.Abs(sp.lo), math.Abs(sp.hi)) > 1<<53 {
+				panic(decline("per-unit count bounds"))
+			}
+			cnt := "COUNT(*)"
+			if sp.kind == 'K' {
+				cnt = "COUNT(" + a + ")"
+			}
+			ug = append(ug, cnt+" AS "+v)
+			l, h := strconv.FormatInt(int64(sp.lo), 10), strconv.FormatInt(int64(sp.hi), 10)
+			c.st.outs[i] = specOut{col: c.out(&final, "SUM(CASE WHEN "+v+" < "+l+" THEN "+l+" WHEN "+v+" > "+h+" THEN "+h+" ELSE "+v+" END)")}
+		case 'C':
+			ug = append(ug, "COUNT("+a+") AS "+v)
+			c.st.outs[i] = specOut{col: c.out(&final, "COUNT(*) FILTER (WHERE "+v+" > 0)")}
+		default:
+			panic(decline("spec " + string(sp.kind)))
+		}
+	}
+	src := "(" + rows + ") AS r"
+	if needRank {
+		order := c.d.Hash(append([]string{"u"}, append(keyNames, rowVals...)...), c.key)
+		tie := strings.Join(rowVals, ", ")
+		if tie != "" {
+			order += ", " + tie
+		}
+		src = "(SELECT *, row_number() OVER (PARTITION BY " + part + " ORDER BY " + order + ") AS rn FROM " + src + ") AS r"
+	}
+	ugSQL := "SELECT " + part
+	if len(ug) > 0 {
+		ugSQL += ", " + strings.Join(ug, ", ")
+	}
+	ugSQL += " FROM " + src + " GROUP BY " + part
+	// Per unit: its l0 groups ranked first.
+	gorder := c.d.Hash(append([]string{"u"}, keyNames...), c.key^0x9e3779b97f4a7c15)
+	if ks != "" {
+		gorder += ", " + ks
+	}
+	keptSQL := "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u ORDER BY " + gorder + ") AS gn FROM (" + ugSQL + ") AS ug) AS g WHERE gn <= " + strconv.FormatInt(m.MaxGroups, 10)
+	if len(keyNames) == 0 {
+		keptSQL = ugSQL // one group: every unit keeps it
+	}
+	sel := append(append([]string(nil), keyNames...), final...)
+	sqlText := "SELECT " + strings.Join(sel, ", ") + " FROM (" + keptSQL + ") AS kept"
+	if ks != "" {
+		sqlText += " GROUP BY " + ks
+	}
+	return sqlText
+}
+
+// Group is one group's measurements: its keys as the reference's scan
+// gives them (a domain position as an int64, or the key's value), one
+// exact value per spec (nil for detail specs), and, with Detail, each
+// distinct tuple of the detail arguments' values with its row count.
+type Group struct {
+	Keys    []any
+	Values  []*big.Float
+	Details [][]any
+	Weights []int64
+	sums    [][3]*big.Int // per spec: its columns, added over the group's rows
+}
+
+// Decode reads the statement's rows (each value as the driver gives it:
+// int64, float64, string, nil) into groups, in the order first met.
+func (st *Statement) Decode(rows [][]any) ([]*Group, error) {
+	var out []*Group
+	index := map[string]*Group{}
+	nk, nd := len(st.keys), len(st.Detail)
+	for _, row := range rows {
+		if len(row) < st.width() {
+			return nil, fmt.Errorf("measuresql: a row of %d columns, want %d", len(row), st.width())
+		}
+		keys := make([]any, nk)
+		for i, ko := range st.keys {
+			k, err := keyValue(row[i], ko)
+			if err != nil {
+				return nil, err
+			}
+			keys[i] = k
+		}
+		id := fmt.Sprintf("%#v", keys)
+		g := index[id]
+		if g == nil {
+			g = &Group{Keys: keys, Values: make([]*big.Float, len(st.Specs)), sums: make([][3]*big.Int, len(st.Specs))}
+			index[id] = g
+			out = append(out, g)
+		}
+		if nd > 0 {
+			w, ok := row[nk+nd].(int64)
+			if !ok {
+				return nil, fmt.Errorf("measuresql: weight %T", row[nk+nd])
+			}
+			g.Details = append(g.Details, append([]any(nil), row[nk:nk+nd]...))
+			g.Weights = append(g.Weights, w)
+		}
+		for i, o := range st.outs {
+			if st.DetailSpec[i] {
+				continue
+			}
+			for j := 0; j < o.columns(); j++ {
+				x, err := bigOf(row[o.col+j])
+				if err != nil {
+					return nil, err
+				}
+				if g.sums[i][j] == nil {
+					g.sums[i][j] = new(big.Int)
+				}
+				g.sums[i][j].Add(g.sums[i][j], x)
+			}
+		}
+	}
+	for _, g := range out {
+		for i, o := range st.outs {
+			if !st.DetailSpec[i] {
+				g.Values[i] = o.value(g.sums[i])
+			}
+		}
+		g.sums = nil
+	}
+	return out, nil
+}
+
+// width is the number of columns a row has.
+func (st *Statement) width() int {
+	w := len(st.keys) + len(st.Detail)
+	if len(st.Detail) > 0 {
+		w++
+	}
+	for i, o := range st.outs {
+		if !st.DetailSpec[i] {
+			w = max(w, o.col+o.columns())
+		}
+	}
+	return w
+}
+
+func (o specOut) columns() int {
+	if o.q {
+		return 3
+	}
+	return 1
+}
+
+// value is the spec's exact value from its summed columns: Σ·2^-shift,
+// or for q the centred squares Σ (c − m)² from Σc, Σc² and the count.
+func (o specOut) value(s [3]*big.Int) *big.Float {
+	for j := range s {
+		if s[j] == nil {
+			s[j] = new(big.Int)
+		}
+	}
+	if !o.q {
+		return new(big.Float).SetMantExp(new(big.Float).SetInt(s[0]), -o.shift)
+	}
+	return exactsum.CentredSquares(new(big.Float).SetInt(s[0]), new(big.Float).SetInt(s[1]), s[2].Int64(), o.mid)
+}
+
+func keyValue(v any, ko keyOut) (any, error) {
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case int64:
+		return v, nil
+	case int32:
+		return int64(v), nil
+	case string:
+		if ko.t == Text {
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("measuresql: key %T", v)
+}
+
+// bigOf reads an integer column sent as text (NULL: a sum over no value,
+// 0).
+func bigOf(v any) (*big.Int, error) {
+	switch v := v.(type) {
+	case nil:
+		return new(big.Int), nil
+	case string:
+		x, ok := new(big.Int).SetString(v, 10)
+		if !ok {
+			return nil, fmt.Errorf("measuresql: %q is not an integer", v)
+		}
+		return x, nil
+	case int64:
+		return big.NewInt(v), nil
+	}
+	return nil, fmt.Errorf("measuresql: value %T", v)
+}
