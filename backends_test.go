@@ -26,6 +26,10 @@ var suiteBackend struct {
 	srv   *pgtest.Server
 	moved map[string]string // database file → the DSN its tables moved to
 	n     int
+	// duck: the suite runs on DuckDB (TestEngineSuiteOnDuckDB); ducks
+	// maps a database file to the state file its tables moved beside.
+	duck  bool
+	ducks map[string]string
 }
 
 // openEngine opens the engine of a test's database file. On SQLite it is
@@ -39,7 +43,16 @@ var hooks = &knobs.Knobs{}
 
 func openEngine(path string, opts dpsql.Options, noise mechanism.Noiser) (*dpsql.Engine, error) {
 	opts = dpsql.WithKnobs(opts, hooks)
-	if opts.Postgres == "" {
+	if opts.Postgres == "" && opts.DuckDB == "" {
+		state, err := duckOf(path)
+		if err != nil {
+			return nil, err
+		}
+		if state != "" {
+			path, opts.DuckDB = state, path+".duckdb"
+		}
+	}
+	if opts.Postgres == "" && opts.DuckDB == "" {
 		dsn, err := postgresOf(path)
 		if err != nil {
 			return nil, err
@@ -264,6 +277,15 @@ var engineSuite = []struct {
 // database the file's tables moved to.
 func driverDSN(t *testing.T, path, query string) string {
 	t.Helper()
+	if state, err := duckOf(path); err != nil {
+		t.Fatal(err)
+	} else if state != "" {
+		sep := "?"
+		if query != "" {
+			sep = "&"
+		}
+		return "file:" + state + query + sep + "duckdb=" + url.QueryEscape(path+".duckdb")
+	}
 	dsn, err := postgresOf(path)
 	if err != nil {
 		t.Fatal(err)

@@ -735,7 +735,7 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 // the values and row counts the engine sent, exactly as the reference
 // evaluator measures weighted rows.
 func (p *Prepared) compiled(ctx context.Context, specs []spec) (*measured, error) {
-	if p.measurer == nil || p.rw.Measurement == nil {
+	if p.measurer == nil || p.rw.Measurement == nil || p.q.Knobs.Reference() {
 		return nil, nil
 	}
 	st, groups, ok, err := p.measurer.Measure(ctx, p.rw.Measurement, randomKey(p.q.Knobs.Fixed()))
@@ -745,6 +745,7 @@ func (p *Prepared) compiled(ctx context.Context, specs []spec) (*measured, error
 	if !ok {
 		return nil, nil
 	}
+	p.q.Knobs.NoteCompiled()
 	return fromCompiled(st, groups, specs), nil
 }
 

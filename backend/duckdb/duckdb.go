@@ -103,6 +103,9 @@ func open(path string, readOnly bool) (*sql.DB, error) {
 }
 
 func openError(path string, err error) error {
+	if strings.Contains(err.Error(), "different configuration") {
+		return fmt.Errorf("%s: %w (this process has it open read-only in another engine)", path, ErrInUse)
+	}
 	if strings.Contains(err.Error(), "lock") {
 		return fmt.Errorf("%s: %w (%v)", path, ErrInUse, firstLine(err.Error()))
 	}

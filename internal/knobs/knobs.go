@@ -12,6 +12,8 @@
 // PostgreSQL backend; it imports nothing.
 package knobs
 
+import "sync/atomic"
+
 // Knobs are one engine's test switches. Set them before the queries they
 // should affect; they are not for changing while a query runs.
 type Knobs struct {
@@ -37,6 +39,13 @@ type Knobs struct {
 	// grouping identical rows: 0 decides from statistics, GroupAlways and
 	// GroupNever force it, so that tests cover both paths.
 	PostgresGrouping int
+
+	// ReferenceOnly keeps every scan in the reference evaluator (the
+	// measurement aggregate in SQLite), never compiled for the engine
+	// that holds the table, so that tests can compare the two.
+	ReferenceOnly bool
+	// Compiled counts the scans that ran compiled (exec.Measurer).
+	Compiled atomic.Int64
 }
 
 // Values of PostgresGrouping.
@@ -44,6 +53,17 @@ const (
 	GroupAlways = 1
 	GroupNever  = 2
 )
+
+// Reference reports whether k keeps scans in the reference evaluator
+// (false for nil).
+func (k *Knobs) Reference() bool { return k != nil && k.ReferenceOnly }
+
+// NoteCompiled counts a compiled scan.
+func (k *Knobs) NoteCompiled() {
+	if k != nil {
+		k.Compiled.Add(1)
+	}
+}
 
 // Fixed reports whether k fixes the randomness (false for nil).
 func (k *Knobs) Fixed() bool { return k != nil && k.FixedRandomness }

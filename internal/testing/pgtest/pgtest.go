@@ -198,15 +198,7 @@ func (s *Server) CopyFromSQLiteTo(ctx context.Context, dsn string, src *sql.DB, 
 				rows.Close()
 				return err
 			}
-			pgType := "text"
-			switch strings.ToUpper(typ) {
-			case "INTEGER", "INT":
-				pgType = "bigint"
-			case "REAL", "FLOAT", "DOUBLE":
-				pgType = "double precision"
-			case "BLOB":
-				pgType = "bytea"
-			}
+			pgType := TypeOf(typ)
 			cols = append(cols, c)
 			types = append(types, pgType)
 			defs = append(defs, pgx.Identifier{c}.Sanitize()+" "+pgType)
@@ -234,7 +226,7 @@ func (s *Server) CopyFromSQLiteTo(ctx context.Context, dsn string, src *sql.DB, 
 				return err
 			}
 			for i, v := range vals {
-				vals[i] = convert(types[i], v)
+				vals[i] = Convert(types[i], v)
 			}
 			batch = append(batch, vals)
 		}
@@ -249,12 +241,27 @@ func (s *Server) CopyFromSQLiteTo(ctx context.Context, dsn string, src *sql.DB, 
 	return nil
 }
 
-// convert fits a SQLite value to a PostgreSQL column type: integral reals
+// TypeOf is the PostgreSQL type a copied SQLite column of declared type
+// decl gets: INTEGER bigint, REAL double precision, BLOB bytea, the rest
+// text.
+func TypeOf(decl string) string {
+	switch strings.ToUpper(decl) {
+	case "INTEGER", "INT":
+		return "bigint"
+	case "REAL", "FLOAT", "DOUBLE":
+		return "double precision"
+	case "BLOB":
+		return "bytea"
+	}
+	return "text"
+}
+
+// Convert fits a SQLite value to a PostgreSQL column type: integral reals
 // into bigint, integers into double precision, text without NUL and in
 // UTF-8 as it is, any other value into text as its SQLite-like printing
 // (blobs as X'..'), and what still does not fit (text in a number
 // column, a fraction in bigint) as NULL.
-func convert(pgType string, v any) any {
+func Convert(pgType string, v any) any {
 	switch pgType {
 	case "bigint":
 		switch x := v.(type) {

@@ -1,0 +1,125 @@
+//go:build cgo
+
+package dpsql_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/storesql"
+	"github.com/dpsql/dpsql/internal/testing/ducktest"
+)
+
+// duckOf returns, while the suite runs on DuckDB, the state file that
+// the database file's engine opens (its tables moved into path.duckdb,
+// once: moveToDuckDB); "" otherwise.
+func duckOf(path string) (string, error) {
+	suiteBackend.Lock()
+	defer suiteBackend.Unlock()
+	if !suiteBackend.duck {
+		return "", nil
+	}
+	if state, ok := suiteBackend.ducks[path]; ok {
+		return state, nil
+	}
+	state := path // as on PostgreSQL: tables made after the move stay in the file
+	if err := moveToDuckDB(path, state, path+".duckdb"); err != nil {
+		return "", err
+	}
+	suiteBackend.n++
+	suiteBackend.ducks[path] = state
+	return state, nil
+}
+
+// moveToDuckDB copies the user tables of the SQLite database at path
+// into the DuckDB file duck (ducktest.CopyFromSQLite), writes the rest of
+// the file (policies, budget, ledger) to state without those tables, and
+// opens it once as the owner, which mirrors them.
+func moveToDuckDB(path, state, duck string) error {
+	ctx := context.Background()
+	src, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tables, err := storesql.Collect(ctx, src, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\_dpsql\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`, nil,
+		func(rows *sql.Rows) (name string, err error) { return name, rows.Scan(&name) })
+	if err != nil {
+		return err
+	}
+	os.Remove(duck)
+	if err := ducktest.CopyFromSQLite(ctx, duck, src, tables...); err != nil {
+		return err
+	}
+	st := src
+	if state != path {
+		os.Remove(state)
+		if _, err := src.Exec(`VACUUM INTO ?`, state); err != nil {
+			return err
+		}
+		if st, err = sql.Open("sqlite", "file:"+state); err != nil {
+			return err
+		}
+		defer st.Close()
+	}
+	for _, name := range tables {
+		if _, err := st.Exec(`DROP TABLE "` + name + `"`); err != nil {
+			return err
+		}
+	}
+	owner, err := dpsql.Open(state, dpsql.Options{Owner: true, DuckDB: duck})
+	if err != nil {
+		return err
+	}
+	return owner.Close()
+}
+
+// notOnDuckDB are the suite's tests that change a table's data in the
+// same process while an engine has the DuckDB file open: DuckDB opens a
+// file with one configuration per process (the engines read it
+// read-only, so that other processes can read it too), so such a write
+// is refused with "in use" (TestDuckDBImportWhileOpen checks the message).
+var notOnDuckDB = map[string]string{
+	"TestPublicGroups":             "inserts rows into a table after the engine opened the DuckDB file",
+	"TestMainSchemaQualifiedNames": "imports a table while another engine of the process has the DuckDB file open",
+}
+
+// TestEngineSuiteOnDuckDB runs the engine suite's tests again with every
+// table in a DuckDB file: exact answers with zero noise, refusals,
+// budget, units, joins, subqueries, automatic bounds, percentiles, the
+// hardening tests and the empirical neighbour tests. Each test builds its
+// SQLite file as on SQLite; its first engine open moves the tables. The
+// scans whose plans compile run in DuckDB (at least one per test that
+// runs a private query: counted by the knobs), the others through the
+// reference evaluator over the mirrors.
+func TestEngineSuiteOnDuckDB(t *testing.T) {
+	suiteBackend.Lock()
+	suiteBackend.duck, suiteBackend.ducks = true, map[string]string{}
+	suiteBackend.Unlock()
+	defer func() {
+		suiteBackend.Lock()
+		suiteBackend.duck, suiteBackend.ducks = false, nil
+		suiteBackend.Unlock()
+	}()
+	before := hooks.Compiled.Load()
+	for _, test := range engineSuite {
+		t.Run(test.name, func(t *testing.T) {
+			if why, ok := notOnDuckDB[test.name]; ok {
+				t.Skip(why)
+			}
+			opened := movedCount()
+			test.run(t)
+			if movedCount() == opened && !t.Failed() {
+				t.Errorf("%s opened no database on DuckDB", test.name)
+			}
+		})
+	}
+	compiled := hooks.Compiled.Load() - before
+	t.Logf("%d scans ran compiled in DuckDB", compiled)
+	if compiled < 50 {
+		t.Errorf("only %d scans of the suite ran compiled in DuckDB", compiled)
+	}
+}
