@@ -225,6 +225,22 @@ type spec struct {
 	kind   byte // n, c, s, q, u, h (histogram), H (histogram with squares); per unit: S, A, R, K, C
 	arg    int
 	lo, hi float64
+	// For s: each clipped value is rounded to the fixed-point grid 2^-fixed
+	// (measuresql.FixedPoint) when grid is set, so that every engine sums
+	// the same integers exactly; the bounds are on the grid, so the
+	// rounded values stay within them and the sensitivity is unchanged.
+	fixed int
+	grid  bool
+}
+
+// clipped is a value's contribution to an s sum: clipped to the bounds
+// and, with a grid, rounded to it (half away from zero, as SQL's ROUND).
+func (sp *spec) clipped(f float64) float64 {
+	c := clip(f, sp.lo, sp.hi)
+	if sp.grid {
+		c = math.Ldexp(math.Round(math.Ldexp(c, sp.fixed)), -sp.fixed)
+	}
+	return c
 }
 
 // perUnit reports whether a spec measures one combined value per unit
@@ -356,6 +372,9 @@ func parseSpecs(parts []string) ([]spec, error) {
 			}
 			if sp.hi, err = strconv.ParseFloat(f[2], 64); err != nil {
 				return nil, err
+			}
+			if sp.kind == 's' {
+				sp.fixed, sp.grid = measuresql.FixedPoint(sp.lo, sp.hi)
 			}
 		}
 		out = append(out, sp)
@@ -743,7 +762,7 @@ func (g *groupAcc) addNumbers(i int, sp *spec, f float64, w int64) {
 		g.n[i] += w
 	case 's':
 		g.n[i] += w
-		g.sum[i].AddScaled(clip(f, sp.lo, sp.hi), w)
+		g.sum[i].AddScaled(sp.clipped(f), w)
 	case 'q':
 		c := clip(f, sp.lo, sp.hi)
 		g.n[i] += w
@@ -804,7 +823,7 @@ func (g *groupAcc) addNumber(i int, sp *spec, f float64) {
 		g.n[i]++
 	case 's':
 		g.n[i]++
-		g.sum[i].Add(clip(f, sp.lo, sp.hi))
+		g.sum[i].Add(sp.clipped(f))
 	case 'q':
 		c := clip(f, sp.lo, sp.hi)
 		g.n[i]++

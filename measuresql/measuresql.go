@@ -508,7 +508,9 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 			if c.typeOf(m.Args[sp.arg]) != Integer || sp.lo != math.Trunc(sp.lo) || sp.hi != math.Trunc(sp.hi) || math.Max(math.Abs(sp.lo), math.Abs(sp.hi)) > 1<<53 {
 				panic(decline("a per-unit sum of floats"))
 			}
-			ug = append(ug, "SUM(CAST("+a+" AS "+c.d.Wide()+")) AS "+v)
+			// Each value as the reference reads it: rounded to a double (an
+			// integer beyond 2^53 is), which is an integer below 2^64.
+			ug = append(ug, "SUM(CAST(CAST("+a+" AS DOUBLE) AS "+c.d.Wide()+")) AS "+v)
 			l, h := strconv.FormatInt(int64(sp.lo), 10), strconv.FormatInt(int64(sp.hi), 10)
 			c.st.outs[i] = specOut{col: c.out(&final, "SUM(CASE WHEN "+v+" < "+l+" THEN "+l+" WHEN "+v+" > "+h+" THEN "+h+" ELSE "+v+" END)")}
 		case 'R', 'K':

@@ -21,6 +21,19 @@ var duckTypes = map[string]string{"bigint": "BIGINT", "double precision": "DOUBL
 
 func quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
+// UntypedAs is the pgtest type a column declared without a type is
+// copied as ("text", or "double precision" to have its numbers summed
+// in DuckDB; text in it then becomes NULL).
+var UntypedAs = "text"
+
+// typeOf is pgtest.TypeOf, with UntypedAs for untyped columns.
+func typeOf(decl string) string {
+	if strings.TrimSpace(decl) == "" {
+		return UntypedAs
+	}
+	return pgtest.TypeOf(decl)
+}
+
 // CopyFromSQLite creates each named table of the SQLite database src in
 // the DuckDB file at path (made if missing) and copies its rows: INTEGER
 // columns become BIGINT, REAL DOUBLE, BLOB BLOB, the rest VARCHAR, each
@@ -44,8 +57,8 @@ func CopyFromSQLite(ctx context.Context, path string, src *sql.DB, tables ...str
 				rows.Close()
 				return err
 			}
-			types = append(types, pgtest.TypeOf(typ))
-			defs = append(defs, quote(c)+" "+duckTypes[pgtest.TypeOf(typ)])
+			types = append(types, typeOf(typ))
+			defs = append(defs, quote(c)+" "+duckTypes[typeOf(typ)])
 		}
 		rows.Close()
 		if len(defs) == 0 {

@@ -1,0 +1,436 @@
+//go:build cgo
+
+package dpsql_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/csvimport"
+	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/internal/testing/audit"
+	"github.com/dpsql/dpsql/internal/testing/ducktest"
+	"github.com/dpsql/dpsql/mechanism"
+)
+
+// openDuck opens an engine over the DuckDB file duck (its state file
+// beside it) with test knobs k and the given noise (nil: zero noise).
+func openDuck(t *testing.T, duck string, owner bool, k *knobs.Knobs, noise mechanism.Noiser) *dpsql.Engine {
+	t.Helper()
+	if noise == nil {
+		noise = dpsql.ZeroNoise()
+	}
+	e, err := dpsql.OpenWithNoise("", dpsql.WithKnobs(dpsql.Options{Owner: owner, DuckDB: duck, NoCache: true}, k), noise)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// answer runs a statement and prints its outcome: the rows, or the
+// error's kind and message.
+func answer(e *dpsql.Engine, q string, args ...any) string {
+	r, err := e.Query(context.Background(), q, args...)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return fmt.Sprint(r.Columns, r.Rows)
+}
+
+// TestDuckDBMeasuresLikeTheReference is the differential test of the
+// DuckDB printer: on the sensitivity auditor's generated databases
+// (moved into DuckDB: extremes of int64 and float64, NULLs, text and
+// blobs in numeric columns, units alone in their group) and its
+// generated statements, every answer computed with the measurement
+// compiled for DuckDB equals, exactly, the answer of the reference
+// evaluator (the measurement aggregate, reading the same DuckDB rows
+// through the mirror) — with zero noise, and contribution bounds large
+// enough that bounding selects no row at random (the sampling is checked
+// statistically by TestDuckDBBoundingSamplesUniformly). Errors must
+// agree too. Thousands of scans must have run compiled.
+func TestDuckDBMeasuresLikeTheReference(t *testing.T) {
+	databases, perDatabase := 12, 120
+	if testing.Short() {
+		databases = 3
+	}
+	k := &knobs.Knobs{FixedRandomness: true}
+	r := rand.New(rand.NewPCG(7, 11))
+	ducktest.UntypedAs = "double precision" // the auditor's untyped columns: numbers, summed in DuckDB
+	defer func() { ducktest.UntypedAs = "text" }()
+	compared, compiled := 0, int64(0)
+	for d := 0; d < databases; d++ {
+		dir := t.TempDir()
+		db := audit.NewDatabase(r)
+		path, _, err := db.Build(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		duck := filepath.Join(dir, "d.duckdb")
+		if err := moveToDuckDB(path, dpsql.DuckDBStateFile(duck), duck); err != nil {
+			t.Fatal(err)
+		}
+		owner := openDuck(t, duck, true, k, nil)
+		// Bounds no unit reaches: bounding keeps every row, in both.
+		mustRun(t, owner, `CREATE PRIVACY POLICY ON p OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000);
+			CREATE PRIVACY POLICY ON p2 OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000)`)
+		e := openDuck(t, duck, false, k, nil)
+		mustRun(t, e, "SET epsilon = 1")
+		for i := 0; i < perDatabase; i++ {
+			st := audit.Generate(r, 0.15)
+			if strings.Contains(st.SQL, "_contributed") {
+				continue // its own contribution bounds: bounding may sample
+			}
+			k.ReferenceOnly = true
+			want := answer(e, st.SQL, st.Args...)
+			k.ReferenceOnly = false
+			before := k.Compiled.Load()
+			got := answer(e, st.SQL, st.Args...)
+			if k.Compiled.Load() == before {
+				continue // not compiled: the same path twice
+			}
+			compiled += k.Compiled.Load() - before
+			compared++
+			if got != want {
+				t.Errorf("database %d, %s %v:\ncompiled:  %s\nreference: %s", d, st.SQL, st.Args, got, want)
+			}
+		}
+		owner.Close()
+		e.Close()
+	}
+	t.Logf("%d statements compared, %d scans compiled", compared, compiled)
+	if compared < databases {
+		t.Errorf("only %d of %d statements ran compiled", compared, databases*perDatabase)
+	}
+}
+
+// adversarialDuck makes a DuckDB table of every column type dpsql reads,
+// with the values that make a careless expression raise: the extremes
+// of every integer type, NaN, ±Inf, −0, the largest and smallest
+// doubles, huge text, blobs, NULLs.
+func adversarialDuck(t *testing.T) string {
+	t.Helper()
+	duck := filepath.Join(t.TempDir(), "adv.duckdb")
+	big := strings.Repeat("y", 100000)
+	stmts := []string{
+		`CREATE TABLE a (uid BIGINT, i8 TINYINT, i16 SMALLINT, i32 INTEGER, i64 BIGINT, u32 UINTEGER, b BOOLEAN,
+			f4 FLOAT, f8 DOUBLE, s VARCHAR, bl BLOB, h HUGEINT, d DECIMAL(18,3), ts TIMESTAMP, g VARCHAR)`,
+		`INSERT INTO a VALUES
+			(1, -128, -32768, -2147483648, -9223372036854775808, 0, false, 'NaN', 'NaN', '', '\x00'::BLOB, -170141183460469231731687303715884105728, -999999999999999.999, '1970-01-01', 'a'),
+			(1, 127, 32767, 2147483647, 9223372036854775807, 4294967295, true, 'Infinity', 'Infinity', 'abc', '\xff'::BLOB, 170141183460469231731687303715884105727, 999999999999999.999, '2262-04-11', 'b'),
+			(2, 0, 0, 0, 0, 0, NULL, '-Infinity', '-Infinity', '` + big + `', NULL, 0, 0, NULL, 'a'),
+			(2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+			(3, -1, -1, -1, -1, 1, true, '-0.0', '-0.0', '1e999', '', 1, 0.001, '2000-01-01', 'c'),
+			(3, 1, 1, 1, 1, 1, false, 3.4e38, 1.7976931348623157e308, '-1e999', 'x', -1, -0.001, '2000-01-01', 'c'),
+			(4, 5, 5, 5, 5, 5, true, 1.4e-45, 4.9e-324, ' 12.5e1x', 'yy', 5, 5.5, '2000-01-01', NULL),
+			(NULL, 5, 5, 5, 5, 5, true, -3.4e38, -1.7976931348623157e308, '0x10', 'z', 5, 5.5, '2000-01-01', 'a')`,
+	}
+	if err := ducktest.Exec(context.Background(), duck, stmts...); err != nil {
+		t.Fatal(err)
+	}
+	return duck
+}
+
+// TestDuckDBCompiledMeasurementIsTotal is the totality property on
+// DuckDB: over the adversarial table, every aggregate kind over every
+// column, with declared and chosen bounds (including bounds at the edges
+// of what the fixed-point sums allow), grouped and filtered by every
+// column, with and without units, succeeds — no emitted expression
+// raises on any value — and equals the reference evaluator's answer
+// (zero noise, bounds no unit reaches).
+func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
+	duck := adversarialDuck(t)
+	k := &knobs.Knobs{FixedRandomness: true}
+	owner := openDuck(t, duck, true, k, nil)
+	mustRun(t, owner, `SET BUDGET epsilon = 1e6`)
+	e := openDuck(t, duck, false, k, nil)
+	cols := []string{"i8", "i16", "i32", "i64", "u32", "b", "f4", "f8", "s", "bl", "h", "d", "ts"}
+	aggs := []string{"COUNT(*)", "COUNT(%s)", "SUM(%s)", "AVG(%s)", "VARIANCE(%s)", "STDDEV(%s)", "COUNT(DISTINCT %s)",
+		"PERCENTILE_CONT(%s, 0.5)", "SUM(%s, contribution_bounds_per_row => (-9007199254740992, 9007199254740992))",
+		"SUM(%s, contribution_bounds_per_row => (-1e300, 1e300))", "AVG(%s, contribution_bounds_per_row => (-1e-300, 1e-300))",
+		"SUM(%s, contribution_bounds_per_row => (0.1, 0.7))", "VARIANCE(%s, contribution_bounds_per_row => (-274877906944, 274877906944))",
+		"SUM(%s, contribution_bounds_per_group => (-5, 5))", "COUNT(%s, contribution_bounds_per_group => (0, 1))"}
+	filters := []string{"", " WHERE %s > 0", " WHERE %s = 5", " WHERE %s IN (1, 5)", " WHERE %s IS NULL", " WHERE NOT (%s < 2.5)",
+		" WHERE %s = 'abc'", " WHERE %s BETWEEN -1 AND 1"}
+	policies := []string{
+		`CREATE PRIVACY POLICY ON a`,
+		`CREATE PRIVACY POLICY ON a OPTIONS (privacy_unit_column = uid, max_groups_contributed = 100, max_rows_contributed = 100);
+		 ALTER PRIVACY POLICY ON a SET DOMAIN g ('a', 'b', 'c', 'zz')`,
+	}
+	failures := 0
+	for _, pol := range policies {
+		mustRun(t, owner, pol)
+		for _, c := range cols {
+			for _, a := range aggs {
+				for fi, f := range filters {
+					agg := strings.ReplaceAll(a, "%s", c)
+					where := strings.ReplaceAll(f, "%s", c)
+					if fi > 0 && fi%3 == 0 {
+						where = strings.ReplaceAll(f, "%s", "i64")
+					}
+					for _, q := range []string{"SELECT " + agg + " FROM a" + where, "SELECT g, " + agg + " FROM a" + where + " GROUP BY g"} {
+						q = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) " + strings.TrimPrefix(q, "SELECT ")
+						k.ReferenceOnly = true
+						want := answer(e, q)
+						k.ReferenceOnly = false
+						got := answer(e, q)
+						if strings.Contains(got, "DuckDB") || strings.Contains(got, "Conversion Error") || strings.Contains(got, "Out of Range") {
+							t.Errorf("%s: the engine raised: %s", q, got)
+							failures++
+						} else if got != want {
+							t.Errorf("%s:\ncompiled:  %s\nreference: %s", q, got, want)
+							failures++
+						}
+						if failures > 20 {
+							t.Fatal("too many failures")
+						}
+					}
+				}
+			}
+		}
+	}
+	if n := k.Compiled.Load(); n < 500 {
+		t.Errorf("only %d scans ran compiled", n)
+	}
+}
+
+// TestDuckDBBoundingSamplesUniformly checks the compiled contribution
+// bounding statistically, with fresh keys each run. 2,000 units each
+// have 10 rows, x = 0..9, row x in group (u + x) mod 3.
+//   - l∞: ungrouped, with l∞ = 5 each unit keeps 5 of its 10 rows: the
+//     kept sum has mean 22.5 per unit and variance 5·8.25·5/9 ≈ 22.9 (five
+//     of ten without replacement), so the total is 45,000 ± 214 (one
+//     standard deviation). A choice of the smallest (largest) values would
+//     give 20,000 (70,000).
+//   - l0: grouped by g with l0 = 1 and l∞ = 10, each unit keeps all its
+//     rows of one of its three groups, each with probability 1/3: the
+//     rows kept in group g have mean (rows of g)/3 and a standard
+//     deviation below 85; a choice that did not depend on the unit would
+//     keep 0 or all of a group's rows.
+//
+// Each of 20 runs must fall within 5.3 standard deviations (a false
+// failure has probability below 20·4·1.2e-7), and the mean of the sums
+// within 5.3/√20 of them.
+func TestDuckDBBoundingSamplesUniformly(t *testing.T) {
+	duck := filepath.Join(t.TempDir(), "s.duckdb")
+	if err := ducktest.Exec(context.Background(), duck,
+		`CREATE TABLE s AS SELECT u AS uid, x, (u + x) % 3 AS g FROM range(2000) r(u), range(10) q(x)`); err != nil {
+		t.Fatal(err)
+	}
+	k := &knobs.Knobs{}
+	owner := openDuck(t, duck, true, k, nil)
+	mustRun(t, owner, `SET BUDGET epsilon = 1e6;
+		CREATE PRIVACY POLICY ON s OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 5);
+		ALTER PRIVACY POLICY ON s SET BOUNDS x (0, 9);
+		ALTER PRIVACY POLICY ON s SET DOMAIN g (0, 1, 2)`)
+	e := openDuck(t, duck, false, k, nil)
+	mustRun(t, e, "SET epsilon = 1")
+	const runs, sd = 20, 214.0
+	var total float64
+	for i := 0; i < runs; i++ {
+		r := query(t, e, "SELECT SUM(x), COUNT(*) FROM s")
+		v, n := r.Rows[0][0].(float64), r.Rows[0][1].(int64)
+		if n != 10000 {
+			t.Fatalf("kept %d rows; want 5 of each unit's 10", n)
+		}
+		if math.Abs(v-45000) > 5.3*sd {
+			t.Errorf("run %d: kept sum %v; want 45000 ± %v", i, v, 5.3*sd)
+		}
+		total += v
+	}
+	if m := total / runs; math.Abs(m-45000) > 5.3*sd/math.Sqrt(runs) {
+		t.Errorf("mean kept sum %v; want 45000 ± %v", m, 5.3*sd/math.Sqrt(runs))
+	}
+	mustRun(t, owner, `CREATE PRIVACY POLICY ON s OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 10)`)
+	// Rows per group: (u + x) mod 3 = g.
+	var rows [3]float64
+	for u := 0; u < 2000; u++ {
+		for x := 0; x < 10; x++ {
+			rows[(u+x)%3]++
+		}
+	}
+	for i := 0; i < runs; i++ {
+		r := query(t, e, "SELECT g, COUNT(*) FROM s GROUP BY g")
+		for _, row := range r.Rows {
+			g, c := row[0].(int64), float64(row[1].(int64))
+			if want := rows[g] / 3; math.Abs(c-want) > 5.3*85 {
+				t.Errorf("run %d: group %d kept %v rows; want %v ± %v", i, g, c, want, 5.3*85)
+			}
+		}
+	}
+	if k.Compiled.Load() < 2*runs {
+		t.Errorf("only %d scans ran compiled", k.Compiled.Load())
+	}
+}
+
+// TestDuckDBImportIsStrictAndAllOrNothing: a CSV with a bad row fails
+// with its line number and leaves no table; a Parquet file imports with
+// DuckDB's reader; a second process's write lock (here: another engine
+// of this process holding the file) is reported as "in use".
+func TestDuckDBImportIsStrictAndAllOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	duck := filepath.Join(dir, "i.duckdb")
+	owner := openDuck(t, duck, true, nil, nil)
+	good := filepath.Join(dir, "good.csv")
+	bad := filepath.Join(dir, "bad.csv")
+	writeFile(t, good, "x,g\n1,a\n2,b\n3,a\n")
+	writeFile(t, bad, "x,g\n1,a\n2,b,extra\n3,a\n")
+	if _, _, err := owner.ImportCSV(context.Background(), "bad", bad, csvimport.Options{}); err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("bad CSV: %v", err)
+	}
+	if n, _, err := owner.ImportCSV(context.Background(), "good", good, csvimport.Options{}); err != nil || n != 3 {
+		t.Fatalf("good CSV: %d, %v", n, err)
+	}
+	parquet := filepath.Join(dir, "p.parquet")
+	if err := ducktest.Exec(context.Background(), filepath.Join(dir, "scratch.duckdb"),
+		`COPY (SELECT range AS x, range % 3 AS g FROM range(10)) TO '`+parquet+`' (FORMAT parquet)`); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := owner.ImportCSV(context.Background(), "pq", parquet, csvimport.Options{}); err != nil || n != 10 {
+		t.Fatalf("parquet: %d, %v", n, err)
+	}
+	mustRun(t, owner, `SET BUDGET epsilon = 10; CREATE PRIVACY POLICY ON good; CREATE PRIVACY POLICY ON pq`)
+	var tables []string
+	ts, err := owner.Tables(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range ts {
+		tables = append(tables, tb.Name)
+	}
+	if got := strings.Join(tables, ","); got != "good,pq" {
+		t.Errorf("tables %s; the failed import must leave none", got)
+	}
+	if got := answer(owner, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM pq"); got != "[COUNT(*)] [[10]]" {
+		t.Errorf("parquet count: %s", got)
+	}
+	// Another engine of this process reads the file: an import must say
+	// the file is in use, and change nothing.
+	reader := openDuck(t, duck, false, nil, nil)
+	if got := answer(reader, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM good"); got != "[COUNT(*)] [[3]]" {
+		t.Errorf("reader: %s", got)
+	}
+	if _, _, err := owner.ImportCSV(context.Background(), "more", good, csvimport.Options{}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("import while open elsewhere: %v", err)
+	}
+}
+
+// plainStatements are statements whose measurement compiles: aggregates
+// of plain columns of the auditor's tables, grouped by columns with and
+// without public domains, filtered by comparisons with literals.
+func plainStatements(r *rand.Rand, n int) []audit.Statement {
+	aggs := []string{"COUNT(*)", "COUNT(%s)", "SUM(%s)", "AVG(%s)", "VARIANCE(%s)", "STDDEV(%s)", "SUM(%s, contribution_bounds_per_row => (-20, 20))",
+		"AVG(%s, contribution_bounds_per_row => (0, 100))", "COUNT(%s, contribution_bounds_per_group => (0, 2))", "SUM(%s, contribution_bounds_per_group => (-10, 10))",
+		"COUNT(DISTINCT %s)"} // (the auditor's recorder does not follow the percentiles' tree descent)
+	type rel struct {
+		table string
+		cols  []string
+		keys  []string
+		where []string
+	}
+	rels := []rel{
+		{"p", []string{"w", "n", "v", "uid"}, []string{"", "g", "n", "h", "g, n"}, []string{"", "w > 0", "n IN (1, 2)", "g = 'a' OR w < -5", "NOT (v >= 2.5)", "h IS NOT NULL", "n BETWEEN 2 AND 3"}},
+		{"q", []string{"x", "y"}, []string{"", "k"}, []string{"", "y > 1", "k <> 'x'", "x IS NULL"}},
+	}
+	var out []audit.Statement
+	for len(out) < n {
+		rl := rels[r.IntN(len(rels))]
+		col := rl.cols[r.IntN(len(rl.cols))]
+		agg := strings.ReplaceAll(aggs[r.IntN(len(aggs))], "%s", col)
+		key := rl.keys[r.IntN(len(rl.keys))]
+		where := rl.where[r.IntN(len(rl.where))]
+		sel := agg
+		if key != "" {
+			sel = key + ", " + agg
+		}
+		q := "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-5) " + sel + " FROM " + rl.table
+		if where != "" {
+			q += " WHERE " + where
+		}
+		if key != "" {
+			q += " GROUP BY " + key
+		}
+		out = append(out, audit.Statement{SQL: q})
+	}
+	return out
+}
+
+// TestDuckDBPrivacyAuditor runs the sensitivity auditor's checks with
+// every database in DuckDB: the auditor's own run (generated statements;
+// most have expressions, which the reference evaluator measures), and
+// plain statements whose measurement compiles (plainStatements), on the
+// auditor's neighbouring databases with their small contribution bounds,
+// so that the compiled bounding samples. Keys are fixed (the per-query
+// key is the compiled bounding's only randomness, so neighbours are
+// coupled); every plan's sensitivity claim must hold on the compiled
+// measurements.
+func TestDuckDBPrivacyAuditor(t *testing.T) {
+	suiteBackend.Lock()
+	suiteBackend.duck, suiteBackend.ducks = true, map[string]string{}
+	suiteBackend.Unlock()
+	defer func() {
+		suiteBackend.Lock()
+		suiteBackend.duck, suiteBackend.ducks = false, nil
+		suiteBackend.Unlock()
+	}()
+	hooks.FixedRandomness = true
+	defer func() { hooks.FixedRandomness = false }()
+	ducktest.UntypedAs = "double precision" // the auditor's untyped columns: numbers, summed in DuckDB
+	defer func() { ducktest.UntypedAs = "text" }()
+	cfg := audit.Config{Seed: *auditSeed + 100, Databases: 3, PerDatabase: 100, NearMiss: 0.15}
+	rep, err := audit.Run(auditOpener, t.TempDir(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range rep.Findings {
+		if i == 20 {
+			t.Errorf("... %d findings in all", len(rep.Findings))
+			break
+		}
+		t.Errorf("%s", f)
+	}
+	before := hooks.Compiled.Load()
+	r := rand.New(rand.NewPCG(*auditSeed, 31))
+	databases := 8
+	if testing.Short() {
+		databases = 3
+	}
+	checked := 0
+	for d := 0; d < databases; d++ {
+		db := audit.NewDatabase(r)
+		path, path2, err := db.Build(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := audit.OpenPair(auditOpener, path, path2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range plainStatements(r, 40) {
+			for _, p := range pair.Check(st) {
+				t.Errorf("database %d (%s): %s: %s", d, strings.Join(db.Neighbour, "; "), st.SQL, p)
+			}
+			checked++
+		}
+		pair.Close()
+	}
+	compiled := hooks.Compiled.Load() - before
+	t.Logf("%d plain statements checked, %d scans compiled", checked, compiled)
+	if compiled < int64(checked) {
+		t.Errorf("only %d scans of %d plain statements ran compiled in DuckDB", compiled, checked)
+	}
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
