@@ -234,11 +234,12 @@ type spec struct {
 }
 
 // clipped is a value's contribution to an s sum: clipped to the bounds
-// and, with a grid, rounded to it (half away from zero, as SQL's ROUND).
+// and, with a grid, rounded to it half to even (as SQL casts a double to
+// an integer).
 func (sp *spec) clipped(f float64) float64 {
 	c := clip(f, sp.lo, sp.hi)
 	if sp.grid {
-		c = math.Ldexp(math.Round(math.Ldexp(c, sp.fixed)), -sp.fixed)
+		c = math.Ldexp(math.RoundToEven(math.Ldexp(c, sp.fixed)), -sp.fixed)
 	}
 	return c
 }

@@ -9,8 +9,9 @@ import (
 //
 // Total forms: a column is read through a widening CAST (every integer
 // type up to 32 bits unsigned and BIGINT to BIGINT, BOOLEAN to 0/1, FLOAT
-// and DOUBLE to DOUBLE), which cannot fail; a NaN becomes NULL, as the
-// reference evaluator reads it (SQLite has no NaN). Literals are typed
+// and DOUBLE to DOUBLE), which cannot fail. A NaN, which the reference
+// evaluator reads as NULL (SQLite has none), is guarded wherever it is
+// used: comparisons, counts, clipping. Literals are typed
 // (CAST of a decimal string to DOUBLE, which DuckDB rounds correctly), so
 // no comparison depends on DuckDB's literal typing. Sums are in HUGEINT
 // (128 bits), and no sum of fewer than 2^48 rows can reach 2^126. Clipping
@@ -27,8 +28,7 @@ func (DuckDB) Value(name string, t Type) string {
 	case Integer:
 		return "CAST(" + name + " AS BIGINT)"
 	case Real:
-		d := "CAST(" + name + " AS DOUBLE)"
-		return "(CASE WHEN isnan(" + d + ") THEN NULL ELSE " + d + " END)"
+		return "CAST(" + name + " AS DOUBLE)" // NaN stays: the compiler guards every use
 	}
 	return name
 }
@@ -45,3 +45,6 @@ func (DuckDB) Hash(values []string, key uint64) string {
 
 // Wide is HUGEINT.
 func (DuckDB) Wide() string { return "HUGEINT" }
+
+// RoundToInt64 is DuckDB's cast, which rounds half to even.
+func (DuckDB) RoundToInt64(x string) string { return "CAST(" + x + " AS BIGINT)" }

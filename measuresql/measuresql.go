@@ -71,9 +71,12 @@ type Dialect interface {
 	// Hash is a 64-bit hash of the values (any class, NULL included)
 	// mixed with key; it never raises.
 	Hash(values []string, key uint64) string
-	// Wide is the exact integer type sums are taken in (at least 127 bits
-	// of magnitude).
+	// Wide is an exact integer type of at least 127 bits of magnitude.
 	Wide() string
+	// RoundToInt64 converts a double of magnitude at most 2^62 to a
+	// 64-bit integer, rounding half to even; a SUM of such integers is
+	// exact (taken in a wide accumulator).
+	RoundToInt64(x string) string
 }
 
 // maxRowsLog2 bounds the rows of any table the compiler is sound for:
@@ -81,21 +84,26 @@ type Dialect interface {
 // hundreds of terabytes).
 const maxRowsLog2 = 48
 
-// wideBits is the magnitude a Wide sum may reach: 2^126.
-const wideBits = 126
+// termBits is the magnitude of one fixed-point term: below 2^62.
+const termBits = 62
 
 // FixedPoint returns the number of fractional bits F at which the values
 // of a float column clipped to [lo, hi] are summed as integers
-// round(clip(x)·2^F): the largest with max(|lo|, |hi|)·2^F·2^48 ≤ 2^126.
-// ok is false when lo or hi is not a multiple of 2^-F (the rounded values
-// could then leave the bounds, and the sensitivity would not hold).
+// round(clip(x)·2^F), rounded half to even (as a SQL cast of a double to
+// a 64-bit integer rounds): the largest F with max(|lo|, |hi|)·2^F ≤ 2^62,
+// so that each term is a 64-bit integer, and a sum in the wide type of
+// fewer than 2^48 rows stays below 2^110. ok is false when lo or hi is not
+// a multiple of 2^-F (rounded values could then leave the bounds, and the
+// sensitivity would not hold). Every engine, the reference included,
+// measures the same integers; relative to the exact sum each term moves
+// by at most 2^-63 of the larger bound.
 func FixedPoint(lo, hi float64) (f int, ok bool) {
 	m := math.Max(math.Abs(lo), math.Abs(hi))
 	if m == 0 {
 		return 0, true
 	}
 	_, e := math.Frexp(m) // m < 2^e
-	f = wideBits - maxRowsLog2 - e
+	f = termBits - e
 	if f > 1000 {
 		return 0, false // bounds too close to 0 for a double scale
 	}
@@ -125,7 +133,7 @@ type Statement struct {
 }
 
 type keyOut struct {
-	domain bool
+	domain map[any]int64 // raw value → position in the domain (nil: the value is the key)
 	t      Type
 }
 
@@ -215,12 +223,21 @@ func (c *compiler) filter(f rewrite.Filter) string {
 		return "(NOT " + c.filter(f.X) + ")"
 	case rewrite.Compare:
 		t := c.typeOf(f.Column)
-		return "(" + c.value(f.Column) + " " + f.Op + " " + c.literal(f.Value, t) + ")"
+		v := c.value(f.Column)
+		return c.notNaN(v, t, "("+v+" "+f.Op+" "+c.literal(f.Value, t)+")")
 	case rewrite.IsNull:
-		if f.Not {
-			return "(" + c.value(f.Column) + " IS NOT NULL)"
+		t := c.typeOf(f.Column)
+		v := c.value(f.Column)
+		if t == Real {
+			if f.Not {
+				return "(" + v + " IS NOT NULL AND NOT isnan(" + v + "))"
+			}
+			return "(" + v + " IS NULL OR isnan(" + v + "))"
 		}
-		return "(" + c.value(f.Column) + " IS NULL)"
+		if f.Not {
+			return "(" + v + " IS NOT NULL)"
+		}
+		return "(" + v + " IS NULL)"
 	case rewrite.In:
 		t := c.typeOf(f.Column)
 		var vals []string
@@ -231,7 +248,8 @@ func (c *compiler) filter(f rewrite.Filter) string {
 		if f.Not {
 			op = " NOT IN ("
 		}
-		return "(" + c.value(f.Column) + op + strings.Join(vals, ", ") + "))"
+		v := c.value(f.Column)
+		return c.notNaN(v, t, "("+v+op+strings.Join(vals, ", ")+"))")
 	}
 	panic(decline("filter"))
 }
@@ -244,27 +262,55 @@ func (c *compiler) join(parts []rewrite.Filter, op string) string {
 	return "(" + strings.Join(out, op) + ")"
 }
 
-// keyExpr is a key's value: its position in the domain (NULL outside),
-// or the column's value.
-func (c *compiler) keyExpr(k rewrite.MeasureKey) (string, keyOut) {
+// keyExpr is a key as the statement groups by it: the column's value.
+// A key with a domain is mapped to its position in Go (Decode): grouping
+// by the raw value and mapping each group costs one comparison per group,
+// a CASE over the domain one per row. With bounding the rows outside the
+// domain must not take a unit's l0 places, so the filter is returned too
+// ("" for none); without, their groups are dropped in Go, as the
+// reference's WHERE key IN (domain) drops their rows.
+func (c *compiler) keyExpr(k rewrite.MeasureKey, bounded bool) (expr, filter string, ko keyOut) {
 	t := c.typeOf(k.Column)
 	if k.Domain == nil {
 		if t == Real {
 			panic(decline("a float key without a domain")) // -0 and 0 group apart in the reference
 		}
-		return c.value(k.Column), keyOut{t: t}
+		return c.value(k.Column), "", keyOut{t: t}
 	}
-	if len(k.Domain) == 0 {
-		return "CAST(NULL AS BIGINT)", keyOut{domain: true}
-	}
-	v := c.value(k.Column)
-	var sb strings.Builder
-	sb.WriteString("CASE")
+	ko = keyOut{t: t, domain: map[any]int64{}}
+	var lits []string
 	for i, d := range k.Domain {
-		fmt.Fprintf(&sb, " WHEN %s = %s THEN %d", v, c.literal(d, t), i)
+		lits = append(lits, c.literal(d, t)) // declines a value of another class
+		v := d
+		if x, ok := d.(int64); ok && t == Real {
+			v = float64(x)
+		}
+		if f, ok := v.(float64); ok && f == 0 {
+			v = 0.0 // −0 equals 0
+		}
+		if _, dup := ko.domain[v]; !dup {
+			ko.domain[v] = int64(i)
+		}
 	}
-	sb.WriteString(" END")
-	return sb.String(), keyOut{domain: true}
+	e := c.value(k.Column)
+	if len(k.Domain) == 0 {
+		return e, "FALSE", ko
+	}
+	if bounded {
+		filter = c.notNaN(e, t, e+" IN ("+strings.Join(lits, ", ")+")")
+	}
+	return e, filter, ko
+}
+
+// notNaN makes a condition on a float value NULL where the value is NaN:
+// DuckDB orders NaN above every number and makes NaN <> x true, where the
+// reference reads NaN as NULL, whose comparisons are NULL (so that NOT of
+// them is NULL too).
+func (c *compiler) notNaN(v string, t Type, cond string) string {
+	if t != Real {
+		return cond
+	}
+	return "(CASE WHEN isnan(" + v + ") THEN NULL ELSE " + cond + " END)"
 }
 
 // clipped prints the argument clipped to [lo, hi] as an integer to sum:
@@ -288,8 +334,10 @@ func (c *compiler) clipped(arg int, lo, hi float64) (string, int) {
 		if t == Integer {
 			x = "CAST(" + a + " AS DOUBLE)"
 		}
-		clip := "CASE WHEN " + x + " < " + l + " THEN " + l + " WHEN " + x + " > " + h + " THEN " + h + " ELSE " + x + " END"
-		return "CAST(ROUND((" + clip + ") * " + c.d.Float(math.Ldexp(1, f)) + ") AS " + c.d.Wide() + ")", f
+		// NaN (above every number in DuckDB, NULL to the reference) is
+		// tested only for values above hi.
+		clip := "CASE WHEN " + x + " < " + l + " THEN " + l + " WHEN " + x + " <= " + h + " THEN " + x + " WHEN isnan(" + x + ") THEN NULL WHEN " + x + " > " + h + " THEN " + h + " END"
+		return c.d.RoundToInt64("(" + clip + ") * " + c.d.Float(math.Ldexp(1, f))), f
 	}
 	panic(decline("a sum of text"))
 }
@@ -362,13 +410,13 @@ func (c *compiler) compile() *Statement {
 		where = append(where, c.value(m.Unit)+" IS NOT NULL")
 	}
 	for i, k := range m.Keys {
-		e, ko := c.keyExpr(k)
+		e, filter, ko := c.keyExpr(k, m.Unit != "")
 		name := "k" + strconv.Itoa(i)
 		cols = append(cols, e+" AS "+name)
 		keyNames = append(keyNames, name)
 		c.st.keys = append(c.st.keys, ko)
-		if ko.domain {
-			where = append(where, e+" IS NOT NULL")
+		if filter != "" {
+			where = append(where, filter)
 		}
 	}
 	for i, col := range m.Args {
@@ -424,7 +472,7 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []spec) strin
 		case sp.kind == 'n' || sp.kind == 'u':
 			c.st.outs[i] = specOut{col: c.out(&items, "COUNT(*)")}
 		case sp.kind == 'c' || sp.kind == 'C':
-			c.st.outs[i] = specOut{col: c.out(&items, "COUNT("+a+")")}
+			c.st.outs[i] = specOut{col: c.out(&items, c.count(sp.arg))}
 		case sp.kind == 's':
 			e, f := c.clipped(sp.arg, sp.lo, sp.hi)
 			c.st.outs[i] = specOut{col: c.out(&items, "SUM("+e+")"), shift: f}
@@ -442,6 +490,25 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []spec) strin
 	return sqlText
 }
 
+// count counts the argument's values that the reference sees (not
+// NULL, and not NaN, which it reads as NULL).
+func (c *compiler) count(arg int) string {
+	a := "a" + strconv.Itoa(arg)
+	if c.typeOf(c.m.Args[arg]) == Real {
+		return "COUNT(" + a + ") FILTER (WHERE NOT isnan(" + a + "))"
+	}
+	return "COUNT(" + a + ")"
+}
+
+// countWhere is count over the rows where cond holds.
+func (c *compiler) countWhere(arg int, cond string) string {
+	a := "a" + strconv.Itoa(arg)
+	if c.typeOf(c.m.Args[arg]) == Real {
+		cond += " AND NOT isnan(" + a + ")"
+	}
+	return "COUNT(" + a + ") FILTER (WHERE " + cond + ")"
+}
+
 // squares prints a q spec's Σc, Σc² and count (integer columns with
 // integer bounds only, so that both sums are exact integers).
 func (c *compiler) squares(items *[]string, sp spec, sum, count string) specOut {
@@ -450,7 +517,7 @@ func (c *compiler) squares(items *[]string, sp spec, sum, count string) specOut 
 		panic(decline("squares of a float column"))
 	}
 	sq := "CAST(" + e + " AS " + c.d.Wide() + ")"
-	col := c.out(items, sum+"("+e+")", sum+"("+sq+" * "+sq+")", count)
+	col := c.out(items, sum+"("+e+")", sum+"("+sq+" * "+sq+")", count) // (integer columns: no NaN)
 	return specOut{col: col, q: true, mid: sp.lo/2 + sp.hi/2}
 }
 
@@ -481,7 +548,7 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+v+")")}
 		case 'c':
 			needRank = true
-			ug = append(ug, "COUNT("+a+") FILTER (WHERE "+kept+") AS "+v)
+			ug = append(ug, c.countWhere(sp.arg, kept)+" AS "+v)
 			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+v+")")}
 		case 's':
 			needRank = true
@@ -519,13 +586,13 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 			}
 			cnt := "COUNT(*)"
 			if sp.kind == 'K' {
-				cnt = "COUNT(" + a + ")"
+				cnt = c.count(sp.arg)
 			}
 			ug = append(ug, cnt+" AS "+v)
 			l, h := strconv.FormatInt(int64(sp.lo), 10), strconv.FormatInt(int64(sp.hi), 10)
 			c.st.outs[i] = specOut{col: c.out(&final, "SUM(CASE WHEN "+v+" < "+l+" THEN "+l+" WHEN "+v+" > "+h+" THEN "+h+" ELSE "+v+" END)")}
 		case 'C':
-			ug = append(ug, "COUNT("+a+") AS "+v)
+			ug = append(ug, c.count(sp.arg)+" AS "+v)
 			c.st.outs[i] = specOut{col: c.out(&final, "COUNT(*) FILTER (WHERE "+v+" > 0)")}
 		default:
 			panic(decline("spec " + string(sp.kind)))
@@ -592,6 +659,9 @@ func (st *Statement) Decode(rows [][]any) ([]*Group, error) {
 			}
 			keys[i] = k
 		}
+		if !st.inDomains(keys) {
+			continue // a group outside a public domain (or NULL): dropped
+		}
 		id := fmt.Sprintf("%#v", keys)
 		g := index[id]
 		if g == nil {
@@ -632,6 +702,26 @@ func (st *Statement) Decode(rows [][]any) ([]*Group, error) {
 		g.sums = nil
 	}
 	return out, nil
+}
+
+// inDomains maps each key with a domain to its position (in place), and
+// reports whether every such key is in its domain.
+func (st *Statement) inDomains(keys []any) bool {
+	for i, ko := range st.keys {
+		if ko.domain == nil {
+			continue
+		}
+		v := keys[i]
+		if f, ok := v.(float64); ok && f == 0 {
+			v = 0.0
+		}
+		pos, ok := ko.domain[v]
+		if !ok || v == nil {
+			return false
+		}
+		keys[i] = pos
+	}
+	return true
 }
 
 // width is the number of columns a row has.
@@ -677,6 +767,10 @@ func keyValue(v any, ko keyOut) (any, error) {
 		return v, nil
 	case int32:
 		return int64(v), nil
+	case float64:
+		if ko.t == Real {
+			return v, nil
+		}
 	case string:
 		if ko.t == Text {
 			return v, nil

@@ -47,6 +47,9 @@ type Source struct {
 }
 
 func (s *Source) observe(q string) {
+	if os.Getenv("DPSQL_DEBUG_DUCKDB") != "" {
+		fmt.Fprintln(os.Stderr, "duckdb:", q)
+	}
 	if s.Observe != nil {
 		s.Observe(q)
 	}

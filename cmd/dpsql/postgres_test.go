@@ -59,7 +59,7 @@ func TestPostgresContract(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--db", state, "--state", state, "-c", "SHOW TABLES"}, "--state goes with a PostgreSQL --db"},
+		{[]string{"--db", state, "--state", state, "-c", "SHOW TABLES"}, "--state goes with a PostgreSQL or DuckDB --db"},
 		{[]string{"--db", state, "-c", "SHOW TABLES"}, "open it with that database's connection string"},
 	} {
 		if _, errOut, code := runCLI(t, "", c.args...); code == 0 || !strings.Contains(errOut, c.want) {

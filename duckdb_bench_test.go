@@ -1,0 +1,107 @@
+//go:build cgo
+
+package dpsql_test
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/testing/ducktest"
+)
+
+var duckRows = flag.Int("duck.rows", 10_000_000, "rows of the DuckDB benchmarks' table")
+
+// duckBenchFile makes the DuckDB benchmarks' tables inside DuckDB: t of
+// n rows (id; uid = id / 10, so 10 rows per unit; x INTEGER uniform in
+// [0, 1000); g one of 8 values, so a unit's rows fall in 8 groups; y
+// DOUBLE in [0, 1000) with three decimals; z a copy of x without bounds),
+// and tu, the same rows with uid as the privacy unit (l0 = 2, l∞ = 10).
+func duckBenchFile(b *testing.B, n int) string {
+	b.Helper()
+	duck := filepath.Join(b.TempDir(), "bench.duckdb")
+	err := ducktest.Exec(context.Background(), duck, fmt.Sprintf(`CREATE TABLE t AS SELECT i AS id, i // 10 AS uid,
+		CAST(hash(i) %% 1000 AS INTEGER) AS x, 'g' || (i %% 8) AS g, CAST(hash(i + 1) %% 1000000 AS DOUBLE) / 1000 AS y,
+		CAST(hash(i) %% 1000 AS INTEGER) AS z FROM range(%d) r(i)`, n), `CREATE TABLE tu AS SELECT * FROM t`, `CHECKPOINT`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	owner, err := dpsql.Open("", dpsql.Options{Owner: true, DuckDB: duck})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer owner.Close()
+	err = owner.Run(context.Background(), `SET BUDGET epsilon = 1e6;
+		CREATE PRIVACY POLICY ON t;
+		ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 1000);
+		ALTER PRIVACY POLICY ON t SET BOUNDS y (0, 1000);
+		ALTER PRIVACY POLICY ON t SET DOMAIN g ('g0', 'g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7');
+		CREATE PRIVACY POLICY ON tu OPTIONS (privacy_unit_column = uid, max_groups_contributed = 2, max_rows_contributed = 10);
+		ALTER PRIVACY POLICY ON tu SET BOUNDS x (0, 1000);
+		ALTER PRIVACY POLICY ON tu SET DOMAIN g ('g0', 'g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7')`, func(*dpsql.Result) error { return nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+	return duck
+}
+
+// BenchmarkDuckDB times each private query against the raw DuckDB query
+// it replaces, alternately in the same run, on the same file (one
+// read-only DuckDB instance, 2 threads on this machine), and reports both
+// and their ratio. The private time includes parsing, planning, the
+// ledger's commit, the compiled statement and the noise.
+//
+//	go test -run XXX -bench BenchmarkDuckDB -benchtime 5x -duck.rows 10000000
+func BenchmarkDuckDB(b *testing.B) {
+	duck := duckBenchFile(b, *duckRows)
+	raw, err := sql.Open("duckdb", duck+"?access_mode=read_only")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	eng, err := dpsql.Open("", dpsql.Options{DuckDB: duck, Epsilon: 1, NoCache: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	const twoLevel = `SELECT g, SUM(s), SUM(n) FROM (SELECT uid, g, SUM(x) AS s, COUNT(*) AS n FROM tu GROUP BY uid, g) GROUP BY g`
+	for _, c := range []struct{ name, raw, private string }{
+		{"AvgInteger", `SELECT AVG(x) FROM t`, `SELECT AVG(x) FROM t`},
+		{"GroupedAvgInteger", `SELECT g, AVG(x) FROM t GROUP BY g`, `SELECT g, AVG(x) FROM t GROUP BY g`},
+		{"AvgDouble", `SELECT AVG(y) FROM t`, `SELECT AVG(y) FROM t`},
+		{"GroupedAvgDouble", `SELECT g, AVG(y) FROM t GROUP BY g`, `SELECT g, AVG(y) FROM t GROUP BY g`},
+		{"AvgAutoBounds", `SELECT AVG(z) FROM t`, `SELECT AVG(z) FROM t`},
+		{"BoundingPerGroupClamp", twoLevel, `SELECT g, SUM(x, contribution_bounds_per_group => (0, 5000)), COUNT(*, contribution_bounds_per_group => (0, 10)) FROM tu GROUP BY g`},
+		{"BoundingRowSampling", twoLevel, `SELECT g, SUM(x), COUNT(*) FROM tu GROUP BY g`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			var tRaw, tPriv time.Duration
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				rs, err := raw.QueryContext(ctx, c.raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for rs.Next() {
+				}
+				rs.Close()
+				t1 := time.Now()
+				if _, err := eng.Query(ctx, c.private); err != nil {
+					b.Fatal(err)
+				}
+				t2 := time.Now()
+				tRaw += t1.Sub(t0)
+				tPriv += t2.Sub(t1)
+			}
+			b.ReportMetric(float64(tRaw.Microseconds())/float64(b.N)/1000, "raw-ms/op")
+			b.ReportMetric(float64(tPriv.Microseconds())/float64(b.N)/1000, "private-ms/op")
+			b.ReportMetric(float64(tPriv)/float64(tRaw), "ratio")
+		})
+	}
+}
