@@ -48,3 +48,9 @@ func (DuckDB) Wide() string { return "HUGEINT" }
 
 // RoundToInt64 is DuckDB's cast, which rounds half to even.
 func (DuckDB) RoundToInt64(x string) string { return "CAST(" + x + " AS BIGINT)" }
+
+// SemiJoin is DuckDB's SEMI JOIN (measured faster there than EXISTS or a
+// row-value IN).
+func (DuckDB) SemiJoin(from, sub, on string) string {
+	return from + " SEMI JOIN " + sub + " ON " + on
+}

@@ -73,6 +73,9 @@ type Dialect interface {
 	Hash(values []string, key uint64) string
 	// Wide is an exact integer type of at least 127 bits of magnitude.
 	Wide() string
+	// SemiJoin keeps the rows of from that have a match in sub under on
+	// (a semi-join: each row at most once).
+	SemiJoin(from, sub, on string) string
 	// RoundToInt64 converts a double of magnitude at most 2^62 to a
 	// 64-bit integer, rounding half to even; a SUM of such integers is
 	// exact (taken in a wide accumulator).
@@ -495,18 +498,9 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []spec) strin
 func (c *compiler) count(arg int) string {
 	a := "a" + strconv.Itoa(arg)
 	if c.typeOf(c.m.Args[arg]) == Real {
-		return "COUNT(" + a + ") FILTER (WHERE NOT isnan(" + a + "))"
+		return "COUNT(CASE WHEN NOT isnan(" + a + ") THEN 1 END)"
 	}
 	return "COUNT(" + a + ")"
-}
-
-// countWhere is count over the rows where cond holds.
-func (c *compiler) countWhere(arg int, cond string) string {
-	a := "a" + strconv.Itoa(arg)
-	if c.typeOf(c.m.Args[arg]) == Real {
-		cond += " AND NOT isnan(" + a + ")"
-	}
-	return "COUNT(" + a + ") FILTER (WHERE " + cond + ")"
 }
 
 // squares prints a q spec's Σc, Σc² and count (integer columns with
@@ -535,7 +529,8 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 	// Per unit and group: the row-level measurements over the l∞ rows
 	// ranked first, the per-unit ones over all the unit's rows there.
 	needRank := false
-	var ug, final []string
+	var ug, final []string // ug: per-unit aggregates ("expr AS name")
+	var rowAggs [][2]string // row-level aggregates over a unit's kept rows: {expr, name}
 	c.st.outs = make([]specOut, len(specs))
 	kept := "rn <= " + strconv.FormatInt(m.MaxRows, 10)
 	for i, sp := range specs {
@@ -544,16 +539,16 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 		switch sp.kind {
 		case 'n':
 			needRank = true
-			ug = append(ug, "COUNT(*) FILTER (WHERE "+kept+") AS "+v)
+			rowAggs = append(rowAggs, [2]string{"COUNT(*)", v})
 			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+v+")")}
 		case 'c':
 			needRank = true
-			ug = append(ug, c.countWhere(sp.arg, kept)+" AS "+v)
+			rowAggs = append(rowAggs, [2]string{c.count(sp.arg), v})
 			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+v+")")}
 		case 's':
 			needRank = true
 			e, f := c.clipped(sp.arg, sp.lo, sp.hi)
-			ug = append(ug, "SUM("+e+") FILTER (WHERE "+kept+") AS "+v)
+			rowAggs = append(rowAggs, [2]string{"SUM(" + e + ")", v})
 			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+v+")"), shift: f}
 		case 'q':
 			needRank = true
@@ -562,9 +557,8 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 				panic(decline("squares of a float column"))
 			}
 			sq := "CAST(" + e + " AS " + c.d.Wide() + ")"
-			ug = append(ug, "SUM("+e+") FILTER (WHERE "+kept+") AS "+v+"s",
-				"SUM("+sq+" * "+sq+") FILTER (WHERE "+kept+") AS "+v+"q",
-				"COUNT("+a+") FILTER (WHERE "+kept+") AS "+v+"c")
+			rowAggs = append(rowAggs, [2]string{"SUM(" + e + ")", v + "s"}, [2]string{"SUM(" + sq + " * " + sq + ")", v + "q"},
+				[2]string{"COUNT(" + a + ")", v + "c"})
 			col := c.out(&final, "SUM("+v+"s)", "SUM("+v+"q)", "SUM("+v+"c)")
 			c.st.outs[i] = specOut{col: col, q: true, mid: sp.lo/2 + sp.hi/2}
 		case 'u':
@@ -598,35 +592,80 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 			panic(decline("spec " + string(sp.kind)))
 		}
 	}
-	src := "(" + rows + ") AS r"
-	if needRank {
+	var with, from string
+	if !needRank {
+		from = "(SELECT " + part + commaList(ug) + " FROM (" + rows + ") AS r GROUP BY " + part + ") AS ug"
+	} else {
+		// l∞: per unit and group, the rows ranked first by a keyed hash of
+		// their values. Most groups of a unit have at most l∞ rows and keep
+		// them all, so the rows are ranked (a window, which sorts) only in
+		// the groups that have more: their measurements replace the rest.
 		order := c.d.Hash(append([]string{"u"}, append(keyNames, rowVals...)...), c.key)
-		tie := strings.Join(rowVals, ", ")
-		if tie != "" {
+		if tie := strings.Join(rowVals, ", "); tie != "" {
 			order += ", " + tie
 		}
-		src = "(SELECT *, row_number() OVER (PARTITION BY " + part + " ORDER BY " + order + ") AS rn FROM " + src + ") AS r"
+		var all, filtered, picked []string
+		for _, ra := range rowAggs {
+			all = append(all, ra[0]+" AS "+ra[1])
+			filtered = append(filtered, ra[0]+" FILTER (WHERE "+kept+") AS "+ra[1])
+			picked = append(picked, "CASE WHEN ug._n > "+strconv.FormatInt(m.MaxRows, 10)+" THEN heavy."+ra[1]+" ELSE ug."+ra[1]+" END AS "+ra[1])
+		}
+		partCols := append([]string{"u"}, keyNames...)
+		same := func(a, b string) string {
+			var conds []string
+			for _, col := range partCols {
+				conds = append(conds, a+"."+col+" IS NOT DISTINCT FROM "+b+"."+col)
+			}
+			return strings.Join(conds, " AND ")
+		}
+		var unitNames []string
+		for _, u := range ug {
+			unitNames = append(unitNames, "ug."+u[strings.LastIndex(u, " AS ")+4:])
+		}
+		l := strconv.FormatInt(m.MaxRows, 10)
+		with = "WITH r AS (" + rows + "), " +
+			"ug AS (SELECT " + part + ", COUNT(*) AS _n" + commaList(all) + commaList(ug) + " FROM r GROUP BY " + part + "), " +
+			"heavy AS (SELECT " + part + commaList(filtered) + " FROM (SELECT r.*, row_number() OVER (PARTITION BY " + part + " ORDER BY " + order + ") AS rn FROM " +
+			c.d.SemiJoin("r", "(SELECT "+part+" FROM ug WHERE _n > "+l+") AS h", same("h", "r")) + ") AS r GROUP BY " + part + ") "
+		var ugCols []string
+		for _, col := range partCols {
+			ugCols = append(ugCols, "ug."+col)
+		}
+		if len(ug) == 0 {
+			// Only row-level measurements: the light groups and the heavy
+			// ones (a join of every group with the few heavy ones costs more).
+			var names []string
+			for _, ra := range rowAggs {
+				names = append(names, ra[1])
+			}
+			from = "(SELECT " + part + commaList(names) + " FROM ug WHERE _n <= " + l + " UNION ALL SELECT * FROM heavy) AS ug"
+		} else {
+			from = "(SELECT " + strings.Join(ugCols, ", ") + commaList(picked) + commaList(unitNames) + " FROM ug LEFT JOIN heavy ON " + same("ug", "heavy") + ") AS ug"
+		}
 	}
-	ugSQL := "SELECT " + part
-	if len(ug) > 0 {
-		ugSQL += ", " + strings.Join(ug, ", ")
-	}
-	ugSQL += " FROM " + src + " GROUP BY " + part
 	// Per unit: its l0 groups ranked first.
 	gorder := c.d.Hash(append([]string{"u"}, keyNames...), c.key^0x9e3779b97f4a7c15)
 	if ks != "" {
 		gorder += ", " + ks
 	}
-	keptSQL := "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u ORDER BY " + gorder + ") AS gn FROM (" + ugSQL + ") AS ug) AS g WHERE gn <= " + strconv.FormatInt(m.MaxGroups, 10)
+	keptSQL := "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u ORDER BY " + gorder + ") AS gn FROM " + from + ") AS g WHERE gn <= " + strconv.FormatInt(m.MaxGroups, 10)
 	if len(keyNames) == 0 {
-		keptSQL = ugSQL // one group: every unit keeps it
+		keptSQL = "SELECT * FROM " + from // one group: every unit keeps it
 	}
 	sel := append(append([]string(nil), keyNames...), final...)
-	sqlText := "SELECT " + strings.Join(sel, ", ") + " FROM (" + keptSQL + ") AS kept"
+	sqlText := with + "SELECT " + strings.Join(sel, ", ") + " FROM (" + keptSQL + ") AS kept"
 	if ks != "" {
 		sqlText += " GROUP BY " + ks
 	}
 	return sqlText
+}
+
+// commaList prints items each after a comma ("" for none).
+func commaList(items []string) string {
+	if len(items) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(items, ", ")
 }
 
 // Group is one group's measurements: its keys as the reference's scan

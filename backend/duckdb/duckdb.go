@@ -42,8 +42,9 @@ type Source struct {
 	// Observe, when set (tests only), sees every statement sent to DuckDB.
 	Observe func(sql string)
 
-	mu sync.Mutex
-	db *sql.DB
+	mu   sync.Mutex
+	db   *sql.DB
+	cols map[string][]column // per table, while db is open (a read-only file's schema cannot change)
 }
 
 func (s *Source) observe(q string) {
@@ -81,7 +82,7 @@ func (s *Source) Close() error {
 		return nil
 	}
 	err := s.db.Close()
-	s.db = nil
+	s.db, s.cols = nil, nil
 	return err
 }
 
@@ -179,6 +180,12 @@ func (s *Source) columns(ctx context.Context, table string) ([]column, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	cached, ok := s.cols[table]
+	s.mu.Unlock()
+	if ok {
+		return cached, nil
+	}
 	const q = `SELECT c.column_name, c.data_type FROM information_schema.columns c
 	JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
 	WHERE c.table_schema = 'main' AND c.table_name = ? AND t.table_type = 'BASE TABLE' ORDER BY c.ordinal_position`
@@ -202,6 +209,14 @@ func (s *Source) columns(ctx context.Context, table string) ([]column, error) {
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("DuckDB has no table %s (a base table in the schema main)", Quote(table))
 	}
+	s.mu.Lock()
+	if s.db == db {
+		if s.cols == nil {
+			s.cols = map[string][]column{}
+		}
+		s.cols[table] = cols
+	}
+	s.mu.Unlock()
 	return cols, nil
 }
 
@@ -307,6 +322,9 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *rewrite.Measurem
 	s.observe(st.SQL)
 	rows, err := db.QueryContext(ctx, st.SQL)
 	if err != nil {
+		if os.Getenv("DPSQL_DEBUG_DUCKDB") != "" {
+			fmt.Fprintln(os.Stderr, "duckdb error:", err)
+		}
 		return nil, nil, false, err
 	}
 	defer rows.Close()
