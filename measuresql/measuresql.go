@@ -529,7 +529,7 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 	// Per unit and group: the row-level measurements over the l∞ rows
 	// ranked first, the per-unit ones over all the unit's rows there.
 	needRank := false
-	var ug, final []string // ug: per-unit aggregates ("expr AS name")
+	var ug, final []string  // ug: per-unit aggregates ("expr AS name")
 	var rowAggs [][2]string // row-level aggregates over a unit's kept rows: {expr, name}
 	c.st.outs = make([]specOut, len(specs))
 	kept := "rn <= " + strconv.FormatInt(m.MaxRows, 10)
