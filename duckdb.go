@@ -52,12 +52,15 @@ func checkDuckDB(opts Options) error {
 	if opts.DuckDB == "" {
 		return nil
 	}
+	if !duckAvailable {
+		return ErrNoDuckDB
+	}
 	if st, err := os.Stat(opts.DuckDB); err == nil && st.IsDir() {
 		return errors.New(opts.DuckDB + " is a directory: --db takes a DuckDB file (such as data.duckdb)")
 	}
 	if !opts.Owner {
 		if _, err := os.Stat(opts.DuckDB); err != nil {
-			return errors.Join(ErrNoDatabase, errors.New(opts.DuckDB+" (the owner creates it, e.g. with 'dpsql import --db "+opts.DuckDB+" --table t file.csv')"))
+			return fmt.Errorf("%w: %s (the owner creates it, e.g. with 'dpsql import --db %s --table t file.csv')", ErrNoDatabase, opts.DuckDB, opts.DuckDB)
 		}
 	}
 	return nil

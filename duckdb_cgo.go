@@ -18,6 +18,9 @@ import (
 	"github.com/dpsql/dpsql/rewrite"
 )
 
+// duckAvailable: this build has DuckDB.
+const duckAvailable = true
+
 // duckSource is an engine's DuckDB file.
 type duckSource struct{ src *duckdb.Source }
 

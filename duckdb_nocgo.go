@@ -3,3 +3,6 @@
 package dpsql
 
 func newDuckBackend(string) (duckBackend, error) { return nil, ErrNoDuckDB }
+
+// duckAvailable: this build has no DuckDB (it needs cgo).
+const duckAvailable = false

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +41,12 @@ var ErrInUse = errors.New("the DuckDB database is in use by another process")
 // processes can read it at once; an import opens it for writing alone.
 type Source struct {
 	Path string
+	// MemoryLimit caps the memory DuckDB uses for a query (DuckDB's
+	// memory_limit, such as "512MB"; "" takes $DPSQL_DUCKDB_MEMORY_LIMIT,
+	// else DefaultMemoryLimit); beyond it
+	// DuckDB spills to a temporary directory (TempDir, default the
+	// system's), so that the process stays flat in rows and units.
+	MemoryLimit, TempDir string
 	// Observe, when set (tests only), sees every statement sent to DuckDB.
 	Observe func(sql string)
 
@@ -66,12 +74,33 @@ func (s *Source) DB() (*sql.DB, error) {
 	if _, err := os.Stat(s.Path); err != nil {
 		return nil, fmt.Errorf("DuckDB database %s: %w", s.Path, err)
 	}
-	db, err := open(s.Path, true)
+	db, err := open(s.Path, true, s.settings())
 	if err != nil {
 		return nil, err
 	}
 	s.db = db
 	return db, nil
+}
+
+// DefaultMemoryLimit is DuckDB's memory limit when none is given: enough
+// for the aggregates of hundreds of millions of rows, and the rest of a
+// bounded query (the per-unit windows) spills to disk.
+const DefaultMemoryLimit = "1GB"
+
+// settings are the DSN's DuckDB settings.
+func (s *Source) settings() string {
+	limit := s.MemoryLimit
+	if limit == "" {
+		limit = os.Getenv("DPSQL_DUCKDB_MEMORY_LIMIT")
+	}
+	if limit == "" {
+		limit = DefaultMemoryLimit
+	}
+	dir := s.TempDir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "dpsql-duckdb")
+	}
+	return "&memory_limit=" + url.QueryEscape(limit) + "&temp_directory=" + url.QueryEscape(dir)
 }
 
 // Close closes the handle (a later DB opens it again).
@@ -87,7 +116,7 @@ func (s *Source) Close() error {
 }
 
 // open opens a DuckDB file, read-only or for writing.
-func open(path string, readOnly bool) (*sql.DB, error) {
+func open(path string, readOnly bool, settings string) (*sql.DB, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("DuckDB path %q must not contain '?' or '#'", path)
 	}
@@ -95,7 +124,7 @@ func open(path string, readOnly bool) (*sql.DB, error) {
 	if readOnly {
 		mode = "read_only"
 	}
-	db, err := sql.Open("duckdb", path+"?access_mode="+mode)
+	db, err := sql.Open("duckdb", path+"?access_mode="+mode+settings)
 	if err != nil {
 		return nil, openError(path, err)
 	}

@@ -46,7 +46,7 @@ func (s *Source) CopyTable(ctx context.Context, scratch *sql.DB, table string, n
 		for i, n := range names {
 			quoted[i] = `"` + strings.ReplaceAll(n, `"`, `""`) + `"`
 		}
-		rows, err := scratch.QueryContext(ctx, "SELECT "+strings.Join(quoted, ", ")+" FROM "+quoted0(table))
+		rows, err := scratch.QueryContext(ctx, "SELECT "+strings.Join(quoted, ", ")+" FROM "+Quote(table))
 		if err != nil {
 			return 0, err
 		}
@@ -103,8 +103,6 @@ func typed(v any, sqliteType string) driver.Value {
 	return v
 }
 
-func quoted0(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
-
 // ImportParquet creates table from a Parquet file with DuckDB's reader,
 // all or nothing.
 func (s *Source) ImportParquet(ctx context.Context, table, path string) (int64, error) {
@@ -124,7 +122,7 @@ func (s *Source) write(ctx context.Context, table string, fill func(*sql.DB) (in
 	if err := s.Close(); err != nil {
 		return 0, err
 	}
-	db, err := open(s.Path, false)
+	db, err := open(s.Path, false, s.settings())
 	if err != nil {
 		return 0, err
 	}

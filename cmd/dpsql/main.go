@@ -24,7 +24,7 @@ import (
 	"github.com/dpsql/dpsql/parser"
 )
 
-const usage = `dpsql: a differentially private SQL engine over SQLite (the tables may live in PostgreSQL).
+const usage = `dpsql: a differentially private SQL engine over SQLite (the tables may live in PostgreSQL or DuckDB).
 
 Usage:
   dpsql --db FILE [--owner] [--format table|box|markdown|csv|json|jsonl|line] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
@@ -39,6 +39,13 @@ database's tables and its answer cache (default: one per user, host, port and
 database in the user's cache directory, ~/.cache/dpsql on Linux); the policies,
 budget, ledger and analysts live in PostgreSQL itself (schema dpsql,
 docs/backends.md).
+
+With the tables in a DuckDB file (a build with cgo, the default where a C
+compiler is present), dpsql, import and serve take --db FILE.duckdb (or
+duckdb:PATH); import reads CSV (checked as for SQLite) and Parquet files. The
+policies, budget, ledger and answer cache live in the state file FILE.duckdb.dpsql
+beside it (--state FILE to choose another), and private queries run as one
+DuckDB statement each where they can (docs/backends.md).
 
 With -c the statements are run in order; with -f they are read from SCRIPT
 (-- comments and multi-line statements allowed); with neither, an interactive
