@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/backend/duckdb"
 	"github.com/dpsql/dpsql/internal/testing/ducktest"
 )
 
@@ -59,7 +60,7 @@ func duckBenchFile(b *testing.B, n int) string {
 //	go test -run XXX -bench BenchmarkDuckDB -benchtime 5x -duck.rows 10000000
 func BenchmarkDuckDB(b *testing.B) {
 	duck := duckBenchFile(b, *duckRows)
-	raw, err := sql.Open("duckdb", duck+"?access_mode=read_only")
+	raw, err := sql.Open("duckdb", (&duckdb.Source{Path: duck}).ReadOnlyDSN()) // the engine's configuration
 	if err != nil {
 		b.Fatal(err)
 	}

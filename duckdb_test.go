@@ -4,6 +4,8 @@ package dpsql_test
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -158,7 +160,7 @@ func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
 		"SUM(%s, contribution_bounds_per_row => (0.1, 0.7))", "VARIANCE(%s, contribution_bounds_per_row => (-274877906944, 274877906944))",
 		"SUM(%s, contribution_bounds_per_group => (-5, 5))", "COUNT(%s, contribution_bounds_per_group => (0, 1))"}
 	filters := []string{"", " WHERE %s > 0", " WHERE %s = 5", " WHERE %s IN (1, 5)", " WHERE %s IS NULL", " WHERE NOT (%s < 2.5)",
-		" WHERE %s = 'abc'", " WHERE %s BETWEEN -1 AND 1"}
+		" WHERE %s = 'abc'", " WHERE %s BETWEEN -1 AND 1", " WHERE %s > 9223372036854775807", " WHERE %s IN (-300, 70000, -9223372036854775808)"}
 	policies := []string{
 		`CREATE PRIVACY POLICY ON a`,
 		`CREATE PRIVACY POLICY ON a OPTIONS (privacy_unit_column = uid, max_groups_contributed = 100, max_rows_contributed = 100);
@@ -432,5 +434,47 @@ func writeFile(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDuckDBBudgetIsSharedConcurrently: four engines over one DuckDB
+// file (each with the state file beside it, as separate processes would
+// have) run 60 queries of ε = 0.1 at once under a budget of 2: exactly 20
+// are answered, the others refused for the budget.
+func TestDuckDBBudgetIsSharedConcurrently(t *testing.T) {
+	duck := filepath.Join(t.TempDir(), "b.duckdb")
+	if err := ducktest.Exec(context.Background(), duck, `CREATE TABLE t AS SELECT range AS x FROM range(1000)`); err != nil {
+		t.Fatal(err)
+	}
+	owner := openDuck(t, duck, true, nil, nil)
+	mustRun(t, owner, `SET BUDGET epsilon = 2; CREATE PRIVACY POLICY ON t`)
+	owner.Close()
+	var engines []*dpsql.Engine
+	for i := 0; i < 4; i++ {
+		engines = append(engines, openDuck(t, duck, false, nil, nil))
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	answered, refused := 0, 0
+	for i := 0; i < 60; i++ {
+		wg.Add(1)
+		go func(e *dpsql.Engine) {
+			defer wg.Done()
+			_, err := e.Query(context.Background(), "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) COUNT(*) FROM t")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				answered++
+			case errors.Is(err, dpsql.ErrBudgetExhausted):
+				refused++
+			default:
+				t.Errorf("query: %v", err)
+			}
+		}(engines[i%4])
+	}
+	wg.Wait()
+	if answered != 20 || refused != 40 {
+		t.Errorf("%d answered, %d refused; want 20 and 40", answered, refused)
 	}
 }

@@ -53,10 +53,14 @@ type Type int
 // Column classes. Other columns are never compiled.
 const (
 	Other   Type = iota
-	Integer      // exact integers that fit int64 (and booleans, read as 0/1)
+	Integer      // exact integers that fit int64, read through a widening cast (unsigned, booleans as 0/1)
+	Int          // a signed integer type the engine reads and sums as it is (no cast)
 	Real         // binary floats (float4 widened exactly)
 	Text         // text, compared byte by byte
 )
+
+// isInt reports whether t holds integers.
+func isInt(t Type) bool { return t == Integer || t == Int }
 
 // Dialect prints the few forms the compiler needs in one engine's SQL.
 type Dialect interface {
@@ -81,11 +85,6 @@ type Dialect interface {
 	// exact (taken in a wide accumulator).
 	RoundToInt64(x string) string
 }
-
-// maxRowsLog2 bounds the rows of any table the compiler is sound for:
-// fewer than 2^48 (a DuckDB or PostgreSQL table of 2^48 rows would take
-// hundreds of terabytes).
-const maxRowsLog2 = 48
 
 // termBits is the magnitude of one fixed-point term: below 2^62.
 const termBits = 62
@@ -197,7 +196,7 @@ func (c *compiler) literal(v any, t Type) string {
 	switch v := v.(type) {
 	case int64:
 		switch t {
-		case Integer:
+		case Integer, Int:
 			return strconv.FormatInt(v, 10)
 		case Real:
 			if v >= -1<<53 && v <= 1<<53 {
@@ -324,17 +323,17 @@ func (c *compiler) clipped(arg int, lo, hi float64) (string, int) {
 	t := c.typeOf(col)
 	a := "a" + strconv.Itoa(arg)
 	switch {
-	case t == Integer && lo == math.Trunc(lo) && hi == math.Trunc(hi) && math.Abs(lo) <= 1<<53 && math.Abs(hi) <= 1<<53:
+	case isInt(t) && lo == math.Trunc(lo) && hi == math.Trunc(hi) && math.Abs(lo) <= 1<<53 && math.Abs(hi) <= 1<<53:
 		l, h := strconv.FormatInt(int64(lo), 10), strconv.FormatInt(int64(hi), 10)
 		return "CASE WHEN " + a + " < " + l + " THEN " + l + " WHEN " + a + " > " + h + " THEN " + h + " ELSE " + a + " END", 0
-	case t == Integer || t == Real:
+	case isInt(t) || t == Real:
 		f, ok := FixedPoint(lo, hi)
 		if !ok {
 			panic(decline("bounds off the fixed-point grid"))
 		}
 		l, h := c.d.Float(lo), c.d.Float(hi)
 		x := a
-		if t == Integer {
+		if isInt(t) {
 			x = "CAST(" + a + " AS DOUBLE)"
 		}
 		// NaN (above every number in DuckDB, NULL to the reference) is
@@ -566,7 +565,7 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 		case 'S':
 			// Σ over units of clip(the unit's exact sum): integer columns
 			// with integer bounds.
-			if c.typeOf(m.Args[sp.arg]) != Integer || sp.lo != math.Trunc(sp.lo) || sp.hi != math.Trunc(sp.hi) || math.Max(math.Abs(sp.lo), math.Abs(sp.hi)) > 1<<53 {
+			if !isInt(c.typeOf(m.Args[sp.arg])) || sp.lo != math.Trunc(sp.lo) || sp.hi != math.Trunc(sp.hi) || math.Max(math.Abs(sp.lo), math.Abs(sp.hi)) > 1<<53 {
 				panic(decline("a per-unit sum of floats"))
 			}
 			// Each value as the reference reads it: rounded to a double (an

@@ -87,6 +87,11 @@ func (s *Source) DB() (*sql.DB, error) {
 // bounded query (the per-unit windows) spills to disk.
 const DefaultMemoryLimit = "1GB"
 
+// ReadOnlyDSN is the duckdb-go DSN the source reads its file with. DuckDB
+// opens a file with one configuration per process: another handle on the
+// file in the same process must use the same DSN.
+func (s *Source) ReadOnlyDSN() string { return s.Path + "?access_mode=read_only" + s.settings() }
+
 // settings are the DSN's DuckDB settings.
 func (s *Source) settings() string {
 	limit := s.MemoryLimit
@@ -187,8 +192,9 @@ func (c column) read() string {
 func classify(name, typ string) column {
 	c := column{name: name, typ: typ, affinity: "TEXT"}
 	switch {
-	case typ == "BIGINT" || typ == "INTEGER" || typ == "SMALLINT" || typ == "TINYINT" ||
-		typ == "UINTEGER" || typ == "USMALLINT" || typ == "UTINYINT" || typ == "BOOLEAN":
+	case typ == "BIGINT" || typ == "INTEGER" || typ == "SMALLINT" || typ == "TINYINT":
+		c.affinity, c.class = "INTEGER", measuresql.Int
+	case typ == "UINTEGER" || typ == "USMALLINT" || typ == "UTINYINT" || typ == "BOOLEAN":
 		c.affinity, c.class = "INTEGER", measuresql.Integer
 	case typ == "DOUBLE" || typ == "FLOAT":
 		c.affinity, c.class = "REAL", measuresql.Real
