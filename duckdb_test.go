@@ -5,13 +5,13 @@ package dpsql_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dpsql/dpsql"
