@@ -6,7 +6,6 @@ import (
 	"context"
 	"database/sql"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"modernc.org/sqlite"
@@ -60,26 +59,13 @@ func (d *duckSource) importFile(ctx context.Context, table, path string, opts cs
 		n, err := d.src.ImportParquet(ctx, table, path)
 		return n, nil, err
 	}
-	dir, err := os.MkdirTemp("", "dpsql-import-")
+	scratch, n, cols, err := importScratch(ctx, table, path, opts)
 	if err != nil {
 		return 0, nil, err
 	}
-	defer os.RemoveAll(dir)
-	scratch, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "scratch.db"))
-	if err != nil {
-		return 0, nil, err
-	}
-	defer scratch.Close()
-	n, cols, err := csvimport.Import(ctx, scratch, table, path, opts)
-	if err != nil {
-		return 0, nil, err
-	}
-	names := make([]string, len(cols))
-	types := make([]string, len(cols))
-	for i, c := range cols {
-		names[i], types[i] = c.Name, c.Type
-	}
-	if _, err := d.src.CopyTable(ctx, scratch, table, names, types); err != nil {
+	defer scratch.close()
+	names, types := scratch.columns(cols)
+	if _, err := d.src.CopyTable(ctx, scratch.db, table, names, types); err != nil {
 		return 0, nil, err
 	}
 	return n, cols, nil

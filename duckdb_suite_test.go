@@ -96,14 +96,7 @@ var notOnDuckDB = map[string]string{
 // runs a private query: counted by the knobs), the others through the
 // reference evaluator over the mirrors.
 func TestEngineSuiteOnDuckDB(t *testing.T) {
-	suiteBackend.Lock()
-	suiteBackend.duck, suiteBackend.ducks = true, map[string]string{}
-	suiteBackend.Unlock()
-	defer func() {
-		suiteBackend.Lock()
-		suiteBackend.duck, suiteBackend.ducks = false, nil
-		suiteBackend.Unlock()
-	}()
+	onDuckDB(t)
 	before := hooks.Compiled.Load()
 	for _, test := range engineSuite {
 		t.Run(test.name, func(t *testing.T) {
@@ -122,4 +115,17 @@ func TestEngineSuiteOnDuckDB(t *testing.T) {
 	if compiled < 50 {
 		t.Errorf("only %d scans of the suite ran compiled in DuckDB", compiled)
 	}
+}
+
+// onDuckDB moves the tables of every database the test opens through
+// openEngine into DuckDB, until the test ends.
+func onDuckDB(t *testing.T) {
+	suiteBackend.Lock()
+	suiteBackend.duck, suiteBackend.ducks = true, map[string]string{}
+	suiteBackend.Unlock()
+	t.Cleanup(func() {
+		suiteBackend.Lock()
+		suiteBackend.duck, suiteBackend.ducks = false, nil
+		suiteBackend.Unlock()
+	})
 }

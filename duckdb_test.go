@@ -374,14 +374,7 @@ func plainStatements(r *rand.Rand, n int) []audit.Statement {
 // coupled); every plan's sensitivity claim must hold on the compiled
 // measurements.
 func TestDuckDBPrivacyAuditor(t *testing.T) {
-	suiteBackend.Lock()
-	suiteBackend.duck, suiteBackend.ducks = true, map[string]string{}
-	suiteBackend.Unlock()
-	defer func() {
-		suiteBackend.Lock()
-		suiteBackend.duck, suiteBackend.ducks = false, nil
-		suiteBackend.Unlock()
-	}()
+	onDuckDB(t)
 	hooks.FixedRandomness = true
 	defer func() { hooks.FixedRandomness = false }()
 	ducktest.UntypedAs = "double precision" // the auditor's untyped columns: numbers, summed in DuckDB

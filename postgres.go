@@ -230,32 +230,60 @@ func (e *Engine) importPostgres(ctx context.Context, table, path string, opts cs
 	if taken > 0 {
 		return 0, nil, fmt.Errorf("table %q already exists", table)
 	}
-	dir, err := os.MkdirTemp("", "dpsql-import-")
+	scratch, n, cols, err := importScratch(ctx, table, path, opts)
 	if err != nil {
 		return 0, nil, err
 	}
-	defer os.RemoveAll(dir)
-	scratch, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "scratch.db"))
-	if err != nil {
-		return 0, nil, err
-	}
-	defer scratch.Close()
-	n, cols, err := csvimport.Import(ctx, scratch, table, path, opts)
-	if err != nil {
-		return 0, nil, err
-	}
-	names := make([]string, len(cols))
-	types := make([]string, len(cols))
-	for i, c := range cols {
-		names[i], types[i] = c.Name, c.Type
-	}
-	if _, err := postgres.CopyTable(ctx, e.pg.pool, scratch, table, names, types); err != nil {
+	defer scratch.close()
+	names, types := scratch.columns(cols)
+	if _, err := postgres.CopyTable(ctx, e.pg.pool, scratch.db, table, names, types); err != nil {
 		return 0, nil, err
 	}
 	if err := e.pg.mirror(ctx, e.db, nil); err != nil {
 		return 0, nil, err
 	}
 	return n, cols, nil
+}
+
+// scratchImport is a CSV file csvimport read, checked and typed into a
+// scratch SQLite file, for a backend to copy from (a malformed file fails
+// there, with its line number, before the backend is touched).
+type scratchImport struct {
+	db  *sql.DB
+	dir string
+}
+
+// importScratch imports the CSV file into a new scratch file.
+func importScratch(ctx context.Context, table, path string, opts csvimport.Options) (*scratchImport, int64, []csvimport.Column, error) {
+	dir, err := os.MkdirTemp("", "dpsql-import-")
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "scratch.db"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, 0, nil, err
+	}
+	s := &scratchImport{db: db, dir: dir}
+	n, cols, err := csvimport.Import(ctx, db, table, path, opts)
+	if err != nil {
+		s.close()
+		return nil, 0, nil, err
+	}
+	return s, n, cols, nil
+}
+
+// columns are the imported columns' names and SQLite types.
+func (s *scratchImport) columns(cols []csvimport.Column) (names, types []string) {
+	for _, c := range cols {
+		names, types = append(names, c.Name), append(types, c.Type)
+	}
+	return names, types
+}
+
+func (s *scratchImport) close() {
+	s.db.Close()
+	os.RemoveAll(s.dir)
 }
 
 // pgPusher asks PostgreSQL for a scan's native measurements of a mirrored

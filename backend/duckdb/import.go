@@ -37,54 +37,65 @@ func (s *Source) CopyTable(ctx context.Context, scratch *sql.DB, table string, n
 		if _, err := db.ExecContext(ctx, "CREATE TABLE "+Quote(table)+" ("+strings.Join(defs, ", ")+")"); err != nil {
 			return 0, err
 		}
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			return 0, err
-		}
-		defer conn.Close()
 		quoted := make([]string, len(names))
 		for i, n := range names {
-			quoted[i] = `"` + strings.ReplaceAll(n, `"`, `""`) + `"`
+			quoted[i] = Quote(n)
 		}
 		rows, err := scratch.QueryContext(ctx, "SELECT "+strings.Join(quoted, ", ")+" FROM "+Quote(table))
 		if err != nil {
 			return 0, err
 		}
 		defer rows.Close()
-		var n int64
-		err = conn.Raw(func(dc any) error {
-			app, err := duck.NewAppenderFromConn(dc.(driver.Conn), "", table)
-			if err != nil {
-				return err
-			}
-			vals := make([]any, len(names))
-			ptrs := make([]any, len(names))
-			row := make([]driver.Value, len(names))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			for rows.Next() {
-				if err := rows.Scan(ptrs...); err != nil {
-					app.Close()
-					return err
-				}
-				for i, v := range vals {
-					row[i] = typed(v, types[i])
-				}
-				if err := app.AppendRow(row...); err != nil {
-					app.Close()
-					return err
-				}
-				n++
-			}
-			if err := rows.Err(); err != nil {
+		return Append(ctx, db, table, rows, func(i int, v any) driver.Value { return typed(v, types[i]) })
+	})
+}
+
+// Append appends rows (every column of table, in order) to the DuckDB
+// table through DuckDB's appender, each value converted by convert (i is
+// its column), and returns how many it appended.
+func Append(ctx context.Context, db *sql.DB, table string, rows *sql.Rows, convert func(i int, v any) driver.Value) (int64, error) {
+	cols, err := rows.Columns()
+	if err != nil {
+		return 0, err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	var n int64
+	err = conn.Raw(func(dc any) error {
+		app, err := duck.NewAppenderFromConn(dc.(driver.Conn), "", table)
+		if err != nil {
+			return err
+		}
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		row := make([]driver.Value, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
 				app.Close()
 				return err
 			}
-			return app.Close()
-		})
-		return n, err
+			for i, v := range vals {
+				row[i] = convert(i, v)
+			}
+			if err := app.AppendRow(row...); err != nil {
+				app.Close()
+				return err
+			}
+			n++
+		}
+		if err := rows.Err(); err != nil {
+			app.Close()
+			return err
+		}
+		return app.Close()
 	})
+	return n, err
 }
 
 // typed converts a scratch value to its column's Go type for the appender.

@@ -11,8 +11,7 @@ import (
 	"fmt"
 	"strings"
 
-	duck "github.com/duckdb/duckdb-go/v2"
-
+	"github.com/dpsql/dpsql/backend/duckdb"
 	"github.com/dpsql/dpsql/internal/testing/pgtest"
 )
 
@@ -80,41 +79,8 @@ func copyRows(ctx context.Context, db, src *sql.DB, name string, types []string)
 		return err
 	}
 	defer data.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	return conn.Raw(func(dc any) error {
-		app, err := duck.NewAppenderFromConn(dc.(driver.Conn), "", name)
-		if err != nil {
-			return err
-		}
-		vals := make([]any, len(types))
-		ptrs := make([]any, len(types))
-		row := make([]driver.Value, len(types))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for data.Next() {
-			if err := data.Scan(ptrs...); err != nil {
-				app.Close()
-				return err
-			}
-			for i, v := range vals {
-				row[i] = pgtest.Convert(types[i], v)
-			}
-			if err := app.AppendRow(row...); err != nil {
-				app.Close()
-				return err
-			}
-		}
-		if err := data.Err(); err != nil {
-			app.Close()
-			return err
-		}
-		return app.Close()
-	})
+	_, err = duckdb.Append(ctx, db, name, data, func(i int, v any) driver.Value { return pgtest.Convert(types[i], v) })
+	return err
 }
 
 // Exec runs statements on the DuckDB file at path (made if missing).
