@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/backend/duckdb"
@@ -80,29 +79,6 @@ func BenchmarkDuckDB(b *testing.B) {
 		{"BoundingPerGroupClamp", twoLevel, `SELECT g, SUM(x, contribution_bounds_per_group => (0, 5000)), COUNT(*, contribution_bounds_per_group => (0, 10)) FROM tu GROUP BY g`},
 		{"BoundingRowSampling", twoLevel, `SELECT g, SUM(x), COUNT(*) FROM tu GROUP BY g`},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			ctx := context.Background()
-			var tRaw, tPriv time.Duration
-			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
-				rs, err := raw.QueryContext(ctx, c.raw)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for rs.Next() {
-				}
-				rs.Close()
-				t1 := time.Now()
-				if _, err := eng.Query(ctx, c.private); err != nil {
-					b.Fatal(err)
-				}
-				t2 := time.Now()
-				tRaw += t1.Sub(t0)
-				tPriv += t2.Sub(t1)
-			}
-			b.ReportMetric(float64(tRaw.Microseconds())/float64(b.N)/1000, "raw-ms/op")
-			b.ReportMetric(float64(tPriv.Microseconds())/float64(b.N)/1000, "private-ms/op")
-			b.ReportMetric(float64(tPriv)/float64(tRaw), "ratio")
-		})
+		b.Run(c.name, func(b *testing.B) { timeRatio(b, raw, eng, c.raw, c.private) })
 	}
 }
