@@ -55,8 +55,12 @@ are read from standard input otherwise. Each result is printed in the chosen
 format. The first failing statement's error is printed to stderr as
 "error: LINE:COL: message" (with -f: "error: SCRIPT:LINE:COL: message"), then
 the statement's line with a caret under the position, and
-stops the run with exit status 1; with --continue the run goes on, a summary
-follows, and the exit status is 1 if any statement failed.
+stops the run; with --continue the run goes on, a summary follows, and the exit
+status is the first failure's. Exit statuses: 0 success, 1 a failing statement
+(unknown name, invalid option, owner mode needed, ...), 2 bad arguments, 3 a
+syntax error, 4 a query refused as not private (or not supported), 5 no
+budget, budget exhausted or no epsilon, 6 a database or file that cannot be
+opened, read or written, 7 interrupted or timed out.
 
 Analysts (the default) may run SELECT, EXPLAIN, SET (epsilon,
 bounds_epsilon_fraction, show_bounds), SHOW BUDGET, SHOW TABLES and SHOW
@@ -102,7 +106,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	command := fs.String("c", "", "run the `statements` and exit")
 	file := fs.String("f", "", "run the statements of `SCRIPT` and exit (- reads them from standard input)")
 	eps := fs.Float64("epsilon", 0, "default ε per query for this session (same as SET epsilon)")
-	cont := fs.Bool("continue", false, "go on after a failing statement and print a summary at the end (exit status 1 if any failed)")
+	cont := fs.Bool("continue", false, "go on after a failing statement and print a summary at the end (exit status: the first failure's)")
 	withCost := fs.Bool("with-cost", false, "keep each result's cost in csv, json and line output: csv gains the columns dpsql_epsilon, dpsql_delta and dpsql_error95(COLUMN); json writes {\"rows\": [...], \"epsilon\", \"delta\", \"error_bounds_95\", \"noise_confidence_intervals\", \"notes\"} per result (the intervals row by row, column by column, null where a value has none); line adds the footer")
 	noCache := fs.Bool("no-cache", false, "answer every private query afresh, with new noise and a new charge, instead of giving a repeat the answer released before, free (as SET cache = off)")
 	noIntervals := fs.Bool("no-intervals", false, "show noisy values without their 95% intervals in table and line output (shown by default, e.g. 38.6 ± 0.4)")
@@ -149,7 +153,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		src, err := os.ReadFile(*file)
 		if err != nil {
 			fmt.Fprintln(stderr, "error:", err)
-			return 1
+			return exitIO
 		}
 		script = src
 	}
@@ -162,7 +166,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	eng, err := dpsql.Open(path, engOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
-		return 1
+		return exitIO // the database cannot be opened (missing, not a dpsql database, in use, no DuckDB in this build)
 	}
 	defer eng.Close()
 	out := stdout
@@ -294,7 +298,7 @@ func splitDotCommands(script string) []segment {
 }
 
 func (b batch) run(ctx context.Context, script, file string) int {
-	ran, failed := 0, 0
+	ran, failed, code := 0, 0, exitOK
 	sh := &shell{eng: b.eng, pr: b.pr, out: b.pr.w, errw: b.stderr, name: filepath.Base(b.eng.Path())}
 	for _, seg := range splitDotCommands(script) {
 		stop := false
@@ -310,6 +314,9 @@ func (b batch) run(ctx context.Context, script, file string) int {
 			quit := sh.meta(ctx, text)
 			if sh.failed {
 				failed++
+				if code == exitOK {
+					code = exitError
+				}
 				stop = !b.cont || ctx.Err() != nil
 			}
 			if quit || stop {
@@ -324,6 +331,9 @@ func (b batch) run(ctx context.Context, script, file string) int {
 			}
 			if err != nil {
 				failed++
+				if code == exitOK {
+					code = exitCode(err)
+				}
 				fmt.Fprintln(b.stderr, "error:", errorText(err, file))
 				fmt.Fprint(b.stderr, caret(seg.text, err))
 			}
@@ -338,10 +348,7 @@ func (b batch) run(ctx context.Context, script, file string) int {
 	if b.cont {
 		fmt.Fprintf(b.stderr, "%d statements, %d succeeded, %d failed\n", ran, ran-failed, failed)
 	}
-	if failed > 0 {
-		return 1
-	}
-	return 0
+	return code
 }
 
 // parseInterleaved parses flags that may come before or after positional

@@ -92,9 +92,9 @@ func TestImportPolicyQueryContract(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 3 || rows[1]["epsilon"] != 1.0 {
 		t.Errorf("SHOW BUDGET json: %q", out)
 	}
-	// Over budget: a clear error, exit status 1, nothing spent.
+	// Over budget: a clear error, exit status 5 (budget), nothing spent.
 	_, errOut, code = runCLI(t, "", "--db", db, "-c", `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 2.5) COUNT(*) FROM people`)
-	if code != 1 || !strings.HasPrefix(errOut, "error: 1:1: privacy budget exhausted") {
+	if code != 5 || !strings.HasPrefix(errOut, "error: 1:1: privacy budget exhausted") {
 		t.Errorf("over budget: code %d, stderr %q", code, errOut)
 	}
 	// Analysts cannot run owner statements.
@@ -104,7 +104,7 @@ func TestImportPolicyQueryContract(t *testing.T) {
 	}
 	// The first error stops the run; its position is line:column of the script.
 	out, errOut, code = runCLI(t, "", "--db", db, "--format", "csv", "-c", "SHOW TABLES;\nSELECT \"Name\" FROM people;\nSHOW BUDGET")
-	if code != 1 || !strings.HasPrefix(errOut, "error: 2:8: ") || strings.Contains(out, "budget") {
+	if code != 4 /* refused as not private */ || !strings.HasPrefix(errOut, "error: 2:8: ") || strings.Contains(out, "budget") {
 		t.Errorf("first error: code %d, out %q, stderr %q", code, out, errOut)
 	}
 }
@@ -196,7 +196,7 @@ func TestUsageErrors(t *testing.T) {
 	if _, errOut, code := runCLI(t, "", "-c", "SHOW TABLES"); code != 2 || !strings.Contains(errOut, "--db FILE is required") {
 		t.Errorf("missing --db: %d %q", code, errOut)
 	}
-	if _, errOut, code := runCLI(t, "", "--db", filepath.Join(t.TempDir(), "missing.db"), "-c", "SHOW TABLES"); code != 1 || !strings.Contains(errOut, "no such database") {
+	if _, errOut, code := runCLI(t, "", "--db", filepath.Join(t.TempDir(), "missing.db"), "-c", "SHOW TABLES"); code != 6 || !strings.Contains(errOut, "no such database") {
 		t.Errorf("missing database: %d %q", code, errOut)
 	}
 	if _, errOut, code := runCLI(t, "", "--db", "x.db", "--format", "xml"); code != 2 || !strings.Contains(errOut, "unknown format") {
@@ -224,7 +224,7 @@ func TestContinueOutputAndFileErrors(t *testing.T) {
 	os.WriteFile(script, []byte("SHOW TABLES;\n-- a bad one\nSELECT \"Name\" FROM people;\nSELECT FROM;\nSHOW POLICY people;\n"), 0o644)
 	out := filepath.Join(dir, "out.csv")
 	stdout, errOut, code := runCLI(t, "", "--db", db, "--format", "csv", "--continue", "--output", out, "-f", script)
-	if code != 1 || stdout != "" {
+	if code != 4 || stdout != "" { // the first failure's status: a refusal
 		t.Errorf("code %d, stdout %q", code, stdout)
 	}
 	for _, want := range []string{"error: " + script + ":3:8: ", "error: " + script + ":4:8: ", "4 statements, 2 succeeded, 2 failed"} {
@@ -238,7 +238,7 @@ func TestContinueOutputAndFileErrors(t *testing.T) {
 	}
 	// Without --continue the run stops at the first error.
 	_, errOut, code = runCLI(t, "", "--db", db, "-f", script)
-	if code != 1 || strings.Count(errOut, "error:") != 1 {
+	if code != 4 || strings.Count(errOut, "error:") != 1 {
 		t.Errorf("stop at first error: %d %q", code, errOut)
 	}
 }
@@ -320,7 +320,7 @@ func TestDatabaseAsArgumentAndScriptFromStdin(t *testing.T) {
 	if out, e, code := runCLI(t, "", db, "--format", "csv", "-c", "SHOW TABLES"); code != 0 || !strings.Contains(out, "people,private") {
 		t.Errorf("dpsql FILE -c: %d %q %q", code, out, e)
 	}
-	if out, e, code := runCLI(t, "SHOW TABLES;\nSELEC 1;\n", "--db", db, "--format", "csv", "-f", "-"); code != 1 || !strings.Contains(out, "people,private") || !strings.Contains(e, "<stdin>:2:1:") {
+	if out, e, code := runCLI(t, "SHOW TABLES;\nSELEC 1;\n", "--db", db, "--format", "csv", "-f", "-"); code != 3 || !strings.Contains(out, "people,private") || !strings.Contains(e, "<stdin>:2:1:") {
 		t.Errorf("-f -: %d %q %q", code, out, e)
 	}
 	if _, e, code := runCLI(t, "", db, "other.db", "-c", "SHOW TABLES"); code != 2 || !strings.Contains(e, `unexpected argument "other.db"`) {
@@ -619,5 +619,36 @@ func TestRepeatsAreFreeAcrossBuilds(t *testing.T) {
 	var rows []map[string]any
 	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) < 2 || rows[1]["epsilon"] != 0.5 {
 		t.Errorf("four runs by two builds spent %q, want ε = 0.5 once", out)
+	}
+}
+
+// TestExitStatusesByKind: each kind of failure has its own exit status.
+func TestExitStatusesByKind(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	if _, e, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 40)); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := runCLI(t, "", "--db", db, "--owner", "-c", "CREATE PRIVACY POLICY ON people"); code != 0 {
+		t.Fatal(e)
+	}
+	for _, c := range []struct {
+		script string
+		code   int
+	}{
+		{"SHOW TABLES", 0},
+		{"SHOW NOTHING", 3},
+		{"SELECT FROM", 3},
+		{`SELECT "Name" FROM people`, 4},
+		{"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM people", 5}, // no budget set
+		{"SELECT COUNT(*) FROM nowhere", 1},
+		{"SET BUDGET epsilon = 1", 1}, // owner mode needed
+	} {
+		if _, e, code := runCLI(t, "", "--db", db, "-c", c.script); code != c.code {
+			t.Errorf("%s: exit %d, want %d (%s)", c.script, code, c.code, e)
+		}
+	}
+	if _, _, code := runCLI(t, "", "--db", db, "-f", filepath.Join(dir, "missing.sql")); code != 6 {
+		t.Errorf("missing script: exit %d, want 6", code)
 	}
 }

@@ -52,7 +52,7 @@ func TestPostgresContract(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) < 5 || lines[0] != "edu,n,a" || !strings.HasPrefix(lines[4], "3,") || strings.Contains(out, "broken") {
 		t.Errorf("csv output:\n%s", out)
 	}
-	if _, errOut, code := runCLI(t, "", "--db", pg, "--state", state, "-c", `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 2.5) COUNT(*) FROM people`); code != 1 || !strings.Contains(errOut, "privacy budget exhausted") {
+	if _, errOut, code := runCLI(t, "", "--db", pg, "--state", state, "-c", `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 2.5) COUNT(*) FROM people`); code != 5 || !strings.Contains(errOut, "privacy budget exhausted") {
 		t.Errorf("over budget: code %d, %q", code, errOut)
 	}
 	for _, c := range []struct {
