@@ -25,6 +25,9 @@ type Description struct {
 	Params  int      // how many parameters ($N or ?) it takes
 	Columns []string // nil: the statement returns no rows
 	Types   []string // per column: TypeInteger, TypeReal, TypeText or ""
+	// PostgresColumns names a SELECT's columns as PostgreSQL would
+	// (Result.PostgresColumns); nil keeps Columns.
+	PostgresColumns []string
 }
 
 // Describe says what a statement will return without charging anything:
@@ -48,7 +51,11 @@ func (s *Session) Describe(ctx context.Context, sqlText string) (*Description, e
 	}
 	switch st := stmt.(type) {
 	case *parser.SelectStmt:
-		return s.describeSelect(ctx, st, d)
+		d, err := s.describeSelect(ctx, st, d)
+		if err == nil {
+			d.PostgresColumns = postgresNames(st, d.Columns)
+		}
+		return d, err
 	case *parser.ExplainStmt, *parser.ShowStmt:
 		res, err := s.run(ctx, stmt)
 		if err != nil {

@@ -68,6 +68,11 @@ func fromCached(in [][]*cache.Interval) [][]*Interval {
 // statements that return none.
 type Result struct {
 	Columns []string
+	// PostgresColumns, for a SELECT, names the columns as PostgreSQL
+	// would (count for an unaliased COUNT(*), avg for AVG(x), ?column? for
+	// other expressions, aliases as written); the wire server sends these.
+	// nil keeps Columns.
+	PostgresColumns []string
 	Rows    [][]any // int64, float64, string or nil
 	Message string  // for statements without rows, e.g. "budget set"
 	// Cost is what the statement charged to the ledger (zero for

@@ -190,7 +190,11 @@ func (s *Session) run(ctx context.Context, stmt parser.Stmt) (*Result, error) {
 	}
 	switch st := stmt.(type) {
 	case *parser.SelectStmt:
-		return s.query(ctx, st, cat)
+		res, err := s.query(ctx, st, cat)
+		if err == nil {
+			res.PostgresColumns = postgresNames(st, res.Columns)
+		}
+		return res, err
 	case *parser.ExplainStmt:
 		return s.explain(ctx, st, cat)
 	case *parser.SetStmt:

@@ -273,7 +273,7 @@ func (c *conn) run(text string, args []any) (*answer, error) {
 	c.srv.log.Info("statement", attrs...)
 	a := &answer{rows: res.Rows, tag: tagOf(text)}
 	if res.Columns != nil {
-		a.desc = &description{columns: res.Columns, types: res.Types()}
+		a.desc = &description{columns: pgColumns(res.Columns, res.PostgresColumns), types: res.Types()}
 	}
 	if res.Message != "" {
 		a.notices = append(a.notices, res.Message)
@@ -476,8 +476,17 @@ func (c *conn) describe(p *prepared) (*description, error) {
 	if err != nil {
 		return nil, &queryError{err: err, query: p.query, offset: pieces[0].offset}
 	}
-	p.desc = &description{columns: d.Columns, types: d.Types}
+	p.desc = &description{columns: pgColumns(d.Columns, d.PostgresColumns), types: d.Types}
 	return p.desc, nil
+}
+
+// pgColumns are the names sent to the client: PostgreSQL's (count, avg),
+// when the engine gives them.
+func pgColumns(columns, postgres []string) []string {
+	if len(postgres) == len(columns) {
+		return postgres
+	}
+	return columns
 }
 
 func (c *conn) sendDescription(d *description, formats []int16) {

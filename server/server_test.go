@@ -309,11 +309,31 @@ func TestQueryProtocols(t *testing.T) {
 		t.Fatal(rows.Err())
 	}
 	var oids []uint32
+	var names []string
 	for _, fd := range rows.FieldDescriptions() {
 		oids = append(oids, fd.DataTypeOID)
+		names = append(names, fd.Name)
 	}
 	if fmt.Sprint(oids) != "[25 20 701]" || strings.Join(keys, ",") != "a,b,c,d" {
 		t.Errorf("grouped: oids %v keys %v", oids, keys)
+	}
+	// Columns are named as PostgreSQL names them (\gset and ORMs read them).
+	if got := strings.Join(names, ","); got != "g,count,sum" {
+		t.Errorf("column names %s; want g,count,sum", got)
+	}
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeCacheDescribe} {
+		rows, err := c.Query(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.05) AVG(x) AS mean, COUNT(*) + 1, CAST(SUM(x) AS REAL) FROM t`, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, fd := range rows.FieldDescriptions() {
+			got = append(got, fd.Name)
+		}
+		rows.Close()
+		if strings.Join(got, ",") != "mean,?column?,sum" {
+			t.Errorf("mode %v: column names %v; want mean,?column?,sum", mode, got)
+		}
 	}
 }
 
