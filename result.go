@@ -73,8 +73,8 @@ type Result struct {
 	// other expressions, aliases as written); the wire server sends these.
 	// nil keeps Columns.
 	PostgresColumns []string
-	Rows    [][]any // int64, float64, string or nil
-	Message string  // for statements without rows, e.g. "budget set"
+	Rows            [][]any // int64, float64, string or nil
+	Message         string  // for statements without rows, e.g. "budget set"
 	// Cost is what the statement charged to the ledger (zero for
 	// everything but private queries).
 	Cost budget.Cost
