@@ -425,10 +425,12 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("dpsql import", flag.ContinueOnError)
 	db := fs.String("db", "", "database `FILE` (created if missing), or postgres://USER@HOST:PORT/DBNAME (with --state): the table is created there and loaded with COPY")
 	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (created if missing; default: one in ~/.cache/dpsql)")
-	table := fs.String("table", "", "`NAME` of the new table")
+	table := fs.String("table", "", "`NAME` of the new table (of the existing one with --replace or --append)")
+	replace := fs.Bool("replace", false, "replace the rows of the existing table NAME with the file's (its policy stays; the cached answers that read it are dropped)")
+	appendRows := fs.Bool("append", false, "add the file's rows to the existing table NAME (same columns, in order, of the same types; the cached answers that read it are dropped)")
 	importOptions := importFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: dpsql import --db FILE --table NAME [--no-header] [--delimiter C] [--sample N] CSVFILE
+		fmt.Fprint(fs.Output(), `Usage: dpsql import --db FILE --table NAME [--replace | --append] [--no-header] [--delimiter C] [--sample N] CSVFILE
        dpsql import --db postgres://... [--state FILE] --table NAME [...] CSVFILE
 
 Creates table NAME from CSVFILE in one streaming pass. The header row gives the
@@ -440,6 +442,13 @@ wider types (INTEGER to REAL, or to TEXT), so no value is lost or changed.
 Empty fields become NULL. A malformed file fails with its line number and
 leaves no table behind. The new table is private until the owner says
 otherwise. On a terminal a progress line shows rows, rows/s and the time left.
+
+With --replace or --append the table must exist (in a database file): the
+file is read and checked into a scratch table first, then the table's rows are
+replaced or added to in one transaction, which also drops the cached answers
+that read the table; on any error the table is as it was. --append needs the
+table's columns, in order, of the same types (INTEGER into REAL is fine);
+--replace needs every column the table's policy names.
 
 Options:
 `)
@@ -457,6 +466,16 @@ Options:
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
+	}
+	mode := dpsql.ImportCreate
+	switch {
+	case *replace && *appendRows:
+		fmt.Fprintln(stderr, "error: --replace and --append exclude each other")
+		return 2
+	case *replace:
+		mode = dpsql.ImportReplace
+	case *appendRows:
+		mode = dpsql.ImportAppend
 	}
 	if f, ok := stderr.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
 		opts.Progress = progressLine(stderr)
@@ -493,15 +512,22 @@ Options:
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
 	}
-	n, cols, err := eng.ImportCSV(ctx, *table, pos[0], opts)
+	n, cols, err := eng.ImportInto(ctx, *table, pos[0], opts, mode)
 	if err != nil {
 		eng.Close()
 		removeCreated()
 		fmt.Fprintf(stderr, "error: import %s: %v\n", pos[0], err)
-		return 1
+		return exitCode(err)
 	}
 	defer eng.Close()
-	fmt.Fprintf(stdout, "imported %d rows into %s\n", n, *table)
+	switch mode {
+	case dpsql.ImportReplace:
+		fmt.Fprintf(stdout, "replaced the rows of %s with %d rows\n", *table, n)
+	case dpsql.ImportAppend:
+		fmt.Fprintf(stdout, "appended %d rows to %s\n", n, *table)
+	default:
+		fmt.Fprintf(stdout, "imported %d rows into %s\n", n, *table)
+	}
 	var types []string
 	for _, c := range cols {
 		t := c.Name + " " + c.Type
