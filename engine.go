@@ -100,6 +100,14 @@ type Engine struct {
 // With Options.Postgres, path is the state file (created if missing, for
 // any role); "" picks DefaultStateFile.
 func Open(path string, opts Options) (*Engine, error) {
+	e, err := open(path, opts)
+	if err != nil {
+		return nil, diskError(path, err)
+	}
+	return e, nil
+}
+
+func open(path string, opts Options) (*Engine, error) {
 	path, err := checkOpen(path, opts)
 	if err != nil {
 		return nil, err

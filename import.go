@@ -34,7 +34,7 @@ func (e *Engine) ImportCSV(ctx context.Context, table, path string, opts csvimpo
 	if err != nil && ctx.Err() != nil {
 		return 0, nil, fmt.Errorf("%w: import cancelled, nothing was imported (%v)", ErrCancelled, ctx.Err())
 	}
-	return n, cols, err
+	return n, cols, diskError(e.path, err)
 }
 
 // importSQLite is ImportCSV into the database file.

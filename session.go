@@ -178,9 +178,10 @@ func (s *Session) Run(ctx context.Context, script string, fn func(*Result) error
 
 // run checks who may run stmt and dispatches it to its handler, one
 // statement of the session at a time.
-func (s *Session) run(ctx context.Context, stmt parser.Stmt) (*Result, error) {
+func (s *Session) run(ctx context.Context, stmt parser.Stmt) (res *Result, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() { err = diskError(s.eng.path, err) }()
 	if err := s.admit(ctx, stmt); err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func exitCode(err error) int {
 		return exitBudget
 	case errors.Is(err, dpsql.ErrCancelled):
 		return exitCancelled
-	case errors.Is(err, dpsql.ErrNoDatabase), errors.Is(err, dpsql.ErrReadOnly), errors.As(err, &pathErr):
+	case errors.Is(err, dpsql.ErrNoDatabase), errors.Is(err, dpsql.ErrReadOnly), errors.Is(err, dpsql.ErrDiskFull), errors.As(err, &pathErr):
 		return exitIO
 	}
 	return exitError

@@ -1,0 +1,34 @@
+package dpsql
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// ErrDiskFull reports that the disk holding the database (or its
+// journal) has no free space; the statement changed nothing.
+var ErrDiskFull = errors.New("the disk is full")
+
+// diskError turns SQLite's I/O errors on a full disk ("disk I/O error
+// (4874)" when the shared-memory file cannot grow, "database or disk is
+// full") into a message that says so, with what to do; other errors are
+// returned as they are.
+func diskError(path string, err error) error {
+	if err == nil || errors.Is(err, ErrDiskFull) {
+		return err
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "disk I/O error") && !strings.Contains(msg, "disk is full") {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if abs, aerr := filepath.Abs(dir); aerr == nil {
+		dir = abs
+	}
+	if !diskFull(dir) && !strings.Contains(msg, "disk is full") {
+		return err
+	}
+	return fmt.Errorf("%w: no space left in %s for %s (SQLite said: %v); nothing was changed — free some space and run it again", ErrDiskFull, dir, filepath.Base(path), err)
+}

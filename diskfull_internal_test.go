@@ -1,0 +1,26 @@
+package dpsql
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestDiskErrorSaysTheDiskIsFull: SQLite's "database or disk is full" is
+// said plainly (ErrDiskFull, with what to do); a disk I/O error on a disk
+// with space left, and any other error, stay as they were.
+func TestDiskErrorSaysTheDiskIsFull(t *testing.T) {
+	full := diskError("/data/t.db", errors.New("database or disk is full (13)"))
+	if !errors.Is(full, ErrDiskFull) || !strings.Contains(full.Error(), "free some space") {
+		t.Errorf("full: %v", full)
+	}
+	dir := t.TempDir() // has space
+	io := errors.New("disk I/O error (4874)")
+	if got := diskError(dir+"/t.db", io); got != io {
+		t.Errorf("an I/O error with space left became %v", got)
+	}
+	other := errors.New("no such table")
+	if got := diskError(dir+"/t.db", other); got != other {
+		t.Errorf("%v", got)
+	}
+}
