@@ -32,3 +32,13 @@ func diskError(path string, err error) error {
 	}
 	return fmt.Errorf("%w: no space left in %s for %s (SQLite said: %v); nothing was changed — free some space and run it again", ErrDiskFull, dir, filepath.Base(path), err)
 }
+
+// accessError says what a read-only database file means for dpsql: the
+// ledger is written before any answer, so a private query cannot run
+// without write access.
+func accessError(path string, err error) error {
+	if err == nil || errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "readonly database") {
+		return err
+	}
+	return fmt.Errorf("%w: dpsql needs write access to %s for its ledger (each private query records its cost there before it answers): ask the owner for write access, or query it through 'dpsql serve' (SQLite said: %v)", ErrReadOnly, path, err)
+}

@@ -24,3 +24,12 @@ func TestDiskErrorSaysTheDiskIsFull(t *testing.T) {
 		t.Errorf("%v", got)
 	}
 }
+
+// TestAccessErrorSaysWhyWriteAccess: a read-only file's SQLite error
+// becomes ErrReadOnly, saying the ledger needs write access.
+func TestAccessErrorSaysWhyWriteAccess(t *testing.T) {
+	err := accessError("/data/t.db", errors.New("attempt to write a readonly database (1544)"))
+	if !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "write access to /data/t.db for its ledger") {
+		t.Errorf("%v", err)
+	}
+}

@@ -102,7 +102,7 @@ type Engine struct {
 func Open(path string, opts Options) (*Engine, error) {
 	e, err := open(path, opts)
 	if err != nil {
-		return nil, diskError(path, err)
+		return nil, accessError(path, diskError(path, err))
 	}
 	return e, nil
 }
