@@ -39,6 +39,9 @@ type conn struct {
 
 	stmts    map[string]*prepared
 	portals  map[string]*portal
+	// sqlPrepared are SQL PREPAREd statements, cursors the DECLAREd ones.
+	sqlPrepared map[string]string
+	cursors     map[string]*cursor
 	skipping bool // an extended-protocol error: skip until Sync
 }
 
@@ -71,6 +74,7 @@ type answer struct {
 	rows    [][]any
 	tag     string
 	notices []string
+	copyOut *copyOut // set: sent as COPY ... TO STDOUT
 }
 
 func (c *conn) who() string {
@@ -213,6 +217,13 @@ func (c *conn) simpleQuery(text string) {
 			c.sendError(err, text, p.offset)
 			return
 		}
+		if a.copyOut != nil {
+			if err := c.sendCopy(a); err != nil {
+				c.sendError(err, "", 0)
+				return
+			}
+			continue
+		}
 		if a.desc != nil {
 			c.be.Send(rowDescription(a.desc, nil))
 		}
@@ -227,6 +238,9 @@ func (c *conn) simpleQuery(text string) {
 // run answers one statement: from the catalog emulation, or by the
 // session as the connected analyst.
 func (c *conn) run(text string, args []any) (*answer, error) {
+	if a, err, ok := c.sessionCommand(text); ok {
+		return a, err
+	}
 	if a, err, ok := c.emulate(text); ok {
 		return a, err
 	}

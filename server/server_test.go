@@ -922,13 +922,18 @@ except psycopg2.Error as e:
 c.rollback()
 cur.execute("SHOW BUDGET")
 print("budget", cur.fetchall()[1])
+named = c.cursor("report")
+named.itersize = 2
+named.execute("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) g, COUNT(*) FROM t GROUP BY g")
+print("named", [r[0] for r in named])
+named.close()
 c.close()
 `, host, port)
 	out, err := exec.Command(python, "-c", script).CombinedOutput()
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
 	}
-	want := "count 20 True\nlabel [('Beta',)]\nrefused ZD003\nbudget ('spent', 0.1, 0.0)\n"
+	want := "count 20 True\nlabel [('Beta',)]\nrefused ZD003\nbudget ('spent', 0.1, 0.0)\nnamed ['a', 'b', 'c', 'd']\n"
 	if string(out) != want {
 		t.Errorf("psycopg2:\n%s\nwant:\n%s", out, want)
 	}
@@ -1120,5 +1125,86 @@ func TestStartupOptions(t *testing.T) {
 		if _, err := pgx.Connect(ctx, f.dsn("alice", "secret")+` options='`+opts+`'`); sqlState(err) != state {
 			t.Errorf("options %q: %v, want %s", opts, err, state)
 		}
+	}
+}
+
+// TestSessionSQLCommands: PREPARE/EXECUTE/DEALLOCATE, DECLARE/FETCH/CLOSE
+// and COPY (SELECT ...) TO STDOUT, as ORMs, psycopg2's named cursors and
+// psql's \copy send them; each inner statement runs (and is charged)
+// once.
+func TestSessionSQLCommands(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.connect(t, "alice", "secret")
+	ctx := context.Background()
+	mode := pgx.QueryExecModeSimpleProtocol
+	if _, err := c.Exec(ctx, "PREPARE lab AS SELECT label FROM lookup WHERE code = $1", mode); err != nil {
+		t.Fatal(err)
+	}
+	var label string
+	if err := c.QueryRow(ctx, "EXECUTE lab('b')", mode).Scan(&label); err != nil || label != "Beta" {
+		t.Errorf("EXECUTE: %q %v", label, err)
+	}
+	if _, err := c.Exec(ctx, "PREPARE lab AS SELECT 1", mode); sqlState(err) != "42P05" {
+		t.Errorf("PREPARE twice: %v", err)
+	}
+	if _, err := c.Exec(ctx, "DEALLOCATE lab", mode); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, "EXECUTE lab('b')", mode); sqlState(err) != "26000" {
+		t.Errorf("EXECUTE after DEALLOCATE: %v", err)
+	}
+	if _, err := c.Exec(ctx, "DECLARE cur CURSOR FOR SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) g, COUNT(*) FROM t GROUP BY g", mode); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := 0; i < 3; i++ {
+		rows, err := c.Query(ctx, "FETCH 2 FROM cur", mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var g string
+			var n int64
+			if err := rows.Scan(&g, &n); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, g)
+		}
+		rows.Close()
+	}
+	if strings.Join(got, ",") != "a,b,c,d" {
+		t.Errorf("FETCH: %v", got)
+	}
+	if _, err := c.Exec(ctx, "CLOSE cur", mode); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	tag, err := c.PgConn().CopyTo(ctx, &out, "COPY (SELECT code, label FROM lookup ORDER BY code) TO STDOUT WITH (FORMAT csv, HEADER)")
+	if err != nil || tag.RowsAffected() != 2 || out.String() != "code,label\na,Alpha\nb,Beta\n" {
+		t.Errorf("COPY: %q %v %v", out.String(), tag, err)
+	}
+	out.Reset()
+	if _, err := c.PgConn().CopyTo(ctx, &out, "COPY (SELECT code, label FROM lookup ORDER BY code) TO STDOUT"); err != nil || out.String() != "a\tAlpha\nb\tBeta\n" {
+		t.Errorf("COPY text: %q %v", out.String(), err)
+	}
+	// Spent: the cursor's query once.
+	var spent float64
+	var what string
+	var delta float64
+	rows, err := c.Query(ctx, "SHOW BUDGET", mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var a, b any
+		_ = rows.Scan(&what, &a, &b)
+		if what == "spent" {
+			spent, _ = a.(float64)
+			delta, _ = b.(float64)
+		}
+	}
+	rows.Close()
+	if math.Abs(spent-0.1) > 1e-9 || delta != 0 {
+		t.Errorf("spent %v, want 0.1 (the cursor's query, once)", spent)
 	}
 }

@@ -1,0 +1,276 @@
+package server
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// PostgreSQL's session-level SQL commands that clients send on their
+// own (psycopg2's named cursors, psql's \copy of a result, ORMs'
+// PREPARE/EXECUTE): the statement inside each is an ordinary dpsql
+// statement, run (and charged) once, when it runs.
+
+var (
+	rePrepare    = regexp.MustCompile(`(?is)^PREPARE\s+("(?:[^"]|"")+"|\w+)\s*(?:\([^)]*\))?\s+AS\s+(.+)$`)
+	reExecute    = regexp.MustCompile(`(?is)^EXECUTE\s+("(?:[^"]|"")+"|\w+)\s*(?:\((.*)\))?$`)
+	reDeallocate = regexp.MustCompile(`(?is)^DEALLOCATE\s+(?:PREPARE\s+)?("(?:[^"]|"")+"|\w+)$`)
+	reDeclare    = regexp.MustCompile(`(?is)^DECLARE\s+("(?:[^"]|"")+"|\w+)\s+(?:BINARY\s+)?(?:(?:NO\s+)?SCROLL\s+)?CURSOR\s+(?:WITH(?:OUT)?\s+HOLD\s+)?FOR\s+(.+)$`)
+	reFetch      = regexp.MustCompile(`(?is)^FETCH\s+(?:(FORWARD|NEXT)\s+)?(ALL|\d+)?\s*(?:FROM|IN)\s+("(?:[^"]|"")+"|\w+)$`)
+	reClose      = regexp.MustCompile(`(?is)^CLOSE\s+("(?:[^"]|"")+"|\w+)$`)
+	reCopy       = regexp.MustCompile(`(?is)^COPY\s*\((.+)\)\s*TO\s+STDOUT\s*(.*)$`)
+)
+
+// cursor is a DECLAREd cursor: its query's answer, read by FETCH.
+type cursor struct {
+	a    *answer
+	next int
+}
+
+// identName reads a name as PostgreSQL does: quoted as written, else
+// folded to lower case.
+func identName(s string) string {
+	if strings.HasPrefix(s, `"`) {
+		return strings.ReplaceAll(s[1:len(s)-1], `""`, `"`)
+	}
+	return strings.ToLower(s)
+}
+
+// sessionCommand answers PREPARE, EXECUTE, DEALLOCATE, DECLARE ...
+// CURSOR, FETCH, CLOSE and COPY (SELECT ...) TO STDOUT; ok is false for
+// any other statement.
+func (c *conn) sessionCommand(text string) (a *answer, err error, ok bool) {
+	q := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(stripComments(text)), ";"))
+	switch {
+	case rePrepare.MatchString(q):
+		m := rePrepare.FindStringSubmatch(q)
+		if c.sqlPrepared == nil {
+			c.sqlPrepared = map[string]string{}
+		}
+		name := identName(m[1])
+		if _, dup := c.sqlPrepared[name]; dup {
+			return nil, &wireError{code: "42P05", msg: fmt.Sprintf("prepared statement %q already exists", name)}, true
+		}
+		c.sqlPrepared[name] = m[2]
+		return &answer{tag: "PREPARE"}, nil, true
+	case reExecute.MatchString(q):
+		m := reExecute.FindStringSubmatch(q)
+		stmt, found := c.sqlPrepared[identName(m[1])]
+		if !found {
+			return nil, &wireError{code: "26000", msg: fmt.Sprintf("prepared statement %q does not exist", identName(m[1]))}, true
+		}
+		args, err := literalArgs(m[2])
+		if err != nil {
+			return nil, err, true
+		}
+		a, err := c.run(stmt, args)
+		return a, err, true
+	case reDeallocate.MatchString(q):
+		m := reDeallocate.FindStringSubmatch(q)
+		if strings.EqualFold(m[1], "all") {
+			c.sqlPrepared = nil
+		} else {
+			delete(c.sqlPrepared, identName(m[1]))
+		}
+		return &answer{tag: "DEALLOCATE"}, nil, true
+	case reDeclare.MatchString(q):
+		m := reDeclare.FindStringSubmatch(q)
+		name := identName(m[1])
+		if _, dup := c.cursors[name]; dup {
+			return nil, &wireError{code: "42P03", msg: fmt.Sprintf("cursor %q already exists", name)}, true
+		}
+		res, err := c.run(m[2], nil)
+		if err != nil {
+			return nil, err, true
+		}
+		if c.cursors == nil {
+			c.cursors = map[string]*cursor{}
+		}
+		c.cursors[name] = &cursor{a: res}
+		return &answer{tag: "DECLARE CURSOR", notices: res.notices}, nil, true
+	case reFetch.MatchString(q):
+		m := reFetch.FindStringSubmatch(q)
+		cur, found := c.cursors[identName(m[3])]
+		if !found {
+			return nil, &wireError{code: "34000", msg: fmt.Sprintf("cursor %q does not exist", identName(m[3]))}, true
+		}
+		n := 1
+		switch {
+		case strings.EqualFold(m[2], "all"):
+			n = len(cur.a.rows)
+		case m[2] != "":
+			n, _ = strconv.Atoi(m[2])
+		}
+		rows := cur.a.rows[cur.next:min(len(cur.a.rows), cur.next+n)]
+		cur.next += len(rows)
+		desc := cur.a.desc
+		if desc == nil {
+			desc = &description{}
+		}
+		return &answer{desc: desc, rows: rows, tag: fmt.Sprintf("FETCH %d", len(rows))}, nil, true
+	case reClose.MatchString(q):
+		m := reClose.FindStringSubmatch(q)
+		if strings.EqualFold(m[1], "all") {
+			c.cursors = nil
+		} else {
+			delete(c.cursors, identName(m[1]))
+		}
+		return &answer{tag: "CLOSE CURSOR"}, nil, true
+	case reCopy.MatchString(q):
+		m := reCopy.FindStringSubmatch(q)
+		csvFormat, header, err := copyOptions(m[2])
+		if err != nil {
+			return nil, err, true
+		}
+		res, err := c.run(m[1], nil)
+		if err != nil {
+			return nil, err, true
+		}
+		res.copyOut = &copyOut{csv: csvFormat, header: header}
+		return res, nil, true
+	}
+	return nil, nil, false
+}
+
+// literalArgs reads EXECUTE's arguments: numbers, quoted strings and
+// NULL, separated by commas.
+func literalArgs(list string) ([]any, error) {
+	var args []any
+	s := strings.TrimSpace(list)
+	for s != "" {
+		var v any
+		switch {
+		case strings.HasPrefix(s, "'"):
+			var sb strings.Builder
+			i := 1
+			for ; i < len(s); i++ {
+				if s[i] == '\'' {
+					if i+1 < len(s) && s[i+1] == '\'' {
+						sb.WriteByte('\'')
+						i++
+						continue
+					}
+					break
+				}
+				sb.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, &wireError{code: "42601", msg: "unterminated string in EXECUTE's arguments"}
+			}
+			v, s = sb.String(), s[i+1:]
+		default:
+			end := strings.IndexByte(s, ',')
+			if end < 0 {
+				end = len(s)
+			}
+			tok := strings.TrimSpace(s[:end])
+			s = s[end:]
+			switch {
+			case strings.EqualFold(tok, "null"):
+				v = nil
+			default:
+				if i, err := strconv.ParseInt(tok, 10, 64); err == nil {
+					v = i
+				} else if f, err := strconv.ParseFloat(tok, 64); err == nil {
+					v = f
+				} else {
+					return nil, &wireError{code: "42601", msg: fmt.Sprintf("EXECUTE takes numbers, quoted strings and NULL as arguments, got %q", tok)}
+				}
+			}
+		}
+		args = append(args, v)
+		s = strings.TrimSpace(s)
+		if strings.HasPrefix(s, ",") {
+			s = strings.TrimSpace(s[1:])
+		} else if s != "" {
+			return nil, &wireError{code: "42601", msg: fmt.Sprintf("unexpected %q in EXECUTE's arguments", s)}
+		}
+	}
+	return args, nil
+}
+
+// copyOut is how an answer goes out as COPY ... TO STDOUT.
+type copyOut struct {
+	csv, header bool
+}
+
+var reCopyOpt = regexp.MustCompile(`(?i)\b(FORMAT\s+(csv|text)|CSV|HEADER(?:\s+(true|false|on|off))?|DELIMITER|NULL|QUOTE|ESCAPE|ENCODING|BINARY)\b`)
+
+// copyOptions reads COPY's options: FORMAT csv|text (or CSV) and HEADER;
+// others are refused rather than ignored.
+func copyOptions(opts string) (csvFormat, header bool, err error) {
+	rest := reCopyOpt.ReplaceAllStringFunc(opts, func(o string) string {
+		f := strings.Fields(strings.ToUpper(o))
+		switch {
+		case f[0] == "CSV" || (f[0] == "FORMAT" && f[1] == "CSV"):
+			csvFormat = true
+		case f[0] == "FORMAT":
+		case f[0] == "HEADER":
+			header = len(f) == 1 || f[1] == "TRUE" || f[1] == "ON"
+		default:
+			err = &wireError{code: "0A000", msg: "COPY TO STDOUT takes FORMAT csv|text and HEADER; " + f[0] + " is not supported"}
+		}
+		return ""
+	})
+	if err == nil && strings.Trim(rest, " ,()") != "" && !strings.EqualFold(strings.TrimSpace(strings.Trim(rest, " ,()")), "WITH") {
+		err = &wireError{code: "0A000", msg: fmt.Sprintf("COPY TO STDOUT: unsupported options %q", strings.TrimSpace(rest))}
+	}
+	return csvFormat, header, err
+}
+
+// sendCopy sends an answer as COPY's output: CopyOutResponse, a CopyData
+// per line, CopyDone.
+func (c *conn) sendCopy(a *answer) error {
+	for _, n := range a.notices {
+		c.be.Send(&pgproto3.NoticeResponse{Severity: "NOTICE", SeverityUnlocalized: "NOTICE", Code: "00000", Message: n})
+	}
+	cols := 0
+	if a.desc != nil {
+		cols = len(a.desc.columns)
+	}
+	c.be.Send(&pgproto3.CopyOutResponse{OverallFormat: 0, ColumnFormatCodes: make([]uint16, cols)})
+	line := func(fields []string, nulls []bool) []byte {
+		if a.copyOut.csv {
+			var buf bytes.Buffer
+			w := csv.NewWriter(&buf)
+			_ = w.Write(fields)
+			w.Flush()
+			return buf.Bytes()
+		}
+		for i, f := range fields {
+			if nulls != nil && nulls[i] {
+				fields[i] = `\N`
+				continue
+			}
+			fields[i] = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`).Replace(f)
+		}
+		return []byte(strings.Join(fields, "\t") + "\n")
+	}
+	if a.copyOut.header && a.desc != nil {
+		c.be.Send(&pgproto3.CopyData{Data: line(append([]string(nil), a.desc.columns...), nil)})
+	}
+	for _, row := range a.rows {
+		fields := make([]string, len(row))
+		nulls := make([]bool, len(row))
+		for j, v := range row {
+			if v == nil {
+				nulls[j] = true
+				continue
+			}
+			b, err := encodeValue(v, a.desc.types[j], 0)
+			if err != nil {
+				return err
+			}
+			fields[j] = string(b)
+		}
+		c.be.Send(&pgproto3.CopyData{Data: line(fields, nulls)})
+	}
+	c.be.Send(&pgproto3.CopyDone{})
+	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(fmt.Sprintf("COPY %d", len(a.rows)))})
+	return nil
+}
