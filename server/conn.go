@@ -37,12 +37,12 @@ type conn struct {
 	// statementTimeout is the client's SET statement_timeout (0: none).
 	statementTimeout time.Duration
 
-	stmts    map[string]*prepared
-	portals  map[string]*portal
+	stmts   map[string]*prepared
+	portals map[string]*portal
 	// sqlPrepared are SQL PREPAREd statements, cursors the DECLAREd ones.
 	sqlPrepared map[string]string
 	cursors     map[string]*cursor
-	skipping bool // an extended-protocol error: skip until Sync
+	skipping    bool // an extended-protocol error: skip until Sync
 }
 
 // prepared is a statement of the extended protocol.
