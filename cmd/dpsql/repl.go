@@ -645,6 +645,37 @@ func historyEntry(stmt string) string {
 // FILE is .read, \o [FILE] is .output, \conninfo is .show. ok is false
 // when the line is not such a habit; meta is "" for an unknown backslash
 // command. Scripts (-f, piped input) take them too.
+// psetFormats maps psql's \pset format values to dpsql's modes.
+var psetFormats = map[string]string{"aligned": "table", "wrapped": "table", "csv": "csv", "json": "json", "markdown": "markdown", "asciidoc": "", "html": "", "latex": "", "troff-ms": "", "unaligned": ""}
+
+// psetHabit maps psql's \pset settings that have a dot-command: format,
+// expanded, tuples_only, null; another one is an error that names it
+// (an empty meta).
+func psetHabit(args []string) (meta string, ok bool) {
+	if len(args) < 2 {
+		return "", true
+	}
+	v := strings.Trim(strings.Join(args[1:], " "), `'"`)
+	switch strings.ToLower(args[0]) {
+	case "format":
+		if m := psetFormats[strings.ToLower(v)]; m != "" {
+			return ".mode " + m, true
+		}
+	case "expanded", "x":
+		return psqlHabit(`\x ` + v)
+	case "tuples_only", "t":
+		switch strings.ToLower(v) {
+		case "on", "true":
+			return ".headers off", true
+		case "off", "false":
+			return ".headers on", true
+		}
+	case "null":
+		return ".nullvalue " + v, true
+	}
+	return "", true
+}
+
 func psqlHabit(line string) (meta string, ok bool) {
 	word := strings.TrimSuffix(line, ";")
 	fields := strings.Fields(word)
@@ -684,6 +715,12 @@ func psqlHabit(line string) (meta string, ok bool) {
 	case `\conninfo`:
 		if len(fields) == 1 {
 			return ".show", true
+		}
+	case `\pset`:
+		return psetHabit(fields[1:])
+	case `\t`:
+		if len(fields) == 2 {
+			return psetHabit([]string{"tuples_only", fields[1]})
 		}
 	}
 	if strings.HasPrefix(fields[0], `\`) {

@@ -182,6 +182,9 @@ func TestPsqlHabits(t *testing.T) {
 	for line, want := range map[string]string{
 		`\q`: ".quit", "quit": ".quit", "exit;": ".quit", `\?`: ".help", `\d`: ".tables", `\dt`: ".tables",
 		`\d people`: ".schema people", `\timing`: ".timer toggle", `\x`: ".mode toggle-line", `\copy x`: "",
+		`\pset format csv`: ".mode csv", `\pset format aligned`: ".mode table", `\pset expanded on`: ".mode line",
+		`\pset tuples_only on`: ".headers off", `\t off`: ".headers on", `\pset null '(null)'`: ".nullvalue (null)",
+		`\pset format html`: "", `\pset border 2`: "",
 	} {
 		if got, ok := psqlHabit(line); !ok || got != want {
 			t.Errorf("%q: %q, %v; want %q", line, got, ok, want)
