@@ -38,6 +38,10 @@ func (d *duckSource) mirror(ctx context.Context, db *sql.DB) ([]string, []string
 
 func (d *duckSource) close() error { return d.src.Close() }
 
+func (d *duckSource) explain(ctx context.Context, state *sql.DB, m *rewrite.Measurement) (string, error) {
+	return d.src.Explain(ctx, state, m)
+}
+
 func (d *duckSource) measurer(state *sql.DB) exec.Measurer { return duckMeasurer{d.src, state} }
 
 // duckMeasurer runs a scan's compiled measurement in DuckDB.

@@ -471,3 +471,28 @@ func TestDuckDBBudgetIsSharedConcurrently(t *testing.T) {
 		t.Errorf("%d answered, %d refused; want 20 and 40", answered, refused)
 	}
 }
+
+// TestDuckDBExplainSaysWhereTheScanRuns: EXPLAIN's engine step says
+// whether the scan runs as one DuckDB statement or through the reference
+// evaluator, and why.
+func TestDuckDBExplainSaysWhereTheScanRuns(t *testing.T) {
+	duck := adversarialDuck(t)
+	owner := openDuck(t, duck, true, nil, nil)
+	mustRun(t, owner, `SET BUDGET epsilon = 10; CREATE PRIVACY POLICY ON a`)
+	for q, want := range map[string]string{
+		"SELECT AVG(i32) FROM a WHERE g = 'a'": "one DuckDB statement",
+		"SELECT AVG(i32 + 1) FROM a":           "does not cover",
+		"SELECT SUM(h) FROM a":                 "does not compile column h",
+	} {
+		res := query(t, owner, "EXPLAIN "+q)
+		got := ""
+		for _, row := range res.Rows {
+			if row[0] == "engine" {
+				got = fmt.Sprint(row[1])
+			}
+		}
+		if !strings.Contains(got, want) {
+			t.Errorf("EXPLAIN %s: engine %q, want %q", q, got, want)
+		}
+	}
+}

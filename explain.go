@@ -120,6 +120,13 @@ func (s *Session) explainPrivate(ctx context.Context, st *parser.SelectStmt, p *
 		r = exec.Explain(opts[i].plan, rw)
 	}
 	r.Rows = append(r.Rows, []any{"noise choice", why}, []any{"accounting", costNote(opts[i].charge, status) + "; admitted by " + acct})
+	if s.eng.duck != nil {
+		where, err := s.eng.duck.explain(ctx, s.eng.db, rw.Measurement)
+		if err != nil {
+			return nil, err
+		}
+		r.Rows = append(r.Rows, []any{"engine", where})
+	}
 	if assumed {
 		r.Rows = append(r.Rows, []any{"epsilon", "no epsilon was set: the plan is shown at ε = 1 (SET epsilon = E, or OPTIONS (epsilon = E), to choose)"})
 	} else if a, ok, err := cache.Get(ctx, s.eng.db, s.cacheKey(parser.FormatStmt(st), p)); err == nil && ok && !s.cacheOff() {

@@ -154,16 +154,28 @@ type specOut struct {
 // is not compiled (the scan then runs through the reference evaluator).
 // The decision depends only on the plan and the schema.
 func Compile(m *rewrite.Measurement, types map[string]Type, d Dialect, key uint64) (st *Statement, ok bool) {
+	st, why := compile(m, types, d, key)
+	return st, why == ""
+}
+
+// WhyNot says why the plan is not compiled ("" when it is), for EXPLAIN.
+func WhyNot(m *rewrite.Measurement, types map[string]Type, d Dialect) string {
+	_, why := compile(m, types, d, 0)
+	return why
+}
+
+func compile(m *rewrite.Measurement, types map[string]Type, d Dialect, key uint64) (st *Statement, why string) {
 	c := &compiler{m: m, types: types, d: d, key: key}
 	defer func() {
 		if r := recover(); r != nil {
-			if _, declined := r.(decline); !declined {
+			reason, declined := r.(decline)
+			if !declined {
 				panic(r)
 			}
-			st, ok = nil, false
+			st, why = nil, string(reason)
 		}
 	}()
-	return c.compile(), true
+	return c.compile(), ""
 }
 
 // decline stops a compilation that meets a form it does not compile.

@@ -330,6 +330,31 @@ func IsMirror(ctx context.Context, db *sql.DB, name string) (bool, error) {
 	return n > 0, err
 }
 
+// Explain says where a scan with this measurement plan runs: in DuckDB as
+// one statement, or through the reference evaluator over the mirror, and
+// why (m nil: the scan has no plan, a join, a subquery or an expression).
+func (s *Source) Explain(ctx context.Context, state *sql.DB, m *rewrite.Measurement) (string, error) {
+	const reference = "the reference evaluator (dpsql_measure in SQLite) over the rows the mirror reads from DuckDB"
+	if m == nil {
+		return reference + ": the scan reads a join or a subquery, or uses an expression the measurement plan does not cover (it covers plain columns, comparisons with literals, IN lists, BETWEEN, IS NULL, AND, OR and NOT)", nil
+	}
+	if ok, err := IsMirror(ctx, state, m.Table); err != nil || !ok {
+		return reference, err
+	}
+	cols, err := s.columns(ctx, m.Table)
+	if err != nil {
+		return "", err
+	}
+	types := map[string]measuresql.Type{}
+	for _, c := range cols {
+		types[c.name] = c.class
+	}
+	if why := measuresql.WhyNot(m, types, measuresql.DuckDB{}); why != "" {
+		return reference + ": the DuckDB printer does not compile " + why, nil
+	}
+	return "one DuckDB statement (measuresql): DuckDB measures every group where the data is and returns only per-group aggregates", nil
+}
+
 // Measure runs a scan's measurement plan as one DuckDB statement
 // (measuresql, dialect DuckDB) and returns its per-group measurements; ok
 // is false when the plan's forms or the table's column types are not
