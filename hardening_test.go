@@ -745,4 +745,14 @@ func TestCancelledQuerySaysWhatWasCharged(t *testing.T) {
 	if !errors.Is(err, dpsql.ErrCancelled) || !strings.Contains(err.Error(), "ε=1, δ=0 was charged") || spent(t, e) != before+1 {
 		t.Errorf("cancelled after the charge: %v, spent %v", err, spent(t, e)-before)
 	}
+	// The ledger marks the charge unanswered; an answered one says so.
+	if _, err := e.Query(context.Background(), `SELECT COUNT(*) FROM c`); err != nil {
+		t.Fatal(err)
+	}
+	owner := open(t, path, dpsql.Options{Owner: true})
+	ledger := query(t, owner, "SHOW LEDGER")
+	n := len(ledger.Rows)
+	if n < 2 || !strings.HasPrefix(fmt.Sprint(ledger.Rows[n-2][8]), "unanswered: cancelled") || ledger.Rows[n-1][8] != "answered" {
+		t.Errorf("SHOW LEDGER outcomes: %v", ledger.Rows)
+	}
 }

@@ -132,14 +132,18 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	if e.pg != nil {
 		prep.PushTo(pgPusher{e.pg, e.db}) // native measurements of a mirror run in PostgreSQL
 	}
-	opt, st2, err := s.charge(ctx, st, p, text)
+	opt, st2, id, err := s.charge(ctx, st, p, text)
 	if err != nil {
 		return nil, err
 	}
 	cost := budget.Cost{Epsilon: p.Epsilon, Delta: p.Delta}
 	r, chosen, err := prep.Run(ctx, opt.plan, e.noise)
 	if err != nil {
-		return nil, cancelled(ctx, err, &cost)
+		err = cancelled(ctx, err, &cost)
+		// The ledger says that this charge went unanswered (its ε stays
+		// spent); a fresh context: the query's may be why it failed.
+		_ = budget.MarkUnanswered(context.Background(), e.ledger, id, "unanswered: "+unansweredWhy(ctx))
+		return nil, err
 	}
 	res := &Result{Columns: r.Columns, Rows: r.Rows, Intervals: fromExec(r.Intervals), Cost: cost, Mechanism: opt.charge.Mechanism, Rho: opt.charge.Rho, ErrorBounds: errorBounds(opt.plan)}
 	if c := opt.charge; c.Mechanism == budget.Gaussian {
@@ -166,32 +170,43 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 // charge commits p's cost to the ledger, before the data is read:
 // nothing is released that has not been paid for. It returns the noise
 // option the ledger admitted and the budget it was charged to.
-func (s *Session) charge(ctx context.Context, st *parser.SelectStmt, p *planner.PrivateQuery, text string) (option, budget.Status, error) {
+func (s *Session) charge(ctx context.Context, st *parser.SelectStmt, p *planner.PrivateQuery, text string) (option, budget.Status, int64, error) {
 	e := s.eng
 	status, err := s.status(ctx)
 	if err != nil {
-		return option{}, status, err
+		return option{}, status, 0, err
 	}
 	opts, _, err := noiseOptions(p, status)
 	if err != nil {
-		return option{}, status, err
+		return option{}, status, 0, err
 	}
 	waiting := func() {
 		if e.notify != nil {
 			e.notify("waiting for the database's write lock (another connection or process is writing, such as an owner's import) to record this query's cost; Ctrl-C cancels and charges nothing")
 		}
 	}
-	i, err := budget.ChargeFirst(ctx, e.ledger, s.analyst, charges(opts), text, waiting)
+	i, id, err := budget.ChargeFirstID(ctx, e.ledger, s.analyst, charges(opts), text, waiting)
 	if err != nil {
 		if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
-			return option{}, status, at(st.SelectPos, err)
+			return option{}, status, 0, at(st.SelectPos, err)
 		}
 		if readOnly(err) {
-			return option{}, status, fmt.Errorf("%w: every private query records its cost in the ledger inside %s before it is answered, so it needs write access to that file and its directory (public queries, EXPLAIN and SHOW work without); nothing was charged", ErrReadOnly, e.path)
+			return option{}, status, 0, fmt.Errorf("%w: every private query records its cost in the ledger inside %s before it is answered, so it needs write access to that file and its directory (public queries, EXPLAIN and SHOW work without); nothing was charged", ErrReadOnly, e.path)
 		}
-		return option{}, status, cancelled(ctx, err, nil)
+		return option{}, status, 0, cancelled(ctx, err, nil)
 	}
-	return opts[i], status, nil
+	return opts[i], status, id, nil
+}
+
+// unansweredWhy says why a charged query went unanswered, for the ledger.
+func unansweredWhy(ctx context.Context) string {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return "timed out"
+	case ctx.Err() != nil:
+		return "cancelled"
+	}
+	return "failed"
 }
 
 // fromCache is the answer an identical earlier query got, if the cache

@@ -118,13 +118,17 @@ func (s *Session) showLedger(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Columns: []string{"id", "charged", "analyst", "statement", "mechanism", "epsilon", "delta", "rho"}}
+	res := &Result{Columns: []string{"id", "charged", "analyst", "statement", "mechanism", "epsilon", "delta", "rho", "outcome"}}
 	for _, en := range entries {
 		var who any // NULL: a local session on the file
 		if en.Analyst != "" {
 			who = en.Analyst
 		}
-		res.Rows = append(res.Rows, []any{en.ID, en.Charged, who, en.Statement, en.Mechanism, en.Cost.Epsilon, en.Cost.Delta, en.Rho})
+		outcome := "answered"
+		if en.Outcome != "" {
+			outcome = en.Outcome + " (the ε stays spent)"
+		}
+		res.Rows = append(res.Rows, []any{en.ID, en.Charged, who, en.Statement, en.Mechanism, en.Cost.Epsilon, en.Cost.Delta, en.Rho, outcome})
 	}
 	return res, nil
 }

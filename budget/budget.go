@@ -95,6 +95,7 @@ var columns = []struct{ table, column, decl string }{
 	{"_dpsql_ledger", "rho_units", "INTEGER"},
 	{"_dpsql_budget", "pure", "INTEGER NOT NULL DEFAULT 0"},
 	{"_dpsql_ledger", "analyst", "TEXT"}, // NULL: a local session on the file
+	{"_dpsql_ledger", "outcome", "TEXT"}, // NULL: answered; else why the charge went unanswered
 }
 
 // EpsilonUnit, DeltaUnit and RhoUnit are the ledger's integer units: ε, δ
@@ -125,7 +126,7 @@ func Init(ctx context.Context, s *Store) error {
 	var current int
 	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_budget', '_dpsql_budget_resets', '_dpsql_ledger', '_dpsql_analysts', '_dpsql_spent'))
 		+ (SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = '_dpsql_ledger_by_analyst')
-		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_ledger') WHERE name IN ('epsilon_units', 'delta_units', 'mechanism', 'rho_units', 'analyst'))
+		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_ledger') WHERE name IN ('epsilon_units', 'delta_units', 'mechanism', 'rho_units', 'analyst', 'outcome'))
 		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_budget') WHERE name IN ('epsilon_units', 'delta_units', 'pure'))`).Scan(&current); err != nil {
 		return err
 	}
@@ -555,22 +556,41 @@ var lockPoll = 2 * time.Second
 // With an analyst (not ""), a charge must fit both that analyst's own
 // budget and the database's, and the ledger records who spent it.
 func ChargeFirst(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func()) (chosen int, err error) {
+	chosen, _, err = ChargeFirstID(ctx, s, analyst, candidates, statement, waiting)
+	return chosen, err
+}
+
+// ChargeFirstID is ChargeFirst that also returns the charge's ledger id,
+// for MarkUnanswered.
+func ChargeFirstID(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func()) (chosen int, id int64, err error) {
+	return chargeOnce(ctx, s, analyst, candidates, statement, waiting)
+}
+
+// MarkUnanswered records in the ledger why a charge was not answered (a
+// cancelled or failed query: its ε stays spent, the query's noisy values
+// having possibly been computed); SHOW LEDGER shows it.
+func MarkUnanswered(ctx context.Context, s *Store, id int64, why string) error {
+	_, err := s.on(s.db).ExecContext(ctx, `UPDATE _dpsql_ledger SET outcome = ? WHERE id = ?`, why, id)
+	return err
+}
+
+func chargeOnce(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func()) (chosen int, id int64, err error) {
 	if len(candidates) == 0 {
-		return -1, fmt.Errorf("%w: no candidate charge", ErrInvalidCost)
+		return -1, 0, fmt.Errorf("%w: no candidate charge", ErrInvalidCost)
 	}
 	for _, c := range candidates {
 		if err := c.validate(); err != nil {
-			return -1, err
+			return -1, 0, err
 		}
 	}
 	release, err := queueForLedger(ctx, s.db)
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	defer release()
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	defer conn.Close()
 	if s.postgres {
@@ -579,7 +599,7 @@ func ChargeFirst(ctx context.Context, s *Store, analyst string, candidates []Cha
 		err = lockLedger(ctx, conn, waiting)
 	}
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	x := s.on(conn)
 	defer func() {
@@ -590,34 +610,33 @@ func ChargeFirst(ctx context.Context, s *Store, analyst string, candidates []Cha
 	}()
 	l, err := readLedger(ctx, x, analyst)
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	i, err := l.choose(candidates)
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	c := candidates[i]
 	var who any // NULL for a local session
 	if analyst != "" {
 		who = analyst
 	}
-	var id int64
 	if err := x.QueryRowContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units, mechanism, rho_units, analyst) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		time.Now().UTC().Format(time.RFC3339Nano), statement, c.Epsilon, c.Delta,
 		toUnits(c.Epsilon, EpsilonUnit, true), toUnits(c.Delta, DeltaUnit, true), c.Mechanism, toUnits(c.Rho, RhoUnit, true), who).Scan(&id); err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	// The running sums of the scopes this charge counts in: the
 	// database's, and the analyst's.
 	for s := &l; s != nil; s = s.cap {
 		if err := s.keepRunning(ctx, x, c, id); err != nil {
-			return -1, err
+			return -1, 0, err
 		}
 	}
 	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
-		return -1, fmt.Errorf("budget: commit failed: %w", err)
+		return -1, 0, fmt.Errorf("budget: commit failed: %w", err)
 	}
-	return i, nil
+	return i, id, nil
 }
 
 // ledgerQueues holds one queue per database handle (*sql.DB → chan
@@ -683,11 +702,14 @@ type Entry struct {
 	Cost      Cost
 	Rho       float64
 	Analyst   string // "" for a local session on the file
+	// Outcome is "" for an answered query, else why it went unanswered
+	// (MarkUnanswered).
+	Outcome string
 }
 
 // Ledger returns every charge, oldest first.
 func Ledger(ctx context.Context, s *Store) ([]Entry, error) {
-	rows, err := s.on(s.db).QueryContext(ctx, `SELECT id, charged, statement, mechanism, epsilon, delta, COALESCE(rho_units, 0), COALESCE(analyst, '') FROM _dpsql_ledger ORDER BY id`)
+	rows, err := s.on(s.db).QueryContext(ctx, `SELECT id, charged, statement, mechanism, epsilon, delta, COALESCE(rho_units, 0), COALESCE(analyst, ''), COALESCE(outcome, '') FROM _dpsql_ledger ORDER BY id`)
 	if err != nil {
 		return nil, err
 	}
@@ -696,7 +718,7 @@ func Ledger(ctx context.Context, s *Store) ([]Entry, error) {
 	for rows.Next() {
 		var e Entry
 		var rho int64
-		if err := rows.Scan(&e.ID, &e.Charged, &e.Statement, &e.Mechanism, &e.Cost.Epsilon, &e.Cost.Delta, &rho, &e.Analyst); err != nil {
+		if err := rows.Scan(&e.ID, &e.Charged, &e.Statement, &e.Mechanism, &e.Cost.Epsilon, &e.Cost.Delta, &rho, &e.Analyst, &e.Outcome); err != nil {
 			return nil, err
 		}
 		e.Rho = fromUnits(rho, 13)

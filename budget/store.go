@@ -72,6 +72,7 @@ var postgresSchema = []string{
 	analyst       text
 )`,
 	`CREATE INDEX IF NOT EXISTS ledger_by_analyst ON dpsql.ledger (analyst, id)`,
+	`ALTER TABLE dpsql.ledger ADD COLUMN IF NOT EXISTS outcome text`,
 	`CREATE TABLE IF NOT EXISTS dpsql.spent (
 	scope         text PRIMARY KEY,
 	after_reset   bigint NOT NULL,
@@ -106,11 +107,12 @@ var postgresSchema = []string{
 // transaction.
 func (s *Store) initPostgres(ctx context.Context) error {
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_catalog.pg_tables WHERE schemaname = 'dpsql'
-		AND tablename IN ('budget', 'budget_resets', 'ledger', 'spent', 'analysts', 'auth_secret', 'adopted')`).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM pg_catalog.pg_tables WHERE schemaname = 'dpsql'
+		AND tablename IN ('budget', 'budget_resets', 'ledger', 'spent', 'analysts', 'auth_secret', 'adopted'))
+		+ (SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = 'dpsql' AND table_name = 'ledger' AND column_name = 'outcome')`).Scan(&n); err != nil {
 		return fmt.Errorf("budget: reading the schema dpsql: %w", err)
 	}
-	if n == 7 {
+	if n == 8 {
 		return nil
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
