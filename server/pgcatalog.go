@@ -53,14 +53,15 @@ var serverSettings = map[string]string{
 }
 
 var (
-	reSet      = regexp.MustCompile(`(?is)^set\s+(?:session\s+|local\s+)?([a-z_][a-z0-9_.]*)\s*(?:=|\s+to\s+|\s)\s*(.*)$`)
-	reSetTZ    = regexp.MustCompile(`(?is)^set\s+(?:session\s+|local\s+)?(time\s+zone|names|session\s+characteristics)\b`)
-	reReset    = regexp.MustCompile(`(?is)^reset\s+([a-z_][a-z0-9_.]*)$`)
-	reShow     = regexp.MustCompile(`(?is)^show\s+([a-z_][a-z0-9_.]*)$`)
-	reTx       = regexp.MustCompile(`(?is)^(begin|start\s+transaction|commit|end|rollback|abort)\b`)
-	reDiscard  = regexp.MustCompile(`(?is)^(discard\s+all|deallocate\s+(?:prepare\s+)?(all|"?[a-z0-9_]+"?))$`)
-	reFunction = regexp.MustCompile(`(?is)^select\s+(pg_catalog\.)?(version|current_schema|current_database|current_user|session_user|current_setting\('([a-z_]+)'\))\s*(\(\s*\))?\s*(as\s+"?\w+"?)?$`)
-	reCatalog  = regexp.MustCompile(`(?i)\b(pg_catalog|information_schema|pg_[a-z_]+\s*\(|::\s*regclass|pg_class|pg_namespace|pg_attribute|pg_type)\b`)
+	reSet          = regexp.MustCompile(`(?is)^set\s+(?:session\s+|local\s+)?([a-z_][a-z0-9_.]*)\s*(?:=|\s+to\s+|\s)\s*(.*)$`)
+	reSetTZ        = regexp.MustCompile(`(?is)^set\s+(?:session\s+|local\s+)?(time\s+zone|names|session\s+characteristics)\b`)
+	reReset        = regexp.MustCompile(`(?is)^reset\s+([a-z_][a-z0-9_.]*)$`)
+	reShow         = regexp.MustCompile(`(?is)^show\s+([a-z_][a-z0-9_.]*)$`)
+	reTx           = regexp.MustCompile(`(?is)^(begin|start\s+transaction|commit|end|rollback|abort)\b`)
+	reDiscard      = regexp.MustCompile(`(?is)^(discard\s+all|deallocate\s+(?:prepare\s+)?(all|"?[a-z0-9_]+"?))$`)
+	reFunction     = regexp.MustCompile(`(?is)^select\s+(pg_catalog\.)?(version|current_schema|current_database|current_user|session_user|current_setting\('([a-z_]+)'\))\s*(\(\s*\))?\s*(as\s+"?\w+"?)?$`)
+	reSessionUsers = regexp.MustCompile(`(?is)^select\s+((?:current_user|session_user|current_role)(?:\s*,\s*(?:current_user|session_user|current_role))*)\s*$`)
+	reCatalog      = regexp.MustCompile(`(?i)\b(pg_catalog|information_schema|pg_[a-z_]+\s*\(|::\s*regclass|pg_class|pg_namespace|pg_attribute|pg_type)\b`)
 )
 
 // emulate answers a statement the engine does not know but clients send;
@@ -170,8 +171,20 @@ func (c *conn) emulate(text string) (a *answer, err error, ok bool) {
 	if a, err, ok := c.catalogQuery(q, lower); ok {
 		return a, err, true
 	}
+	if m := reSessionUsers.FindStringSubmatch(q); m != nil {
+		a := &answer{tag: "SELECT", desc: &description{}}
+		var row []any
+		for _, w := range strings.Split(m[1], ",") {
+			a.desc.columns = append(a.desc.columns, strings.ToLower(strings.TrimSpace(w)))
+			a.desc.types = append(a.desc.types, dpsql.TypeText)
+			row = append(row, c.user)
+		}
+		a.rows = [][]any{row}
+		return a, nil, true
+	}
 	if reCatalog.MatchString(q) {
-		return nil, &wireError{code: "0A000", msg: "dpsql emulates only the catalog queries of psql's \\dt, \\d and \\l and what drivers send on connect; this one is not supported (SHOW TABLES and SHOW POLICY t describe the data)"}, true
+		a, err := c.catalogSQL(q)
+		return a, err, true
 	}
 	return nil, nil, false
 }
@@ -271,7 +284,7 @@ func (c *conn) catalogQuery(q, lower string) (*answer, error, bool) {
 			}
 		}
 		return a, nil, true
-	case strings.HasPrefix(lower, "select a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod)"):
+	case strings.HasPrefix(lower, "select a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod)") && reAttrOID.MatchString(q):
 		// \d NAME, step 3: the columns and their declared types; \d+ asks
 		// for more columns (storage, compression, statistics target,
 		// description), each present only when named: psql reads them by
