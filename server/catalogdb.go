@@ -44,6 +44,7 @@ var catalogDriver = sync.OnceValue(func() *sqlite.Driver {
 		"pg_encoding_to_char":    {NArgs: 1, Scalar: constant("UTF8")},
 		"current_database":       {NArgs: 0, Scalar: constant("dpsql")},
 		"current_schema":         {NArgs: 0, Scalar: constant("main")},
+		"current_schemas":        {NArgs: 1, Scalar: constant("main")},
 		"version":                {NArgs: 0, Scalar: constant("PostgreSQL " + ServerVersion + ": dpsql")},
 		"regexp": {NArgs: 2, Scalar: func(_ *sqlite.FunctionContext, a []driver.Value) (driver.Value, error) {
 			pattern, _ := a[0].(string)
@@ -143,6 +144,9 @@ var catalogSchema = []string{
 	`CREATE TABLE pg_catalog.pg_index (indexrelid INTEGER, indrelid INTEGER, indisprimary INTEGER, indisunique INTEGER, indkey TEXT)`,
 	`CREATE TABLE pg_catalog.pg_constraint (oid INTEGER, conname TEXT, conrelid INTEGER, contype TEXT, conkey TEXT, connamespace INTEGER)`,
 	`CREATE TABLE pg_catalog.pg_proc (oid INTEGER, proname TEXT, pronamespace INTEGER)`,
+	`CREATE TABLE pg_catalog.pg_attrdef (oid INTEGER, adrelid INTEGER, adnum INTEGER, adbin TEXT)`,
+	`CREATE TABLE pg_catalog.pg_collation (oid INTEGER, collname TEXT, collnamespace INTEGER)`,
+	`CREATE TABLE pg_catalog.pg_am (oid INTEGER, amname TEXT, amtype TEXT)`,
 	`CREATE TABLE pg_catalog.pg_tables (schemaname TEXT, tablename TEXT, tableowner TEXT, hasindexes INTEGER)`,
 	`CREATE TABLE information_schema.schemata (catalog_name TEXT, schema_name TEXT, schema_owner TEXT)`,
 	`CREATE TABLE information_schema.tables (table_catalog TEXT, table_schema TEXT, table_name TEXT, table_type TEXT, is_insertable_into TEXT)`,
@@ -278,6 +282,10 @@ var (
 	// reRegexOp matches PostgreSQL's regular-expression match operators
 	// (as psql writes them too: OPERATOR(pg_catalog.~)).
 	reRegexOp = regexp.MustCompile(`(?i)OPERATOR\(pg_catalog\.!?~\)|!~|~`)
+	// reSubscript matches an array subscript after a parenthesis,
+	// (current_schemas(true))[1]: the emulated arrays are their first
+	// element.
+	reSubscript = regexp.MustCompile(`\)\s*\[\s*\d+\s*\]`)
 	// reQualifiedCall matches pg_catalog.f( : SQLite's functions have no schema.
 	reQualifiedCall = regexp.MustCompile(`(?i)\bpg_catalog\.([a-z_][a-z0-9_]*)\s*\(`)
 )
@@ -320,6 +328,7 @@ func (c *conn) rewriteForSQLite(q string) string {
 		}
 		chunk = reCast.ReplaceAllString(chunk, "")
 		chunk = reQualifiedCall.ReplaceAllString(chunk, "$1(")
+		chunk = reSubscript.ReplaceAllString(chunk, ")")
 		chunk = reRegexOp.ReplaceAllStringFunc(chunk, func(op string) string {
 			if strings.Contains(op, "!") {
 				return " NOT REGEXP "

@@ -1257,3 +1257,46 @@ func TestCatalogQueriesOfTools(t *testing.T) {
 		}
 	}
 }
+
+// TestJDBC drives the server from PostgreSQL's JDBC driver (Debian's
+// libpostgresql-jdbc-java with a headless JDK), which BI tools use:
+// DatabaseMetaData.getSchemas/getTables/getColumns (answered by the
+// emulated catalog), a PreparedStatement with a parameter, and
+// ResultSetMetaData types. It skips without Java and the driver, except
+// in CI, whose script installs them.
+func TestJDBC(t *testing.T) {
+	java, err := exec.LookPath("java")
+	jar := "/usr/share/java/postgresql.jar"
+	if _, jerr := os.Stat(jar); err != nil || jerr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("java or the PostgreSQL JDBC driver is not installed; .ci/run installs default-jdk-headless and libpostgresql-jdbc-java")
+		}
+		t.Skip("java and /usr/share/java/postgresql.jar not found (apt-get install default-jdk-headless libpostgresql-jdbc-java): the JDBC test is skipped")
+	}
+	f := newFixture(t, nil)
+	url := "jdbc:postgresql://" + f.addr + "/dpsql?sslmode=disable"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, java, "-cp", jar, "testdata/jdbc/Probe.java", url, "alice", "secret").CombinedOutput()
+	if err != nil {
+		t.Fatalf("java: %v\n%s", err, out)
+	}
+	want := `product PostgreSQL ` + server.ServerVersion + `
+schema information_schema
+schema main
+schema pg_catalog
+table main.big
+table main.lookup
+table main.t
+column i int8 -5
+column x int8 -5
+column g text 12
+column y float8 8
+meta n int8
+meta avg float8
+row true
+`
+	if string(out) != want {
+		t.Errorf("JDBC:\n%s\nwant:\n%s", out, want)
+	}
+}
