@@ -435,6 +435,9 @@ func (c completer) Do(line []rune, pos int) ([][]rune, int) {
 		}
 	}
 	prefix := string(line[start:pos])
+	if before := strings.TrimSpace(string(line[:start])); strings.EqualFold(before, ".mode") {
+		return completeFrom(modeNames, prefix)
+	}
 	if prefix == "" {
 		return nil, 0
 	}
@@ -444,9 +447,9 @@ func (c completer) Do(line []rune, pos int) ([][]rune, int) {
 	}
 	if tables, err := c.s.eng.Tables(c.ctx); err == nil {
 		for _, t := range tables {
-			cands = append(cands, identifier(t.Name))
+			cands = append(cands, nameCandidates(t.Name)...)
 			for _, col := range t.Columns {
-				cands = append(cands, identifier(col.Name))
+				cands = append(cands, nameCandidates(col.Name)...)
 			}
 		}
 	}
@@ -496,6 +499,42 @@ func openQuote(line []rune) int {
 }
 
 // identifier quotes a name unless it is a plain lower-case word.
+// nameCandidates are the ways a table or column name completes: as
+// identifier prints it (quoted when it is not lower case), and, when it
+// can stand unquoted (letters, digits and _; dpsql matches names without
+// regard to case), bare, so that GROUP BY E<Tab> gives Education.
+func nameCandidates(n string) []string {
+	out := []string{identifier(n)}
+	if out[0] != n && plainName(n) && !isKeyword[strings.ToUpper(n)] {
+		out = append(out, n)
+	}
+	return out
+}
+
+// plainName reports whether n can be written without quotes.
+func plainName(n string) bool {
+	for i, r := range n {
+		if !(r == '_' || unicode.IsLetter(r) || (i > 0 && unicode.IsDigit(r))) {
+			return false
+		}
+	}
+	return n != ""
+}
+
+// modeNames are the output modes .mode takes.
+var modeNames = []string{"box", "csv", "json", "jsonl", "line", "markdown", "table"}
+
+// completeFrom completes prefix from a fixed list.
+func completeFrom(list []string, prefix string) ([][]rune, int) {
+	var out [][]rune
+	for _, m := range list {
+		if strings.HasPrefix(m, strings.ToLower(prefix)) {
+			out = append(out, []rune(m[len(prefix):]))
+		}
+	}
+	return out, len([]rune(prefix))
+}
+
 func identifier(n string) string {
 	for i, r := range n {
 		if !(r == '_' || unicode.IsLower(r) || (i > 0 && unicode.IsDigit(r))) {

@@ -106,6 +106,18 @@ func TestCompletion(t *testing.T) {
 	if len(got) != 1 || string(got[0]) != "ople" {
 		t.Errorf("table completion: %q", got)
 	}
+	// Mixed-case names complete unquoted (dpsql matches names without
+	// regard to case), in their own case; .mode completes its modes.
+	for typed, want := range map[string]string{"SELECT AVG(x) FROM people GROUP BY Na": "me", "GROUP BY na": "me", ".mode ma": "rkdown", ".mode js": "on|onl"} {
+		got, _ = c.Do([]rune(typed), len([]rune(typed)))
+		var parts []string
+		for _, g := range got {
+			parts = append(parts, string(g))
+		}
+		if strings.Join(parts, "|") != want {
+			t.Errorf("%q completes to %q, want %q", typed, parts, want)
+		}
+	}
 }
 
 // shellDB imports a people table of rows rows into a new database, runs
