@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -41,6 +42,8 @@ query (or the statement being typed); Ctrl-D quits.
 .intervals on|off  show each noisy value's 95% interval in table and line output (default on)
 .show              the current settings
 .read FILE         run the statements in FILE
+.edit [FILE]       edit the last statement (or FILE) in $VISUAL/$EDITOR, then run it (also \e)
+.pager on|off      wide or long results through $PAGER (default less -SFX) on a terminal
 .import [OPTIONS] FILE TABLE  create TABLE from a CSV file (owner mode; options of dpsql import:
                    --no-header, --delimiter C, --sample N; quote names with spaces)
 .quit              leave (also .exit)
@@ -74,6 +77,13 @@ type shell struct {
 	// failed records that a statement or dot-command failed (batch runs
 	// stop on it).
 	failed bool
+	// Interactive shells only: stdin is the terminal (nil in scripts), for
+	// .edit's editor; last the last statement typed; pager the pager wide
+	// or long results go through (nil: none), on the terminal termFd.
+	stdin  io.Reader
+	last   string
+	pager  []string
+	termFd uintptr
 }
 
 // redirect sends results to a new file (nil: back to the shell's output),
@@ -107,6 +117,43 @@ func (s *shell) prompt(ctx context.Context) string {
 		return fmt.Sprintf("%s [%s, no budget]%s", name, per, end)
 	}
 	return fmt.Sprintf("%s [%s, %s left]%s", name, per, strconv.FormatFloat(st.Remaining().Epsilon, 'g', 4, 64), end)
+}
+
+// paged runs what was typed with its results through the pager when they
+// do not fit the terminal (and .output is not redirecting them).
+func (s *shell) paged(ctx context.Context, text string) {
+	if s.pager == nil || s.output != nil {
+		s.statement(ctx, text)
+		return
+	}
+	var buf bytes.Buffer
+	s.pr.w = &buf
+	s.statement(ctx, text)
+	s.pr.w = s.out
+	s.page(buf.Bytes())
+}
+
+// pagerSwitch is .pager on|off: wide or long results through $PAGER (less
+// -SFX by default) in the interactive shell.
+func (s *shell) pagerSwitch(_ context.Context, cmd string, args []string) bool {
+	a, ok := s.one(cmd, args)
+	if !ok {
+		return false
+	}
+	v, err := onOff(a)
+	switch {
+	case err != nil:
+		s.fail("%s: %v", cmd, err)
+	case !v:
+		s.pager = nil
+	case s.termFd == 0:
+		s.fail("%s: the output is not a terminal", cmd)
+	default:
+		if s.pager = pagerCommand(); s.pager == nil {
+			s.fail("%s: no pager (set PAGER, or install less)", cmd)
+		}
+	}
+	return false
 }
 
 // statement runs the statements of text; errors are printed and the shell
@@ -220,6 +267,8 @@ var dotCommands = []dotCommand{
 	{[]string{".output", ".once"}, (*shell).outputCommand},
 	{[]string{".show"}, func(s *shell, _ context.Context, _ string, _ []string) bool { s.showSettings(); return false }},
 	{[]string{".read"}, (*shell).readCommand},
+	{[]string{".edit"}, (*shell).editCommand},
+	{[]string{".pager"}, (*shell).pagerSwitch},
 	{[]string{".import"}, (*shell).importCommand},
 }
 
@@ -548,7 +597,12 @@ func identifier(n string) string {
 // a statement runs cancels that statement only.
 func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io.Writer) int {
 	ctx := context.Background()
-	s := &shell{eng: eng, pr: pr, out: stdout, errw: stderr, name: filepath.Base(eng.Path())}
+	s := &shell{eng: eng, pr: pr, out: stdout, errw: stderr, name: filepath.Base(eng.Path()), stdin: stdin, pager: pagerCommand()}
+	if f, ok := stdout.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
+		s.termFd = f.Fd()
+	} else {
+		s.pager = nil // not a terminal: nothing to page
+	}
 	history := ""
 	if dir, err := os.UserConfigDir(); err == nil {
 		if os.MkdirAll(filepath.Join(dir, "dpsql"), 0o700) == nil {
@@ -609,7 +663,8 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 			continue
 		}
 		rl.SaveHistory(historyEntry(buf.String()))
-		runCancellable(ctx, func(qctx context.Context) { s.statement(qctx, buf.String()) })
+		s.last = buf.String()
+		runCancellable(ctx, func(qctx context.Context) { s.paged(qctx, buf.String()) })
 		buf.Reset()
 	}
 }
@@ -711,6 +766,13 @@ func psetHabit(args []string) (meta string, ok bool) {
 		}
 	case "null":
 		return ".nullvalue " + v, true
+	case "pager":
+		switch strings.ToLower(v) {
+		case "on", "always", "true":
+			return ".pager on", true
+		case "off", "false":
+			return ".pager off", true
+		}
 	}
 	return "", true
 }
@@ -757,6 +819,8 @@ func psqlHabit(line string) (meta string, ok bool) {
 		}
 	case `\pset`:
 		return psetHabit(fields[1:])
+	case `\e`, `\edit`:
+		return strings.TrimSpace(".edit " + strings.Join(fields[1:], " ")), true
 	case `\t`:
 		if len(fields) == 2 {
 			return psetHabit([]string{"tuples_only", fields[1]})

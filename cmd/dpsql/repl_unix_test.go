@@ -48,3 +48,42 @@ func TestCtrlCStopsARead(t *testing.T) {
 		t.Errorf("screen:\n%s\nerrors:\n%s", out, errs)
 	}
 }
+
+// TestEditRunsWhatTheEditorLeaves: \e opens the last statement in
+// $EDITOR (here a script that replaces it) and runs what the file holds
+// when the editor exits; in a script it is refused.
+func TestEditRunsWhatTheEditorLeaves(t *testing.T) {
+	dir, eng := shellDB(t, 5, "", dpsql.Options{})
+	editor := filepath.Join(dir, "editor.sh")
+	if err := os.WriteFile(editor, []byte("#!/bin/sh\nprintf 'SHOW TABLES;\\n' > \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("VISUAL", editor)
+	out, errs := typeInto(t, eng, "csv", "SHOW BUDGET;\n\\e\n.quit\n")
+	if !strings.Contains(out, "SHOW TABLES;") || !strings.Contains(out, "people,private") || errs != "" {
+		t.Errorf("screen:\n%s\nerrors:\n%s", out, errs)
+	}
+	if _, e, code := runCLI(t, "", "--db", filepath.Join(dir, "p.db"), "-c", `\e`); code == 0 || !strings.Contains(e, "interactive shell") {
+		t.Errorf("\\e in a script: %d %q", code, e)
+	}
+}
+
+// TestPagerOnlyForWhatDoesNotFit: results wider or longer than the
+// terminal go through the pager, the others are printed as they are.
+func TestPagerOnlyForWhatDoesNotFit(t *testing.T) {
+	short := []byte("a | b\n1 | 2\n")
+	if tooBig(short, 80, 24) {
+		t.Error("a short result paged")
+	}
+	if !tooBig([]byte(strings.Repeat("x", 81)+"\n"), 80, 24) || !tooBig([]byte(strings.Repeat("1\n", 30)), 80, 24) {
+		t.Error("a wide or long result not paged")
+	}
+	t.Setenv("PAGER", "")
+	if pagerCommand() != nil {
+		t.Error("PAGER='' still pages")
+	}
+	t.Setenv("PAGER", "more -d")
+	if got := pagerCommand(); strings.Join(got, " ") != "more -d" {
+		t.Errorf("PAGER: %v", got)
+	}
+}
