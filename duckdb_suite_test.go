@@ -112,6 +112,9 @@ func TestEngineSuiteOnDuckDB(t *testing.T) {
 	}
 	compiled := hooks.Compiled.Load() - before
 	t.Logf("%d scans ran compiled in DuckDB", compiled)
+	if n := hooks.CompiledFailed.Load(); n > 0 {
+		t.Errorf("%d compiled statements failed in DuckDB (the reference evaluator measured them instead)", n)
+	}
 	if compiled < 50 {
 		t.Errorf("only %d scans of the suite ran compiled in DuckDB", compiled)
 	}

@@ -108,6 +108,9 @@ func TestDuckDBMeasuresLikeTheReference(t *testing.T) {
 		e.Close()
 	}
 	t.Logf("%d statements compared, %d scans compiled", compared, compiled)
+	if n := k.CompiledFailed.Load(); n > 0 {
+		t.Errorf("%d compiled statements failed in DuckDB", n)
+	}
 	if compared < databases {
 		t.Errorf("only %d of %d statements ran compiled", compared, databases*perDatabase)
 	}
@@ -200,6 +203,9 @@ func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
 	}
 	if n := k.Compiled.Load(); n < 500 {
 		t.Errorf("only %d scans ran compiled", n)
+	}
+	if n := k.CompiledFailed.Load(); n > 0 {
+		t.Errorf("%d compiled statements failed in DuckDB (the reference measured them instead)", n)
 	}
 }
 
@@ -418,6 +424,9 @@ func TestDuckDBPrivacyAuditor(t *testing.T) {
 	}
 	compiled := hooks.Compiled.Load() - before
 	t.Logf("%d plain statements checked, %d scans compiled", checked, compiled)
+	if n := hooks.CompiledFailed.Load(); n > 0 {
+		t.Errorf("%d compiled statements failed in DuckDB", n)
+	}
 	if compiled < int64(checked) {
 		t.Errorf("only %d scans of %d plain statements ran compiled in DuckDB", compiled, checked)
 	}
@@ -494,5 +503,33 @@ func TestDuckDBExplainSaysWhereTheScanRuns(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("EXPLAIN %s: engine %q, want %q", q, got, want)
 		}
+	}
+}
+
+// TestDuckDBFailureFallsBackToTheReference: when DuckDB cannot run a
+// compiled statement (here: out of memory under a tiny cap), the
+// reference evaluator measures the rows instead, so whether the query
+// succeeds does not hang on DuckDB's resources; the answer is the same.
+func TestDuckDBFailureFallsBackToTheReference(t *testing.T) {
+	duck := filepath.Join(t.TempDir(), "m.duckdb")
+	if err := ducktest.Exec(context.Background(), duck,
+		`CREATE TABLE m AS SELECT range AS uid, range % 1000 AS x, 'g' || (range % 7) AS g FROM range(300000)`); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DPSQL_DUCKDB_MEMORY_LIMIT", "2MB")
+	k := &knobs.Knobs{FixedRandomness: true}
+	owner := openDuck(t, duck, true, k, nil)
+	mustRun(t, owner, `SET BUDGET epsilon = 100;
+		CREATE PRIVACY POLICY ON m OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 1000);
+		ALTER PRIVACY POLICY ON m SET BOUNDS x (0, 1000);
+		ALTER PRIVACY POLICY ON m SET DOMAIN g ('g0', 'g1', 'g2', 'g3', 'g4', 'g5', 'g6')`)
+	got := rowsOf(query(t, owner, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) g, COUNT(*), SUM(x) FROM m GROUP BY g"))
+	if k.CompiledFailed.Load() == 0 {
+		t.Skip("DuckDB ran the statement within 2 MB: nothing to fall back from")
+	}
+	k.ReferenceOnly = true
+	want := rowsOf(query(t, owner, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1.5) g, COUNT(*), SUM(x) FROM m GROUP BY g"))
+	if got != want {
+		t.Errorf("after the fallback:\n%s\nreference:\n%s", got, want)
 	}
 }

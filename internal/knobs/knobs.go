@@ -44,8 +44,10 @@ type Knobs struct {
 	// measurement aggregate in SQLite), never compiled for the engine
 	// that holds the table, so that tests can compare the two.
 	ReferenceOnly bool
-	// Compiled counts the scans that ran compiled (exec.Measurer).
-	Compiled atomic.Int64
+	// Compiled counts the scans that ran compiled (exec.Measurer);
+	// CompiledFailed those whose compiled statement failed in the engine
+	// (the reference evaluator then measured them).
+	Compiled, CompiledFailed atomic.Int64
 }
 
 // Values of PostgresGrouping.
@@ -62,6 +64,13 @@ func (k *Knobs) Reference() bool { return k != nil && k.ReferenceOnly }
 func (k *Knobs) NoteCompiled() {
 	if k != nil {
 		k.Compiled.Add(1)
+	}
+}
+
+// NoteCompiledFailed counts a compiled statement the engine failed to run.
+func (k *Knobs) NoteCompiledFailed() {
+	if k != nil {
+		k.CompiledFailed.Add(1)
 	}
 }
 
