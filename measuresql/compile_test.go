@@ -29,7 +29,7 @@ var compileCases = []struct {
 		Where: rewrite.Or{Parts: []rewrite.Filter{rewrite.Compare{Column: "y", Op: ">", Value: 2.5}, rewrite.Not{X: rewrite.In{Column: "x", Values: []any{int64(1), int64(2)}}}, rewrite.IsNull{Column: "y"}}},
 		Specs: []string{"n", "q0:0:10"}}},
 	{"histogram of a bound search", rewrite.Measurement{Table: "t", Args: []string{"y"}, Keys: []rewrite.MeasureKey{{Column: "n", Domain: []any{int64(1), int64(2)}}}, Specs: []string{"h0", "c0"}}},
-	{"bounding with row sampling", rewrite.Measurement{Table: "t", Unit: "u", MaxGroups: 2, MaxRows: 3, Args: []string{"x"},
+	{"bounding with row sampling", rewrite.Measurement{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 3, Args: []string{"x"},
 		Keys: []rewrite.MeasureKey{{Column: "g", Domain: []any{"a", "b"}}}, Specs: []string{"n", "s0:0:100", "u"}}},
 	{"per-unit clamp", rewrite.Measurement{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 5, Args: []string{"x"},
 		Keys: []rewrite.MeasureKey{{Column: "g", Domain: []any{"a"}}}, Specs: []string{"S0:-5:5", "R:0:2", "C0"}}},

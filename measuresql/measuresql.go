@@ -660,8 +660,10 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 		gorder += ", " + ks
 	}
 	keptSQL := "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u ORDER BY " + gorder + ") AS gn FROM " + from + ") AS g WHERE gn <= " + strconv.FormatInt(m.MaxGroups, 10)
-	if len(keyNames) == 0 {
-		keptSQL = "SELECT * FROM " + from // one group: every unit keeps it
+	if groups, ok := domainGroups(m.Keys); ok && groups <= m.MaxGroups {
+		// No unit can have more groups than l0 (the public domains allow at
+		// most that many): every unit keeps all of its groups.
+		keptSQL = "SELECT * FROM " + from
 	}
 	sel := append(append([]string(nil), keyNames...), final...)
 	sqlText := with + "SELECT " + strings.Join(sel, ", ") + " FROM (" + keptSQL + ") AS kept"
@@ -669,6 +671,22 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 		sqlText += " GROUP BY " + ks
 	}
 	return sqlText
+}
+
+// domainGroups is how many groups the keys' public domains allow (ok
+// false when a key has none: partition selection).
+func domainGroups(keys []rewrite.MeasureKey) (int64, bool) {
+	n := int64(1)
+	for _, k := range keys {
+		if k.Domain == nil {
+			return 0, false
+		}
+		n *= int64(len(k.Domain))
+		if n > 1<<40 {
+			return n, true
+		}
+	}
+	return n, true
 }
 
 // commaList prints items each after a comma ("" for none).
