@@ -1300,3 +1300,30 @@ row true
 		t.Errorf("JDBC:\n%s\nwant:\n%s", out, want)
 	}
 }
+
+// TestNodePg drives the server from Node's pg client (the npm package;
+// .ci/run installs it into a cache directory and sets NODE_PATH). It
+// skips without node and pg, except in CI.
+func TestNodePg(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err == nil {
+		err = exec.Command(node, "-e", "require('pg')").Run()
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node with the pg package is not installed; .ci/run installs nodejs, npm and pg")
+		}
+		t.Skip("node with the pg package not found (npm install pg, then NODE_PATH): the Node test is skipped")
+	}
+	f := newFixture(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, "testdata/node/probe.js", f.addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	want := "fields count:20,mean:701\ncount true\nlabel Beta\nrefused ZD003\n"
+	if string(out) != want {
+		t.Errorf("node pg:\n%s\nwant:\n%s", out, want)
+	}
+}
