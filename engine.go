@@ -189,6 +189,9 @@ func checkOpen(path string, opts Options) (string, error) {
 	}
 	if !opts.Owner && opts.Postgres == "" {
 		if _, err := os.Stat(path); err != nil {
+			if opts.DuckDB != "" {
+				return "", fmt.Errorf("%w: %s has no dpsql state yet (%s): the owner opens it once (dpsql --db %s --owner) to declare its policies and budget", ErrNoDatabase, opts.DuckDB, path, opts.DuckDB)
+			}
 			return "", fmt.Errorf("%w: %s (the owner creates it, e.g. with 'dpsql import')", ErrNoDatabase, path)
 		}
 	}
