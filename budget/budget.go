@@ -562,9 +562,6 @@ func ChargeFirst(ctx context.Context, s *Store, analyst string, candidates []Cha
 
 // ChargeFirstID is ChargeFirst that also returns the charge's ledger id,
 // for MarkUnanswered.
-func ChargeFirstID(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func()) (chosen int, id int64, err error) {
-	return chargeOnce(ctx, s, analyst, candidates, statement, waiting)
-}
 
 // MarkUnanswered records in the ledger why a charge was not answered (a
 // cancelled or failed query: its ε stays spent, the query's noisy values
@@ -574,7 +571,9 @@ func MarkUnanswered(ctx context.Context, s *Store, id int64, why string) error {
 	return err
 }
 
-func chargeOnce(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func()) (chosen int, id int64, err error) {
+// ChargeFirstID is ChargeFirst that also returns the charge's ledger id,
+// for MarkUnanswered.
+func ChargeFirstID(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func()) (chosen int, id int64, err error) {
 	if len(candidates) == 0 {
 		return -1, 0, fmt.Errorf("%w: no candidate charge", ErrInvalidCost)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/exactsum"
 	"github.com/dpsql/dpsql/measuresql"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
@@ -596,7 +597,7 @@ func (sc *scanned) exactCells(q *planner.PrivateQuery, rw *rewrite.Rewritten, g 
 		case planner.ClippedSum, planner.CenteredSum:
 			out[i] = m.Sum.Big()
 		case planner.CenteredSumSq:
-			out[i] = CentredSquares(m.Sum.Big(), m.SumSq.Big(), m.N, mid)
+			out[i] = exactsum.CentredSquares(m.Sum.Big(), m.SumSq.Big(), m.N, mid)
 		}
 	}
 	// Centre the sums exactly: Σ (clip(x) − m) = Σ clip(x) − m·n, where n is

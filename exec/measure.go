@@ -983,7 +983,7 @@ func (g *groupAcc) measured(specs []spec) *measuredGroup {
 		case 'd':
 			mg.values[i] = new(big.Float).SetInt64(int64(len(g.distinct[i])))
 		case 'q':
-			mg.values[i] = CentredSquares(g.sum[i].Big(), g.sq[i].Big(), g.n[i], planner.Midpoint(sp.lo, sp.hi))
+			mg.values[i] = exactsum.CentredSquares(g.sum[i].Big(), g.sq[i].Big(), g.n[i], planner.Midpoint(sp.lo, sp.hi))
 		default:
 			mg.values[i] = new(big.Float).SetInt64(g.n[i])
 		}
@@ -1038,11 +1038,6 @@ func fromCompiled(st *measuresql.Statement, groups []*measuresql.Group, specs []
 		res.groups = append(res.groups, mg)
 	}
 	return res
-}
-
-// CentredSquares returns Σ (x − m)² exactly (exactsum.CentredSquares).
-func CentredSquares(sum, sq *big.Float, n int64, m float64) *big.Float {
-	return exactsum.CentredSquares(sum, sq, n, m)
 }
 
 func (a *measureAgg) Final(*sqlite.FunctionContext) {}

@@ -335,9 +335,8 @@ func (c *compiler) clipped(arg int, lo, hi float64) (string, int) {
 	t := c.typeOf(col)
 	a := "a" + strconv.Itoa(arg)
 	switch {
-	case isInt(t) && lo == math.Trunc(lo) && hi == math.Trunc(hi) && math.Abs(lo) <= 1<<53 && math.Abs(hi) <= 1<<53:
-		l, h := strconv.FormatInt(int64(lo), 10), strconv.FormatInt(int64(hi), 10)
-		return "CASE WHEN " + a + " < " + l + " THEN " + l + " WHEN " + a + " > " + h + " THEN " + h + " ELSE " + a + " END", 0
+	case isInt(t) && integerBounds(lo, hi):
+		return intClip(a, lo, hi), 0
 	case isInt(t) || t == Real:
 		f, ok := FixedPoint(lo, hi)
 		if !ok {
@@ -514,16 +513,36 @@ func (c *compiler) count(arg int) string {
 	return "COUNT(" + a + ")"
 }
 
-// squares prints a q spec's Σc, Σc² and count (integer columns with
-// integer bounds only, so that both sums are exact integers).
-func (c *compiler) squares(items *[]string, sp spec, sum, count string) specOut {
+// squareTerms are a q spec's clipped value and its square, integers in
+// the wide type (integer columns with integer bounds of at most 2^38, so
+// that both sums are exact and cannot overflow).
+func (c *compiler) squareTerms(sp spec) (clip, square string) {
 	e, f := c.clipped(sp.arg, sp.lo, sp.hi)
 	if f != 0 || math.Max(math.Abs(sp.lo), math.Abs(sp.hi)) > 1<<38 {
 		panic(decline("squares of a float column"))
 	}
 	sq := "CAST(" + e + " AS " + c.d.Wide() + ")"
-	col := c.out(items, sum+"("+e+")", sum+"("+sq+" * "+sq+")", count) // (integer columns: no NaN)
+	return e, sq + " * " + sq
+}
+
+// squares prints a q spec's Σc, Σc² and count.
+func (c *compiler) squares(items *[]string, sp spec, sum, count string) specOut {
+	e, sq := c.squareTerms(sp)
+	col := c.out(items, sum+"("+e+")", sum+"("+sq+")", count) // (integer columns: no NaN)
 	return specOut{col: col, q: true, mid: sp.lo/2 + sp.hi/2}
+}
+
+// integerBounds reports whether lo and hi are integers of at most 2^53
+// in magnitude (exact in a double and in a 64-bit integer).
+func integerBounds(lo, hi float64) bool {
+	return lo == math.Trunc(lo) && hi == math.Trunc(hi) && math.Abs(lo) <= 1<<53 && math.Abs(hi) <= 1<<53
+}
+
+// intClip clips integer expression x to integer bounds [lo, hi] with
+// CASE (NULL stays NULL).
+func intClip(x string, lo, hi float64) string {
+	l, h := strconv.FormatInt(int64(lo), 10), strconv.FormatInt(int64(hi), 10)
+	return "CASE WHEN " + x + " < " + l + " THEN " + l + " WHEN " + x + " > " + h + " THEN " + h + " ELSE " + x + " END"
 }
 
 func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string {
@@ -563,12 +582,8 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+v+")"), shift: f}
 		case 'q':
 			needRank = true
-			e, f := c.clipped(sp.arg, sp.lo, sp.hi)
-			if f != 0 || math.Max(math.Abs(sp.lo), math.Abs(sp.hi)) > 1<<38 {
-				panic(decline("squares of a float column"))
-			}
-			sq := "CAST(" + e + " AS " + c.d.Wide() + ")"
-			rowAggs = append(rowAggs, [2]string{"SUM(" + e + ")", v + "s"}, [2]string{"SUM(" + sq + " * " + sq + ")", v + "q"},
+			e, sq := c.squareTerms(sp)
+			rowAggs = append(rowAggs, [2]string{"SUM(" + e + ")", v + "s"}, [2]string{"SUM(" + sq + ")", v + "q"},
 				[2]string{"COUNT(" + a + ")", v + "c"})
 			col := c.out(&final, "SUM("+v+"s)", "SUM("+v+"q)", "SUM("+v+"c)")
 			c.st.outs[i] = specOut{col: col, q: true, mid: sp.lo/2 + sp.hi/2}
@@ -577,16 +592,15 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 		case 'S':
 			// Σ over units of clip(the unit's exact sum): integer columns
 			// with integer bounds.
-			if !isInt(c.typeOf(m.Args[sp.arg])) || sp.lo != math.Trunc(sp.lo) || sp.hi != math.Trunc(sp.hi) || math.Max(math.Abs(sp.lo), math.Abs(sp.hi)) > 1<<53 {
+			if !isInt(c.typeOf(m.Args[sp.arg])) || !integerBounds(sp.lo, sp.hi) {
 				panic(decline("a per-unit sum of floats"))
 			}
 			// Each value as the reference reads it: rounded to a double (an
 			// integer beyond 2^53 is), which is an integer below 2^64.
 			ug = append(ug, "SUM(CAST(CAST("+a+" AS DOUBLE) AS "+c.d.Wide()+")) AS "+v)
-			l, h := strconv.FormatInt(int64(sp.lo), 10), strconv.FormatInt(int64(sp.hi), 10)
-			c.st.outs[i] = specOut{col: c.out(&final, "SUM(CASE WHEN "+v+" < "+l+" THEN "+l+" WHEN "+v+" > "+h+" THEN "+h+" ELSE "+v+" END)")}
+			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+intClip(v, sp.lo, sp.hi)+")")}
 		case 'R', 'K':
-			if sp.lo != math.Trunc(sp.lo) || sp.hi != math.Trunc(sp.hi) || math.Max(math.Abs(sp.lo), math.Abs(sp.hi)) > 1<<53 {
+			if !integerBounds(sp.lo, sp.hi) {
 				panic(decline("per-unit count bounds"))
 			}
 			cnt := "COUNT(*)"
@@ -594,8 +608,7 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 				cnt = c.count(sp.arg)
 			}
 			ug = append(ug, cnt+" AS "+v)
-			l, h := strconv.FormatInt(int64(sp.lo), 10), strconv.FormatInt(int64(sp.hi), 10)
-			c.st.outs[i] = specOut{col: c.out(&final, "SUM(CASE WHEN "+v+" < "+l+" THEN "+l+" WHEN "+v+" > "+h+" THEN "+h+" ELSE "+v+" END)")}
+			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+intClip(v, sp.lo, sp.hi)+")")}
 		case 'C':
 			ug = append(ug, c.count(sp.arg)+" AS "+v)
 			c.st.outs[i] = specOut{col: c.out(&final, "COUNT(*) FILTER (WHERE "+v+" > 0)")}
@@ -714,10 +727,10 @@ type Group struct {
 func (st *Statement) Decode(rows [][]any) ([]*Group, error) {
 	var out []*Group
 	index := map[string]*Group{}
-	nk, nd := len(st.keys), len(st.Detail)
+	nk, nd, width := len(st.keys), len(st.Detail), st.width()
 	for _, row := range rows {
-		if len(row) < st.width() {
-			return nil, fmt.Errorf("measuresql: a row of %d columns, want %d", len(row), st.width())
+		if len(row) < width {
+			return nil, fmt.Errorf("measuresql: a row of %d columns, want %d", len(row), width)
 		}
 		keys := make([]any, nk)
 		for i, ko := range st.keys {

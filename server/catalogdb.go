@@ -116,6 +116,25 @@ func typeOID(declared string) int64 {
 	return 25
 }
 
+// typeName and typeLength are pg_type's typname and typlen of an oid.
+func typeName(oid int64) string {
+	for _, t := range pgTypes {
+		if t.oid == oid {
+			return t.name
+		}
+	}
+	return ""
+}
+
+func typeLength(oid int64) int64 {
+	for _, t := range pgTypes {
+		if t.oid == oid {
+			return t.length
+		}
+	}
+	return -1
+}
+
 // Namespace oids of the emulated catalog.
 const (
 	oidPgCatalog  = 11
@@ -183,10 +202,12 @@ func (c *conn) catalogDB(ctx context.Context) (*sql.Conn, func(), error) {
 		done()
 		return nil, nil, err
 	}
-	steps := []struct {
+	// insert is one statement filling the catalog.
+	type insert struct {
 		q    string
 		args []any
-	}{
+	}
+	steps := []insert{
 		{`INSERT INTO pg_namespace VALUES (?, 'pg_catalog', 10, NULL), (?, 'main', 10, NULL), (?, 'information_schema', 10, NULL)`, []any{oidPgCatalog, oidMain, oidInfoSchema}},
 		{`INSERT INTO pg_database VALUES (1, 'dpsql', 10, 6, 'C', 'C', 0, 1, -1, 1663, NULL)`, nil},
 		{`INSERT INTO pg_roles VALUES (10, 'owner', 1, 1, 1, 1, 1), (?, ?, 0, 1, 1, 0, 0)`, []any{16000, c.user}},
@@ -194,43 +215,22 @@ func (c *conn) catalogDB(ctx context.Context) (*sql.Conn, func(), error) {
 		{`INSERT INTO information_schema.schemata VALUES ('dpsql', 'main', 'owner'), ('dpsql', 'pg_catalog', 'owner'), ('dpsql', 'information_schema', 'owner')`, nil},
 	}
 	for _, t := range pgTypes {
-		steps = append(steps, struct {
-			q    string
-			args []any
-		}{`INSERT INTO pg_type VALUES (?, ?, ?, ?, 'b', 0, 0, 0, 0, -1, 0, ?, 10)`, []any{t.oid, t.name, oidPgCatalog, t.length, t.category}})
+		steps = append(steps, insert{`INSERT INTO pg_type VALUES (?, ?, ?, ?, 'b', 0, 0, 0, 0, -1, 0, ?, 10)`, []any{t.oid, t.name, oidPgCatalog, t.length, t.category}})
 	}
 	for name, v := range serverSettings {
-		steps = append(steps, struct {
-			q    string
-			args []any
-		}{`INSERT INTO pg_settings VALUES (?, ?, NULL, 'dpsql', '', 'string', 'user')`, []any{name, v}})
+		steps = append(steps, insert{`INSERT INTO pg_settings VALUES (?, ?, NULL, 'dpsql', '', 'string', 'user')`, []any{name, v}})
 	}
 	for i, t := range ts {
 		oid := tableOID + i
 		steps = append(steps,
-			struct {
-				q    string
-				args []any
-			}{`INSERT INTO pg_class VALUES (?, ?, ?, 'r', 10, -1, 0, 'p', 0, 0, NULL, 0, 0, 0, 0, 0, 2, NULL, ?, 0)`, []any{oid, t.Name, oidMain, len(t.Columns)}},
-			struct {
-				q    string
-				args []any
-			}{`INSERT INTO pg_tables VALUES ('main', ?, 'owner', 0)`, []any{t.Name}},
-			struct {
-				q    string
-				args []any
-			}{`INSERT INTO information_schema.tables VALUES ('dpsql', 'main', ?, 'BASE TABLE', 'NO')`, []any{t.Name}})
+			insert{`INSERT INTO pg_class VALUES (?, ?, ?, 'r', 10, -1, 0, 'p', 0, 0, NULL, 0, 0, 0, 0, 0, 2, NULL, ?, 0)`, []any{oid, t.Name, oidMain, len(t.Columns)}},
+			insert{`INSERT INTO pg_tables VALUES ('main', ?, 'owner', 0)`, []any{t.Name}},
+			insert{`INSERT INTO information_schema.tables VALUES ('dpsql', 'main', ?, 'BASE TABLE', 'NO')`, []any{t.Name}})
 		for j, col := range t.Columns {
 			typ := typeOID(col.Type)
 			steps = append(steps,
-				struct {
-					q    string
-					args []any
-				}{`INSERT INTO pg_attribute VALUES (?, ?, ?, ?, 0, 0, -1, ?, 0, '', '', 0, 0)`, []any{oid, col.Name, typ, j + 1, map[int64]int64{20: 8, 701: 8}[typ]}},
-				struct {
-					q    string
-					args []any
-				}{`INSERT INTO information_schema.columns VALUES ('dpsql', 'main', ?, ?, ?, NULL, 'YES', ?, ?, NULL, NULL, NULL, 'NO')`, []any{t.Name, col.Name, j + 1, pgTypeName(col.Type), map[int64]string{20: "int8", 701: "float8"}[typ] + map[bool]string{true: "text"}[typ == 25]}})
+				insert{`INSERT INTO pg_attribute VALUES (?, ?, ?, ?, 0, 0, -1, ?, 0, '', '', 0, 0)`, []any{oid, col.Name, typ, j + 1, typeLength(typ)}},
+				insert{`INSERT INTO information_schema.columns VALUES ('dpsql', 'main', ?, ?, ?, NULL, 'YES', ?, ?, NULL, NULL, NULL, 'NO')`, []any{t.Name, col.Name, j + 1, pgTypeName(col.Type), typeName(typ)}})
 		}
 	}
 	for _, s := range steps {

@@ -46,9 +46,35 @@ func identName(s string) string {
 // any other statement.
 func (c *conn) sessionCommand(text string) (a *answer, err error, ok bool) {
 	q := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(stripComments(text)), ";"))
-	switch {
-	case rePrepare.MatchString(q):
-		m := rePrepare.FindStringSubmatch(q)
+	word := ""
+	if f := strings.Fields(q); len(f) > 0 {
+		word, _, _ = strings.Cut(f[0], "(") // COPY(SELECT ...)
+	}
+	var re *regexp.Regexp
+	switch strings.ToUpper(word) {
+	case "PREPARE":
+		re = rePrepare
+	case "EXECUTE":
+		re = reExecute
+	case "DEALLOCATE":
+		re = reDeallocate
+	case "DECLARE":
+		re = reDeclare
+	case "FETCH":
+		re = reFetch
+	case "CLOSE":
+		re = reClose
+	case "COPY":
+		re = reCopy
+	default:
+		return nil, nil, false // most statements: no pattern to try
+	}
+	m := re.FindStringSubmatch(q)
+	if m == nil {
+		return nil, nil, false
+	}
+	switch re {
+	case rePrepare:
 		if c.sqlPrepared == nil {
 			c.sqlPrepared = map[string]string{}
 		}
@@ -58,8 +84,7 @@ func (c *conn) sessionCommand(text string) (a *answer, err error, ok bool) {
 		}
 		c.sqlPrepared[name] = m[2]
 		return &answer{tag: "PREPARE"}, nil, true
-	case reExecute.MatchString(q):
-		m := reExecute.FindStringSubmatch(q)
+	case reExecute:
 		stmt, found := c.sqlPrepared[identName(m[1])]
 		if !found {
 			return nil, &wireError{code: "26000", msg: fmt.Sprintf("prepared statement %q does not exist", identName(m[1]))}, true
@@ -70,16 +95,14 @@ func (c *conn) sessionCommand(text string) (a *answer, err error, ok bool) {
 		}
 		a, err := c.run(stmt, args)
 		return a, err, true
-	case reDeallocate.MatchString(q):
-		m := reDeallocate.FindStringSubmatch(q)
+	case reDeallocate:
 		if strings.EqualFold(m[1], "all") {
 			c.sqlPrepared = nil
 		} else {
 			delete(c.sqlPrepared, identName(m[1]))
 		}
 		return &answer{tag: "DEALLOCATE"}, nil, true
-	case reDeclare.MatchString(q):
-		m := reDeclare.FindStringSubmatch(q)
+	case reDeclare:
 		name := identName(m[1])
 		if _, dup := c.cursors[name]; dup {
 			return nil, &wireError{code: "42P03", msg: fmt.Sprintf("cursor %q already exists", name)}, true
@@ -93,8 +116,7 @@ func (c *conn) sessionCommand(text string) (a *answer, err error, ok bool) {
 		}
 		c.cursors[name] = &cursor{a: res}
 		return &answer{tag: "DECLARE CURSOR", notices: res.notices}, nil, true
-	case reFetch.MatchString(q):
-		m := reFetch.FindStringSubmatch(q)
+	case reFetch:
 		cur, found := c.cursors[identName(m[3])]
 		if !found {
 			return nil, &wireError{code: "34000", msg: fmt.Sprintf("cursor %q does not exist", identName(m[3]))}, true
@@ -113,16 +135,14 @@ func (c *conn) sessionCommand(text string) (a *answer, err error, ok bool) {
 			desc = &description{}
 		}
 		return &answer{desc: desc, rows: rows, tag: fmt.Sprintf("FETCH %d", len(rows))}, nil, true
-	case reClose.MatchString(q):
-		m := reClose.FindStringSubmatch(q)
+	case reClose:
 		if strings.EqualFold(m[1], "all") {
 			c.cursors = nil
 		} else {
 			delete(c.cursors, identName(m[1]))
 		}
 		return &answer{tag: "CLOSE CURSOR"}, nil, true
-	case reCopy.MatchString(q):
-		m := reCopy.FindStringSubmatch(q)
+	case reCopy:
 		csvFormat, header, err := copyOptions(m[2])
 		if err != nil {
 			return nil, err, true
