@@ -457,6 +457,9 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 					// tree: post-processing.
 					var iv *Interval
 					if iv, err = tr.intervals(ps, cells[i].lo, cells[i].hi, len(c.Ps) > 0); err == nil {
+						if c.Search >= 0 {
+							iv.widenForBuckets(cells[i].lo, cells[i].hi)
+						}
 						quantileIvs[g*nc+i] = iv
 					}
 				}
