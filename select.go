@@ -50,16 +50,11 @@ func (s *Session) query(ctx context.Context, st *parser.SelectStmt, cat *catalog
 
 // intervalOutputs are the outputs of p that get a 95% interval: plain
 // aggregates other than APPROX_QUANTILES and JSON reports (which carry
-// theirs).
+// theirs), and monotone functions of one such aggregate.
 func intervalOutputs(p *planner.PrivateQuery) []bool {
 	out := make([]bool, len(p.Outputs))
 	for j, o := range p.Outputs {
-		if call, ok := o.Expr.(*parser.CallExpr); ok {
-			if i, ok := p.AggOf[call]; ok {
-				a := p.Aggregates[i]
-				out[j] = a.Quantiles == 0 && !a.Report
-			}
-		}
+		_, out[j] = exec.OutputAggregate(p, o.Expr)
 	}
 	return out
 }

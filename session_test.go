@@ -366,3 +366,58 @@ func TestDropTable(t *testing.T) {
 		t.Errorf("DROP TABLE of an internal table: %v", err)
 	}
 }
+
+// TestIntervalsThroughMonotoneFunctions: an output that is a monotone
+// function of one aggregate and constants carries the aggregate's
+// interval mapped through it (ROUND and CAST outward or truncated, a
+// negation reversed, integer division counted both ways), so it holds
+// the output's true value whenever the aggregate's interval holds the
+// aggregate's; outputs of two aggregates or of other functions get none.
+func TestIntervalsThroughMonotoneFunctions(t *testing.T) {
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1}) // zero noise: intervals centred on the truth
+	res := query(t, e, `SELECT AVG(x), COUNT(*), SUM(x),
+		ROUND(AVG(x)), ROUND(AVG(x), 1), CAST(AVG(x) AS INTEGER), -2 * SUM(x) + 1, COUNT(*) / 3,
+		ABS(AVG(x) - 60), (SUM(x) / 1000.0), 1000 / COUNT(*),
+		SUM(x) / COUNT(*), LENGTH(CAST(SUM(x) AS TEXT)) FROM t`)
+	ivs := res.Intervals[0]
+	avg, cnt, sum := ivs[0], ivs[1], ivs[2]
+	if avg == nil || cnt == nil || sum == nil {
+		t.Fatalf("plain aggregates without intervals: %v", ivs)
+	}
+	// The true values: 1,000 rows, x = i % 100.
+	const trueAvg, trueCount, trueSum = 49.5, 1000.0, 49500.0
+	want := []struct {
+		name    string
+		lo, hi  float64
+		truth   float64
+		missing bool
+	}{
+		{"ROUND(AVG(x))", math.Floor(avg.Lo), math.Ceil(avg.Hi), math.Round(trueAvg), false},
+		{"ROUND(AVG(x), 1)", math.Floor(avg.Lo*10) / 10, math.Ceil(avg.Hi*10) / 10, trueAvg, false},
+		{"CAST(AVG(x) AS INTEGER)", math.Trunc(avg.Lo), math.Trunc(avg.Hi), 49, false},
+		{"-2 * SUM(x) + 1", -2*sum.Hi + 1, -2*sum.Lo + 1, -2*trueSum + 1, false},
+		{"COUNT(*) / 3", math.Trunc(cnt.Lo / 3), cnt.Hi / 3, 333, false},
+		{"ABS(AVG(x) - 60)", 60 - avg.Hi, 60 - avg.Lo, 10.5, false},
+		{"SUM(x) / 1000.0", math.Trunc(sum.Lo / 1000), sum.Hi / 1000, trueSum / 1000, false},
+		{"1000 / COUNT(*)", math.Trunc(1000 / cnt.Hi), 1000 / cnt.Lo, 1, false},
+		{"SUM(x) / COUNT(*)", 0, 0, 0, true},
+		{"LENGTH(CAST(SUM(x) AS TEXT))", 0, 0, 0, true},
+	}
+	for k, w := range want {
+		iv := ivs[3+k]
+		switch {
+		case w.missing && iv != nil:
+			t.Errorf("%s: interval %+v, want none", w.name, *iv)
+		case w.missing:
+		case iv == nil:
+			t.Errorf("%s: no interval", w.name)
+		case math.Abs(iv.Lo-w.lo) > 1e-9 || math.Abs(iv.Hi-w.hi) > 1e-9:
+			t.Errorf("%s: interval [%v, %v], want [%v, %v]", w.name, iv.Lo, iv.Hi, w.lo, w.hi)
+		case !(iv.Lo <= w.truth && w.truth <= iv.Hi):
+			t.Errorf("%s: interval [%v, %v] misses the true %v", w.name, iv.Lo, iv.Hi, w.truth)
+		}
+	}
+	if !(avg.Lo <= trueAvg && trueAvg <= avg.Hi) || !(cnt.Lo <= trueCount && trueCount <= cnt.Hi) {
+		t.Fatalf("zero noise, yet the plain intervals miss: %+v %+v", *avg, *cnt)
+	}
+}

@@ -522,25 +522,24 @@ func withIntervals(q *planner.PrivateQuery, res *Result, ivs []*Interval) *Resul
 		return res
 	}
 	na := len(q.Aggregates)
-	aggOf := make([]int, n)
-	for j := range aggOf {
-		aggOf[j] = -1
-		if call, ok := q.Outputs[j].Expr.(*parser.CallExpr); ok {
-			if i, ok := q.AggOf[call]; ok {
-				aggOf[j] = i
-			}
-		}
-	}
 	res.Columns = res.Columns[:n]
 	res.Intervals = make([][]*Interval, len(res.Rows))
 	for r, row := range res.Rows {
 		g, _ := row[n].(int64)
 		res.Rows[r] = row[:n]
 		res.Intervals[r] = make([]*Interval, n)
-		for j, i := range aggOf {
-			if i >= 0 && g >= 1 && int(g-1)*na+i < len(ivs) {
-				res.Intervals[r][j] = ivs[int(g-1)*na+i]
+		if g < 1 || int(g)*na > len(ivs) {
+			continue
+		}
+		group := ivs[int(g-1)*na : int(g)*na]
+		for j := 0; j < n && j < len(q.Outputs); j++ {
+			if call, ok := q.Outputs[j].Expr.(*parser.CallExpr); ok {
+				if i, ok := q.AggOf[call]; ok {
+					res.Intervals[r][j] = group[i]
+					continue
+				}
 			}
+			res.Intervals[r][j] = derivedInterval(q, q.Outputs[j].Expr, func(i int) *Interval { return group[i] })
 		}
 	}
 	return res
