@@ -16,7 +16,7 @@ func fromExec(in [][]*exec.Interval) [][]*Interval {
 		out[r] = make([]*Interval, len(row))
 		for j, iv := range row {
 			if iv != nil {
-				x := &Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide}
+				x := &Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide, Clipped: iv.Clipped, ClipLo: iv.ClipLo, ClipHi: iv.ClipHi, Bounded: iv.Bounded}
 				for _, e := range iv.Each {
 					x.Each = append(x.Each, Interval{Lo: e.Lo, Hi: e.Hi, Wide: e.Wide})
 				}
@@ -34,7 +34,7 @@ func toCache(in [][]*Interval) [][]*cache.Interval {
 		r := make([]*cache.Interval, len(row))
 		for j, iv := range row {
 			if iv != nil {
-				x := &cache.Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide}
+				x := &cache.Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide, Clipped: iv.Clipped, ClipLo: iv.ClipLo, ClipHi: iv.ClipHi, Bounded: iv.Bounded}
 				for _, e := range iv.Each {
 					x.Each = append(x.Each, cache.Interval{Lo: e.Lo, Hi: e.Hi, Wide: e.Wide})
 				}
@@ -52,7 +52,7 @@ func fromCached(in [][]*cache.Interval) [][]*Interval {
 		r := make([]*Interval, len(row))
 		for j, iv := range row {
 			if iv != nil {
-				x := &Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide}
+				x := &Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide, Clipped: iv.Clipped, ClipLo: iv.ClipLo, ClipHi: iv.ClipHi, Bounded: iv.Bounded}
 				for _, e := range iv.Each {
 					x.Each = append(x.Each, Interval{Lo: e.Lo, Hi: e.Hi, Wide: e.Wide})
 				}
@@ -108,6 +108,18 @@ type Interval struct {
 	// Each holds, for APPROX_QUANTILES' array of values, one interval per
 	// value (Lo and Hi then span them).
 	Each []Interval
+	// Clipped says the value is computed from values clipped to [ClipLo,
+	// ClipHi] (declared or privately chosen bounds): where the table has
+	// values beyond them, its raw value may lie outside [Lo, Hi], pulled
+	// toward the bounds. Set for every aggregate but COUNT; a public fact
+	// of the query, not a measurement (no ε is spent to say how many
+	// values were clipped).
+	Clipped        bool
+	ClipLo, ClipHi float64
+	// Bounded says contribution bounding may have dropped rows: the
+	// policy has a privacy unit, and a unit's rows beyond its l0 groups
+	// and l∞ rows per group are not measured.
+	Bounded bool
 }
 
 // addCharge adds one DP query's cost, mechanism and notes (each after

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/cache"
@@ -154,6 +155,9 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	}
 	if u := opt.plan.Unit; u.Column != "" && res.Intervals != nil {
 		res.Notes = append(res.Notes, fmt.Sprintf("the intervals are about the rows contribution bounding kept (at most %d group(s) and %d row(s) per group for each %s): a unit's rows beyond those are not counted", u.MaxGroups, u.MaxRows, u.Column))
+	}
+	if n := clippedNote(res); n != "" {
+		res.Notes = append(res.Notes, n)
 	}
 	if n := wideIntervals(res.Intervals); n > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d value(s) come from groups with too few rows for their noisy count to carry them: their interval is the whole range the bounds allow (shown as [lo, hi] (few rows)); read them as unknown", n))
@@ -312,4 +316,23 @@ func textArgumentNotes(p *planner.PrivateQuery, cat *catalog.Catalog) []string {
 		}
 	}
 	return notes
+}
+
+// clippedNote names the values computed from clipped values and their
+// bounds (the first row's: bounds are per aggregate, the same in every
+// group), or "".
+func clippedNote(res *Result) string {
+	if len(res.Intervals) == 0 {
+		return ""
+	}
+	var parts []string
+	for j, iv := range res.Intervals[0] {
+		if iv != nil && iv.Clipped && j < len(res.Columns) {
+			parts = append(parts, fmt.Sprintf("%s [%g, %g]", res.Columns[j], iv.ClipLo, iv.ClipHi))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "computed from values clipped to their bounds: " + strings.Join(parts, ", ") + "; values beyond the bounds pull these toward them, so the table's own values may lie outside the intervals"
 }

@@ -421,3 +421,65 @@ func TestIntervalsThroughMonotoneFunctions(t *testing.T) {
 		t.Fatalf("zero noise, yet the plain intervals miss: %+v %+v", *avg, *cnt)
 	}
 }
+
+// TestIntervalsSayWhatMayBiasThem: every value but a COUNT says it was
+// computed from values clipped to its bounds (and which), values under a
+// privacy unit say contribution bounding may have dropped rows, and the
+// flags survive functions of the value and the answer cache; the result
+// notes name the clipped values.
+func TestIntervalsSayWhatMayBiasThem(t *testing.T) {
+	path := newDB(t)
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE u (person INTEGER, x INTEGER);
+		INSERT INTO u SELECT i % 50, i % 100 FROM t`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	mustRun(t, open(t, path, dpsql.Options{Owner: true}), `CREATE PRIVACY POLICY ON u OPTIONS (privacy_unit_column = person, max_groups_contributed = 1, max_rows_contributed = 5);
+		ALTER PRIVACY POLICY ON u SET BOUNDS x (0, 80)`)
+	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, nil) // real noise, the cache on
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		q              string
+		clipped        []bool
+		lo, hi         float64
+		bounded        bool
+		noteSaysClipTo string
+	}{
+		{`SELECT COUNT(*), AVG(x), ROUND(SUM(x)), MEDIAN(x) FROM t`, []bool{false, true, true, true}, 0, 100, false, `AVG("x") [0, 100]`},
+		{`SELECT COUNT(*), SUM(x) FROM u`, []bool{false, true}, 0, 80, true, `SUM("x") [0, 80]`},
+		{`SELECT COUNT(*) FROM u`, []bool{false}, 0, 0, true, ""},
+	} {
+		for _, attempt := range []string{"first", "cached"} {
+			res, err := e.Query(ctx, tc.q)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.q, err)
+			}
+			if attempt == "cached" && res.Cost.Epsilon != 0 {
+				t.Fatalf("%s: the repeat was charged", tc.q)
+			}
+			for j, want := range tc.clipped {
+				iv := res.Intervals[0][j]
+				switch {
+				case iv == nil:
+					t.Errorf("%s (%s): column %d has no interval", tc.q, attempt, j)
+				case iv.Clipped != want || (want && (iv.ClipLo != tc.lo || iv.ClipHi != tc.hi)):
+					t.Errorf("%s (%s): column %d clipped %v to [%v, %v], want %v to [%v, %v]", tc.q, attempt, j, iv.Clipped, iv.ClipLo, iv.ClipHi, want, tc.lo, tc.hi)
+				case iv.Bounded != tc.bounded:
+					t.Errorf("%s (%s): column %d bounded %v, want %v", tc.q, attempt, j, iv.Bounded, tc.bounded)
+				}
+			}
+			notes := strings.Join(res.Notes, "\n")
+			if tc.noteSaysClipTo != "" && !strings.Contains(notes, tc.noteSaysClipTo) || tc.noteSaysClipTo == "" && strings.Contains(notes, "clipped to their bounds") {
+				t.Errorf("%s (%s): notes %q, want the clipping of %q", tc.q, attempt, notes, tc.noteSaysClipTo)
+			}
+		}
+	}
+}

@@ -80,6 +80,12 @@ type Interval struct {
 	Hi   float64    `json:"hi"`
 	Wide bool       `json:"wide,omitempty"`
 	Each []Interval `json:"each,omitempty"` // APPROX_QUANTILES: one per value
+	// Clipped, ClipLo, ClipHi and Bounded are the value's bias flags
+	// (dpsql.Interval).
+	Clipped bool    `json:"clipped,omitempty"`
+	ClipLo  float64 `json:"clip_lo,omitempty"`
+	ClipHi  float64 `json:"clip_hi,omitempty"`
+	Bounded bool    `json:"bounded,omitempty"`
 }
 
 type stored struct {

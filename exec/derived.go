@@ -22,6 +22,7 @@ type derivedRange struct {
 	lo, hi float64
 	agg    int // the aggregate it depends on, or -1 for a constant
 	wide   bool
+	bias   Bias
 }
 
 // OutputAggregate returns the aggregate whose interval an output carries,
@@ -43,7 +44,7 @@ func derivedInterval(q *planner.PrivateQuery, e parser.Expr, ivOf func(agg int) 
 	if !ok || r.agg < 0 {
 		return nil
 	}
-	return &Interval{Lo: r.lo, Hi: r.hi, Wide: r.wide}
+	return &Interval{Lo: r.lo, Hi: r.hi, Wide: r.wide, Bias: r.bias}
 }
 
 func outputRange(q *planner.PrivateQuery, e parser.Expr, ivOf func(agg int) *Interval) (derivedRange, bool) {
@@ -90,7 +91,7 @@ func outputRange(q *planner.PrivateQuery, e parser.Expr, ivOf func(agg int) *Int
 			if a.Quantiles > 0 || a.Report || iv == nil {
 				return derivedRange{}, false
 			}
-			return derivedRange{lo: iv.Lo, hi: iv.Hi, agg: i, wide: iv.Wide}, true
+			return derivedRange{lo: iv.Lo, hi: iv.Hi, agg: i, wide: iv.Wide, bias: iv.Bias}, true
 		}
 		return callRange(q, e, ivOf)
 	}
@@ -144,7 +145,10 @@ func binaryRange(q *planner.PrivateQuery, e *parser.BinaryExpr, ivOf func(int) *
 	if !okX || !okY || (x.agg >= 0 && y.agg >= 0) {
 		return derivedRange{}, false
 	}
-	out := derivedRange{agg: max(x.agg, y.agg), wide: x.wide || y.wide}
+	out := derivedRange{agg: max(x.agg, y.agg), wide: x.wide || y.wide, bias: x.bias}
+	if y.agg >= 0 {
+		out.bias = y.bias
+	}
 	var vs []float64
 	switch e.Op {
 	case "+":

@@ -501,16 +501,31 @@ func groupIntervals(q *planner.PrivateQuery, noisy []float64, ns []noiseOf, aggB
 	out := make([]*Interval, groups*na)
 	for g := 0; g < groups; g++ {
 		for i, a := range q.Aggregates {
+			var iv *Interval
 			if a.Kind == planner.AggQuantile {
-				out[g*na+i] = quantileIvs[g*nc+a.Cells[0]] // APPROX_QUANTILES: one per value, in Each
-				continue
+				iv = quantileIvs[g*nc+a.Cells[0]] // APPROX_QUANTILES: one per value, in Each
+			} else if v, ok := aggregateInterval(a, noisy[g*nc:(g+1)*nc], ns, aggBounds[i][0], aggBounds[i][1]); ok {
+				iv = &v
 			}
-			if iv, ok := aggregateInterval(a, noisy[g*nc:(g+1)*nc], ns, aggBounds[i][0], aggBounds[i][1]); ok {
-				out[g*na+i] = &iv
+			if iv != nil {
+				iv.Bias = aggregateBias(q, a, aggBounds[i])
 			}
+			out[g*na+i] = iv
 		}
 	}
 	return out
+}
+
+// aggregateBias is what may make aggregate a's measured data differ from
+// the table's: clipping (every aggregate but COUNT) and contribution
+// bounding (a privacy unit column, whose rows beyond l0 and l∞ are
+// dropped; without one each row is its own unit and none is).
+func aggregateBias(q *planner.PrivateQuery, a *planner.Aggregate, bounds [2]float64) Bias {
+	b := Bias{Bounded: q.Unit.Column != ""}
+	if a.Kind != planner.AggCount {
+		b.Clipped, b.ClipLo, b.ClipHi = true, bounds[0], bounds[1]
+	}
+	return b
 }
 
 // withIntervals strips the post-processing's last column (the group's

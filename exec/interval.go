@@ -21,6 +21,22 @@ type Interval struct {
 	// Each holds, for APPROX_QUANTILES' array of values, one interval per
 	// value (Lo and Hi then span them).
 	Each []Interval
+	// Bias says how the measured data may differ from the table's: a
+	// public fact of the query, not a measurement of the data.
+	Bias
+}
+
+// Bias flags a value whose measured data may differ from the raw table's,
+// so that the raw table's value may lie outside the interval.
+type Bias struct {
+	// Clipped: the value is computed from values clipped to [ClipLo,
+	// ClipHi] (declared or chosen bounds): values beyond pull it toward
+	// them.
+	Clipped        bool
+	ClipLo, ClipHi float64
+	// Bounded: contribution bounding may have dropped rows (a unit's rows
+	// beyond its l0 groups and l∞ rows per group).
+	Bounded bool
 }
 
 // intervalLevel is the intervals' confidence level.

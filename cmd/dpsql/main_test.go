@@ -537,6 +537,18 @@ func TestMachineReadableOutput(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.Split(out, "\n")[0]), &first); err != nil || first.Epsilon != 0.25 || first.ErrorBounds["n"] <= 0 || len(first.Rows) != 1 {
 		t.Errorf("json --with-cost: %q %v", out, err)
 	}
+	// A value computed from clipped values says so, with the bounds.
+	if _, errOut, code := runCLI(t, "", "--db", db, "--owner", "-c", `CREATE PRIVACY POLICY ON people; ALTER PRIVACY POLICY ON people SET BOUNDS "Age" (0, 60)`); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, errOut, _ = runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "json", "--with-cost", "-c", `SELECT AVG("Age") AS a, COUNT(*) AS n FROM people`)
+	var clipped struct {
+		Intervals [][]map[string]any `json:"noise_confidence_intervals"`
+	}
+	if err := json.Unmarshal([]byte(out), &clipped); err != nil || len(clipped.Intervals) != 1 || len(clipped.Intervals[0]) != 2 ||
+		fmt.Sprint(clipped.Intervals[0][0]["clipped_to"]) != "[0 60]" || clipped.Intervals[0][1]["clipped_to"] != nil {
+		t.Errorf("json --with-cost: clipping flags %q %q %v", out, errOut, err)
+	}
 	resetCache()
 	out, _, _ = runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "csv", "--with-cost", "-c", script)
 	sets := strings.Split(out, "\n\n")

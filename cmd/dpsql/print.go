@@ -444,6 +444,11 @@ type confidenceInterval struct {
 	Upper float64 `json:"upper_bound"`
 	// Elements are APPROX_QUANTILES' intervals, one per value.
 	Elements []*confidenceInterval `json:"elements,omitempty"`
+	// ClippedTo is [lo, hi] when the value is computed from values
+	// clipped to those bounds; ContributionBounded when contribution
+	// bounding may have dropped rows (dpsql.Interval's flags).
+	ClippedTo           []float64 `json:"clipped_to,omitempty"`
+	ContributionBounded bool      `json:"contribution_bounded,omitempty"`
 }
 
 // jsonIntervals are a result's intervals in BigQuery's form, row by row
@@ -457,7 +462,10 @@ func jsonIntervals(r *dpsql.Result) [][]*confidenceInterval {
 		}
 		for j, iv := range r.Intervals[i] {
 			if iv != nil && !math.IsInf(iv.Lo, 0) && !math.IsInf(iv.Hi, 0) && !math.IsNaN(iv.Lo) && !math.IsNaN(iv.Hi) {
-				ci := &confidenceInterval{Level: 0.95, Lower: iv.Lo, Upper: iv.Hi}
+				ci := &confidenceInterval{Level: 0.95, Lower: iv.Lo, Upper: iv.Hi, ContributionBounded: iv.Bounded}
+				if iv.Clipped && !math.IsInf(iv.ClipLo, 0) && !math.IsInf(iv.ClipHi, 0) {
+					ci.ClippedTo = []float64{iv.ClipLo, iv.ClipHi}
+				}
 				for _, e := range iv.Each {
 					ci.Elements = append(ci.Elements, &confidenceInterval{Level: 0.95, Lower: e.Lo, Upper: e.Hi})
 				}
