@@ -938,6 +938,39 @@ func aggregateValue(a *planner.Aggregate, cells []float64, lo, hi float64) any {
 	return v
 }
 
+// countStar is the index of the query's COUNT(*) among its aggregates, or
+// −1.
+func countStar(q *planner.PrivateQuery) int {
+	for i, a := range q.Aggregates {
+		if a.Kind == planner.AggCount && a.Text == "COUNT(*)" && !a.Report {
+			return i
+		}
+	}
+	return -1
+}
+
+// sumWithinCount keeps a noisy SUM inside what its bounds allow for the
+// rows the same query's COUNT(*) says there may be: a group's values are
+// at most as many as its rows, so its sum lies in [min(0, lo)·N, max(0,
+// hi)·N] for N the upper end of COUNT(*)'s 95% interval (the true count is
+// above it with probability 2.5%). It never leaves the SUM's own interval.
+// Post-processing of released values: free. An empty or nearly empty
+// group's SUM then stays near 0 instead of ranging over the noise.
+func sumWithinCount(v float64, bounds [2]float64, count, own *Interval) float64 {
+	if count == nil || math.IsInf(count.Hi, 0) || math.IsNaN(count.Hi) {
+		return v
+	}
+	n := math.Max(0, count.Hi)
+	lo, hi := math.Min(0, bounds[0])*n, math.Max(0, bounds[1])*n
+	if own != nil {
+		lo, hi = math.Max(lo, own.Lo), math.Min(hi, own.Hi)
+		if lo > hi { // the two disagree: the SUM's own interval wins
+			lo, hi = own.Lo, own.Hi
+		}
+	}
+	return math.Min(hi, math.Max(lo, v))
+}
+
 // jsonReport is BigQuery's JSON report of a released value: the value and
 // its 95% interval (nil: none), keys in BigQuery's order, which is
 // alphabetical.
@@ -996,11 +1029,15 @@ func fill(ctx context.Context, conn *sql.Conn, q *planner.PrivateQuery, rw *rewr
 		return err
 	}
 	pending := 0
+	countRows := countStar(q)
 	for g := 0; g < groups; g++ {
 		args = append(args, keys[g]...)
 		cells := noisy[g*nc : (g+1)*nc]
 		for i, a := range q.Aggregates {
 			v := aggregateValue(a, cells, aggBounds[i][0], aggBounds[i][1])
+			if a.Kind == planner.AggSum && countRows >= 0 {
+				v = sumWithinCount(v.(float64), aggBounds[i], ivs[g*len(q.Aggregates)+countRows], ivs[g*len(q.Aggregates)+i])
+			}
 			if a.Quantiles > 0 {
 				v = jsonNumbers(multi[g*nc+a.Cells[0]])
 			}
