@@ -60,8 +60,8 @@ func TestAutoBoundsWithoutNoise(t *testing.T) {
 	if got := r.Rows[0][2].(int64); got != 1000 {
 		t.Errorf("COUNT = %v", got)
 	}
-	if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "[0, 96]") {
-		t.Errorf("notes %q, want bounds [0, 96]", r.Notes)
+	if len(r.Notes) != 2 || !strings.Contains(r.Notes[0], "chosen privately: [0, 96]") || !strings.Contains(r.Notes[1], "clipped to bounds") {
+		t.Errorf("notes %q, want the chosen bounds [0, 96] and the clipping note", r.Notes)
 	}
 	// A column with negative values gets a negative lower bound.
 	r = query(t, e, `SELECT AVG(x - 50) FROM t`)

@@ -334,5 +334,5 @@ func clippedNote(res *Result) string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return "computed from values clipped to their bounds: " + strings.Join(parts, ", ") + "; values beyond the bounds pull these toward them, so the table's own values may lie outside the intervals"
+	return "values clipped to bounds: " + strings.Join(parts, ", ") + " (the intervals are about the clipped values)"
 }

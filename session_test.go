@@ -477,7 +477,7 @@ func TestIntervalsSayWhatMayBiasThem(t *testing.T) {
 				}
 			}
 			notes := strings.Join(res.Notes, "\n")
-			if tc.noteSaysClipTo != "" && !strings.Contains(notes, tc.noteSaysClipTo) || tc.noteSaysClipTo == "" && strings.Contains(notes, "clipped to their bounds") {
+			if tc.noteSaysClipTo != "" && !strings.Contains(notes, tc.noteSaysClipTo) || tc.noteSaysClipTo == "" && strings.Contains(notes, "clipped to bounds") {
 				t.Errorf("%s (%s): notes %q, want the clipping of %q", tc.q, attempt, notes, tc.noteSaysClipTo)
 			}
 		}
