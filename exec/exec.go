@@ -953,7 +953,8 @@ func countStar(q *planner.PrivateQuery) int {
 // rows the same query's COUNT(*) says there may be: a group's values are
 // at most as many as its rows, so its sum lies in [min(0, lo)·N, max(0,
 // hi)·N] for N the upper end of COUNT(*)'s 95% interval (the true count is
-// above it with probability 2.5%). It never leaves the SUM's own interval.
+// above it with probability 2.5%), then kept inside the SUM's own
+// interval (where the two disagree, at its end nearest that range).
 // Post-processing of released values: free. An empty or nearly empty
 // group's SUM then stays near 0 instead of ranging over the noise.
 func sumWithinCount(v float64, bounds [2]float64, count, own *Interval) float64 {
@@ -961,14 +962,11 @@ func sumWithinCount(v float64, bounds [2]float64, count, own *Interval) float64 
 		return v
 	}
 	n := math.Max(0, count.Hi)
-	lo, hi := math.Min(0, bounds[0])*n, math.Max(0, bounds[1])*n
+	v = math.Min(math.Max(0, bounds[1])*n, math.Max(math.Min(0, bounds[0])*n, v))
 	if own != nil {
-		lo, hi = math.Max(lo, own.Lo), math.Min(hi, own.Hi)
-		if lo > hi { // the two disagree: the SUM's own interval wins
-			lo, hi = own.Lo, own.Hi
-		}
+		v = math.Min(own.Hi, math.Max(own.Lo, v))
 	}
-	return math.Min(hi, math.Max(lo, v))
+	return v
 }
 
 // jsonReport is BigQuery's JSON report of a released value: the value and
