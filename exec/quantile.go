@@ -237,21 +237,17 @@ func (tr *noisyTree) statistic(L int32, p float64) (float64, []float64, error) {
 func (tr *noisyTree) quantileInterval(p, lo, hi float64) (Interval, error) {
 	const n = planner.TreeBranch * planner.TreeBranch // level-2 boundaries: 0..n
 	step := leaves / n
-	g := make([]float64, n+1)
-	t := make([]float64, n+1)
+	a, b := n, 0
 	for k := 0; k <= n; k++ {
-		v, scales, err := tr.statistic(int32(k)*step, p)
+		g, scales, err := tr.statistic(int32(k)*step, p)
 		if err != nil {
 			return Interval{}, err
 		}
-		g[k], t[k] = v, laplaceSumHalfWidth(nonZero(scales), 1-intervalLevel)
-	}
-	a, b := n, 0
-	for k := 0; k <= n; k++ {
-		if g[k] >= -t[k]-1 && k < a {
+		t := laplaceSumHalfWidth(nonZero(scales), 1-intervalLevel) + 1
+		if g >= -t && k < a {
 			a = k
 		}
-		if g[k] <= t[k]+1 {
+		if g <= t {
 			b = k
 		}
 	}
