@@ -59,7 +59,11 @@ func duckBenchFile(b *testing.B, n int) string {
 //	go test -run XXX -bench BenchmarkDuckDB -benchtime 5x -duck.rows 10000000
 func BenchmarkDuckDB(b *testing.B) {
 	duck := duckBenchFile(b, *duckRows)
-	raw, err := sql.Open("duckdb", (&duckdb.Source{Path: duck}).ReadOnlyDSN()) // the engine's configuration
+	dsn, err := (&duckdb.Source{Path: duck}).ReadOnlyDSN() // the engine's configuration
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := sql.Open("duckdb", dsn)
 	if err != nil {
 		b.Fatal(err)
 	}

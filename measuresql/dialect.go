@@ -17,7 +17,18 @@ import (
 // (128 bits), and no sum of fewer than 2^48 rows can reach 2^126. Clipping
 // is CASE over comparisons, which cannot raise. hash() accepts every type
 // and NULL.
+//
+// What the owner's file holds cannot change the statement's meaning: every
+// function is called by its qualified built-in name (system.main.sum), which
+// a macro stored in the file cannot shadow (an unqualified sum or isnan
+// resolves to a macro of the same name in the schema main first), and text
+// is compared, grouped and hashed under the binary collation C, whatever
+// collation the column declares (the reference compares bytes).
 type DuckDB struct{}
+
+// Func is the built-in function name, qualified with DuckDB's system
+// catalog so that no macro in the file can stand in for it.
+func (DuckDB) Func(name string) string { return "system.main." + name }
 
 // Quote quotes an identifier.
 func (DuckDB) Quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
@@ -29,6 +40,8 @@ func (DuckDB) Value(name string, t Type) string {
 		return "CAST(" + name + " AS BIGINT)"
 	case Real:
 		return "CAST(" + name + " AS DOUBLE)" // NaN stays: the compiler guards every use
+	case Text:
+		return "(" + name + " COLLATE C)" // bytes, as the reference compares them
 	}
 	return name
 }
@@ -40,7 +53,7 @@ func (DuckDB) Float(f float64) string {
 
 // Hash mixes the values with the key.
 func (DuckDB) Hash(values []string, key uint64) string {
-	return "hash(" + strings.Join(values, ", ") + ", CAST(" + strconv.FormatUint(key, 10) + " AS UBIGINT))"
+	return "system.main.hash(" + strings.Join(values, ", ") + ", CAST(" + strconv.FormatUint(key, 10) + " AS UBIGINT))"
 }
 
 // Wide is HUGEINT.

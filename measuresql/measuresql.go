@@ -80,6 +80,10 @@ type Dialect interface {
 	// SemiJoin keeps the rows of from that have a match in sub under on
 	// (a semi-join: each row at most once).
 	SemiJoin(from, sub, on string) string
+	// Func is the name by which the statement calls the built-in
+	// function name (sum, count, isnan, row_number), in a form that
+	// nothing stored in the database can redefine.
+	Func(name string) string
 	// RoundToInt64 converts a double of magnitude at most 2^62 to a
 	// 64-bit integer, rounding half to even; a SUM of such integers is
 	// exact (taken in a wide accumulator).
@@ -244,9 +248,9 @@ func (c *compiler) filter(f rewrite.Filter) string {
 		v := c.value(f.Column)
 		if t == Real {
 			if f.Not {
-				return "(" + v + " IS NOT NULL AND NOT isnan(" + v + "))"
+				return "(" + v + " IS NOT NULL AND NOT " + c.d.Func("isnan") + "(" + v + "))"
 			}
-			return "(" + v + " IS NULL OR isnan(" + v + "))"
+			return "(" + v + " IS NULL OR " + c.d.Func("isnan") + "(" + v + "))"
 		}
 		if f.Not {
 			return "(" + v + " IS NOT NULL)"
@@ -324,7 +328,7 @@ func (c *compiler) notNaN(v string, t Type, cond string) string {
 	if t != Real {
 		return cond
 	}
-	return "(CASE WHEN isnan(" + v + ") THEN NULL ELSE " + cond + " END)"
+	return "(CASE WHEN " + c.d.Func("isnan") + "(" + v + ") THEN NULL ELSE " + cond + " END)"
 }
 
 // clipped prints the argument clipped to [lo, hi] as an integer to sum:
@@ -349,7 +353,7 @@ func (c *compiler) clipped(arg int, lo, hi float64) (string, int) {
 		}
 		// NaN (above every number in DuckDB, NULL to the reference) is
 		// tested only for values above hi.
-		clip := "CASE WHEN " + x + " < " + l + " THEN " + l + " WHEN " + x + " <= " + h + " THEN " + x + " WHEN isnan(" + x + ") THEN NULL WHEN " + x + " > " + h + " THEN " + h + " END"
+		clip := "CASE WHEN " + x + " < " + l + " THEN " + l + " WHEN " + x + " <= " + h + " THEN " + x + " WHEN " + c.d.Func("isnan") + "(" + x + ") THEN NULL WHEN " + x + " > " + h + " THEN " + h + " END"
 		return c.d.RoundToInt64("(" + clip + ") * " + c.d.Float(math.Ldexp(1, f))), f
 	}
 	panic(decline("a sum of text"))
@@ -473,7 +477,7 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []spec) strin
 	}
 	sel := append([]string(nil), group...)
 	if len(c.st.Detail) > 0 {
-		sel = append(sel, "COUNT(*)")
+		sel = append(sel, c.d.Func("count")+"(*)")
 	}
 	var items []string
 	c.st.outs = make([]specOut, len(specs))
@@ -483,14 +487,14 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []spec) strin
 		case c.st.DetailSpec[i]:
 			continue
 		case sp.kind == 'n' || sp.kind == 'u':
-			c.st.outs[i] = specOut{col: c.out(&items, "COUNT(*)")}
+			c.st.outs[i] = specOut{col: c.out(&items, c.d.Func("count")+"(*)")}
 		case sp.kind == 'c' || sp.kind == 'C':
 			c.st.outs[i] = specOut{col: c.out(&items, c.count(sp.arg))}
 		case sp.kind == 's':
 			e, f := c.clipped(sp.arg, sp.lo, sp.hi)
-			c.st.outs[i] = specOut{col: c.out(&items, "SUM("+e+")"), shift: f}
+			c.st.outs[i] = specOut{col: c.out(&items, c.d.Func("sum")+"("+e+")"), shift: f}
 		case sp.kind == 'q':
-			c.st.outs[i] = c.squares(&items, sp, "SUM", "COUNT("+a+")")
+			c.st.outs[i] = c.squares(&items, sp, c.d.Func("sum"), c.d.Func("count")+"("+a+")")
 		default:
 			panic(decline("spec " + string(sp.kind)))
 		}
@@ -508,9 +512,9 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []spec) strin
 func (c *compiler) count(arg int) string {
 	a := "a" + strconv.Itoa(arg)
 	if c.typeOf(c.m.Args[arg]) == Real {
-		return "COUNT(CASE WHEN NOT isnan(" + a + ") THEN 1 END)"
+		return c.d.Func("count") + "(CASE WHEN NOT " + c.d.Func("isnan") + "(" + a + ") THEN 1 END)"
 	}
-	return "COUNT(" + a + ")"
+	return c.d.Func("count") + "(" + a + ")"
 }
 
 // squareTerms are a q spec's clipped value and its square, integers in
@@ -569,26 +573,26 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 		switch sp.kind {
 		case 'n':
 			needRank = true
-			rowAggs = append(rowAggs, [2]string{"COUNT(*)", v})
-			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+v+")")}
+			rowAggs = append(rowAggs, [2]string{c.d.Func("count") + "(*)", v})
+			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+v+")")}
 		case 'c':
 			needRank = true
 			rowAggs = append(rowAggs, [2]string{c.count(sp.arg), v})
-			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+v+")")}
+			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+v+")")}
 		case 's':
 			needRank = true
 			e, f := c.clipped(sp.arg, sp.lo, sp.hi)
-			rowAggs = append(rowAggs, [2]string{"SUM(" + e + ")", v})
-			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+v+")"), shift: f}
+			rowAggs = append(rowAggs, [2]string{c.d.Func("sum") + "(" + e + ")", v})
+			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+v+")"), shift: f}
 		case 'q':
 			needRank = true
 			e, sq := c.squareTerms(sp)
-			rowAggs = append(rowAggs, [2]string{"SUM(" + e + ")", v + "s"}, [2]string{"SUM(" + sq + ")", v + "q"},
-				[2]string{"COUNT(" + a + ")", v + "c"})
-			col := c.out(&final, "SUM("+v+"s)", "SUM("+v+"q)", "SUM("+v+"c)")
+			rowAggs = append(rowAggs, [2]string{c.d.Func("sum") + "(" + e + ")", v + "s"}, [2]string{c.d.Func("sum") + "(" + sq + ")", v + "q"},
+				[2]string{c.d.Func("count") + "(" + a + ")", v + "c"})
+			col := c.out(&final, c.d.Func("sum")+"("+v+"s)", c.d.Func("sum")+"("+v+"q)", c.d.Func("sum")+"("+v+"c)")
 			c.st.outs[i] = specOut{col: col, q: true, mid: sp.lo/2 + sp.hi/2}
 		case 'u':
-			c.st.outs[i] = specOut{col: c.out(&final, "COUNT(*)")}
+			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("count")+"(*)")}
 		case 'S':
 			// Σ over units of clip(the unit's exact sum): integer columns
 			// with integer bounds.
@@ -597,21 +601,21 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 			}
 			// Each value as the reference reads it: rounded to a double (an
 			// integer beyond 2^53 is), which is an integer below 2^64.
-			ug = append(ug, "SUM(CAST(CAST("+a+" AS DOUBLE) AS "+c.d.Wide()+")) AS "+v)
-			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+intClip(v, sp.lo, sp.hi)+")")}
+			ug = append(ug, c.d.Func("sum")+"(CAST(CAST("+a+" AS DOUBLE) AS "+c.d.Wide()+")) AS "+v)
+			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+intClip(v, sp.lo, sp.hi)+")")}
 		case 'R', 'K':
 			if !integerBounds(sp.lo, sp.hi) {
 				panic(decline("per-unit count bounds"))
 			}
-			cnt := "COUNT(*)"
+			cnt := c.d.Func("count") + "(*)"
 			if sp.kind == 'K' {
 				cnt = c.count(sp.arg)
 			}
 			ug = append(ug, cnt+" AS "+v)
-			c.st.outs[i] = specOut{col: c.out(&final, "SUM("+intClip(v, sp.lo, sp.hi)+")")}
+			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+intClip(v, sp.lo, sp.hi)+")")}
 		case 'C':
 			ug = append(ug, c.count(sp.arg)+" AS "+v)
-			c.st.outs[i] = specOut{col: c.out(&final, "COUNT(*) FILTER (WHERE "+v+" > 0)")}
+			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("count")+"(*) FILTER (WHERE "+v+" > 0)")}
 		default:
 			panic(decline("spec " + string(sp.kind)))
 		}
@@ -648,8 +652,8 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 		}
 		l := strconv.FormatInt(m.MaxRows, 10)
 		with = "WITH r AS (" + rows + "), " +
-			"ug AS (SELECT " + part + ", COUNT(*) AS _n" + commaList(all) + commaList(ug) + " FROM r GROUP BY " + part + "), " +
-			"heavy AS (SELECT " + part + commaList(filtered) + " FROM (SELECT r.*, row_number() OVER (PARTITION BY " + part + " ORDER BY " + order + ") AS rn FROM " +
+			"ug AS (SELECT " + part + ", " + c.d.Func("count") + "(*) AS _n" + commaList(all) + commaList(ug) + " FROM r GROUP BY " + part + "), " +
+			"heavy AS (SELECT " + part + commaList(filtered) + " FROM (SELECT r.*, " + c.d.Func("row_number") + "() OVER (PARTITION BY " + part + " ORDER BY " + order + ") AS rn FROM " +
 			c.d.SemiJoin("r", "(SELECT "+part+" FROM ug WHERE _n > "+l+") AS h", same("h", "r")) + ") AS r GROUP BY " + part + ") "
 		var ugCols []string
 		for _, col := range partCols {
@@ -672,7 +676,7 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 	if ks != "" {
 		gorder += ", " + ks
 	}
-	keptSQL := "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u ORDER BY " + gorder + ") AS gn FROM " + from + ") AS g WHERE gn <= " + strconv.FormatInt(m.MaxGroups, 10)
+	keptSQL := "SELECT * FROM (SELECT *, " + c.d.Func("row_number") + "() OVER (PARTITION BY u ORDER BY " + gorder + ") AS gn FROM " + from + ") AS g WHERE gn <= " + strconv.FormatInt(m.MaxGroups, 10)
 	if groups, ok := domainGroups(m.Keys); ok && groups <= m.MaxGroups {
 		// No unit can have more groups than l0 (the public domains allow at
 		// most that many): every unit keeps all of its groups.

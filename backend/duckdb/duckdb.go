@@ -10,7 +10,6 @@ import (
 	"math"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,8 +43,10 @@ type Source struct {
 	// MemoryLimit caps the memory DuckDB uses for a query (DuckDB's
 	// memory_limit, such as "512MB"; "" takes $DPSQL_DUCKDB_MEMORY_LIMIT,
 	// else DefaultMemoryLimit); beyond it
-	// DuckDB spills to a temporary directory (TempDir, default the
-	// system's), so that the process stays flat in rows and units.
+	// DuckDB spills to a directory private to this user and process,
+	// made fresh inside TempDir (default the system's temporary
+	// directory; a given one must be the user's own and writable by no one
+	// else) and removed when the last handle closes (spill.go).
 	MemoryLimit, TempDir string
 	// Observe, when set (tests only), sees every statement sent to DuckDB.
 	Observe func(sql string)
@@ -74,8 +75,13 @@ func (s *Source) DB() (*sql.DB, error) {
 	if _, err := os.Stat(s.Path); err != nil {
 		return nil, fmt.Errorf("DuckDB database %s: %w", s.Path, err)
 	}
-	db, err := open(s.Path, true, s.settings())
+	dir, err := acquireSpill(s.TempDir)
 	if err != nil {
+		return nil, err
+	}
+	db, err := open(s.Path, true, s.settings(dir))
+	if err != nil {
+		releaseSpill(s.TempDir)
 		return nil, err
 	}
 	s.db = db
@@ -89,21 +95,25 @@ const DefaultMemoryLimit = "1GB"
 
 // ReadOnlyDSN is the duckdb-go DSN the source reads its file with. DuckDB
 // opens a file with one configuration per process: another handle on the
-// file in the same process must use the same DSN.
-func (s *Source) ReadOnlyDSN() string { return s.Path + "?access_mode=read_only" + s.settings() }
+// file in the same process must use the same DSN. It holds this
+// process's private spill directory until the process ends.
+func (s *Source) ReadOnlyDSN() (string, error) {
+	dir, err := acquireSpill(s.TempDir)
+	if err != nil {
+		return "", err
+	}
+	return s.Path + "?access_mode=read_only" + s.settings(dir), nil
+}
 
-// settings are the DSN's DuckDB settings.
-func (s *Source) settings() string {
+// settings are the DSN's DuckDB settings: the memory limit, and the
+// spill directory dir (acquireSpill: private to this user and process).
+func (s *Source) settings(dir string) string {
 	limit := s.MemoryLimit
 	if limit == "" {
 		limit = os.Getenv("DPSQL_DUCKDB_MEMORY_LIMIT")
 	}
 	if limit == "" {
 		limit = DefaultMemoryLimit
-	}
-	dir := s.TempDir
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "dpsql-duckdb")
 	}
 	return "&memory_limit=" + url.QueryEscape(limit) + "&temp_directory=" + url.QueryEscape(dir)
 }
@@ -117,6 +127,7 @@ func (s *Source) Close() error {
 	}
 	err := s.db.Close()
 	s.db, s.cols = nil, nil
+	releaseSpill(s.TempDir)
 	return err
 }
 
@@ -208,8 +219,12 @@ func classify(name, typ string) column {
 	return c
 }
 
-// columns lists a base table's columns (views are never read: a view's
-// expressions run per row and could fail on one).
+// columns lists the columns of a base table that dpsql reads: those
+// whose every stored value reads without error (readable). Views are never
+// read (a view's expressions run per row and could fail on one), and
+// neither is a column computed at read time or of a type outside the
+// built-in ones; the catalog is read through DuckDB's system functions by
+// their qualified names, which nothing in the file can shadow.
 func (s *Source) columns(ctx context.Context, table string) ([]column, error) {
 	db, err := s.DB()
 	if err != nil {
@@ -221,28 +236,52 @@ func (s *Source) columns(ctx context.Context, table string) ([]column, error) {
 	if ok {
 		return cached, nil
 	}
-	const q = `SELECT c.column_name, c.data_type FROM information_schema.columns c
-	JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
-	WHERE c.table_schema = 'main' AND c.table_name = ? AND t.table_type = 'BASE TABLE' ORDER BY c.ordinal_position`
-	s.observe(q)
-	rows, err := db.QueryContext(ctx, q, table)
+	// Two small scans of the catalog (a join of the two needs more memory
+	// than a tight memory limit leaves).
+	const qt = `SELECT table_oid, sql FROM system.main.duckdb_tables() WHERE database_name = system.main.current_database()
+	AND schema_name = 'main' AND table_name = ? AND NOT temporary AND NOT internal`
+	s.observe(qt)
+	var oid int64
+	var tableSQL string
+	switch err := db.QueryRowContext(ctx, qt, table).Scan(&oid, &tableSQL); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("DuckDB has no table %s (a base table in the schema main)", Quote(table))
+	case err != nil:
+		return nil, err
+	}
+	const qc = `SELECT column_name, data_type, data_type_id, column_default IS NOT NULL
+	FROM system.main.duckdb_columns() WHERE table_oid = ? ORDER BY column_index`
+	s.observe(qc)
+	rows, err := db.QueryContext(ctx, qc, oid)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var cols []column
+	var all []catalogColumn
 	for rows.Next() {
-		var name, typ string
-		if err := rows.Scan(&name, &typ); err != nil {
+		c := catalogColumn{tableSQL: tableSQL}
+		if err := rows.Scan(&c.name, &c.typ, &c.typeID, &c.hasDefault); err != nil {
 			return nil, err
 		}
-		cols = append(cols, classify(name, typ))
+		all = append(all, c)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if len(cols) == 0 {
+	if len(all) == 0 {
 		return nil, fmt.Errorf("DuckDB has no table %s (a base table in the schema main)", Quote(table))
+	}
+	var cols []column
+	for _, c := range all {
+		if strings.EqualFold(c.name, "rowid") {
+			return nil, fmt.Errorf("DuckDB table %s has a column named %s, which hides DuckDB's row identifier that dpsql reads: rename the column", Quote(table), Quote(c.name))
+		}
+		if readable(c) {
+			cols = append(cols, classify(c.name, c.typ))
+		}
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("DuckDB table %s has no column dpsql can read (docs/privacy.md, \"What a DuckDB file may hold\")", Quote(table))
 	}
 	s.mu.Lock()
 	if s.db == db {
@@ -255,13 +294,53 @@ func (s *Source) columns(ctx context.Context, table string) ([]column, error) {
 	return cols, nil
 }
 
+// catalogColumn is a column as DuckDB's catalog describes it.
+type catalogColumn struct {
+	name, typ  string
+	typeID     int
+	hasDefault bool   // a DEFAULT, or a generated column's expression
+	tableSQL   string // the table's CREATE statement, as DuckDB prints it
+}
+
+// readable reports whether reading the column (through column.read) can
+// never raise, whatever the file's rows: a stored column of a built-in
+// type. DuckDB's catalog shows a generated column's expression where it
+// shows a default, so in a table that has a generated column (its CREATE
+// statement says GENERATED ALWAYS AS) no column with either is read: a
+// VIRTUAL column is computed on every read, and DuckDB checks its
+// expression on INSERT but not on UPDATE, so one stored row could make
+// every read raise. Types outside the built-in ones (an extension's,
+// whose cast to text is not DuckDB's) are not read either; ENUM, nested
+// and user type aliases resolve to built-in types.
+func readable(c catalogColumn) bool {
+	if c.hasDefault && strings.Contains(strings.ToUpper(c.tableSQL), "GENERATED ALWAYS AS") {
+		return false
+	}
+	return builtinTypeIDs[c.typeID]
+}
+
+// builtinTypeIDs are DuckDB's logical type ids (duckdb_columns().data_type_id)
+// whose values, stored, read and cast to text without error: booleans,
+// every integer, decimal and float, text, blobs, bits, dates and times,
+// intervals, UUIDs, enums and the nested types (struct, list, map, union,
+// array) over them.
+var builtinTypeIDs = map[int]bool{
+	10: true, 11: true, 12: true, 13: true, 14: true, // BOOLEAN, TINYINT, SMALLINT, INTEGER, BIGINT
+	15: true, 16: true, 17: true, 18: true, 19: true, 20: true, // DATE, TIME, TIMESTAMP_S/_MS/ /_NS
+	21: true, 22: true, 23: true, 24: true, 25: true, 26: true, 27: true, // DECIMAL, FLOAT, DOUBLE, CHAR, VARCHAR, BLOB, INTERVAL
+	28: true, 29: true, 30: true, 31: true, 32: true, 34: true, 35: true, 36: true, 39: true, // unsigned integers, TIMESTAMP_TZ, TIME_TZ, TIME_NS, BIT, BIGNUM
+	49: true, 50: true, 54: true, // UHUGEINT, HUGEINT, UUID
+	100: true, 101: true, 102: true, 104: true, 107: true, 108: true, // STRUCT, LIST, MAP, ENUM, UNION, ARRAY
+}
+
 // Tables lists the base tables of the schema main.
 func (s *Source) Tables(ctx context.Context) ([]string, error) {
 	db, err := s.DB()
 	if err != nil {
 		return nil, err
 	}
-	const q = `SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' AND table_type = 'BASE TABLE' ORDER BY table_name`
+	const q = `SELECT table_name FROM system.main.duckdb_tables() WHERE database_name = system.main.current_database()
+	AND schema_name = 'main' AND NOT temporary AND NOT internal ORDER BY table_name`
 	s.observe(q)
 	rows, err := db.QueryContext(ctx, q)
 	if err != nil {

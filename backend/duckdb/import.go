@@ -133,7 +133,12 @@ func (s *Source) write(ctx context.Context, table string, fill func(*sql.DB) (in
 	if err := s.Close(); err != nil {
 		return 0, err
 	}
-	db, err := open(s.Path, false, s.settings())
+	dir, err := acquireSpill(s.TempDir)
+	if err != nil {
+		return 0, err
+	}
+	defer releaseSpill(s.TempDir)
+	db, err := open(s.Path, false, s.settings(dir))
 	if err != nil {
 		return 0, err
 	}
