@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -21,6 +22,10 @@ import (
 // and declared types, which are not private (docs/privacy.md) — after
 // rewriting what SQLite does not read (:: casts, current_user). Queries
 // that still use something SQLite lacks get 0A000 with SQLite's message.
+
+// pgFunctions are the names of the PostgreSQL functions catalogDriver
+// adds (filled once, with the driver; read only after).
+var pgFunctions = map[string]bool{}
 
 // catalogDriver is the SQLite driver of the catalog databases, with the
 // PostgreSQL functions catalog queries call.
@@ -62,6 +67,7 @@ var catalogDriver = sync.OnceValue(func() *sqlite.Driver {
 		}},
 	}
 	for name, impl := range fns {
+		pgFunctions[name] = true
 		if err := drv.RegisterFunction(name, impl); err != nil {
 			panic(err)
 		}
@@ -246,10 +252,14 @@ func (c *conn) catalogDB(ctx context.Context) (*sql.Conn, func(), error) {
 		if !ok {
 			return fmt.Errorf("server: the catalog's SQLite driver has no authorizer")
 		}
-		return r.RegisterAuthorizer(func(action sqlite.AuthorizerActionCode, _, _, database, _ string) sqlite.AuthorizerReturnCode {
+		return r.RegisterAuthorizer(func(action sqlite.AuthorizerActionCode, _, name, database, _ string) sqlite.AuthorizerReturnCode {
 			switch action {
-			case sqlite.AuthSelect, sqlite.AuthFunction, sqlite.AuthRecursive:
+			case sqlite.AuthSelect:
 				return sqlite.AuthorizerOK
+			case sqlite.AuthFunction:
+				if catalogFunctions[strings.ToLower(name)] || pgFunctions[strings.ToLower(name)] {
+					return sqlite.AuthorizerOK
+				}
 			case sqlite.AuthRead:
 				if database == "pg_catalog" || database == "information_schema" || database == "" {
 					return sqlite.AuthorizerOK
@@ -264,6 +274,34 @@ func (c *conn) catalogDB(ctx context.Context) (*sql.Conn, func(), error) {
 	}
 	return conn, done, nil
 }
+
+// catalogFunctions are the functions a catalog query may call: the
+// PostgreSQL ones catalogDriver adds, and SQLite's built-ins whose result
+// is never much larger than their arguments. Everything else is refused
+// (zeroblob(1e9) is a gigabyte; printf('%*d', ...), replace, hex or
+// json_quote nested, and the aggregates that concatenate, grow without
+// bound), and so is recursion (a recursive CTE doubles a string in each
+// step): with the query's text bounded (catalogMaxText), what a catalog
+// query builds stays within a small multiple of its text and the catalog;
+// its time and its answer are bounded too (catalogSQL).
+var catalogFunctions = map[string]bool{
+	"abs": true, "coalesce": true, "ifnull": true, "iif": true, "if": true, "nullif": true, "typeof": true,
+	"length": true, "octet_length": true, "lower": true, "upper": true, "substr": true, "substring": true,
+	"trim": true, "ltrim": true, "rtrim": true, "instr": true, "like": true, "glob": true, "unicode": true,
+	"char": true, "concat": true, "concat_ws": true, "sign": true, "round": true, "max": true, "min": true,
+	"count": true, "sum": true, "total": true, "avg": true, "row_number": true, "rank": true, "dense_rank": true,
+	"likely": true, "unlikely": true, "likelihood": true,
+}
+
+// Bounds of a catalog query's answer (a tool's catalog query returns a
+// few rows per column of the catalog).
+const (
+	catalogTimeout    = 10 * time.Second
+	catalogMaxRows    = 100000
+	catalogMaxBytes   = 16 << 20
+	catalogMaxMessage = "a catalog query's answer is limited to 100,000 rows and 16 MB"
+	catalogMaxText    = 32 << 10
+)
 
 // catalogConnector opens in-memory databases of catalogDriver.
 type catalogConnector struct{}
@@ -342,10 +380,32 @@ func (c *conn) rewriteForSQLite(q string) string {
 	return out.String()
 }
 
-// catalogSQL answers a catalog query on the emulated catalog.
+// catalogSQL answers a catalog query on the emulated catalog, within
+// catalogTimeout or the session's statement_timeout, whichever is
+// shorter, and stopped by a CancelRequest like any statement.
 func (c *conn) catalogSQL(q string) (*answer, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	if len(q) > catalogMaxText {
+		return nil, &wireError{code: "54000", msg: fmt.Sprintf("a catalog query may be at most %d bytes long", catalogMaxText)}
+	}
+	limit := catalogTimeout
+	if d := c.timeout(); d > 0 && d < limit {
+		limit = d
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer c.track(cancel)()
+	a, err := c.catalogRows(ctx, q)
+	if err != nil && ctx.Err() != nil {
+		why := "canceling statement due to user request"
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			why = fmt.Sprintf("canceling statement due to statement timeout (%s)", limit)
+		}
+		return nil, &wireError{code: "57014", msg: why}
+	}
+	return a, err
+}
+
+// catalogRows runs a catalog query and reads its answer.
+func (c *conn) catalogRows(ctx context.Context, q string) (*answer, error) {
 	conn, done, err := c.catalogDB(ctx)
 	if err != nil {
 		return nil, err
@@ -353,6 +413,9 @@ func (c *conn) catalogSQL(q string) (*answer, error) {
 	defer done()
 	rows, err := conn.QueryContext(ctx, c.rewriteForSQLite(q))
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, &wireError{code: "0A000", msg: "dpsql answers catalog queries (information_schema, pg_catalog) from an emulated catalog of its tables and columns; this one uses something it lacks: " + err.Error()}
 	}
 	defer rows.Close()
@@ -361,6 +424,7 @@ func (c *conn) catalogSQL(q string) (*answer, error) {
 		return nil, err
 	}
 	a := &answer{desc: &description{columns: cols, types: make([]string, len(cols))}, tag: "SELECT"}
+	size := 0
 	for rows.Next() {
 		vals := make([]any, len(cols))
 		ptrs := make([]any, len(cols))
@@ -374,8 +438,15 @@ func (c *conn) catalogSQL(q string) (*answer, error) {
 			if b, ok := v.([]byte); ok {
 				vals[i] = string(b)
 			}
+			if s, ok := vals[i].(string); ok {
+				size += len(s)
+			}
+			size += 16
 		}
 		a.rows = append(a.rows, vals)
+		if len(a.rows) > catalogMaxRows || size > catalogMaxBytes {
+			return nil, &wireError{code: "54000", msg: catalogMaxMessage}
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

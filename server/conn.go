@@ -39,6 +39,9 @@ type conn struct {
 
 	stmts   map[string]*prepared
 	portals map[string]*portal
+	// depth is how many session commands (EXECUTE, DECLARE, COPY) the
+	// statement running now is inside (run).
+	depth int
 	// sqlPrepared are SQL PREPAREd statements, cursors the DECLAREd ones.
 	sqlPrepared map[string]string
 	cursors     map[string]*cursor
@@ -237,7 +240,38 @@ func (c *conn) simpleQuery(text string) {
 
 // run answers one statement: from the catalog emulation, or by the
 // session as the connected analyst.
+// track makes cancel the running statement's, for a CancelRequest or
+// the connection's close (calling it at once if the connection is
+// closing), and returns what ends that.
+func (c *conn) track(cancel context.CancelFunc) (untrack func()) {
+	c.mu.Lock()
+	c.running = cancel
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		cancel()
+	}
+	return func() {
+		c.mu.Lock()
+		c.running = nil
+		c.mu.Unlock()
+		cancel()
+	}
+}
+
+// maxNesting bounds how deep session commands nest (EXECUTE of a query
+// is 2).
+const maxNesting = 4
+
 func (c *conn) run(text string, args []any) (*answer, error) {
+	// Session commands run the statements they hold through run: a
+	// limit on the nesting keeps any form that could reach itself from
+	// growing the stack (sessionCommand refuses the known ones).
+	if c.depth >= maxNesting {
+		return nil, &wireError{code: "54001", msg: fmt.Sprintf("statement nested more than %d deep in session commands", maxNesting)}
+	}
+	c.depth++
+	defer func() { c.depth-- }()
 	if a, err, ok := c.sessionCommand(text); ok {
 		return a, err
 	}
@@ -248,19 +282,7 @@ func (c *conn) run(text string, args []any) (*answer, error) {
 	if d := c.timeout(); d > 0 {
 		ctx, cancel = context.WithTimeout(context.Background(), d)
 	}
-	c.mu.Lock()
-	c.running = cancel
-	closed := c.closed
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.running = nil
-		c.mu.Unlock()
-		cancel()
-	}()
-	if closed {
-		cancel()
-	}
+	defer c.track(cancel)()
 	start := time.Now()
 	res, err := c.sess.Query(ctx, text, args...)
 	attrs := []any{"analyst", c.who(), "statement", oneLine(text), "duration", time.Since(start).Round(time.Microsecond)}

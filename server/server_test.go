@@ -1327,3 +1327,119 @@ func TestNodePg(t *testing.T) {
 		t.Errorf("node pg:\n%s\nwant:\n%s", out, want)
 	}
 }
+
+// TestSessionCommandsCannotRecurse: no form of PREPARE, EXECUTE, DECLARE
+// and COPY can run itself (PREPARE a AS EXECUTE a once overflowed the
+// stack and ended every session): each is refused with a syntax error,
+// the connection goes on, and another analyst's session is untouched.
+func TestSessionCommandsCannotRecurse(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	c := f.connect(t, "alice", "secret")
+	other := f.connect(t, "bob", "secret")
+	ctx := context.Background()
+	mode := pgx.QueryExecModeSimpleProtocol
+	for _, q := range []string{
+		"PREPARE a AS EXECUTE a",
+		"PREPARE b AS EXECUTE c",
+		"PREPARE b AS /* x */ ( EXECUTE c )",
+		"PREPARE d AS PREPARE e AS SELECT 1",
+		"PREPARE f AS COPY (EXECUTE f) TO STDOUT",
+		"DECLARE cur CURSOR FOR EXECUTE a",
+		"DECLARE cur CURSOR FOR FETCH ALL FROM cur",
+		"PREPARE g AS DECLARE cur CURSOR FOR EXECUTE g",
+	} {
+		if _, err := c.Exec(ctx, q, mode); sqlState(err) != "42601" {
+			t.Errorf("%s: %v, want a syntax error (42601)", q, err)
+		}
+	}
+	var out bytes.Buffer
+	if _, err := c.PgConn().CopyTo(ctx, &out, "COPY (EXECUTE a) TO STDOUT"); sqlState(err) != "42601" {
+		t.Errorf("COPY (EXECUTE a): %v", err)
+	}
+	// Mutual recursion cannot be set up: each PREPARE above was refused,
+	// so none of these names exists.
+	for _, name := range []string{"a", "b", "c", "f", "g"} {
+		if _, err := c.Exec(ctx, "EXECUTE "+name, mode); sqlState(err) != "26000" {
+			t.Errorf("EXECUTE %s: %v, want 26000 (no such prepared statement)", name, err)
+		}
+	}
+	for _, conn := range []*pgx.Conn{c, other} {
+		var label string
+		if err := conn.QueryRow(ctx, "SELECT label FROM lookup WHERE code = 'a'", mode).Scan(&label); err != nil || label != "Alpha" {
+			t.Errorf("after the refusals: %q %v", label, err)
+		}
+	}
+}
+
+// TestCatalogQueriesAreBounded: a catalog query (answered on the emulated
+// catalog, beside the engine) is bounded like any statement: in time by
+// the session's statement_timeout and by a CancelRequest, in what it may
+// build (no function whose result outgrows its arguments, no recursion,
+// at most 32 KB of text) and in the answer it returns; the connection and
+// the other sessions go on.
+func TestCatalogQueriesAreBounded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(c *server.Config) { c.StatementTimeout = 0 })
+	ctx := context.Background()
+	c := f.connect(t, "alice", "secret")
+	other := f.connect(t, "bob", "secret")
+	mode := pgx.QueryExecModeSimpleProtocol
+	cross := func(n int) string {
+		var from []string
+		for i := 0; i < n; i++ {
+			from = append(from, fmt.Sprintf("pg_catalog.pg_attribute a%d", i))
+		}
+		return "SELECT COUNT(*) FROM " + strings.Join(from, ", ")
+	}
+	for q, code := range map[string]string{
+		"SELECT length(zeroblob(1000000000)) FROM pg_catalog.pg_class":                                                                       "0A000",
+		"SELECT length(printf('%.*c', 1000000000, 'x')) FROM pg_catalog.pg_class":                                                            "0A000",
+		"SELECT length(replace(relname, '', 'x')) FROM pg_catalog.pg_class":                                                                  "0A000",
+		"SELECT length(group_concat(a.attname)) FROM pg_catalog.pg_attribute a, pg_catalog.pg_attribute b":                                   "0A000",
+		"WITH RECURSIVE s(x) AS (SELECT 'ab' UNION ALL SELECT x || x FROM s) SELECT length(x) FROM s, pg_catalog.pg_class LIMIT 40":          "0A000",
+		"SELECT a.typname FROM pg_catalog.pg_type a, pg_catalog.pg_type b, pg_catalog.pg_type c, pg_catalog.pg_type d, pg_catalog.pg_type e": "54000",
+		"SELECT relname FROM pg_catalog.pg_class WHERE relname = '" + strings.Repeat("x", 40000) + "'":                                       "54000",
+	} {
+		if _, err := c.Exec(ctx, q, mode); sqlState(err) != code {
+			t.Errorf("%.100s: %v, want %s", q, err, code)
+		}
+	}
+	// Time: statement_timeout, then a CancelRequest.
+	if _, err := c.Exec(ctx, "SET statement_timeout = 300", mode); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := c.Exec(ctx, cross(12), mode); sqlState(err) != "57014" {
+		t.Errorf("a catalog query past statement_timeout: %v, want 57014", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("statement_timeout of 300 ms stopped the catalog query after %v", d)
+	}
+	if _, err := c.Exec(ctx, "SET statement_timeout = 0", mode); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	start = time.Now()
+	go func() {
+		_, err := c.Exec(ctx, cross(12), mode)
+		errc <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	var label string
+	if err := other.QueryRow(ctx, "SELECT label FROM lookup WHERE code = 'a'", mode).Scan(&label); err != nil || label != "Alpha" {
+		t.Errorf("another session while a catalog query runs: %q %v", label, err)
+	}
+	if err := c.PgConn().CancelRequest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; sqlState(err) != "57014" {
+		t.Errorf("a cancelled catalog query: %v, want 57014", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the cancel took effect after %v", d)
+	}
+	if err := c.QueryRow(ctx, "SELECT relname FROM pg_catalog.pg_class WHERE relname = 'lookup'", mode).Scan(&label); err != nil || label != "lookup" {
+		t.Errorf("a catalog query after the refusals: %q %v", label, err)
+	}
+}

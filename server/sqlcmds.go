@@ -74,6 +74,20 @@ func (c *conn) sessionCommand(text string) (a *answer, err error, ok bool) {
 		return nil, nil, false
 	}
 	switch re {
+	case rePrepare, reDeclare, reCopy:
+		// As in PostgreSQL, the statement inside is a query, never another
+		// session command: so no EXECUTE can reach itself (PREPARE a AS
+		// EXECUTE a once overflowed the server's stack and ended every
+		// session).
+		body := m[len(m)-1]
+		if re == reCopy {
+			body = m[1]
+		}
+		if w := sessionWord(body); w != "" {
+			return nil, &wireError{code: "42601", msg: fmt.Sprintf("%s takes a query, not %s", strings.ToUpper(word), w)}, true
+		}
+	}
+	switch re {
 	case rePrepare:
 		if c.sqlPrepared == nil {
 			c.sqlPrepared = map[string]string{}
@@ -155,6 +169,22 @@ func (c *conn) sessionCommand(text string) (a *answer, err error, ok bool) {
 		return res, nil, true
 	}
 	return nil, nil, false
+}
+
+// sessionWord is the session command that text starts with (PREPARE,
+// EXECUTE, DEALLOCATE, DECLARE, FETCH, CLOSE or COPY, upper case), or "".
+func sessionWord(text string) string {
+	q := strings.TrimLeft(stripComments(text), " \t\r\n(")
+	f := strings.Fields(q)
+	if len(f) == 0 {
+		return ""
+	}
+	w, _, _ := strings.Cut(strings.ToUpper(f[0]), "(")
+	switch w {
+	case "PREPARE", "EXECUTE", "DEALLOCATE", "DECLARE", "FETCH", "CLOSE", "COPY":
+		return w
+	}
+	return ""
 }
 
 // literalArgs reads EXECUTE's arguments: numbers, quoted strings and
