@@ -39,6 +39,7 @@ func (s *Session) composite(ctx context.Context, c *planner.Composite, cat *cata
 	for i, p := range c.Parts {
 		r, err := s.private(ctx, p.Stmt, p.Plan, "")
 		if err != nil {
+			s.withhold(res)
 			if i > 0 {
 				return nil, fmt.Errorf("DP query %d of %d inside this query: %w (the %d before it were charged ε=%g, δ=%g and their answers withheld)", i+1, len(c.Parts), err, i, res.Cost.Epsilon, res.Cost.Delta)
 			}
@@ -49,12 +50,14 @@ func (s *Session) composite(ctx context.Context, c *planner.Composite, cat *cata
 	}
 	plan, err := planner.PlanSelect(c.Stmt, cat, s.settings.planner(), in)
 	if err != nil {
+		s.withhold(res)
 		return nil, err
 	}
 	switch outer := plan.(type) {
 	case *planner.PublicQuery:
 		r, err := exec.Public(ctx, s.eng.db, outer)
 		if err != nil {
+			s.withhold(res)
 			return nil, err
 		}
 		res.Columns, res.Rows = r.Columns, r.Rows
@@ -62,6 +65,7 @@ func (s *Session) composite(ctx context.Context, c *planner.Composite, cat *cata
 	case *planner.PrivateQuery:
 		r, err := s.private(ctx, c.Stmt, outer, releasedSalt(c, in.Released))
 		if err != nil {
+			s.withhold(res)
 			return nil, fmt.Errorf("the outer DP query: %w (the %s inside it were charged ε=%g, δ=%g and their answers withheld)", err, dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta)
 		}
 		res.Columns, res.Rows, res.ErrorBounds, res.Intervals = r.Columns, r.Rows, r.ErrorBounds, r.Intervals
@@ -71,6 +75,16 @@ func (s *Session) composite(ctx context.Context, c *planner.Composite, cat *cata
 		return nil, fmt.Errorf("dpsql: the outer query planned as %T", plan)
 	}
 	return res, nil
+}
+
+// withhold records in the ledger that the parts res charged were not
+// released: a later part of their statement failed, and their answers
+// were withheld with it (their ε stays spent).
+func (s *Session) withhold(res *Result) {
+	for _, id := range res.charges {
+		// A fresh context: the statement's may be why it failed.
+		_ = budget.MarkUnanswered(context.Background(), s.eng.ledger, id, "unanswered: withheld (a later part of its statement failed)")
+	}
 }
 
 // compileOuter compiles a composite's outer query, with empty answers,

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/internal/knobs"
@@ -210,5 +211,39 @@ func TestDuckDBComparesTextAsBytes(t *testing.T) {
 	}
 	if n := k.CompiledFailed.Load(); n > 0 {
 		t.Errorf("%d compiled statements failed in DuckDB", n)
+	}
+}
+
+// TestRefusedJoinDoesNoDataWork: a join the budget refuses is refused
+// before the mirrored tables it reads are copied (work whose duration
+// grows with the table): refused on 1,000,000 rows as fast as on 1,000,
+// however often it is asked.
+func TestRefusedJoinDoesNoDataWork(t *testing.T) {
+	t.Parallel()
+	refusal := func(rows int) time.Duration {
+		duck := duckFile(t, fmt.Sprintf("j%d", rows),
+			fmt.Sprintf(`CREATE TABLE visits AS SELECT range AS uid, range %% 7 AS site, range %% 100 AS n FROM range(%d)`, rows),
+			`CREATE TABLE sites AS SELECT range AS site, 'site ' || range AS name FROM range(7)`)
+		k := &knobs.Knobs{}
+		owner := openDuck(t, duck, true, k, nil)
+		mustRun(t, owner, `SET BUDGET epsilon = 1; ALTER TABLE sites SET PUBLIC;
+			CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 1)`)
+		e := openDuck(t, duck, false, k, nil)
+		const q = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 2) COUNT(*) FROM visits v JOIN sites s ON v.site = s.site WHERE s.name = 'site 3'"
+		best := time.Hour
+		for i := 0; i < 5; i++ {
+			start := time.Now()
+			got := answer(e, q)
+			if !strings.Contains(got, "budget exhausted") {
+				t.Fatalf("%d rows: %s, want a refusal", rows, got)
+			}
+			best = min(best, time.Since(start))
+		}
+		return best
+	}
+	small, large := refusal(1000), refusal(1000000)
+	t.Logf("refused join: %v on 1,000 rows, %v on 1,000,000", small, large)
+	if large > 10*small+100*time.Millisecond {
+		t.Errorf("a refused join took %v on 1,000,000 rows, %v on 1,000: the refusal waited for work that grows with the table", large, small)
 	}
 }

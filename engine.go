@@ -163,7 +163,7 @@ func open(path string, opts Options) (*Engine, error) {
 		noise = mechanism.NewSecureNoiser(nil)
 	}
 	e := &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, pg: pg, duck: duck, ledger: ledger, knobs: opts.knobs}
-	e.def = &Session{eng: e, owner: opts.Owner, noCache: opts.NoCache, settings: Settings{Epsilon: opts.Epsilon}}
+	e.def = &Session{eng: e, owner: opts.Owner, noCache: opts.NoCache, settings: Settings{Epsilon: opts.Epsilon}, initial: Settings{Epsilon: opts.Epsilon}}
 	return e, nil
 }
 

@@ -704,23 +704,6 @@ func TestPublicQueriesMatchSQLite(t *testing.T) {
 	}
 }
 
-// cancelling is a noiser that cancels the query's context during the
-// noise step, after the charge.
-type cancelling struct {
-	exactSparse
-	cancel func()
-}
-
-func (c cancelling) AddLaplace(v, _, _ float64) (float64, error) { c.cancel(); return v, nil }
-func (c cancelling) AddLaplaceExact(v *big.Float, _, _ float64) (float64, error) {
-	c.cancel()
-	f, _ := v.Float64()
-	return f, nil
-}
-func (c cancelling) AddGaussianExact(v *big.Float, _, _ float64) (float64, error) {
-	return c.AddLaplaceExact(v, 0, 0)
-}
-
 // TestCancelledQuerySaysWhatWasCharged: a query cancelled before it runs
 // says nothing was charged (and nothing was); one cancelled after the
 // charge says its ε was charged (issue 11).
@@ -736,7 +719,7 @@ func TestCancelledQuerySaysWhatWasCharged(t *testing.T) {
 	}
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	c, err := openEngine(path, dpsql.Options{Epsilon: 1}, cancelling{cancel: cancel})
+	c, err := openEngine(path, dpsql.Options{Epsilon: 1}, afterNoise{do: &sync.Once{}, fn: cancel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -753,6 +736,50 @@ func TestCancelledQuerySaysWhatWasCharged(t *testing.T) {
 	ledger := query(t, owner, "SHOW LEDGER")
 	n := len(ledger.Rows)
 	if n < 2 || !strings.HasPrefix(fmt.Sprint(ledger.Rows[n-2][8]), "unanswered: cancelled") || ledger.Rows[n-1][8] != "answered" {
+		t.Errorf("SHOW LEDGER outcomes: %v", ledger.Rows)
+	}
+}
+
+// afterNoise is a noiser that runs do once, at its first noise draw
+// (after the first charge), and adds no noise.
+type afterNoise struct {
+	exactSparse
+	do *sync.Once
+	fn func()
+}
+
+func (a afterNoise) AddLaplace(v, _, _ float64) (float64, error) { a.do.Do(a.fn); return v, nil }
+func (a afterNoise) AddLaplaceExact(v *big.Float, _, _ float64) (float64, error) {
+	a.do.Do(a.fn)
+	f, _ := v.Float64()
+	return f, nil
+}
+func (a afterNoise) AddGaussianExact(v *big.Float, _, _ float64) (float64, error) {
+	return a.AddLaplaceExact(v, 0, 0)
+}
+
+// TestWithheldPartIsNotMarkedAnswered: when a composite statement's
+// second DP query fails after its first was charged (here the owner
+// lowers the budget in between), the first's answer is withheld with the
+// statement, and the ledger says so instead of "answered".
+func TestWithheldPartIsNotMarkedAnswered(t *testing.T) {
+	path := hardDB(t, `CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2);`, `CREATE PRIVACY POLICY ON c`)
+	owner := open(t, path, dpsql.Options{Owner: true})
+	mustRun(t, owner, "SET BUDGET epsilon = 10")
+	e, err := openEngine(path, dpsql.Options{}, afterNoise{do: &sync.Once{}, fn: func() {
+		mustRun(t, owner, "SET BUDGET epsilon = 0.5")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	_, err = e.Query(context.Background(), `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5) COUNT(*) AS n FROM c
+		UNION ALL SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.25) COUNT(*) FROM c WHERE x > 1`)
+	if err == nil || !strings.Contains(err.Error(), "withheld") {
+		t.Fatalf("the statement: %v, want its second part refused and the first withheld", err)
+	}
+	ledger := query(t, owner, "SHOW LEDGER")
+	if n := len(ledger.Rows); n == 0 || !strings.HasPrefix(fmt.Sprint(ledger.Rows[n-1][8]), "unanswered: withheld") {
 		t.Errorf("SHOW LEDGER outcomes: %v", ledger.Rows)
 	}
 }

@@ -95,6 +95,10 @@ type Result struct {
 	// Notes are remarks to show with the result, such as the privately
 	// chosen bounds after SET show_bounds = on.
 	Notes []string
+	// charges are the ledger ids of what the statement charged (a
+	// composite statement's parts, to mark withheld when a later part
+	// fails).
+	charges []int64
 }
 
 // Interval is a released value's 95% interval: the true value of the
@@ -128,6 +132,7 @@ func (res *Result) addCharge(r *Result, prefix string) {
 	res.Cost.Epsilon += r.Cost.Epsilon
 	res.Cost.Delta += r.Cost.Delta
 	res.Rho += r.Rho
+	res.charges = append(res.charges, r.charges...)
 	if res.Mechanism == "" || res.Mechanism == r.Mechanism {
 		res.Mechanism = r.Mechanism
 	} else {

@@ -115,6 +115,12 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	if res, ok := s.fromCache(ctx, key); ok {
 		return res, nil
 	}
+	// A query the budget refuses is refused before any work whose
+	// duration depends on the data (Prepare copies the mirrored tables a
+	// join reads).
+	if err := s.checkBudget(ctx, st, p); err != nil {
+		return nil, err
+	}
 	// The backend compiles both statements before anything is charged:
 	// a statement it rejects costs nothing.
 	prep, err := exec.Prepare(ctx, e.db, p, rw)
@@ -141,9 +147,9 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 		_ = budget.MarkUnanswered(context.Background(), e.ledger, id, "unanswered: "+unansweredWhy(ctx))
 		return nil, err
 	}
-	res := &Result{Columns: r.Columns, Rows: r.Rows, Intervals: fromExec(r.Intervals), Cost: cost, Mechanism: opt.charge.Mechanism, Rho: opt.charge.Rho, ErrorBounds: errorBounds(opt.plan)}
+	res := &Result{Columns: r.Columns, Rows: r.Rows, Intervals: fromExec(r.Intervals), Cost: cost, Mechanism: opt.charge.Mechanism, Rho: opt.charge.Rho, ErrorBounds: errorBounds(opt.plan), charges: []int64{id}}
 	if c := opt.charge; c.Mechanism == budget.Gaussian {
-		res.Notes = append(res.Notes, fmt.Sprintf("Gaussian noise: this query spent ε=%.6g of the budget (SHOW BUDGET says what is left; EXPLAIN and SHOW LEDGER show its zCDP cost, ρ=%.4g of %.4g)", cost.Epsilon, c.Rho, st2.RhoTotal))
+		res.Notes = append(res.Notes, fmt.Sprintf(chargeNotePrefix+"ε=%.6g of the budget (SHOW BUDGET says what is left; EXPLAIN and SHOW LEDGER show its zCDP cost, ρ=%.4g of %.4g)", cost.Epsilon, c.Rho, st2.RhoTotal))
 	}
 	for _, c := range chosen {
 		switch {
@@ -197,6 +203,26 @@ func (s *Session) charge(ctx context.Context, st *parser.SelectStmt, p *planner.
 	return opts[i], status, id, nil
 }
 
+// checkBudget refuses, as the charge would, a query none of whose noise
+// options fits the budget now; it charges nothing.
+func (s *Session) checkBudget(ctx context.Context, st *parser.SelectStmt, p *planner.PrivateQuery) error {
+	status, err := s.status(ctx)
+	if err != nil {
+		return err
+	}
+	opts, _, err := noiseOptions(p, status)
+	if err != nil {
+		return err
+	}
+	if err := budget.Check(ctx, s.eng.ledger, s.analyst, charges(opts)); err != nil {
+		if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
+			return at(st.SelectPos, err)
+		}
+		return cancelled(ctx, err, nil)
+	}
+	return nil
+}
+
 // unansweredWhy says why a charged query went unanswered, for the ledger.
 func unansweredWhy(ctx context.Context) string {
 	switch {
@@ -208,6 +234,13 @@ func unansweredWhy(ctx context.Context) string {
 	return "failed"
 }
 
+// chargeNotePrefix begins the note that says what a query spent: true
+// of the answer that was charged, not of a repeat from the cache.
+const chargeNotePrefix = "Gaussian noise: this query spent "
+
+// isChargeNote reports whether note says what its query spent.
+func isChargeNote(note string) bool { return strings.HasPrefix(note, chargeNotePrefix) }
+
 // fromCache is the answer an identical earlier query got, if the cache
 // has it and the session uses it.
 func (s *Session) fromCache(ctx context.Context, key string) (*Result, bool) {
@@ -218,7 +251,13 @@ func (s *Session) fromCache(ctx context.Context, key string) (*Result, bool) {
 	if err != nil || !ok {
 		return nil, false
 	}
-	notes := append(append([]string(nil), a.Notes...), fmt.Sprintf("answered from the cache: the answer released on %s (ε=%g then), nothing charged", a.Created.Format("2006-01-02 15:04:05 UTC"), a.Epsilon))
+	var notes []string
+	for _, n := range a.Notes {
+		if !isChargeNote(n) { // what the first answer spent; this one spends nothing
+			notes = append(notes, n)
+		}
+	}
+	notes = append(notes, fmt.Sprintf("answered from the cache: the answer released on %s (ε=%g then), nothing charged", a.Created.Format("2006-01-02 15:04:05 UTC"), a.Epsilon))
 	return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Intervals: fromCached(a.Intervals), Notes: notes}, true
 }
 

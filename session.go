@@ -37,6 +37,7 @@ type Session struct {
 
 	mu       sync.Mutex // held while a statement runs
 	settings Settings
+	initial  Settings // what RESET gives back
 }
 
 // NewSession returns a new session on e: its own settings and identity,
@@ -49,7 +50,8 @@ func (e *Engine) NewSession(o SessionOptions) (*Session, error) {
 	if o.Epsilon != 0 && !planner.ValidEpsilon(o.Epsilon) {
 		return nil, fmt.Errorf("%s, got %v", planner.EpsilonRange, o.Epsilon)
 	}
-	return &Session{eng: e, owner: o.Owner, analyst: o.Analyst, noCache: o.NoCache || e.noCache, settings: Settings{Epsilon: o.Epsilon}}, nil
+	initial := Settings{Epsilon: o.Epsilon}
+	return &Session{eng: e, owner: o.Owner, analyst: o.Analyst, noCache: o.NoCache || e.noCache, settings: initial, initial: initial}, nil
 }
 
 // Close ends the session; the engine stays open.

@@ -40,6 +40,7 @@ type setting struct {
 	parse   func(parser.Expr) (any, bool)
 	wrong   string
 	apply   func(*Settings, any)
+	value   func(Settings) any // the value as parse gives it to apply
 	message func(Settings) string
 	show    func(Settings) string // the value as SHOW prints it
 }
@@ -52,6 +53,7 @@ var settings = []setting{
 		parse:   number(planner.ValidEpsilon),
 		wrong:   planner.EpsilonRange,
 		apply:   func(s *Settings, v any) { s.Epsilon = v.(float64) },
+		value:   func(s Settings) any { return s.Epsilon },
 		message: func(s Settings) string { return fmt.Sprintf("epsilon = %g per query for this session", s.Epsilon) },
 	},
 	{
@@ -60,6 +62,7 @@ var settings = []setting{
 		parse: number(func(v float64) bool { return v == 0 || planner.ValidTargetError(v) }),
 		wrong: planner.TargetErrorRange + " (0 turns it off)",
 		apply: func(s *Settings, v any) { s.TargetError = v.(float64) },
+		value: func(s Settings) any { return s.TargetError },
 		message: func(s Settings) string {
 			if s.TargetError == 0 {
 				return "target_error off: queries spend the session's ε"
@@ -73,6 +76,7 @@ var settings = []setting{
 		parse: number(planner.ValidDelta),
 		wrong: planner.DeltaRange,
 		apply: func(s *Settings, v any) { s.Delta = v.(float64) },
+		value: func(s Settings) any { return s.Delta },
 		message: func(s Settings) string {
 			if s.Delta == 0 {
 				return "delta = 0: GROUP BY keys without a public domain need OPTIONS (delta = D) again"
@@ -86,6 +90,7 @@ var settings = []setting{
 		parse: number(planner.ValidBoundsFraction),
 		wrong: "bounds_epsilon_fraction must be a number strictly between 0 and 1",
 		apply: func(s *Settings, v any) { s.BoundsFraction = v.(float64) },
+		value: func(s Settings) any { return s.BoundsFraction },
 		message: func(s Settings) string {
 			return fmt.Sprintf("bounds_epsilon_fraction = %g: that share of a query's ε chooses missing bounds", s.BoundsFraction)
 		},
@@ -100,6 +105,7 @@ var settings = []setting{
 		},
 		wrong:   "noise takes 'laplace', 'gaussian' or 'auto'",
 		apply:   func(s *Settings, v any) { s.Noise = v.(string) },
+		value:   func(s Settings) any { return s.Noise },
 		message: func(s Settings) string { return fmt.Sprintf("noise = %s for this session's private queries", s.Noise) },
 	},
 	{
@@ -108,6 +114,7 @@ var settings = []setting{
 		parse:   boolean,
 		wrong:   "show_bounds takes on or off",
 		apply:   func(s *Settings, v any) { s.ShowBounds = v.(bool) },
+		value:   func(s Settings) any { return s.ShowBounds },
 		message: func(s Settings) string { return "show_bounds = " + onOff(s.ShowBounds) },
 	},
 	{
@@ -116,6 +123,7 @@ var settings = []setting{
 		parse: boolean,
 		wrong: "cache takes on or off",
 		apply: func(s *Settings, v any) { s.NoCache = !v.(bool) },
+		value: func(s Settings) any { return !s.NoCache },
 		message: func(s Settings) string {
 			if s.NoCache {
 				return "cache = off: every private query is answered afresh, with new noise, and charged"
@@ -129,6 +137,7 @@ var settings = []setting{
 		parse: boolean,
 		wrong: "interval_columns takes on or off",
 		apply: func(s *Settings, v any) { s.IntervalColumns = v.(bool) },
+		value: func(s Settings) any { return s.IntervalColumns },
 		message: func(s Settings) string {
 			if s.IntervalColumns {
 				return "interval_columns = on: each noisy column of a private query is followed by <column>_lo and <column>_hi, its 95% interval"
@@ -225,6 +234,19 @@ func (s *Session) set(st *parser.SetStmt) (*Result, error) {
 		return nil, &Error{Pos: st.Value.Pos(), Kind: ErrInvalidOption, Msg: def.wrong}
 	}
 	def.apply(&s.settings, v)
+	return &Result{Message: def.message(s.settings)}, nil
+}
+
+// ResetSetting gives the setting name the value the session started with
+// (PostgreSQL's RESET name; dpsql serve sends it here).
+func (s *Session) ResetSetting(name string) (*Result, error) {
+	def, ok := lookupSetting(strings.ToLower(name))
+	if !ok {
+		return nil, &Error{Kind: ErrInvalidOption, Msg: fmt.Sprintf("unknown parameter %q (known: %s)", name, strings.Join(SettingNames(), ", "))}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	def.apply(&s.settings, def.value(s.initial))
 	return &Result{Message: def.message(s.settings)}, nil
 }
 

@@ -226,3 +226,27 @@ func TestPureBudgetAndRecordedRho(t *testing.T) {
 		t.Errorf("unknown noise: %v", err)
 	}
 }
+
+// TestCachedRepeatSaysNothingWasSpent: a repeat answered from the cache
+// does not repeat the first answer's note of what it spent beside
+// "nothing charged".
+func TestCachedRepeatSaysNothingWasSpent(t *testing.T) {
+	t.Parallel()
+	path := newDB(t)
+	owner := open(t, path, dpsql.Options{Owner: true})
+	mustRun(t, owner, "SET BUDGET epsilon = 10, delta = 1e-6")
+	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	const q = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = 'gaussian') COUNT(*) FROM t"
+	first, again := query(t, e, q), query(t, e, q)
+	if !strings.Contains(strings.Join(first.Notes, "\n"), "this query spent") {
+		t.Fatalf("the charged answer's notes: %q", first.Notes)
+	}
+	notes := strings.Join(again.Notes, "\n")
+	if again.Cost.Epsilon != 0 || !strings.Contains(notes, "nothing charged") || strings.Contains(notes, "spent") {
+		t.Errorf("the repeat: cost %+v, notes %q", again.Cost, again.Notes)
+	}
+}

@@ -560,14 +560,34 @@ func ChargeFirst(ctx context.Context, s *Store, analyst string, candidates []Cha
 	return chosen, err
 }
 
-// ChargeFirstID is ChargeFirst that also returns the charge's ledger id,
-// for MarkUnanswered.
-
 // MarkUnanswered records in the ledger why a charge was not answered (a
 // cancelled or failed query: its ε stays spent, the query's noisy values
 // having possibly been computed); SHOW LEDGER shows it.
 func MarkUnanswered(ctx context.Context, s *Store, id int64, why string) error {
 	_, err := s.on(s.db).ExecContext(ctx, `UPDATE _dpsql_ledger SET outcome = ? WHERE id = ?`, why, id)
+	return err
+}
+
+// Check returns the error ChargeFirst would give now if none of
+// candidates fits the budget (ErrBudgetExhausted, ErrNoBudget), and nil
+// if one does. It charges nothing and takes no lock, so a charge made
+// meanwhile can still make ChargeFirst refuse: callers check first so
+// that a query the budget refuses is refused before any work whose
+// duration depends on the data.
+func Check(ctx context.Context, s *Store, analyst string, candidates []Charge) error {
+	if len(candidates) == 0 {
+		return fmt.Errorf("%w: no candidate charge", ErrInvalidCost)
+	}
+	for _, c := range candidates {
+		if err := c.validate(); err != nil {
+			return err
+		}
+	}
+	l, err := readLedger(ctx, s.on(s.db), analyst)
+	if err != nil {
+		return err
+	}
+	_, err = l.choose(candidates)
 	return err
 }
 

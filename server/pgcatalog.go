@@ -98,8 +98,20 @@ func (c *conn) emulate(text string) (a *answer, err error, ok bool) {
 		case "budget", "cache":
 			return nil, nil, false
 		case "all":
-			return &answer{tag: "RESET", notices: []string{"RESET ALL resets client settings only; SET epsilon and the other dpsql settings keep their values"}}, nil, true
+			return &answer{tag: "RESET", notices: []string{"RESET ALL resets client settings only; SET epsilon and the other dpsql settings keep their values (RESET epsilon resets one)"}}, nil, true
+		case "statement_timeout":
+			c.mu.Lock()
+			c.statementTimeout = 0
+			c.mu.Unlock()
+			return &answer{tag: "RESET"}, nil, true
 		default:
+			if engineSettings[name] {
+				res, err := c.sess.ResetSetting(name)
+				if err != nil {
+					return nil, err, true
+				}
+				return &answer{tag: "RESET", notices: []string{res.Message}}, nil, true
+			}
 			return &answer{tag: "RESET"}, nil, true
 		}
 	}

@@ -1443,3 +1443,36 @@ func TestCatalogQueriesAreBounded(t *testing.T) {
 		t.Errorf("a catalog query after the refusals: %q %v", label, err)
 	}
 }
+
+// TestResetSetting: RESET of a dpsql setting gives it back the value the
+// session started with (it used to be accepted and ignored), as RESET
+// statement_timeout does for the timeout.
+func TestResetSetting(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	c := f.connect(t, "alice", "secret")
+	ctx := context.Background()
+	mode := pgx.QueryExecModeSimpleProtocol
+	show := func(name string) string {
+		var v string
+		if err := c.QueryRow(ctx, "SHOW "+name, mode).Scan(&v); err != nil {
+			t.Fatalf("SHOW %s: %v", name, err)
+		}
+		return v
+	}
+	for name, value := range map[string]string{"epsilon": "0.3", "delta": "1e-07", "noise": "'gaussian'", "statement_timeout": "250"} {
+		before := show(name)
+		if _, err := c.Exec(ctx, "SET "+name+" = "+value, mode); err != nil {
+			t.Fatal(err)
+		}
+		if show(name) == before {
+			t.Fatalf("SET %s = %s changed nothing (%s)", name, value, before)
+		}
+		if _, err := c.Exec(ctx, "RESET "+name, mode); err != nil {
+			t.Fatal(err)
+		}
+		if got := show(name); got != before {
+			t.Errorf("after RESET %s: %s, want %s", name, got, before)
+		}
+	}
+}

@@ -428,9 +428,10 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	table := fs.String("table", "", "`NAME` of the new table (of the existing one with --replace or --append)")
 	replace := fs.Bool("replace", false, "replace the rows of the existing table NAME with the file's (its policy stays; the cached answers that read it are dropped)")
 	appendRows := fs.Bool("append", false, "add the file's rows to the existing table NAME (same columns, in order, of the same types; the cached answers that read it are dropped)")
+	owner := fs.Bool("owner", false, "owner mode, needed by --replace and --append (they change a private table)")
 	importOptions := importFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: dpsql import --db FILE --table NAME [--replace | --append] [--no-header] [--delimiter C] [--sample N] CSVFILE
+		fmt.Fprint(fs.Output(), `Usage: dpsql import --db FILE --table NAME [--owner --replace | --owner --append] [--no-header] [--delimiter C] [--sample N] CSVFILE
        dpsql import --db postgres://... [--state FILE] --table NAME [...] CSVFILE
 
 Creates table NAME from CSVFILE in one streaming pass. The header row gives the
@@ -443,7 +444,8 @@ Empty fields become NULL. A malformed file fails with its line number and
 leaves no table behind. The new table is private until the owner says
 otherwise. On a terminal a progress line shows rows, rows/s and the time left.
 
-With --replace or --append the table must exist (in a database file): the
+With --replace or --append (owner statements: they need --owner, as the
+shell's policy statements do) the table must exist (in a database file): the
 file is read and checked into a scratch table first, then the table's rows are
 replaced or added to in one transaction, which also drops the cached answers
 that read the table; on any error the table is as it was. --append needs the
@@ -480,7 +482,13 @@ Options:
 	if f, ok := stderr.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
 		opts.Progress = progressLine(stderr)
 	}
-	engOpts := dpsql.Options{Owner: true, Notify: noteTo(stderr)}
+	// A new table is private until the owner declares otherwise; changing
+	// an existing one's rows is the owner's alone.
+	engOpts := dpsql.Options{Owner: mode == dpsql.ImportCreate || *owner, Notify: noteTo(stderr)}
+	if !engOpts.Owner {
+		fmt.Fprintln(stderr, "error: --replace and --append change the rows of a private table: they are owner statements (add --owner)")
+		return 2
+	}
 	path, err := stateFile(*db, *state, &engOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)

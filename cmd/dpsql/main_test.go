@@ -434,6 +434,39 @@ func TestImportBOMHeaderOnlyAndDelimiter(t *testing.T) {
 	}
 }
 
+// TestImportIntoATableNeedsTheOwner: --replace and --append change a
+// private table's rows, so they are owner statements: without --owner they
+// are refused and the table is as it was; with it they work.
+func TestImportIntoATableNeedsTheOwner(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "o.db")
+	csv := filepath.Join(dir, "rows.csv")
+	os.WriteFile(csv, []byte("x\n1\n2\n"), 0o644)
+	if _, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "t", csv); code != 0 {
+		t.Fatalf("import: %d %s", code, errOut)
+	}
+	for _, flag := range []string{"--append", "--replace"} {
+		_, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "t", flag, csv)
+		if code == 0 || !strings.Contains(errOut, "--owner") {
+			t.Errorf("%s without --owner: exit %d, %q", flag, code, errOut)
+		}
+	}
+	count := func() string {
+		out, errOut, _ := runCLI(t, "", "--db", db, "--owner", "--format", "csv", "-c", "ALTER TABLE t SET PUBLIC; SELECT COUNT(*) AS n FROM t")
+		return out + errOut
+	}
+	if got := count(); !strings.Contains(got, "n\n2\n") {
+		t.Errorf("the refused imports changed the table: %q", got)
+	}
+	if _, errOut, code := runCLI(t, "", "import", "--db", db, "--owner", "--table", "t", "--append", csv); code != 0 {
+		t.Errorf("--owner --append: %d %s", code, errOut)
+	}
+	if got := count(); !strings.Contains(got, "n\n4\n") {
+		t.Errorf("after --owner --append: %q", got)
+	}
+}
+
 // TestErrorsShowWhere: errors echo the statement's line with a caret under
 // the position, as psql does, in -c and -f runs and in the shell; errors of
 // a script carry its file name, also from the shell's .read (issue 11).
