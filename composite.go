@@ -41,7 +41,7 @@ func (s *Session) composite(ctx context.Context, c *planner.Composite, cat *cata
 		if err != nil {
 			s.withhold(res)
 			if i > 0 {
-				return nil, fmt.Errorf("DP query %d of %d inside this query: %w (the %d before it were charged ε=%g, δ=%g and their answers withheld)", i+1, len(c.Parts), err, i, res.Cost.Epsilon, res.Cost.Delta)
+				return nil, &chargedError{err: fmt.Errorf("DP query %d of %d inside this query: %w (the %d before it were charged ε=%g, δ=%g and their answers withheld)", i+1, len(c.Parts), err, i, res.Cost.Epsilon, res.Cost.Delta), cost: res.Cost, said: true}
 			}
 			return nil, err
 		}
@@ -50,15 +50,13 @@ func (s *Session) composite(ctx context.Context, c *planner.Composite, cat *cata
 	}
 	plan, err := planner.PlanSelect(c.Stmt, cat, s.settings.planner(), in)
 	if err != nil {
-		s.withhold(res)
-		return nil, err
+		return nil, s.withheld(res, err)
 	}
 	switch outer := plan.(type) {
 	case *planner.PublicQuery:
 		r, err := exec.Public(ctx, s.eng.db, outer)
 		if err != nil {
-			s.withhold(res)
-			return nil, err
+			return nil, s.withheld(res, err)
 		}
 		res.Columns, res.Rows = r.Columns, r.Rows
 		res.Notes = append(res.Notes, fmt.Sprintf("SQL over the answers of %s: ε=%g, δ=%g in all; the outer query is post-processing and costs nothing", dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta))
@@ -66,7 +64,7 @@ func (s *Session) composite(ctx context.Context, c *planner.Composite, cat *cata
 		r, err := s.private(ctx, c.Stmt, outer, releasedSalt(c, in.Released))
 		if err != nil {
 			s.withhold(res)
-			return nil, fmt.Errorf("the outer DP query: %w (the %s inside it were charged ε=%g, δ=%g and their answers withheld)", err, dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta)
+			return nil, &chargedError{err: fmt.Errorf("the outer DP query: %w (the %s inside it were charged ε=%g, δ=%g and their answers withheld)", err, dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta), cost: res.Cost, said: true}
 		}
 		res.Columns, res.Rows, res.ErrorBounds, res.Intervals = r.Columns, r.Rows, r.ErrorBounds, r.Intervals
 		res.addCharge(r, "outer DP query: ")
@@ -85,6 +83,16 @@ func (s *Session) withhold(res *Result) {
 		// A fresh context: the statement's may be why it failed.
 		_ = budget.MarkUnanswered(context.Background(), s.eng.ledger, id, "unanswered: withheld (a later part of its statement failed)")
 	}
+}
+
+// withheld marks the parts res charged as withheld (withhold) and says in
+// err what they cost.
+func (s *Session) withheld(res *Result, err error) error {
+	s.withhold(res)
+	if len(res.charges) == 0 {
+		return err
+	}
+	return &chargedError{err: fmt.Errorf("%w (the %s inside it were charged ε=%g, δ=%g and their answers withheld)", err, dpQueries(len(res.charges)), res.Cost.Epsilon, res.Cost.Delta), cost: res.Cost, said: true}
 }
 
 // compileOuter compiles a composite's outer query, with empty answers,

@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/dpsql/dpsql/backend/postgres"
 	"github.com/dpsql/dpsql/budget"
@@ -94,6 +95,42 @@ type Engine struct {
 	knobs   *knobs.Knobs  // test knobs; nil in production
 
 	def *Session // the default session of Engine.Query and its siblings
+
+	// flights are the private queries being answered now, by cache key:
+	// a session asking the same query waits for the first one's answer to
+	// reach the cache instead of being charged again (awaitFlight).
+	flightMu sync.Mutex
+	flights  map[string]chan struct{}
+}
+
+// awaitFlight waits while another session of the engine answers the
+// private query of cache key key, then makes the caller the one that
+// answers it; done ends its turn (after the answer is cached).
+func (e *Engine) awaitFlight(ctx context.Context, key string) (done func(), err error) {
+	for {
+		e.flightMu.Lock()
+		ch, busy := e.flights[key]
+		if !busy {
+			if e.flights == nil {
+				e.flights = map[string]chan struct{}{}
+			}
+			ch = make(chan struct{})
+			e.flights[key] = ch
+			e.flightMu.Unlock()
+			return func() {
+				e.flightMu.Lock()
+				delete(e.flights, key)
+				e.flightMu.Unlock()
+				close(ch)
+			}, nil
+		}
+		e.flightMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // Open opens (in owner mode: creates if missing) the database at path.

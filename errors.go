@@ -114,6 +114,35 @@ func cancelled(ctx context.Context, err error, charged *budget.Cost) error {
 	return fmt.Errorf("%w; its ε=%g, δ=%g was charged (%w)", ErrCancelled, charged.Epsilon, charged.Delta, ctx.Err())
 }
 
+// chargedError is the error of a query that failed after its cost was
+// charged (its ε stays spent): the message says so.
+type chargedError struct {
+	err  error
+	cost budget.Cost
+	said bool // err's message says what was charged already
+}
+
+func (e *chargedError) Error() string {
+	if e.said {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("%v (its ε=%g, δ=%g was charged)", e.err, e.cost.Epsilon, e.cost.Delta)
+}
+
+func (e *chargedError) Unwrap() error { return e.err }
+
+// saysCharge makes err say whether the statement charged anything when it
+// ended because ctx did: every error of a query that charged says so
+// already (cancelled, chargedError), so any other is of a statement that
+// charged nothing.
+func saysCharge(ctx context.Context, err error) error {
+	var ce *chargedError
+	if err == nil || ctx.Err() == nil || errors.Is(err, ErrCancelled) || errors.As(err, &ce) {
+		return err
+	}
+	return cancelled(ctx, err, nil)
+}
+
 // readOnly reports whether err is SQLite refusing to write (a file or
 // directory without write permission, a read-only mount or connection).
 func readOnly(err error) bool {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/exec"
@@ -781,5 +782,144 @@ func TestWithheldPartIsNotMarkedAnswered(t *testing.T) {
 	ledger := query(t, owner, "SHOW LEDGER")
 	if n := len(ledger.Rows); n == 0 || !strings.HasPrefix(fmt.Sprint(ledger.Rows[n-1][8]), "unanswered: withheld") {
 		t.Errorf("SHOW LEDGER outcomes: %v", ledger.Rows)
+	}
+}
+
+// TestCancelsRacingChargesTellTheTruth: cancels that land anywhere in a
+// query — while it waits for the ledger, on its charge's BEGIN or COMMIT,
+// while it runs — never wedge the ledger for the next query, and what
+// each query says of its charge is what the ledger holds: "nothing was
+// charged" with no ledger row, "was charged" with a row marked
+// unanswered, an answer with a row marked answered. (A cancel on the
+// charge's COMMIT used to be reported as "nothing was charged" for a
+// charge the ledger had, and one on its BEGIN to leave a pooled
+// connection holding the write lock.)
+func TestCancelsRacingChargesTellTheTruth(t *testing.T) {
+	t.Parallel()
+	path := hardDB(t, `CREATE TABLE c (x INTEGER); WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999) INSERT INTO c SELECT i FROM n;`,
+		`CREATE PRIVACY POLICY ON c; ALTER PRIVACY POLICY ON c SET BOUNDS x (0, 1000); SET BUDGET epsilon = 1e6`)
+	e := open(t, path, dpsql.Options{Epsilon: 0.01, NoCache: true})
+	const workers, each = 8, 60
+	outcomes := make([]string, workers*each)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 3))
+			for j := 0; j < each; j++ {
+				i := w*each + j
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.IntN(12000))*time.Microsecond)
+				_, err := e.Query(ctx, fmt.Sprintf("SELECT COUNT(*), SUM(x) FROM c WHERE x > %d", i))
+				cancel()
+				switch {
+				case err == nil:
+					outcomes[i] = "answered"
+				case strings.Contains(err.Error(), "nothing was charged"):
+					outcomes[i] = "none"
+				case strings.Contains(err.Error(), "was charged"):
+					outcomes[i] = "unanswered"
+				default:
+					outcomes[i] = "error: " + err.Error()
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	// The ledger is not wedged: a query without a deadline is answered
+	// at once.
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := e.Query(ctx, "SELECT COUNT(*) FROM c WHERE x < 0"); err != nil || time.Since(start) > 2*time.Second {
+		t.Fatalf("after the cancels: %v after %v", err, time.Since(start))
+	}
+	owner := open(t, path, dpsql.Options{Owner: true})
+	rows := map[int][]string{}
+	for _, row := range query(t, owner, "SHOW LEDGER").Rows {
+		var i int
+		if _, err := fmt.Sscanf(fmt.Sprint(row[3])[strings.Index(fmt.Sprint(row[3]), ">")+1:], " %d", &i); err == nil {
+			rows[i] = append(rows[i], fmt.Sprint(row[8]))
+		}
+	}
+	count := map[string]int{}
+	for i, said := range outcomes {
+		count[said]++
+		got := rows[i]
+		switch {
+		case strings.HasPrefix(said, "error: "):
+			t.Errorf("query %d: %s", i, said)
+		case said == "none" && len(got) != 0:
+			t.Errorf("query %d said nothing was charged; the ledger has %v", i, got)
+		case said == "answered" && (len(got) != 1 || got[0] != "answered"):
+			t.Errorf("query %d was answered; the ledger has %v", i, got)
+		case said == "unanswered" && (len(got) != 1 || !strings.HasPrefix(got[0], "unanswered")):
+			t.Errorf("query %d said it was charged and not answered; the ledger has %v", i, got)
+		}
+	}
+	t.Logf("outcomes: %v", count)
+	if count["none"] == 0 || count["answered"] == 0 {
+		t.Errorf("the deadlines did not spread over the query (%v): the test checks nothing", count)
+	}
+}
+
+// TestRepeatsStayFreeUnderConcurrency: while other sessions charge new
+// queries, sessions that repeat the same few queries at the same time are
+// charged once per query: the first answer reaches the cache even while
+// other connections take the write lock, and a repeat asked while the
+// first is still being answered waits for it instead of being charged
+// again. (18% of repeats used to be charged again under load.)
+func TestRepeatsStayFreeUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	path := hardDB(t, `CREATE TABLE c (x INTEGER); WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999) INSERT INTO c SELECT i FROM n;`,
+		`CREATE PRIVACY POLICY ON c; ALTER PRIVACY POLICY ON c SET BOUNDS x (0, 1000); SET BUDGET epsilon = 1e6`)
+	e, err := openEngine(path, dpsql.Options{Epsilon: 0.01}, nil) // real noise, the cache on
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for w := 0; w < 4; w++ {
+		wg.Add(2)
+		go func(w int) { // new questions: a charge each
+			defer wg.Done()
+			s, _ := e.NewSession(dpsql.SessionOptions{Epsilon: 0.01})
+			for j := 0; j < 40; j++ {
+				if _, err := s.Query(ctx, fmt.Sprintf("SELECT SUM(x) FROM c WHERE x < %d", 1000+w*100+j)); err != nil {
+					errs <- err
+				}
+			}
+		}(w)
+		go func() { // the same five questions, over and over
+			defer wg.Done()
+			s, _ := e.NewSession(dpsql.SessionOptions{Epsilon: 0.01})
+			for j := 0; j < 40; j++ {
+				if _, err := s.Query(ctx, fmt.Sprintf("SELECT COUNT(*) FROM c WHERE x > %d", j%5)); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	owner := open(t, path, dpsql.Options{Owner: true})
+	charged := map[string]int{}
+	for _, row := range query(t, owner, "SHOW LEDGER").Rows {
+		if s := fmt.Sprint(row[3]); strings.Contains(s, "COUNT(*)") {
+			charged[s]++
+		}
+	}
+	if len(charged) != 5 {
+		t.Errorf("%d repeated statements in the ledger, want 5: %v", len(charged), charged)
+	}
+	for s, n := range charged {
+		if n != 1 {
+			t.Errorf("%s charged %d times, want once", s, n)
+		}
 	}
 }

@@ -115,6 +115,18 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	if res, ok := s.fromCache(ctx, key); ok {
 		return res, nil
 	}
+	if !s.cacheOff() {
+		// The same query asked by another session now is answered once:
+		// this one waits for that answer to reach the cache.
+		done, err := e.awaitFlight(ctx, key)
+		if err != nil {
+			return nil, cancelled(ctx, err, nil)
+		}
+		defer done()
+		if res, ok := s.fromCache(ctx, key); ok {
+			return res, nil
+		}
+	}
 	// A query the budget refuses is refused before any work whose
 	// duration depends on the data (Prepare copies the mirrored tables a
 	// join reads).
@@ -141,7 +153,9 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	cost := budget.Cost{Epsilon: p.Epsilon, Delta: p.Delta}
 	r, chosen, err := prep.Run(ctx, opt.plan, e.noise)
 	if err != nil {
-		err = cancelled(ctx, err, &cost)
+		if err = cancelled(ctx, err, &cost); !errors.Is(err, ErrCancelled) {
+			err = &chargedError{err: err, cost: cost} // failed after the charge: say so
+		}
 		// The ledger says that this charge went unanswered (its ε stays
 		// spent); a fresh context: the query's may be why it failed.
 		_ = budget.MarkUnanswered(context.Background(), e.ledger, id, "unanswered: "+unansweredWhy(ctx))

@@ -627,6 +627,12 @@ func ChargeFirstID(ctx context.Context, s *Store, analyst string, candidates []C
 			_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
 		}
 	}()
+	// With the lock held, the charge (a few milliseconds) runs to its
+	// end whatever ctx does: a cancel landing on the COMMIT could
+	// otherwise be reported for a charge that was made ("nothing was
+	// charged", yet the ledger has it), or leave the lock held. The
+	// caller sees the cancel at its next step, after the charge.
+	ctx = context.WithoutCancel(ctx)
 	l, err := readLedger(ctx, x, analyst)
 	if err != nil {
 		return -1, 0, err
@@ -694,8 +700,18 @@ func lockLedger(ctx context.Context, conn *sql.Conn, waiting func()) error {
 	defer conn.ExecContext(context.Background(), fmt.Sprintf(`PRAGMA busy_timeout = %d`, timeout))
 	told := false
 	for {
-		_, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
+		// BEGIN runs to its end whatever ctx does (it waits at most
+		// lockPoll): a cancel that interrupted it could leave the pooled
+		// connection inside a transaction that holds the write lock,
+		// wedging every later charge, or report as failed a BEGIN that
+		// took the lock. ctx is checked between attempts, and after a
+		// successful one (then the lock is let go: nothing was charged).
+		_, err := conn.ExecContext(context.WithoutCancel(ctx), `BEGIN IMMEDIATE`)
 		if err == nil {
+			if ctx.Err() != nil {
+				_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
+				return ctx.Err()
+			}
 			return nil
 		}
 		if ctx.Err() != nil {

@@ -152,12 +152,18 @@ func (s *Store) initPostgres(ctx context.Context) error {
 func (s *Store) lockPostgres(ctx context.Context, conn *sql.Conn, waiting func()) error {
 	told := false
 	for {
-		if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
+		// As on SQLite (lockLedger): each attempt runs to its end (it
+		// waits at most lockPoll), ctx is checked between them.
+		run := context.WithoutCancel(ctx)
+		if _, err := conn.ExecContext(run, `BEGIN`); err != nil {
 			return fmt.Errorf("budget: cannot lock the ledger: %w", err)
 		}
-		_, err := conn.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, lockPoll.Milliseconds()))
+		_, err := conn.ExecContext(run, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, lockPoll.Milliseconds()))
 		if err == nil {
-			_, err = conn.ExecContext(ctx, `LOCK TABLE dpsql.ledger IN EXCLUSIVE MODE`)
+			_, err = conn.ExecContext(run, `LOCK TABLE dpsql.ledger IN EXCLUSIVE MODE`)
+		}
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
 		}
 		if err == nil {
 			return nil

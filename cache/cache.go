@@ -130,6 +130,9 @@ func Get(ctx context.Context, db *sql.DB, key string) (*Answer, bool, error) {
 	return a, true, nil
 }
 
+// putWait is how long Put waits for the database's write lock.
+const putWait = 2 * time.Second
+
 // Put stores an answer under key, with the statement (for SHOW CACHE) and
 // the tables it read (for invalidation). The first answer stored under a
 // key stays.
@@ -166,8 +169,10 @@ func Put(ctx context.Context, db *sql.DB, key, statement string, tables []string
 		return err
 	}
 	// The answer is already computed: caching it must not keep it waiting
-	// behind another writer (an owner's import), so the lock is tried once
-	// (no busy wait), and the answer goes uncached if it is taken.
+	// long behind another writer (an owner's import), so the lock is
+	// waited for at most putWait — long enough for the charges of other
+	// sessions (milliseconds each) to pass, so that repeats stay free
+	// under load — and the answer goes uncached if it is still taken.
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -177,7 +182,7 @@ func Put(ctx context.Context, db *sql.DB, key, statement string, tables []string
 	if err := conn.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&timeout); err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, putWait.Milliseconds())); err != nil {
 		return err
 	}
 	defer conn.ExecContext(context.Background(), fmt.Sprintf(`PRAGMA busy_timeout = %d`, timeout))

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite"
 
@@ -15,7 +16,9 @@ import (
 
 // TestPutGetInvalidate: answers round-trip with their value types, the
 // first answer under a key stays, invalidation follows the tables read,
-// and a write lock held elsewhere makes Put give up instead of waiting.
+// and a write lock held elsewhere makes Put give up after putWait
+// instead of waiting as long as the connection would; a lock held for a
+// moment (another session's charge) is waited for.
 func TestPutGetInvalidate(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "c.db")
@@ -52,7 +55,7 @@ func TestPutGetInvalidate(t *testing.T) {
 	if _, ok, _ := Get(ctx, db, k1); ok {
 		t.Error("invalidated answer still cached")
 	}
-	// Another connection holds the write lock: Put fails at once.
+	// Another connection holds the write lock: Put gives up after putWait.
 	holder, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
@@ -66,10 +69,18 @@ func TestPutGetInvalidate(t *testing.T) {
 	if _, err := c.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	if err := Put(ctx, db, k2, "SELECT 1", []string{"t"}, a); err == nil {
 		t.Error("Put succeeded while the write lock was held elsewhere")
 	}
-	c.ExecContext(ctx, `ROLLBACK`)
+	if d := time.Since(start); d > putWait+5*time.Second {
+		t.Errorf("Put waited %v for the lock, more than putWait (%v)", d, putWait)
+	}
+	// Held for a moment: Put waits and succeeds.
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		c.ExecContext(ctx, `ROLLBACK`)
+	}()
 	if err := Put(ctx, db, k2, "SELECT 1", []string{"t"}, a); err != nil {
 		t.Errorf("Put after the lock was released: %v", err)
 	}
