@@ -173,6 +173,18 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 			res.Notes = append(res.Notes, fmt.Sprintf("bounds of %s chosen privately: [%g, %g]", c.Label, c.Lo, c.Hi))
 		}
 	}
+	if why := prep.FellBack(); why != nil {
+		// Whether the engine ran out of resources can depend on the rows
+		// the query selects: told to whoever holds the file (the shell,
+		// the Go API, the server's operator through Notify), never in a
+		// served analyst's answer.
+		msg := fmt.Sprintf("the engine could not run the compiled measurement (%s); the reference evaluator measured the same rows instead (slower, the same answer)", firstLine(why.Error()))
+		if s.analyst == "" {
+			res.Notes = append(res.Notes, msg)
+		} else if e.notify != nil {
+			e.notify(msg)
+		}
+	}
 	if u := opt.plan.Unit; u.Column != "" && res.Intervals != nil {
 		res.Notes = append(res.Notes, fmt.Sprintf("the intervals are about the rows contribution bounding kept (at most %d group(s) and %d row(s) per group for each %s): a unit's rows beyond those are not counted", u.MaxGroups, u.MaxRows, u.Column))
 	}
@@ -388,4 +400,12 @@ func clippedNote(res *Result) string {
 		return ""
 	}
 	return "values clipped to bounds: " + strings.Join(parts, ", ") + " (the intervals are about the clipped values)"
+}
+
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

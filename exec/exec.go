@@ -249,7 +249,15 @@ type Prepared struct {
 	pusher     Pusher        // nil: every scan runs in SQLite
 	measurer   Measurer      // nil: no compiled measurement
 	shadows    []shadowTable // copies of virtual tables the scan reads (shadow.go)
+	fellBack   error         // the engine's failure, when the reference measured a compiled scan instead
 }
+
+// FellBack says why the reference evaluator measured a scan that was
+// compiled for the engine holding the table (the engine could not run
+// the statement: out of memory under its cap, a full temporary disk);
+// nil when it did not. Whether it happens can depend on how many rows
+// the query selects, so it is for the operator, not an analyst's answer.
+func (p *Prepared) FellBack() error { return p.fellBack }
 
 // A Pusher computes a scan's native measurements in the database its
 // table lives in (rewrite.Pushed), exactly, for every group that has
@@ -767,6 +775,7 @@ func (p *Prepared) compiled(ctx context.Context, specs []spec) (*measured, error
 		// hang on the engine's resources. Tests count these (none may happen
 		// in the totality and differential tests).
 		p.q.Knobs.NoteCompiledFailed()
+		p.fellBack = err
 		return nil, nil
 	}
 	if !ok {
