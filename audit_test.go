@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/internal/testing/audit"
 	"github.com/dpsql/dpsql/mechanism"
 )
@@ -51,8 +52,10 @@ func auditOpener(path string, n mechanism.Noiser) (audit.Engine, error) {
 // generated statements on generated neighbouring databases, every plan's
 // claim checked. It must find nothing.
 func TestSensitivityAuditor(t *testing.T) {
-	hooks.FixedRandomness = true
-	defer func() { hooks.FixedRandomness = false }()
+	parallel(t)
+	k := hooksFor(t) // the knobs of this test's engines alone
+	k.FixedRandomness = true
+	defer func() { k.FixedRandomness = false }()
 	cfg := audit.Config{Seed: *auditSeed, Databases: *auditDatabases, PerDatabase: 100, NearMiss: 0.15}
 	if testing.Short() {
 		cfg.Databases = 4
@@ -89,26 +92,33 @@ func TestSensitivityAuditor(t *testing.T) {
 // re-introduced behind a test-only switch.
 var faults = []struct {
 	name    string
-	switch_ *bool
+	switch_ func(*knobs.Knobs) *bool // the switch among an engine's knobs
 }{
-	{"unit taken by name", &hooks.UnitByName},
-	{"per-row sensitivity for a unit's rows", &hooks.PerRowSensitivity},
-	{"centring in doubles far from zero", &hooks.FloatCentring},
-	{"ABS left unwrapped (raises on -2^63)", &hooks.BareAbs},
+	{"unit taken by name", func(k *knobs.Knobs) *bool { return &k.UnitByName }},
+	{"per-row sensitivity for a unit's rows", func(k *knobs.Knobs) *bool { return &k.PerRowSensitivity }},
+	{"centring in doubles far from zero", func(k *knobs.Knobs) *bool { return &k.FloatCentring }},
+	{"ABS left unwrapped (raises on -2^63)", func(k *knobs.Knobs) *bool { return &k.BareAbs }},
 }
 
 // TestAuditorCatchesReintroducedBugs is the proof that the auditor can
 // fail: with each bug switched back on, a run the size of the CI run
 // reports it.
 func TestAuditorCatchesReintroducedBugs(t *testing.T) {
-	hooks.FixedRandomness = true
-	defer func() { hooks.FixedRandomness = false }()
+	parallel(t)
+	k := hooksFor(t) // the knobs of this test's engines alone
+	k.FixedRandomness = true
+	defer func() { k.FixedRandomness = false }()
+	root := t.TempDir() // the runs' databases: under this test's directory, so its knobs apply
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
-			*f.switch_ = true
-			defer func() { *f.switch_ = false }()
+			*f.switch_(k) = true
+			defer func() { *f.switch_(k) = false }()
 			cfg := audit.Config{Seed: *auditSeed, Databases: *auditDatabases, PerDatabase: 100, NearMiss: 0.15, StopAtFirst: true}
-			rep, err := audit.Run(auditOpener, t.TempDir(), cfg)
+			dir, err := os.MkdirTemp(root, "run")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := audit.Run(auditOpener, dir, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,14 +142,21 @@ func slug(s string) string {
 // testdata/audit: each passes on main, and each case found with a fault
 // switched on still fails with that fault.
 func TestAuditRegressionCases(t *testing.T) {
-	hooks.FixedRandomness = true
-	defer func() { hooks.FixedRandomness = false }()
+	parallel(t)
+	k := hooksFor(t) // this test's own knobs (in a suite's backend run: the run's)
+	k.FixedRandomness = true
+	defer func() { k.FixedRandomness = false }()
 	paths, _ := filepath.Glob(filepath.Join(auditCases, "*.case"))
 	if len(paths) < len(faults) {
 		t.Fatalf("%d regression cases under %s, want at least one per fault (%d)", len(paths), auditCases, len(faults))
 	}
+	root := t.TempDir() // the cases' databases live under this test's directory (and its backend run)
 	check := func(t *testing.T, c audit.Case) []string {
-		d, d2, err := c.DB.Build(t.TempDir())
+		dir, err := os.MkdirTemp(root, "case")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, d2, err := c.DB.Build(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,9 +185,9 @@ func TestAuditRegressionCases(t *testing.T) {
 			}
 			for _, f := range faults {
 				if f.name == c.Fault {
-					*f.switch_ = true
+					*f.switch_(k) = true
 					p := check(t, c)
-					*f.switch_ = false
+					*f.switch_(k) = false
 					if !(audit.Finding{Problems: p}).Privacy() {
 						t.Errorf("with %q switched on, the case no longer fails a privacy check", c.Fault)
 					}

@@ -13,6 +13,7 @@ import (
 )
 
 func TestVarianceAndStddevExact(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	// x = i % 100 over 1000 rows: population variance (100² − 1)/12.
 	r := query(t, e, `SELECT VAR_POP(x), VARIANCE(x), STDDEV_POP(x), STDDEV(x) FROM t`)
@@ -43,6 +44,7 @@ func TestVarianceAndStddevExact(t *testing.T) {
 // threshold is 3 query-noise scales ≈ 48.9 rows, so the upper bound is the
 // first candidate with at most 48 rows above it, 96, and the lower bound 0.
 func TestAutoBoundsWithoutNoise(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	mustRun(t, e, "SET show_bounds = on")
 	mustRun(t, e, "SET noise = 'laplace'") // the search's ε as planned (zCDP would run it at √(2ρ_k))
@@ -93,6 +95,7 @@ func (s seededSource) Uint64() uint64 { return s.r.Uint64() }
 // engine fails with negligible probability; a broken clip, split or
 // centring fails by orders of magnitude.
 func TestAutoBoundsAccuracy(t *testing.T) {
+	parallel(t)
 	path := filepath.Join(t.TempDir(), "ages.db")
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {

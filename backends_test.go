@@ -3,46 +3,127 @@ package dpsql_test
 import (
 	"context"
 	"database/sql"
+	"flag"
 	"fmt"
-	"github.com/dpsql/dpsql/internal/knobs"
 	"net/url"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/internal/storesql"
 	"github.com/dpsql/dpsql/internal/testing/pgtest"
 	"github.com/dpsql/dpsql/mechanism"
 )
 
 // suiteBackend is where the engine suite's tests keep their tables while
-// they run: nil for SQLite files (the default), or a PostgreSQL server,
-// set by TestEngineSuiteOnPostgres for the tests it runs again there.
+// they run, test by test: a suite's subtest registers a backendRun for
+// its temporary directory (onBackend), and every database file a test
+// makes there moves to that run's backend when an engine first opens it.
+// Files elsewhere stay SQLite files. So the suites on PostgreSQL and
+// DuckDB, and the tests inside each, run in parallel, each with its own
+// test knobs: no switch is shared.
 var suiteBackend struct {
 	sync.Mutex
-	srv   *pgtest.Server
-	moved map[string]string // database file → the DSN its tables moved to
-	n     int
-	// duck: the suite runs on DuckDB (TestEngineSuiteOnDuckDB); ducks
-	// maps a database file to the state file its tables moved beside.
-	duck  bool
-	ducks map[string]string
+	runs map[string]*backendRun // a test's temporary root → its run
+	all  *backendRun            // DPSQL_SUITE_BACKEND=postgres: every file
+	n    int                    // databases moved so far (for unique names)
 }
 
-// openEngine opens the engine of a test's database file. On SQLite it is
-// dpsql.OpenWithNoise (dpsql.Open for a nil noise). While the suite runs
-// on PostgreSQL, the file's tables first move into a fresh PostgreSQL
-// database (once per file: moveToPostgres) and the engine reads them
-// there, with the file as its state file.
+// backendRun is one test's backend: a PostgreSQL server, or DuckDB.
+type backendRun struct {
+	pg    *pgtest.Server
+	duck  bool
+	knobs *knobs.Knobs      // the test knobs of the run's engines
+	moved map[string]string // database file → DSN (PostgreSQL) or state file (DuckDB)
+}
+
+// onBackend makes the database files t creates in its temporary
+// directories move to run's backend.
+func onBackend(t *testing.T, run *backendRun) {
+	root := testRoot(t)
+	run.moved = map[string]string{}
+	suiteBackend.Lock()
+	if suiteBackend.runs == nil {
+		suiteBackend.runs = map[string]*backendRun{}
+	}
+	suiteBackend.runs[root] = run
+	suiteBackend.Unlock()
+	t.Cleanup(func() {
+		suiteBackend.Lock()
+		delete(suiteBackend.runs, root)
+		suiteBackend.Unlock()
+	})
+}
+
+// parallelTests are the tests parallel has let run in parallel.
+var parallelTests sync.Map // *testing.T → true
+
+// parallel lets t run in parallel with the package's other parallel
+// tests, its engines with test knobs of their own (a SQLite backend run
+// for its temporary directory): so a test that sets a knob changes only
+// its own engines. Within a suite's backend run (runSuite), it does
+// nothing more.
+func parallel(t *testing.T) {
+	if _, done := parallelTests.LoadOrStore(t, true); done {
+		return
+	}
+	t.Parallel()
+	onBackend(t, &backendRun{knobs: &knobs.Knobs{}})
+}
+
+// testRoot is the directory that holds t's temporary directories.
+func testRoot(t *testing.T) string { return filepath.Dir(t.TempDir()) }
+
+// runOf is the backend run the file at path belongs to (nil: SQLite).
+// The caller holds suiteBackend's lock.
+func runOf(path string) *backendRun {
+	for root, run := range suiteBackend.runs {
+		if strings.HasPrefix(path, root+string(filepath.Separator)) {
+			return run
+		}
+	}
+	return suiteBackend.all
+}
+
+// hooksFor are the test knobs of t's engines: its backend run's, or the
+// package's hooks.
+func hooksFor(t *testing.T) *knobs.Knobs {
+	root := testRoot(t)
+	suiteBackend.Lock()
+	defer suiteBackend.Unlock()
+	if run := suiteBackend.runs[root]; run != nil && run.knobs != nil {
+		return run.knobs
+	}
+	return hooks
+}
+
 // hooks are the test knobs of every engine the tests open through
-// openEngine (internal/knobs): a test sets one and resets it when done.
+// openEngine outside a backend run (internal/knobs): a test sets one and
+// resets it when done (such tests do not run in parallel).
 var hooks = &knobs.Knobs{}
 
+// openEngine opens the engine of a test's database file. On SQLite it is
+// dpsql.OpenWithNoise (dpsql.Open for a nil noise). In a backend run on
+// PostgreSQL, the file's tables first move into a fresh PostgreSQL
+// database (once per file: moveToPostgres) and the engine reads them
+// there, with the file as its state file; on DuckDB, into a DuckDB file
+// beside it (moveToDuckDB).
 func openEngine(path string, opts dpsql.Options, noise mechanism.Noiser) (*dpsql.Engine, error) {
-	opts = dpsql.WithKnobs(opts, hooks)
+	k := hooks
+	suiteBackend.Lock()
+	if run := runOf(path); run != nil && run.knobs != nil {
+		k = run.knobs
+	}
+	suiteBackend.Unlock()
+	opts = dpsql.WithKnobs(opts, k)
 	if opts.Postgres == "" && opts.DuckDB == "" {
 		state, err := duckOf(path)
 		if err != nil {
@@ -70,18 +151,19 @@ func openEngine(path string, opts dpsql.Options, noise mechanism.Noiser) (*dpsql
 func postgresOf(path string) (string, error) {
 	suiteBackend.Lock()
 	defer suiteBackend.Unlock()
-	if suiteBackend.srv == nil {
+	run := runOf(path)
+	if run == nil || run.pg == nil {
 		return "", nil
 	}
-	if dsn, ok := suiteBackend.moved[path]; ok {
+	if dsn, ok := run.moved[path]; ok {
 		return dsn, nil
 	}
 	suiteBackend.n++
-	dsn, err := moveToPostgres(suiteBackend.srv, path, path, fmt.Sprintf("suite%d", suiteBackend.n))
+	dsn, err := moveToPostgres(run.pg, path, path, fmt.Sprintf("suite%d", suiteBackend.n))
 	if err != nil {
 		return "", fmt.Errorf("moving %s to PostgreSQL: %w", path, err)
 	}
-	suiteBackend.moved[path] = dsn
+	run.moved[path] = dsn
 	return dsn, nil
 }
 
@@ -143,24 +225,44 @@ func TestEngineSuiteOnPostgres(t *testing.T) {
 	if postgresRun() {
 		t.Skip("the whole package runs on PostgreSQL (DPSQL_SUITE_BACKEND=postgres)")
 	}
+	parallel(t)
 	srv := pgtest.StartT(t)
-	suiteBackend.Lock()
-	suiteBackend.srv, suiteBackend.moved = srv, map[string]string{}
-	suiteBackend.Unlock()
-	defer func() {
-		suiteBackend.Lock()
-		suiteBackend.srv, suiteBackend.moved = nil, nil
-		suiteBackend.Unlock()
-	}()
-	for _, test := range engineSuite {
-		t.Run(test.name, func(t *testing.T) {
-			before := movedCount()
-			test.run(t)
-			if movedCount() == before && !t.Failed() {
-				t.Errorf("%s opened no database on PostgreSQL", test.name)
-			}
-		})
-	}
+	runSuite(t, "PostgreSQL", nil, func() *backendRun { return &backendRun{pg: srv} })
+}
+
+// runSuite runs the engine suite's tests (but those in skip, with the
+// reason) in parallel, each in a backend run of its own made by newRun,
+// and returns their runs once all have ended.
+func runSuite(t *testing.T, where string, skip map[string]string, newRun func() *backendRun) []*backendRun {
+	var (
+		mu   sync.Mutex
+		runs []*backendRun
+	)
+	t.Run("suite", func(t *testing.T) {
+		for _, test := range engineSuite {
+			t.Run(test.name, func(t *testing.T) {
+				if why, ok := skip[test.name]; ok {
+					t.Skip(why)
+				}
+				parallelTests.Store(t, true) // the test's own parallel(t) adds nothing
+				t.Parallel()
+				run := newRun()
+				run.knobs = &knobs.Knobs{}
+				onBackend(t, run)
+				mu.Lock()
+				runs = append(runs, run)
+				mu.Unlock()
+				test.run(t)
+				suiteBackend.Lock()
+				moved := len(run.moved)
+				suiteBackend.Unlock()
+				if moved == 0 && !t.Failed() {
+					t.Errorf("%s opened no database on %s", test.name, where)
+				}
+			})
+		}
+	})
+	return runs
 }
 
 // TestMain runs the whole package with its tables in PostgreSQL when
@@ -168,13 +270,22 @@ func TestEngineSuiteOnPostgres(t *testing.T) {
 // SQLite files themselves fail there (10 of 108 on 2026-11-24), which is
 // what the variable is for — finding out which tests carry over.
 func TestMain(m *testing.M) {
+	// Most of the package's time is spent waiting (the ledger's fsync,
+	// PostgreSQL's round trips, DuckDB's threads), not computing: more
+	// tests run at once than there are cores, unless -parallel says.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(max(8, 4*runtime.GOMAXPROCS(0))))
+	}
 	if postgresRun() {
 		srv, err := pgtest.Start(context.Background())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		suiteBackend.srv, suiteBackend.moved = srv, map[string]string{}
+		suiteBackend.all = &backendRun{pg: srv, moved: map[string]string{}}
 		code := m.Run()
 		srv.Stop()
 		os.Exit(code)
@@ -327,13 +438,6 @@ func execData(t *testing.T, path, stmt string) {
 	if _, err := db.Exec(stmt); err != nil {
 		t.Fatalf("%s: %v", stmt, err)
 	}
-}
-
-// movedCount is how many database files moved to PostgreSQL so far.
-func movedCount() int {
-	suiteBackend.Lock()
-	defer suiteBackend.Unlock()
-	return suiteBackend.n
 }
 
 // postgresRun reports whether the whole package runs on PostgreSQL.

@@ -46,6 +46,7 @@ func bqDB(t *testing.T) string {
 // count), as BigQuery does; contribution_bounds_per_row clamps rows.
 // Answers computed by hand, under zero noise (issue 10).
 func TestBigQueryContributionBounds(t *testing.T) {
+	parallel(t)
 	e := open(t, bqDB(t), dpsql.Options{Epsilon: 1})
 	for _, tc := range []struct {
 		sql  string
@@ -87,6 +88,7 @@ func TestBigQueryContributionBounds(t *testing.T) {
 // sensitivity is per unit (min(l0, groups) · max|bound|), not per row
 // (min(l0, groups) · l∞ · …).
 func TestPerUnitBoundsSensitivity(t *testing.T) {
+	parallel(t)
 	e := open(t, bqDB(t), dpsql.Options{Epsilon: 1})
 	for _, tc := range []struct {
 		sql              string
@@ -112,6 +114,7 @@ func TestPerUnitBoundsSensitivity(t *testing.T) {
 // privacy unit counts the distinct non-NULL values among the rows kept
 // after contribution bounding, with sensitivity l0·l∞ (issue 10).
 func TestCountDistinctValues(t *testing.T) {
+	parallel(t)
 	e := open(t, bqDB(t), dpsql.Options{Epsilon: 1})
 	for _, tc := range []struct{ sql, want string }{
 		// x: 2, 3, 4, 5, 4, 1, 10, 10, NULL (l0 = 2, l∞ = 5 keep every row).
@@ -151,6 +154,7 @@ func TestCountDistinctValues(t *testing.T) {
 // bin; with per-row clipping of those 30 rows the unit would move the sum
 // by 150, with its per-unit sum clipped it moves it by 5.
 func TestPerUnitBoundsNeighboursEmpirically(t *testing.T) {
+	parallel(t)
 	base := `CREATE TABLE v (uid INTEGER, x REAL); INSERT INTO v VALUES (1, 1), (2, 2), (3, 3);`
 	var many strings.Builder
 	for i := 0; i < 30; i++ {
@@ -167,6 +171,7 @@ func TestPerUnitBoundsNeighboursEmpirically(t *testing.T) {
 // AVG's from its count and sum) — which an outer query reads with
 // JSON_EXTRACT. Exact values under zero noise (issue 10).
 func TestReportFormatJSON(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	plain := query(t, e, `SELECT COUNT(*) AS r, AVG(x) AS a FROM t`) // the same cells and ε shares
 	half := plain.ErrorBounds["r"]

@@ -20,6 +20,7 @@ import (
 // costs nothing beyond the parts. Exact answers under zero noise (issue
 // 10).
 func TestSQLOverReleasedResults(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	// x = i % 100, g = 'a', 'b', 'c', 'z' by i % 4 (domain a, b, c, d).
 	sumX := func(g int) int {
@@ -79,6 +80,7 @@ func TestSQLOverReleasedResults(t *testing.T) {
 // backend compiling the outer query, or by the budget for the parts'
 // sum — is refused before anything is charged.
 func TestSQLOverReleasedResultsRefusals(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	for _, tc := range []struct {
 		sql  string
@@ -119,6 +121,7 @@ func TestSQLOverReleasedResultsRefusals(t *testing.T) {
 // TestExplainSQLOverReleasedResults: EXPLAIN shows each part's plan and
 // the total, and spends nothing.
 func TestExplainSQLOverReleasedResults(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{})
 	r := query(t, e, `EXPLAIN SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5) COUNT(*) AS n FROM t UNION ALL SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.25) COUNT(*) FROM t WHERE g = 'a'`)
 	var steps []string
@@ -140,6 +143,7 @@ func TestExplainSQLOverReleasedResults(t *testing.T) {
 // query asked again gets every part from the cache — the same rows, free
 // — and a part asked alone afterwards is the cached answer too.
 func TestSQLOverReleasedResultsUsesTheCache(t *testing.T) {
+	parallel(t)
 	path := newDB(t)
 	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, nil)
 	if err != nil {
@@ -169,6 +173,7 @@ func TestSQLOverReleasedResultsUsesTheCache(t *testing.T) {
 // nothing to any aggregate (BigQuery's semantics). Exact answers under
 // zero noise (issue 10).
 func TestPublicGroups(t *testing.T) {
+	parallel(t)
 	path := newDB(t)
 	// 'z' has private rows but is outside g's declared domain; 'q' has none.
 	execData(t, path, `INSERT INTO lookup VALUES ('q', 'Quebec'), ('z', 'Zulu'), (NULL, 'Nothing')`)
@@ -222,6 +227,7 @@ func TestPublicGroups(t *testing.T) {
 // private rows. A DP query may also join the answers of another as a
 // public relation. Exact answers under zero noise (issue 10).
 func TestSubqueriesInDPQueries(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	// x = i % 100 over 1,000 rows; g by i % 4 in a, b, c, z (domain a–d).
 	for _, tc := range []struct {

@@ -80,6 +80,7 @@ func percentileCont(values []float64, p float64) float64 {
 // 2,000 groups whose interval holds the true value must lie in
 // [93%, 97%] (at least 93% for percentiles, see below).
 func TestIntervalCoverage(t *testing.T) {
+	parallel(t)
 	if testing.Short() {
 		t.Skip("coverage needs 38 queries of 2,000 groups")
 	}

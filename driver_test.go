@@ -12,6 +12,7 @@ import (
 )
 
 func TestDriverQueriesThroughDatabaseSQL(t *testing.T) {
+	parallel(t)
 	path := newDB(t)
 	db, err := sql.Open("dpsql", driverDSN(t, path, "?epsilon=0.5"))
 	if err != nil {
@@ -65,6 +66,7 @@ func TestDriverQueriesThroughDatabaseSQL(t *testing.T) {
 // TestBoundParameterIsALiteral checks, with the noise off, that a bound
 // string cannot change the statement.
 func TestBoundParameterIsALiteral(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	r, err := e.Query(context.Background(), `SELECT COUNT(*) FROM t WHERE g = ?`, "a' OR 1=1 --")
 	if err != nil {
@@ -80,6 +82,7 @@ func TestBoundParameterIsALiteral(t *testing.T) {
 }
 
 func TestDriverErrors(t *testing.T) {
+	parallel(t)
 	path := newDB(t)
 	db, _ := sql.Open("dpsql", driverDSN(t, path, ""))
 	defer db.Close()
@@ -129,6 +132,7 @@ func TestDriverErrors(t *testing.T) {
 // connection that ran it, the DSN's epsilon to every connection (as the
 // README says; issue 11).
 func TestDriverSetEpsilonIsPerConnection(t *testing.T) {
+	parallel(t)
 	path := newDB(t)
 	ctx := context.Background()
 	db, err := sql.Open("dpsql", driverDSN(t, path, ""))
@@ -176,6 +180,7 @@ func TestDriverSetEpsilonIsPerConnection(t *testing.T) {
 // TestDriverCacheOption: cache=off in the DSN answers repeats afresh (and
 // charges them); by default a repeat is free.
 func TestDriverCacheOption(t *testing.T) {
+	parallel(t)
 	path := newDB(t)
 	for _, tc := range []struct {
 		dsn   string

@@ -120,7 +120,7 @@ func outcome(e *dpsql.Engine, q string) string {
 // compiled and through the reference evaluator; and the answers equal
 // those over a plain file with the same stored values and no such schema.
 func TestDuckDBFileContentsCannotMakeAQueryFail(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	withBad := duckFile(t, "bad", append(append([]string{}, hostileSchema...), ordersRows(true, true)...)...)
 	neighbour := duckFile(t, "neighbour", append(append([]string{}, hostileSchema...), ordersRows(true, false)...)...)
 	plain := duckFile(t, "plain", `CREATE TYPE tier AS ENUM ('low', 'high')`,
@@ -173,7 +173,7 @@ func TestDuckDBFileContentsCannotMakeAQueryFail(t *testing.T) {
 // selection's threshold) beside 200 rows of "FLU-ALICE", and units that
 // differ only in case are different units.
 func TestDuckDBComparesTextAsBytes(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	duck := duckFile(t, "collated",
 		`CREATE TABLE visits (uid VARCHAR COLLATE NOCASE, diag VARCHAR COLLATE NOCASE, town VARCHAR COLLATE NOACCENT, n INTEGER)`,
 		`INSERT INTO visits SELECT 'u' || range, 'FLU-ALICE', CASE WHEN range % 2 = 0 THEN 'Malmo' ELSE 'Malmö' END, range % 10 FROM range(200)`,
@@ -186,8 +186,8 @@ func TestDuckDBComparesTextAsBytes(t *testing.T) {
 	owner.Close()
 	e := openDuck(t, duck, false, k, nil)
 	queries := []string{
-		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-9) diag, COUNT(*) FROM visits GROUP BY diag",
-		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-9) town, COUNT(*), SUM(n) FROM visits GROUP BY town",
+		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-9) diag, COUNT(*) FROM visits GROUP BY diag ORDER BY diag",
+		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-9) town, COUNT(*), SUM(n) FROM visits GROUP BY town ORDER BY town",
 		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM visits WHERE diag = 'Flu-Alice'",
 		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM visits WHERE diag IN ('flu-alice', 'x')",
 		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM visits WHERE town BETWEEN 'Malmo' AND 'Malmo'",
@@ -219,7 +219,7 @@ func TestDuckDBComparesTextAsBytes(t *testing.T) {
 // grows with the table): refused on 1,000,000 rows as fast as on 1,000,
 // however often it is asked.
 func TestRefusedJoinDoesNoDataWork(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	refusal := func(rows int) time.Duration {
 		duck := duckFile(t, fmt.Sprintf("j%d", rows),
 			fmt.Sprintf(`CREATE TABLE visits AS SELECT range AS uid, range %% 7 AS site, range %% 100 AS n FROM range(%d)`, rows),

@@ -13,6 +13,7 @@ func duckOf(string) (string, error) { return "", nil }
 // as in CI) but this build has none (CGO_ENABLED=0), instead of letting
 // the DuckDB tests vanish silently.
 func TestDuckDBIsBuilt(t *testing.T) {
+	parallel(t)
 	if os.Getenv("DPSQL_REQUIRE_DUCKDB") != "" {
 		t.Fatal("DPSQL_REQUIRE_DUCKDB is set, but this test binary was built without cgo, so without DuckDB")
 	}

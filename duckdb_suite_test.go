@@ -19,10 +19,11 @@ import (
 func duckOf(path string) (string, error) {
 	suiteBackend.Lock()
 	defer suiteBackend.Unlock()
-	if !suiteBackend.duck {
+	run := runOf(path)
+	if run == nil || !run.duck {
 		return "", nil
 	}
-	if state, ok := suiteBackend.ducks[path]; ok {
+	if state, ok := run.moved[path]; ok {
 		return state, nil
 	}
 	state := path // as on PostgreSQL: tables made after the move stay in the file
@@ -30,7 +31,7 @@ func duckOf(path string) (string, error) {
 		return "", err
 	}
 	suiteBackend.n++
-	suiteBackend.ducks[path] = state
+	run.moved[path] = state
 	return state, nil
 }
 
@@ -96,39 +97,18 @@ var notOnDuckDB = map[string]string{
 // runs a private query: counted by the knobs), the others through the
 // reference evaluator over the mirrors.
 func TestEngineSuiteOnDuckDB(t *testing.T) {
-	onDuckDB(t)
-	before := hooks.Compiled.Load()
-	for _, test := range engineSuite {
-		t.Run(test.name, func(t *testing.T) {
-			if why, ok := notOnDuckDB[test.name]; ok {
-				t.Skip(why)
-			}
-			opened := movedCount()
-			test.run(t)
-			if movedCount() == opened && !t.Failed() {
-				t.Errorf("%s opened no database on DuckDB", test.name)
-			}
-		})
+	parallel(t)
+	runs := runSuite(t, "DuckDB", notOnDuckDB, func() *backendRun { return &backendRun{duck: true} })
+	var compiled, failed int64
+	for _, run := range runs {
+		compiled += run.knobs.Compiled.Load()
+		failed += run.knobs.CompiledFailed.Load()
 	}
-	compiled := hooks.Compiled.Load() - before
 	t.Logf("%d scans ran compiled in DuckDB", compiled)
-	if n := hooks.CompiledFailed.Load(); n > 0 {
-		t.Errorf("%d compiled statements failed in DuckDB (the reference evaluator measured them instead)", n)
+	if failed > 0 {
+		t.Errorf("%d compiled statements failed in DuckDB (the reference evaluator measured them instead)", failed)
 	}
 	if compiled < 50 {
 		t.Errorf("only %d scans of the suite ran compiled in DuckDB", compiled)
 	}
-}
-
-// onDuckDB moves the tables of every database the test opens through
-// openEngine into DuckDB, until the test ends.
-func onDuckDB(t *testing.T) {
-	suiteBackend.Lock()
-	suiteBackend.duck, suiteBackend.ducks = true, map[string]string{}
-	suiteBackend.Unlock()
-	t.Cleanup(func() {
-		suiteBackend.Lock()
-		suiteBackend.duck, suiteBackend.ducks = false, nil
-		suiteBackend.Unlock()
-	})
 }

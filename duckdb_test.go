@@ -119,14 +119,16 @@ func TestDuckDBMeasuresLikeTheReference(t *testing.T) {
 // adversarialDuck makes a DuckDB table of every column type dpsql reads,
 // with the values that make a careless expression raise: the extremes
 // of every integer type, NaN, ±Inf, −0, the largest and smallest
-// doubles, huge text, blobs, NULLs.
+// doubles, huge text, blobs, NULLs; its text columns compare without
+// case (spellings that differ only in case are there), and the file
+// holds macros named like the built-ins.
 func adversarialDuck(t *testing.T) string {
 	t.Helper()
 	duck := filepath.Join(t.TempDir(), "adv.duckdb")
 	big := strings.Repeat("y", 100000)
 	stmts := []string{
 		`CREATE TABLE a (uid BIGINT, i8 TINYINT, i16 SMALLINT, i32 INTEGER, i64 BIGINT, u32 UINTEGER, b BOOLEAN,
-			f4 FLOAT, f8 DOUBLE, s VARCHAR, bl BLOB, h HUGEINT, d DECIMAL(18,3), ts TIMESTAMP, g VARCHAR)`,
+			f4 FLOAT, f8 DOUBLE, s VARCHAR COLLATE NOCASE, bl BLOB, h HUGEINT, d DECIMAL(18,3), ts TIMESTAMP, g VARCHAR COLLATE NOCASE)`,
 		`INSERT INTO a VALUES
 			(1, -128, -32768, -2147483648, -9223372036854775808, 0, false, 'NaN', 'NaN', '', '\x00'::BLOB, -170141183460469231731687303715884105728, -999999999999999.999, '1970-01-01', 'a'),
 			(1, 127, 32767, 2147483647, 9223372036854775807, 4294967295, true, 'Infinity', 'Infinity', 'abc', '\xff'::BLOB, 170141183460469231731687303715884105727, 999999999999999.999, '2262-04-11', 'b'),
@@ -135,7 +137,15 @@ func adversarialDuck(t *testing.T) string {
 			(3, -1, -1, -1, -1, 1, true, '-0.0', '-0.0', '1e999', '', 1, 0.001, '2000-01-01', 'c'),
 			(3, 1, 1, 1, 1, 1, false, 3.4e38, 1.7976931348623157e308, '-1e999', 'x', -1, -0.001, '2000-01-01', 'c'),
 			(4, 5, 5, 5, 5, 5, true, 1.4e-45, 4.9e-324, ' 12.5e1x', 'yy', 5, 5.5, '2000-01-01', NULL),
-			(NULL, 5, 5, 5, 5, 5, true, -3.4e38, -1.7976931348623157e308, '0x10', 'z', 5, 5.5, '2000-01-01', 'a')`,
+			(NULL, 5, 5, 5, 5, 5, true, -3.4e38, -1.7976931348623157e308, '0x10', 'z', 5, 5.5, '2000-01-01', 'a'),
+			(5, 1, 1, 1, 1, 1, true, 1, 1, 'ABC', 'q', 1, 1, '2000-01-01', 'A')`,
+	}
+	// What else the owner's file may hold: macros that shadow every
+	// built-in dpsql calls, and the catalog's functions (TestDuckDBFileContentsCannotMakeAQueryFail).
+	for _, st := range hostileSchema {
+		if strings.Contains(st, "MACRO") {
+			stmts = append(stmts, st)
+		}
 	}
 	if err := ducktest.Exec(context.Background(), duck, stmts...); err != nil {
 		t.Fatal(err)
@@ -151,6 +161,7 @@ func adversarialDuck(t *testing.T) string {
 // raises on any value — and equals the reference evaluator's answer
 // (zero noise, bounds no unit reaches).
 func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
+	parallel(t)
 	duck := adversarialDuck(t)
 	k := &knobs.Knobs{FixedRandomness: true}
 	owner := openDuck(t, duck, true, k, nil)
@@ -227,6 +238,7 @@ func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
 // failure has probability below 20·4·1.2e-7), and the mean of the sums
 // within 5.3/√20 of them.
 func TestDuckDBBoundingSamplesUniformly(t *testing.T) {
+	parallel(t)
 	duck := filepath.Join(t.TempDir(), "s.duckdb")
 	if err := ducktest.Exec(context.Background(), duck,
 		`CREATE TABLE s AS SELECT u AS uid, x, (u + x) % 3 AS g FROM range(2000) r(u), range(10) q(x)`); err != nil {
@@ -283,6 +295,7 @@ func TestDuckDBBoundingSamplesUniformly(t *testing.T) {
 // DuckDB's reader; a second process's write lock (here: another engine
 // of this process holding the file) is reported as "in use".
 func TestDuckDBImportIsStrictAndAllOrNothing(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	duck := filepath.Join(dir, "i.duckdb")
 	owner := openDuck(t, duck, true, nil, nil)
@@ -380,7 +393,7 @@ func plainStatements(r *rand.Rand, n int) []audit.Statement {
 // coupled); every plan's sensitivity claim must hold on the compiled
 // measurements.
 func TestDuckDBPrivacyAuditor(t *testing.T) {
-	onDuckDB(t)
+	onBackend(t, &backendRun{duck: true, knobs: hooks}) // sequential: it sets the package's hooks
 	hooks.FixedRandomness = true
 	defer func() { hooks.FixedRandomness = false }()
 	ducktest.UntypedAs = "double precision" // the auditor's untyped columns: numbers, summed in DuckDB
@@ -444,6 +457,7 @@ func writeFile(t *testing.T, path, text string) {
 // have) run 60 queries of ε = 0.1 at once under a budget of 2: exactly 20
 // are answered, the others refused for the budget.
 func TestDuckDBBudgetIsSharedConcurrently(t *testing.T) {
+	parallel(t)
 	duck := filepath.Join(t.TempDir(), "b.duckdb")
 	if err := ducktest.Exec(context.Background(), duck, `CREATE TABLE t AS SELECT range AS x FROM range(1000)`); err != nil {
 		t.Fatal(err)
@@ -485,6 +499,7 @@ func TestDuckDBBudgetIsSharedConcurrently(t *testing.T) {
 // whether the scan runs as one DuckDB statement or through the reference
 // evaluator, and why.
 func TestDuckDBExplainSaysWhereTheScanRuns(t *testing.T) {
+	parallel(t)
 	duck := adversarialDuck(t)
 	owner := openDuck(t, duck, true, nil, nil)
 	mustRun(t, owner, `SET BUDGET epsilon = 10; CREATE PRIVACY POLICY ON a`)

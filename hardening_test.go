@@ -108,8 +108,9 @@ func checkNeighbourSensitivity(t *testing.T, d, d2, q string) {
 	// would differ too (not a leak: the choice is the mechanism's own
 	// randomness), and a per-unit sensitivity l0·|bound| is easily
 	// exceeded by that alone.
-	hooks.FixedRandomness = true
-	defer func() { hooks.FixedRandomness = false }()
+	k := hooksFor(t)
+	k.FixedRandomness = true
+	defer func() { k.FixedRandomness = false }()
 	a, b := exactValues(t, d, q), exactValues(t, d2, q)
 	if len(a) != len(b) {
 		t.Fatalf("%s: %d noisy cells on D, %d on D'", q, len(a), len(b))
@@ -180,6 +181,7 @@ func empiricalNeighbours(t *testing.T, d, d2, q string, eps, width float64) {
 // Class 1: names resolve exactly as SQLite resolves them, and SQLite never
 // sees analyst text.
 func TestNamesResolveAsSQLiteDoes(t *testing.T) {
+	parallel(t)
 	const create = `CREATE TABLE visits (uid INTEGER, code TEXT, amount INTEGER);
 		INSERT INTO visits VALUES (1, 'a', 10), (2, 'b', 20);
 		CREATE TABLE pub (code TEXT); INSERT INTO pub VALUES ('a');`
@@ -224,6 +226,7 @@ func TestNamesResolveAsSQLiteDoes(t *testing.T) {
 // Class 1, second line of defence: even a statement that reached the
 // backend could read only what its plan resolved.
 func TestAuthorizerEnforcesThePlan(t *testing.T) {
+	parallel(t)
 	const create = `CREATE TABLE visits (uid INTEGER, code TEXT); INSERT INTO visits VALUES (1, 'a');
 		CREATE TABLE pub (code TEXT); INSERT INTO pub VALUES ('a');`
 	path := hardDB(t, create, `CREATE PRIVACY POLICY ON visits; ALTER TABLE pub SET PUBLIC`)
@@ -256,6 +259,7 @@ func TestAuthorizerEnforcesThePlan(t *testing.T) {
 
 // Class 2: whether a query succeeds does not depend on the data.
 func TestRowEvaluationIsTotal(t *testing.T) {
+	parallel(t)
 	create := func(extra string) string {
 		return `CREATE TABLE people (uid INTEGER, age INTEGER, gain INTEGER, name TEXT);
 			INSERT INTO people VALUES (1, 30, 100, 'ann'), (2, 40, 9223372036854775807, 'bob'), (2, 41, 9223372036854775807, 'bob');` + extra
@@ -298,6 +302,7 @@ func TestRowEvaluationIsTotal(t *testing.T) {
 // Class 3: the exact value handed to the noise is the exact clipped
 // aggregate, whatever the magnitudes; it is never infinite.
 func TestExactValuesFarFromZero(t *testing.T) {
+	parallel(t)
 	// Values in (c, c+2), c = 1e15: a float64 sum of 1,000 of them has an
 	// ulp of 128 where the sensitivity is 1, and Σx² − 2mΣx + m²n in
 	// doubles cancels terms of 1e33. (TestNeighbourSensitivityProperty
@@ -333,6 +338,7 @@ func TestExactValuesFarFromZero(t *testing.T) {
 // Class 4: the unit of a derived relation comes from provenance, never
 // from a name the analyst controls.
 func TestUnitByProvenance(t *testing.T) {
+	parallel(t)
 	var rows []string
 	for i := 0; i < 200; i++ {
 		rows = append(rows, fmt.Sprintf("(7, %d, 'rare')", i))
@@ -375,6 +381,7 @@ func TestUnitByProvenance(t *testing.T) {
 
 // Class 5: clipping is numeric, whatever the storage class.
 func TestClippingIsNumeric(t *testing.T) {
+	parallel(t)
 	create := `CREATE TABLE a (age INTEGER, note TEXT, b BLOB); INSERT INTO a VALUES (20, '1e15', x'39'), (30, 'abc', NULL), (25, ' 7x', x'ff');`
 	policy := `CREATE PRIVACY POLICY ON a`
 	d := hardDB(t, create+` INSERT INTO a VALUES (39, '39', x'3339');`, policy)
@@ -403,6 +410,7 @@ func TestClippingIsNumeric(t *testing.T) {
 // before the charge; counts are clamped; statements the backend rejects
 // cost nothing.
 func TestParametersCheckedBeforeTheCharge(t *testing.T) {
+	parallel(t)
 	const create = `CREATE TABLE v (uid INTEGER, x REAL); INSERT INTO v VALUES (1, 1), (2, 2);`
 	path := hardDB(t, create, `CREATE PRIVACY POLICY ON v OPTIONS (privacy_unit_column = uid)`)
 	e := open(t, path, dpsql.Options{})
@@ -448,6 +456,7 @@ func (hugeNoise) AddGaussianExact(v *big.Float, _, _ float64) (float64, error) {
 // several engines over one file, each get their own measurement handle and
 // results (the registry is process-wide). Run under -race by .ci/run.
 func TestConcurrentQueriesKeepTheirMeasurements(t *testing.T) {
+	parallel(t)
 	var rows []string
 	for i := 0; i < 300; i++ {
 		rows = append(rows, fmt.Sprintf("(%d, %d)", i%7, i))
@@ -485,6 +494,7 @@ func TestConcurrentQueriesKeepTheirMeasurements(t *testing.T) {
 // 6, D and D′ (one unit removed) give the same outcome — the same error
 // text, or an answer on both — so a refusal tells nothing about the unit.
 func TestRefusalsAreTheSameOnNeighbours(t *testing.T) {
+	parallel(t)
 	const base = `CREATE TABLE visits (uid INTEGER, code TEXT, amount REAL);
 		INSERT INTO visits VALUES (1, 'a', 10), (2, 'b', 20);
 		CREATE TABLE pub (code TEXT); INSERT INTO pub VALUES ('a');`
@@ -526,6 +536,7 @@ func TestRefusalsAreTheSameOnNeighbours(t *testing.T) {
 // and clipped — and a real inside the bounds, text or a blob sends the
 // scan through the aggregate. Both are checked against the exact answer.
 func TestNativeScanMatchesTheAggregate(t *testing.T) {
+	parallel(t)
 	numeric := map[string]float64{"3": 3, "-9223372036854775808": -9223372036854775808, "9223372036854775807": 9223372036854775807,
 		"'12abc'": 12, "'x'": 0, "x'3739'": 79, "'1e999'": math.Inf(1), "' -7e1x'": -70, "''": 0, "1e300": 1e300}
 	for _, extra := range [][]string{{}, {"2.5"}, {"'0.25'"}, {"'12abc'", "'x'", "x'3739'", "'1e999'", "' -7e1x'", "''"}} {
@@ -562,6 +573,7 @@ func TestNativeScanMatchesTheAggregate(t *testing.T) {
 // need (SUM as TOTAL, text caps, constant LIKE patterns) do not change
 // answers about public tables.
 func TestPublicQueriesKeepSQLiteSemantics(t *testing.T) {
+	parallel(t)
 	long := strings.Repeat("y", 2000)
 	path := hardDB(t, `CREATE TABLE pub (n INTEGER, s TEXT); INSERT INTO pub VALUES (1, '`+long+`'), (2, 'ab');`, `ALTER TABLE pub SET PUBLIC`)
 	e := open(t, path, dpsql.Options{})
@@ -580,6 +592,7 @@ func TestPublicQueriesKeepSQLiteSemantics(t *testing.T) {
 // exact values handed to the noise on D and on D′ = D without one unit
 // differ by at most each cell's sensitivity — exactly, in big arithmetic.
 func TestNeighbourSensitivityProperty(t *testing.T) {
+	parallel(t)
 	r := rand.New(rand.NewPCG(21, 22))
 	value := func() string {
 		switch r.IntN(10) {
@@ -655,6 +668,7 @@ func TestNeighbourSensitivityProperty(t *testing.T) {
 // (generated aliases, resolved and quoted names) keeps its meaning: every
 // statement returns the rows SQLite returns for the analyst's own text.
 func TestPublicQueriesMatchSQLite(t *testing.T) {
+	parallel(t)
 	path := hardDB(t, `CREATE TABLE "Pub One" (id INTEGER, name TEXT, score REAL);
 		INSERT INTO "Pub One" VALUES (1, 'ann', 2.5), (2, 'bob', NULL), (3, 'cy', 7), (4, 'ann', 1);
 		CREATE TABLE two (id INTEGER, tag TEXT); INSERT INTO two VALUES (1, 'x'), (1, 'y'), (3, 'z');`,
@@ -709,6 +723,7 @@ func TestPublicQueriesMatchSQLite(t *testing.T) {
 // says nothing was charged (and nothing was); one cancelled after the
 // charge says its ε was charged (issue 11).
 func TestCancelledQuerySaysWhatWasCharged(t *testing.T) {
+	parallel(t)
 	path := hardDB(t, `CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2);`, `CREATE PRIVACY POLICY ON c`)
 	e := open(t, path, dpsql.Options{Epsilon: 1})
 	before := spent(t, e)
@@ -764,6 +779,7 @@ func (a afterNoise) AddGaussianExact(v *big.Float, _, _ float64) (float64, error
 // lowers the budget in between), the first's answer is withheld with the
 // statement, and the ledger says so instead of "answered".
 func TestWithheldPartIsNotMarkedAnswered(t *testing.T) {
+	parallel(t)
 	path := hardDB(t, `CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2);`, `CREATE PRIVACY POLICY ON c`)
 	owner := open(t, path, dpsql.Options{Owner: true})
 	mustRun(t, owner, "SET BUDGET epsilon = 10")
@@ -795,7 +811,7 @@ func TestWithheldPartIsNotMarkedAnswered(t *testing.T) {
 // charge the ledger had, and one on its BEGIN to leave a pooled
 // connection holding the write lock.)
 func TestCancelsRacingChargesTellTheTruth(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	path := hardDB(t, `CREATE TABLE c (x INTEGER); WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999) INSERT INTO c SELECT i FROM n;`,
 		`CREATE PRIVACY POLICY ON c; ALTER PRIVACY POLICY ON c SET BOUNDS x (0, 1000); SET BUDGET epsilon = 1e6`)
 	e := open(t, path, dpsql.Options{Epsilon: 0.01, NoCache: true})
@@ -870,7 +886,7 @@ func TestCancelsRacingChargesTellTheTruth(t *testing.T) {
 // first is still being answered waits for it instead of being charged
 // again. (18% of repeats used to be charged again under load.)
 func TestRepeatsStayFreeUnderConcurrency(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	path := hardDB(t, `CREATE TABLE c (x INTEGER); WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999) INSERT INTO c SELECT i FROM n;`,
 		`CREATE PRIVACY POLICY ON c; ALTER PRIVACY POLICY ON c SET BOUNDS x (0, 1000); SET BUDGET epsilon = 1e6`)
 	e, err := openEngine(path, dpsql.Options{Epsilon: 0.01}, nil) // real noise, the cache on
@@ -921,5 +937,26 @@ func TestRepeatsStayFreeUnderConcurrency(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%s charged %d times, want once", s, n)
 		}
+	}
+}
+
+// TestReleasedGroupsDoNotFollowStorageOrder: groups chosen by partition
+// selection are released (and drawn their noise) in the order of their
+// keys, not in the order the scan met them, which follows the stored rows
+// (which group's first row comes first): two databases with the same
+// rows stored in opposite orders release the same rows in the same order.
+func TestReleasedGroupsDoNotFollowStorageOrder(t *testing.T) {
+	parallel(t)
+	var got []string
+	for _, order := range []string{"ASC", "DESC"} {
+		path := hardDB(t, `CREATE TABLE v (u INTEGER, diag TEXT);
+			WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 599)
+			INSERT INTO v SELECT i, CASE i % 3 WHEN 0 THEN 'flu' WHEN 1 THEN 'cold' ELSE 'asthma' END FROM n ORDER BY i % 3 `+order+`;`,
+			`CREATE PRIVACY POLICY ON v OPTIONS (privacy_unit_column = u, max_groups_contributed = 1); SET BUDGET epsilon = 10, delta = 1e-3`)
+		e := open(t, path, dpsql.Options{Epsilon: 1})
+		got = append(got, rowsOf(query(t, e, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) diag, COUNT(*) FROM v GROUP BY diag")))
+	}
+	if got[0] != got[1] || !strings.HasPrefix(got[0], "asthma") {
+		t.Errorf("released in storage order:\nrows stored one way:  %s\nthe other way:        %s", got[0], got[1])
 	}
 }

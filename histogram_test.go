@@ -36,6 +36,7 @@ func rowsOf(r *dpsql.Result) string {
 // noise; the select list may repeat the expression, name its alias, or
 // GROUP BY may give its position (issue 10's numeric histograms).
 func TestExpressionGroupKeys(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	// t: 1,000 rows, x = i % 100 with declared bounds (0, 100).
 	decades := func() string {
@@ -85,6 +86,7 @@ func TestExpressionGroupKeys(t *testing.T) {
 // the bins the bounds enumerate (values beyond the bounds, NULL) are not
 // counted, and no bin appears for them.
 func TestExpressionKeysDropValuesOutsideTheBins(t *testing.T) {
+	parallel(t)
 	path := filepath.Join(t.TempDir(), "h.db")
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
@@ -110,6 +112,7 @@ func TestExpressionKeysDropValuesOutsideTheBins(t *testing.T) {
 // of the privacy unit that are not enumerated are refused, whatever the
 // data.
 func TestExpressionKeysRefused(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	ctx := context.Background()
 	for _, tc := range []struct {

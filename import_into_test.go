@@ -17,6 +17,7 @@ import (
 // table's cached answers (the repeat is charged again), and a bad file,
 // mismatched columns or a missing policy column change nothing.
 func TestImportReplaceAndAppend(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "r.db")
 	write := func(name, text string) string {

@@ -18,6 +18,7 @@ import (
 // BigQuery (VAR_SAMP/STDDEV_SAMP, VAR/STD, TOP n, PI(), IF/IIF) mean what
 // they mean there, checked on exact answers under zero noise (issue 10).
 func TestPeersSpellings(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	// x = i % 100 over 1,000 rows, bounds (0, 100): population variance
 	// of 0..99 is (100² − 1)/12.
@@ -58,6 +59,7 @@ func TestPeersSpellings(t *testing.T) {
 // give none, spent only by those with partition selection; 0 turns it
 // off; bad values are refused (issue 10).
 func TestSessionDelta(t *testing.T) {
+	parallel(t)
 	path := unitsDB(t, generateVisits(200, 3), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
 	e := open(t, path, dpsql.Options{Epsilon: 1})
 	ctx := t.Context()
@@ -91,6 +93,7 @@ func TestSessionDelta(t *testing.T) {
 // with ON; an unqualified USING column names the merged column; the
 // privacy checks on joins apply unchanged (issue 10).
 func TestJoinUsing(t *testing.T) {
+	parallel(t)
 	path, _ := joinDB(t)
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
@@ -132,6 +135,7 @@ func TestJoinUsing(t *testing.T) {
 // name for the database itself); other schemas are refused by name.
 // Columns take at most a table qualifier (t.x, not main.t.x).
 func TestMainSchemaQualifiedNames(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	if got := rowsOf(query(t, e, `SELECT COUNT(*) FROM main.t WHERE t.x >= 0`)); got != "1000" {
 		t.Errorf("main.t: %s", got)
@@ -164,6 +168,7 @@ func TestMainSchemaQualifiedNames(t *testing.T) {
 // table's columns, the unit column among them (so the unit is carried as
 // when listed); answers equal the listed form under zero noise.
 func TestStarInSubqueries(t *testing.T) {
+	parallel(t)
 	path, _ := joinDB(t)
 	e := open(t, path, dpsql.Options{Epsilon: 1})
 	for _, pair := range [][2]string{
@@ -186,6 +191,7 @@ func TestStarInSubqueries(t *testing.T) {
 // query without partition selection spends no δ; one with it is refused
 // by the ledger (no total reaches 1), with nothing charged.
 func TestDeltaOne(t *testing.T) {
+	parallel(t)
 	path := unitsDB(t, generateVisits(50, 4), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
 	e := open(t, path, dpsql.Options{Epsilon: 1})
 	r, err := e.Query(t.Context(), `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1) COUNT(*) FROM visits`)
@@ -204,6 +210,7 @@ func TestDeltaOne(t *testing.T) {
 // TestUnboundedContributionsRefused: BigQuery's max_groups_contributed =
 // NULL (no bound across groups) is refused with a message that says why.
 func TestUnboundedContributionsRefused(t *testing.T) {
+	parallel(t)
 	path := unitsDB(t, generateVisits(20, 5), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
 	e := open(t, path, dpsql.Options{Epsilon: 1})
 	_, err := e.Query(t.Context(), `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = NULL) COUNT(*) FROM visits`)
@@ -216,6 +223,7 @@ func TestUnboundedContributionsRefused(t *testing.T) {
 // raises partition selection's threshold by k − 1 (zero noise: a group
 // needs more than about k units); it needs partition selection.
 func TestMinPrivacyUnitsPerGroup(t *testing.T) {
+	parallel(t)
 	var vs []visit
 	for u, ward := range []string{"A", "A", "A", "A", "A", "B", "B", "C"} {
 		vs = append(vs, visit{uid: u, ward: ward, day: 1, cost: 1})

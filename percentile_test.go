@@ -22,6 +22,7 @@ import (
 // descent finds the value at rank p·n to within a leaf ((hi − lo)/65,536),
 // per group; MEDIAN is PERCENTILE_CONT(x, 0.5) (issue 10).
 func TestPercentilesWithoutNoise(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	// t: x = i % 100 over 1,000 rows (ten of each 0..99), bounds (0, 100).
 	leaf := 100.0 / 65536
@@ -77,6 +78,7 @@ func TestPercentilesWithoutNoise(t *testing.T) {
 // separate them (checked by mutation: a sensitivity 200 times too small
 // fails).
 func TestPercentileNeighboursEmpirically(t *testing.T) {
+	parallel(t)
 	base := `CREATE TABLE m (x REAL); INSERT INTO m VALUES (10), (10), (10), (10), (10), (30), (30), (30), (30), (30), (30), (30), (30);`
 	policy := `CREATE PRIVACY POLICY ON m; ALTER PRIVACY POLICY ON m SET BOUNDS x (0, 64)`
 	d := hardDB(t, base+` INSERT INTO m VALUES (0);`, policy)
@@ -101,6 +103,7 @@ func TestPercentileNeighboursEmpirically(t *testing.T) {
 // rate of 95% fails it with probability below 10⁻³ (binomial tail); the
 // measured rate is logged (docs/benchmarks.md).
 func TestMedianAgeAccuracy(t *testing.T) {
+	parallel(t)
 	csvPath := filepath.Join("..", "shared", "data", "adult.csv")
 	if _, err := os.Stat(csvPath); err != nil {
 		t.Skip("../shared/data/adult.csv not present")
@@ -183,6 +186,7 @@ func TestMedianAgeAccuracy(t *testing.T) {
 // order — descents with independent noise would cross — and the query
 // costs one ε share, not n + 1 (issue 10).
 func TestApproxQuantiles(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	r := query(t, e, `SELECT APPROX_QUANTILES(x, 4) AS q FROM t`)
 	var want []string

@@ -186,6 +186,7 @@ func TestPostgresFloat4KeepsSQLitesRows(t *testing.T) {
 // role may not read fails the query before its charge — whatever the
 // rows — and the same way on every query.
 func TestPostgresUnreadableTableCostsNothing(t *testing.T) {
+	parallel(t)
 	srv := pgtest.StartT(t)
 	pgSetup(t, srv, neighbourTables+unitSeven+`CREATE ROLE reader LOGIN; GRANT SELECT ON people, orders TO reader;
 		CREATE SCHEMA dpsql AUTHORIZATION reader`)

@@ -289,6 +289,7 @@ func rowSet(rows [][]any) []string {
 // TestPostgresReadsLiveData: the engine reads PostgreSQL at every query
 // (no copy in the state file), and a private answer follows a change.
 func TestPostgresReadsLiveData(t *testing.T) {
+	parallel(t)
 	_, pg, srv := bothBackends(t)
 	before := query(t, pg, `SELECT SUM(age) FROM patients`).Rows[0][0].(float64)
 	pgSetup(t, srv, `UPDATE patients SET age = age + 1 WHERE id <= 10`)
@@ -351,6 +352,7 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 // a state file that does not exist yet is made); reserved names are
 // skipped, said so.
 func TestPostgresStateFile(t *testing.T) {
+	parallel(t)
 	srv := pgtest.StartT(t)
 	db := pgSetup(t, srv, `CREATE TABLE people (id int, age int);
 		INSERT INTO people SELECT i, 20 + i % 50 FROM generate_series(1, 500) i;
@@ -467,6 +469,7 @@ func TestPostgresStateFile(t *testing.T) {
 // NaN and ±Infinity, extreme integers, dates, JSON, arrays, bytea — so no
 // private query fails (or succeeds) because of what some row holds.
 func TestPostgresTypesAreTotal(t *testing.T) {
+	parallel(t)
 	srv := pgtest.StartT(t)
 	pgSetup(t, srv, `CREATE TABLE odd (
 		n numeric, f double precision, r real, i bigint, s smallint, b boolean, d date, ts timestamptz,
@@ -514,6 +517,7 @@ func TestPostgresTypesAreTotal(t *testing.T) {
 // (each scan its own PostgreSQL connection) while the ledger in the state
 // file admits exactly what the budget allows.
 func TestPostgresConcurrentSessions(t *testing.T) {
+	parallel(t)
 	_, pg, _ := bothBackends(t)
 	mustRun(t, pg, `SET BUDGET epsilon = 3, delta = 1e-6`)
 	answered, refused := raceSessions(t, 40, func(i int) *dpsql.Engine { return pg }, dpsql.SessionOptions{}, func(int) string {
@@ -605,6 +609,7 @@ func TestPostgresJoinsScanOnce(t *testing.T) {
 // for another (a cursor that finds the pool busy opens a connection of
 // its own).
 func TestPostgresConcurrentJoins(t *testing.T) {
+	parallel(t)
 	_, pg, _ := bothBackends(t)
 	var wg sync.WaitGroup
 	for i := 0; i < 12; i++ {
@@ -630,6 +635,7 @@ func TestPostgresConcurrentJoins(t *testing.T) {
 // what each statement needs: a column past the 64th, with identical rows
 // counted as rows, alone and joined.
 func TestPostgresWideTables(t *testing.T) {
+	parallel(t)
 	srv := pgtest.StartT(t)
 	cols := make([]string, 70)
 	for i := range cols {
@@ -659,6 +665,7 @@ func TestPostgresWideTables(t *testing.T) {
 // and could fail on one); the same table is fine for a role that bypasses
 // them.
 func TestPostgresRowLevelSecurity(t *testing.T) {
+	parallel(t)
 	srv := pgtest.StartT(t)
 	pgSetup(t, srv, `CREATE TABLE guarded (x int); INSERT INTO guarded SELECT generate_series(1, 10);
 		CREATE TABLE open_t (x int); INSERT INTO open_t SELECT generate_series(1, 10);
@@ -694,6 +701,7 @@ func TestPostgresRowLevelSecurity(t *testing.T) {
 // budget, and never overspend it together: 60 concurrent queries of
 // ε = 0.1 under a total of 2 answer exactly 20.
 func TestPostgresBudgetIsSharedConcurrently(t *testing.T) {
+	parallel(t)
 	srv := pgtest.StartT(t)
 	pgSetup(t, srv, `CREATE TABLE visits (id int, cost double precision);
 		INSERT INTO visits SELECT i, i % 100 FROM generate_series(1, 2000) i`)
@@ -739,6 +747,7 @@ func TestPostgresBudgetIsSharedConcurrently(t *testing.T) {
 // budget lived in it (earlier versions) hands its total and its charges
 // to PostgreSQL at the next open, once, and says so.
 func TestPostgresAdoptsTheStateFilesBudget(t *testing.T) {
+	parallel(t)
 	srv, state, raw := olderStateFile(t, `CREATE TABLE visits (id int, cost double precision); INSERT INTO visits VALUES (1, 2)`)
 	// What an earlier version kept in the file: a total of 3 and a charge
 	// of 1.25.
@@ -812,6 +821,7 @@ func raceSessions(t *testing.T, n int, engine func(i int) *dpsql.Engine, opts dp
 // included — and an answer it cached under an older policy is not given
 // again after the policy changed elsewhere.
 func TestPostgresPoliciesAreShared(t *testing.T) {
+	parallel(t)
 	srv := pgtest.StartT(t)
 	pgSetup(t, srv, `CREATE TABLE sales (shop bigint, price double precision, tag text, unit bigint);
 		INSERT INTO sales SELECT i % 4, 20 + i % 5, CASE WHEN i % 3 = 0 THEN 'x' ELSE 'y' END, i / 3 FROM generate_series(1, 600) i`)
@@ -886,6 +896,7 @@ func TestPostgresPoliciesAreShared(t *testing.T) {
 // (earlier versions) move into PostgreSQL at the next open, once, and
 // apply from then on.
 func TestPostgresAdoptsTheStateFilesPolicies(t *testing.T) {
+	parallel(t)
 	srv, state, raw := olderStateFile(t, `CREATE TABLE sales (shop bigint, price double precision); INSERT INTO sales SELECT i % 2, 50 FROM generate_series(1, 10) i`)
 	ctx := context.Background()
 	if err := catalog.Init(ctx, raw); err != nil {
@@ -1029,6 +1040,7 @@ func TestPostgresPushesExactComparisons(t *testing.T) {
 // TestPostgresSchemaNeedsARight: a role that may neither create schemas
 // nor finds one made for it is told what the database's owner runs.
 func TestPostgresSchemaNeedsARight(t *testing.T) {
+	parallel(t)
 	srv := pgtest.StartT(t)
 	pgSetup(t, srv, `CREATE TABLE sales (x int); CREATE ROLE "Clerk" LOGIN; GRANT SELECT ON sales TO "Clerk"`)
 	clerk := strings.Replace(srv.DSN(), "user=dpsql", "user=Clerk", 1)

@@ -18,6 +18,7 @@ import (
 // own settings; SET on one leaves the other and the engine's default
 // session alone.
 func TestSessionsKeepTheirSettings(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	ctx := context.Background()
 	a, err := e.NewSession(dpsql.SessionOptions{Epsilon: 0.5})
@@ -60,6 +61,7 @@ func TestSessionsKeepTheirSettings(t *testing.T) {
 // TestExplainSpendsNothing: Session.Explain plans a SELECT without
 // running or charging it, and refuses anything else.
 func TestExplainSpendsNothing(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	ctx := context.Background()
 	res, err := e.Explain(ctx, `SELECT COUNT(*) FROM t WHERE x > ?`, 10)
@@ -80,6 +82,7 @@ func TestExplainSpendsNothing(t *testing.T) {
 // TestErrorsCarryTheirSQLState: every layer's error has a kind, and the
 // kind its SQLSTATE (what the wire server sends), whatever the message.
 func TestErrorsCarryTheirSQLState(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	ctx := context.Background()
 	for _, tc := range []struct{ sql, state string }{
@@ -119,6 +122,7 @@ func TestErrorsCarryTheirSQLState(t *testing.T) {
 // the cache, and through database/sql as <col>_lo and <col>_hi columns
 // after SET interval_columns = on (on that connection).
 func TestIntervalsReachEveryClient(t *testing.T) {
+	parallel(t)
 	path := newDB(t)
 	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, nil) // real noise, the cache on
 	if err != nil {
@@ -190,6 +194,7 @@ func TestIntervalsReachEveryClient(t *testing.T) {
 // EXPLAIN at that ε shows errors ≤ E, at an ε a thousandth smaller one
 // above E — and refuses aggregates whose error depends on the data.
 func TestTargetErrorChoosesTheSmallestEpsilon(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{})
 	ctx := context.Background()
 	errorsAt := func(q string, eps float64) []float64 {
@@ -264,6 +269,7 @@ func TestTargetErrorChoosesTheSmallestEpsilon(t *testing.T) {
 // TestDirectoryIsNotADatabase: a directory given as the database says so
 // (it said "unable to open database file (14)").
 func TestDirectoryIsNotADatabase(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	for _, opts := range []dpsql.Options{{}, {Owner: true}} {
 		if _, err := dpsql.Open(dir, opts); err == nil || !strings.Contains(err.Error(), "is a directory") {
@@ -276,6 +282,7 @@ func TestDirectoryIsNotADatabase(t *testing.T) {
 // them) is answered, not refused as "nested too deeply" (issue 29): long
 // chains are built as balanced trees.
 func TestLongFlatOrChain(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	terms := make([]string, 500)
 	for i := range terms {
@@ -299,6 +306,7 @@ func TestLongFlatOrChain(t *testing.T) {
 // TestSumOverTextSaysSo: an aggregate over a TEXT column answers, with a
 // note that says the column is text and how its values were counted.
 func TestSumOverTextSaysSo(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
 	res := query(t, e, `SELECT SUM(g, contribution_bounds_per_row => (0, 1)) FROM t`)
 	found := false
@@ -318,6 +326,7 @@ func TestSumOverTextSaysSo(t *testing.T) {
 // TestSetPrivateAgain: ALTER TABLE t SET PRIVATE undoes SET PUBLIC: the
 // table is private with the default policy, and raw rows are refused again.
 func TestSetPrivateAgain(t *testing.T) {
+	parallel(t)
 	path := newDB(t)
 	owner := open(t, path, dpsql.Options{Owner: true, Epsilon: 1})
 	mustRun(t, owner, `ALTER TABLE lookup SET PUBLIC`)
@@ -337,6 +346,7 @@ func TestSetPrivateAgain(t *testing.T) {
 // TestDropTable: the owner drops a table with its policy and cached
 // answers; IF EXISTS tolerates a missing one; analysts cannot (issue 29).
 func TestDropTable(t *testing.T) {
+	parallel(t)
 	path := newDB(t)
 	owner := open(t, path, dpsql.Options{Owner: true, Epsilon: 1})
 	ctx := context.Background()
@@ -376,6 +386,7 @@ func TestDropTable(t *testing.T) {
 // the output's true value whenever the aggregate's interval holds the
 // aggregate's; outputs of two aggregates or of other functions get none.
 func TestIntervalsThroughMonotoneFunctions(t *testing.T) {
+	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1}) // zero noise: intervals centred on the truth
 	res := query(t, e, `SELECT AVG(x), COUNT(*), SUM(x),
 		ROUND(AVG(x)), ROUND(AVG(x), 1), CAST(AVG(x) AS INTEGER), -2 * SUM(x) + 1, COUNT(*) / 3,
@@ -430,6 +441,7 @@ func TestIntervalsThroughMonotoneFunctions(t *testing.T) {
 // flags survive functions of the value and the answer cache; the result
 // notes name the clipped values.
 func TestIntervalsSayWhatMayBiasThem(t *testing.T) {
+	parallel(t)
 	path := newDB(t)
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
@@ -493,6 +505,7 @@ func TestIntervalsSayWhatMayBiasThem(t *testing.T) {
 // the empty group 'd' (in the domain, no rows) gets sums pulled toward 0
 // where the noise alone would often exceed that.
 func TestSumStaysWithinWhatTheCountAllows(t *testing.T) {
+	parallel(t)
 	noise := mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(28, 5))})
 	e, err := openEngine(newDB(t), dpsql.Options{Epsilon: 0.05, NoCache: true}, noise)
 	if err != nil {

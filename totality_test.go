@@ -40,6 +40,7 @@ const adversarialTable = `CREATE TABLE adv (uid INTEGER, v, w);
 // raise at run time. Expressions are checked many per statement; a failing
 // statement is then split to name the expression.
 func TestEveryFunctionAndOperatorIsTotal(t *testing.T) {
+	parallel(t)
 	long := strings.Repeat("x", 5000)
 	path := hardDB(t, fmt.Sprintf(adversarialTable, long, long),
 		`CREATE PRIVACY POLICY ON adv OPTIONS (privacy_unit_column = uid, max_rows_contributed = 10)`)

@@ -78,6 +78,7 @@ func generateVisits(units int, seed uint64) []visit {
 }
 
 func TestContributionBoundingExact(t *testing.T) {
+	parallel(t)
 	vs := generateVisits(200, 1)
 	path := unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 3);
 		ALTER PRIVACY POLICY ON visits SET BOUNDS cost (0, 100);
@@ -130,6 +131,7 @@ func TestContributionBoundingExact(t *testing.T) {
 // TestGroupBoundingLimitsUnits: one unit visits every ward; with l0 = 2 it
 // counts in at most two of them.
 func TestGroupBoundingLimitsUnits(t *testing.T) {
+	parallel(t)
 	vs := []visit{{1, "A", 1, 1}, {1, "B", 1, 1}, {1, "C", 1, 1}, {2, "A", 1, 1}}
 	path := unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = "uid", max_groups_contributed = 2);
 		ALTER PRIVACY POLICY ON visits SET DOMAIN ward ('A', 'B', 'C')`)
@@ -147,6 +149,7 @@ func TestGroupBoundingLimitsUnits(t *testing.T) {
 }
 
 func TestPartitionSelectionWithoutNoise(t *testing.T) {
+	parallel(t)
 	var vs []visit
 	for u := 1; u <= 40; u++ {
 		vs = append(vs, visit{u, "A", 1, 5}) // day 1: 40 units
@@ -179,6 +182,7 @@ func (s seeded) Uint64() uint64 { return s.r.Uint64() }
 // enough samples, within 4.4 standard errors (false-failure rate ~1e-5
 // per bin). A sensitivity of 1 instead of 3 would give ratios near e^3.
 func TestUnitNeighboursEmpirically(t *testing.T) {
+	parallel(t)
 	if testing.Short() {
 		t.Skip("statistical test skipped in -short mode")
 	}
@@ -248,6 +252,7 @@ func TestUnitNeighboursEmpirically(t *testing.T) {
 // person (unit) appears 1 to 3 times; with max_rows_contributed = 1 the
 // exact bounded answers are the original table's figures.
 func TestAdultWithRepeatedRows(t *testing.T) {
+	parallel(t)
 	path := adultDB(t)
 	db, _ := sql.Open("sqlite", "file:"+path)
 	_, err := db.Exec(`CREATE TABLE people AS SELECT a.rowid AS person, a."Age" AS age, a."Sex" AS sex
@@ -277,6 +282,7 @@ func TestAdultWithRepeatedRows(t *testing.T) {
 // makes that exactly 0.2; over 1,000 seeded runs the observed rate must
 // stay below 0.2 + 4.4 standard errors (false-failure rate ~1e-5).
 func TestPartitionSelectionReleasesARareGroupRarely(t *testing.T) {
+	parallel(t)
 	if testing.Short() {
 		t.Skip("statistical test skipped in -short mode")
 	}
@@ -330,6 +336,7 @@ func joinDB(t *testing.T) (string, []visit) {
 }
 
 func TestJoinsAndSubqueriesExact(t *testing.T) {
+	parallel(t)
 	path, vs := joinDB(t)
 	e := open(t, path, dpsql.Options{Epsilon: 1})
 	rows := map[int]int{}
@@ -395,6 +402,7 @@ func TestJoinsAndSubqueriesExact(t *testing.T) {
 // a join on it, or renamed by a WITH query — is refused whatever the data
 // and whatever δ, with a message that says why and what to do instead.
 func TestGroupByUnitIsRefused(t *testing.T) {
+	parallel(t)
 	path := unitsDB(t, generateVisits(20, 1), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
 	e := open(t, path, dpsql.Options{Epsilon: 1})
 	for _, q := range []string{

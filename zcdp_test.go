@@ -99,6 +99,7 @@ func workloadSD(t testing.TB, path, q string, exact float64, seed uint64) (float
 // for either distribution (false-failure rate below 1e-3 per check, and the
 // seeds are fixed).
 func TestZCDPWorkloads(t *testing.T) {
+	parallel(t)
 	rhoEach := budget.RhoFor(1, 5e-7) / 100
 	for _, w := range []struct {
 		name, q         string
@@ -132,6 +133,7 @@ func TestZCDPWorkloads(t *testing.T) {
 // bounds) — basic composition stays available, so one query never costs
 // more than before zCDP accounting.
 func TestSingleQueryNeverNoisier(t *testing.T) {
+	parallel(t)
 	for _, total := range []string{"epsilon = 1", "epsilon = 1, delta = 1e-6", "epsilon = 10, delta = 1e-3", "epsilon = 100, delta = 1e-9"} {
 		path := newDB(t)
 		mustRun(t, open(t, path, dpsql.Options{Owner: true}), "SET BUDGET "+total)
@@ -196,6 +198,7 @@ func explainErrors(t *testing.T, e *dpsql.Engine, q string) []float64 {
 // 0.2, cell 0.8 of ε = 1: 0.02 + 0.32); a Gaussian one records its share
 // of ρ_T.
 func TestPureBudgetAndRecordedRho(t *testing.T) {
+	parallel(t)
 	path := newDB(t)
 	owner := open(t, path, dpsql.Options{Owner: true})
 	r := mustRun(t, owner, "SET BUDGET epsilon = 10 pure")
@@ -231,7 +234,7 @@ func TestPureBudgetAndRecordedRho(t *testing.T) {
 // does not repeat the first answer's note of what it spent beside
 // "nothing charged".
 func TestCachedRepeatSaysNothingWasSpent(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	path := newDB(t)
 	owner := open(t, path, dpsql.Options{Owner: true})
 	mustRun(t, owner, "SET BUDGET epsilon = 10, delta = 1e-6")

@@ -9,6 +9,8 @@
 package exec
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -873,6 +875,20 @@ func selectGroups(sc *scanned, q *planner.PrivateQuery, rw *rewrite.Rewritten, n
 	if sel == nil {
 		return nil
 	}
+	// The groups the scan met, in the order of their keys: the order in
+	// which the engine met them follows the stored rows (which group's
+	// first row comes first), so neither the noise's order nor the
+	// released order may follow it.
+	order := make([]int, len(sc.keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return compareKeys(sc.keys[i], sc.keys[j]) })
+	keys, values, hists, trees := sc.keys, sc.values, sc.hists, sc.trees
+	sc.keys, sc.values, sc.hists, sc.trees = make([][]any, len(order)), make([][]*big.Float, len(order)), make([][]*autobound.Histogram, len(order)), make([][]map[int32]int64, len(order))
+	for i, g := range order {
+		sc.keys[i], sc.values[i], sc.hists[i], sc.trees[i] = keys[g], values[g], hists[g], trees[g]
+	}
 	kept := 0
 	observer, _ := noise.(CallObserver)
 	for g := range sc.keys {
@@ -894,6 +910,57 @@ func selectGroups(sc *scanned, q *planner.PrivateQuery, rw *rewrite.Rewritten, n
 	}
 	sc.keys, sc.values, sc.hists, sc.trees = sc.keys[:kept], sc.values[:kept], sc.hists[:kept], sc.trees[:kept]
 	return nil
+}
+
+// compareKeys orders group keys as SQLite orders values: NULL, then
+// numbers by value, then text, then blobs, byte by byte; column by column.
+func compareKeys(a, b []any) int {
+	for i := range min(len(a), len(b)) {
+		if c := compareValue(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return len(a) - len(b)
+}
+
+func compareValue(a, b any) int {
+	rank := func(v any) int {
+		switch v.(type) {
+		case nil:
+			return 0
+		case int64, float64:
+			return 1
+		case string:
+			return 2
+		}
+		return 3
+	}
+	if ra, rb := rank(a), rank(b); ra != rb {
+		return ra - rb
+	}
+	switch x := a.(type) {
+	case int64:
+		switch y := b.(type) {
+		case int64:
+			return cmp.Compare(x, y)
+		case float64:
+			return new(big.Float).SetInt64(x).Cmp(big.NewFloat(y))
+		}
+	case float64:
+		switch y := b.(type) {
+		case int64:
+			return big.NewFloat(x).Cmp(new(big.Float).SetInt64(y))
+		case float64:
+			return cmp.Compare(x, y)
+		}
+	case string:
+		return strings.Compare(x, b.(string))
+	case []byte:
+		if y, ok := b.([]byte); ok {
+			return bytes.Compare(x, y)
+		}
+	}
+	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
 }
 
 func backendError(ctx context.Context, err error) error {

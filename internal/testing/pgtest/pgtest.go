@@ -131,13 +131,17 @@ func (s *Server) data() string { return filepath.Join(s.dir, "data") }
 
 // run runs a command, as the server's user when there is one.
 func (s *Server) run(ctx context.Context, name string, args ...string) error {
-	var cmd *exec.Cmd
-	if s.runAs != nil {
-		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", s.runAs.Username, "--", name}, args...)...)
-	} else {
-		cmd = exec.CommandContext(ctx, name, args...)
-	}
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if s.runAs != nil {
+		// As the server's user, set on the process itself: no runuser,
+		// which a shell without /usr/sbin on its PATH (env -i, su without
+		// -) does not find.
+		if err := runAs(cmd, s.runAs); err != nil {
+			return err
+		}
+		cmd.Env = append(cmd.Env, "HOME="+s.runAs.HomeDir, "USER="+s.runAs.Username)
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("pgtest: %s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
 	}
