@@ -62,6 +62,10 @@ var catalogDriver = sync.OnceValue(func() *sqlite.Driver {
 			}
 			return int64(0), nil
 		}},
+		// replace, as SQLite's, with its result bounded (pgjdbc's
+		// getSchemas calls it): without a bound, replace(x, '', y) style
+		// growth could build gigabytes from a short query.
+		"replace": {NArgs: 3, Scalar: boundedReplace},
 		"quote_ident": {NArgs: 1, Scalar: func(_ *sqlite.FunctionContext, a []driver.Value) (driver.Value, error) {
 			return `"` + strings.ReplaceAll(fmt.Sprint(a[0]), `"`, `""`) + `"`, nil
 		}},
@@ -74,6 +78,31 @@ var catalogDriver = sync.OnceValue(func() *sqlite.Driver {
 	}
 	return drv
 })
+
+// maxCatalogValue bounds a value a catalog query's functions build.
+const maxCatalogValue = 1 << 20
+
+// boundedReplace is SQLite's replace(x, from, to) for text, refusing a
+// result longer than maxCatalogValue.
+func boundedReplace(_ *sqlite.FunctionContext, a []driver.Value) (driver.Value, error) {
+	if a[0] == nil || a[1] == nil || a[2] == nil {
+		return nil, nil
+	}
+	text := func(v driver.Value) string {
+		if b, ok := v.([]byte); ok {
+			return string(b)
+		}
+		return fmt.Sprint(v)
+	}
+	x, from, to := text(a[0]), text(a[1]), text(a[2])
+	if from == "" {
+		return x, nil
+	}
+	if n := strings.Count(x, from); len(x)+n*(len(to)-len(from)) > maxCatalogValue {
+		return nil, fmt.Errorf("replace: the result would be longer than %d bytes", maxCatalogValue)
+	}
+	return strings.ReplaceAll(x, from, to), nil
+}
 
 // pgTypes are the PostgreSQL types the emulated catalog lists: oid, name,
 // length, category.
@@ -449,7 +478,10 @@ func (c *conn) catalogRows(ctx context.Context, q string) (*answer, error) {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &wireError{code: "54000", msg: "a catalog query's work is limited: " + err.Error()}
 	}
 	for j := range cols {
 		a.desc.types[j] = columnType(a.rows, j)

@@ -1393,13 +1393,13 @@ func TestCatalogQueriesAreBounded(t *testing.T) {
 		return "SELECT COUNT(*) FROM " + strings.Join(from, ", ")
 	}
 	for q, code := range map[string]string{
-		"SELECT length(zeroblob(1000000000)) FROM pg_catalog.pg_class":                                                                       "0A000",
-		"SELECT length(printf('%.*c', 1000000000, 'x')) FROM pg_catalog.pg_class":                                                            "0A000",
-		"SELECT length(replace(relname, '', 'x')) FROM pg_catalog.pg_class":                                                                  "0A000",
-		"SELECT length(group_concat(a.attname)) FROM pg_catalog.pg_attribute a, pg_catalog.pg_attribute b":                                   "0A000",
-		"WITH RECURSIVE s(x) AS (SELECT 'ab' UNION ALL SELECT x || x FROM s) SELECT length(x) FROM s, pg_catalog.pg_class LIMIT 40":          "0A000",
-		"SELECT a.typname FROM pg_catalog.pg_type a, pg_catalog.pg_type b, pg_catalog.pg_type c, pg_catalog.pg_type d, pg_catalog.pg_type e": "54000",
-		"SELECT relname FROM pg_catalog.pg_class WHERE relname = '" + strings.Repeat("x", 40000) + "'":                                       "54000",
+		"SELECT length(zeroblob(1000000000)) FROM pg_catalog.pg_class":            "0A000",
+		"SELECT length(printf('%.*c', 1000000000, 'x')) FROM pg_catalog.pg_class": "0A000",
+		"SELECT length(replace(replace(replace(relname, 'o', '" + strings.Repeat("o", 1000) + "'), 'o', '" + strings.Repeat("o", 1000) + "'), 'o', 'oo')) FROM pg_catalog.pg_class": "54000",
+		"SELECT length(group_concat(a.attname)) FROM pg_catalog.pg_attribute a, pg_catalog.pg_attribute b":                                                                          "0A000",
+		"WITH RECURSIVE s(x) AS (SELECT 'ab' UNION ALL SELECT x || x FROM s) SELECT length(x) FROM s, pg_catalog.pg_class LIMIT 40":                                                 "0A000",
+		"SELECT a.typname FROM pg_catalog.pg_type a, pg_catalog.pg_type b, pg_catalog.pg_type c, pg_catalog.pg_type d, pg_catalog.pg_type e":                                        "54000",
+		"SELECT relname FROM pg_catalog.pg_class WHERE relname = '" + strings.Repeat("x", 40000) + "'":                                                                              "54000",
 	} {
 		if _, err := c.Exec(ctx, q, mode); sqlState(err) != code {
 			t.Errorf("%.100s: %v, want %s", q, err, code)
@@ -1475,4 +1475,67 @@ func TestResetSetting(t *testing.T) {
 			t.Errorf("after RESET %s: %s, want %s", name, got, before)
 		}
 	}
+}
+
+// TestStatementTimeoutsTellTheTruth: 30 private queries over the wire at
+// once under a 1 ms statement timeout: each either answers, or gets 57014
+// whose detail says whether its ε was charged, and the ledger agrees with
+// each (a charge is kept with outcome "unanswered: timed out" or
+// "answered"; "nothing was charged" has no row). The timeout used to say
+// "nothing was charged" for charges the ledger held as answered.
+func TestStatementTimeoutsTellTheTruth(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(c *server.Config) { c.StatementTimeout = time.Millisecond })
+	ctx := context.Background()
+	const n = 30
+	said := make([]string, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		c := f.connect(t, "alice", "secret")
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, err := c.Exec(ctx, fmt.Sprintf("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01) COUNT(*) FROM t WHERE x > %d", i), pgx.QueryExecModeSimpleProtocol)
+			var pe *pgconn.PgError
+			switch {
+			case err == nil:
+				said[i] = "answered"
+			case errors.As(err, &pe) && pe.Code == "57014" && strings.Contains(pe.Detail, "nothing was charged"):
+				said[i] = "none"
+			case errors.As(err, &pe) && pe.Code == "57014" && strings.Contains(pe.Detail, "was charged"):
+				said[i] = "unanswered"
+			default:
+				said[i] = fmt.Sprintf("unexpected: %v", err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	res, err := f.eng.Query(ctx, `SHOW LEDGER`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[int][]string{}
+	for _, row := range res.Rows {
+		text := fmt.Sprint(row[3])
+		var i int
+		if k := strings.LastIndex(text, ">"); k >= 0 {
+			if _, err := fmt.Sscanf(strings.TrimLeft(text[k+1:], " "), "%d", &i); err == nil {
+				rows[i] = append(rows[i], fmt.Sprint(row[8]))
+			}
+		}
+	}
+	for i, s := range said {
+		got := rows[i]
+		switch {
+		case strings.HasPrefix(s, "unexpected"):
+			t.Errorf("query %d: %s", i, s)
+		case s == "none" && len(got) != 0:
+			t.Errorf("query %d said nothing was charged; the ledger has %v", i, got)
+		case s == "answered" && (len(got) != 1 || got[0] != "answered"):
+			t.Errorf("query %d was answered; the ledger has %v", i, got)
+		case s == "unanswered" && (len(got) != 1 || !strings.HasPrefix(got[0], "unanswered")):
+			t.Errorf("query %d said it was charged; the ledger has %v", i, got)
+		}
+	}
+	t.Logf("outcomes: %v", said)
 }
