@@ -286,6 +286,38 @@ type csvSource struct {
 	size    int64
 	counter *countingReader
 	cr      *csv.Reader
+	blankAt int // the line of a blank line met in a file of more than one column, not yet followed by a row
+}
+
+// next reads the next row and its line. A blank line is one empty value in
+// a file of one column; in a wider file, blank lines at the end are
+// ignored and one before a row is an error (sqlite3 fills such a line with
+// NULLs and warns; a row of no values is more likely a mistake).
+func (src *csvSource) next() ([]string, int, error) {
+	for {
+		rec, err := src.cr.Read()
+		if err == io.EOF {
+			return nil, 0, io.EOF
+		}
+		var pe *csv.ParseError
+		if err != nil && errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount) && len(rec) == 1 && rec[0] == "" {
+			if src.blankAt == 0 {
+				src.blankAt = pe.Line
+			}
+			continue
+		}
+		if err != nil {
+			return nil, 0, readErr(err)
+		}
+		line, _ := src.cr.FieldPos(0)
+		if src.blankAt > 0 {
+			return nil, 0, &Error{Line: src.blankAt, Msg: fmt.Sprintf("the line is blank, but the file has %d columns: remove blank lines, or write the row's empty values with commas", len(rec))}
+		}
+		if err := validUTF8(rec, line); err != nil {
+			return nil, 0, err
+		}
+		return rec, line, nil
+	}
 }
 
 // openCSV opens a CSV file (a byte-order mark is skipped).
@@ -302,7 +334,7 @@ func openCSV(path string, opts Options) (*csvSource, error) {
 	if bom, _ := br.Peek(3); string(bom) == "\ufeff" {
 		br.Discard(3) // a byte-order mark, even before a quoted header
 	}
-	src.cr = csv.NewReader(br)
+	src.cr = csv.NewReader(newBlankKeeper(br))
 	if opts.Delimiter != 0 {
 		src.cr.Comma = opts.Delimiter
 	}
@@ -348,15 +380,11 @@ func (src *csvSource) sample(first []string, opts Options) (sample [][]string, w
 		sample = append(sample, first)
 	}
 	for len(sample) < sampleRows {
-		rec, err := src.cr.Read()
+		rec, _, err := src.next()
 		if err == io.EOF {
 			return sample, true, nil
 		}
 		if err != nil {
-			return nil, false, readErr(err)
-		}
-		line, _ := src.cr.FieldPos(0)
-		if err := validUTF8(rec, line); err != nil {
 			return nil, false, err
 		}
 		sample = append(sample, append([]string(nil), rec...))
@@ -422,17 +450,14 @@ func (src *csvSource) insertAll(ctx context.Context, ins *inserter, sample [][]s
 		line++
 	}
 	for {
-		rec, err := src.cr.Read()
+		rec, l, err := src.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return 0, nil, nil, readErr(err)
-		}
-		line, _ = src.cr.FieldPos(0)
-		if err := validUTF8(rec, line); err != nil {
 			return 0, nil, nil, err
 		}
+		line = l
 		if err := add(rec, line); err != nil {
 			return 0, nil, nil, err
 		}

@@ -440,7 +440,9 @@ first --sample rows. A column is INTEGER or REAL only if every value is that
 number exactly as written (02134, 0x10, 1_000 or 99999999999999999999 stay
 TEXT); when a later value does not fit, the file is read a second time with the
 wider types (INTEGER to REAL, or to TEXT), so no value is lost or changed.
-Empty fields become NULL. A malformed file fails with its line number and
+Empty fields become NULL; in a one-column file a blank line is an empty field
+(as in sqlite3 and DuckDB); in a wider file blank lines at the end are ignored
+and one before a row is an error. A malformed file fails with its line number and
 leaves no table behind. The new table is private until the owner says
 otherwise. On a terminal a progress line shows rows, rows/s and the time left.
 

@@ -1,0 +1,105 @@
+package csvimport
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// TestBlankLines: a blank line in a one-column file is an empty value (as
+// sqlite3's .import and DuckDB's read_csv keep it); in a wider file blank
+// lines at the end are ignored and one before a row is refused at its line;
+// a line break inside a quoted field is never taken for a blank line.
+func TestBlankLines(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, csv string
+		want      []string // the stored rows, columns joined by '|', NULL as ∅
+		errLine   int
+	}{
+		{"one column", "id\n1\n\n\n2\n", []string{"1", "∅", "∅", "2"}, 0},
+		{"one column, CRLF", "id\r\n1\r\n\r\n2\r\n", []string{"1", "∅", "2"}, 0},
+		{"one column, blank last line", "id\n1\n\n", []string{"1", "∅"}, 0},
+		{"one column, no final break", "id\n\n7", []string{"∅", "7"}, 0},
+		{"blank lines before the header", "\n\nid\n\n5\n", []string{"∅", "5"}, 0},
+		{"quoted line breaks", "s\n\"a\n\nb\"\n\n", []string{"a\n\nb", "∅"}, 0},
+		{"doubled quotes", "s\n\"x\"\"\n\"\n\n", []string{"x\"\n", "∅"}, 0},
+		{"wide, blank lines at the end", "a,b\n1,2\n\n\n", []string{"1|2"}, 0},
+		{"wide, blank line before a row", "a,b\n1,2\n\n3,4\n", nil, 3},
+		{"wide, blank line after the header", "a,b\n\n3,4\n", nil, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			db := testDB(t)
+			path := filepath.Join(t.TempDir(), "f.csv")
+			if err := os.WriteFile(path, []byte(c.csv), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			n, cols, err := Import(context.Background(), db, "t", path, Options{})
+			if c.errLine > 0 {
+				var ie *Error
+				if !errors.As(err, &ie) || ie.Line != c.errLine || !strings.Contains(ie.Msg, "blank") {
+					t.Fatalf("want an error about the blank line %d, got %v", c.errLine, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != int64(len(c.want)) {
+				t.Errorf("%d rows imported, want %d", n, len(c.want))
+			}
+			exprs := make([]string, len(cols))
+			for i, col := range cols {
+				exprs[i] = `COALESCE(CAST("` + col.Name + `" AS TEXT), '∅')`
+			}
+			rows, err := db.Query(`SELECT ` + strings.Join(exprs, ` || '|' || `) + ` FROM t ORDER BY rowid`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var got []string
+			for rows.Next() {
+				var s string
+				rows.Scan(&s)
+				got = append(got, s)
+			}
+			if strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("stored %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestBlankKeeperReadSizes: the rewriting does not depend on how the
+// stream is cut into reads (a CR and its LF, a quote, a break in different
+// reads).
+func TestBlankKeeperReadSizes(t *testing.T) {
+	t.Parallel()
+	in := "h\r\n\r\n\"q\r\n\r\n\"\n\n\nx\r\n\r\n"
+	want := "h\r\n\"\"\r\n\"q\r\n\r\n\"\n\"\"\n\"\"\nx\r\n\"\"\r\n"
+	for _, r := range []func() *blankKeeper{
+		func() *blankKeeper { return newBlankKeeper(strings.NewReader(in)) },
+		func() *blankKeeper { return newBlankKeeper(iotest.OneByteReader(strings.NewReader(in))) },
+		func() *blankKeeper { return newBlankKeeper(iotest.HalfReader(strings.NewReader(in))) },
+	} {
+		var sb strings.Builder
+		buf := make([]byte, 3)
+		k := r()
+		for {
+			n, err := k.Read(buf)
+			sb.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		if sb.String() != want {
+			t.Errorf("got %q, want %q", sb.String(), want)
+		}
+	}
+}
