@@ -28,6 +28,8 @@ type Description struct {
 	// PostgresColumns names a SELECT's columns as PostgreSQL would
 	// (Result.PostgresColumns); nil keeps Columns.
 	PostgresColumns []string
+	// intervalCols marks the interval columns (SET interval_columns).
+	intervalCols []bool
 }
 
 // Describe says what a statement will return without charging anything:
@@ -53,7 +55,7 @@ func (s *Session) Describe(ctx context.Context, sqlText string) (*Description, e
 	case *parser.SelectStmt:
 		d, err := s.describeSelect(ctx, st, d)
 		if err == nil {
-			d.PostgresColumns = postgresNames(st, d.Columns)
+			d.PostgresColumns = postgresNames(st, d.Columns, d.intervalCols)
 		}
 		return d, err
 	case *parser.ExplainStmt, *parser.ShowStmt:
@@ -108,9 +110,11 @@ func (s *Session) describeSelect(ctx context.Context, st *parser.SelectStmt, d *
 		for j, o := range p.Outputs {
 			d.Columns = append(d.Columns, o.Name)
 			d.Types = append(d.Types, outputType(p, cat, o.Expr, 0))
+			d.intervalCols = append(d.intervalCols, false)
 			if s.Settings().IntervalColumns && has[j] {
 				d.Columns = append(d.Columns, o.Name+"_lo", o.Name+"_hi")
 				d.Types = append(d.Types, TypeReal, TypeReal)
+				d.intervalCols = append(d.intervalCols, true, true)
 			}
 		}
 	}

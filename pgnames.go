@@ -11,33 +11,29 @@ import (
 // name): an alias as written, a column by its name, a function or
 // aggregate call by its function's name in lower case (count, avg), a
 // CAST by what it casts, anything else ?column?. The interval columns
-// (SET interval_columns) follow their column's name (count_lo). A query
-// with * keeps dpsql's names.
-func postgresNames(st *parser.SelectStmt, columns []string) []string {
+// (SET interval_columns, marked in interval) follow their column's name
+// (count_lo). A query with * keeps dpsql's names.
+func postgresNames(st *parser.SelectStmt, columns []string, interval []bool) []string {
 	if st == nil || len(st.Items) == 0 {
 		return nil
 	}
-	byName := map[string]string{}
-	for i, it := range st.Items {
-		if it.Star || i >= len(columns) {
+	out := make([]string, len(columns))
+	item, base := 0, ""
+	for i, c := range columns {
+		if i < len(interval) && interval[i] {
+			suffix := "_hi"
+			if strings.HasSuffix(c, "_lo") {
+				suffix = "_lo"
+			}
+			out[i] = base + suffix
+			continue
+		}
+		if item >= len(st.Items) || st.Items[item].Star {
 			return nil
 		}
-		byName[columns[i]] = postgresName(it.Alias, it.Expr, columns[i])
-	}
-	out := make([]string, len(columns))
-	for i, c := range columns {
-		name, ok := byName[c]
-		for _, suffix := range []string{"_lo", "_hi"} {
-			if base, cut := strings.CutSuffix(c, suffix); !ok && cut {
-				if b, found := byName[base]; found {
-					name, ok = b+suffix, true
-				}
-			}
-		}
-		if !ok {
-			name = c
-		}
-		out[i] = name
+		base = postgresName(st.Items[item].Alias, st.Items[item].Expr, c)
+		out[i] = base
+		item++
 	}
 	return out
 }

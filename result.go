@@ -95,6 +95,9 @@ type Result struct {
 	// Notes are remarks to show with the result, such as the privately
 	// chosen bounds after SET show_bounds = on.
 	Notes []string
+	// intervalCols marks the columns SET interval_columns added (<col>_lo,
+	// <col>_hi), for the names the wire server sends.
+	intervalCols []bool
 	// charges are the ledger ids of what the statement charged (a
 	// composite statement's parts, to mark withheld when a later part
 	// fails).

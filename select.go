@@ -65,10 +65,13 @@ func intervalOutputs(p *planner.PrivateQuery) []bool {
 // NULLs.
 func addIntervalColumns(res *Result, has []bool) {
 	var cols []string
+	res.intervalCols = nil
 	for j, c := range res.Columns {
 		cols = append(cols, c)
+		res.intervalCols = append(res.intervalCols, false)
 		if j < len(has) && has[j] {
 			cols = append(cols, c+"_lo", c+"_hi")
+			res.intervalCols = append(res.intervalCols, true, true)
 		}
 	}
 	for r, row := range res.Rows {

@@ -195,7 +195,7 @@ func (s *Session) run(ctx context.Context, stmt parser.Stmt) (res *Result, err e
 	case *parser.SelectStmt:
 		res, err := s.query(ctx, st, cat)
 		if err == nil {
-			res.PostgresColumns = postgresNames(st, res.Columns)
+			res.PostgresColumns = postgresNames(st, res.Columns, res.intervalCols)
 		}
 		return res, err
 	case *parser.ExplainStmt:

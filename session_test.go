@@ -155,6 +155,37 @@ func TestIntervalsReachEveryClient(t *testing.T) {
 		t.Errorf("the cached answer lost its intervals: %v", again.Intervals)
 	}
 
+	// Over the wire the interval columns follow their own column's name,
+	// with two noisy columns too (not n | a | n_hi | a | a_lo | a_hi).
+	sess, err := e.NewSession(dpsql.SessionOptions{Epsilon: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Query(ctx, `SET interval_columns = on`); err != nil {
+		t.Fatal(err)
+	}
+	two := `SELECT COUNT(*) AS n, AVG(x) AS a, g FROM t GROUP BY g`
+	const wantNames = "n,n_lo,n_hi,a,a_lo,a_hi,g"
+	res, err := sess.Query(ctx, two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := sess.Describe(ctx, two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(res.PostgresColumns, ","); got != wantNames {
+		t.Errorf("wire names %s, want %s", got, wantNames)
+	}
+	if got := strings.Join(d.PostgresColumns, ","); got != wantNames {
+		t.Errorf("described wire names %s, want %s", got, wantNames)
+	}
+	for _, row := range res.Rows {
+		if n := float64(row[0].(int64)); !(row[1].(float64) <= n && n <= row[2].(float64)) {
+			t.Errorf("n %v outside n_lo, n_hi of %v", n, row)
+		}
+	}
+
 	db, err := sql.Open("dpsql", driverDSN(t, path, "?epsilon=1"))
 	if err != nil {
 		t.Fatal(err)
