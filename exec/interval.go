@@ -147,9 +147,16 @@ func aggregateInterval(a *planner.Aggregate, noisy []float64, ns []noiseOf, lo, 
 	one := func(i int) float64 { return halfWidth([]float64{1}, []noiseOf{ns[i]}, alpha) }
 	switch a.Kind {
 	case planner.AggCount:
+		// The whole numbers within h of c; when h < 1/2 there may be none,
+		// and then the one released (c rounded) stands for them, so the
+		// interval always holds the released count.
 		c, h := noisy[a.Cells[0]], one(a.Cells[0])
-		l := math.Max(0, math.Ceil(c-h))
-		return Interval{Lo: l, Hi: math.Max(l, math.Floor(c+h))}, true
+		l, u := math.Max(0, math.Ceil(c-h)), math.Max(0, math.Floor(c+h))
+		if l > u {
+			l = math.Max(0, math.Round(c))
+			u = l
+		}
+		return Interval{Lo: l, Hi: u}, true
 	case planner.AggSum:
 		s, h := noisy[a.Cells[0]], one(a.Cells[0])
 		iv := Interval{Lo: s - h, Hi: s + h}

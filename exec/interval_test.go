@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"github.com/dpsql/dpsql/planner"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -45,5 +46,29 @@ func TestHalfWidthGaussian(t *testing.T) {
 	h := halfWidth([]float64{3, 4}, []noiseOf{{gaussian: true, scale: 1}, {gaussian: true, scale: 1}}, 0.05)
 	if want := 5 * 1.959963984540054; math.Abs(h-want) > 1e-9 {
 		t.Errorf("half-width %g, want %g", h, want)
+	}
+}
+
+// TestCountIntervalHoldsTheReleasedCount: a count's interval is whole
+// numbers and always holds the released count (the noisy count rounded),
+// also when it is narrower than one (a count at ε = 1000 released as 32561
+// came with [32562, 32562]), near zero, and wide.
+func TestCountIntervalHoldsTheReleasedCount(t *testing.T) {
+	t.Parallel()
+	a := &planner.Aggregate{Kind: planner.AggCount, Cells: []int{0}}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, scale := range []float64{0.001, 0.05, 0.2, 1, 30} {
+		ns := []noiseOf{{scale: scale}}
+		for i := 0; i < 20000; i++ {
+			c := 32561 + (r.Float64()-0.5)*4
+			if i%4 == 0 {
+				c = (r.Float64() - 0.7) * 3 // near zero
+			}
+			iv, ok := aggregateInterval(a, []float64{c}, ns, 0, 0)
+			released := math.Max(0, math.Round(c))
+			if !ok || iv.Lo > released || released > iv.Hi || iv.Lo != math.Trunc(iv.Lo) || iv.Hi != math.Trunc(iv.Hi) || iv.Lo < 0 {
+				t.Fatalf("scale %g, noisy count %v: interval %+v does not hold %v in whole numbers", scale, c, iv, released)
+			}
+		}
 	}
 }
