@@ -75,9 +75,9 @@ func (s *shell) editCommand(ctx context.Context, cmd string, args []string) bool
 	return false
 }
 
-// pagerCommand is the user's pager: $PAGER, else less -SFX (which keeps
-// wide rows unwrapped and quits when the output fits the screen); nil
-// when PAGER is set empty.
+// pagerCommand is the user's pager: $PAGER, else less -FX (which wraps
+// long lines, as the terminal does, and quits when the output fits the
+// screen); nil when PAGER is set empty.
 func pagerCommand() []string {
 	v, set := os.LookupEnv("PAGER")
 	if set {
@@ -87,13 +87,13 @@ func pagerCommand() []string {
 		return nil
 	}
 	if _, err := exec.LookPath("less"); err == nil {
-		return []string{"less", "-SFX"}
+		return []string{"less", "-FX"}
 	}
 	return nil
 }
 
 // page shows out: through the pager when the shell pages and out is
-// wider or taller than the terminal, else as it is.
+// taller than the terminal (its lines wrapped), else as it is.
 func (s *shell) page(out []byte) {
 	if len(out) == 0 {
 		return
@@ -113,17 +113,20 @@ func (s *shell) page(out []byte) {
 	s.out.Write(out)
 }
 
-// tooBig reports whether out has more lines than the screen leaves room
-// for, or a line wider than it.
+// tooBig reports whether out, its long lines wrapped as a terminal of
+// width columns wraps them, takes more lines than the screen leaves room
+// for. As psql, only height counts: a wide answer that fits in height is
+// printed (the terminal wraps it) and does not wait at a pager's (END).
 func tooBig(out []byte, width, height int) bool {
-	lines := bytes.Split(bytes.TrimRight(out, "\n"), []byte("\n"))
-	if height > 0 && len(lines) > height-2 {
-		return true
+	if height <= 0 {
+		return false
 	}
-	for _, l := range lines {
-		if width > 0 && displayWidth(string(l)) > width {
-			return true
+	rows := 0
+	for _, l := range bytes.Split(bytes.TrimRight(out, "\n"), []byte("\n")) {
+		rows++
+		if w := displayWidth(string(l)); width > 0 && w > width {
+			rows += (w - 1) / width
 		}
 	}
-	return false
+	return rows > height-2
 }

@@ -43,7 +43,7 @@ query (or the statement being typed); Ctrl-D quits.
 .show              the current settings
 .read FILE         run the statements in FILE
 .edit [FILE]       edit the last statement (or FILE) in $VISUAL/$EDITOR, then run it (also \e)
-.pager on|off      wide or long results through $PAGER (default less -SFX) on a terminal
+.pager on|off      results taller than the terminal through $PAGER (default less -FX)
 .import [OPTIONS] FILE TABLE  create TABLE from a CSV file (owner mode; options of dpsql import:
                    --no-header, --delimiter C, --sample N; quote names with spaces)
 .quit              leave (also .exit)
@@ -133,8 +133,8 @@ func (s *shell) paged(ctx context.Context, text string) {
 	s.page(buf.Bytes())
 }
 
-// pagerSwitch is .pager on|off: wide or long results through $PAGER (less
-// -SFX by default) in the interactive shell.
+// pagerSwitch is .pager on|off: results taller than the terminal through
+// $PAGER (less -FX by default) in the interactive shell.
 func (s *shell) pagerSwitch(_ context.Context, cmd string, args []string) bool {
 	a, ok := s.one(cmd, args)
 	if !ok {

@@ -68,15 +68,21 @@ func TestEditRunsWhatTheEditorLeaves(t *testing.T) {
 	}
 }
 
-// TestPagerOnlyForWhatDoesNotFit: results wider or longer than the
-// terminal go through the pager, the others are printed as they are.
+// TestPagerOnlyForWhatDoesNotFit: results taller than the terminal, long
+// lines counted as the terminal wraps them, go through the pager; the
+// others, wide ones included (an answer with its note), are printed as
+// they are.
 func TestPagerOnlyForWhatDoesNotFit(t *testing.T) {
 	short := []byte("a | b\n1 | 2\n")
 	if tooBig(short, 80, 24) {
 		t.Error("a short result paged")
 	}
-	if !tooBig([]byte(strings.Repeat("x", 81)+"\n"), 80, 24) || !tooBig([]byte(strings.Repeat("1\n", 30)), 80, 24) {
-		t.Error("a wide or long result not paged")
+	note := " n \n---\n 5 \n(1 row; spent ε=0.1, δ=0)\n" + strings.Repeat("a note of 154 characters ", 6) + "\n"
+	if tooBig([]byte(note), 80, 24) || tooBig([]byte(strings.Repeat("x", 81)+"\n"), 80, 24) {
+		t.Error("a short, wide result paged")
+	}
+	if !tooBig([]byte(strings.Repeat("1\n", 30)), 80, 24) || !tooBig([]byte(strings.Repeat(strings.Repeat("x", 200)+"\n", 10)), 80, 24) {
+		t.Error("a long result (or one long once wrapped) not paged")
 	}
 	t.Setenv("PAGER", "")
 	if pagerCommand() != nil {
