@@ -130,17 +130,19 @@ func costNote(c budget.Charge, st budget.Status) string {
 	return s
 }
 
-// budgetNote says which accountants apply to the ledger now.
+// budgetNote says in plain words how the ledger counts what was spent,
+// with the exact accounting (zCDP's ρ, see docs/glossary.md) last.
 func budgetNote(st budget.Status) string {
 	switch {
 	case st.Pure:
-		return "pure ε-DP (the owner's PURE budget): basic composition of ε, Laplace noise only"
+		return "pure ε budget: the ε of all queries adds up; Laplace noise only"
 	case st.RhoTotal == 0:
-		return "basic composition: the ε of all charges adds up (no δ to convert zCDP with)"
+		return "the ε of all queries adds up (with δ = 0 there is no cheaper way to count Gaussian noise)"
 	}
-	rho := fmt.Sprintf("ρ: %.6g spent of %.6g (%.6g remaining)", st.RhoSpent, st.RhoTotal, max(0, st.RhoTotal-st.RhoSpent))
+	exact := fmt.Sprintf("exact accounting in zCDP: ρ %.6g spent of %.6g", st.RhoSpent, st.RhoTotal)
+	delta := fmt.Sprintf("δ: half of the total counts Gaussian noise's cost, the other half (%g) is what GROUP BY over values not declared may spend", st.DeltaCap)
 	if st.Basic {
-		return fmt.Sprintf("every charge so far is pure, so basic composition (ε adds up) and zCDP (ρ adds up) both apply; 'remaining' is what the better of the two leaves; %s; partition selection may spend δ=%g in all", rho, st.DeltaCap)
+		return fmt.Sprintf("so far only Laplace noise: the ε of all queries adds up, unless counting them as Gaussian noise is cheaper; 'remaining' is the better of the two; %s; %s", delta, exact)
 	}
-	return fmt.Sprintf("zCDP composition (a Gaussian query ran): 'remaining' ε is the share of ρ left, the ε a Gaussian query can still ask; %s; partition selection may spend δ=%g in all", rho, st.DeltaCap)
+	return fmt.Sprintf("Gaussian noise was used: it costs less than the ε of each query added up, and 'remaining' is the ε a further query can still ask; %s; %s", delta, exact)
 }

@@ -127,8 +127,8 @@ func TestCountDistinctValues(t *testing.T) {
 	}
 	// min(l0, groups)·l∞: 2·5 = 10 over g's two groups, 1·5 = 5 without GROUP BY.
 	for sql, want := range map[string]string{
-		`EXPLAIN SELECT g, COUNT(DISTINCT x) FROM v GROUP BY g`: "COUNT(DISTINCT \"x\"): Laplace, sensitivity 10,",
-		`EXPLAIN SELECT COUNT(DISTINCT x) FROM v`:               "COUNT(DISTINCT \"x\"): Laplace, sensitivity 5,",
+		`EXPLAIN SELECT g, COUNT(DISTINCT x) FROM v GROUP BY g`: "COUNT(DISTINCT \"x\"): Laplace, sensitivity 10 (",
+		`EXPLAIN SELECT COUNT(DISTINCT x) FROM v`:               "COUNT(DISTINCT \"x\"): Laplace, sensitivity 5 (",
 	} {
 		r := query(t, e, sql)
 		found := false

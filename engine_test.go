@@ -277,7 +277,7 @@ func TestExplainShowsCells(t *testing.T) {
 		return text.String()
 	}
 	text := explain(`EXPLAIN SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = 'laplace') g, COUNT(*), AVG(x) FROM t GROUP BY g`)
-	for _, want := range []string{"backend SQL: SELECT dpsql_measure(?1, CASE", "measurements: n; c0; s0:0:100 per group", "Laplace, sensitivity 1, ε=0.333333", "sensitivity 50", "95% error", "ε=1, δ=0",
+	for _, want := range []string{"backend SQL: SELECT dpsql_measure(?1, CASE", "measurements: n; c0; s0:0:100 per group", "Laplace, sensitivity 1 (what one unit can change), ε=0.333333", "sensitivity 50", "95% error", "ε=1, δ=0",
 		"noise choice: Laplace: the query asks for it", "ρ=0.166667", "admitted by basic composition"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("EXPLAIN lacks %q:\n%s", want, text)
@@ -287,7 +287,7 @@ func TestExplainShowsCells(t *testing.T) {
 	// noise: ρ = ρ_T/100, a third per cell, σ = 1/√(2ρ/3) for the counts.
 	rho := budget.RhoFor(100, 5e-7) / 100
 	text = explain(`EXPLAIN SELECT g, COUNT(*), AVG(x) FROM t GROUP BY g`)
-	for _, want := range []string{"COUNT(*): discrete Gaussian, L2 sensitivity 1, ρ=" + fmt.Sprintf("%.6g", rho/3), "σ " + fmt.Sprintf("%.6g", 1/math.Sqrt(2*rho/3)),
+	for _, want := range []string{"COUNT(*): discrete Gaussian, σ " + fmt.Sprintf("%.6g", 1/math.Sqrt(2*rho/3)), "L2 sensitivity 1 (what one unit can change), ρ=" + fmt.Sprintf("%.6g", rho/3),
 		"noise choice: Gaussian: its noise is", "gaussian noise; the ledger records ε=1, δ=0, ρ=", "admitted by zCDP"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("EXPLAIN lacks %q:\n%s", want, text)
@@ -711,7 +711,7 @@ func TestShowBudgetSaysHowManyQueriesFit(t *testing.T) {
 	}
 	// The query ran with Gaussian noise (zCDP): it bought 0.3/100 of the
 	// total ρ, and (100 − 0.3) / 0.3 = 332.33…: 332 more fit.
-	if len(res.Notes) != 2 || !strings.Contains(res.Notes[0], "zCDP composition") || !strings.Contains(res.Notes[1], "at ε = 0.3 per query (this session's), 332 more queries fit") {
+	if len(res.Notes) != 2 || !strings.Contains(res.Notes[0], "Gaussian noise was used") || !strings.Contains(res.Notes[1], "at ε = 0.3 per query (this session's), 332 more queries fit") {
 		t.Errorf("notes %q", res.Notes)
 	}
 	res, _ = open(t, path, dpsql.Options{}).Query(context.Background(), `SHOW BUDGET`)

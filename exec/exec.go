@@ -1191,13 +1191,13 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 		case c.Gaussian:
 			l2 := c.L2Sensitivity(c.L1Sensitivity)
 			sigma := mechanism.GaussianSigma(l2, c.Rho)
-			add(name, fmt.Sprintf("%s: discrete Gaussian, L2 sensitivity %.6g, ρ=%.6g, σ %.6g, 95%% error ±%.6g",
-				c.Label, l2, c.Rho, sigma, c.ErrorBound95(c.L1Sensitivity)))
+			add(name, fmt.Sprintf("%s: discrete Gaussian, σ %.6g (its standard deviation), 95%% error ±%.6g; L2 sensitivity %.6g (what one unit can change), ρ=%.6g (its cost in zCDP)",
+				c.Label, sigma, c.ErrorBound95(c.L1Sensitivity), l2, c.Rho))
 		case c.Search >= 0:
 			add(name, fmt.Sprintf("%s: Laplace, ε=%.6g, sensitivity from the bounds chosen by s%d", c.Label, c.Epsilon, c.Search))
 		default:
 			scale := mechanism.LaplaceScale(c.L1Sensitivity, c.Epsilon)
-			add(name, fmt.Sprintf("%s: Laplace, sensitivity %g, ε=%.6g, scale %.6g, 95%% error ±%.6g",
+			add(name, fmt.Sprintf("%s: Laplace, sensitivity %g (what one unit can change), ε=%.6g, scale %.6g, 95%% error ±%.6g",
 				c.Label, c.L1Sensitivity, c.Epsilon, scale, c.ErrorBound95(c.L1Sensitivity)))
 		}
 	}
