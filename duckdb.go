@@ -49,6 +49,10 @@ type duckBackend interface {
 	close() error
 }
 
+// HasDuckDB reports whether this build can open DuckDB files (it needs
+// cgo).
+func HasDuckDB() bool { return duckAvailable }
+
 // checkDuckDB validates a DuckDB open: the file must exist for an
 // analyst (the owner's import creates it).
 func checkDuckDB(opts Options) error {

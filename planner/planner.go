@@ -812,7 +812,10 @@ func (b *builder) epsilonForTarget(opts options) (float64, error) {
 	// by a relative 1e-9 so that the error stays within the target.
 	eps := float64(parts) * maxSens * math.Log(20) / opts.target * (1 + 1e-9)
 	if !ValidEpsilon(eps) {
-		return 0, errorf(s.SelectPos, ErrInvalidOption, "target_error = %g needs ε = %.6g, outside %s", opts.target, eps, EpsilonRange)
+		if eps > MaxEpsilon {
+			return 0, errorf(s.SelectPos, ErrInvalidOption, "target_error = %g is too small: it would need ε = %.6g, more than the largest ε a query may ask (%g); ask for an error of at least %.3g", opts.target, eps, MaxEpsilon, opts.target*eps/MaxEpsilon)
+		}
+		return 0, errorf(s.SelectPos, ErrInvalidOption, "target_error = %g is larger than needed: ε = %.6g would do, less than the smallest ε a query may ask (%g); ask for an error of at most %.3g", opts.target, eps, MinEpsilon, opts.target*eps/MinEpsilon)
 	}
 	b.q.TargetError, b.q.Noise = opts.target, NoiseLaplace
 	return eps, nil

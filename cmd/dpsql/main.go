@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,6 +24,7 @@ import (
 	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/demo"
 	"github.com/dpsql/dpsql/parser"
+	"github.com/dpsql/dpsql/planner"
 )
 
 const usage = `dpsql: a differentially private SQL engine over SQLite (the tables may live in PostgreSQL or DuckDB).
@@ -32,6 +35,7 @@ Usage:
   dpsql import --db FILE --table NAME [--no-header] [--delimiter C] [--sample N] CSVFILE
   dpsql demo [--db FILE | --csv FILE]
   dpsql serve --db FILE [--listen ADDR] [--tls-cert FILE --tls-key FILE] [...]
+  dpsql --version                (the version, and which backends this build has)
 
 With the tables in PostgreSQL, dpsql, import and serve take --db postgres://USER@HOST:PORT/DBNAME
 and optionally --state FILE, the SQLite file that keeps dpsql's mirrors of that
@@ -96,6 +100,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 			return runServe(ctx, args[1:], stdout, stderr)
 		case "help":
 			args = []string{"--help"}
+		case "--version", "-version", "version", "-V":
+			fmt.Fprintln(stdout, versionLine())
+			return exitOK
 		}
 	}
 	fs := flag.NewFlagSet("dpsql", flag.ContinueOnError)
@@ -156,6 +163,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 			return exitIO
 		}
 		script = src
+	}
+	if *eps != 0 && !planner.ValidEpsilon(*eps) {
+		fmt.Fprintf(stderr, "error: --epsilon: %s, got %v\n", planner.EpsilonRange, *eps)
+		return exitUsage
+	}
+	if err := notADirectory(*db); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return exitUsage
 	}
 	engOpts := dpsql.Options{Owner: *owner, Epsilon: *eps, NoCache: *noCache, Notify: noteTo(stderr)}
 	path, err := stateFile(*db, *state, &engOpts)
@@ -307,9 +322,19 @@ func (b batch) run(ctx context.Context, script, file string) int {
 			sh.failed = false
 			text := seg.text
 			if strings.HasPrefix(text, `\`) { // psql's habits work in scripts as typed
-				if meta, _ := psqlHabit(text); meta != "" {
-					text = meta // an unknown one is reported by meta as it was written
+				meta, _ := psqlHabit(text)
+				if meta == "" {
+					sh.fail("%s", unknownHabit(text))
+					failed++
+					if code == exitOK {
+						code = exitError
+					}
+					if !b.cont {
+						break
+					}
+					continue
 				}
+				text = meta
 			}
 			quit := sh.meta(ctx, text)
 			if sh.failed {
@@ -491,6 +516,10 @@ Options:
 		fmt.Fprintln(stderr, "error: --replace and --append change the rows of a private table: they are owner statements (add --owner)")
 		return 2
 	}
+	if err := notADirectory(*db); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return exitUsage
+	}
 	path, err := stateFile(*db, *state, &engOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
@@ -520,7 +549,7 @@ Options:
 	if err != nil {
 		removeCreated()
 		fmt.Fprintln(stderr, "error:", err)
-		return 1
+		return exitIO // as for the shell: the database cannot be opened or created
 	}
 	n, cols, err := eng.ImportInto(ctx, *table, pos[0], opts, mode)
 	if err != nil {
@@ -548,6 +577,41 @@ Options:
 	}
 	fmt.Fprintf(stderr, "columns: %s\n", strings.Join(types, ", "))
 	return 0
+}
+
+// versionLine is what dpsql --version prints: the module's version (or
+// the commit it was built from), Go's, and the backends built in.
+func versionLine() string {
+	version, commit := "(devel)", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				commit = " " + s.Value[:12]
+			}
+			if s.Key == "vcs.modified" && s.Value == "true" && commit != "" {
+				commit += "+changes"
+			}
+		}
+	}
+	backends := "SQLite, PostgreSQL"
+	if dpsql.HasDuckDB() {
+		backends += ", DuckDB"
+	} else {
+		backends += " (no DuckDB: built without cgo)"
+	}
+	return fmt.Sprintf("dpsql %s%s (%s, %s/%s); backends: %s", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH, backends)
+}
+
+// notADirectory refuses a --db that names a directory (a usage mistake,
+// exit status 2, the same for every command).
+func notADirectory(db string) error {
+	if st, err := os.Stat(db); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory: --db takes a database file (such as %s)", db, filepath.Join(db, "data.db"))
+	}
+	return nil
 }
 
 // stateFile turns --db and --state into the engine's file: --db itself,

@@ -35,6 +35,9 @@ type printer struct {
 	// noIntervals leaves out each noisy value's 95% interval in table,
 	// box, markdown and line output (.intervals off).
 	noIntervals bool
+	// interactive: the shell's printer; line output (\x) keeps the
+	// footer with the rows and what the query spent, as table output does.
+	interactive bool
 	results     int // results printed so far (csv separates them)
 }
 
@@ -97,7 +100,7 @@ func (p *printer) print(r *dpsql.Result) error {
 				fmt.Fprintf(&sb, "%*s = %s\n", w, r.Columns[j], p.showAt(r, i, j, v))
 			}
 		}
-		if p.withCost {
+		if p.withCost || p.interactive {
 			sb.WriteString(footer(r))
 		}
 		_, err := io.WriteString(p.w, sb.String())

@@ -41,6 +41,8 @@ query (or the statement being typed); Ctrl-D quits.
 .cost on|off       keep each result's cost in csv, json and line output (as --with-cost)
 .intervals on|off  show each noisy value's 95% interval in table and line output (default on)
 .show              the current settings
+.databases         the database file this shell has open
+.print TEXT        print TEXT (psql's \echo)
 .read FILE         run the statements in FILE
 .edit [FILE]       edit the last statement (or FILE) in $VISUAL/$EDITOR, then run it (also \e)
 .pager on|off      results taller than the terminal through $PAGER (default less -FX)
@@ -56,9 +58,10 @@ CREATE/ALTER/DROP ANALYST, SHOW ANALYSTS (for dpsql serve). A repeated query is 
 cache, free.
 The whole dialect: docs/dialect.md.
 
-psql habits work too: \q, quit and exit leave; \? is .help; \d lists the tables
-and \d TABLE describes one; \timing toggles .timer; \x switches between .mode
-line and .mode table.
+psql habits work too: \q, quit and exit leave; \? is .help; \d (\d+) lists the
+tables and \d TABLE (or DESCRIBE TABLE) describes one; \l is .databases, \echo
+is .print, \pset alone is .show; \timing toggles .timer; \x switches between
+.mode line and .mode table; a line ending in \g ends the statement.
 `
 
 // shell is the interactive session: statements and meta-commands.
@@ -270,6 +273,14 @@ var dotCommands = []dotCommand{
 	{[]string{".edit"}, (*shell).editCommand},
 	{[]string{".pager"}, (*shell).pagerSwitch},
 	{[]string{".import"}, (*shell).importCommand},
+	{[]string{".databases"}, func(s *shell, _ context.Context, _ string, _ []string) bool {
+		fmt.Fprintf(s.out, "main: %s\n", s.eng.Path()) // one database per shell (psql's \l)
+		return false
+	}},
+	{[]string{".print"}, func(s *shell, _ context.Context, _ string, args []string) bool {
+		fmt.Fprintln(s.out, strings.Join(args, " ")) // sqlite3's .print, psql's \echo
+		return false
+	}},
 }
 
 // schemaCommand is .schema [TABLE]: the tables' columns and privacy.
@@ -598,6 +609,7 @@ func identifier(n string) string {
 func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io.Writer) int {
 	ctx := context.Background()
 	s := &shell{eng: eng, pr: pr, out: stdout, errw: stderr, name: filepath.Base(eng.Path()), stdin: stdin, pager: pagerCommand()}
+	pr.interactive = true
 	if f, ok := stdout.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
 		s.termFd = f.Fd()
 	} else {
@@ -607,6 +619,7 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 	if dir, err := os.UserConfigDir(); err == nil {
 		if os.MkdirAll(filepath.Join(dir, "dpsql"), 0o700) == nil {
 			history = filepath.Join(dir, "dpsql", "history")
+			privateHistory(history)
 		}
 	}
 	rl, err := readline.NewEx(&readline.Config{
@@ -643,11 +656,15 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 		}
 		if buf.Len() == 0 {
 			if meta, ok := psqlHabit(strings.TrimSpace(line)); ok {
+				rl.SaveHistory(strings.TrimSpace(line)) // as typed, so that Up recalls it
 				if meta == "" {
-					fmt.Fprintf(stderr, "error: unknown command %s: the shell's commands start with '.' (.help lists them)\n", strings.TrimSpace(line))
+					fmt.Fprintf(stderr, "error: %s\n", unknownHabit(strings.TrimSpace(line)))
 					continue
 				}
-				line = meta
+				if s.meta(ctx, meta) {
+					return 0
+				}
+				continue
 			}
 		}
 		if buf.Len() == 0 && strings.HasPrefix(strings.TrimSpace(line), ".") {
@@ -657,7 +674,7 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 			}
 			continue
 		}
-		buf.WriteString(line)
+		buf.WriteString(endWithG(line))
 		buf.WriteString("\n")
 		if !parser.Complete(buf.String()) { // as sqlite3_complete: not a ';' inside a string or comment
 			continue
@@ -667,6 +684,29 @@ func repl(eng *dpsql.Engine, pr *printer, stdin io.ReadCloser, stdout, stderr io
 		runCancellable(ctx, func(qctx context.Context) { s.paged(qctx, buf.String()) })
 		buf.Reset()
 	}
+}
+
+// privateHistory makes the history file readable by its user only (the
+// statements typed name tables and values): created 0600 before readline
+// opens it (readline would create it 0644 under the usual umask), and an
+// older one tightened.
+func privateHistory(path string) {
+	if f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+		f.Close()
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		os.Chmod(path, 0o600)
+	}
+}
+
+// endWithG turns psql's \g at the end of a line into the ';' that ends a
+// statement.
+func endWithG(line string) string {
+	t := strings.TrimRight(line, " \t")
+	if strings.HasSuffix(t, `\g`) && !strings.HasSuffix(t, `\\g`) {
+		return strings.TrimRight(strings.TrimSuffix(t, `\g`), " \t") + ";"
+	}
+	return line
 }
 
 // splitArgs splits a dot-command line into words; '...' and "..." quote a
@@ -739,6 +779,29 @@ func historyEntry(stmt string) string {
 // FILE is .read, \o [FILE] is .output, \conninfo is .show. ok is false
 // when the line is not such a habit; meta is "" for an unknown backslash
 // command. Scripts (-f, piped input) take them too.
+// habitHints says what to do instead of a psql command the shell does not
+// take, beyond the generic hint.
+var habitHints = map[string]string{
+	`\set`:   "dpsql has no psql variables; SET name = value changes dpsql's settings (SHOW ALL lists them)",
+	`\unset`: "dpsql has no psql variables; RESET name restores a setting",
+	`\df`:    "dpsql has no user functions; docs/dialect.md lists the functions queries may call",
+	`\du`:    "analysts are listed by SHOW ANALYSTS (owner mode)",
+	`\dn`:    "dpsql has one schema, main; .tables lists its tables",
+	`\c`:     "a shell opens one database; leave (\\q) and run dpsql --db FILE",
+	`\copy`:  "to load a CSV file use .import FILE TABLE (owner) or dpsql import",
+	`\g`:     "end the statement with ';' (or \\g on the same line)",
+}
+
+// unknownHabit is the error for a backslash command the shell does not take.
+func unknownHabit(line string) string {
+	cmd := strings.Fields(line)[0]
+	msg := fmt.Sprintf("unknown command %s: the shell's commands start with '.' (.help lists them)", cmd)
+	if h, ok := habitHints[strings.ToLower(cmd)]; ok {
+		msg = fmt.Sprintf("unknown command %s: %s", cmd, h)
+	}
+	return msg
+}
+
 // psetFormats maps psql's \pset format values to dpsql's modes.
 var psetFormats = map[string]string{"aligned": "table", "wrapped": "table", "csv": "csv", "json": "json", "markdown": "markdown", "asciidoc": "", "html": "", "latex": "", "troff-ms": "", "unaligned": ""}
 
@@ -792,11 +855,22 @@ func psqlHabit(line string) (meta string, ok bool) {
 		if len(fields) == 1 || fields[0][0] == '\\' {
 			return ".help", true
 		}
-	case `\d`, `\dt`:
+	case `\d`, `\dt`, `\d+`, `\dt+`:
 		if len(fields) == 1 {
 			return ".tables", true
 		}
 		return ".schema " + strings.Join(fields[1:], " "), true
+	case "describe", "desc": // DuckDB's, MySQL's and BigQuery users' DESCRIBE t
+		if len(fields) == 2 {
+			return ".schema " + fields[1], true
+		}
+		return "", false
+	case `\l`, `\l+`, `\list`:
+		if len(fields) == 1 {
+			return ".databases", true
+		}
+	case `\echo`:
+		return strings.TrimRight(".print "+strings.Join(fields[1:], " "), " "), true
 	case `\timing`:
 		return ".timer toggle", true
 	case `\x`:
@@ -818,6 +892,9 @@ func psqlHabit(line string) (meta string, ok bool) {
 			return ".show", true
 		}
 	case `\pset`:
+		if len(fields) == 1 {
+			return ".show", true
+		}
 		return psetHabit(fields[1:])
 	case `\e`, `\edit`:
 		return strings.TrimSpace(".edit " + strings.Join(fields[1:], " ")), true

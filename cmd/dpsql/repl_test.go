@@ -197,12 +197,14 @@ func TestPsqlHabits(t *testing.T) {
 		`\pset format csv`: ".mode csv", `\pset format aligned`: ".mode table", `\pset expanded on`: ".mode line",
 		`\pset tuples_only on`: ".headers off", `\t off`: ".headers on", `\pset null '(null)'`: ".nullvalue (null)",
 		`\pset format html`: "", `\pset border 2`: "",
+		`\d+`: ".tables", `\d+ people`: ".schema people", "DESCRIBE people;": ".schema people", "desc people": ".schema people",
+		`\l`: ".databases", `\list`: ".databases", `\pset`: ".show", `\echo hello world`: ".print hello world", `\set x 1`: "",
 	} {
 		if got, ok := psqlHabit(line); !ok || got != want {
 			t.Errorf("%q: %q, %v; want %q", line, got, ok, want)
 		}
 	}
-	for _, line := range []string{"SELECT 1;", "quit it", ".quit", ""} {
+	for _, line := range []string{"SELECT 1;", "quit it", ".quit", "", "describe", "DESCRIBE a b"} {
 		if _, ok := psqlHabit(line); ok {
 			t.Errorf("%q taken for a habit", line)
 		}
@@ -346,5 +348,71 @@ func TestDotImportOptionsAndQuotedNames(t *testing.T) {
 	}
 	if !strings.Contains(errs, "unknown option") && !strings.Contains(errs, "not defined") || !strings.Contains(errs, "unterminated") {
 		t.Errorf("errors:\n%s", errs)
+	}
+}
+
+// TestShellHabitsEndToEnd: \g ends a statement, \x keeps the footer with
+// what the query spent, \echo and \l print, an unknown psql command says
+// what to do instead, and the history file (with backslash commands in it)
+// is readable by its user only.
+func TestShellHabitsEndToEnd(t *testing.T) {
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	t.Setenv("HOME", config)
+	_, eng := shellDB(t, 30, `CREATE PRIVACY POLICY ON people; SET BUDGET epsilon = 5`, dpsql.Options{Epsilon: 0.5})
+	keys := strings.Join([]string{`SHOW TABLES \g`, `\x`, `SELECT COUNT(*) AS n FROM people;`, `\echo done here`, `\l`, `\set v 1`, `\q`}, "\n") + "\n"
+	out, errs := typeInto(t, eng, "table", keys)
+	for _, want := range []string{"people | private", "n = ", "(1 row; spent ε=0.5", "done here", "main: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("screen lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errs, `unknown command \set: dpsql has no psql variables`) {
+		t.Errorf("stderr: %s", errs)
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := filepath.Join(dir, "dpsql", "history")
+	st, err := os.Stat(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("history file mode %v, want 0600", st.Mode().Perm())
+	}
+	b, _ := os.ReadFile(hist)
+	for _, want := range []string{`\x`, `\echo done here`, `\set v 1`, `SHOW TABLES;`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("history lacks %q:\n%s", want, b)
+		}
+	}
+}
+
+// TestCommandLineMistakesExitTwo: a bad --epsilon and a directory as --db
+// are usage errors (exit 2, before anything is opened), for the shell and
+// for import alike; --version prints the version and the backends.
+func TestCommandLineMistakesExitTwo(t *testing.T) {
+	dir := t.TempDir()
+	csvPath := filepath.Join(dir, "a.csv")
+	if err := os.WriteFile(csvPath, []byte("a\n1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--db", filepath.Join(dir, "x.db"), "--epsilon", "-1", "-c", "SHOW BUDGET"},
+		{"--db", dir, "-c", "SHOW BUDGET"},
+		{"import", "--db", dir, "--table", "t", csvPath},
+	} {
+		if _, errs, code := runCLI(t, "", args...); code != exitUsage || !strings.HasPrefix(errs, "error: ") {
+			t.Errorf("%q: exit %d, %q", args, code, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.db")); err == nil {
+		t.Error("a refused --epsilon created the database")
+	}
+	out, _, code := runCLI(t, "", "--version")
+	if code != 0 || !strings.HasPrefix(out, "dpsql ") || !strings.Contains(out, "backends: SQLite, PostgreSQL") {
+		t.Errorf("--version: %d %q", code, out)
 	}
 }
