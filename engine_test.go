@@ -790,3 +790,31 @@ func TestBigQueryCastTypes(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestOwnerHearsWhatAStatementMeans: a total that protects little is set
+// with a warning; SET PUBLIC says which parts of the policy it removes; a
+// query asking for δ on a δ = 0 budget is told so, not that the budget ran
+// out (and spends nothing).
+func TestOwnerHearsWhatAStatementMeans(t *testing.T) {
+	parallel(t)
+	ctx := context.Background()
+	e := open(t, newDB(t), dpsql.Options{Owner: true})
+	res := mustRun(t, e, `SET BUDGET epsilon = 1e6, delta = 0.5`)
+	if notes := strings.Join(res[0].Notes, "\n"); !strings.Contains(notes, "ε = 1e+06 protects little") || !strings.Contains(notes, "δ = 0.5 is the chance") {
+		t.Errorf("no warnings: %q", res[0].Notes)
+	}
+	if res := mustRun(t, e, `SET BUDGET epsilon = 5`); len(res[0].Notes) != 0 {
+		t.Errorf("warnings for a sound budget: %q", res[0].Notes)
+	}
+	_, err := e.Query(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-7) i, COUNT(*) FROM t GROUP BY i`)
+	if err == nil || !strings.Contains(err.Error(), "budget has δ = 0") || strings.Contains(err.Error(), "exhausted") || !errors.Is(err, dpsql.ErrBudgetExhausted) {
+		t.Errorf("δ on a δ = 0 budget: %v", err)
+	}
+	if st, _ := e.Budget(ctx); st.Spent.Epsilon != 0 {
+		t.Errorf("the refused query spent %v", st.Spent)
+	}
+	res = mustRun(t, e, `DROP PRIVACY POLICY ON t; CREATE PRIVACY POLICY ON t OPTIONS (privacy_unit_column = i, max_groups_contributed = 2); ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 100); ALTER TABLE t SET PUBLIC`)
+	if msg := res[len(res)-1].Message; !strings.Contains(msg, `privacy unit "i"`) || !strings.Contains(msg, `bounds of "x" [0, 100]`) || !strings.Contains(msg, "contribution bounds 2 groups") {
+		t.Errorf("SET PUBLIC: %q", msg)
+	}
+}

@@ -39,7 +39,11 @@ func (s *Session) ownerStatement(ctx context.Context, stmt parser.Stmt, cat *cat
 			})
 		}
 		return s.policyStatement(ctx, stmt, func(on storesql.On) (string, error) {
-			return st.Table.Name + " is public: it is queried without noise", atPos(st, cat.SetPublic(ctx, on, st.Table.Name))
+			msg := st.Table.Name + " is public: it is queried without noise"
+			if t, ok := cat.Table(st.Table.Name); ok && !t.Public {
+				msg += droppedPolicy(t)
+			}
+			return msg, atPos(st, cat.SetPublic(ctx, on, st.Table.Name))
 		})
 	case *parser.SetBoundsStmt:
 		return s.policyStatement(ctx, stmt, func(on storesql.On) (string, error) { return setBounds(ctx, on, cat, st) })
@@ -90,7 +94,46 @@ func (s *Session) setBudget(ctx context.Context, st *parser.SetBudgetStmt) (*Res
 			msg += fmt.Sprintf("; partition selection may spend δ = %g in all, and zCDP accounting allows ρ = %.6g in all (the other δ/2 converts it)", status.DeltaCap, status.RhoTotal)
 		}
 	}
-	return &Result{Message: msg}, nil
+	return &Result{Message: msg, Notes: budgetWarnings(total)}, nil
+}
+
+// droppedPolicy says what of a private table's policy SET PUBLIC removes
+// (a later SET PRIVATE starts again from one unit per row).
+func droppedPolicy(t *catalog.Table) string {
+	var parts []string
+	if t.Unit.Column != "" {
+		parts = append(parts, fmt.Sprintf("privacy unit %s", parser.QuoteIdent(t.Unit.Column)))
+	}
+	if t.HasPolicy && (t.Unit.MaxGroups != 1 || t.Unit.MaxRows != 1) {
+		parts = append(parts, fmt.Sprintf("contribution bounds %d groups, %d rows", t.Unit.MaxGroups, t.Unit.MaxRows))
+	}
+	for _, c := range catalog.SortedColumns(t.Bounds) {
+		b := t.Bounds[c]
+		parts = append(parts, fmt.Sprintf("bounds of %s [%g, %g]", parser.QuoteIdent(c), b.Lo, b.Hi))
+	}
+	for _, c := range catalog.SortedColumns(t.Domains) {
+		parts = append(parts, fmt.Sprintf("domain of %s (%d values)", parser.QuoteIdent(c), len(t.Domains[c])))
+	}
+	if !t.HasPolicy && len(parts) == 0 {
+		return ""
+	}
+	if len(parts) == 0 {
+		return "; its privacy policy is removed (ALTER TABLE ... SET PRIVATE makes each row a unit again)"
+	}
+	return "; its privacy policy is removed: " + strings.Join(parts, ", ") + " (ALTER TABLE ... SET PRIVATE makes each row a unit again; CREATE PRIVACY POLICY declares them anew)"
+}
+
+// budgetWarnings are what an owner should hear about a total that
+// protects little: set, but said plainly.
+func budgetWarnings(total budget.Cost) []string {
+	var out []string
+	if total.Epsilon > 20 {
+		out = append(out, fmt.Sprintf("warning: a total of ε = %g protects little: the answers may tell, about any one unit, up to e^%g times more than without it; published statistics rarely use a total above 10", total.Epsilon, total.Epsilon))
+	}
+	if total.Delta > 1e-4 {
+		out = append(out, fmt.Sprintf("warning: δ = %g is the chance that a query's guarantee fails outright (it could reveal a unit); keep δ well below 1 / the number of units, e.g. 1e-6", total.Delta))
+	}
+	return out
 }
 
 // policyStatement runs one policy change (write: it writes the policy

@@ -245,6 +245,9 @@ func (s *Session) checkBudget(ctx context.Context, st *parser.SelectStmt, p *pla
 	if err != nil {
 		return err
 	}
+	if p.Delta > 0 && status.Set && status.Total.Delta == 0 {
+		return at(st.SelectPos, &noDeltaError{delta: p.Delta})
+	}
 	if err := budget.Check(ctx, s.eng.ledger, s.analyst, charges(opts)); err != nil {
 		if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
 			return at(st.SelectPos, err)
@@ -253,6 +256,17 @@ func (s *Session) checkBudget(ctx context.Context, st *parser.SelectStmt, p *pla
 	}
 	return nil
 }
+
+// noDeltaError refuses a query that asks for δ > 0 on a budget whose δ
+// is 0: not that the budget ran out, but that it never allowed any δ.
+type noDeltaError struct{ delta float64 }
+
+func (e *noDeltaError) Error() string {
+	return fmt.Sprintf("the query asks for δ=%g, but this database's budget has δ = 0 (pure ε): no query may spend δ. Drop delta from OPTIONS; a GROUP BY then needs its column's values declared (ALTER PRIVACY POLICY ... SET DOMAIN), or the owner allows a δ (SET BUDGET epsilon = E, delta = D)", e.delta)
+}
+
+// Unwrap makes it a budget refusal (the exit status and SQLSTATE of one).
+func (e *noDeltaError) Unwrap() error { return budget.ErrBudgetExhausted }
 
 // unansweredWhy says why a charged query went unanswered, for the ledger.
 func unansweredWhy(ctx context.Context) string {

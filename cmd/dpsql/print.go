@@ -212,6 +212,9 @@ func (p *printer) table(r *dpsql.Result) error {
 		if r.Message != "" {
 			fmt.Fprintln(p.w, r.Message)
 		}
+		for _, n := range r.Notes { // warnings about what a statement set
+			fmt.Fprintln(p.w, "note: "+n)
+		}
 		return nil
 	}
 	widths := make([]int, len(r.Columns))
