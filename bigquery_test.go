@@ -207,8 +207,13 @@ func TestReportFormatJSON(t *testing.T) {
 	if got := num(outer.Rows[0][1]); math.Abs(got-alone) > 1e-9 {
 		t.Errorf("JSON_EXTRACT half-width %v, want %v", got, alone)
 	}
+	// ZetaSQL's compliance tests write "JSON" (a string there).
+	if dq := query(t, e, `SELECT COUNT(*, report_format => "JSON") AS r, AVG(x, report_format => 'json') AS a FROM t`); dq.Rows[0][0] != want {
+		t.Errorf(`report_format => "JSON": %v`, dq.Rows[0][0])
+	}
 	for _, bad := range []struct{ sql, msg string }{
 		{`SELECT COUNT(*, report_format => 'PROTO') FROM t`, "report_format takes 'JSON'"},
+		{`SELECT COUNT(*, report_format => "PROTO") FROM t`, "report_format takes 'JSON'"},
 		{`SELECT COUNT(*, report_format => 'JSON') + 1 FROM t`, "must be a select item of its own"},
 		{`SELECT COUNT(*) FROM t HAVING SUM(x, report_format => 'JSON') > '0'`, "must be a select item of its own"},
 		{`SELECT MEDIAN(x, report_format => 'JSON') FROM t`, "report_format is available on"},

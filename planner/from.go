@@ -80,10 +80,16 @@ func (r *relation) resolve(c *parser.ColumnRef) (*relCol, error) {
 		found = col
 	}
 	if found == nil {
-		if c.Table != "" {
-			return nil, errorf(c.NamePos, ErrUnknownColumn, "unknown column %s.%q", c.Table, c.Name)
+		var names []string
+		for _, col := range r.cols {
+			if (c.Table == "" || catalog.SameName(col.qual, c.Table)) && !catalog.IsInternalName(col.name) {
+				names = append(names, col.name)
+			}
 		}
-		return nil, errorf(c.NamePos, ErrUnknownColumn, "unknown column %q in %s", c.Name, r.name)
+		if c.Table != "" {
+			return nil, errorf(c.NamePos, ErrUnknownColumn, "unknown column %s.%q%s", c.Table, c.Name, didYouMean(c.Name, names))
+		}
+		return nil, errorf(c.NamePos, ErrUnknownColumn, "unknown column %q in %s%s", c.Name, r.name, didYouMean(c.Name, names))
 	}
 	r.rn.cols[c] = found.sql
 	if found.intAffinity {
@@ -168,6 +174,15 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 	}
 	t, ok := fb.cat.Table(f.Name)
 	if !ok {
+		var names []string
+		for _, t := range fb.cat.Tables() {
+			if !catalog.IsInternalName(t.Name) {
+				names = append(names, t.Name)
+			}
+		}
+		if hint := didYouMean(f.Name, names); hint != "" {
+			return nil, errorf(f.NamePos, ErrUnknownName, "unknown table %q%s", f.Name, hint)
+		}
 		return nil, errorf(f.NamePos, ErrUnknownName, "unknown table %q (SHOW TABLES lists the tables)", f.Name)
 	}
 	if t.Unreadable != nil {

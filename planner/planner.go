@@ -262,6 +262,11 @@ func reportFormat(call *parser.CallExpr) (report bool, rest []parser.NamedArg, e
 			continue
 		}
 		v, lerr := parser.LiteralValue(na.Value)
+		if c, ok := na.Value.(*parser.ColumnRef); ok && c.Table == "" {
+			// ZetaSQL's tests write "JSON": a string in its dialect, a
+			// name in this one, where no column can be meant.
+			v, lerr = c.Name, nil
+		}
 		if f, ok := v.(string); lerr != nil || !ok || !strings.EqualFold(f, "JSON") {
 			return false, nil, errorf(na.Value.Pos(), ErrInvalidOption, "report_format takes 'JSON' (BigQuery's 'PROTO' is not available)")
 		}
