@@ -3,6 +3,7 @@ package dpsql
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -37,7 +38,20 @@ func diskError(path string, err error) error {
 // ledger is written before any answer, so a private query cannot run
 // without write access.
 func accessError(path string, err error) error {
-	if err == nil || errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "readonly database") {
+	if err == nil || errors.Is(err, ErrReadOnly) {
+		return err
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "unable to open database file") {
+		// SQLite's SQLITE_CANTOPEN (14) for a file that is there: its
+		// directory or mount is read-only (the journal or WAL files
+		// cannot be made) or the file cannot be opened for writing.
+		if st, serr := os.Stat(path); serr != nil || st.IsDir() {
+			return err
+		}
+		return fmt.Errorf("%w: dpsql cannot write to %s or beside it in %s (a read-only file, directory or mount?); it records each private query's cost in the file before it answers: copy the file to a writable place, or ask the owner for write access (SQLite said: %v)", ErrReadOnly, path, filepath.Dir(path), err)
+	}
+	if !strings.Contains(msg, "readonly database") {
 		return err
 	}
 	return fmt.Errorf("%w: dpsql needs write access to %s for its ledger (each private query records its cost there before it answers): ask the owner for write access, or query it through 'dpsql serve' (SQLite said: %v)", ErrReadOnly, path, err)

@@ -2,6 +2,8 @@ package dpsql
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -31,5 +33,22 @@ func TestAccessErrorSaysWhyWriteAccess(t *testing.T) {
 	err := accessError("/data/t.db", errors.New("attempt to write a readonly database (1544)"))
 	if !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "write access to /data/t.db for its ledger") {
 		t.Errorf("%v", err)
+	}
+}
+
+// TestCantOpenOnAReadOnlyMountSaysWhy: SQLite's "unable to open database
+// file (14)" for a file that exists (its directory or mount read-only)
+// says what dpsql needs; for a missing file it stays as it is.
+func TestCantOpenOnAReadOnlyMountSaysWhy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cant := errors.New("unable to open database file (14)")
+	if err := accessError(path, cant); !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "read-only file, directory or mount") {
+		t.Errorf("%v", err)
+	}
+	if err := accessError(path+".missing", cant); err != cant {
+		t.Errorf("missing file: %v", err)
 	}
 }

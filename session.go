@@ -183,7 +183,7 @@ func (s *Session) Run(ctx context.Context, script string, fn func(*Result) error
 func (s *Session) run(ctx context.Context, stmt parser.Stmt) (res *Result, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	defer func() { err = diskError(s.eng.path, saysCharge(ctx, err)) }()
+	defer func() { err = accessError(s.eng.path, diskError(s.eng.path, saysCharge(ctx, err))) }()
 	if err := s.admit(ctx, stmt); err != nil {
 		return nil, err
 	}

@@ -103,3 +103,27 @@ func TestBlankKeeperReadSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderMistakes: a header the database could not take is refused with
+// a message about the file, not SQLite's.
+func TestHeaderMistakes(t *testing.T) {
+	t.Parallel()
+	wide := make([]string, MaxColumns+1)
+	for i := range wide {
+		wide[i] = "c" + strings.Repeat("x", i%3) + string(rune('a'+i%26)) + strings.Repeat("y", i/26)
+	}
+	for _, c := range []struct{ csv, want string }{
+		{"a\x00b,c\n1,2\n", "NUL byte"},
+		{strings.Join(wide, ",") + "\n", "at most 2000"},
+	} {
+		path := filepath.Join(t.TempDir(), "f.csv")
+		if err := os.WriteFile(path, []byte(c.csv), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := Import(context.Background(), testDB(t), "t", path, Options{})
+		var ie *Error
+		if !errors.As(err, &ie) || !strings.Contains(ie.Msg, c.want) || strings.Contains(ie.Msg, "SQL logic") {
+			t.Errorf("want %q, got %v", c.want, err)
+		}
+	}
+}

@@ -47,6 +47,10 @@ type Options struct {
 	Progress func(rows int64, fraction float64)
 }
 
+// MaxColumns is the most columns a table may have (SQLite's default
+// SQLITE_MAX_COLUMN).
+const MaxColumns = 2000
+
 // Column is an imported column and its type.
 type Column struct {
 	Name string
@@ -485,6 +489,9 @@ func validUTF8(rec []string, line int) error {
 // header names the columns: the header row verbatim (trimmed, BOM removed),
 // or c1, c2, ... without one.
 func header(first []string, noHeader bool) ([]Column, error) {
+	if len(first) > MaxColumns {
+		return nil, &Error{Line: 1, Msg: fmt.Sprintf("the file has %d columns; a table holds at most %d (the limit of SQLite, where dpsql keeps it)", len(first), MaxColumns)}
+	}
 	cols := make([]Column, len(first))
 	seen := map[string]bool{}
 	for i, h := range first {
@@ -497,6 +504,9 @@ func header(first []string, noHeader bool) ([]Column, error) {
 		}
 		if name == "" {
 			return nil, &Error{Line: 1, Msg: fmt.Sprintf("column %d has an empty name", i+1)}
+		}
+		if strings.ContainsRune(name, 0) {
+			return nil, &Error{Line: 1, Msg: fmt.Sprintf("column %d's name contains a NUL byte (is the file text? UTF-16 files need converting first, e.g. iconv -f UTF-16 -t UTF-8)", i+1)}
 		}
 		if seen[catalog.FoldName(name)] {
 			return nil, &Error{Line: 1, Msg: fmt.Sprintf("column name %q appears twice", name)}
