@@ -433,6 +433,20 @@ func (c *conn) catalogSQL(q string) (*answer, error) {
 	return a, err
 }
 
+// lacking names what an emulated catalog query needed, from the SQLite
+// error that ran it (which is not shown: its codes and wording are the
+// emulation's, not PostgreSQL's).
+func lacking(err error) string {
+	msg := err.Error()
+	for _, p := range []struct{ prefix, what string }{{"no such function: ", "the function "}, {"no such table: ", "the table "}, {"no such column: ", "the column "}} {
+		if _, rest, ok := strings.Cut(msg, p.prefix); ok {
+			name, _, _ := strings.Cut(rest, " (")
+			return p.what + name
+		}
+	}
+	return "SQL beyond what the emulation reads (such as ARRAY(...) or a PostgreSQL-only operator)"
+}
+
 // catalogRows runs a catalog query and reads its answer.
 func (c *conn) catalogRows(ctx context.Context, q string) (*answer, error) {
 	conn, done, err := c.catalogDB(ctx)
@@ -445,7 +459,7 @@ func (c *conn) catalogRows(ctx context.Context, q string) (*answer, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &wireError{code: "0A000", msg: "dpsql answers catalog queries (information_schema, pg_catalog) from an emulated catalog of its tables and columns; this one uses something it lacks: " + err.Error()}
+		return nil, &wireError{code: "0A000", msg: "dpsql answers catalog queries (information_schema, pg_catalog) from an emulated catalog of its tables and columns; this one uses " + lacking(err) + ", which that catalog lacks (it has no functions, roles, extensions, indexes or constraints: SHOW TABLES and \\d list what there is, SHOW ANALYSTS the analysts)"}
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()

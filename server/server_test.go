@@ -1405,6 +1405,18 @@ func TestCatalogQueriesAreBounded(t *testing.T) {
 			t.Errorf("%.100s: %v, want %s", q, err, code)
 		}
 	}
+	// What the emulation lacks is named in PostgreSQL's terms, never with
+	// SQLite's own error (psql's \df, \du and \dx).
+	for q, want := range map[string]string{
+		"SELECT pg_catalog.pg_get_function_result(p.oid) FROM pg_catalog.pg_class p": "uses the function pg_get_function_result",
+		"SELECT 1 FROM pg_catalog.pg_extension":                                      "uses the table pg_catalog.pg_extension",
+		"SELECT ARRAY(SELECT 1) FROM pg_catalog.pg_class":                            "SQL beyond what the emulation reads",
+	} {
+		_, err := c.Exec(ctx, q, mode)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "SQL logic error") || strings.Contains(err.Error(), "(1)") {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
 	// Time: statement_timeout, then a CancelRequest.
 	if _, err := c.Exec(ctx, "SET statement_timeout = 300", mode); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -156,10 +157,19 @@ func openError(path string, err error) error {
 		return fmt.Errorf("%s: %w (this process has it open read-only in another engine)", path, ErrInUse)
 	}
 	if strings.Contains(err.Error(), "lock") {
-		return fmt.Errorf("%s: %w (%v)", path, ErrInUse, firstLine(err.Error()))
+		// DuckDB's own text advises its CLI's -readonly flag; say it in
+		// dpsql's terms, with the process that holds the file.
+		holder := "another process"
+		if m := lockHolder.FindStringSubmatch(err.Error()); m != nil {
+			holder = "process " + m[1]
+		}
+		return fmt.Errorf("%s: %w: %s has it open for writing (an import or an owner's shell); try again when it is done", path, ErrInUse, holder)
 	}
 	return fmt.Errorf("opening DuckDB database %s: %v", path, firstLine(err.Error()))
 }
+
+// lockHolder finds the process id in DuckDB's lock error.
+var lockHolder = regexp.MustCompile(`PID (\d+)`)
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

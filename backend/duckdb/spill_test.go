@@ -4,6 +4,7 @@ package duckdb
 
 import (
 	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,5 +140,14 @@ func TestGivenTempDirIsChecked(t *testing.T) {
 	s.Close()
 	if entries, _ := os.ReadDir(private); len(entries) != 0 {
 		t.Errorf("%d entries left in the given directory after close", len(entries))
+	}
+}
+
+// TestLockErrorInDpsqlsTerms: DuckDB's lock error (which advises its CLI's
+// -readonly flag) becomes ErrInUse naming the process that holds the file.
+func TestLockErrorInDpsqlsTerms(t *testing.T) {
+	err := openError("/d/x.duckdb", errors.New(`IO Error: Could not set lock on file "/d/x.duckdb": Conflicting lock is held in /usr/bin/dpsql (PID 4242) by user ann. However, you would be able to open this database in read-only mode, e.g. by using the -readonly parameter in the CLI. See also https://duckdb.org/docs/stable/connect/concurrency`))
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "process 4242 has it open for writing") || strings.Contains(err.Error(), "-readonly") {
+		t.Errorf("%v", err)
 	}
 }
