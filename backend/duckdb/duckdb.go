@@ -10,8 +10,8 @@ import (
 	"math"
 	"net/url"
 	"os"
-	"strconv"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
