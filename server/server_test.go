@@ -927,13 +927,21 @@ named.itersize = 2
 named.execute("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) g, COUNT(*) FROM t GROUP BY g")
 print("named", [r[0] for r in named])
 named.close()
+scroll = c.cursor("again", scrollable=True)
+scroll.execute("SELECT code FROM lookup ORDER BY code")
+first = scroll.fetchall()
+scroll.scroll(0, mode="absolute")
+again = scroll.fetchone()
+scroll.scroll(-1)
+print("scroll", first, again, scroll.fetchall())
+scroll.close()
 c.close()
 `, host, port)
 	out, err := exec.Command(python, "-c", script).CombinedOutput()
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
 	}
-	want := "count 20 True\nlabel [('Beta',)]\nrefused ZD003\nbudget ('spent', 0.1, 0.0)\nnamed ['a', 'b', 'c', 'd']\n"
+	want := "count 20 True\nlabel [('Beta',)]\nrefused ZD003\nbudget ('spent', 0.1, 0.0)\nnamed ['a', 'b', 'c', 'd']\nscroll [('a',), ('b',)] ('a',) [('a',), ('b',)]\n"
 	if string(out) != want {
 		t.Errorf("psycopg2:\n%s\nwant:\n%s", out, want)
 	}
@@ -1174,6 +1182,40 @@ func TestSessionSQLCommands(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "a,b,c,d" {
 		t.Errorf("FETCH: %v", got)
+	}
+	// Scrolling as PostgreSQL does (psycopg2's scrollable cursors send
+	// MOVE): the rows released at DECLARE, nothing read or charged again.
+	for _, step := range []struct{ stmt, want string }{
+		{"FETCH LAST FROM cur", "d"}, {"FETCH PRIOR FROM cur", "c"}, {"FETCH BACKWARD 2 FROM cur", "b,a"},
+		{"MOVE ABSOLUTE 0 IN cur", "MOVE 0"}, {"FETCH ALL cur", "a,b,c,d"}, {"MOVE -1 FROM cur", "MOVE 1"},
+		{"FETCH RELATIVE 0 FROM cur", "d"}, {"FETCH ABSOLUTE -2 FROM cur", "c"}, {"FETCH FIRST FROM cur", "a"},
+		{"FETCH FORWARD ALL FROM cur", "b,c,d"}, {"FETCH BACKWARD ALL FROM cur", "d,c,b,a"}, {"FETCH PRIOR FROM cur", ""},
+		{"FETCH ABSOLUTE 9 FROM cur", ""}, {"FETCH -1 FROM cur", "d"},
+	} {
+		if strings.HasPrefix(step.stmt, "MOVE") {
+			tag, err := c.Exec(ctx, step.stmt, mode)
+			if err != nil || tag.String() != step.want {
+				t.Errorf("%s: %v %v, want %s", step.stmt, tag, err, step.want)
+			}
+			continue
+		}
+		rows, err := c.Query(ctx, step.stmt, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for rows.Next() {
+			var g string
+			var n int64
+			if err := rows.Scan(&g, &n); err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, g)
+		}
+		rows.Close()
+		if strings.Join(keys, ",") != step.want {
+			t.Errorf("%s: %v, want %s", step.stmt, keys, step.want)
+		}
 	}
 	if _, err := c.Exec(ctx, "CLOSE cur", mode); err != nil {
 		t.Fatal(err)

@@ -21,15 +21,95 @@ var (
 	reExecute    = regexp.MustCompile(`(?is)^EXECUTE\s+("(?:[^"]|"")+"|\w+)\s*(?:\((.*)\))?$`)
 	reDeallocate = regexp.MustCompile(`(?is)^DEALLOCATE\s+(?:PREPARE\s+)?("(?:[^"]|"")+"|\w+)$`)
 	reDeclare    = regexp.MustCompile(`(?is)^DECLARE\s+("(?:[^"]|"")+"|\w+)\s+(?:BINARY\s+)?(?:(?:NO\s+)?SCROLL\s+)?CURSOR\s+(?:WITH(?:OUT)?\s+HOLD\s+)?FOR\s+(.+)$`)
-	reFetch      = regexp.MustCompile(`(?is)^FETCH\s+(?:(FORWARD|NEXT)\s+)?(ALL|\d+)?\s*(?:FROM|IN)\s+("(?:[^"]|"")+"|\w+)$`)
+	reFetch      = regexp.MustCompile(`(?is)^(FETCH|MOVE)\s+(?:(NEXT|PRIOR|FIRST|LAST|ABSOLUTE\s+[+-]?\d+|RELATIVE\s+[+-]?\d+|FORWARD(?:\s+(?:ALL|[+-]?\d+))?|BACKWARD(?:\s+(?:ALL|[+-]?\d+))?|ALL|[+-]?\d+)\s+)?(?:(?:FROM|IN)\s+)?("(?:[^"]|"")+"|\w+)$`)
 	reClose      = regexp.MustCompile(`(?is)^CLOSE\s+("(?:[^"]|"")+"|\w+)$`)
 	reCopy       = regexp.MustCompile(`(?is)^COPY\s*\((.+)\)\s*TO\s+STDOUT\s*(.*)$`)
 )
 
-// cursor is a DECLAREd cursor: its query's answer, read by FETCH.
+// cursor is a DECLAREd cursor: its query's answer, read by FETCH and
+// MOVE. pos is PostgreSQL's cursor position: 0 before the first row, k on
+// row k, len(rows)+1 after the last.
 type cursor struct {
-	a    *answer
-	next int
+	a   *answer
+	pos int
+}
+
+// move carries out a FETCH or MOVE direction (as PostgreSQL's: NEXT,
+// PRIOR, FIRST, LAST, ABSOLUTE n, RELATIVE n, n, ALL, FORWARD [n|ALL],
+// BACKWARD [n|ALL]; "" is NEXT) and returns the rows it passes over, in
+// the order a FETCH returns them. The answer was released whole when the
+// cursor was declared: moving in it reads nothing new.
+func (c *cursor) move(direction string) [][]any {
+	all := c.a.rows
+	n := len(all)
+	f := strings.Fields(strings.ToUpper(direction))
+	count := func(i int) int { // the count after a keyword, or ALL
+		if len(f) <= i {
+			return 1
+		}
+		if f[i] == "ALL" {
+			return n + 1
+		}
+		v, _ := strconv.Atoi(f[i])
+		return v
+	}
+	at := func(k int) [][]any { // position on row k (clamped), returning it if it exists
+		c.pos = max(0, min(k, n+1))
+		if c.pos >= 1 && c.pos <= n {
+			return all[c.pos-1 : c.pos]
+		}
+		return nil
+	}
+	steps := 1
+	switch {
+	case len(f) == 0 || f[0] == "NEXT":
+	case f[0] == "PRIOR":
+		steps = -1
+	case f[0] == "FIRST":
+		return at(1)
+	case f[0] == "LAST":
+		return at(n)
+	case f[0] == "ABSOLUTE":
+		k := count(1)
+		if k < 0 {
+			k = n + 1 + k
+		}
+		return at(k)
+	case f[0] == "RELATIVE":
+		k := count(1)
+		if k == 0 {
+			return at(c.pos)
+		}
+		return at(c.pos + k)
+	case f[0] == "FORWARD":
+		steps = count(1)
+	case f[0] == "BACKWARD":
+		steps = -count(1)
+	case f[0] == "ALL":
+		steps = n + 1
+	default:
+		steps = count(0)
+	}
+	var rows [][]any
+	switch {
+	case steps > 0:
+		for i := 0; i < steps && c.pos <= n; i++ {
+			c.pos++
+			if c.pos <= n {
+				rows = append(rows, all[c.pos-1])
+			}
+		}
+	case steps < 0:
+		for i := 0; i < -steps && c.pos >= 1; i++ {
+			c.pos--
+			if c.pos >= 1 {
+				rows = append(rows, all[c.pos-1])
+			}
+		}
+	default: // FETCH 0, FORWARD 0, BACKWARD 0: the current row
+		return at(c.pos)
+	}
+	return rows
 }
 
 // identName reads a name as PostgreSQL does: quoted as written, else
@@ -60,7 +140,7 @@ func (c *conn) sessionCommand(text string) (a *answer, err error, ok bool) {
 		re = reDeallocate
 	case "DECLARE":
 		re = reDeclare
-	case "FETCH":
+	case "FETCH", "MOVE":
 		re = reFetch
 	case "CLOSE":
 		re = reClose
@@ -135,15 +215,11 @@ func (c *conn) sessionCommand(text string) (a *answer, err error, ok bool) {
 		if !found {
 			return nil, &wireError{code: "34000", msg: fmt.Sprintf("cursor %q does not exist", identName(m[3]))}, true
 		}
-		n := 1
-		switch {
-		case strings.EqualFold(m[2], "all"):
-			n = len(cur.a.rows)
-		case m[2] != "":
-			n, _ = strconv.Atoi(m[2])
+		rows := cur.move(m[2])
+		verb := strings.ToUpper(m[1])
+		if verb == "MOVE" {
+			return &answer{tag: fmt.Sprintf("MOVE %d", len(rows))}, nil, true
 		}
-		rows := cur.a.rows[cur.next:min(len(cur.a.rows), cur.next+n)]
-		cur.next += len(rows)
 		desc := cur.a.desc
 		if desc == nil {
 			desc = &description{}
@@ -181,7 +257,7 @@ func sessionWord(text string) string {
 	}
 	w, _, _ := strings.Cut(strings.ToUpper(f[0]), "(")
 	switch w {
-	case "PREPARE", "EXECUTE", "DEALLOCATE", "DECLARE", "FETCH", "CLOSE", "COPY":
+	case "PREPARE", "EXECUTE", "DEALLOCATE", "DECLARE", "FETCH", "MOVE", "CLOSE", "COPY":
 		return w
 	}
 	return ""
