@@ -506,8 +506,10 @@ Options:
 	case *appendRows:
 		mode = dpsql.ImportAppend
 	}
+	var prog *progress
 	if f, ok := stderr.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
-		opts.Progress = progressLine(stderr)
+		prog = newProgress(stderr)
+		opts.Progress = prog.update
 	}
 	// A new table is private until the owner declares otherwise; changing
 	// an existing one's rows is the owner's alone.
@@ -552,6 +554,13 @@ Options:
 		return exitIO // as for the shell: the database cannot be opened or created
 	}
 	n, cols, err := eng.ImportInto(ctx, *table, pos[0], opts, mode)
+	if prog != nil {
+		if err != nil {
+			prog.clear()
+		} else {
+			prog.end(n)
+		}
+	}
 	if err != nil {
 		eng.Close()
 		removeCreated()
@@ -646,21 +655,46 @@ func stateFile(db, state string, opts *dpsql.Options) (string, error) {
 // noteTo prints the engine's notes on w, one per line.
 func noteTo(w io.Writer) func(string) { return func(n string) { fmt.Fprintln(w, "note:", n) } }
 
-// progressLine returns a progress callback that redraws one terminal line.
-func progressLine(w io.Writer) func(int64, float64) {
-	start := time.Now()
-	return func(rows int64, frac float64) {
-		el := time.Since(start).Seconds()
-		rate := float64(rows) / math.Max(el, 1e-9)
-		eta := "?"
-		if frac > 0 {
-			eta = (time.Duration(el*(1-frac)/frac) * time.Second).Round(time.Second).String()
-		}
-		if frac >= 1 {
-			fmt.Fprintf(w, "\r%d rows, %.0f rows/s, done in %.1fs          \n", rows, rate, el)
-			return
-		}
-		fmt.Fprintf(w, "\r%d rows, %.0f rows/s, %3.0f%%, about %s left   ", rows, rate, 100*frac, eta)
+// progress redraws one terminal line while an import runs: rows, rate and
+// time left while the file is read; when it has been read (the callback's
+// fraction 1, once per pass), "storing" until the import ends; then one
+// final line (end) with the whole time, or the line cleared before an
+// error (clear), so that no message lands on it.
+type progress struct {
+	w     io.Writer
+	start time.Time
+	shown bool
+}
+
+func newProgress(w io.Writer) *progress { return &progress{w: w, start: time.Now()} }
+
+// update is csvimport.Options.Progress.
+func (p *progress) update(rows int64, frac float64) {
+	el := time.Since(p.start).Seconds()
+	rate := float64(rows) / math.Max(el, 1e-9)
+	p.shown = true
+	if frac >= 1 {
+		fmt.Fprintf(p.w, "\r\033[K%d rows read in %.1fs (%.0f rows/s); storing them...", rows, el, rate)
+		return
+	}
+	eta := "?"
+	if frac > 0 {
+		eta = (time.Duration(el*(1-frac)/frac) * time.Second).Round(time.Second).String()
+	}
+	fmt.Fprintf(p.w, "\r\033[K%d rows, %.0f rows/s, %3.0f%%, about %s left", rows, rate, 100*frac, eta)
+}
+
+// end replaces the line with the import's outcome.
+func (p *progress) end(rows int64) {
+	if p.shown {
+		fmt.Fprintf(p.w, "\r\033[K%d rows in %.1fs\n", rows, time.Since(p.start).Seconds())
+	}
+}
+
+// clear removes the line (before an error message).
+func (p *progress) clear() {
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
 	}
 }
 

@@ -416,3 +416,33 @@ func TestCommandLineMistakesExitTwo(t *testing.T) {
 		t.Errorf("--version: %d %q", code, out)
 	}
 }
+
+// TestProgressLineEndsOnce: an import's progress line ends with one final
+// line however many passes read the file (it was printed twice), says
+// "storing" between reading and the end (a DuckDB import was silent for
+// half its time), and is cleared before an error.
+func TestProgressLineEndsOnce(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b)
+	p.update(100, 0.5)
+	p.update(200, 1)
+	p.update(100, 0.5) // a second pass with wider types
+	p.update(200, 1)
+	p.end(200)
+	out := b.String()
+	if strings.Count(out, "\n") != 1 || !strings.HasSuffix(out, "\n") || strings.Count(out, "200 rows in ") != 1 || !strings.Contains(out, "storing them") {
+		t.Errorf("progress output %q", out)
+	}
+	b.Reset()
+	p = newProgress(&b)
+	p.update(100, 0.5)
+	p.clear()
+	if !strings.HasSuffix(b.String(), "\r\033[K") {
+		t.Errorf("not cleared before an error: %q", b.String())
+	}
+	b.Reset()
+	newProgress(&b).end(5) // nothing shown (a small file): nothing to end
+	if b.Len() != 0 {
+		t.Errorf("%q", b.String())
+	}
+}
