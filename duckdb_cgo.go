@@ -5,6 +5,7 @@ package dpsql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"strings"
 
@@ -44,6 +45,22 @@ func (d *duckSource) explain(ctx context.Context, state *sql.DB, m *rewrite.Meas
 
 func (d *duckSource) measurer(state *sql.DB) exec.Measurer { return duckMeasurer{d.src, state} }
 
+func columnNames(cols []csvimport.Column) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = c.Name
+	}
+	return out
+}
+
+func columnTypes(cols []csvimport.Column) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = c.Type
+	}
+	return out
+}
+
 // duckMeasurer runs a scan's compiled measurement in DuckDB.
 type duckMeasurer struct {
 	src   *duckdb.Source
@@ -62,6 +79,61 @@ func (d *duckSource) importFile(ctx context.Context, table, path string, opts cs
 	if strings.HasSuffix(strings.ToLower(path), ".parquet") {
 		n, err := d.src.ImportParquet(ctx, table, path)
 		return n, nil, err
+	}
+	// DuckDB's own reader loads the file while csvimport checks it as on
+	// SQLite (the same errors, types and rows); should the check fail,
+	// the load is stopped and undone; should rows after the sample widen
+	// a type, the file is read again with the final types; should
+	// DuckDB read the file differently in any count, it is loaded through
+	// a checked SQLite copy instead.
+	readCtx, cancelRead := context.WithCancel(ctx)
+	defer cancelRead()
+	type outcome struct {
+		c   *csvimport.Checked
+		err error
+	}
+	sampled := make(chan []csvimport.Column, 1)
+	done := make(chan outcome, 1)
+	checking := opts
+	checking.Sampled = func(cols []csvimport.Column) { sampled <- cols }
+	go func() {
+		c, err := csvimport.Check(readCtx, path, checking) // stopped too when the import returns
+		if err != nil {
+			cancelRead()
+		}
+		done <- outcome{c, err}
+	}()
+	var first []csvimport.Column
+	select {
+	case first = <-sampled:
+	case o := <-done: // failed before its sample was typed
+		return 0, nil, o.err
+	}
+	var result *outcome
+	wait := func() (duckdb.CSVCheck, error) {
+		if result == nil {
+			o := <-done
+			result = &o
+		}
+		if result.err != nil {
+			return duckdb.CSVCheck{}, result.err
+		}
+		return duckdb.CSVCheck{Types: columnTypes(result.c.Columns), Rows: result.c.Rows, Values: result.c.Values}, nil
+	}
+	spec := duckdb.CSVSpec{Names: columnNames(first), Types: columnTypes(first), Delimiter: opts.Delimiter, Header: !opts.NoHeader}
+	n, err := d.src.ReadCSV(readCtx, table, path, spec, wait)
+	if errors.Is(err, duckdb.ErrTypesWidened) {
+		spec.Types = columnTypes(result.c.Columns)
+		n, err = d.src.ReadCSV(ctx, table, path, spec, wait)
+	}
+	if err == nil {
+		return n, result.c.Columns, nil
+	}
+	if !errors.Is(err, duckdb.ErrCSVDiffers) {
+		return 0, nil, err
+	}
+	if _, cerr := wait(); cerr != nil {
+		return 0, nil, cerr
 	}
 	scratch, n, cols, err := importScratch(ctx, table, path, opts)
 	if err != nil {

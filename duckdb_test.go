@@ -309,6 +309,26 @@ func TestDuckDBImportIsStrictAndAllOrNothing(t *testing.T) {
 	if n, _, err := owner.ImportCSV(context.Background(), "good", good, csvimport.Options{}); err != nil || n != 3 {
 		t.Fatalf("good CSV: %d, %v", n, err)
 	}
+	// Read by DuckDB's reader while checked: a row after the sample that
+	// widens a type (read again with REAL), blank values of one column,
+	// and a malformed row far from the start (the read is stopped, no
+	// table left).
+	wide := filepath.Join(dir, "wide.csv")
+	writeFile(t, wide, "v\n1\n\n2\n2.5\n")
+	if n, cols, err := owner.ImportCSV(context.Background(), "wide", wide, csvimport.Options{SampleRows: 2}); err != nil || n != 4 || cols[0].Type != "REAL" || !cols[0].Widened {
+		t.Errorf("widened CSV: %d %v %v", n, cols, err)
+	}
+	var late strings.Builder
+	late.WriteString("x,g\n")
+	for i := 0; i < 200000; i++ {
+		fmt.Fprintf(&late, "%d,a\n", i)
+	}
+	late.WriteString("1,a,extra\n")
+	lateBad := filepath.Join(dir, "late.csv")
+	writeFile(t, lateBad, late.String())
+	if _, _, err := owner.ImportCSV(context.Background(), "late", lateBad, csvimport.Options{}); err == nil || !strings.Contains(err.Error(), "line 200002") {
+		t.Errorf("malformed last row: %v", err)
+	}
 	parquet := filepath.Join(dir, "p.parquet")
 	if err := ducktest.Exec(context.Background(), filepath.Join(dir, "scratch.duckdb"),
 		`COPY (SELECT range AS x, range % 3 AS g FROM range(10)) TO '`+parquet+`' (FORMAT parquet)`); err != nil {
@@ -317,7 +337,7 @@ func TestDuckDBImportIsStrictAndAllOrNothing(t *testing.T) {
 	if n, _, err := owner.ImportCSV(context.Background(), "pq", parquet, csvimport.Options{}); err != nil || n != 10 {
 		t.Fatalf("parquet: %d, %v", n, err)
 	}
-	mustRun(t, owner, `SET BUDGET epsilon = 10; CREATE PRIVACY POLICY ON good; CREATE PRIVACY POLICY ON pq`)
+	mustRun(t, owner, `SET BUDGET epsilon = 10; CREATE PRIVACY POLICY ON good; CREATE PRIVACY POLICY ON pq; DROP TABLE wide`)
 	var tables []string
 	ts, err := owner.Tables(context.Background())
 	if err != nil {

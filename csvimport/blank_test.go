@@ -3,6 +3,7 @@ package csvimport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,6 +125,37 @@ func TestHeaderMistakes(t *testing.T) {
 		var ie *Error
 		if !errors.As(err, &ie) || !strings.Contains(ie.Msg, c.want) || strings.Contains(ie.Msg, "SQL logic") {
 			t.Errorf("want %q, got %v", c.want, err)
+		}
+	}
+}
+
+// TestCheckAgreesWithImport: Check finds the rows, types (widened after
+// the sample too) and errors Import does, for every file of the other
+// tests.
+func TestCheckAgreesWithImport(t *testing.T) {
+	t.Parallel()
+	files := []string{
+		"id\n1\n\n\n2\n", "id\r\n1\r\n\r\n2\r\n", "s\n\"a\n\nb\"\n\n", "a,b\n1,2\n\n\n", "a,b\n1,2\n\n3,4\n",
+		"a,b,c\n1,1.5,x\n2,,y\n", "a\n1\n2\n3\n4.5\n", "a\n1\n2\n99999999999999999999\n", "a\n1\n2\n1e400\n",
+		"a,b\n1,2\n3\n", "\ufeffa,b\n1,\"x\"\"y\"\n", "a\n0.1\n0.10\n-0\n", "a\xff\n1\n",
+	}
+	for i, f := range files {
+		path := filepath.Join(t.TempDir(), "f.csv")
+		if err := os.WriteFile(path, []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		opts := Options{SampleRows: 2} // so that rows after the sample widen types
+		n, cols, ierr := Import(context.Background(), testDB(t), "t", path, opts)
+		c, cerr := Check(context.Background(), path, opts)
+		if (ierr == nil) != (cerr == nil) || (ierr != nil && ierr.Error() != cerr.Error()) {
+			t.Errorf("file %d: Import %v, Check %v", i, ierr, cerr)
+			continue
+		}
+		if ierr != nil {
+			continue
+		}
+		if c.Rows != n || fmt.Sprint(c.Columns) != fmt.Sprint(cols) {
+			t.Errorf("file %d: Import %d %v, Check %d %v", i, n, cols, c.Rows, c.Columns)
 		}
 	}
 }

@@ -45,6 +45,11 @@ type Options struct {
 	// Progress, when set, is called now and then with the rows inserted
 	// so far and the fraction of the file read.
 	Progress func(rows int64, fraction float64)
+	// Sampled, when set, is called by Check once the sample has given
+	// the columns their types, before the rest of the file is read (rows
+	// after the sample may still widen them): a reader of the same file
+	// can start with these.
+	Sampled func(cols []Column)
 }
 
 // MaxColumns is the most columns a table may have (SQLite's default

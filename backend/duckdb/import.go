@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -49,6 +50,113 @@ func (s *Source) CopyTable(ctx context.Context, scratch *sql.DB, table string, n
 		return Append(ctx, db, table, rows, func(i int, v any) driver.Value { return typed(v, types[i]) })
 	})
 }
+
+// ErrCSVDiffers reports that DuckDB's CSV reader did not read a file as
+// dpsql's checker did (another row or value count, or an error of its
+// own): the caller loads the file the slower, exact way instead.
+var ErrCSVDiffers = errors.New("DuckDB's CSV reader read the file differently from dpsql's check")
+
+// CSVSpec is how to read a CSV file: its columns' names and SQLite types
+// (csvimport's), its delimiter and whether it has a header.
+type CSVSpec struct {
+	Names, Types []string
+	Delimiter    rune // 0: ','
+	Header       bool
+}
+
+// CSVCheck is what csvimport.Check found in the file: the final types,
+// the rows, and each column's count of non-empty fields.
+type CSVCheck struct {
+	Types  []string
+	Rows   int64
+	Values []int64
+}
+
+// ErrTypesWidened: the check's final types are wider than the ones the
+// file was read with (rows after the sample widened them); read it again
+// with the final types.
+var ErrTypesWidened = errors.New("the checked types are wider than those read")
+
+// keepError carries an error of the check through write unchanged.
+type keepError struct{ error }
+
+func (k keepError) Unwrap() error { return k.error }
+
+// ReadCSV creates table from a CSV file with DuckDB's own reader
+// (parallel, no copy through dpsql), with spec's types, all or nothing,
+// while the caller checks the same file: check waits for that check. Its
+// error (a malformed row, with its line) is returned as it is; should the
+// check have widened the types, ErrTypesWidened; and should DuckDB's count
+// of rows or of any column's values differ from the check's, or its reader
+// fail, ErrCSVDiffers, so that the caller loads the file through its
+// checked copy instead. In each case no table is left.
+func (s *Source) ReadCSV(ctx context.Context, table, path string, spec CSVSpec, check func() (CSVCheck, error)) (int64, error) {
+	delim := spec.Delimiter
+	if delim == 0 {
+		delim = ','
+	}
+	if delim > 127 || delim == '"' || delim == '\n' || delim == '\r' {
+		return 0, ErrCSVDiffers // DuckDB's reader takes other delimiters, but not as csvimport reads them
+	}
+	n, err := s.write(ctx, table, func(db *sql.DB) (int64, error) {
+		defs := make([]string, len(spec.Names))
+		cols := make([]string, len(spec.Names))
+		sel := make([]string, len(spec.Names))
+		counts := make([]string, len(spec.Names))
+		for i := range spec.Names {
+			defs[i] = Quote(spec.Names[i]) + " " + duckType(spec.Types[i])
+			cols[i] = stringLiteral(fmt.Sprintf("c%d", i+1)) + ": " + stringLiteral(duckType(spec.Types[i]))
+			sel[i] = fmt.Sprintf("c%d", i+1)
+			if duckType(spec.Types[i]) == "DOUBLE" {
+				sel[i] += " + 0.0" // -0 stored as 0, as SQLite stores it
+			}
+			counts[i] = "system.main.count(" + Quote(spec.Names[i]) + ")"
+		}
+		if _, err := db.ExecContext(ctx, "CREATE TABLE "+Quote(table)+" ("+strings.Join(defs, ", ")+")"); err != nil {
+			return 0, err
+		}
+		header := "false"
+		if spec.Header {
+			header = "true"
+		}
+		read := fmt.Sprintf("INSERT INTO %s SELECT %s FROM read_csv(%s, header = %s, delim = %s, quote = '\"', escape = '\"', columns = {%s}, auto_detect = false, strict_mode = true, null_padding = false, ignore_errors = false, allow_quoted_nulls = true, skip = 0)",
+			Quote(table), strings.Join(sel, ", "), stringLiteral(path), header, stringLiteral(string(delim)), strings.Join(cols, ", "))
+		_, rerr := db.ExecContext(ctx, read)
+		checked, cerr := check()
+		if cerr != nil {
+			return 0, keepError{cerr} // the file's own error comes first
+		}
+		if rerr != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			return 0, fmt.Errorf("%w (%v)", ErrCSVDiffers, firstLine(rerr.Error()))
+		}
+		if fmt.Sprint(checked.Types) != fmt.Sprint(spec.Types) {
+			return 0, keepError{ErrTypesWidened}
+		}
+		got := make([]int64, len(spec.Names)+1)
+		ptrs := make([]any, len(got))
+		for i := range got {
+			ptrs[i] = &got[i]
+		}
+		if err := db.QueryRowContext(ctx, "SELECT system.main.count(*), "+strings.Join(counts, ", ")+" FROM "+Quote(table)).Scan(ptrs...); err != nil {
+			return 0, err
+		}
+		if got[0] != checked.Rows || fmt.Sprint(got[1:]) != fmt.Sprint(checked.Values) {
+			return 0, fmt.Errorf("%w: %d rows and %v values, where the check found %d and %v", ErrCSVDiffers, got[0], got[1:], checked.Rows, checked.Values)
+		}
+		return got[0], nil
+	})
+	var k keepError
+	if errors.As(err, &k) {
+		return 0, k.error
+	}
+	return n, err
+}
+
+// stringLiteral quotes s as a DuckDB string literal.
+func stringLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // Append appends rows (every column of table, in order) to the DuckDB
 // table through DuckDB's appender, each value converted by convert (i is
@@ -153,6 +261,10 @@ func (s *Source) write(ctx context.Context, table string, fill func(*sql.DB) (in
 	n, err := fill(db)
 	if err != nil {
 		_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+Quote(table))
+		var k keepError
+		if errors.Is(err, ErrCSVDiffers) || errors.As(err, &k) || ctx.Err() != nil {
+			return 0, err
+		}
 		return 0, fmt.Errorf("importing into %s: %v", s.Path, firstLine(err.Error()))
 	}
 	if _, err := db.ExecContext(ctx, "CHECKPOINT"); err != nil {
