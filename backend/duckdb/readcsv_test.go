@@ -77,7 +77,9 @@ func TestReadCSVStoresWhatImportStores(t *testing.T) {
 		src := &Source{Path: filepath.Join(dir, "d.duckdb")}
 		defer src.Close()
 		n, err := src.ReadCSV(ctx, "t", path, CSVSpec{Names: names, Types: types, Delimiter: f.opts.Delimiter, Header: !f.opts.NoHeader},
-			func() (CSVCheck, error) { return CSVCheck{Types: types, Rows: checked.Rows, Values: checked.Values}, nil })
+			func() (CSVCheck, error) {
+				return CSVCheck{Types: types, Rows: checked.Rows, Values: checked.Values}, nil
+			})
 		if errors.Is(err, ErrCSVDiffers) && !f.fast {
 			continue
 		}
