@@ -101,8 +101,14 @@ func leavesFromBuckets(buckets map[int32]int64, lo, hi float64) map[int32]int64 
 // first time they are read (each node once: every later read, by another
 // descent or by the interval, is post-processing of the same value).
 type noisyTree struct {
-	levels    []map[int32]int64 // exact counts per level (level D: the leaves)
+	levels []map[int32]int64 // exact counts per level (level D: the leaves)
+	// top holds the noisy counts of levels 1 and 2 (read by every
+	// descent and, B² + 1 times each, by the interval) in arrays, with
+	// whether each was drawn; deeper levels' in noisy.
+	top       [3][]float64
+	drawn     [3][]bool
 	noisy     map[treeNode]float64
+	scales    []float64 // statistic's, reused
 	sens, eps float64
 	noise     mechanism.Noiser
 }
@@ -122,20 +128,34 @@ func newNoisyTree(leafCounts map[int32]int64, sens, eps float64, noise mechanism
 		}
 		levels[d] = m
 	}
-	return &noisyTree{levels: levels, noisy: map[treeNode]float64{}, sens: sens, eps: eps, noise: noise}
+	tr := &noisyTree{levels: levels, noisy: map[treeNode]float64{}, sens: sens, eps: eps, noise: noise}
+	for d, size := 1, planner.TreeBranch; d <= 2; d, size = d+1, size*planner.TreeBranch {
+		tr.top[d] = make([]float64, size)
+		tr.drawn[d] = make([]bool, size)
+	}
+	return tr
 }
 
 // count is node (d, index)'s noisy count.
 func (tr *noisyTree) count(d int, index int32) (float64, error) {
+	if d <= 2 && tr.drawn[d][index] {
+		return tr.top[d][index], nil
+	}
 	n := treeNode{d, index}
-	if v, ok := tr.noisy[n]; ok {
-		return v, nil
+	if d > 2 {
+		if v, ok := tr.noisy[n]; ok {
+			return v, nil
+		}
 	}
 	v, err := tr.noise.AddLaplaceExact(new(big.Float).SetInt64(tr.levels[d][index]), tr.sens, tr.eps)
 	if err != nil {
 		return 0, err
 	}
-	tr.noisy[n] = v
+	if d <= 2 {
+		tr.top[d][index], tr.drawn[d][index] = v, true
+	} else {
+		tr.noisy[n] = v
+	}
 	return v, nil
 }
 
@@ -168,9 +188,10 @@ func (tr *noisyTree) quantile(p, lo, hi float64) (float64, error) {
 // 1 − p, one in the total only −p, a deeper node 1).
 func (tr *noisyTree) statistic(L int32, p float64) (float64, []float64, error) {
 	b := tr.sens / tr.eps
-	inPrefix := map[int32]bool{}
+	firstDigit := int32(-1) // the level-1 nodes below it are in the prefix
 	g := 0.0
-	var scales []float64
+	scales := tr.scales[:0] // reused: the caller is done with the last call's
+
 	rem, prefix := L, int32(0)
 	unit := leaves
 	for d := 1; d <= planner.TreeDepth; d++ {
@@ -184,11 +205,12 @@ func (tr *noisyTree) statistic(L int32, p float64) (float64, []float64, error) {
 				return 0, nil, err
 			}
 			g += v
-			if d == 1 {
-				inPrefix[idx] = true
-			} else {
+			if d > 1 {
 				scales = append(scales, b)
 			}
+		}
+		if d == 1 {
+			firstDigit = digit
 		}
 		prefix = prefix*planner.TreeBranch + digit
 		if digit == planner.TreeBranch { // L = every leaf
@@ -202,11 +224,12 @@ func (tr *noisyTree) statistic(L int32, p float64) (float64, []float64, error) {
 		}
 		g -= p * v
 		w := -p
-		if inPrefix[j] {
+		if j < firstDigit {
 			w = 1 - p
 		}
 		scales = append(scales, math.Abs(w)*b)
 	}
+	tr.scales = scales
 	return g, scales, nil
 }
 
@@ -301,9 +324,10 @@ func (iv *Interval) widenForBuckets(lo, hi float64) {
 	}
 }
 
-// nonZero drops zero scales (a weight of 0: p = 1 on a prefix node).
+// nonZero drops zero scales (a weight of 0: p = 1 on a prefix node), in
+// place.
 func nonZero(s []float64) []float64 {
-	out := s[:0:0]
+	out := s[:0]
 	for _, x := range s {
 		if x > 0 {
 			out = append(out, x)
