@@ -165,3 +165,39 @@ func BenchmarkMedianDeclaredBounds(b *testing.B) {
 func BenchmarkMedianAutoBounds(b *testing.B) {
 	benchRatio(b, 1_000_000, `SELECT y FROM t ORDER BY y LIMIT 1 OFFSET 500000`, `SELECT MEDIAN(y) FROM t`)
 }
+
+// BenchmarkQueryOverhead is one private COUNT(*) over a one-row table,
+// answered afresh each time (no cache): what every query pays besides
+// reading its rows — parsing, the catalog, the budget check, the durable
+// charge, noise and release.
+func BenchmarkQueryOverhead(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "o.db")
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := raw.Exec(`CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1)`); err != nil {
+		b.Fatal(err)
+	}
+	raw.Close()
+	owner, err := dpsql.Open(path, dpsql.Options{Owner: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := owner.Run(ctx, `CREATE PRIVACY POLICY ON t; SET BUDGET epsilon = 1000`, func(*dpsql.Result) error { return nil }); err != nil {
+		b.Fatal(err)
+	}
+	owner.Close()
+	e, err := dpsql.Open(path, dpsql.Options{Epsilon: 0.0001, NoCache: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := e.Query(ctx, `SELECT COUNT(*) FROM t`); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
