@@ -123,6 +123,11 @@ func openEngine(path string, opts dpsql.Options, noise mechanism.Noiser) (*dpsql
 		k = run.knobs
 	}
 	suiteBackend.Unlock()
+	return openEngineWith(path, opts, noise, k)
+}
+
+// openEngineWith is openEngine with the test knobs k.
+func openEngineWith(path string, opts dpsql.Options, noise mechanism.Noiser, k *knobs.Knobs) (*dpsql.Engine, error) {
 	opts = dpsql.WithKnobs(opts, k)
 	if opts.Postgres == "" && opts.DuckDB == "" {
 		state, err := duckOf(path)
@@ -144,6 +149,59 @@ func openEngine(path string, opts dpsql.Options, noise mechanism.Noiser) (*dpsql
 		return dpsql.Open(path, opts)
 	}
 	return dpsql.OpenWithNoise(path, opts, noise)
+}
+
+// onOtherBackend reports whether the file at path keeps its tables in
+// PostgreSQL or DuckDB (a suite's backend run).
+func onOtherBackend(path string) bool {
+	suiteBackend.Lock()
+	defer suiteBackend.Unlock()
+	run := runOf(path)
+	return run != nil && (run.pg != nil || run.duck)
+}
+
+// sameAsTheReference is what a statistical test checks on PostgreSQL and
+// DuckDB, in place of sampling the noise again: for each database, q's
+// answer without noise is the same whether the engine measures it where
+// the table lives (compiled for DuckDB, pushed to PostgreSQL) or in the
+// reference evaluator reading the same rows (knobs.ReferenceOnly). The
+// noise, the ε shares and the release are the same code on every
+// backend, and were sampled on SQLite; what a backend adds is how the
+// exact measurement is computed. Equal measurements on both neighbours
+// give equal output distributions, so this has the sampling test's power
+// for a backend's faults (more: a deterministic difference of any size
+// fails it, where sampling sees only differences larger than its noise).
+func sameAsTheReference(t *testing.T, q string, paths ...string) {
+	t.Helper()
+	answer := func(path string, k *knobs.Knobs) string {
+		e, err := openEngineWith(path, dpsql.Options{Epsilon: 1, NoCache: true, Owner: true}, dpsql.ZeroNoise(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if _, err := e.Query(context.Background(), `RESET BUDGET`); err != nil { // each run as the first
+			t.Fatal(err)
+		}
+		res, err := e.Query(context.Background(), q)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return fmt.Sprint(res.Rows)
+	}
+	for _, path := range paths {
+		// Fixed randomness: contribution bounding samples the same rows
+		// in both runs. The native run uses the test's own knobs (the
+		// DuckDB suite counts its compiled scans there).
+		suiteBackend.Lock()
+		k := runOf(path).knobs
+		suiteBackend.Unlock()
+		k.FixedRandomness = true
+		native := answer(path, k)
+		reference := answer(path, &knobs.Knobs{FixedRandomness: true, ReferenceOnly: true})
+		if native != reference {
+			t.Errorf("%s on %s: %s where the reference evaluator gives %s", q, filepath.Base(path), native, reference)
+		}
+	}
 }
 
 // postgresOf returns the DSN that the file's tables live in: "" on

@@ -791,7 +791,7 @@ func (p *Prepared) compiled(ctx context.Context, specs []spec) (*measured, error
 // lives (Pusher), if the query has them and the pusher does not decline;
 // nil otherwise.
 func (p *Prepared) pushed(ctx context.Context) (*measured, error) {
-	if p.pusher == nil || p.rw.Pushed == nil {
+	if p.pusher == nil || p.rw.Pushed == nil || p.q.Knobs.Reference() {
 		return nil, nil
 	}
 	groups, ok, err := p.pusher.Push(ctx, p.rw.Pushed)

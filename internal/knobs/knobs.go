@@ -42,7 +42,8 @@ type Knobs struct {
 
 	// ReferenceOnly keeps every scan in the reference evaluator (the
 	// measurement aggregate in SQLite), never compiled for the engine
-	// that holds the table, so that tests can compare the two.
+	// that holds the table nor pushed to it, so that tests can compare
+	// the two.
 	ReferenceOnly bool
 	// Compiled counts the scans that ran compiled (exec.Measurer);
 	// CompiledFailed those whose compiled statement failed in the engine
