@@ -95,9 +95,9 @@ func TestPerUnitBoundsSensitivity(t *testing.T) {
 		perUnit, perRows string
 	}{
 		// Two groups (g's domain), l0 = 2, l∞ = 5: per unit 2·3 = 6, per row 2·5·3 = 30.
-		{`EXPLAIN SELECT g, SUM(x, contribution_bounds_per_group => (0, 3)), SUM(x, contribution_bounds_per_row => (0, 3)) FROM v GROUP BY g`, "sensitivity 6,", "sensitivity 30,"},
+		{`EXPLAIN SELECT g, SUM(x, contribution_bounds_per_group => (0, 3)), SUM(x, contribution_bounds_per_row => (0, 3)) FROM v GROUP BY g`, "sensitivity 6 (", "sensitivity 30 ("},
 		// One group: a unit changes one group, so 1·3 = 3 and 1·5·3 = 15.
-		{`EXPLAIN SELECT SUM(x, contribution_bounds_per_group => (0, 3)), SUM(x, contribution_bounds_per_row => (0, 3)) FROM v`, "sensitivity 3,", "sensitivity 15,"},
+		{`EXPLAIN SELECT SUM(x, contribution_bounds_per_group => (0, 3)), SUM(x, contribution_bounds_per_row => (0, 3)) FROM v`, "sensitivity 3 (", "sensitivity 15 ("},
 	} {
 		r := query(t, e, tc.sql)
 		var text string

@@ -38,6 +38,7 @@ import (
 	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/internal/storesql"
+	"github.com/dpsql/dpsql/internal/testopts"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/planner"
 
@@ -74,6 +75,10 @@ type Options struct {
 	// query whose plan compiles runs as one DuckDB statement
 	// (docs/backends.md).
 	DuckDB string
+
+	// Testing is for this module's tests (an internal type: nil for
+	// every other program): a seeded noise source and test knobs.
+	Testing *testopts.Options
 
 	noise    mechanism.Noiser // tests only; nil means crypto/rand
 	dsnExtra string           // tests only: more SQLite URI parameters
@@ -137,6 +142,14 @@ func (e *Engine) awaitFlight(ctx context.Context, key string) (done func(), err 
 // With Options.Postgres, path is the state file (created if missing, for
 // any role); "" picks DefaultStateFile.
 func Open(path string, opts Options) (*Engine, error) {
+	if t := opts.Testing; t != nil {
+		if t.Noise != nil {
+			opts.noise, opts.NoCache = t.Noise, true
+		}
+		if t.Knobs != nil {
+			opts.knobs = t.Knobs
+		}
+	}
 	e, err := open(path, opts)
 	if err != nil {
 		return nil, accessError(path, diskError(path, err))

@@ -248,7 +248,7 @@ func (s *Session) checkBudget(ctx context.Context, st *parser.SelectStmt, p *pla
 	if p.Delta > 0 && status.Set && status.Total.Delta == 0 {
 		return at(st.SelectPos, &noDeltaError{delta: p.Delta})
 	}
-	if err := budget.Check(ctx, s.eng.ledger, s.analyst, charges(opts)); err != nil {
+	if err := status.Admits(charges(opts)); err != nil { // the ledger as status read it: one read, not two
 		if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
 			return at(st.SelectPos, err)
 		}

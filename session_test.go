@@ -278,7 +278,7 @@ func TestTargetErrorChoosesTheSmallestEpsilon(t *testing.T) {
 		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (target_error = 1) AVG(x) FROM t`:                       "does not depend",
 		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (target_error = 1, epsilon = 1) COUNT(*) FROM t`:        "not both",
 		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (target_error = -1) COUNT(*) FROM t`:                    "positive",
-		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (target_error = 1e-9) COUNT(*) FROM t`:                  "outside",
+		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (target_error = 1e-9) COUNT(*) FROM t`:                  "is too small: it would need ε",
 		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (target_error = 1, noise = 'gaussian') COUNT(*) FROM t`: "Laplace",
 	} {
 		before := spent(t, e)

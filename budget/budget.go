@@ -591,6 +591,22 @@ func Check(ctx context.Context, s *Store, analyst string, candidates []Charge) e
 	return err
 }
 
+// Admits is Check on the ledger as st read it: nil when one of the
+// candidates fits the budget st describes, else the error a charge would
+// give. It reads nothing (a query's budget check right after its status).
+func (st Status) Admits(candidates []Charge) error {
+	if len(candidates) == 0 {
+		return fmt.Errorf("%w: no candidate charge", ErrInvalidCost)
+	}
+	for _, c := range candidates {
+		if err := c.validate(); err != nil {
+			return err
+		}
+	}
+	_, err := st.l.choose(candidates)
+	return err
+}
+
 // ChargeFirstID is ChargeFirst that also returns the charge's ledger id,
 // for MarkUnanswered.
 func ChargeFirstID(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func()) (chosen int, id int64, err error) {

@@ -232,13 +232,61 @@ func loadTables(ctx context.Context, q Querier) (*Catalog, map[string]*Table, er
 			continue
 		}
 		t := &Table{Name: n, Bounds: map[string]Bounds{}, Domains: map[string][]any{}, Unit: Unit{MaxGroups: 1, MaxRows: 1}}
-		if err := loadColumns(ctx, q, t); err != nil {
-			return nil, nil, err
-		}
 		cat.tables = append(cat.tables, t)
 		byName[FoldName(n)] = t
 	}
+	// Every table's columns in one statement (a statement per table made
+	// the catalog a good part of each query's cost); should one table's
+	// columns be unreadable, which fails the whole statement, table by
+	// table, so that only that one is marked.
+	if err := loadAllColumns(ctx, q, byName); err == nil {
+		return cat, byName, nil
+	} else if ctx.Err() != nil {
+		return nil, nil, err
+	}
+	for _, t := range cat.tables {
+		t.Columns, t.Weighted, t.Identified = nil, false, false
+		if err := loadColumns(ctx, q, t); err != nil {
+			return nil, nil, err
+		}
+	}
 	return cat, byName, nil
+}
+
+// loadAllColumns reads the columns of every table in byName at once.
+func loadAllColumns(ctx context.Context, q Querier, byName map[string]*Table) error {
+	rows, err := q.QueryContext(ctx, `SELECT m.name, c.name, c.type, c.hidden FROM sqlite_master AS m, pragma_table_xinfo(m.name) AS c
+		WHERE m.type = 'table' ORDER BY m.name, c.cid`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var table string
+		var c Column
+		var hidden int
+		if err := rows.Scan(&table, &c.Name, &c.Type, &hidden); err != nil {
+			return err
+		}
+		t := byName[FoldName(table)]
+		if t == nil || t.Name != table {
+			continue // an internal table
+		}
+		addColumn(t, c, hidden)
+	}
+	return rows.Err()
+}
+
+// addColumn adds a column pragma_table_xinfo listed (hidden: its column).
+func addColumn(t *Table, c Column, hidden int) {
+	switch {
+	case hidden == 0:
+		t.Columns = append(t.Columns, c)
+	case hidden == 1 && c.Name == WeightColumn:
+		t.Weighted = true
+	case hidden == 1 && c.Name == IdentityColumn:
+		t.Identified = true
+	}
 }
 
 // loadColumns reads a table's columns; a table whose columns cannot be
@@ -262,14 +310,7 @@ func loadColumns(ctx context.Context, q Querier, t *Table) error {
 		if err := rows.Scan(&c.Name, &c.Type, &hidden); err != nil {
 			return err
 		}
-		switch {
-		case hidden == 0:
-			t.Columns = append(t.Columns, c)
-		case hidden == 1 && c.Name == WeightColumn:
-			t.Weighted = true
-		case hidden == 1 && c.Name == IdentityColumn:
-			t.Identified = true
-		}
+		addColumn(t, c, hidden)
 	}
 	return rows.Err()
 }

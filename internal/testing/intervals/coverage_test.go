@@ -1,4 +1,4 @@
-package dpsql_test
+package intervals_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/testopts"
 	"github.com/dpsql/dpsql/mechanism"
 )
 
@@ -54,10 +55,17 @@ func coverageDB(t *testing.T, n int) (path string, count, sum, mean, variance fl
 	for g := range domain {
 		domain[g] = fmt.Sprint(g)
 	}
-	mustRun(t, open(t, path, dpsql.Options{Owner: true}), `CREATE PRIVACY POLICY ON c;
+	owner, err := dpsql.Open(path, dpsql.Options{Owner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	if err := owner.Run(context.Background(), `CREATE PRIVACY POLICY ON c;
 		ALTER PRIVACY POLICY ON c SET BOUNDS x (0, 100);
 		ALTER PRIVACY POLICY ON c SET DOMAIN g (`+strings.Join(domain, ", ")+`);
-		SET BUDGET epsilon = 1000, delta = 0.5`)
+		SET BUDGET epsilon = 1000, delta = 0.5`, func(*dpsql.Result) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
 	return path, count, sum, mean, variance, values
 }
 
@@ -80,7 +88,7 @@ func percentileCont(values []float64, p float64) float64 {
 // 2,000 groups whose interval holds the true value must lie in
 // [93%, 97%] (at least 93% for percentiles, see below).
 func TestIntervalCoverage(t *testing.T) {
-	parallel(t)
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("coverage needs 38 queries of 2,000 groups")
 	}
@@ -102,52 +110,55 @@ func TestIntervalCoverage(t *testing.T) {
 						continue // the quantile tree is Laplace under either noise
 					}
 				}
-				seed := uint64(n)*1000 + uint64(cfg.eps*10)
-				e, err := openEngine(path, dpsql.Options{Epsilon: cfg.eps}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed+1))}))
-				if err != nil {
-					t.Fatal(err)
-				}
-				q := fmt.Sprintf(`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = '%s') g, %s FROM c GROUP BY g`, cfg.noise, agg)
-				res, err := e.Query(ctx, q)
-				e.Close()
-				if err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-				if res.Mechanism != cfg.noise {
-					t.Fatalf("%s ran with %s noise", q, res.Mechanism)
-				}
-				if strings.HasPrefix(agg, "APPROX") {
-					approxCoverage(t, fmt.Sprintf("n=%d ε=%g", n, cfg.eps), res, values)
-					continue
-				}
-				in, wide := 0, 0
-				for r := range res.Rows {
-					iv := res.Intervals[r][1]
-					if iv == nil {
-						t.Fatalf("%s: no interval in row %d", q, r)
+				t.Run(fmt.Sprintf("n=%d/eps=%g/%s/%s", n, cfg.eps, cfg.noise, agg), func(t *testing.T) {
+					t.Parallel() // each query on an engine of its own: the 38 share both cores
+					seed := uint64(n)*1000 + uint64(cfg.eps*10)
+					e, err := dpsql.Open(path, dpsql.Options{Epsilon: cfg.eps, Testing: &testopts.Options{Noise: mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed+1))})}})
+					if err != nil {
+						t.Fatal(err)
 					}
-					if iv.Wide {
-						wide++
+					q := fmt.Sprintf(`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = '%s') g, %s FROM c GROUP BY g`, cfg.noise, agg)
+					res, err := e.Query(ctx, q)
+					e.Close()
+					if err != nil {
+						t.Fatalf("%s: %v", q, err)
 					}
-					if v := truth[agg]; iv.Lo <= v && v <= iv.Hi {
-						in++
+					if res.Mechanism != cfg.noise {
+						t.Fatalf("%s ran with %s noise", q, res.Mechanism)
 					}
-				}
-				share := float64(in) / float64(len(res.Rows))
-				t.Logf("n=%d ε=%g %s %s: coverage %.1f%% of %d groups (%d wide)", n, cfg.eps, cfg.noise, agg, 100*share, len(res.Rows), wide)
-				// Percentiles' intervals invert one-sided tests on the noisy
-				// tree: at least 95% for every data set, exact only for data
-				// concentrated at the quantile, conservative on these spread
-				// values (99.9–100% measured): a named gap, held to at least
-				// 93% here; exec's TestQuantileIntervalCoverage measures them
-				// over data shapes and sizes (docs/privacy.md).
-				top := 0.97
-				if strings.HasPrefix(agg, "MEDIAN") || strings.HasPrefix(agg, "PERCENTILE") {
-					top = 1
-				}
-				if len(res.Rows) != coverageGroups || share < 0.93 || share > top {
-					t.Errorf("n=%d ε=%g %s %s: coverage %.1f%% of %d groups, want 93–%g%%", n, cfg.eps, cfg.noise, agg, 100*share, len(res.Rows), 100*top)
-				}
+					if strings.HasPrefix(agg, "APPROX") {
+						approxCoverage(t, fmt.Sprintf("n=%d ε=%g", n, cfg.eps), res, values)
+						return
+					}
+					in, wide := 0, 0
+					for r := range res.Rows {
+						iv := res.Intervals[r][1]
+						if iv == nil {
+							t.Fatalf("%s: no interval in row %d", q, r)
+						}
+						if iv.Wide {
+							wide++
+						}
+						if v := truth[agg]; iv.Lo <= v && v <= iv.Hi {
+							in++
+						}
+					}
+					share := float64(in) / float64(len(res.Rows))
+					t.Logf("n=%d ε=%g %s %s: coverage %.1f%% of %d groups (%d wide)", n, cfg.eps, cfg.noise, agg, 100*share, len(res.Rows), wide)
+					// Percentiles' intervals invert one-sided tests on the noisy
+					// tree: at least 95% for every data set, exact only for data
+					// concentrated at the quantile, conservative on these spread
+					// values (99.9–100% measured): a named gap, held to at least
+					// 93% here; exec's TestQuantileIntervalCoverage measures them
+					// over data shapes and sizes (docs/privacy.md).
+					top := 0.97
+					if strings.HasPrefix(agg, "MEDIAN") || strings.HasPrefix(agg, "PERCENTILE") {
+						top = 1
+					}
+					if len(res.Rows) != coverageGroups || share < 0.93 || share > top {
+						t.Errorf("n=%d ε=%g %s %s: coverage %.1f%% of %d groups, want 93–%g%%", n, cfg.eps, cfg.noise, agg, 100*share, len(res.Rows), 100*top)
+					}
+				})
 			}
 		}
 	}
@@ -178,3 +189,9 @@ func approxCoverage(t *testing.T, what string, res *dpsql.Result, values []float
 		t.Errorf("%s APPROX_QUANTILES(x, 4): coverage %v of %d groups", what, in, len(res.Rows))
 	}
 }
+
+// seeded is a seeded source for mechanism.NewSecureNoiser: the production
+// samplers, reproducible.
+type seeded struct{ r *rand.Rand }
+
+func (s seeded) Uint64() uint64 { return s.r.Uint64() }

@@ -1,0 +1,22 @@
+// Package testopts is how this module's tests in other packages open a
+// dpsql engine with what only tests may give it: a seeded noise source,
+// and the test knobs (internal/knobs). dpsql.Options.Testing holds one;
+// being internal, no program outside the module can name the type, so
+// production engines always have crypto/rand's noise and no knobs.
+package testopts
+
+import (
+	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/mechanism"
+)
+
+// Options are an engine's test-only settings.
+type Options struct {
+	// Noise replaces crypto/rand's noise (the production samplers on a
+	// seeded source, or none at all); nil keeps it. Such an engine
+	// answers every query afresh (no answer cache), so that a test of the
+	// noise sees each query's noise.
+	Noise mechanism.Noiser
+	// Knobs are the engine's test switches.
+	Knobs *knobs.Knobs
+}
