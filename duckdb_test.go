@@ -116,108 +116,14 @@ func TestDuckDBMeasuresLikeTheReference(t *testing.T) {
 	}
 }
 
-// adversarialDuck makes a DuckDB table of every column type dpsql reads,
-// with the values that make a careless expression raise: the extremes
-// of every integer type, NaN, ±Inf, −0, the largest and smallest
-// doubles, huge text, blobs, NULLs; its text columns compare without
-// case (spellings that differ only in case are there), and the file
-// holds macros named like the built-ins.
+// adversarialDuck makes ducktest.Adversarial's file in t's directory.
 func adversarialDuck(t *testing.T) string {
 	t.Helper()
 	duck := filepath.Join(t.TempDir(), "adv.duckdb")
-	big := strings.Repeat("y", 100000)
-	stmts := []string{
-		`CREATE TABLE a (uid BIGINT, i8 TINYINT, i16 SMALLINT, i32 INTEGER, i64 BIGINT, u32 UINTEGER, b BOOLEAN,
-			f4 FLOAT, f8 DOUBLE, s VARCHAR COLLATE NOCASE, bl BLOB, h HUGEINT, d DECIMAL(18,3), ts TIMESTAMP, g VARCHAR COLLATE NOCASE)`,
-		`INSERT INTO a VALUES
-			(1, -128, -32768, -2147483648, -9223372036854775808, 0, false, 'NaN', 'NaN', '', '\x00'::BLOB, -170141183460469231731687303715884105728, -999999999999999.999, '1970-01-01', 'a'),
-			(1, 127, 32767, 2147483647, 9223372036854775807, 4294967295, true, 'Infinity', 'Infinity', 'abc', '\xff'::BLOB, 170141183460469231731687303715884105727, 999999999999999.999, '2262-04-11', 'b'),
-			(2, 0, 0, 0, 0, 0, NULL, '-Infinity', '-Infinity', '` + big + `', NULL, 0, 0, NULL, 'a'),
-			(2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
-			(3, -1, -1, -1, -1, 1, true, '-0.0', '-0.0', '1e999', '', 1, 0.001, '2000-01-01', 'c'),
-			(3, 1, 1, 1, 1, 1, false, 3.4e38, 1.7976931348623157e308, '-1e999', 'x', -1, -0.001, '2000-01-01', 'c'),
-			(4, 5, 5, 5, 5, 5, true, 1.4e-45, 4.9e-324, ' 12.5e1x', 'yy', 5, 5.5, '2000-01-01', NULL),
-			(NULL, 5, 5, 5, 5, 5, true, -3.4e38, -1.7976931348623157e308, '0x10', 'z', 5, 5.5, '2000-01-01', 'a'),
-			(5, 1, 1, 1, 1, 1, true, 1, 1, 'ABC', 'q', 1, 1, '2000-01-01', 'A')`,
-	}
-	// What else the owner's file may hold: macros that shadow every
-	// built-in dpsql calls, and the catalog's functions (TestDuckDBFileContentsCannotMakeAQueryFail).
-	for _, st := range hostileSchema {
-		if strings.Contains(st, "MACRO") {
-			stmts = append(stmts, st)
-		}
-	}
-	if err := ducktest.Exec(context.Background(), duck, stmts...); err != nil {
+	if err := ducktest.Adversarial(context.Background(), duck); err != nil {
 		t.Fatal(err)
 	}
 	return duck
-}
-
-// TestDuckDBCompiledMeasurementIsTotal is the totality property on
-// DuckDB: over the adversarial table, every aggregate kind over every
-// column, with declared and chosen bounds (including bounds at the edges
-// of what the fixed-point sums allow), grouped and filtered by every
-// column, with and without units, succeeds — no emitted expression
-// raises on any value — and equals the reference evaluator's answer
-// (zero noise, bounds no unit reaches).
-func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
-	parallel(t)
-	duck := adversarialDuck(t)
-	k := &knobs.Knobs{FixedRandomness: true}
-	owner := openDuck(t, duck, true, k, nil)
-	mustRun(t, owner, `SET BUDGET epsilon = 1e6`)
-	e := openDuck(t, duck, false, k, nil)
-	cols := []string{"i8", "i16", "i32", "i64", "u32", "b", "f4", "f8", "s", "bl", "h", "d", "ts"}
-	aggs := []string{"COUNT(*)", "COUNT(%s)", "SUM(%s)", "AVG(%s)", "VARIANCE(%s)", "STDDEV(%s)", "COUNT(DISTINCT %s)",
-		"PERCENTILE_CONT(%s, 0.5)", "SUM(%s, contribution_bounds_per_row => (-9007199254740992, 9007199254740992))",
-		"SUM(%s, contribution_bounds_per_row => (-1e300, 1e300))", "AVG(%s, contribution_bounds_per_row => (-1e-300, 1e-300))",
-		"SUM(%s, contribution_bounds_per_row => (0.1, 0.7))", "VARIANCE(%s, contribution_bounds_per_row => (-274877906944, 274877906944))",
-		"SUM(%s, contribution_bounds_per_group => (-5, 5))", "COUNT(%s, contribution_bounds_per_group => (0, 1))"}
-	filters := []string{"", " WHERE %s > 0", " WHERE %s = 5", " WHERE %s IN (1, 5)", " WHERE %s IS NULL", " WHERE NOT (%s < 2.5)",
-		" WHERE %s = 'abc'", " WHERE %s BETWEEN -1 AND 1", " WHERE %s > 9223372036854775807", " WHERE %s IN (-300, 70000, -9223372036854775808)"}
-	policies := []string{
-		`CREATE PRIVACY POLICY ON a`,
-		`CREATE PRIVACY POLICY ON a OPTIONS (privacy_unit_column = uid, max_groups_contributed = 100, max_rows_contributed = 100);
-		 ALTER PRIVACY POLICY ON a SET DOMAIN g ('a', 'b', 'c', 'zz')`,
-	}
-	failures := 0
-	for _, pol := range policies {
-		mustRun(t, owner, pol)
-		for _, c := range cols {
-			for _, a := range aggs {
-				for fi, f := range filters {
-					agg := strings.ReplaceAll(a, "%s", c)
-					where := strings.ReplaceAll(f, "%s", c)
-					if fi > 0 && fi%3 == 0 {
-						where = strings.ReplaceAll(f, "%s", "i64")
-					}
-					for _, q := range []string{"SELECT " + agg + " FROM a" + where, "SELECT g, " + agg + " FROM a" + where + " GROUP BY g"} {
-						q = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) " + strings.TrimPrefix(q, "SELECT ")
-						k.ReferenceOnly = true
-						want := answer(e, q)
-						k.ReferenceOnly = false
-						got := answer(e, q)
-						if strings.Contains(got, "DuckDB") || strings.Contains(got, "Conversion Error") || strings.Contains(got, "Out of Range") {
-							t.Errorf("%s: the engine raised: %s", q, got)
-							failures++
-						} else if got != want {
-							t.Errorf("%s:\ncompiled:  %s\nreference: %s", q, got, want)
-							failures++
-						}
-						if failures > 20 {
-							t.Fatal("too many failures")
-						}
-					}
-				}
-			}
-		}
-	}
-	if n := k.Compiled.Load(); n < 500 {
-		t.Errorf("only %d scans ran compiled", n)
-	}
-	if n := k.CompiledFailed.Load(); n > 0 {
-		t.Errorf("%d compiled statements failed in DuckDB (the reference measured them instead)", n)
-	}
 }
 
 // TestDuckDBBoundingSamplesUniformly checks the compiled contribution

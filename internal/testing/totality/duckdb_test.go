@@ -1,0 +1,123 @@
+//go:build cgo
+
+package totality_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/internal/testing/ducktest"
+	"github.com/dpsql/dpsql/internal/testopts"
+)
+
+// open opens an engine over the DuckDB file duck (its state file beside
+// it) with zero noise and the test knobs k.
+func open(t *testing.T, duck string, owner bool, k *knobs.Knobs) *dpsql.Engine {
+	t.Helper()
+	e, err := dpsql.Open("", dpsql.Options{Owner: owner, DuckDB: duck, Testing: &testopts.Options{Noise: testopts.ZeroNoise(), Knobs: k}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// answer runs a statement and prints its outcome: the rows, or the
+// error's kind and message.
+func answer(e *dpsql.Engine, q string) string {
+	r, err := e.Query(context.Background(), q)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return fmt.Sprint(r.Columns, r.Rows)
+}
+
+// TestDuckDBCompiledMeasurementIsTotal is the totality property on
+// DuckDB: over the adversarial table (ducktest.Adversarial), every
+// aggregate kind over every column, with declared and chosen bounds
+// (including bounds at the edges of what the fixed-point sums allow),
+// grouped and filtered by every column, with and without units, succeeds
+// — no emitted expression raises on any value — and equals the reference
+// evaluator's answer (zero noise, bounds no unit reaches). Each policy
+// has a file of its own and each column a subtest of its own, in
+// parallel.
+func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
+	t.Parallel()
+	cols := []string{"i8", "i16", "i32", "i64", "u32", "b", "f4", "f8", "s", "bl", "h", "d", "ts"}
+	aggs := []string{"COUNT(*)", "COUNT(%s)", "SUM(%s)", "AVG(%s)", "VARIANCE(%s)", "STDDEV(%s)", "COUNT(DISTINCT %s)",
+		"PERCENTILE_CONT(%s, 0.5)", "SUM(%s, contribution_bounds_per_row => (-9007199254740992, 9007199254740992))",
+		"SUM(%s, contribution_bounds_per_row => (-1e300, 1e300))", "AVG(%s, contribution_bounds_per_row => (-1e-300, 1e-300))",
+		"SUM(%s, contribution_bounds_per_row => (0.1, 0.7))", "VARIANCE(%s, contribution_bounds_per_row => (-274877906944, 274877906944))",
+		"SUM(%s, contribution_bounds_per_group => (-5, 5))", "COUNT(%s, contribution_bounds_per_group => (0, 1))"}
+	filters := []string{"", " WHERE %s > 0", " WHERE %s = 5", " WHERE %s IN (1, 5)", " WHERE %s IS NULL", " WHERE NOT (%s < 2.5)",
+		" WHERE %s = 'abc'", " WHERE %s BETWEEN -1 AND 1", " WHERE %s > 9223372036854775807", " WHERE %s IN (-300, 70000, -9223372036854775808)"}
+	policies := []string{
+		`CREATE PRIVACY POLICY ON a`,
+		`CREATE PRIVACY POLICY ON a OPTIONS (privacy_unit_column = uid, max_groups_contributed = 100, max_rows_contributed = 100);
+		 ALTER PRIVACY POLICY ON a SET DOMAIN g ('a', 'b', 'c', 'zz')`,
+	}
+	var compiled, compiledFailed atomic.Int64
+	t.Run("policies", func(t *testing.T) {
+		for pi, pol := range policies {
+			duck := filepath.Join(t.TempDir(), fmt.Sprintf("adv%d.duckdb", pi))
+			if err := ducktest.Adversarial(context.Background(), duck); err != nil {
+				t.Fatal(err)
+			}
+			owner := open(t, duck, true, nil)
+			if _, err := owner.Query(context.Background(), `SET BUDGET epsilon = 1e6`); err != nil {
+				t.Fatal(err)
+			}
+			if err := owner.Run(context.Background(), pol, func(*dpsql.Result) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cols {
+				t.Run(fmt.Sprintf("policy%d/%s", pi, c), func(t *testing.T) {
+					t.Parallel()
+					k := &knobs.Knobs{FixedRandomness: true}
+					e := open(t, duck, false, k)
+					failures := 0
+					for _, a := range aggs {
+						for fi, f := range filters {
+							agg := strings.ReplaceAll(a, "%s", c)
+							where := strings.ReplaceAll(f, "%s", c)
+							if fi > 0 && fi%3 == 0 {
+								where = strings.ReplaceAll(f, "%s", "i64")
+							}
+							for _, q := range []string{"SELECT " + agg + " FROM a" + where, "SELECT g, " + agg + " FROM a" + where + " GROUP BY g"} {
+								q = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) " + strings.TrimPrefix(q, "SELECT ")
+								k.ReferenceOnly = true
+								want := answer(e, q)
+								k.ReferenceOnly = false
+								got := answer(e, q)
+								if strings.Contains(got, "DuckDB") || strings.Contains(got, "Conversion Error") || strings.Contains(got, "Out of Range") {
+									t.Errorf("%s: the engine raised: %s", q, got)
+									failures++
+								} else if got != want {
+									t.Errorf("%s:\ncompiled:  %s\nreference: %s", q, got, want)
+									failures++
+								}
+								if failures > 20 {
+									t.Fatal("too many failures")
+								}
+							}
+						}
+					}
+					compiled.Add(k.Compiled.Load())
+					compiledFailed.Add(k.CompiledFailed.Load())
+				})
+			}
+		}
+	})
+	if n := compiled.Load(); n < 500 {
+		t.Errorf("only %d scans ran compiled", n)
+	}
+	if n := compiledFailed.Load(); n > 0 {
+		t.Errorf("%d compiled statements failed in DuckDB (the reference measured them instead)", n)
+	}
+}
