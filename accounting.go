@@ -26,6 +26,7 @@ import (
 type option struct {
 	plan   *planner.PrivateQuery
 	charge budget.Charge
+	reused bool // paid by the same query's charge, cancelled before its answer
 }
 
 // noiseOptions returns the ways p can run, best first, and why that order.

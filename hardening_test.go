@@ -750,15 +750,36 @@ func TestCancelledQuerySaysWhatWasCharged(t *testing.T) {
 	if !errors.Is(err, dpsql.ErrCancelled) || !strings.Contains(err.Error(), "ε=1, δ=0 was charged") || spent(t, e) != before+1 {
 		t.Errorf("cancelled after the charge: %v, spent %v", err, spent(t, e)-before)
 	}
-	// The ledger marks the charge unanswered; an answered one says so.
-	if _, err := e.Query(context.Background(), `SELECT COUNT(*) FROM c`); err != nil {
-		t.Fatal(err)
-	}
+	// The ledger marks the charge unanswered.
 	owner := open(t, path, dpsql.Options{Owner: true})
 	ledger := query(t, owner, "SHOW LEDGER")
 	n := len(ledger.Rows)
-	if n < 2 || !strings.HasPrefix(fmt.Sprint(ledger.Rows[n-2][8]), "unanswered: cancelled") || ledger.Rows[n-1][8] != "answered" {
-		t.Errorf("SHOW LEDGER outcomes: %v", ledger.Rows)
+	if n < 1 || !strings.HasPrefix(fmt.Sprint(ledger.Rows[n-1][8]), "unanswered: cancelled") {
+		t.Fatalf("SHOW LEDGER outcomes: %v", ledger.Rows)
+	}
+	// Another statement pays for itself; the same one, asked again, is
+	// answered on the charge its cancelled run paid: nothing more is
+	// spent, the answer says so, and the ledger's entry becomes answered.
+	other, err := e.Query(context.Background(), `SELECT COUNT(x) FROM c`)
+	if err != nil || other.Cost.Epsilon != 1 || spent(t, e) != before+2 {
+		t.Fatalf("another statement: %v, cost %v, spent %v", err, other.Cost, spent(t, e)-before)
+	}
+	again, err := e.Query(context.Background(), `SELECT COUNT(*) FROM c`)
+	if err != nil || again.Cost.Epsilon != 0 || spent(t, e) != before+2 || !strings.Contains(strings.Join(again.Notes, "\n"), "uses the charge of the same query, cancelled earlier") {
+		t.Errorf("the re-run: %v, cost %v, spent %v, notes %q", err, again.Cost, spent(t, e)-before, again.Notes)
+	}
+	ledger = query(t, owner, "SHOW LEDGER")
+	if len(ledger.Rows) != n+1 || ledger.Rows[n-1][8] != "answered" || ledger.Rows[n][8] != "answered" {
+		t.Errorf("SHOW LEDGER outcomes after the re-run: %v", ledger.Rows)
+	}
+	// Its charge is used once: the next run (no cache here) pays.
+	c2, err := openEngine(path, dpsql.Options{Epsilon: 1, NoCache: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if third, err := c2.Query(context.Background(), `SELECT COUNT(*) FROM c`); err != nil || third.Cost.Epsilon != 1 || spent(t, e) != before+3 {
+		t.Errorf("a third run: %v, spent %v", err, spent(t, e)-before)
 	}
 }
 

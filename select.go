@@ -165,7 +165,12 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 		return nil, err
 	}
 	res := &Result{Columns: r.Columns, Rows: r.Rows, Intervals: fromExec(r.Intervals), Cost: cost, Mechanism: opt.charge.Mechanism, Rho: opt.charge.Rho, ErrorBounds: errorBounds(opt.plan), charges: []int64{id}}
-	if c := opt.charge; c.Mechanism == budget.Gaussian {
+	if opt.reused {
+		// The same query was charged, then cancelled before anything
+		// was released: that charge pays for this answer.
+		res.Cost = budget.Cost{}
+		res.Notes = append(res.Notes, fmt.Sprintf("nothing charged: this answer uses the charge of the same query, cancelled earlier before it was answered (ledger entry %d, ε=%g)", id, cost.Epsilon))
+	} else if c := opt.charge; c.Mechanism == budget.Gaussian {
 		// Short and plain: it comes with every answer under a δ > 0 budget
 		// (the exact accounting is in EXPLAIN and SHOW LEDGER).
 		res.Notes = append(res.Notes, fmt.Sprintf(chargeNotePrefix+"ε=%.6g (SHOW BUDGET: what is left)", cost.Epsilon))
@@ -221,7 +226,7 @@ func (s *Session) charge(ctx context.Context, st *parser.SelectStmt, p *planner.
 			e.notify("waiting for the database's write lock (another connection or process is writing, such as an owner's import) to record this query's cost; Ctrl-C cancels and charges nothing")
 		}
 	}
-	i, id, err := budget.ChargeFirstID(ctx, e.ledger, s.analyst, charges(opts), text, waiting)
+	i, id, reused, err := budget.ChargeOrReuse(ctx, e.ledger, s.analyst, charges(opts), text, waiting)
 	if err != nil {
 		if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
 			return option{}, status, 0, at(st.SelectPos, err)
@@ -231,7 +236,9 @@ func (s *Session) charge(ctx context.Context, st *parser.SelectStmt, p *planner.
 		}
 		return option{}, status, 0, cancelled(ctx, err, nil)
 	}
-	return opts[i], status, id, nil
+	opt := opts[i]
+	opt.reused = reused
+	return opt, status, id, nil
 }
 
 // checkBudget refuses, as the charge would, a query none of whose noise

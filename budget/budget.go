@@ -610,6 +610,66 @@ func (st Status) Admits(candidates []Charge) error {
 // ChargeFirstID is ChargeFirst that also returns the charge's ledger id,
 // for MarkUnanswered.
 func ChargeFirstID(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func()) (chosen int, id int64, err error) {
+	return chargeFirst(ctx, s, analyst, candidates, statement, waiting, nil)
+}
+
+// ChargeOrReuse is ChargeFirstID, but when the same statement of the
+// same analyst was charged since the last reset and went unanswered
+// because it was cancelled or timed out (MarkUnanswered), with the cost
+// of one of the candidates, that charge pays for this run instead: it is
+// marked answered, nothing new is charged, and reused is true. Nothing
+// was released for it, so the one release it paid for is this one.
+func ChargeOrReuse(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func()) (chosen int, id int64, reused bool, err error) {
+	chosen, id, err = chargeFirst(ctx, s, analyst, candidates, statement, waiting, &reused)
+	return chosen, id, reused, err
+}
+
+// Reusable are the outcomes (MarkUnanswered's why) whose charge a re-run
+// of the same statement may take over: nothing was released.
+var Reusable = []string{"unanswered: cancelled", "unanswered: timed out"}
+
+// claimUnanswered marks answered the oldest reusable charge of statement
+// by analyst since the reset whose cost is one of the candidates', and
+// says which candidate; ok is false when there is none.
+func claimUnanswered(ctx context.Context, x spoken, reset int64, analyst, statement string, candidates []Charge) (chosen int, id int64, ok bool, err error) {
+	rows, err := x.QueryContext(ctx, `SELECT id, epsilon_units, delta_units, mechanism, COALESCE(rho_units, 0) FROM _dpsql_ledger
+		WHERE id > ? AND statement = ? AND COALESCE(analyst, '') = ? AND outcome IN (?, ?) ORDER BY id`, reset, statement, analyst, Reusable[0], Reusable[1])
+	if err != nil {
+		return -1, 0, false, err
+	}
+	type paid struct {
+		id         int64
+		eps, delta int64
+		mechanism  string
+		rho        float64
+	}
+	var found []paid
+	for rows.Next() {
+		var p paid
+		if err := rows.Scan(&p.id, &p.eps, &p.delta, &p.mechanism, &p.rho); err != nil {
+			rows.Close()
+			return -1, 0, false, err
+		}
+		found = append(found, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return -1, 0, false, err
+	}
+	for _, p := range found {
+		for i, c := range candidates {
+			if c.Mechanism == p.mechanism && toUnits(c.Epsilon, EpsilonUnit, true) == p.eps && toUnits(c.Delta, DeltaUnit, true) == p.delta && float64(toUnits(c.Rho, RhoUnit, true)) == p.rho {
+				if _, err := x.ExecContext(ctx, `UPDATE _dpsql_ledger SET outcome = NULL WHERE id = ?`, p.id); err != nil {
+					return -1, 0, false, err
+				}
+				return i, p.id, true, nil
+			}
+		}
+	}
+	return -1, 0, false, nil
+}
+
+func chargeFirst(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func(), reuse *bool) (chosen int, id int64, err error) {
 	if len(candidates) == 0 {
 		return -1, 0, fmt.Errorf("%w: no candidate charge", ErrInvalidCost)
 	}
@@ -652,6 +712,19 @@ func ChargeFirstID(ctx context.Context, s *Store, analyst string, candidates []C
 	l, err := readLedger(ctx, x, analyst)
 	if err != nil {
 		return -1, 0, err
+	}
+	if reuse != nil {
+		i, rid, ok, err := claimUnanswered(ctx, x, l.reset, analyst, statement, candidates)
+		if err != nil {
+			return -1, 0, err
+		}
+		if ok {
+			if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+				return -1, 0, fmt.Errorf("budget: commit failed: %w", err)
+			}
+			*reuse = true
+			return i, rid, nil
+		}
 	}
 	i, err := l.choose(candidates)
 	if err != nil {
