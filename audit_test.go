@@ -81,4 +81,3 @@ func TestAuditRegressionCases(t *testing.T) {
 		})
 	}
 }
-
