@@ -43,7 +43,8 @@ type Source struct {
 	Path string
 	// MemoryLimit caps the memory DuckDB uses for a query (DuckDB's
 	// memory_limit, such as "512MB"; "" takes $DPSQL_DUCKDB_MEMORY_LIMIT,
-	// else DefaultMemoryLimit); beyond it
+	// else DefaultResources from the machine's memory and cores, which
+	// also sets the threads); beyond it
 	// DuckDB spills to a directory private to this user and process,
 	// made fresh inside TempDir (default the system's temporary
 	// directory; a given one must be the user's own and writable by no one
@@ -89,10 +90,6 @@ func (s *Source) DB() (*sql.DB, error) {
 	return db, nil
 }
 
-// DefaultMemoryLimit is DuckDB's memory limit when none is given: enough
-// for the aggregates of hundreds of millions of rows, and the rest of a
-// bounded query (the per-unit windows) spills to disk.
-const DefaultMemoryLimit = "1GB"
 
 // ReadOnlyDSN is the duckdb-go DSN the source reads its file with. DuckDB
 // opens a file with one configuration per process: another handle on the
@@ -113,10 +110,11 @@ func (s *Source) settings(dir string) string {
 	if limit == "" {
 		limit = os.Getenv("DPSQL_DUCKDB_MEMORY_LIMIT")
 	}
+	spill := "&temp_directory=" + url.QueryEscape(dir)
 	if limit == "" {
-		limit = DefaultMemoryLimit
+		return machineResources().setting() + spill // what the machine has (DefaultResources)
 	}
-	return "&memory_limit=" + url.QueryEscape(limit) + "&temp_directory=" + url.QueryEscape(dir)
+	return "&memory_limit=" + url.QueryEscape(limit) + spill
 }
 
 // Close closes the handle (a later DB opens it again).

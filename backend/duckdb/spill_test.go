@@ -151,3 +151,38 @@ func TestLockErrorInDpsqlsTerms(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// TestHandleGetsTheMachinesResources: with no limit given, a handle runs
+// with DefaultResources' threads on this machine; with one, that limit.
+func TestHandleGetsTheMachinesResources(t *testing.T) {
+	if os.Getenv("DPSQL_DUCKDB_MEMORY_LIMIT") != "" {
+		t.Skip("DPSQL_DUCKDB_MEMORY_LIMIT is set: the machine's defaults do not apply")
+	}
+	path := newFile(t)
+	for _, c := range []struct {
+		limit   string
+		threads int64
+		memory  string
+	}{
+		{"", int64(machineResources().Threads), ""},
+		{"300MB", 0, "286.1 MiB"},
+	} {
+		s := &Source{Path: path, MemoryLimit: c.limit}
+		db, err := s.DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var threads int64
+		var memory string
+		if err := db.QueryRow(`SELECT current_setting('threads'), current_setting('memory_limit')`).Scan(&threads, &memory); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if c.threads > 0 && threads != c.threads {
+			t.Errorf("limit %q: %d threads, want %d", c.limit, threads, c.threads)
+		}
+		if c.memory != "" && memory != c.memory {
+			t.Errorf("limit %q: memory_limit %s, want %s", c.limit, memory, c.memory)
+		}
+	}
+}
