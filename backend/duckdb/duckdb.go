@@ -90,7 +90,6 @@ func (s *Source) DB() (*sql.DB, error) {
 	return db, nil
 }
 
-
 // ReadOnlyDSN is the duckdb-go DSN the source reads its file with. DuckDB
 // opens a file with one configuration per process: another handle on the
 // file in the same process must use the same DSN. It holds this
