@@ -102,6 +102,13 @@ func exactValues(t *testing.T, path, q string) []recorded {
 // exactly, in big arithmetic.
 func checkNeighbourSensitivity(t *testing.T, d, d2, q string) {
 	t.Helper()
+	checkNeighbourSensitivities(t, d, d2, []string{q})
+}
+
+// checkNeighbourSensitivities is checkNeighbourSensitivity for several
+// statements on the same pair, each engine opened once.
+func checkNeighbourSensitivities(t *testing.T, d, d2 string, qs []string) {
+	t.Helper()
 	// The same bounding randomness on both sides (which l0 groups each
 	// unit keeps, which l∞ rows): the coupling under which a sensitivity
 	// bounds the move. With a fresh key per run, the other units' choices
@@ -111,20 +118,50 @@ func checkNeighbourSensitivity(t *testing.T, d, d2, q string) {
 	k := hooksFor(t)
 	k.FixedRandomness = true
 	defer func() { k.FixedRandomness = false }()
-	a, b := exactValues(t, d, q), exactValues(t, d2, q)
-	if len(a) != len(b) {
-		t.Fatalf("%s: %d noisy cells on D, %d on D'", q, len(a), len(b))
-	}
-	for i := range a {
-		if a[i].sens != b[i].sens {
-			continue // bounds chosen privately differ: that choice is the search's release, paid for by its ε
+	ra, rb := &recorder{}, &recorder{}
+	ea, eb := recordingEngine(t, d, ra), recordingEngine(t, d2, rb)
+	for _, q := range qs {
+		a, b := exactValuesOf(t, ea, ra, q), exactValuesOf(t, eb, rb, q)
+		if len(a) != len(b) {
+			t.Fatalf("%s: %d noisy cells on D, %d on D'", q, len(a), len(b))
 		}
-		diff := new(big.Float).SetPrec(4096).Sub(a[i].value, b[i].value)
-		diff.Abs(diff)
-		if diff.Cmp(big.NewFloat(a[i].sens)) > 0 {
-			t.Errorf("%s: cell %d moves by %s between neighbours, sensitivity %g", q, i, diff.Text('g', 10), a[i].sens)
+		for i := range a {
+			if a[i].sens != b[i].sens {
+				continue // bounds chosen privately differ: that choice is the search's release, paid for by its ε
+			}
+			diff := new(big.Float).SetPrec(4096).Sub(a[i].value, b[i].value)
+			diff.Abs(diff)
+			if diff.Cmp(big.NewFloat(a[i].sens)) > 0 {
+				t.Errorf("%s: cell %d moves by %s between neighbours, sensitivity %g", q, i, diff.Text('g', 10), a[i].sens)
+			}
 		}
 	}
+}
+
+// recordingEngine opens an engine on path whose noise is r.
+func recordingEngine(t *testing.T, path string, r *recorder) *dpsql.Engine {
+	t.Helper()
+	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// exactValuesOf runs q on e and returns the exact values it handed to the
+// noise (r, e's recorder).
+func exactValuesOf(t *testing.T, e *dpsql.Engine, r *recorder, q string) []recorded {
+	t.Helper()
+	r.mu.Lock()
+	r.calls = nil
+	r.mu.Unlock()
+	if _, err := e.Query(context.Background(), q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]recorded(nil), r.calls...)
 }
 
 // empiricalNeighbours runs q n times on D and on D' with real noise, bins
@@ -623,6 +660,12 @@ func TestNeighbourSensitivityProperty(t *testing.T) {
 	bounds := [][2]string{{"0", "1"}, {"-5", "5"}, {"1e15", "1000000000000002"}, {"-1e12", "1e12"}, {"-1e150", "1e150"}, {"0.001", "0.002"}}
 	// {G}: per-unit bounds (BigQuery's per group), {B}: per-row bounds.
 	aggs := []string{"COUNT(v)", "SUM(v, {B})", "AVG(v, {B})", "VAR_POP(v, {B})", "STDDEV(v, {B})", "AVG(v)", "VAR_POP(v)", "SUM(v, {G})", "AVG(v, {G})", "COUNT(v, {G})"}
+	// The 60 trials' tables live side by side in one pair of databases
+	// (p0 … p59 in D, the same without one unit each in D′): each query
+	// reads its own table only, so each comparison is the trial's alone,
+	// and the pair is built, moved to a backend and opened once.
+	var creates, creates2, policies []string
+	var queries []string
 	for trial := 0; trial < 60; trial++ {
 		withUnits := trial%2 == 1
 		units := 3 + r.IntN(6)
@@ -640,18 +683,19 @@ func TestNeighbourSensitivityProperty(t *testing.T) {
 			k := r.IntN(len(rows))
 			without = append(append([]string{}, rows[:k]...), rows[k+1:]...)
 		}
-		policy := `CREATE PRIVACY POLICY ON p; ALTER PRIVACY POLICY ON p SET DOMAIN g ('a', 'b', 'c')`
+		table := fmt.Sprintf("p%d", trial)
+		policy := `CREATE PRIVACY POLICY ON ` + table + `; ALTER PRIVACY POLICY ON ` + table + ` SET DOMAIN g ('a', 'b', 'c')`
 		if withUnits {
-			policy = `CREATE PRIVACY POLICY ON p OPTIONS (privacy_unit_column = uid, max_groups_contributed = 2, max_rows_contributed = 40); ALTER PRIVACY POLICY ON p SET DOMAIN g ('a', 'b', 'c')`
+			policy = `CREATE PRIVACY POLICY ON ` + table + ` OPTIONS (privacy_unit_column = uid, max_groups_contributed = 2, max_rows_contributed = 40); ALTER PRIVACY POLICY ON ` + table + ` SET DOMAIN g ('a', 'b', 'c')`
 		}
 		typ := "" // no affinity: every storage class stays as inserted
 		if trial%4 >= 2 {
 			typ = "INTEGER" // the native scan's shape (rewrite.nativeScan)
 		}
-		mk := func(rs []string) string {
-			return hardDB(t, `CREATE TABLE p (uid INTEGER, v `+typ+`, g TEXT); INSERT INTO p VALUES `+strings.Join(rs, ", ")+`;`, policy)
-		}
-		d, d2 := mk(rows), mk(without)
+		def := `CREATE TABLE ` + table + ` (uid INTEGER, v ` + typ + `, g TEXT); INSERT INTO ` + table + ` VALUES `
+		creates = append(creates, def+strings.Join(rows, ", ")+`;`)
+		creates2 = append(creates2, def+strings.Join(without, ", ")+`;`)
+		policies = append(policies, policy)
 		b := bounds[r.IntN(len(bounds))]
 		agg := strings.ReplaceAll(aggs[r.IntN(len(aggs))], "{B}", "contribution_bounds_per_row => ("+b[0]+", "+b[1]+")")
 		if strings.HasPrefix(agg, "COUNT") {
@@ -666,8 +710,11 @@ func TestNeighbourSensitivityProperty(t *testing.T) {
 		if group != "" {
 			sel = "g, " + agg
 		}
-		checkNeighbourSensitivity(t, d, d2, "SELECT "+sel+", COUNT(*) FROM p"+group)
+		queries = append(queries, "SELECT "+sel+", COUNT(*) FROM "+table+group)
 	}
+	policy := strings.Join(policies, "; ")
+	d, d2 := hardDB(t, strings.Join(creates, "\n"), policy), hardDB(t, strings.Join(creates2, "\n"), policy)
+	checkNeighbourSensitivities(t, d, d2, queries)
 }
 
 // TestPublicQueriesMatchSQLite: printing a public query from the plan
