@@ -89,6 +89,7 @@ type Options struct {
 // safe for concurrent use.
 type Engine struct {
 	db      *sql.DB
+	reads   *storesql.Prepared // e.db's constant reads (the catalog), prepared once
 	path    string
 	owner   bool // owner mode: owner sessions may be made
 	noise   mechanism.Noiser
@@ -212,7 +213,7 @@ func open(path string, opts Options) (*Engine, error) {
 	if noise == nil {
 		noise = mechanism.NewSecureNoiser(nil)
 	}
-	e := &Engine{db: db, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, pg: pg, duck: duck, ledger: ledger, knobs: opts.knobs}
+	e := &Engine{db: db, reads: &storesql.Prepared{DB: db}, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, pg: pg, duck: duck, ledger: ledger, knobs: opts.knobs}
 	e.def = &Session{eng: e, owner: opts.Owner, noCache: opts.NoCache, settings: Settings{Epsilon: opts.Epsilon}, initial: Settings{Epsilon: opts.Epsilon}}
 	return e, nil
 }
@@ -300,6 +301,7 @@ func initState(ctx context.Context, db *sql.DB, pg *pgSource, path string, opts 
 
 // Close closes the database and its pools, under every session.
 func (e *Engine) Close() error {
+	e.reads.Close()
 	err := e.db.Close()
 	e.pg.close()
 	if e.duck != nil {
@@ -330,9 +332,13 @@ func (e *Engine) policies() storesql.On {
 	return storesql.On{R: e.db}
 }
 
-// catalog loads the catalog with its policies.
+// catalog loads the catalog with its policies (on SQLite through
+// statements prepared once: it is read for every statement).
 func (e *Engine) catalog(ctx context.Context) (*catalog.Catalog, error) {
-	return catalog.Load(ctx, e.db, e.policies())
+	if e.pg != nil {
+		return catalog.Load(ctx, e.reads, e.policies())
+	}
+	return catalog.Load(ctx, e.reads, storesql.On{R: e.reads})
 }
 
 // planInputs are what the planner may read beyond the catalog: public

@@ -125,14 +125,14 @@ func Init(ctx context.Context, s *Store) error {
 	// another process's write lock (an owner's import).
 	var current int
 	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_budget', '_dpsql_budget_resets', '_dpsql_ledger', '_dpsql_analysts', '_dpsql_spent'))
-		+ (SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = '_dpsql_ledger_by_analyst')
+		+ (SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN ('_dpsql_ledger_by_analyst', '_dpsql_ledger_unanswered'))
 		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_ledger') WHERE name IN ('epsilon_units', 'delta_units', 'mechanism', 'rho_units', 'analyst', 'outcome'))
 		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_budget') WHERE name IN ('epsilon_units', 'delta_units', 'pure'))`).Scan(&current); err != nil {
 		return err
 	}
-	// Five tables, one index and the added columns: update this count
+	// Five tables, two indexes and the added columns: update this count
 	// with the schema.
-	if current == 6+len(columns) {
+	if current == 7+len(columns) {
 		return nil
 	}
 	if _, err := db.ExecContext(ctx, schema); err != nil {
@@ -172,6 +172,11 @@ func Init(ctx context.Context, s *Store) error {
 	// An analyst's charges since their running sum was last brought up to
 	// date are found through this index, not by scanning the ledger.
 	if _, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS _dpsql_ledger_by_analyst ON _dpsql_ledger (analyst, id)`); err != nil {
+		return err
+	}
+	// The few unanswered charges a re-run may take over (ChargeOrReuse),
+	// found without scanning the ledger.
+	if _, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS _dpsql_ledger_unanswered ON _dpsql_ledger (statement) WHERE outcome IS NOT NULL`); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -500,14 +505,14 @@ func Reset(ctx context.Context, s *Store) error {
 // GetStatus reads the database's budget: its total and what has been
 // spent.
 func GetStatus(ctx context.Context, s *Store) (Status, error) {
-	l, err := readLedger(ctx, s.on(s.db), "")
+	l, err := readLedger(ctx, s.on(s.reads), "")
 	return l.status(), err
 }
 
 // GetAnalystStatus reads an analyst's own budget and spending; its
 // Database field holds the database's.
 func GetAnalystStatus(ctx context.Context, s *Store, analyst string) (Status, error) {
-	l, err := readLedger(ctx, s.on(s.db), analyst)
+	l, err := readLedger(ctx, s.on(s.reads), analyst)
 	return l.status(), err
 }
 
@@ -633,7 +638,7 @@ var Reusable = []string{"unanswered: cancelled", "unanswered: timed out"}
 // says which candidate; ok is false when there is none.
 func claimUnanswered(ctx context.Context, x spoken, reset int64, analyst, statement string, candidates []Charge) (chosen int, id int64, ok bool, err error) {
 	rows, err := x.QueryContext(ctx, `SELECT id, epsilon_units, delta_units, mechanism, COALESCE(rho_units, 0) FROM _dpsql_ledger
-		WHERE id > ? AND statement = ? AND COALESCE(analyst, '') = ? AND outcome IN (?, ?) ORDER BY id`, reset, statement, analyst, Reusable[0], Reusable[1])
+		WHERE outcome IS NOT NULL AND statement = ? AND id > ? AND COALESCE(analyst, '') = ? AND outcome IN (?, ?) ORDER BY id`, statement, reset, analyst, Reusable[0], Reusable[1])
 	if err != nil {
 		return -1, 0, false, err
 	}

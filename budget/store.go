@@ -26,14 +26,18 @@ import (
 type Store struct {
 	db       *sql.DB
 	postgres bool
+	// reads runs the statements that read the budget outside a charge
+	// (a query's status, each one): on SQLite prepared once and kept
+	// (storesql.Prepared); on PostgreSQL the handle itself.
+	reads storesql.Runner
 }
 
 // SQLite keeps the budget in the SQLite database db.
-func SQLite(db *sql.DB) *Store { return &Store{db: db} }
+func SQLite(db *sql.DB) *Store { return &Store{db: db, reads: &storesql.Prepared{DB: db}} }
 
 // Postgres keeps the budget in the schema dpsql of the PostgreSQL
 // database db (a database/sql handle of the driver "pgx").
-func Postgres(db *sql.DB) *Store { return &Store{db: db, postgres: true} }
+func Postgres(db *sql.DB) *Store { return &Store{db: db, postgres: true, reads: db} }
 
 // spoken runs the package's statements in the store's dialect.
 type spoken = storesql.On
@@ -73,6 +77,7 @@ var postgresSchema = []string{
 )`,
 	`CREATE INDEX IF NOT EXISTS ledger_by_analyst ON dpsql.ledger (analyst, id)`,
 	`ALTER TABLE dpsql.ledger ADD COLUMN IF NOT EXISTS outcome text`,
+	`CREATE INDEX IF NOT EXISTS ledger_unanswered ON dpsql.ledger (statement) WHERE outcome IS NOT NULL`,
 	`CREATE TABLE IF NOT EXISTS dpsql.spent (
 	scope         text PRIMARY KEY,
 	after_reset   bigint NOT NULL,
@@ -109,10 +114,11 @@ func (s *Store) initPostgres(ctx context.Context) error {
 	var n int
 	if err := s.db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM pg_catalog.pg_tables WHERE schemaname = 'dpsql'
 		AND tablename IN ('budget', 'budget_resets', 'ledger', 'spent', 'analysts', 'auth_secret', 'adopted'))
-		+ (SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = 'dpsql' AND table_name = 'ledger' AND column_name = 'outcome')`).Scan(&n); err != nil {
+		+ (SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = 'dpsql' AND table_name = 'ledger' AND column_name = 'outcome')
+		+ (SELECT COUNT(*) FROM pg_catalog.pg_indexes WHERE schemaname = 'dpsql' AND indexname = 'ledger_unanswered')`).Scan(&n); err != nil {
 		return fmt.Errorf("budget: reading the schema dpsql: %w", err)
 	}
-	if n == 8 {
+	if n == 9 {
 		return nil
 	}
 	tx, err := s.db.BeginTx(ctx, nil)

@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // Schema is the PostgreSQL schema of dpsql's own tables.
@@ -94,4 +95,64 @@ func Collect[T any](ctx context.Context, q Querier, query string, args []any, sc
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// Prepared is a Runner over a database that prepares each statement once
+// and keeps it (database/sql prepares it again on each pooled connection
+// as needed): dpsql's own statements are few and constant, and SQLite
+// spent a good part of a query's cost parsing them again and again.
+// Statements whose text varies (user SQL) must not go through it.
+type Prepared struct {
+	DB    *sql.DB
+	stmts sync.Map // query text → *sql.Stmt
+}
+
+// stmt is the prepared statement of query, or nil when it cannot be
+// prepared (the caller then runs the text itself, for its error).
+func (p *Prepared) stmt(ctx context.Context, query string) *sql.Stmt {
+	if s, ok := p.stmts.Load(query); ok {
+		return s.(*sql.Stmt)
+	}
+	s, err := p.DB.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	if prev, loaded := p.stmts.LoadOrStore(query, s); loaded {
+		s.Close()
+		return prev.(*sql.Stmt)
+	}
+	return s
+}
+
+// QueryRowContext runs a query that returns one row.
+func (p *Prepared) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if s := p.stmt(ctx, query); s != nil {
+		return s.QueryRowContext(ctx, args...)
+	}
+	return p.DB.QueryRowContext(ctx, query, args...)
+}
+
+// QueryContext runs a query.
+func (p *Prepared) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := p.stmt(ctx, query); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return p.DB.QueryContext(ctx, query, args...)
+}
+
+// ExecContext runs a statement.
+func (p *Prepared) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if s := p.stmt(ctx, query); s != nil {
+		return s.ExecContext(ctx, args...)
+	}
+	return p.DB.ExecContext(ctx, query, args...)
+}
+
+// Close closes the prepared statements.
+func (p *Prepared) Close() {
+	p.stmts.Range(func(k, v any) bool {
+		v.(*sql.Stmt).Close()
+		p.stmts.Delete(k)
+		return true
+	})
 }
