@@ -1034,3 +1034,34 @@ func TestReleasedGroupsDoNotFollowStorageOrder(t *testing.T) {
 		t.Errorf("released in storage order:\nrows stored one way:  %s\nthe other way:        %s", got[0], got[1])
 	}
 }
+
+// TestCancelledChargeAnswersOnASpentBudget: a query cancelled after its
+// charge took the last of the budget; asked again it is answered on that
+// charge (its ε was paid), while any other query is refused.
+func TestCancelledChargeAnswersOnASpentBudget(t *testing.T) {
+	parallel(t)
+	path := hardDB(t, `CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2);`, `CREATE PRIVACY POLICY ON c`)
+	owner := open(t, path, dpsql.Options{Owner: true})
+	mustRun(t, owner, `SET BUDGET epsilon = 1`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := openEngine(path, dpsql.Options{Epsilon: 1}, afterNoise{do: &sync.Once{}, fn: cancel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Query(ctx, `SELECT COUNT(*) FROM c`); !errors.Is(err, dpsql.ErrCancelled) {
+		t.Fatalf("cancelled after the charge: %v", err)
+	}
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	if _, err := e.Query(context.Background(), `SELECT COUNT(x) FROM c`); !errors.Is(err, dpsql.ErrBudgetExhausted) {
+		t.Errorf("another query on the spent budget: %v", err)
+	}
+	res, err := e.Query(context.Background(), `SELECT COUNT(*) FROM c`)
+	if err != nil || res.Cost.Epsilon != 0 {
+		t.Errorf("the re-run on the spent budget: %v (cost %v)", err, res)
+	}
+	if st, _ := e.Budget(context.Background()); st.Spent.Epsilon != 1 {
+		t.Errorf("spent %v, want 1", st.Spent)
+	}
+}

@@ -133,7 +133,7 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	// A query the budget refuses is refused before any work whose
 	// duration depends on the data (Prepare copies the mirrored tables a
 	// join reads).
-	if err := s.checkBudget(ctx, st, p); err != nil {
+	if err := s.checkBudget(ctx, st, p, text); err != nil {
 		return nil, err
 	}
 	// The backend compiles both statements before anything is charged:
@@ -243,7 +243,7 @@ func (s *Session) charge(ctx context.Context, st *parser.SelectStmt, p *planner.
 
 // checkBudget refuses, as the charge would, a query none of whose noise
 // options fits the budget now; it charges nothing.
-func (s *Session) checkBudget(ctx context.Context, st *parser.SelectStmt, p *planner.PrivateQuery) error {
+func (s *Session) checkBudget(ctx context.Context, st *parser.SelectStmt, p *planner.PrivateQuery, text string) error {
 	status, err := s.status(ctx)
 	if err != nil {
 		return err
@@ -256,6 +256,13 @@ func (s *Session) checkBudget(ctx context.Context, st *parser.SelectStmt, p *pla
 		return at(st.SelectPos, &noDeltaError{delta: p.Delta})
 	}
 	if err := status.Admits(charges(opts)); err != nil { // the ledger as status read it: one read, not two
+		if errors.Is(err, budget.ErrBudgetExhausted) {
+			// The same query cancelled after its charge is answered on
+			// that charge (ChargeOrReuse), even on a budget spent since.
+			if ok, rerr := budget.HasReusable(ctx, s.eng.ledger, s.analyst, charges(opts), text); rerr == nil && ok {
+				return nil
+			}
+		}
 		if errors.Is(err, budget.ErrBudgetExhausted) || errors.Is(err, budget.ErrNoBudget) {
 			return at(st.SelectPos, err)
 		}

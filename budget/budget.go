@@ -629,6 +629,18 @@ func ChargeOrReuse(ctx context.Context, s *Store, analyst string, candidates []C
 	return chosen, id, reused, err
 }
 
+// HasReusable reports whether a charge ChargeOrReuse would take over is
+// there now (read without the lock: a query the budget would refuse may
+// still be answered on its earlier charge).
+func HasReusable(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string) (bool, error) {
+	l, err := readLedger(ctx, s.on(s.reads), analyst)
+	if err != nil {
+		return false, err
+	}
+	_, _, ok, err := findUnanswered(ctx, s.on(s.reads), l.reset, analyst, statement, candidates)
+	return ok, err
+}
+
 // Reusable are the outcomes (MarkUnanswered's why) whose charge a re-run
 // of the same statement may take over: nothing was released.
 var Reusable = []string{"unanswered: cancelled", "unanswered: timed out"}
@@ -637,6 +649,18 @@ var Reusable = []string{"unanswered: cancelled", "unanswered: timed out"}
 // by analyst since the reset whose cost is one of the candidates', and
 // says which candidate; ok is false when there is none.
 func claimUnanswered(ctx context.Context, x spoken, reset int64, analyst, statement string, candidates []Charge) (chosen int, id int64, ok bool, err error) {
+	chosen, id, ok, err = findUnanswered(ctx, x, reset, analyst, statement, candidates)
+	if err != nil || !ok {
+		return chosen, id, ok, err
+	}
+	if _, err := x.ExecContext(ctx, `UPDATE _dpsql_ledger SET outcome = NULL WHERE id = ?`, id); err != nil {
+		return -1, 0, false, err
+	}
+	return chosen, id, true, nil
+}
+
+// findUnanswered is the oldest reusable charge claimUnanswered would take.
+func findUnanswered(ctx context.Context, x spoken, reset int64, analyst, statement string, candidates []Charge) (chosen int, id int64, ok bool, err error) {
 	rows, err := x.QueryContext(ctx, `SELECT id, epsilon_units, delta_units, mechanism, COALESCE(rho_units, 0) FROM _dpsql_ledger
 		WHERE outcome IS NOT NULL AND statement = ? AND id > ? AND COALESCE(analyst, '') = ? AND outcome IN (?, ?) ORDER BY id`, statement, reset, analyst, Reusable[0], Reusable[1])
 	if err != nil {
@@ -664,9 +688,6 @@ func claimUnanswered(ctx context.Context, x spoken, reset int64, analyst, statem
 	for _, p := range found {
 		for i, c := range candidates {
 			if c.Mechanism == p.mechanism && toUnits(c.Epsilon, EpsilonUnit, true) == p.eps && toUnits(c.Delta, DeltaUnit, true) == p.delta && float64(toUnits(c.Rho, RhoUnit, true)) == p.rho {
-				if _, err := x.ExecContext(ctx, `UPDATE _dpsql_ledger SET outcome = NULL WHERE id = ?`, p.id); err != nil {
-					return -1, 0, false, err
-				}
 				return i, p.id, true, nil
 			}
 		}
