@@ -81,22 +81,6 @@ func (exactSparse) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholde
 	return dpsql.ZeroNoise().NewSparse(opts)
 }
 
-// exactValues runs q on the database and returns the exact values handed to
-// the noise, in order.
-func exactValues(t *testing.T, path, q string) []recorded {
-	t.Helper()
-	r := &recorder{}
-	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if _, err := e.Query(context.Background(), q); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	return r.calls
-}
-
 // checkNeighbourSensitivity: on neighbouring databases, every exact value
 // handed to the noise moves by at most its declared sensitivity — checked
 // exactly, in big arithmetic.
