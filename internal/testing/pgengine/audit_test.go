@@ -1,4 +1,4 @@
-package dpsql_test
+package pgengine_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/internal/testing/audit"
 	"github.com/dpsql/dpsql/internal/testing/pgtest"
+	"github.com/dpsql/dpsql/internal/testopts"
 	"github.com/dpsql/dpsql/mechanism"
 )
 
@@ -25,7 +26,7 @@ func postgresOpener(srv *pgtest.Server, n *atomic.Int64) audit.Opener {
 		if err != nil {
 			return nil, err
 		}
-		return dpsql.OpenWithNoise(state, dpsql.WithKnobs(dpsql.Options{Epsilon: 1, Postgres: dsn}, hooks), noise)
+		return dpsql.Open(state, dpsql.Options{Epsilon: 1, Postgres: dsn, Testing: &testopts.Options{Noise: noise, Knobs: hooks}})
 	}
 }
 

@@ -1,4 +1,4 @@
-package dpsql_test
+package pgengine_test
 
 import (
 	"context"
