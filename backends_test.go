@@ -18,7 +18,7 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/internal/knobs"
-	"github.com/dpsql/dpsql/internal/storesql"
+	"github.com/dpsql/dpsql/internal/testing/pgmove"
 	"github.com/dpsql/dpsql/internal/testing/pgtest"
 	"github.com/dpsql/dpsql/mechanism"
 )
@@ -217,61 +217,12 @@ func postgresOf(path string) (string, error) {
 		return dsn, nil
 	}
 	suiteBackend.n++
-	dsn, err := moveToPostgres(run.pg, path, path, fmt.Sprintf("suite%d", suiteBackend.n))
+	dsn, err := pgmove.Move(run.pg, path, path, fmt.Sprintf("suite%d", suiteBackend.n))
 	if err != nil {
 		return "", fmt.Errorf("moving %s to PostgreSQL: %w", path, err)
 	}
 	run.moved[path] = dsn
 	return dsn, nil
-}
-
-// moveToPostgres copies the user tables of the SQLite database at path
-// into a new PostgreSQL database called name (pgtest.CopyFromSQLiteTo:
-// values converted by a fixed per-row rule, so that the copies of
-// neighbouring databases are neighbours too), writes the rest of the file
-// (policies, budget, ledger) to state without those tables, and opens it
-// once as the owner, which adopts the policies and budget into
-// PostgreSQL. state may be path itself. It returns the database's DSN.
-func moveToPostgres(srv *pgtest.Server, path, state, name string) (string, error) {
-	ctx := context.Background()
-	dsn, err := srv.CreateDatabase(ctx, name)
-	if err != nil {
-		return "", err
-	}
-	src, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		return "", err
-	}
-	defer src.Close()
-	tables, err := storesql.Collect(ctx, src, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\_dpsql\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`, nil,
-		func(rows *sql.Rows) (name string, err error) { return name, rows.Scan(&name) })
-	if err != nil {
-		return "", err
-	}
-	if err := srv.CopyFromSQLiteTo(ctx, dsn, src, tables...); err != nil {
-		return "", err
-	}
-	st := src
-	if state != path {
-		os.Remove(state)
-		if _, err := src.Exec(`VACUUM INTO ?`, state); err != nil {
-			return "", err
-		}
-		if st, err = sql.Open("sqlite", "file:"+state); err != nil {
-			return "", err
-		}
-		defer st.Close()
-	}
-	for _, name := range tables {
-		if _, err := st.Exec(`DROP TABLE "` + name + `"`); err != nil {
-			return "", err
-		}
-	}
-	owner, err := dpsql.Open(state, dpsql.Options{Owner: true, Postgres: dsn})
-	if err != nil {
-		return "", err
-	}
-	return dsn, owner.Close()
 }
 
 // TestEngineSuiteOnPostgres runs the engine suite's tests again with

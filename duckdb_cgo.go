@@ -45,22 +45,6 @@ func (d *duckSource) explain(ctx context.Context, state *sql.DB, m *rewrite.Meas
 
 func (d *duckSource) measurer(state *sql.DB) exec.Measurer { return duckMeasurer{d.src, state} }
 
-func columnNames(cols []csvimport.Column) []string {
-	out := make([]string, len(cols))
-	for i, c := range cols {
-		out[i] = c.Name
-	}
-	return out
-}
-
-func columnTypes(cols []csvimport.Column) []string {
-	out := make([]string, len(cols))
-	for i, c := range cols {
-		out[i] = c.Type
-	}
-	return out
-}
-
 // duckMeasurer runs a scan's compiled measurement in DuckDB.
 type duckMeasurer struct {
 	src   *duckdb.Source
@@ -118,12 +102,14 @@ func (d *duckSource) importFile(ctx context.Context, table, path string, opts cs
 		if result.err != nil {
 			return duckdb.CSVCheck{}, result.err
 		}
-		return duckdb.CSVCheck{Types: columnTypes(result.c.Columns), Rows: result.c.Rows, Values: result.c.Values}, nil
+		_, types := columnsOf(result.c.Columns)
+		return duckdb.CSVCheck{Types: types, Rows: result.c.Rows, Values: result.c.Values}, nil
 	}
-	spec := duckdb.CSVSpec{Names: columnNames(first), Types: columnTypes(first), Delimiter: opts.Delimiter, Header: !opts.NoHeader}
+	names, types := columnsOf(first)
+	spec := duckdb.CSVSpec{Names: names, Types: types, Delimiter: opts.Delimiter, Header: !opts.NoHeader}
 	n, err := d.src.ReadCSV(readCtx, table, path, spec, wait)
 	if errors.Is(err, duckdb.ErrTypesWidened) {
-		spec.Types = columnTypes(result.c.Columns)
+		_, spec.Types = columnsOf(result.c.Columns)
 		n, err = d.src.ReadCSV(ctx, table, path, spec, wait)
 	}
 	if err == nil {
@@ -140,7 +126,7 @@ func (d *duckSource) importFile(ctx context.Context, table, path string, opts cs
 		return 0, nil, err
 	}
 	defer scratch.close()
-	names, types := scratch.columns(cols)
+	names, types = columnsOf(cols)
 	if _, err := d.src.CopyTable(ctx, scratch.db, table, names, types); err != nil {
 		return 0, nil, err
 	}

@@ -235,7 +235,7 @@ func (e *Engine) importPostgres(ctx context.Context, table, path string, opts cs
 		return 0, nil, err
 	}
 	defer scratch.close()
-	names, types := scratch.columns(cols)
+	names, types := columnsOf(cols)
 	if _, err := postgres.CopyTable(ctx, e.pg.pool, scratch.db, table, names, types); err != nil {
 		return 0, nil, err
 	}
@@ -273,8 +273,8 @@ func importScratch(ctx context.Context, table, path string, opts csvimport.Optio
 	return s, n, cols, nil
 }
 
-// columns are the imported columns' names and SQLite types.
-func (s *scratchImport) columns(cols []csvimport.Column) (names, types []string) {
+// columnsOf is the imported columns' names and SQLite types.
+func columnsOf(cols []csvimport.Column) (names, types []string) {
 	for _, c := range cols {
 		names, types = append(names, c.Name), append(types, c.Type)
 	}

@@ -259,7 +259,7 @@ func (s *Session) checkBudget(ctx context.Context, st *parser.SelectStmt, p *pla
 		if errors.Is(err, budget.ErrBudgetExhausted) {
 			// The same query cancelled after its charge is answered on
 			// that charge (ChargeOrReuse), even on a budget spent since.
-			if ok, rerr := budget.HasReusable(ctx, s.eng.ledger, s.analyst, charges(opts), text); rerr == nil && ok {
+			if ok, rerr := budget.HasReusable(ctx, s.eng.ledger, status, charges(opts), text); rerr == nil && ok {
 				return nil
 			}
 		}

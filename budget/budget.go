@@ -630,14 +630,10 @@ func ChargeOrReuse(ctx context.Context, s *Store, analyst string, candidates []C
 }
 
 // HasReusable reports whether a charge ChargeOrReuse would take over is
-// there now (read without the lock: a query the budget would refuse may
-// still be answered on its earlier charge).
-func HasReusable(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string) (bool, error) {
-	l, err := readLedger(ctx, s.on(s.reads), analyst)
-	if err != nil {
-		return false, err
-	}
-	_, _, ok, err := findUnanswered(ctx, s.on(s.reads), l.reset, analyst, statement, candidates)
+// there, in the ledger st was read from (read without the lock: a query
+// the budget would refuse may still be answered on its earlier charge).
+func HasReusable(ctx context.Context, s *Store, st Status, candidates []Charge, statement string) (bool, error) {
+	_, _, ok, err := findUnanswered(ctx, s.on(s.reads), st.l.reset, st.Analyst, statement, candidates)
 	return ok, err
 }
 

@@ -1164,21 +1164,27 @@ func TestSessionSQLCommands(t *testing.T) {
 	if _, err := c.Exec(ctx, "DECLARE cur CURSOR FOR SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) g, COUNT(*) FROM t GROUP BY g", mode); err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for i := 0; i < 3; i++ {
-		rows, err := c.Query(ctx, "FETCH 2 FROM cur", mode)
+	// fetch runs a FETCH and returns the group keys of the rows it got.
+	fetch := func(stmt string) []string {
+		rows, err := c.Query(ctx, stmt, mode)
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer rows.Close()
+		var keys []string
 		for rows.Next() {
 			var g string
 			var n int64
 			if err := rows.Scan(&g, &n); err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, g)
+			keys = append(keys, g)
 		}
-		rows.Close()
+		return keys
+	}
+	var got []string
+	for i := 0; i < 3; i++ {
+		got = append(got, fetch("FETCH 2 FROM cur")...)
 	}
 	if strings.Join(got, ",") != "a,b,c,d" {
 		t.Errorf("FETCH: %v", got)
@@ -1199,20 +1205,7 @@ func TestSessionSQLCommands(t *testing.T) {
 			}
 			continue
 		}
-		rows, err := c.Query(ctx, step.stmt, mode)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var keys []string
-		for rows.Next() {
-			var g string
-			var n int64
-			if err := rows.Scan(&g, &n); err != nil {
-				t.Fatal(err)
-			}
-			keys = append(keys, g)
-		}
-		rows.Close()
+		keys := fetch(step.stmt)
 		if strings.Join(keys, ",") != step.want {
 			t.Errorf("%s: %v, want %s", step.stmt, keys, step.want)
 		}

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Resources are the memory limit and thread count a DuckDB handle gets
@@ -43,10 +44,10 @@ func DefaultResources(cores int, memory uint64) Resources {
 	return Resources{MemoryBytes: limit, Threads: threads}
 }
 
-// machineResources is DefaultResources on this machine.
-func machineResources() Resources {
+// machineResources is DefaultResources on this machine, read once.
+var machineResources = sync.OnceValue(func() Resources {
 	return DefaultResources(runtime.NumCPU(), physicalMemory())
-}
+})
 
 // physicalMemory is the machine's memory in bytes (Linux's MemTotal, or
 // the cgroup limit below it), 0 when unknown.

@@ -8,6 +8,7 @@ import (
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/internal/testing/audit"
+	"github.com/dpsql/dpsql/internal/testing/pgmove"
 	"github.com/dpsql/dpsql/internal/testing/pgtest"
 	"github.com/dpsql/dpsql/internal/testopts"
 	"github.com/dpsql/dpsql/mechanism"
@@ -22,7 +23,7 @@ import (
 func postgresOpener(srv *pgtest.Server, n *atomic.Int64) audit.Opener {
 	return func(path string, noise mechanism.Noiser) (audit.Engine, error) {
 		state := path + ".pg-state"
-		dsn, err := moveToPostgres(srv, path, state, fmt.Sprintf("audit%d", n.Add(1)))
+		dsn, err := pgmove.Move(srv, path, state, fmt.Sprintf("audit%d", n.Add(1)))
 		if err != nil {
 			return nil, err
 		}

@@ -2,16 +2,12 @@ package pgengine_test
 
 import (
 	"context"
-	"database/sql"
 	"flag"
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/internal/knobs"
-	"github.com/dpsql/dpsql/internal/storesql"
-	"github.com/dpsql/dpsql/internal/testing/pgtest"
 	"github.com/dpsql/dpsql/internal/testopts"
 )
 
@@ -84,50 +80,3 @@ func spent(t *testing.T, e *dpsql.Engine) float64 {
 
 // auditSeed is the seed of the auditor's runs here.
 var auditSeed = flag.Uint64("audit.seed", 1, "seed of the sensitivity auditor's runs on PostgreSQL")
-
-// moveToPostgres copies the user tables of the SQLite database at path
-// into a new PostgreSQL database called name (pgtest.CopyFromSQLiteTo:
-// values converted by a fixed per-row rule, so that the copies of
-// neighbouring databases are neighbours too), writes the rest of the file
-// (policies, budget, ledger) to state without those tables, and opens it
-// once as the owner, which adopts the policies and budget into
-// PostgreSQL. It returns the database's DSN.
-func moveToPostgres(srv *pgtest.Server, path, state, name string) (string, error) {
-	ctx := context.Background()
-	dsn, err := srv.CreateDatabase(ctx, name)
-	if err != nil {
-		return "", err
-	}
-	src, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		return "", err
-	}
-	defer src.Close()
-	tables, err := storesql.Collect(ctx, src, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\_dpsql\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`, nil,
-		func(rows *sql.Rows) (name string, err error) { return name, rows.Scan(&name) })
-	if err != nil {
-		return "", err
-	}
-	if err := srv.CopyFromSQLiteTo(ctx, dsn, src, tables...); err != nil {
-		return "", err
-	}
-	os.Remove(state)
-	if _, err := src.Exec(`VACUUM INTO ?`, state); err != nil {
-		return "", err
-	}
-	st, err := sql.Open("sqlite", "file:"+state)
-	if err != nil {
-		return "", err
-	}
-	defer st.Close()
-	for _, name := range tables {
-		if _, err := st.Exec(`DROP TABLE "` + name + `"`); err != nil {
-			return "", err
-		}
-	}
-	owner, err := dpsql.Open(state, dpsql.Options{Owner: true, Postgres: dsn})
-	if err != nil {
-		return "", err
-	}
-	return dsn, owner.Close()
-}
