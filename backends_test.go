@@ -41,8 +41,11 @@ var suiteBackend struct {
 type backendRun struct {
 	pg    *pgtest.Server
 	duck  bool
-	knobs *knobs.Knobs      // the test knobs of the run's engines
-	moved map[string]string // database file → DSN (PostgreSQL) or state file (DuckDB)
+	knobs *knobs.Knobs // the test knobs of the run's engines
+	// untyped is the type DuckDB gives a column declared without one
+	// (ducktest.CopyFromSQLite; "" is text).
+	untyped string
+	moved   map[string]string // database file → DSN (PostgreSQL) or state file (DuckDB)
 }
 
 // onBackend makes the database files t creates in its temporary

@@ -10,7 +10,7 @@ import (
 
 	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/exec"
-	"github.com/dpsql/dpsql/rewrite"
+	"github.com/dpsql/dpsql/measure"
 
 	"modernc.org/sqlite"
 )
@@ -42,7 +42,7 @@ type duckBackend interface {
 	// measurer runs compiled measurements in DuckDB.
 	measurer(state *sql.DB) exec.Measurer
 	// explain says where a scan with this plan runs (EXPLAIN).
-	explain(ctx context.Context, state *sql.DB, m *rewrite.Measurement) (string, error)
+	explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error)
 	// importFile loads a CSV (checked by csvimport into scratch) or a
 	// Parquet file into a new DuckDB table.
 	importFile(ctx context.Context, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error)

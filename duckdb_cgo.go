@@ -14,8 +14,8 @@ import (
 	"github.com/dpsql/dpsql/backend/duckdb"
 	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/exec"
+	"github.com/dpsql/dpsql/measure"
 	"github.com/dpsql/dpsql/measuresql"
-	"github.com/dpsql/dpsql/rewrite"
 )
 
 // duckAvailable: this build has DuckDB.
@@ -24,8 +24,8 @@ const duckAvailable = true
 // duckSource is an engine's DuckDB file.
 type duckSource struct{ src *duckdb.Source }
 
-func newDuckBackend(path string) (duckBackend, error) {
-	return &duckSource{src: &duckdb.Source{Path: path}}, nil
+func newDuckBackend(path, memoryLimit string) (duckBackend, error) {
+	return &duckSource{src: &duckdb.Source{Path: path, MemoryLimit: memoryLimit}}, nil
 }
 
 func (d *duckSource) install(drv *sqlite.Driver) error { return duckdb.Install(drv, d.src) }
@@ -39,8 +39,8 @@ func (d *duckSource) mirror(ctx context.Context, db *sql.DB) ([]string, []string
 
 func (d *duckSource) close() error { return d.src.Close() }
 
-func (d *duckSource) explain(ctx context.Context, state *sql.DB, m *rewrite.Measurement) (string, error) {
-	return d.src.Explain(ctx, state, m)
+func (d *duckSource) explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error) {
+	return d.src.Explain(ctx, state, m, noPlan)
 }
 
 func (d *duckSource) measurer(state *sql.DB) exec.Measurer { return duckMeasurer{d.src, state} }
@@ -51,7 +51,7 @@ type duckMeasurer struct {
 	state *sql.DB
 }
 
-func (m duckMeasurer) Measure(ctx context.Context, plan *rewrite.Measurement, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error) {
+func (m duckMeasurer) Measure(ctx context.Context, plan *measure.Plan, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error) {
 	return m.src.Measure(ctx, m.state, plan, key)
 }
 

@@ -3,13 +3,8 @@
 package dpsql_test
 
 import (
-	"context"
-	"database/sql"
-	"os"
 	"testing"
 
-	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/internal/storesql"
 	"github.com/dpsql/dpsql/internal/testing/ducktest"
 )
 
@@ -27,7 +22,7 @@ func duckOf(path string) (string, error) {
 		return state, nil
 	}
 	state := path // as on PostgreSQL: tables made after the move stay in the file
-	if err := moveToDuckDB(path, state, path+".duckdb"); err != nil {
+	if err := moveToDuckDB(path, state, path+".duckdb", run.untyped); err != nil {
 		return "", err
 	}
 	suiteBackend.n++
@@ -35,47 +30,9 @@ func duckOf(path string) (string, error) {
 	return state, nil
 }
 
-// moveToDuckDB copies the user tables of the SQLite database at path
-// into the DuckDB file duck (ducktest.CopyFromSQLite), writes the rest of
-// the file (policies, budget, ledger) to state without those tables, and
-// opens it once as the owner, which mirrors them.
-func moveToDuckDB(path, state, duck string) error {
-	ctx := context.Background()
-	src, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	tables, err := storesql.Collect(ctx, src, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\_dpsql\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`, nil,
-		func(rows *sql.Rows) (name string, err error) { return name, rows.Scan(&name) })
-	if err != nil {
-		return err
-	}
-	os.Remove(duck)
-	if err := ducktest.CopyFromSQLite(ctx, duck, src, tables...); err != nil {
-		return err
-	}
-	st := src
-	if state != path {
-		os.Remove(state)
-		if _, err := src.Exec(`VACUUM INTO ?`, state); err != nil {
-			return err
-		}
-		if st, err = sql.Open("sqlite", "file:"+state); err != nil {
-			return err
-		}
-		defer st.Close()
-	}
-	for _, name := range tables {
-		if _, err := st.Exec(`DROP TABLE "` + name + `"`); err != nil {
-			return err
-		}
-	}
-	owner, err := dpsql.Open(state, dpsql.Options{Owner: true, DuckDB: duck})
-	if err != nil {
-		return err
-	}
-	return owner.Close()
+// moveToDuckDB is ducktest.Move.
+func moveToDuckDB(path, state, duck, untyped string) error {
+	return ducktest.Move(path, state, duck, untyped)
 }
 
 // notOnDuckDB are the suite's tests that change a table's data in the

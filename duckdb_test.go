@@ -19,6 +19,7 @@ import (
 	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/internal/testing/audit"
 	"github.com/dpsql/dpsql/internal/testing/ducktest"
+	"github.com/dpsql/dpsql/internal/testopts"
 	"github.com/dpsql/dpsql/mechanism"
 )
 
@@ -65,8 +66,7 @@ func TestDuckDBMeasuresLikeTheReference(t *testing.T) {
 	}
 	k := &knobs.Knobs{FixedRandomness: true}
 	r := rand.New(rand.NewPCG(7, 11))
-	ducktest.UntypedAs = "double precision" // the auditor's untyped columns: numbers, summed in DuckDB
-	defer func() { ducktest.UntypedAs = "text" }()
+	parallel(t)
 	compared, compiled := 0, int64(0)
 	for d := 0; d < databases; d++ {
 		dir := t.TempDir()
@@ -76,7 +76,8 @@ func TestDuckDBMeasuresLikeTheReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		duck := filepath.Join(dir, "d.duckdb")
-		if err := moveToDuckDB(path, dpsql.DuckDBStateFile(duck), duck); err != nil {
+		// The auditor's untyped columns: numbers, summed in DuckDB.
+		if err := moveToDuckDB(path, dpsql.DuckDBStateFile(duck), duck, "double precision"); err != nil {
 			t.Fatal(err)
 		}
 		owner := openDuck(t, duck, true, k, nil)
@@ -319,11 +320,12 @@ func plainStatements(r *rand.Rand, n int) []audit.Statement {
 // coupled); every plan's sensitivity claim must hold on the compiled
 // measurements.
 func TestDuckDBPrivacyAuditor(t *testing.T) {
-	onBackend(t, &backendRun{duck: true, knobs: hooks}) // sequential: it sets the package's hooks
-	hooks.FixedRandomness = true
-	defer func() { hooks.FixedRandomness = false }()
-	ducktest.UntypedAs = "double precision" // the auditor's untyped columns: numbers, summed in DuckDB
-	defer func() { ducktest.UntypedAs = "text" }()
+	// The auditor's untyped columns: numbers, summed in DuckDB.
+	run := &backendRun{duck: true, knobs: &knobs.Knobs{FixedRandomness: true}, untyped: "double precision"}
+	parallelTests.Store(t, true)
+	t.Parallel()
+	onBackend(t, run)
+	hooks := run.knobs
 	cfg := audit.Config{Seed: *auditSeed + 100, Databases: 3, PerDatabase: 100, NearMiss: 0.15}
 	rep, err := audit.Run(auditOpener, t.TempDir(), cfg)
 	if err != nil {
@@ -430,9 +432,11 @@ func TestDuckDBExplainSaysWhereTheScanRuns(t *testing.T) {
 	owner := openDuck(t, duck, true, nil, nil)
 	mustRun(t, owner, `SET BUDGET epsilon = 10; CREATE PRIVACY POLICY ON a`)
 	for q, want := range map[string]string{
-		"SELECT AVG(i32) FROM a WHERE g = 'a'": "one DuckDB statement",
-		"SELECT AVG(i32 + 1) FROM a":           "does not cover",
-		"SELECT SUM(h) FROM a":                 "does not compile column h",
+		"SELECT AVG(i32) FROM a WHERE g = 'a'":     "one DuckDB statement",
+		"SELECT AVG(i32 + 1) FROM a":               `an aggregate's argument is an expression (("i32" + 1))`,
+		"SELECT COUNT(*) FROM a WHERE i32 + 1 > 2": "the WHERE clause has an expression the plan does not cover",
+		"SELECT COUNT(*) FROM a WHERE i32 < 0.5":   "one DuckDB statement",
+		"SELECT SUM(h) FROM a":                     "does not compile column h",
 	} {
 		res := query(t, owner, "EXPLAIN "+q)
 		got := ""
@@ -452,14 +456,19 @@ func TestDuckDBExplainSaysWhereTheScanRuns(t *testing.T) {
 // reference evaluator measures the rows instead, so whether the query
 // succeeds does not hang on DuckDB's resources; the answer is the same.
 func TestDuckDBFailureFallsBackToTheReference(t *testing.T) {
+	parallel(t)
 	duck := filepath.Join(t.TempDir(), "m.duckdb")
 	if err := ducktest.Exec(context.Background(), duck,
 		`CREATE TABLE m AS SELECT range AS uid, range % 1000 AS x, 'g' || (range % 7) AS g FROM range(300000)`); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("DPSQL_DUCKDB_MEMORY_LIMIT", "2MB")
 	k := &knobs.Knobs{FixedRandomness: true}
-	owner := openDuck(t, duck, true, k, nil)
+	owner, err := dpsql.Open("", dpsql.Options{Owner: true, DuckDB: duck, NoCache: true,
+		Testing: &testopts.Options{Noise: testopts.ZeroNoise(), Knobs: k, DuckDBMemoryLimit: "2MB"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
 	mustRun(t, owner, `SET BUDGET epsilon = 100;
 		CREATE PRIVACY POLICY ON m OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 1000);
 		ALTER PRIVACY POLICY ON m SET BOUNDS x (0, 1000);

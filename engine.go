@@ -83,13 +83,15 @@ type Options struct {
 	noise    mechanism.Noiser // tests only; nil means crypto/rand
 	dsnExtra string           // tests only: more SQLite URI parameters
 	knobs    *knobs.Knobs     // tests only; nil in production
+	duckMem  string           // tests only: DuckDB's memory limit for this file
 }
 
 // Engine is one open database, shared by its sessions. Its methods are
 // safe for concurrent use.
 type Engine struct {
 	db      *sql.DB
-	reads   *storesql.Prepared // e.db's constant reads (the catalog), prepared once
+	state   *sql.DB            // the file again, for reads prepared once (openSQLite)
+	reads   *storesql.Prepared // the catalog's constant reads on state
 	path    string
 	owner   bool // owner mode: owner sessions may be made
 	noise   mechanism.Noiser
@@ -150,6 +152,7 @@ func Open(path string, opts Options) (*Engine, error) {
 		if t.Knobs != nil {
 			opts.knobs = t.Knobs
 		}
+		opts.duckMem = t.DuckDBMemoryLimit
 	}
 	e, err := open(path, opts)
 	if err != nil {
@@ -174,14 +177,19 @@ func open(path string, opts Options) (*Engine, error) {
 	}
 	var duck duckBackend
 	if opts.DuckDB != "" {
-		if duck, err = newDuckBackend(opts.DuckDB); err != nil {
+		if duck, err = newDuckBackend(opts.DuckDB, opts.duckMem); err != nil {
 			return nil, err
 		}
 	}
-	db, err := openSQLite("file:"+strings.ReplaceAll(path, "%", "%25")+"?_pragma=busy_timeout(30000)&_txlock=immediate"+opts.dsnExtra, src, duck)
+	db, state, err := openSQLite("file:"+strings.ReplaceAll(path, "%", "%25")+"?_pragma=busy_timeout(30000)&_txlock=immediate"+opts.dsnExtra, src, duck)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			state.Close()
+		}
+	}()
 	ctx := context.Background()
 	if !opts.Owner && opts.Postgres == "" {
 		if err := checkAnalystFile(ctx, db, path); err != nil {
@@ -196,7 +204,7 @@ func open(path string, opts Options) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
-	ledger, err := initState(ctx, db, pg, path, opts)
+	ledger, err := initState(ctx, db, state, pg, path, opts)
 	if err != nil {
 		db.Close()
 		pg.close()
@@ -213,7 +221,7 @@ func open(path string, opts Options) (*Engine, error) {
 	if noise == nil {
 		noise = mechanism.NewSecureNoiser(nil)
 	}
-	e := &Engine{db: db, reads: &storesql.Prepared{DB: db}, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, pg: pg, duck: duck, ledger: ledger, knobs: opts.knobs}
+	e := &Engine{db: db, state: state, reads: &storesql.Prepared{DB: state}, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, pg: pg, duck: duck, ledger: ledger, knobs: opts.knobs}
 	e.def = &Session{eng: e, owner: opts.Owner, noCache: opts.NoCache, settings: Settings{Epsilon: opts.Epsilon}, initial: Settings{Epsilon: opts.Epsilon}}
 	return e, nil
 }
@@ -271,8 +279,8 @@ func checkAnalystFile(ctx context.Context, db *sql.DB, path string) error {
 // initState makes the catalog, the budget and the cache (in the file,
 // or with the budget and policies in PostgreSQL) and returns the
 // budget's store.
-func initState(ctx context.Context, db *sql.DB, pg *pgSource, path string, opts Options) (*budget.Store, error) {
-	ledger := budget.SQLite(db)
+func initState(ctx context.Context, db, state *sql.DB, pg *pgSource, path string, opts Options) (*budget.Store, error) {
+	ledger := budget.SQLite(db, state)
 	if pg == nil {
 		if err := catalog.Init(ctx, db); err != nil {
 			return nil, err
@@ -302,6 +310,7 @@ func initState(ctx context.Context, db *sql.DB, pg *pgSource, path string, opts 
 // Close closes the database and its pools, under every session.
 func (e *Engine) Close() error {
 	e.reads.Close()
+	e.state.Close()
 	err := e.db.Close()
 	e.pg.close()
 	if e.duck != nil {

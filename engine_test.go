@@ -260,7 +260,7 @@ func TestChargeIsDurableAndExplainIsFree(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	entries, err := budget.Ledger(context.Background(), budget.SQLite(db))
+	entries, err := budget.Ledger(context.Background(), budget.SQLite(db, db))
 	if err != nil || len(entries) != 1 || entries[0].Cost.Epsilon != 0.25 || !strings.Contains(entries[0].Statement, "AVG") {
 		t.Errorf("ledger %+v, %v", entries, err)
 	}

@@ -121,7 +121,7 @@ func (s *Session) explainPrivate(ctx context.Context, st *parser.SelectStmt, p *
 	}
 	r.Rows = append(r.Rows, []any{"noise choice", why}, []any{"accounting", costNote(opts[i].charge, status) + "; admitted by " + acct})
 	if s.eng.duck != nil {
-		where, err := s.eng.duck.explain(ctx, s.eng.db, rw.Measurement)
+		where, err := s.eng.duck.explain(ctx, s.eng.db, rw.Measurement, rw.NoPlan)
 		if err != nil {
 			return nil, err
 		}

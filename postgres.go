@@ -58,13 +58,40 @@ type sqliteConnector struct {
 func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
 func (c sqliteConnector) Driver() driver.Driver                        { return c.drv }
 
-// openSQLite opens the engine's file. An engine over PostgreSQL gets a
-// SQLite driver of its own, with the measurement aggregate and the
-// module through which its mirrors read its pool (src, connected later):
-// nothing about the pool is kept process-wide.
-func openSQLite(dsn string, src *postgres.Source, duck duckBackend) (*sql.DB, error) {
+// openSQLite opens the engine's file, as two pools of connections to it:
+// db, on which queries run (their statements compiled under an
+// authorizer), and state, on which the catalog and the budget's status
+// are read by statements prepared once. Setting or clearing a
+// connection's authorizer expires every statement prepared on it, so
+// the two are kept apart: the state pool never has an authorizer, and
+// its statements are parsed once per connection, not once per query. An
+// engine over PostgreSQL or DuckDB gets a SQLite driver of its own, with
+// the measurement aggregate and the module through which its mirrors
+// read their tables: nothing about them is kept process-wide.
+func openSQLite(dsn string, src *postgres.Source, duck duckBackend) (db, state *sql.DB, err error) {
+	drv, err := sqliteDriver(src, duck)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := sqliteConnector{drv: drv, dsn: dsn}
+	return sql.OpenDB(c), sql.OpenDB(c), nil
+}
+
+// sqliteDriver is the SQLite driver an engine opens its file with: the
+// process's own (the measurement aggregate registered on it by exec),
+// or one of the engine's own with src's or duck's module.
+func sqliteDriver(src *postgres.Source, duck duckBackend) (*sqlite.Driver, error) {
 	if src == nil && duck == nil {
-		return sql.Open("sqlite", dsn)
+		db, err := sql.Open("sqlite", "")
+		if err != nil {
+			return nil, err
+		}
+		defer db.Close()
+		drv, ok := db.Driver().(*sqlite.Driver)
+		if !ok {
+			return nil, fmt.Errorf("the driver %q is %T", "sqlite", db.Driver())
+		}
+		return drv, nil
 	}
 	drv := &sqlite.Driver{}
 	if err := exec.RegisterFunctions(drv); err != nil {
@@ -80,7 +107,7 @@ func openSQLite(dsn string, src *postgres.Source, duck duckBackend) (*sql.DB, er
 			return nil, err
 		}
 	}
-	return sql.OpenDB(sqliteConnector{drv: drv, dsn: dsn}), nil
+	return drv, nil
 }
 
 // DefaultStateFile is the state file dpsql keeps for a PostgreSQL
@@ -163,7 +190,7 @@ func (p *pgSource) prepare(ctx context.Context, db *sql.DB, path string, opts Op
 // and its policies — to PostgreSQL, once, and says so. Only an owner's
 // open adopts: what it adopts can set a total or make a table public.
 func (p *pgSource) adopt(ctx context.Context, db *sql.DB, ledger *budget.Store, notify func(string)) error {
-	n, err := budget.Adopt(ctx, budget.SQLite(db), ledger, p.id)
+	n, err := budget.Adopt(ctx, budget.SQLite(db, db), ledger, p.id)
 	if err != nil {
 		return fmt.Errorf("moving the state file's budget into PostgreSQL: %w", err)
 	}
@@ -189,7 +216,7 @@ func (p *pgSource) refusePending(ctx context.Context, db *sql.DB, ledger *budget
 	if err != nil {
 		return err
 	}
-	charges, err := budget.Pending(ctx, budget.SQLite(db), ledger, p.id)
+	charges, err := budget.Pending(ctx, budget.SQLite(db, db), ledger, p.id)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 )
 
 func openFile(t testing.TB, path string) *Store {
-	return openStore(t, "sqlite", "file:"+path+"?_pragma=busy_timeout(20000)", SQLite)
+	return openStore(t, "sqlite", "file:"+path+"?_pragma=busy_timeout(20000)", func(db *sql.DB) *Store { return SQLite(db, db) })
 }
 
 // openStore opens a handle on a budget and makes its tables.

@@ -32,8 +32,12 @@ type Store struct {
 	reads storesql.Runner
 }
 
-// SQLite keeps the budget in the SQLite database db.
-func SQLite(db *sql.DB) *Store { return &Store{db: db, reads: &storesql.Prepared{DB: db}} }
+// SQLite keeps the budget in the SQLite database db; its status is read
+// through reads, a pool of the same file whose connections never have an
+// authorizer (setting one expires their prepared statements).
+func SQLite(db, reads *sql.DB) *Store {
+	return &Store{db: db, reads: &storesql.Prepared{DB: reads}}
+}
 
 // Postgres keeps the budget in the schema dpsql of the PostgreSQL
 // database db (a database/sql handle of the driver "pgx").

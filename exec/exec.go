@@ -27,6 +27,7 @@ import (
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/exactsum"
+	"github.com/dpsql/dpsql/measure"
 	"github.com/dpsql/dpsql/measuresql"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
@@ -277,7 +278,7 @@ type PushedGroup struct {
 	Values []*big.Int
 }
 
-// A Measurer runs a scan's whole measurement (rewrite.Measurement) in the
+// A Measurer runs a scan's whole measurement (measure.Plan) in the
 // engine that holds its table, as one statement compiled for that engine
 // (package measuresql), with key as the query's fresh random key for
 // contribution bounding. ok is false when it declines (the plan has a
@@ -285,7 +286,7 @@ type PushedGroup struct {
 // reference evaluator); the decision depends only on the plan and the
 // schema. It runs after the charge, like the scan.
 type Measurer interface {
-	Measure(ctx context.Context, m *rewrite.Measurement, key uint64) (st *measuresql.Statement, groups []*measuresql.Group, ok bool, err error)
+	Measure(ctx context.Context, m *measure.Plan, key uint64) (st *measuresql.Statement, groups []*measuresql.Group, ok bool, err error)
 }
 
 // MeasureWith lets the query's whole measurement run where its table
@@ -701,10 +702,7 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 		}
 		return addGroup(kv), nil
 	}
-	specs, err := parseSpecs(rw.Measured)
-	if err != nil {
-		return nil, err
-	}
+	specs := specsOf(rw.Measured)
 	res, err := p.compiled(ctx, specs)
 	if err != nil {
 		return nil, err
@@ -1172,7 +1170,7 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 	if rw.Pushed != nil {
 		add("pushdown", "the table's database computes these counts and clipped sums itself, exactly, when every measured column is an integer column there (PostgreSQL: int2, int4, int8); otherwise the scan above runs")
 	}
-	add("measurements", fmt.Sprintf("%s per group (argument i of the call is a<i>; values converted as CAST(x AS REAL), clipped, summed exactly)", strings.Join(rw.Measured, "; ")))
+	add("measurements", fmt.Sprintf("%s per group (argument i of the call is a<i>; values converted as CAST(x AS REAL), clipped, summed exactly)", strings.Join(measure.Strings(rw.Measured), "; ")))
 	for i, sr := range q.Searches {
 		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: sr.Sensitivity, Cutoff: 2, Monotonic: true}
 		share := fmt.Sprintf("%.3g of the query's ε", q.BoundsFraction)

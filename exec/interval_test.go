@@ -1,10 +1,11 @@
 package exec
 
 import (
-	"github.com/dpsql/dpsql/planner"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/dpsql/dpsql/planner"
 )
 
 // TestLaplaceSumHalfWidth: the half-width of a weighted sum of Laplace

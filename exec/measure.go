@@ -3,7 +3,6 @@ package exec
 import (
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/exactsum"
+	"github.com/dpsql/dpsql/measure"
 	"github.com/dpsql/dpsql/measuresql"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/planner"
@@ -222,11 +222,11 @@ type unitState struct {
 }
 
 type spec struct {
-	kind   byte // n, c, s, q, u, h (histogram), H (histogram with squares); per unit: S, A, R, K, C
+	kind   measure.Kind
 	arg    int
 	lo, hi float64
 	// For s: each clipped value is rounded to the fixed-point grid 2^-fixed
-	// (measuresql.FixedPoint) when grid is set, so that every engine sums
+	// (measure.FixedPoint) when grid is set, so that every engine sums
 	// the same integers exactly; the bounds are on the grid, so the
 	// rounded values stay within them and the sensitivity is unchanged.
 	fixed int
@@ -248,7 +248,7 @@ func (sp *spec) clipped(f float64) float64 {
 // and group (rewrite's cellSpec: contribution_bounds_per_group).
 func (sp *spec) perUnit() bool {
 	switch sp.kind {
-	case 'S', 'A', 'R', 'K', 'C':
+	case measure.UnitSum, measure.UnitMean, measure.UnitRows, measure.UnitValues, measure.UnitsWithValue:
 		return true
 	}
 	return false
@@ -266,10 +266,10 @@ type unitAcc struct {
 // add takes one row's value into the unit's accumulator.
 func (u *unitAcc) add(sp *spec, v value) {
 	switch {
-	case sp.kind == 'R':
+	case sp.kind == measure.UnitRows:
 		u.n++
 	case !v.valid:
-	case sp.kind == 'K' || sp.kind == 'C':
+	case sp.kind == measure.UnitValues || sp.kind == measure.UnitsWithValue:
 		u.n++
 	default: // S, A
 		u.n++
@@ -291,9 +291,9 @@ func (u *unitAcc) add(sp *spec, v value) {
 // the values makes it +∞ (−∞), both together leave the finite sum.
 func (u *unitAcc) combined(sp *spec) (float64, bool) {
 	switch sp.kind {
-	case 'R', 'K':
+	case measure.UnitRows, measure.UnitValues:
 		return clip(float64(u.n), sp.lo, sp.hi), true
-	case 'C':
+	case measure.UnitsWithValue:
 		return 1, u.n > 0
 	}
 	if u.n == 0 {
@@ -306,7 +306,7 @@ func (u *unitAcc) combined(sp *spec) (float64, bool) {
 		return sp.lo, true
 	}
 	x := u.sum.Big()
-	if sp.kind == 'A' {
+	if sp.kind == measure.UnitMean {
 		x = new(big.Float).SetPrec(4096).Quo(x, new(big.Float).SetInt64(u.n))
 	}
 	f, _ := x.Float64() // rounded once, from the exact value: order-free
@@ -349,38 +349,16 @@ type measureAgg struct {
 	err          error
 }
 
-// parseSpecs reads the measurement specs of rewrite.Rewritten.Measured.
-func parseSpecs(parts []string) ([]spec, error) {
-	var out []spec
-	for _, part := range parts {
-		if part == "" {
-			return nil, errors.New("empty spec")
+// specsOf takes the plan's measurements, with each float sum's grid.
+func specsOf(plan []measure.Spec) []spec {
+	out := make([]spec, len(plan))
+	for i, p := range plan {
+		out[i] = spec{kind: p.Kind, arg: p.Arg, lo: p.Lo, hi: p.Hi}
+		if p.Kind == measure.Sum {
+			out[i].fixed, out[i].grid = measure.FixedPoint(p.Lo, p.Hi)
 		}
-		f := strings.Split(part[1:], ":")
-		sp := spec{kind: part[0]}
-		var err error
-		if len(f) > 0 && f[0] != "" {
-			if sp.arg, err = strconv.Atoi(f[0]); err != nil {
-				return nil, err
-			}
-		}
-		if sp.kind == 's' || sp.kind == 'q' || sp.kind == 'S' || sp.kind == 'A' || sp.kind == 'R' || sp.kind == 'K' || sp.kind == 'P' {
-			if len(f) != 3 {
-				return nil, fmt.Errorf("spec %q needs bounds", part)
-			}
-			if sp.lo, err = strconv.ParseFloat(f[1], 64); err != nil {
-				return nil, err
-			}
-			if sp.hi, err = strconv.ParseFloat(f[2], 64); err != nil {
-				return nil, err
-			}
-			if sp.kind == 's' {
-				sp.fixed, sp.grid = measuresql.FixedPoint(sp.lo, sp.hi)
-			}
-		}
-		out = append(out, sp)
 	}
-	return out, nil
+	return out
 }
 
 // keyString encodes a group's key values for map lookups.
@@ -590,7 +568,7 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 		for i := range a.specs {
 			if u := g.units[i]; u != nil {
 				var v value
-				if sp := &a.specs[i]; sp.kind != 'R' {
+				if sp := &a.specs[i]; sp.kind != measure.UnitRows {
 					v = row[sp.arg]
 				}
 				u.add(&a.specs[i], v)
@@ -661,16 +639,16 @@ func (a *measureAgg) newGroup(id string, keys []any) *groupAcc {
 		sum: make([]exactsum.Acc, len(a.specs)), sq: make([]exactsum.Acc, len(a.specs)),
 		hists: make([]*autobound.Histogram, len(a.specs))}
 	for i, sp := range a.specs {
-		if sp.kind == 'h' || sp.kind == 'H' {
+		if sp.kind == measure.Histogram || sp.kind == measure.HistogramSquares {
 			g.hists[i] = &autobound.Histogram{}
 		}
-		if sp.kind == 'd' {
+		if sp.kind == measure.Distinct {
 			if g.distinct == nil {
 				g.distinct = make([]map[string]struct{}, len(a.specs))
 			}
 			g.distinct[i] = map[string]struct{}{}
 		}
-		if sp.kind == 'P' || sp.kind == 'T' {
+		if sp.kind == measure.Quantiles || sp.kind == measure.QuantileBuckets {
 			if g.trees == nil {
 				g.trees = make([]map[int32]int64, len(a.specs))
 			}
@@ -687,11 +665,11 @@ func (a *measureAgg) newGroup(id string, keys []any) *groupAcc {
 func (g *groupAcc) addValues(specs []spec, vals []driver.Value) {
 	for i := range specs {
 		sp := &specs[i]
-		if sp.kind == 'n' || sp.kind == 'u' { // without bounding each row is a unit
+		if sp.kind == measure.Rows || sp.kind == measure.Units { // without bounding each row is a unit
 			g.n[i]++
 			continue
 		}
-		if sp.kind == 'd' {
+		if sp.kind == measure.Distinct {
 			if v := vals[sp.arg]; v != nil {
 				if _, ok := Numeric(v); ok {
 					g.distinct[i][distinctKey(v)] = struct{}{}
@@ -703,7 +681,7 @@ func (g *groupAcc) addValues(specs []spec, vals []driver.Value) {
 			// The row is its unit's only row in the group.
 			var u unitAcc
 			var v value
-			if sp.kind != 'R' {
+			if sp.kind != measure.UnitRows {
 				v.f, v.valid = Numeric(vals[sp.arg])
 			}
 			u.add(sp, v)
@@ -725,9 +703,9 @@ func (g *groupAcc) addWeighted(specs []spec, vals []driver.Value, w int64) {
 	for i := range specs {
 		sp := &specs[i]
 		switch {
-		case sp.kind == 'n' || sp.kind == 'u':
+		case sp.kind == measure.Rows || sp.kind == measure.Units:
 			g.n[i] += w
-		case sp.kind == 'd':
+		case sp.kind == measure.Distinct:
 			if v := vals[sp.arg]; v != nil {
 				if _, ok := Numeric(v); ok {
 					g.distinct[i][distinctKey(v)] = struct{}{}
@@ -737,13 +715,13 @@ func (g *groupAcc) addWeighted(specs []spec, vals []driver.Value, w int64) {
 			// Each of the w rows is its unit's only row in the group.
 			var u unitAcc
 			var v value
-			if sp.kind != 'R' {
+			if sp.kind != measure.UnitRows {
 				v.f, v.valid = Numeric(vals[sp.arg])
 			}
 			u.add(sp, v)
 			if c, ok := u.combined(sp); ok {
 				g.n[i] += w
-				if sp.kind != 'C' {
+				if sp.kind != measure.UnitsWithValue {
 					g.sum[i].AddScaled(c, w)
 				}
 			}
@@ -759,27 +737,27 @@ func (g *groupAcc) addWeighted(specs []spec, vals []driver.Value, w int64) {
 // i: the weighted addNumber.
 func (g *groupAcc) addNumbers(i int, sp *spec, f float64, w int64) {
 	switch sp.kind {
-	case 'c':
+	case measure.Values:
 		g.n[i] += w
-	case 's':
+	case measure.Sum:
 		g.n[i] += w
 		g.sum[i].AddScaled(sp.clipped(f), w)
-	case 'q':
+	case measure.Squares:
 		c := clip(f, sp.lo, sp.hi)
 		g.n[i] += w
 		g.sum[i].AddScaled(c, w)
 		p := c * c // c² = p + e exactly (exactsum.AddSquare)
 		g.sq[i].AddScaled(p, w)
 		g.sq[i].AddScaled(math.FMA(c, c, -p), w)
-	case 'P':
+	case measure.Quantiles:
 		g.n[i] += w
 		g.trees[i][QuantileLeaf(clip(f, sp.lo, sp.hi), sp.lo, sp.hi)] += w
-	case 'T':
+	case measure.QuantileBuckets:
 		g.n[i] += w
 		g.trees[i][QuantileBucket(f)] += w
-	case 'h':
+	case measure.Histogram:
 		g.hists[i].AddN(f, w)
-	case 'H':
+	case measure.HistogramSquares:
 		g.hists[i].AddSquaredN(f, w)
 	}
 }
@@ -791,7 +769,7 @@ func (g *groupAcc) addUnit(i int, sp *spec, u *unitAcc) {
 		return
 	}
 	g.n[i]++
-	if sp.kind != 'C' {
+	if sp.kind != measure.UnitsWithValue {
 		g.sum[i].Add(v)
 	}
 }
@@ -802,13 +780,13 @@ func (g *groupAcc) addRow(specs []spec, row []value) {
 	for i := range specs {
 		sp := &specs[i]
 		switch {
-		case sp.kind == 'n':
+		case sp.kind == measure.Rows:
 			g.n[i]++
-		case sp.kind == 'd':
+		case sp.kind == measure.Distinct:
 			if v := row[sp.arg]; v.valid {
 				g.distinct[i][v.key] = struct{}{}
 			}
-		case sp.kind == 'u', sp.perUnit(): // per unit: from the unit's accumulators
+		case sp.kind == measure.Units, sp.perUnit(): // per unit: from the unit's accumulators
 		default:
 			if v := row[sp.arg]; v.valid {
 				g.addNumber(i, sp, v.f)
@@ -820,25 +798,25 @@ func (g *groupAcc) addRow(specs []spec, row []value) {
 // addNumber adds one non-NULL argument value to measurement i.
 func (g *groupAcc) addNumber(i int, sp *spec, f float64) {
 	switch sp.kind {
-	case 'c':
+	case measure.Values:
 		g.n[i]++
-	case 's':
+	case measure.Sum:
 		g.n[i]++
 		g.sum[i].Add(sp.clipped(f))
-	case 'q':
+	case measure.Squares:
 		c := clip(f, sp.lo, sp.hi)
 		g.n[i]++
 		g.sum[i].Add(c)
 		g.sq[i].AddSquare(c)
-	case 'P':
+	case measure.Quantiles:
 		g.n[i]++
 		g.trees[i][QuantileLeaf(clip(f, sp.lo, sp.hi), sp.lo, sp.hi)]++
-	case 'T':
+	case measure.QuantileBuckets:
 		g.n[i]++
 		g.trees[i][QuantileBucket(f)]++
-	case 'h':
+	case measure.Histogram:
 		g.hists[i].Add(f)
-	case 'H':
+	case measure.HistogramSquares:
 		g.hists[i].AddSquared(f)
 	}
 }
@@ -875,7 +853,7 @@ func (a *measureAgg) setup(args []driver.Value) error {
 		return errors.New("dpsql_measure: too few arguments")
 	}
 	for _, sp := range cfg.specs {
-		if sp.kind != 'n' && sp.kind != 'u' && sp.kind != 'R' && (sp.arg < 0 || a.first+cfg.nk+sp.arg >= len(args)-nw) {
+		if sp.kind != measure.Rows && sp.kind != measure.Units && sp.kind != measure.UnitRows && (sp.arg < 0 || a.first+cfg.nk+sp.arg >= len(args)-nw) {
 			return errors.New("dpsql_measure: spec argument out of range")
 		}
 	}
@@ -883,7 +861,7 @@ func (a *measureAgg) setup(args []driver.Value) error {
 	a.distinctArgs = map[int]bool{}
 	for i := range a.specs {
 		a.perUnit = a.perUnit || a.specs[i].perUnit()
-		if a.specs[i].kind == 'd' {
+		if a.specs[i].kind == measure.Distinct {
 			a.distinctArgs[a.specs[i].arg] = true
 		}
 	}
@@ -954,7 +932,7 @@ func (a *measureAgg) WindowValue(*sqlite.FunctionContext) (driver.Value, error) 
 					g.addRow(a.specs, row)
 				}
 				for i, sp := range a.specs {
-					if sp.kind == 'u' {
+					if sp.kind == measure.Units {
 						g.n[i]++
 					}
 					if kg.units != nil && kg.units[i] != nil {
@@ -977,12 +955,12 @@ func (g *groupAcc) measured(specs []spec) *measuredGroup {
 	mg := &measuredGroup{keys: g.keys, values: make([]*big.Float, len(specs)), hists: g.hists, trees: g.trees}
 	for i, sp := range specs {
 		switch sp.kind {
-		case 'h', 'H':
-		case 's', 'S', 'A', 'R', 'K':
+		case measure.Histogram, measure.HistogramSquares:
+		case measure.Sum, measure.UnitSum, measure.UnitMean, measure.UnitRows, measure.UnitValues:
 			mg.values[i] = g.sum[i].Big()
-		case 'd':
+		case measure.Distinct:
 			mg.values[i] = new(big.Float).SetInt64(int64(len(g.distinct[i])))
-		case 'q':
+		case measure.Squares:
 			mg.values[i] = exactsum.CentredSquares(g.sum[i].Big(), g.sq[i].Big(), g.n[i], planner.Midpoint(sp.lo, sp.hi))
 		default:
 			mg.values[i] = new(big.Float).SetInt64(g.n[i])

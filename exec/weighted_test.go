@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/exactsum"
+	"github.com/dpsql/dpsql/measure"
 )
 
 // TestWeightedRowsMeasureLikeCopies: a row with weight w is measured
@@ -16,11 +17,8 @@ import (
 // bounding takes, on values of every kind and magnitude (exact sums
 // compared exactly).
 func TestWeightedRowsMeasureLikeCopies(t *testing.T) {
-	specs, err := parseSpecs([]string{"n", "u", "c0", "s0:-10:1e300", "q0:-3.5:7.25", "P0:0:100", "T0", "h0", "H0", "d0",
-		"S0:-5:5", "A0:0:2", "R:0:3", "K0:0:2", "C0", "s1:0:1e15", "q1:-1e200:1e200"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	specs := specsOf(measure.MustParse("n", "u", "c0", "s0:-10:1e300", "q0:-3.5:7.25", "P0:0:100", "T0", "h0", "H0", "d0",
+		"S0:-5:5", "A0:0:2", "R:0:3", "K0:0:2", "C0", "s1:0:1e15", "q1:-1e200:1e200"))
 	r := rand.New(rand.NewPCG(13, 1))
 	value := func() driver.Value {
 		switch r.IntN(9) {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpsql/dpsql/rewrite"
+	"github.com/dpsql/dpsql/measure"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -21,24 +21,24 @@ var types = map[string]Type{"u": Integer, "x": Integer, "y": Real, "g": Text, "n
 // with them: print (golden file testdata/duckdb.txt) or decline.
 var compileCases = []struct {
 	name string
-	m    rewrite.Measurement
+	m    measure.Plan
 }{
-	{"count and clipped sum of an integer", rewrite.Measurement{Table: "t", Args: []string{"x"}, Specs: []string{"n", "s0:0:1000", "c0"}}},
-	{"float sum on the fixed-point grid", rewrite.Measurement{Table: "t", Args: []string{"y"}, Specs: []string{"s0:-0.5:100", "c0"}}},
-	{"domain key and a filter", rewrite.Measurement{Table: "t", Args: []string{"x"}, Keys: []rewrite.MeasureKey{{Column: "g", Domain: []any{"a", "b"}}},
-		Where: rewrite.Or{Parts: []rewrite.Filter{rewrite.Compare{Column: "y", Op: ">", Value: 2.5}, rewrite.Not{X: rewrite.In{Column: "x", Values: []any{int64(1), int64(2)}}}, rewrite.IsNull{Column: "y"}}},
-		Specs: []string{"n", "q0:0:10"}}},
-	{"histogram of a bound search", rewrite.Measurement{Table: "t", Args: []string{"y"}, Keys: []rewrite.MeasureKey{{Column: "n", Domain: []any{int64(1), int64(2)}}}, Specs: []string{"h0", "c0"}}},
-	{"bounding with row sampling", rewrite.Measurement{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 3, Args: []string{"x"},
-		Keys: []rewrite.MeasureKey{{Column: "g", Domain: []any{"a", "b"}}}, Specs: []string{"n", "s0:0:100", "u"}}},
-	{"per-unit clamp", rewrite.Measurement{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 5, Args: []string{"x"},
-		Keys: []rewrite.MeasureKey{{Column: "g", Domain: []any{"a"}}}, Specs: []string{"S0:-5:5", "R:0:2", "C0"}}},
-	{"partition selection's raw key", rewrite.Measurement{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Keys: []rewrite.MeasureKey{{Column: "g"}}, Specs: []string{"u", "n"}}},
-	{"declines: a column of another type", rewrite.Measurement{Table: "t", Args: []string{"b"}, Specs: []string{"s0:0:1"}}},
-	{"declines: a float unit", rewrite.Measurement{Table: "t", Unit: "y", MaxGroups: 1, MaxRows: 1, Specs: []string{"n"}}},
-	{"declines: a text literal compared with a number", rewrite.Measurement{Table: "t", Where: rewrite.Compare{Column: "x", Op: "=", Value: "1"}, Specs: []string{"n"}}},
-	{"declines: bounds off the grid", rewrite.Measurement{Table: "t", Args: []string{"y"}, Specs: []string{"s0:0:" + fmt.Sprint(math.Ldexp(1, -1070))}}},
-	{"declines: histogram under bounding", rewrite.Measurement{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"y"}, Specs: []string{"h0"}}},
+	{"count and clipped sum of an integer", measure.Plan{Table: "t", Args: []string{"x"}, Specs: measure.MustParse("n", "s0:0:1000", "c0")}},
+	{"float sum on the fixed-point grid", measure.Plan{Table: "t", Args: []string{"y"}, Specs: measure.MustParse("s0:-0.5:100", "c0")}},
+	{"domain key and a filter", measure.Plan{Table: "t", Args: []string{"x"}, Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}},
+		Where: measure.Or{Parts: []measure.Filter{measure.Compare{Column: "y", Op: ">", Value: 2.5}, measure.Not{X: measure.In{Column: "x", Values: []any{int64(1), int64(2)}}}, measure.IsNull{Column: "y"}}},
+		Specs: measure.MustParse("n", "q0:0:10")}},
+	{"histogram of a bound search", measure.Plan{Table: "t", Args: []string{"y"}, Keys: []measure.Key{{Column: "n", Domain: []any{int64(1), int64(2)}}}, Specs: measure.MustParse("h0", "c0")}},
+	{"bounding with row sampling", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 3, Args: []string{"x"},
+		Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}}, Specs: measure.MustParse("n", "s0:0:100", "u")}},
+	{"per-unit clamp", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 5, Args: []string{"x"},
+		Keys: []measure.Key{{Column: "g", Domain: []any{"a"}}}, Specs: measure.MustParse("S0:-5:5", "R:0:2", "C0")}},
+	{"partition selection's raw key", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Keys: []measure.Key{{Column: "g"}}, Specs: measure.MustParse("u", "n")}},
+	{"declines: a column of another type", measure.Plan{Table: "t", Args: []string{"b"}, Specs: measure.MustParse("s0:0:1")}},
+	{"declines: a float unit", measure.Plan{Table: "t", Unit: "y", MaxGroups: 1, MaxRows: 1, Specs: measure.MustParse("n")}},
+	{"declines: a text literal compared with a number", measure.Plan{Table: "t", Where: measure.Compare{Column: "x", Op: "=", Value: "1"}, Specs: measure.MustParse("n")}},
+	{"declines: bounds off the grid", measure.Plan{Table: "t", Args: []string{"y"}, Specs: measure.MustParse("s0:0:" + fmt.Sprint(math.Ldexp(1, -1070)))}},
+	{"declines: histogram under bounding", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"y"}, Specs: measure.MustParse("h0")}},
 }
 
 // TestDuckDBPrinter prints each plan (golden file, -update to rewrite).
@@ -74,35 +74,12 @@ func TestDuckDBPrinter(t *testing.T) {
 	}
 }
 
-// TestFixedPoint: the largest F with |bound|·2^F ≤ 2^62, bounds on the grid.
-func TestFixedPoint(t *testing.T) {
-	for _, c := range []struct {
-		lo, hi float64
-		f      int
-		ok     bool
-	}{
-		{0, 1000, 52, true}, {-0.5, 100, 55, true}, {0, 1, 61, true}, {0, 0, 0, true},
-		{0, 1e300, 62 - 997, true}, {0, 0.1, 65, true}, {0, math.Ldexp(1, -1070), 0, false},
-	} {
-		f, ok := FixedPoint(c.lo, c.hi)
-		if f != c.f || ok != c.ok {
-			t.Errorf("FixedPoint(%v, %v) = %d, %v; want %d, %v", c.lo, c.hi, f, ok, c.f, c.ok)
-		}
-		if ok {
-			m := math.Max(math.Abs(c.lo), math.Abs(c.hi))
-			if math.Ldexp(m, f) > math.Ldexp(1, 62) {
-				t.Errorf("FixedPoint(%v, %v): a term reaches %v", c.lo, c.hi, math.Ldexp(m, f))
-			}
-		}
-	}
-}
-
 // TestDecode reads rows as the driver gives them: domain keys mapped to
 // positions (groups outside the domain dropped), sums added across
 // detail rows and scaled, q from its three columns.
 func TestDecode(t *testing.T) {
-	m := rewrite.Measurement{Table: "t", Args: []string{"y", "x"}, Keys: []rewrite.MeasureKey{{Column: "g", Domain: []any{"a", "b"}}},
-		Specs: []string{"h0", "s0:0:1", "q1:0:4"}}
+	m := measure.Plan{Table: "t", Args: []string{"y", "x"}, Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}},
+		Specs: measure.MustParse("h0", "s0:0:1", "q1:0:4")}
 	st, ok := Compile(&m, types, DuckDB{}, 1)
 	if !ok {
 		t.Fatal("declined")

@@ -56,6 +56,15 @@ func (DuckDB) Hash(values []string, key uint64) string {
 	return "system.main.hash(" + strings.Join(values, ", ") + ", CAST(" + strconv.FormatUint(key, 10) + " AS UBIGINT))"
 }
 
+// IsNaN is DuckDB's isnan.
+func (d DuckDB) IsNaN(x string) string { return d.Func("isnan") + "(" + x + ")" }
+
+// ToDouble is a cast to DOUBLE.
+func (DuckDB) ToDouble(x string) string { return "CAST(" + x + " AS DOUBLE)" }
+
+// ToText is a cast to VARCHAR.
+func (DuckDB) ToText(x string) string { return "CAST(" + x + " AS VARCHAR)" }
+
 // Wide is HUGEINT.
 func (DuckDB) Wide() string { return "HUGEINT" }
 

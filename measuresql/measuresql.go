@@ -1,5 +1,5 @@
 // Package measuresql compiles a scan's measurement plan
-// (rewrite.Measurement) into one SQL statement for the engine that holds
+// (measure.Plan) into one SQL statement for the engine that holds
 // the table, in that engine's dialect, and reads back its per-group
 // measurements.
 //
@@ -19,7 +19,7 @@
 //     fewer than 2^48 rows.
 //   - Exactness: sums are of integers — the values of integer columns, or
 //     the values of float columns as fixed-point integers at 2^-F, with F
-//     chosen from the bounds so that no sum can overflow (FixedPoint) —
+//     chosen from the bounds so that no sum can overflow (measure.FixedPoint) —
 //     never floating-point sums whose rounding depends on the order.
 //   - Equality with the reference evaluator (exec's measurement
 //     aggregate over the same rows): a filter or key compares a column
@@ -44,7 +44,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dpsql/dpsql/exactsum"
-	"github.com/dpsql/dpsql/rewrite"
+	"github.com/dpsql/dpsql/measure"
 )
 
 // Type is a column's class as the compiler sees it.
@@ -81,44 +81,21 @@ type Dialect interface {
 	// (a semi-join: each row at most once).
 	SemiJoin(from, sub, on string) string
 	// Func is the name by which the statement calls the built-in
-	// function name (sum, count, isnan, row_number), in a form that
+	// function name (sum, count, row_number), in a form that
 	// nothing stored in the database can redefine.
 	Func(name string) string
+	// IsNaN is true where the double x is NaN (false for NULL or a
+	// number).
+	IsNaN(x string) string
+	// ToDouble converts an integer x to a double (rounded to nearest).
+	ToDouble(x string) string
+	// ToText prints an integer x (a sum or a count, at most 128 bits) as
+	// decimal text, which the driver returns as a string.
+	ToText(x string) string
 	// RoundToInt64 converts a double of magnitude at most 2^62 to a
 	// 64-bit integer, rounding half to even; a SUM of such integers is
 	// exact (taken in a wide accumulator).
 	RoundToInt64(x string) string
-}
-
-// termBits is the magnitude of one fixed-point term: below 2^62.
-const termBits = 62
-
-// FixedPoint returns the number of fractional bits F at which the values
-// of a float column clipped to [lo, hi] are summed as integers
-// round(clip(x)·2^F), rounded half to even (as a SQL cast of a double to
-// a 64-bit integer rounds): the largest F with max(|lo|, |hi|)·2^F ≤ 2^62,
-// so that each term is a 64-bit integer, and a sum in the wide type of
-// fewer than 2^48 rows stays below 2^110. ok is false when lo or hi is not
-// a multiple of 2^-F (rounded values could then leave the bounds, and the
-// sensitivity would not hold). Every engine, the reference included,
-// measures the same integers; relative to the exact sum each term moves
-// by at most 2^-63 of the larger bound.
-func FixedPoint(lo, hi float64) (f int, ok bool) {
-	m := math.Max(math.Abs(lo), math.Abs(hi))
-	if m == 0 {
-		return 0, true
-	}
-	_, e := math.Frexp(m) // m < 2^e
-	f = termBits - e
-	if f > 1000 {
-		return 0, false // bounds too close to 0 for a double scale
-	}
-	for _, b := range []float64{lo, hi} {
-		if s := math.Ldexp(b, f); s != math.Trunc(s) {
-			return 0, false
-		}
-	}
-	return f, true
 }
 
 // Statement is a compiled measurement.
@@ -127,7 +104,7 @@ type Statement struct {
 	// distinct detail tuple when Detail is set).
 	SQL string
 	// Specs are the measurements, as in the plan.
-	Specs []string
+	Specs []measure.Spec
 	// Detail lists the plan's argument indices whose distinct values come
 	// back per group (with their row count), for the measurements
 	// computed from them in Go (histograms, quantile trees, distinct
@@ -157,18 +134,18 @@ type specOut struct {
 // class; key is the query's fresh random key. ok is false when some part
 // is not compiled (the scan then runs through the reference evaluator).
 // The decision depends only on the plan and the schema.
-func Compile(m *rewrite.Measurement, types map[string]Type, d Dialect, key uint64) (st *Statement, ok bool) {
+func Compile(m *measure.Plan, types map[string]Type, d Dialect, key uint64) (st *Statement, ok bool) {
 	st, why := compile(m, types, d, key)
 	return st, why == ""
 }
 
 // WhyNot says why the plan is not compiled ("" when it is), for EXPLAIN.
-func WhyNot(m *rewrite.Measurement, types map[string]Type, d Dialect) string {
+func WhyNot(m *measure.Plan, types map[string]Type, d Dialect) string {
 	_, why := compile(m, types, d, 0)
 	return why
 }
 
-func compile(m *rewrite.Measurement, types map[string]Type, d Dialect, key uint64) (st *Statement, why string) {
+func compile(m *measure.Plan, types map[string]Type, d Dialect, key uint64) (st *Statement, why string) {
 	c := &compiler{m: m, types: types, d: d, key: key}
 	defer func() {
 		if r := recover(); r != nil {
@@ -186,7 +163,7 @@ func compile(m *rewrite.Measurement, types map[string]Type, d Dialect, key uint6
 type decline string
 
 type compiler struct {
-	m     *rewrite.Measurement
+	m     *measure.Plan
 	types map[string]Type
 	d     Dialect
 	key   uint64
@@ -209,70 +186,179 @@ func (c *compiler) value(col string) string {
 // literal prints v for comparison with a column of class t, or declines
 // when the two engines could decide the comparison differently.
 func (c *compiler) literal(v any, t Type) string {
-	switch v := v.(type) {
-	case int64:
-		switch t {
-		case Integer, Int:
-			return strconv.FormatInt(v, 10)
-		case Real:
-			if v >= -1<<53 && v <= 1<<53 {
-				return c.d.Float(float64(v))
-			}
-		}
-	case float64:
-		if t == Real && !math.IsNaN(v) {
-			return c.d.Float(v)
-		}
-	case string:
-		if t == Text && utf8.ValidString(v) && !strings.ContainsRune(v, 0) {
-			return "'" + strings.ReplaceAll(v, "'", "''") + "'"
-		}
+	if lit, ok := c.exact(v, t); ok {
+		return lit
 	}
 	panic(decline(fmt.Sprintf("literal %v", v)))
 }
 
-func (c *compiler) filter(f rewrite.Filter) string {
+// exact prints v as a literal of the column's class t when that class
+// holds v exactly (an integer in a float column up to 2^53, or any
+// integer a double holds; a float in an integer column when it is an
+// integer of int64's range), so that comparing it in the engine decides
+// as the reference's exact comparison across classes does.
+func (c *compiler) exact(v any, t Type) (string, bool) {
+	switch v := v.(type) {
+	case int64:
+		switch t {
+		case Integer, Int:
+			return strconv.FormatInt(v, 10), true
+		case Real:
+			if f := float64(v); f < 1<<63 && int64(f) == v {
+				return c.d.Float(f), true
+			}
+		}
+	case float64:
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0):
+		case t == Real:
+			return c.d.Float(v), true
+		case isInt(t) && v == math.Trunc(v) && v >= -1<<63 && v < 1<<63:
+			return strconv.FormatInt(int64(v), 10), true
+		}
+	case string:
+		if t == Text && utf8.ValidString(v) && !strings.ContainsRune(v, 0) {
+			return "'" + strings.ReplaceAll(v, "'", "''") + "'", true
+		}
+	}
+	return "", false
+}
+
+// neighbours are, for a number v that no value of the numeric class t
+// equals (exact declined), the greatest value of the class below v and
+// the least above it, as literals ("" where there is none); ok is false
+// when v is not such a number (text against a number, or the reverse,
+// which SQLite compares after converting by affinity: not compiled).
+// Then x < v is x <= below, x > v is x >= above, x = v holds for no x.
+func (c *compiler) neighbours(v any, t Type) (below, above string, ok bool) {
+	switch v := v.(type) {
+	case float64: // in an integer column: fractional, infinite or beyond int64
+		if !isInt(t) || math.IsNaN(v) {
+			return "", "", false
+		}
+		lo, hi := math.Floor(v), math.Ceil(v)
+		switch {
+		case lo >= 1<<63:
+			below = strconv.FormatInt(math.MaxInt64, 10)
+		case lo >= -1<<63:
+			below = strconv.FormatInt(int64(lo), 10)
+		}
+		switch {
+		case hi < -1<<63:
+			above = strconv.FormatInt(math.MinInt64, 10)
+		case hi < 1<<63:
+			above = strconv.FormatInt(int64(hi), 10)
+		}
+		return below, above, true
+	case int64: // in a float column: an integer beyond 2^53 between two doubles
+		if t != Real {
+			return "", "", false
+		}
+		f := float64(v) // the nearest double, an integer
+		exact := new(big.Float).SetInt64(v)
+		lo, hi := f, f
+		if new(big.Float).SetFloat64(f).Cmp(exact) > 0 {
+			lo = math.Nextafter(f, math.Inf(-1))
+		} else {
+			hi = math.Nextafter(f, math.Inf(1))
+		}
+		return c.d.Float(lo), c.d.Float(hi), true
+	}
+	return "", "", false
+}
+
+// compare prints column op v for any numeric literal v: as it is where
+// the column's class holds v, else by v's neighbours in the class.
+func (c *compiler) compare(col, op string, v any) string {
+	t := c.typeOf(col)
+	x := c.value(col)
+	if lit, ok := c.exact(v, t); ok {
+		return c.notNaN(x, t, "("+x+" "+op+" "+lit+")")
+	}
+	below, above, ok := c.neighbours(v, t)
+	if !ok {
+		panic(decline(fmt.Sprintf("literal %v", v)))
+	}
+	var cond string
+	switch op {
+	case "<", "<=":
+		cond = c.bound(x, "<=", below)
+	case ">", ">=":
+		cond = c.bound(x, ">=", above)
+	case "=":
+		cond = c.known(x, "FALSE")
+	case "<>":
+		cond = c.known(x, "TRUE")
+	default:
+		panic(decline("comparison " + op))
+	}
+	return c.notNaN(x, t, cond)
+}
+
+// bound is x op lit, or where there is no such literal (the class has no
+// value on that side), a condition no value meets.
+func (c *compiler) bound(x, op, lit string) string {
+	if lit == "" {
+		return c.known(x, "FALSE")
+	}
+	return "(" + x + " " + op + " " + lit + ")"
+}
+
+// known is the condition whose value is truth (TRUE or FALSE) for every
+// value of x, NULL for NULL (as every comparison of NULL is).
+func (c *compiler) known(x, truth string) string {
+	return "(CASE WHEN " + x + " IS NULL THEN NULL ELSE " + truth + " END)"
+}
+
+func (c *compiler) filter(f measure.Filter) string {
 	switch f := f.(type) {
-	case rewrite.And:
+	case measure.And:
 		return c.join(f.Parts, " AND ")
-	case rewrite.Or:
+	case measure.Or:
 		return c.join(f.Parts, " OR ")
-	case rewrite.Not:
+	case measure.Not:
 		return "(NOT " + c.filter(f.X) + ")"
-	case rewrite.Compare:
-		t := c.typeOf(f.Column)
-		v := c.value(f.Column)
-		return c.notNaN(v, t, "("+v+" "+f.Op+" "+c.literal(f.Value, t)+")")
-	case rewrite.IsNull:
+	case measure.Compare:
+		return c.compare(f.Column, f.Op, f.Value)
+	case measure.IsNull:
 		t := c.typeOf(f.Column)
 		v := c.value(f.Column)
 		if t == Real {
 			if f.Not {
-				return "(" + v + " IS NOT NULL AND NOT " + c.d.Func("isnan") + "(" + v + "))"
+				return "(" + v + " IS NOT NULL AND NOT " + c.d.IsNaN(v) + ")"
 			}
-			return "(" + v + " IS NULL OR " + c.d.Func("isnan") + "(" + v + "))"
+			return "(" + v + " IS NULL OR " + c.d.IsNaN(v) + ")"
 		}
 		if f.Not {
 			return "(" + v + " IS NOT NULL)"
 		}
 		return "(" + v + " IS NULL)"
-	case rewrite.In:
+	case measure.In:
 		t := c.typeOf(f.Column)
 		var vals []string
 		for _, v := range f.Values {
-			vals = append(vals, c.literal(v, t))
-		}
-		op := " IN ("
-		if f.Not {
-			op = " NOT IN ("
+			if lit, ok := c.exact(v, t); ok {
+				vals = append(vals, lit)
+			} else if _, _, ok := c.neighbours(v, t); !ok {
+				panic(decline(fmt.Sprintf("literal %v", v)))
+			} // else: a number no value of the column equals
 		}
 		v := c.value(f.Column)
-		return c.notNaN(v, t, "("+v+op+strings.Join(vals, ", ")+"))")
+		var in string
+		if len(vals) == 0 {
+			in = c.known(v, "FALSE") // x IN (values none equals): NULL for NULL, as SQLite
+		} else {
+			in = "(" + v + " IN (" + strings.Join(vals, ", ") + "))"
+		}
+		if f.Not {
+			in = "(NOT " + in + ")"
+		}
+		return c.notNaN(v, t, in)
 	}
 	panic(decline("filter"))
 }
 
-func (c *compiler) join(parts []rewrite.Filter, op string) string {
+func (c *compiler) join(parts []measure.Filter, op string) string {
 	var out []string
 	for _, p := range parts {
 		out = append(out, c.filter(p))
@@ -287,7 +373,7 @@ func (c *compiler) join(parts []rewrite.Filter, op string) string {
 // domain must not take a unit's l0 places, so the filter is returned too
 // ("" for none); without, their groups are dropped in Go, as the
 // reference's WHERE key IN (domain) drops their rows.
-func (c *compiler) keyExpr(k rewrite.MeasureKey, bounded bool) (expr, filter string, ko keyOut) {
+func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko keyOut) {
 	t := c.typeOf(k.Column)
 	if k.Domain == nil {
 		if t == Real {
@@ -328,12 +414,12 @@ func (c *compiler) notNaN(v string, t Type, cond string) string {
 	if t != Real {
 		return cond
 	}
-	return "(CASE WHEN " + c.d.Func("isnan") + "(" + v + ") THEN NULL ELSE " + cond + " END)"
+	return "(CASE WHEN " + c.d.IsNaN(v) + " THEN NULL ELSE " + cond + " END)"
 }
 
 // clipped prints the argument clipped to [lo, hi] as an integer to sum:
 // the value itself for an integer column with integer bounds, else
-// round(clip·2^F) (FixedPoint). It returns F.
+// round(clip·2^F) (measure.FixedPoint). It returns F.
 func (c *compiler) clipped(arg int, lo, hi float64) (string, int) {
 	col := c.m.Args[arg]
 	t := c.typeOf(col)
@@ -342,77 +428,44 @@ func (c *compiler) clipped(arg int, lo, hi float64) (string, int) {
 	case isInt(t) && integerBounds(lo, hi):
 		return intClip(a, lo, hi), 0
 	case isInt(t) || t == Real:
-		f, ok := FixedPoint(lo, hi)
+		f, ok := measure.FixedPoint(lo, hi)
 		if !ok {
 			panic(decline("bounds off the fixed-point grid"))
 		}
 		l, h := c.d.Float(lo), c.d.Float(hi)
 		x := a
 		if isInt(t) {
-			x = "CAST(" + a + " AS DOUBLE)"
+			x = c.d.ToDouble(a)
 		}
 		// NaN (above every number in DuckDB, NULL to the reference) is
 		// tested only for values above hi.
-		clip := "CASE WHEN " + x + " < " + l + " THEN " + l + " WHEN " + x + " <= " + h + " THEN " + x + " WHEN " + c.d.Func("isnan") + "(" + x + ") THEN NULL WHEN " + x + " > " + h + " THEN " + h + " END"
+		clip := "CASE WHEN " + x + " < " + l + " THEN " + l + " WHEN " + x + " <= " + h + " THEN " + x + " WHEN " + c.d.IsNaN(x) + " THEN NULL WHEN " + x + " > " + h + " THEN " + h + " END"
 		return c.d.RoundToInt64("(" + clip + ") * " + c.d.Float(math.Ldexp(1, f))), f
 	}
 	panic(decline("a sum of text"))
 }
 
-// spec is one parsed measurement.
-type spec struct {
-	kind   byte
-	arg    int
-	lo, hi float64
-}
-
-func parseSpec(s string) spec {
-	sp := spec{kind: s[0], arg: -1}
-	f := strings.Split(s[1:], ":")
-	if f[0] != "" {
-		a, err := strconv.Atoi(f[0])
-		if err != nil {
-			panic(decline("spec " + s))
-		}
-		sp.arg = a
-	}
-	if len(f) == 3 {
-		var err1, err2 error
-		sp.lo, err1 = strconv.ParseFloat(f[1], 64)
-		sp.hi, err2 = strconv.ParseFloat(f[2], 64)
-		if err1 != nil || err2 != nil {
-			panic(decline("spec " + s))
-		}
-	}
-	return sp
-}
-
-// isDetail: the spec is computed in Go from per-group distinct values.
-func isDetail(k byte) bool { return strings.IndexByte("hHPTd", k) >= 0 }
-
 func (c *compiler) compile() *Statement {
 	m := c.m
 	c.st.Specs = m.Specs
-	specs := make([]spec, len(m.Specs))
+	specs := m.Specs
 	c.st.DetailSpec = make([]bool, len(m.Specs))
 	inDetail := map[int]bool{}
-	for i, s := range m.Specs {
-		specs[i] = parseSpec(s)
-		sp := specs[i]
-		if sp.arg >= len(m.Args) {
+	for i, sp := range specs {
+		if sp.Kind.ReadsArg() && (sp.Arg < 0 || sp.Arg >= len(m.Args)) {
 			panic(decline("spec argument"))
 		}
-		if isDetail(sp.kind) {
+		if sp.Kind.Detail() {
 			if m.Unit != "" {
 				panic(decline("distinct values under bounding"))
 			}
-			if sp.kind == 'd' && c.typeOf(m.Args[sp.arg]) == Real {
+			if sp.Kind == measure.Distinct && c.typeOf(m.Args[sp.Arg]) == Real {
 				panic(decline("distinct floats")) // -0 and 0 are two values in the reference
 			}
 			c.st.DetailSpec[i] = true
-			if !inDetail[sp.arg] {
-				inDetail[sp.arg] = true
-				c.st.Detail = append(c.st.Detail, sp.arg)
+			if !inDetail[sp.Arg] {
+				inDetail[sp.Arg] = true
+				c.st.Detail = append(c.st.Detail, sp.Arg)
 			}
 		}
 	}
@@ -465,12 +518,12 @@ func (c *compiler) out(items *[]string, exprs ...string) int {
 	}
 	col += len(*items)
 	for _, e := range exprs {
-		*items = append(*items, "CAST("+e+" AS VARCHAR)")
+		*items = append(*items, c.d.ToText(e))
 	}
 	return col
 }
 
-func (c *compiler) unbounded(rows string, keyNames []string, specs []spec) string {
+func (c *compiler) unbounded(rows string, keyNames []string, specs []measure.Spec) string {
 	group := append([]string(nil), keyNames...)
 	for _, a := range c.st.Detail {
 		group = append(group, "a"+strconv.Itoa(a))
@@ -482,21 +535,21 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []spec) strin
 	var items []string
 	c.st.outs = make([]specOut, len(specs))
 	for i, sp := range specs {
-		a := "a" + strconv.Itoa(sp.arg)
+		a := "a" + strconv.Itoa(sp.Arg)
 		switch {
 		case c.st.DetailSpec[i]:
 			continue
-		case sp.kind == 'n' || sp.kind == 'u':
+		case sp.Kind == measure.Rows || sp.Kind == measure.Units:
 			c.st.outs[i] = specOut{col: c.out(&items, c.d.Func("count")+"(*)")}
-		case sp.kind == 'c' || sp.kind == 'C':
-			c.st.outs[i] = specOut{col: c.out(&items, c.count(sp.arg))}
-		case sp.kind == 's':
-			e, f := c.clipped(sp.arg, sp.lo, sp.hi)
+		case sp.Kind == measure.Values || sp.Kind == measure.UnitsWithValue:
+			c.st.outs[i] = specOut{col: c.out(&items, c.count(sp.Arg))}
+		case sp.Kind == measure.Sum:
+			e, f := c.clipped(sp.Arg, sp.Lo, sp.Hi)
 			c.st.outs[i] = specOut{col: c.out(&items, c.d.Func("sum")+"("+e+")"), shift: f}
-		case sp.kind == 'q':
+		case sp.Kind == measure.Squares:
 			c.st.outs[i] = c.squares(&items, sp, c.d.Func("sum"), c.d.Func("count")+"("+a+")")
 		default:
-			panic(decline("spec " + string(sp.kind)))
+			panic(decline("spec " + sp.String()))
 		}
 	}
 	sel = append(sel, items...)
@@ -512,7 +565,7 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []spec) strin
 func (c *compiler) count(arg int) string {
 	a := "a" + strconv.Itoa(arg)
 	if c.typeOf(c.m.Args[arg]) == Real {
-		return c.d.Func("count") + "(CASE WHEN NOT " + c.d.Func("isnan") + "(" + a + ") THEN 1 END)"
+		return c.d.Func("count") + "(CASE WHEN NOT " + c.d.IsNaN(a) + " THEN 1 END)"
 	}
 	return c.d.Func("count") + "(" + a + ")"
 }
@@ -520,9 +573,9 @@ func (c *compiler) count(arg int) string {
 // squareTerms are a q spec's clipped value and its square, integers in
 // the wide type (integer columns with integer bounds of at most 2^38, so
 // that both sums are exact and cannot overflow).
-func (c *compiler) squareTerms(sp spec) (clip, square string) {
-	e, f := c.clipped(sp.arg, sp.lo, sp.hi)
-	if f != 0 || math.Max(math.Abs(sp.lo), math.Abs(sp.hi)) > 1<<38 {
+func (c *compiler) squareTerms(sp measure.Spec) (clip, square string) {
+	e, f := c.clipped(sp.Arg, sp.Lo, sp.Hi)
+	if f != 0 || math.Max(math.Abs(sp.Lo), math.Abs(sp.Hi)) > 1<<38 {
 		panic(decline("squares of a float column"))
 	}
 	sq := "CAST(" + e + " AS " + c.d.Wide() + ")"
@@ -530,10 +583,10 @@ func (c *compiler) squareTerms(sp spec) (clip, square string) {
 }
 
 // squares prints a q spec's Σc, Σc² and count.
-func (c *compiler) squares(items *[]string, sp spec, sum, count string) specOut {
+func (c *compiler) squares(items *[]string, sp measure.Spec, sum, count string) specOut {
 	e, sq := c.squareTerms(sp)
 	col := c.out(items, sum+"("+e+")", sum+"("+sq+")", count) // (integer columns: no NaN)
-	return specOut{col: col, q: true, mid: sp.lo/2 + sp.hi/2}
+	return specOut{col: col, q: true, mid: sp.Lo/2 + sp.Hi/2}
 }
 
 // integerBounds reports whether lo and hi are integers of at most 2^53
@@ -549,7 +602,7 @@ func intClip(x string, lo, hi float64) string {
 	return "CASE WHEN " + x + " < " + l + " THEN " + l + " WHEN " + x + " > " + h + " THEN " + h + " ELSE " + x + " END"
 }
 
-func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string {
+func (c *compiler) bounded(rows string, keyNames []string, specs []measure.Spec) string {
 	m := c.m
 	ks := strings.Join(keyNames, ", ")
 	part := "u"
@@ -568,56 +621,56 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 	c.st.outs = make([]specOut, len(specs))
 	kept := "rn <= " + strconv.FormatInt(m.MaxRows, 10)
 	for i, sp := range specs {
-		a := "a" + strconv.Itoa(sp.arg)
+		a := "a" + strconv.Itoa(sp.Arg)
 		v := "v" + strconv.Itoa(i)
-		switch sp.kind {
-		case 'n':
+		switch sp.Kind {
+		case measure.Rows:
 			needRank = true
 			rowAggs = append(rowAggs, [2]string{c.d.Func("count") + "(*)", v})
 			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+v+")")}
-		case 'c':
+		case measure.Values:
 			needRank = true
-			rowAggs = append(rowAggs, [2]string{c.count(sp.arg), v})
+			rowAggs = append(rowAggs, [2]string{c.count(sp.Arg), v})
 			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+v+")")}
-		case 's':
+		case measure.Sum:
 			needRank = true
-			e, f := c.clipped(sp.arg, sp.lo, sp.hi)
+			e, f := c.clipped(sp.Arg, sp.Lo, sp.Hi)
 			rowAggs = append(rowAggs, [2]string{c.d.Func("sum") + "(" + e + ")", v})
 			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+v+")"), shift: f}
-		case 'q':
+		case measure.Squares:
 			needRank = true
 			e, sq := c.squareTerms(sp)
 			rowAggs = append(rowAggs, [2]string{c.d.Func("sum") + "(" + e + ")", v + "s"}, [2]string{c.d.Func("sum") + "(" + sq + ")", v + "q"},
 				[2]string{c.d.Func("count") + "(" + a + ")", v + "c"})
 			col := c.out(&final, c.d.Func("sum")+"("+v+"s)", c.d.Func("sum")+"("+v+"q)", c.d.Func("sum")+"("+v+"c)")
-			c.st.outs[i] = specOut{col: col, q: true, mid: sp.lo/2 + sp.hi/2}
-		case 'u':
+			c.st.outs[i] = specOut{col: col, q: true, mid: sp.Lo/2 + sp.Hi/2}
+		case measure.Units:
 			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("count")+"(*)")}
-		case 'S':
+		case measure.UnitSum:
 			// Σ over units of clip(the unit's exact sum): integer columns
 			// with integer bounds.
-			if !isInt(c.typeOf(m.Args[sp.arg])) || !integerBounds(sp.lo, sp.hi) {
+			if !isInt(c.typeOf(m.Args[sp.Arg])) || !integerBounds(sp.Lo, sp.Hi) {
 				panic(decline("a per-unit sum of floats"))
 			}
 			// Each value as the reference reads it: rounded to a double (an
 			// integer beyond 2^53 is), which is an integer below 2^64.
-			ug = append(ug, c.d.Func("sum")+"(CAST(CAST("+a+" AS DOUBLE) AS "+c.d.Wide()+")) AS "+v)
-			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+intClip(v, sp.lo, sp.hi)+")")}
-		case 'R', 'K':
-			if !integerBounds(sp.lo, sp.hi) {
+			ug = append(ug, c.d.Func("sum")+"(CAST("+c.d.ToDouble(a)+" AS "+c.d.Wide()+")) AS "+v)
+			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+intClip(v, sp.Lo, sp.Hi)+")")}
+		case measure.UnitRows, measure.UnitValues:
+			if !integerBounds(sp.Lo, sp.Hi) {
 				panic(decline("per-unit count bounds"))
 			}
 			cnt := c.d.Func("count") + "(*)"
-			if sp.kind == 'K' {
-				cnt = c.count(sp.arg)
+			if sp.Kind == measure.UnitValues {
+				cnt = c.count(sp.Arg)
 			}
 			ug = append(ug, cnt+" AS "+v)
-			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+intClip(v, sp.lo, sp.hi)+")")}
-		case 'C':
-			ug = append(ug, c.count(sp.arg)+" AS "+v)
+			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+intClip(v, sp.Lo, sp.Hi)+")")}
+		case measure.UnitsWithValue:
+			ug = append(ug, c.count(sp.Arg)+" AS "+v)
 			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("count")+"(*) FILTER (WHERE "+v+" > 0)")}
 		default:
-			panic(decline("spec " + string(sp.kind)))
+			panic(decline("spec " + sp.String()))
 		}
 	}
 	var with, from string
@@ -692,7 +745,7 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []spec) string 
 
 // domainGroups is how many groups the keys' public domains allow (ok
 // false when a key has none: partition selection).
-func domainGroups(keys []rewrite.MeasureKey) (int64, bool) {
+func domainGroups(keys []measure.Key) (int64, bool) {
 	n := int64(1)
 	for _, k := range keys {
 		if k.Domain == nil {

@@ -12,11 +12,12 @@ package planner
 import (
 	"errors"
 	"fmt"
-	"github.com/dpsql/dpsql/dperr"
 	"math"
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/dpsql/dpsql/dperr"
 
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/catalog"
@@ -323,7 +324,7 @@ type PrivateQuery struct {
 	WeightedTable string
 	// BaseTable is the private table the FROM clause is, when it is
 	// exactly one stored table (no join, no subquery): a backend that
-	// compiles the measurement reads it directly (rewrite.Measurement).
+	// compiles the measurement reads it directly (measure.Plan).
 	// UnitColumn is then its privacy-unit column ("" for none).
 	BaseTable, UnitColumn string
 	// Reads is what the backend statement may read: per table, the

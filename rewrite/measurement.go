@@ -1,129 +1,61 @@
 package rewrite
 
 import (
+	"errors"
 	"math"
 	"strconv"
+	"strings"
 
+	"github.com/dpsql/dpsql/measure"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
 )
 
-// Measurement is a scan's measurement plan, backend-neutral: what each
-// group needs, over one stored table, in terms a dialect printer
-// (package measuresql) compiles into one statement that the engine
-// holding the table runs, returning only per-group measurements. It is
-// made when the scan reads exactly one private table (no join, no
-// subquery) and every expression it evaluates is a plain column, a
-// literal, or a filter of the forms below; otherwise Rewritten.Measurement
-// is nil and the scan runs through the measurement aggregate (the
-// reference evaluator) only. Whether a Measurement exists depends on the
-// plan and the schema, never on rows.
-type Measurement struct {
-	// Table is the table's canonical name.
-	Table string
-	// Unit is its privacy-unit column ("": each row its own unit, no
-	// bounding). MaxGroups (l0) and MaxRows (l∞) bound each unit then.
-	Unit               string
-	MaxGroups, MaxRows int64
-	// Keys are the group keys, in the order of the scan's key arguments.
-	Keys []MeasureKey
-	// Where is the scan's filter (nil: none).
-	Where Filter
-	// Args are the measured columns; a spec's argument i is Args[i].
-	Args []string
-	// Specs are the measurements, as Rewritten.Measured.
-	Specs []string
-}
-
-// MeasureKey is a group key: a column and its public domain (a row's
-// key is the position of the first domain value its column equals, as
-// SQLite compares them; rows matching none are dropped), or with a nil
-// Domain the column's value itself (partition selection).
-type MeasureKey struct {
-	Column string
-	Domain []any
-}
-
-// Filter is a filter on rows: And, Or, Not, Compare, IsNull or In.
-type Filter interface{ filter() }
-
-// And holds when every part holds (SQL's three-valued AND).
-type And struct{ Parts []Filter }
-
-// Or holds when some part holds.
-type Or struct{ Parts []Filter }
-
-// Not negates X (NULL stays NULL).
-type Not struct{ X Filter }
-
-// Compare is Column Op Value, Op one of = <> < <= > >=, Value an int64,
-// a float64 or a string.
-type Compare struct {
-	Column string
-	Op     string
-	Value  any
-}
-
-// IsNull is Column IS NULL (IS NOT NULL with Not).
-type IsNull struct {
-	Column string
-	Not    bool
-}
-
-// In is Column IN (Values) (NOT IN with Not); Values as Compare's.
-type In struct {
-	Column string
-	Values []any
-	Not    bool
-}
-
-func (And) filter()     {}
-func (Or) filter()      {}
-func (Not) filter()     {}
-func (Compare) filter() {}
-func (IsNull) filter()  {}
-func (In) filter()      {}
-
-// measurement makes the scan's Measurement, or nil when some part of it
-// is not one of the plain forms.
-func measurement(q *planner.PrivateQuery, specs []string, argExprs []parser.Expr) *Measurement {
-	if q.BaseTable == "" || q.TableRefs != 1 || q.WeightSQL != "" {
-		return nil
+// measurement makes the scan's measurement plan, or says why there is
+// none: the first part of the scan that is not one of the plain forms.
+func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parser.Expr) (*measure.Plan, string) {
+	switch {
+	case q.WeightSQL != "":
+		return nil, "the table is a weighted one (its rows carry multiplicities)"
+	case q.TableRefs > 1:
+		return nil, "the scan reads a join, or a table more than once"
+	case q.BaseTable == "":
+		return nil, "the scan reads a subquery or a WITH query"
 	}
-	m := &Measurement{Table: q.BaseTable, Specs: specs}
+	m := &measure.Plan{Table: q.BaseTable, Specs: specs}
 	if q.UnitSQL != "" {
 		if q.UnitColumn == "" {
-			return nil
+			return nil, "the privacy unit is not a column of the table"
 		}
 		m.Unit, m.MaxGroups, m.MaxRows = q.UnitColumn, q.Unit.MaxGroups, q.Unit.MaxRows
 	}
 	for _, k := range q.Keys {
 		if k.Base == "" || k.Expr != nil {
-			return nil
+			return nil, "a GROUP BY key is an expression (" + k.Column + ")"
 		}
-		m.Keys = append(m.Keys, MeasureKey{Column: k.Base, Domain: k.Domain})
+		m.Keys = append(m.Keys, measure.Key{Column: k.Base, Domain: k.Domain})
 	}
 	for _, e := range argExprs {
 		col, ok := q.BaseColumn(e)
 		if !ok {
-			return nil
+			return nil, "an aggregate's argument is an expression (" + parser.Format(e) + ")"
 		}
 		m.Args = append(m.Args, col)
 	}
 	if q.Where != nil {
 		f, ok := filterOf(q, q.Where)
 		if !ok {
-			return nil
+			return nil, "the WHERE clause has an expression the plan does not cover (it covers comparisons of a column with a literal, IN lists, BETWEEN, IS NULL, AND, OR and NOT)"
 		}
 		m.Where = f
 	}
-	return m
+	return m, ""
 }
 
 // filterOf translates a WHERE expression made only of comparisons of a
 // column with a literal, IS [NOT] NULL, [NOT] IN lists of literals,
 // [NOT] BETWEEN literals, AND, OR, NOT and parentheses.
-func filterOf(q *planner.PrivateQuery, e parser.Expr) (Filter, bool) {
+func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 	switch e := e.(type) {
 	case *parser.ParenExpr:
 		return filterOf(q, e.X)
@@ -132,7 +64,7 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (Filter, bool) {
 			return nil, false
 		}
 		x, ok := filterOf(q, e.X)
-		return Not{X: x}, ok
+		return measure.Not{X: x}, ok
 	case *parser.BinaryExpr:
 		switch e.Op {
 		case "AND", "OR":
@@ -142,28 +74,28 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (Filter, bool) {
 				return nil, false
 			}
 			if e.Op == "AND" {
-				return And{Parts: []Filter{x, y}}, true
+				return measure.And{Parts: []measure.Filter{x, y}}, true
 			}
-			return Or{Parts: []Filter{x, y}}, true
+			return measure.Or{Parts: []measure.Filter{x, y}}, true
 		case "=", "<>", "<", "<=", ">", ">=":
 			if col, ok := q.BaseColumn(e.X); ok {
 				v, ok := literalValue(e.Y)
-				return Compare{Column: col, Op: e.Op, Value: v}, ok
+				return measure.Compare{Column: col, Op: e.Op, Value: v}, ok
 			}
 			if col, ok := q.BaseColumn(e.Y); ok {
 				v, ok := literalValue(e.X)
-				return Compare{Column: col, Op: flipped[e.Op], Value: v}, ok
+				return measure.Compare{Column: col, Op: flipped[e.Op], Value: v}, ok
 			}
 		}
 	case *parser.IsNullExpr:
 		col, ok := q.BaseColumn(e.X)
-		return IsNull{Column: col, Not: e.Not}, ok
+		return measure.IsNull{Column: col, Not: e.Not}, ok
 	case *parser.InExpr:
 		col, ok := q.BaseColumn(e.X)
 		if !ok || e.Sub != nil || len(e.List) == 0 {
 			return nil, false
 		}
-		in := In{Column: col, Not: e.Not}
+		in := measure.In{Column: col, Not: e.Not}
 		for _, x := range e.List {
 			v, ok := literalValue(x)
 			if !ok {
@@ -179,9 +111,9 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (Filter, bool) {
 		if !ok || !ok1 || !ok2 {
 			return nil, false
 		}
-		var f Filter = And{Parts: []Filter{Compare{Column: col, Op: ">=", Value: lo}, Compare{Column: col, Op: "<=", Value: hi}}}
+		var f measure.Filter = measure.And{Parts: []measure.Filter{measure.Compare{Column: col, Op: ">=", Value: lo}, measure.Compare{Column: col, Op: "<=", Value: hi}}}
 		if e.Not {
-			f = Not{X: f}
+			f = measure.Not{X: f}
 		}
 		return f, true
 	}
@@ -219,6 +151,13 @@ func literalValue(e parser.Expr) (any, bool) {
 		switch e.Kind {
 		case parser.IntLit:
 			v, err := strconv.ParseInt(e.Raw, 10, 64)
+			if errors.Is(err, strconv.ErrRange) && strings.Trim(e.Raw, "0123456789") == "" {
+				// Decimal digits beyond int64 are a REAL in SQLite, as here
+				// (−9223372036854775808, an INTEGER there, is the same
+				// number: a double holds it exactly).
+				f, err := strconv.ParseFloat(e.Raw, 64)
+				return f, err == nil && !math.IsInf(f, 0)
+			}
 			return v, err == nil
 		case parser.FloatLit:
 			v, err := strconv.ParseFloat(e.Raw, 64)

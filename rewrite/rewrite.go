@@ -15,9 +15,11 @@ package rewrite
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
+	"github.com/dpsql/dpsql/measure"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
 )
@@ -40,8 +42,8 @@ type Rewritten struct {
 	// aggregate's configuration (Measured, MaxGroups, MaxRows, Keys and a
 	// fresh random key) and collects its per-group measurements.
 	Scan string
-	// Measured lists the measurement specs, in the order of the results.
-	Measured []string
+	// Measured lists the measurements, in the order of the results.
+	Measured []measure.Spec
 	// MaxGroups is l0 (0: every row is its own unit, no bounding, and the
 	// call has no unit argument); MaxRows is l∞.
 	MaxGroups, MaxRows int64
@@ -66,7 +68,9 @@ type Rewritten struct {
 	// Measurement, when set, is the scan as a backend-neutral plan, for
 	// an engine that runs the whole measurement where the table lives
 	// (exec.Measurer); Scan stays the reference and the fallback.
-	Measurement *Measurement
+	Measurement *measure.Plan
+	// NoPlan says why the scan has no Measurement ("" when it has one).
+	NoPlan string
 	// HasFallback: the native scan has sums, and FallbackWith prints the
 	// scan through the measurement aggregate alone, to run when a native
 	// sum comes back as a REAL (nativeScan); then its measurements replace
@@ -139,11 +143,11 @@ type PushedKey struct {
 	Domain []any
 }
 
-// PushedMeasure is one native measurement: Kind 'n' counts rows, 'c'
-// the non-NULL values of Column, 's' sums them clipped to [Lo, Hi]
+// PushedMeasure is one native measurement: Kind Rows counts rows, Values
+// the non-NULL values of Column, Sum sums them clipped to [Lo, Hi]
 // (integers of at most maxNativeBound in magnitude).
 type PushedMeasure struct {
-	Kind   byte
+	Kind   measure.Kind
 	Column string
 	Lo, Hi int64
 }
@@ -179,21 +183,22 @@ const MeasureFunction = "dpsql_measure"
 //     public domain; rows outside it are dropped, and groups with no rows
 //     are filled in by exec, so which groups appear reveals nothing.
 func Private(q *planner.PrivateQuery) (*Rewritten, error) {
-	var args, specs []string
+	var args []string
+	var specs []measure.Spec
 	var argExprs []parser.Expr
-	argIndex := func(e parser.Expr) string {
+	argIndex := func(e parser.Expr) int {
 		a := q.SQL(e)
 		for i, x := range args {
 			if x == a {
-				return strconv.Itoa(i)
+				return i
 			}
 		}
 		args = append(args, a)
 		argExprs = append(argExprs, e)
-		return strconv.Itoa(len(args) - 1)
+		return len(args) - 1
 	}
-	measured := map[string]int{}
-	measure := func(spec string) int {
+	measured := map[measure.Spec]int{}
+	measureOf := func(spec measure.Spec) int {
 		j, ok := measured[spec]
 		if !ok {
 			j = len(specs)
@@ -205,13 +210,13 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	searchColumn := make([]int, len(q.Searches))
 	searchOf := map[string]int{}
 	for i, sr := range q.Searches {
-		kind := "h"
+		kind := measure.Histogram
 		for _, c := range q.Cells {
 			if c.Search == i && c.Kind == planner.CenteredSumSq {
-				kind = "H" // the histogram keeps sums of squares too
+				kind = measure.HistogramSquares // the histogram keeps sums of squares too
 			}
 		}
-		searchColumn[i] = measure(kind + argIndex(sr.Arg))
+		searchColumn[i] = measureOf(measure.Spec{Kind: kind, Arg: argIndex(sr.Arg)})
 		searchOf[sr.Label] = i
 	}
 	cellSource := make([]Source, len(q.Cells))
@@ -226,7 +231,7 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 		}
 		if src.Search < 0 || c.Kind == planner.QuantileTree {
 			// A tree with chosen bounds has its own fine buckets (T).
-			src.Column = measure(cellSpec(c, q.UnitSQL != "", argIndex))
+			src.Column = measureOf(cellSpec(c, q.UnitSQL != "", argIndex))
 		}
 		cellSource[i] = src
 	}
@@ -235,13 +240,13 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	if q.Selection != nil {
 		// The partition selection counts distinct units per group.
 		if bounded {
-			r.UnitsColumn = measure("u")
+			r.UnitsColumn = measureOf(measure.Spec{Kind: measure.Units, Arg: -1})
 		} else {
-			r.UnitsColumn = measure("n")
+			r.UnitsColumn = measureOf(measure.Spec{Kind: measure.Rows, Arg: -1})
 		}
 	}
 	if len(specs) == 0 {
-		specs = append(specs, "n") // the aggregate needs at least one measurement
+		specs = append(specs, measure.Spec{Kind: measure.Rows, Arg: -1}) // the aggregate needs at least one measurement
 	}
 	r.Measured = specs
 	r.MaxRows, r.Keys = q.Unit.MaxRows, len(q.Keys)
@@ -278,14 +283,14 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	if measures, ok := nativeMeasures(specs, argExprs, q); ok && !r.Weighted && nativeScan(q) {
 		for _, m := range measures {
 			r.Native = append(r.Native, m.sqlite(args))
-			if m.Kind == 's' {
+			if m.Kind == measure.Sum {
 				r.HasFallback = true
 			}
 		}
 	} else if ok && r.Weighted {
 		r.Pushed = pushed(q, measures, argExprs)
 	}
-	r.Measurement = measurement(q, specs, argExprs)
+	r.Measurement, r.NoPlan = measurement(q, specs, argExprs)
 	r.Scan = r.ScanWith(MeasureFunction, true)
 	for i := range q.Keys {
 		r.ResultColumns = append(r.ResultColumns, KeyColumn(i))
@@ -341,25 +346,22 @@ func measuredRowByRow(q *planner.PrivateQuery) bool {
 
 // nativeMeasures returns the native measurements of specs, if all are
 // native.
-func nativeMeasures(specs []string, argExprs []parser.Expr, q *planner.PrivateQuery) (measures []nativeMeasure, ok bool) {
+func nativeMeasures(specs []measure.Spec, argExprs []parser.Expr, q *planner.PrivateQuery) (measures []nativeMeasure, ok bool) {
 	for _, sp := range specs {
-		switch sp[0] {
-		case 'n':
-			measures = append(measures, nativeMeasure{PushedMeasure: PushedMeasure{Kind: 'n'}})
-		case 'c', 's':
-			f := strings.Split(sp[1:], ":")
-			i, err := strconv.Atoi(f[0])
-			if err != nil || i < 0 || i >= len(argExprs) {
+		switch sp.Kind {
+		case measure.Rows:
+			measures = append(measures, nativeMeasure{PushedMeasure: PushedMeasure{Kind: measure.Rows}})
+		case measure.Values, measure.Sum:
+			i := sp.Arg
+			if i < 0 || i >= len(argExprs) {
 				return nil, false
 			}
-			m := nativeMeasure{PushedMeasure: PushedMeasure{Kind: sp[0]}, arg: i}
-			if sp[0] == 's' {
-				lo, err1 := strconv.ParseInt(f[1], 10, 64)
-				hi, err2 := strconv.ParseInt(f[2], 10, 64)
-				if err1 != nil || err2 != nil || max(lo, -lo, hi, -hi) > maxNativeBound || !q.IntegerColumn(argExprs[i]) {
+			m := nativeMeasure{PushedMeasure: PushedMeasure{Kind: sp.Kind}, arg: i}
+			if sp.Kind == measure.Sum {
+				if !nativeBound(sp.Lo) || !nativeBound(sp.Hi) || !q.IntegerColumn(argExprs[i]) {
 					return nil, false
 				}
-				m.Lo, m.Hi = lo, hi
+				m.Lo, m.Hi = int64(sp.Lo), int64(sp.Hi)
 			}
 			measures = append(measures, m)
 		default:
@@ -368,6 +370,10 @@ func nativeMeasures(specs []string, argExprs []parser.Expr, q *planner.PrivateQu
 	}
 	return measures, true
 }
+
+// nativeBound reports whether b is an integer of at most maxNativeBound
+// in magnitude.
+func nativeBound(b float64) bool { return b == math.Trunc(b) && math.Abs(b) <= maxNativeBound }
 
 // nativeMeasure is a native measurement of argument arg of the call.
 type nativeMeasure struct {
@@ -379,9 +385,9 @@ type nativeMeasure struct {
 // argument expressions.
 func (m nativeMeasure) sqlite(args []string) string {
 	switch m.Kind {
-	case 'n':
+	case measure.Rows:
 		return "COUNT(*)"
-	case 'c':
+	case measure.Values:
 		return "COUNT(" + args[m.arg] + ")"
 	}
 	x := args[m.arg]
@@ -405,7 +411,7 @@ func pushed(q *planner.PrivateQuery, measures []nativeMeasure, argExprs []parser
 		p.Keys = append(p.Keys, PushedKey{Column: k.Base, Domain: k.Domain})
 	}
 	for _, m := range measures {
-		if m.Kind != 'n' {
+		if m.Kind != measure.Rows {
 			col, ok := q.BaseColumn(argExprs[m.arg])
 			if !ok {
 				return nil
@@ -434,10 +440,9 @@ func keyExpr(k planner.GroupKey) string {
 // per unit and group: S<i>:lo:hi (Σ over units of clip(the unit's Σ)),
 // A<i>:lo:hi (of clip(the unit's mean)), R:lo:hi and K<i>:lo:hi (of
 // clip(the unit's rows / non-NULL values)), C<i> (units with a value).
-func cellSpec(c *planner.Cell, unitsBounded bool, arg func(parser.Expr) string) string {
-	b := func() string {
-		return ":" + strconv.FormatFloat(c.Lo, 'g', -1, 64) + ":" + strconv.FormatFloat(c.Hi, 'g', -1, 64)
-	}
+func cellSpec(c *planner.Cell, unitsBounded bool, arg func(parser.Expr) int) measure.Spec {
+	b := func(k measure.Kind, a int) measure.Spec { return measure.Spec{Kind: k, Arg: a, Lo: c.Lo, Hi: c.Hi} }
+	plain := func(k measure.Kind, a int) measure.Spec { return measure.Spec{Kind: k, Arg: a} }
 	perUnit := c.PerUnit
 	if perUnit && !unitsBounded {
 		// Every row is its own unit (no bounding): a unit's sum, its mean
@@ -456,37 +461,37 @@ func cellSpec(c *planner.Cell, unitsBounded bool, arg func(parser.Expr) string) 
 		// unit's rows in a group are combined, then clipped once.
 		switch c.Kind {
 		case planner.ClippedSum:
-			return "S" + arg(c.Arg) + b() // Σ_units clip(Σ x)
+			return b(measure.UnitSum, arg(c.Arg)) // Σ_units clip(Σ x)
 		case planner.CenteredSum:
-			return "A" + arg(c.Arg) + b() // Σ_units clip(mean x)
+			return b(measure.UnitMean, arg(c.Arg)) // Σ_units clip(mean x)
 		case planner.CountRows:
-			return "R" + b() // Σ_units clip(rows)
+			return b(measure.UnitRows, -1) // Σ_units clip(rows)
 		case planner.CountValues:
 			if c.Lo < c.Hi {
-				return "K" + arg(c.Arg) + b() // Σ_units clip(non-NULL values)
+				return b(measure.UnitValues, arg(c.Arg)) // Σ_units clip(non-NULL values)
 			}
-			return "C" + arg(c.Arg) // units with a non-NULL value
+			return plain(measure.UnitsWithValue, arg(c.Arg)) // units with a non-NULL value
 		}
 		panic(fmt.Sprintf("rewrite: no per-unit measurement for cell kind %d", c.Kind))
 	}
 	switch c.Kind {
 	case planner.CountRows:
-		return "n"
+		return plain(measure.Rows, -1)
 	case planner.CountValues:
-		return "c" + arg(c.Arg)
+		return plain(measure.Values, arg(c.Arg))
 	case planner.ClippedSum, planner.CenteredSum:
-		return "s" + arg(c.Arg) + b()
+		return b(measure.Sum, arg(c.Arg))
 	case planner.CenteredSumSq:
-		return "q" + arg(c.Arg) + b()
+		return b(measure.Squares, arg(c.Arg))
 	case planner.CountUnits:
-		return "u"
+		return plain(measure.Units, -1)
 	case planner.CountDistinct:
-		return "d" + arg(c.Arg)
+		return plain(measure.Distinct, arg(c.Arg))
 	case planner.QuantileTree:
 		if c.Search >= 0 {
-			return "T" + arg(c.Arg) // counts per fine log-linear bucket (bounds chosen later)
+			return plain(measure.QuantileBuckets, arg(c.Arg)) // counts per fine log-linear bucket (bounds chosen later)
 		}
-		return "P" + arg(c.Arg) + b() // leaf counts of clip(x) over [lo, hi]
+		return b(measure.Quantiles, arg(c.Arg)) // leaf counts of clip(x) over [lo, hi]
 	}
 	panic(fmt.Sprintf("rewrite: unknown cell kind %d", c.Kind))
 }

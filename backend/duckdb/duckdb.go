@@ -19,8 +19,8 @@ import (
 	"modernc.org/sqlite"
 	"modernc.org/sqlite/vtab"
 
+	"github.com/dpsql/dpsql/measure"
 	"github.com/dpsql/dpsql/measuresql"
-	"github.com/dpsql/dpsql/rewrite"
 )
 
 // Available reports whether this build has DuckDB (it needs cgo).
@@ -418,11 +418,11 @@ func IsMirror(ctx context.Context, db *sql.DB, name string) (bool, error) {
 
 // Explain says where a scan with this measurement plan runs: in DuckDB as
 // one statement, or through the reference evaluator over the mirror, and
-// why (m nil: the scan has no plan, a join, a subquery or an expression).
-func (s *Source) Explain(ctx context.Context, state *sql.DB, m *rewrite.Measurement) (string, error) {
+// why (m nil: the scan has no plan, for the reason noPlan).
+func (s *Source) Explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error) {
 	const reference = "the reference evaluator (dpsql_measure in SQLite) over the rows the mirror reads from DuckDB"
 	if m == nil {
-		return reference + ": the scan reads a join or a subquery, or uses an expression the measurement plan does not cover (it covers plain columns, comparisons with literals, IN lists, BETWEEN, IS NULL, AND, OR and NOT)", nil
+		return reference + ": " + noPlan, nil
 	}
 	if ok, err := IsMirror(ctx, state, m.Table); err != nil || !ok {
 		return reference, err
@@ -445,7 +445,7 @@ func (s *Source) Explain(ctx context.Context, state *sql.DB, m *rewrite.Measurem
 // (measuresql, dialect DuckDB) and returns its per-group measurements; ok
 // is false when the plan's forms or the table's column types are not
 // compiled. Only tables the state file mirrors are read.
-func (s *Source) Measure(ctx context.Context, state *sql.DB, m *rewrite.Measurement, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error) {
+func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error) {
 	if ok, err := IsMirror(ctx, state, m.Table); err != nil || !ok {
 		return nil, nil, false, err
 	}

@@ -10,13 +10,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/measure"
 )
 
 // Measure is one native measurement of a mirrored table (the engine's
-// rewrite.PushedMeasure): Kind 'n' counts rows, 'c' the non-NULL values
-// of Column, 's' sums those values clipped to [Lo, Hi].
+// rewrite.PushedMeasure): Kind measure.Rows counts rows, measure.Values
+// the non-NULL values of Column, measure.Sum sums those values clipped to
+// [Lo, Hi].
 type Measure struct {
-	Kind   byte
+	Kind   measure.Kind
 	Column string
 	Lo, Hi int64
 }
@@ -95,7 +97,7 @@ func Aggregate(ctx context.Context, src *Source, db *sql.DB, name string, keys [
 		positions[i] = pos
 	}
 	for _, m := range measures {
-		if m.Kind == 'n' {
+		if m.Kind == measure.Rows {
 			exprs = append(exprs, "COUNT(*)::text")
 			continue
 		}
@@ -104,9 +106,9 @@ func Aggregate(ctx context.Context, src *Source, db *sql.DB, name string, keys [
 		}
 		x := Quote(m.Column) + "::int8"
 		switch m.Kind {
-		case 'c':
+		case measure.Values:
 			exprs = append(exprs, "COUNT("+x+")::text")
-		case 's':
+		case measure.Sum:
 			lo, hi := param(m.Lo, "int8"), param(m.Hi, "int8")
 			exprs = append(exprs, fmt.Sprintf("SUM(CASE WHEN %s < %s THEN %s WHEN %s > %s THEN %s ELSE %s END)::text", x, lo, lo, x, hi, hi, x))
 		default:

@@ -19,4 +19,8 @@ type Options struct {
 	Noise mechanism.Noiser
 	// Knobs are the engine's test switches.
 	Knobs *knobs.Knobs
+	// DuckDBMemoryLimit caps DuckDB's memory for the engine's file (as
+	// DPSQL_DUCKDB_MEMORY_LIMIT does for the process), so that a test can
+	// force a compiled statement to fail while other tests run beside it.
+	DuckDBMemoryLimit string
 }

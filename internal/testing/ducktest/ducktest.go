@@ -20,15 +20,11 @@ var duckTypes = map[string]string{"bigint": "BIGINT", "double precision": "DOUBL
 
 func quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
-// UntypedAs is the pgtest type a column declared without a type is
-// copied as ("text", or "double precision" to have its numbers summed
-// in DuckDB; text in it then becomes NULL).
-var UntypedAs = "text"
-
-// typeOf is pgtest.TypeOf, with UntypedAs for untyped columns.
-func typeOf(decl string) string {
+// typeOf is pgtest.TypeOf, with untyped for columns declared without a
+// type.
+func typeOf(decl, untyped string) string {
 	if strings.TrimSpace(decl) == "" {
-		return UntypedAs
+		return untyped
 	}
 	return pgtest.TypeOf(decl)
 }
@@ -37,8 +33,11 @@ func typeOf(decl string) string {
 // the DuckDB file at path (made if missing) and copies its rows: INTEGER
 // columns become BIGINT, REAL DOUBLE, BLOB BLOB, the rest VARCHAR, each
 // value converted by pgtest.Convert's fixed rule (row by row, so that
-// copies of neighbouring databases are neighbours).
-func CopyFromSQLite(ctx context.Context, path string, src *sql.DB, tables ...string) error {
+// copies of neighbouring databases are neighbours). A column declared
+// without a type is copied as the pgtest type untyped ("text", or
+// "double precision" to have its numbers summed in DuckDB; text in it
+// then becomes NULL).
+func CopyFromSQLite(ctx context.Context, path string, src *sql.DB, untyped string, tables ...string) error {
 	db, err := sql.Open("duckdb", path)
 	if err != nil {
 		return err
@@ -56,8 +55,8 @@ func CopyFromSQLite(ctx context.Context, path string, src *sql.DB, tables ...str
 				rows.Close()
 				return err
 			}
-			types = append(types, typeOf(typ))
-			defs = append(defs, quote(c)+" "+duckTypes[typeOf(typ)])
+			types = append(types, typeOf(typ, untyped))
+			defs = append(defs, quote(c)+" "+duckTypes[typeOf(typ, untyped)])
 		}
 		rows.Close()
 		if len(defs) == 0 {

@@ -752,7 +752,7 @@ func TestPostgresAdoptsTheStateFilesBudget(t *testing.T) {
 	// What an earlier version kept in the file: a total of 3 and a charge
 	// of 1.25.
 	ctx := context.Background()
-	old := budget.SQLite(raw)
+	old := budget.SQLite(raw, raw)
 	if err := budget.Init(ctx, old); err != nil {
 		t.Fatal(err)
 	}

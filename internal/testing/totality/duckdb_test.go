@@ -5,13 +5,16 @@ package totality_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/internal/testing/audit"
 	"github.com/dpsql/dpsql/internal/testing/ducktest"
 	"github.com/dpsql/dpsql/internal/testopts"
 )
@@ -119,5 +122,124 @@ func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
 	}
 	if n := compiledFailed.Load(); n > 0 {
 		t.Errorf("%d compiled statements failed in DuckDB (the reference measured them instead)", n)
+	}
+}
+
+// TestDuckDBComparesLiteralsOfEveryClass is the differential test of
+// comparisons across classes: over the adversarial table, every numeric
+// column compared (=, <>, <, <=, >, >=, under NOT, and in IN and NOT IN
+// lists) with numbers its class does not hold — fractions and −0 against
+// integers, integers beyond 2^53 between two doubles, numbers beyond
+// int64's range — counts the same rows compiled as in the reference
+// evaluator, which compares across classes exactly (zero noise), and
+// every such statement runs compiled.
+func TestDuckDBComparesLiteralsOfEveryClass(t *testing.T) {
+	t.Parallel()
+	duck := filepath.Join(t.TempDir(), "adv.duckdb")
+	if err := ducktest.Adversarial(context.Background(), duck); err != nil {
+		t.Fatal(err)
+	}
+	owner := open(t, duck, true, nil)
+	if err := owner.Run(context.Background(), `SET BUDGET epsilon = 1e6; CREATE PRIVACY POLICY ON a`, func(*dpsql.Result) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	literals := []string{"0.5", "-0.0", "1e-09", "4.5", "5.0", "127.5", "-128.5", "4294967295.5", "1e19", "-1e19",
+		"9223372036854775807", "-9223372036854775808", "9223372036854775808", "9007199254740993", "-9007199254740993", "3.4e38"}
+	var conds []string
+	for _, l := range literals {
+		for _, op := range []string{"=", "<>", "<", "<=", ">", ">="} {
+			conds = append(conds, "%s "+op+" "+l, "NOT (%s "+op+" "+l+")")
+		}
+		conds = append(conds, "%s IN ("+l+", 1)", "%s NOT IN ("+l+")", "%s IN ("+l+")", "%s BETWEEN "+l+" AND 1e19")
+	}
+	for _, c := range []string{"i8", "i16", "i32", "i64", "u32", "b", "f4", "f8"} {
+		t.Run(c, func(t *testing.T) {
+			t.Parallel()
+			k := &knobs.Knobs{}
+			e := open(t, duck, false, k)
+			for _, cond := range conds {
+				q := "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM a WHERE " + strings.ReplaceAll(cond, "%s", c)
+				k.ReferenceOnly = true
+				want := answer(e, q)
+				k.ReferenceOnly = false
+				before := k.Compiled.Load()
+				got := answer(e, q)
+				if got != want {
+					t.Errorf("%s:\ncompiled:  %s\nreference: %s", q, got, want)
+				}
+				if k.Compiled.Load() == before {
+					t.Errorf("%s did not run compiled", q)
+				}
+			}
+			if n := k.CompiledFailed.Load(); n > 0 {
+				t.Errorf("%d compiled statements failed in DuckDB", n)
+			}
+		})
+	}
+}
+
+// TestCompiledCoverage measures how many of the sensitivity auditor's
+// generated private statements (their bounds no unit reaches, as in the
+// differential test) DuckDB runs as one compiled statement, by EXPLAIN's
+// engine step, and logs the reasons for the rest (go test -v -run
+// CompiledCoverage ./internal/testing/totality; docs/benchmarks.md). The
+// statements are drawn from fixed seeds, so the count is the same each
+// run: the test fails should it fall below what it was when last raised.
+func TestCompiledCoverage(t *testing.T) {
+	t.Parallel()
+	const databases, perDatabase, atLeast = 4, 100, 16
+	r := rand.New(rand.NewPCG(5, 17))
+	reasons := map[string]int{}
+	compiled, total := 0, 0
+	for d := 0; d < databases; d++ {
+		dir := t.TempDir()
+		path, _, err := audit.NewDatabase(r).Build(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		duck := filepath.Join(dir, "d.duckdb")
+		if err := ducktest.Move(path, dpsql.DuckDBStateFile(duck), duck, "double precision"); err != nil {
+			t.Fatal(err)
+		}
+		e := open(t, duck, false, nil)
+		for i := 0; i < perDatabase; i++ {
+			st := audit.Generate(r, 0)
+			res, err := e.Query(context.Background(), "EXPLAIN "+st.SQL, st.Args...)
+			if err != nil {
+				continue // refused: no scan to count
+			}
+			for _, row := range res.Rows {
+				if row[0] != "engine" {
+					continue
+				}
+				total++
+				where := fmt.Sprint(row[1])
+				if strings.HasPrefix(where, "one DuckDB statement") {
+					compiled++
+					continue
+				}
+				if i := strings.Index(where, ": "); i >= 0 {
+					where = where[i+2:]
+				}
+				reasons[where]++
+			}
+		}
+		e.Close()
+	}
+	type reason struct {
+		why string
+		n   int
+	}
+	var rs []reason
+	for why, n := range reasons {
+		rs = append(rs, reason{why, n})
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].n > rs[j].n || rs[i].n == rs[j].n && rs[i].why < rs[j].why })
+	t.Logf("%d of %d private scans compiled (%.0f%%); the rest ran through the reference evaluator:", compiled, total, 100*float64(compiled)/float64(max(total, 1)))
+	for _, r := range rs {
+		t.Logf("%5d  %s", r.n, r.why)
+	}
+	if compiled < atLeast {
+		t.Errorf("%d of %d scans compiled, fewer than the %d before", compiled, total, atLeast)
 	}
 }

@@ -1,0 +1,269 @@
+// Package measure is the typed measurement plan: what a private scan
+// measures per group, over one stored table, in terms every evaluator
+// shares — the reference evaluator (exec's measurement aggregate in
+// SQLite) and each dialect's compiler (measuresql). It sits below
+// rewrite, which makes plans, and below exec and measuresql, which
+// evaluate them; it imports nothing of the engine's.
+//
+// A plan says, per group: which measurements (Spec: a Kind, the argument
+// it reads, its clipping bounds), of which columns (Plan.Args), under
+// which filter and keys, with which per-unit bounds (l0 groups and l∞
+// rows per unit). Sums of float values are taken on a fixed-point grid
+// (FixedPoint), so that every evaluator sums the same integers exactly.
+package measure
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Kind is what one measurement computes per group. Its value is the
+// letter that names it in EXPLAIN (Spec.String).
+type Kind byte
+
+// The measurements. Row-level ones are taken over each unit's kept rows
+// (at most l∞ per unit and group); per-unit ones (PerUnit) combine all of
+// a unit's rows in a group into one value, clipped once; detail ones
+// (Detail) are computed from each group's distinct argument values with
+// their row counts.
+const (
+	Rows             Kind = 'n' // rows
+	Values           Kind = 'c' // non-NULL values of the argument
+	Sum              Kind = 's' // Σ clip(x) to [Lo, Hi]
+	Squares          Kind = 'q' // Σ clip(x), Σ clip(x)², and the count: centred squares
+	Units            Kind = 'u' // distinct units (partition selection)
+	Histogram        Kind = 'h' // a bound search's magnitude histogram
+	HistogramSquares Kind = 'H' // the histogram with sums of squares per bucket
+	Quantiles        Kind = 'P' // quantile-tree leaf counts of clip(x) over [Lo, Hi]
+	QuantileBuckets  Kind = 'T' // counts per fine log-linear bucket (bounds chosen later)
+	Distinct         Kind = 'd' // distinct non-NULL values
+	UnitSum          Kind = 'S' // Σ over units of clip(the unit's Σ x)
+	UnitMean         Kind = 'A' // Σ over units of clip(the unit's mean x)
+	UnitRows         Kind = 'R' // Σ over units of clip(the unit's rows)
+	UnitValues       Kind = 'K' // Σ over units of clip(the unit's non-NULL values)
+	UnitsWithValue   Kind = 'C' // units with a non-NULL value
+)
+
+// kinds are the valid kinds: whether each reads an argument, and
+// whether it has bounds.
+var kinds = map[Kind]struct{ arg, bounds bool }{
+	Rows: {}, Values: {arg: true}, Sum: {true, true}, Squares: {true, true}, Units: {},
+	Histogram: {arg: true}, HistogramSquares: {arg: true}, Quantiles: {true, true}, QuantileBuckets: {arg: true},
+	Distinct: {arg: true}, UnitSum: {true, true}, UnitMean: {true, true}, UnitRows: {false, true},
+	UnitValues: {true, true}, UnitsWithValue: {arg: true},
+}
+
+// PerUnit reports whether k combines each unit's rows in a group into
+// one value (contribution_bounds_per_group).
+func (k Kind) PerUnit() bool {
+	switch k {
+	case UnitSum, UnitMean, UnitRows, UnitValues, UnitsWithValue:
+		return true
+	}
+	return false
+}
+
+// Detail reports whether k is computed from the group's distinct values
+// of its argument (with their row counts) rather than summed in place.
+func (k Kind) Detail() bool {
+	switch k {
+	case Histogram, HistogramSquares, Quantiles, QuantileBuckets, Distinct:
+		return true
+	}
+	return false
+}
+
+// HasBounds reports whether k clips to [Lo, Hi].
+func (k Kind) HasBounds() bool { return kinds[k].bounds }
+
+// ReadsArg reports whether k reads an argument.
+func (k Kind) ReadsArg() bool { return kinds[k].arg }
+
+// Spec is one measurement: its kind, the argument it reads (an index
+// into Plan.Args; -1 for none) and, for kinds with bounds, the clipping
+// bounds.
+type Spec struct {
+	Kind   Kind
+	Arg    int
+	Lo, Hi float64
+}
+
+// String is the spec as EXPLAIN shows it: the kind's letter, the
+// argument's index, the bounds ("s0:0:1000", "n", "R:0:2").
+func (s Spec) String() string {
+	var b strings.Builder
+	b.WriteByte(byte(s.Kind))
+	if s.Kind.ReadsArg() {
+		b.WriteString(strconv.Itoa(s.Arg))
+	}
+	if s.Kind.HasBounds() {
+		b.WriteString(":" + strconv.FormatFloat(s.Lo, 'g', -1, 64) + ":" + strconv.FormatFloat(s.Hi, 'g', -1, 64))
+	}
+	return b.String()
+}
+
+// Parse reads a spec as String prints it.
+func Parse(text string) (Spec, error) {
+	if text == "" {
+		return Spec{}, fmt.Errorf("measure: an empty spec")
+	}
+	k := Kind(text[0])
+	info, ok := kinds[k]
+	if !ok {
+		return Spec{}, fmt.Errorf("measure: unknown kind %q in %q", text[0], text)
+	}
+	s := Spec{Kind: k, Arg: -1}
+	f := strings.Split(text[1:], ":")
+	if info.arg {
+		a, err := strconv.Atoi(f[0])
+		if err != nil || a < 0 {
+			return Spec{}, fmt.Errorf("measure: spec %q needs an argument", text)
+		}
+		s.Arg = a
+	} else if f[0] != "" {
+		return Spec{}, fmt.Errorf("measure: spec %q reads no argument", text)
+	}
+	if info.bounds != (len(f) == 3) || (!info.bounds && len(f) != 1) {
+		return Spec{}, fmt.Errorf("measure: spec %q: bounds", text)
+	}
+	if info.bounds {
+		var err1, err2 error
+		s.Lo, err1 = strconv.ParseFloat(f[1], 64)
+		s.Hi, err2 = strconv.ParseFloat(f[2], 64)
+		if err1 != nil || err2 != nil || math.IsNaN(s.Lo) || math.IsNaN(s.Hi) {
+			return Spec{}, fmt.Errorf("measure: spec %q: bounds", text)
+		}
+	}
+	return s, nil
+}
+
+// MustParse is Parse for specs written in code; it panics on an error.
+func MustParse(texts ...string) []Spec {
+	out := make([]Spec, len(texts))
+	for i, t := range texts {
+		s, err := Parse(t)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// Strings prints specs with String.
+func Strings(specs []Spec) []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
+		out[i] = s.String()
+	}
+	return out
+}
+
+// Plan is a scan's measurement plan, backend-neutral: what each
+// group needs, over one stored table, in terms a dialect printer
+// (package measuresql) compiles into one statement that the engine
+// holding the table runs, returning only per-group measurements. It is
+// made when the scan reads exactly one private table (no join, no
+// subquery) and every expression it evaluates is a plain column, a
+// literal, or a filter of the forms below (rewrite makes it); otherwise
+// the scan has no Plan and runs through the measurement aggregate (the
+// reference evaluator) only. Whether a Plan exists depends on the query
+// and the schema, never on rows.
+type Plan struct {
+	// Table is the table's canonical name.
+	Table string
+	// Unit is its privacy-unit column ("": each row its own unit, no
+	// bounding). MaxGroups (l0) and MaxRows (l∞) bound each unit then.
+	Unit               string
+	MaxGroups, MaxRows int64
+	// Keys are the group keys, in the order of the scan's key arguments.
+	Keys []Key
+	// Where is the scan's filter (nil: none).
+	Where Filter
+	// Args are the measured columns; a spec's argument i is Args[i].
+	Args []string
+	// Specs are the measurements.
+	Specs []Spec
+}
+
+// Key is a group key: a column and its public domain (a row's
+// key is the position of the first domain value its column equals, as
+// SQLite compares them; rows matching none are dropped), or with a nil
+// Domain the column's value itself (partition selection).
+type Key struct {
+	Column string
+	Domain []any
+}
+
+// Filter is a filter on rows: And, Or, Not, Compare, IsNull or In.
+type Filter interface{ filter() }
+
+// And holds when every part holds (SQL's three-valued AND).
+type And struct{ Parts []Filter }
+
+// Or holds when some part holds.
+type Or struct{ Parts []Filter }
+
+// Not negates X (NULL stays NULL).
+type Not struct{ X Filter }
+
+// Compare is Column Op Value, Op one of = <> < <= > >=, Value an int64,
+// a float64 or a string.
+type Compare struct {
+	Column string
+	Op     string
+	Value  any
+}
+
+// IsNull is Column IS NULL (IS NOT NULL with Not).
+type IsNull struct {
+	Column string
+	Not    bool
+}
+
+// In is Column IN (Values) (NOT IN with Not); Values as Compare's.
+type In struct {
+	Column string
+	Values []any
+	Not    bool
+}
+
+func (And) filter()     {}
+func (Or) filter()      {}
+func (Not) filter()     {}
+func (Compare) filter() {}
+func (IsNull) filter()  {}
+func (In) filter()      {}
+
+// termBits is the magnitude of one fixed-point term: below 2^62.
+const termBits = 62
+
+// FixedPoint returns the number of fractional bits F at which the values
+// of a float column clipped to [lo, hi] are summed as integers
+// round(clip(x)·2^F), rounded half to even (as a SQL cast of a double to
+// a 64-bit integer rounds): the largest F with max(|lo|, |hi|)·2^F ≤ 2^62,
+// so that each term is a 64-bit integer, and a sum in a 128-bit type of
+// fewer than 2^48 rows stays below 2^110. ok is false when lo or hi is not
+// a multiple of 2^-F (rounded values could then leave the bounds, and the
+// sensitivity would not hold). Every evaluator, the reference included,
+// measures the same integers; relative to the exact sum each term moves
+// by at most 2^-63 of the larger bound.
+func FixedPoint(lo, hi float64) (f int, ok bool) {
+	m := math.Max(math.Abs(lo), math.Abs(hi))
+	if m == 0 {
+		return 0, true
+	}
+	_, e := math.Frexp(m) // m < 2^e
+	f = termBits - e
+	if f > 1000 {
+		return 0, false // bounds too close to 0 for a double scale
+	}
+	for _, b := range []float64{lo, hi} {
+		if s := math.Ldexp(b, f); s != math.Trunc(s) {
+			return 0, false
+		}
+	}
+	return f, true
+}

@@ -1,0 +1,56 @@
+package measure
+
+import (
+	"math"
+	"testing"
+)
+
+// TestFixedPoint: the largest F with |bound|·2^F ≤ 2^62, bounds on the grid.
+func TestFixedPoint(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi float64
+		f      int
+		ok     bool
+	}{
+		{0, 1000, 52, true}, {-0.5, 100, 55, true}, {0, 1, 61, true}, {0, 0, 0, true},
+		{0, 1e300, 62 - 997, true}, {0, 0.1, 65, true}, {0, math.Ldexp(1, -1070), 0, false},
+	} {
+		f, ok := FixedPoint(c.lo, c.hi)
+		if f != c.f || ok != c.ok {
+			t.Errorf("FixedPoint(%v, %v) = %d, %v; want %d, %v", c.lo, c.hi, f, ok, c.f, c.ok)
+		}
+		if ok {
+			m := math.Max(math.Abs(c.lo), math.Abs(c.hi))
+			if math.Ldexp(m, f) > math.Ldexp(1, 62) {
+				t.Errorf("FixedPoint(%v, %v): a term reaches %v", c.lo, c.hi, math.Ldexp(m, f))
+			}
+		}
+	}
+}
+
+// TestSpecsRoundTrip: every spec prints as EXPLAIN shows it and parses
+// back to itself; malformed specs are refused.
+func TestSpecsRoundTrip(t *testing.T) {
+	for _, text := range []string{"n", "u", "c0", "s0:-10:1e+300", "q3:-3.5:7.25", "P0:0:100", "T0", "h2", "H0", "d1",
+		"S0:-5:5", "A0:0:2", "R:0:3", "K0:0:2", "C0"} {
+		s, err := Parse(text)
+		if err != nil {
+			t.Errorf("%s: %v", text, err)
+			continue
+		}
+		if s.String() != text {
+			t.Errorf("%s prints as %s", text, s.String())
+		}
+		if s.Kind.ReadsArg() != (s.Arg >= 0) {
+			t.Errorf("%s: argument %d", text, s.Arg)
+		}
+	}
+	for _, bad := range []string{"", "x0", "s0", "s:0:1", "n0", "c", "s0:a:1", "s0:0:NaN", "R0:0:1", "c0:0:1", "q0:1"} {
+		if s, err := Parse(bad); err == nil {
+			t.Errorf("%q parsed as %+v", bad, s)
+		}
+	}
+	if !UnitSum.PerUnit() || Sum.PerUnit() || !Distinct.Detail() || Squares.Detail() {
+		t.Error("kind classes")
+	}
+}
