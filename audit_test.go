@@ -1,7 +1,6 @@
 package dpsql_test
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,8 +9,6 @@ import (
 	"github.com/dpsql/dpsql/internal/testing/audit"
 	"github.com/dpsql/dpsql/mechanism"
 )
-
-var auditSeed = flag.Uint64("audit.seed", 1, "seed of the sensitivity auditor's runs on PostgreSQL and DuckDB (internal/testing/audit runs it on SQLite)")
 
 // auditCases is where minimized findings are kept as regression cases.
 const auditCases = "testdata/audit"

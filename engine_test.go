@@ -16,6 +16,7 @@ import (
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/csvimport"
+	"github.com/dpsql/dpsql/internal/testing/enginetest"
 )
 
 // newDB creates a database with table t of 1000 rows: x = i % 100 (so
@@ -79,15 +80,8 @@ func spent(t *testing.T, e *dpsql.Engine) float64 {
 	return r.Rows[1][1].(float64)
 }
 
-func num(v any) float64 {
-	switch v := v.(type) {
-	case int64:
-		return float64(v)
-	case float64:
-		return v
-	}
-	return math.NaN()
-}
+// num reads a released number.
+func num(v any) float64 { return enginetest.Num(v) }
 
 func bruteCount(pred func(i int) bool) int {
 	n := 0

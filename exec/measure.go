@@ -231,6 +231,21 @@ type spec struct {
 	// rounded values stay within them and the sensitivity is unchanged.
 	fixed int
 	grid  bool
+	// For q: each clipped value is rounded to the grid 2^-sqFixed
+	// (measure.SquaresGrid) when sqGrid is set, so that every engine sums
+	// the same integers and their squares exactly.
+	sqFixed int
+	sqGrid  bool
+}
+
+// squareClipped is a value's contribution to a q spec's sums: clipped to
+// the bounds and, with a grid, rounded to it half to even.
+func (sp *spec) squareClipped(f float64) float64 {
+	c := clip(f, sp.lo, sp.hi)
+	if sp.sqGrid {
+		c = math.Ldexp(math.RoundToEven(math.Ldexp(c, sp.sqFixed)), -sp.sqFixed)
+	}
+	return c
 }
 
 // clipped is a value's contribution to an s sum: clipped to the bounds
@@ -354,8 +369,11 @@ func specsOf(plan []measure.Spec) []spec {
 	out := make([]spec, len(plan))
 	for i, p := range plan {
 		out[i] = spec{kind: p.Kind, arg: p.Arg, lo: p.Lo, hi: p.Hi}
-		if p.Kind == measure.Sum {
+		switch p.Kind {
+		case measure.Sum:
 			out[i].fixed, out[i].grid = measure.FixedPoint(p.Lo, p.Hi)
+		case measure.Squares:
+			out[i].sqFixed, out[i].sqGrid = measure.SquaresGrid(p.Lo, p.Hi)
 		}
 	}
 	return out
@@ -743,7 +761,7 @@ func (g *groupAcc) addNumbers(i int, sp *spec, f float64, w int64) {
 		g.n[i] += w
 		g.sum[i].AddScaled(sp.clipped(f), w)
 	case measure.Squares:
-		c := clip(f, sp.lo, sp.hi)
+		c := sp.squareClipped(f)
 		g.n[i] += w
 		g.sum[i].AddScaled(c, w)
 		p := c * c // c² = p + e exactly (exactsum.AddSquare)
@@ -804,7 +822,7 @@ func (g *groupAcc) addNumber(i int, sp *spec, f float64) {
 		g.n[i]++
 		g.sum[i].Add(sp.clipped(f))
 	case measure.Squares:
-		c := clip(f, sp.lo, sp.hi)
+		c := sp.squareClipped(f)
 		g.n[i]++
 		g.sum[i].Add(c)
 		g.sq[i].AddSquare(c)

@@ -237,6 +237,43 @@ func (Compare) filter() {}
 func (IsNull) filter()  {}
 func (In) filter()      {}
 
+// squareBits is the magnitude of one fixed-point term of a sum of
+// squares: below 2^38, so that its square is below 2^76 and a 128-bit sum
+// of fewer than 2^48 squares stays below 2^124.
+const squareBits = 38
+
+// SquaresGrid returns the number of fractional bits F at which the values
+// of a column clipped to [lo, hi] enter the sums of a variance (Σc and
+// Σc², Squares): each c is round(clip(x)·2^F)·2^-F, rounded half to
+// even, with F the largest such that max(|lo|, |hi|)·2^F < 2^38. ok is
+// false when F would be negative (bounds of 2^38 or more: integers would
+// leave the grid) or lo or hi is not on the grid; the values are then
+// taken exactly, and no engine but the reference measures them. Every
+// integer within such bounds is on the grid, so integer columns are
+// measured exactly; a float moves by at most 2^-39 of the larger bound,
+// and stays within the bounds, so the sensitivity holds.
+func SquaresGrid(lo, hi float64) (f int, ok bool) { return grid(lo, hi, squareBits, 0) }
+
+// grid is the largest F ≥ minF with max(|lo|, |hi|)·2^F < 2^bits, ok
+// when lo and hi are multiples of 2^-F (F at most 1000).
+func grid(lo, hi float64, bits, minF int) (f int, ok bool) {
+	m := math.Max(math.Abs(lo), math.Abs(hi))
+	if m == 0 {
+		return 0, true
+	}
+	_, e := math.Frexp(m) // m < 2^e
+	f = bits - e
+	if f < minF || f > 1000 {
+		return 0, false // bounds too large for the grid, or too close to 0 for a double scale
+	}
+	for _, b := range []float64{lo, hi} {
+		if s := math.Ldexp(b, f); s != math.Trunc(s) {
+			return 0, false
+		}
+	}
+	return f, true
+}
+
 // termBits is the magnitude of one fixed-point term: below 2^62.
 const termBits = 62
 
@@ -250,20 +287,4 @@ const termBits = 62
 // sensitivity would not hold). Every evaluator, the reference included,
 // measures the same integers; relative to the exact sum each term moves
 // by at most 2^-63 of the larger bound.
-func FixedPoint(lo, hi float64) (f int, ok bool) {
-	m := math.Max(math.Abs(lo), math.Abs(hi))
-	if m == 0 {
-		return 0, true
-	}
-	_, e := math.Frexp(m) // m < 2^e
-	f = termBits - e
-	if f > 1000 {
-		return 0, false // bounds too close to 0 for a double scale
-	}
-	for _, b := range []float64{lo, hi} {
-		if s := math.Ldexp(b, f); s != math.Trunc(s) {
-			return 0, false
-		}
-	}
-	return f, true
-}
+func FixedPoint(lo, hi float64) (f int, ok bool) { return grid(lo, hi, termBits, math.MinInt) }

@@ -54,3 +54,30 @@ func TestSpecsRoundTrip(t *testing.T) {
 		t.Error("kind classes")
 	}
 }
+
+// TestSquaresGrid: the largest F with |bound|·2^F < 2^38, never negative,
+// bounds on the grid; every integer within the bounds is on it.
+func TestSquaresGrid(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi float64
+		f      int
+		ok     bool
+	}{
+		{0, 1000, 28, true}, {-0.5, 100, 31, true}, {0, 0, 0, true}, {0, 1, 37, true},
+		{0, math.Ldexp(1, 37), 0, true}, {0, math.Ldexp(1, 38), 0, false}, {0, 1e300, 0, false},
+		{0, 0.1, 0, false}, {-1e6, 1e6, 18, true},
+	} {
+		f, ok := SquaresGrid(c.lo, c.hi)
+		if f != c.f || ok != c.ok {
+			t.Errorf("SquaresGrid(%v, %v) = %d, %v; want %d, %v", c.lo, c.hi, f, ok, c.f, c.ok)
+		}
+		if ok {
+			if m := math.Max(math.Abs(c.lo), math.Abs(c.hi)); math.Ldexp(m, f) >= math.Ldexp(1, 38) {
+				t.Errorf("SquaresGrid(%v, %v): a term reaches %v", c.lo, c.hi, math.Ldexp(m, f))
+			}
+			if x := math.Trunc(c.hi); math.Ldexp(x, f) != math.Trunc(math.Ldexp(x, f)) {
+				t.Errorf("SquaresGrid(%v, %v): the integer %v is off the grid", c.lo, c.hi, x)
+			}
+		}
+	}
+}

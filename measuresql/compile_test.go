@@ -28,6 +28,8 @@ var compileCases = []struct {
 	{"domain key and a filter", measure.Plan{Table: "t", Args: []string{"x"}, Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}},
 		Where: measure.Or{Parts: []measure.Filter{measure.Compare{Column: "y", Op: ">", Value: 2.5}, measure.Not{X: measure.In{Column: "x", Values: []any{int64(1), int64(2)}}}, measure.IsNull{Column: "y"}}},
 		Specs: measure.MustParse("n", "q0:0:10")}},
+	{"variance of a float on the squares' grid", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 2, Args: []string{"y"}, Specs: measure.MustParse("q0:-0.5:1000")}},
+	{"declines: squares with bounds of 2^38", measure.Plan{Table: "t", Args: []string{"y"}, Specs: measure.MustParse("q0:0:274877906944")}},
 	{"histogram of a bound search", measure.Plan{Table: "t", Args: []string{"y"}, Keys: []measure.Key{{Column: "n", Domain: []any{int64(1), int64(2)}}}, Specs: measure.MustParse("h0", "c0")}},
 	{"bounding with row sampling", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 3, Args: []string{"x"},
 		Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}}, Specs: measure.MustParse("n", "s0:0:100", "u")}},

@@ -122,7 +122,7 @@ type keyOut struct {
 
 // specOut says how a spec's value is read from its columns: the sum of
 // column v (scaled by 2^-shift), or for q the centred squares of
-// columns v (Σc), v+1 (Σc²), v+2 (count).
+// columns v (Σt), v+1 (Σt²), v+2 (count), c = t·2^-shift.
 type specOut struct {
 	col   int
 	shift int
@@ -421,28 +421,33 @@ func (c *compiler) notNaN(v string, t Type, cond string) string {
 // the value itself for an integer column with integer bounds, else
 // round(clip·2^F) (measure.FixedPoint). It returns F.
 func (c *compiler) clipped(arg int, lo, hi float64) (string, int) {
-	col := c.m.Args[arg]
-	t := c.typeOf(col)
-	a := "a" + strconv.Itoa(arg)
-	switch {
-	case isInt(t) && integerBounds(lo, hi):
-		return intClip(a, lo, hi), 0
-	case isInt(t) || t == Real:
-		f, ok := measure.FixedPoint(lo, hi)
-		if !ok {
-			panic(decline("bounds off the fixed-point grid"))
-		}
-		l, h := c.d.Float(lo), c.d.Float(hi)
-		x := a
-		if isInt(t) {
-			x = c.d.ToDouble(a)
-		}
-		// NaN (above every number in DuckDB, NULL to the reference) is
-		// tested only for values above hi.
-		clip := "CASE WHEN " + x + " < " + l + " THEN " + l + " WHEN " + x + " <= " + h + " THEN " + x + " WHEN " + c.d.IsNaN(x) + " THEN NULL WHEN " + x + " > " + h + " THEN " + h + " END"
-		return c.d.RoundToInt64("(" + clip + ") * " + c.d.Float(math.Ldexp(1, f))), f
+	if t := c.typeOf(c.m.Args[arg]); isInt(t) && integerBounds(lo, hi) {
+		return intClip("a"+strconv.Itoa(arg), lo, hi), 0
 	}
-	panic(decline("a sum of text"))
+	f, ok := measure.FixedPoint(lo, hi)
+	if !ok {
+		panic(decline("bounds off the fixed-point grid"))
+	}
+	return c.onGrid(arg, lo, hi, f), f
+}
+
+// onGrid prints the numeric argument clipped to [lo, hi] as the integer
+// round(clip·2^f), rounded half to even.
+func (c *compiler) onGrid(arg int, lo, hi float64, f int) string {
+	t := c.typeOf(c.m.Args[arg])
+	if !isInt(t) && t != Real {
+		panic(decline("a sum of text"))
+	}
+	a := "a" + strconv.Itoa(arg)
+	l, h := c.d.Float(lo), c.d.Float(hi)
+	x := a
+	if isInt(t) {
+		x = c.d.ToDouble(a)
+	}
+	// NaN (above every number in DuckDB, NULL to the reference) is
+	// tested only for values above hi.
+	clip := "CASE WHEN " + x + " < " + l + " THEN " + l + " WHEN " + x + " <= " + h + " THEN " + x + " WHEN " + c.d.IsNaN(x) + " THEN NULL WHEN " + x + " > " + h + " THEN " + h + " END"
+	return c.d.RoundToInt64("(" + clip + ") * " + c.d.Float(math.Ldexp(1, f)))
 }
 
 func (c *compiler) compile() *Statement {
@@ -535,7 +540,6 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []measure.Spe
 	var items []string
 	c.st.outs = make([]specOut, len(specs))
 	for i, sp := range specs {
-		a := "a" + strconv.Itoa(sp.Arg)
 		switch {
 		case c.st.DetailSpec[i]:
 			continue
@@ -547,7 +551,7 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []measure.Spe
 			e, f := c.clipped(sp.Arg, sp.Lo, sp.Hi)
 			c.st.outs[i] = specOut{col: c.out(&items, c.d.Func("sum")+"("+e+")"), shift: f}
 		case sp.Kind == measure.Squares:
-			c.st.outs[i] = c.squares(&items, sp, c.d.Func("sum"), c.d.Func("count")+"("+a+")")
+			c.st.outs[i] = c.squares(&items, sp, c.d.Func("sum"))
 		default:
 			panic(decline("spec " + sp.String()))
 		}
@@ -571,22 +575,29 @@ func (c *compiler) count(arg int) string {
 }
 
 // squareTerms are a q spec's clipped value and its square, integers in
-// the wide type (integer columns with integer bounds of at most 2^38, so
-// that both sums are exact and cannot overflow).
-func (c *compiler) squareTerms(sp measure.Spec) (clip, square string) {
-	e, f := c.clipped(sp.Arg, sp.Lo, sp.Hi)
-	if f != 0 || math.Max(math.Abs(sp.Lo), math.Abs(sp.Hi)) > 1<<38 {
-		panic(decline("squares of a float column"))
+// the wide type, and the grid's F (the value is the integer·2^-F): an
+// integer column with integer bounds of at most 2^38 as it is (F = 0),
+// else on the squares' grid (measure.SquaresGrid, as the reference
+// rounds), so that both sums are exact and cannot overflow.
+func (c *compiler) squareTerms(sp measure.Spec) (clip, square string, f int) {
+	if t := c.typeOf(c.m.Args[sp.Arg]); isInt(t) && integerBounds(sp.Lo, sp.Hi) && math.Max(math.Abs(sp.Lo), math.Abs(sp.Hi)) <= 1<<38 {
+		clip = intClip("a"+strconv.Itoa(sp.Arg), sp.Lo, sp.Hi)
+	} else {
+		var ok bool
+		if f, ok = measure.SquaresGrid(sp.Lo, sp.Hi); !ok {
+			panic(decline("squares with bounds of 2^38 or more, or off the squares' grid"))
+		}
+		clip = c.onGrid(sp.Arg, sp.Lo, sp.Hi, f)
 	}
-	sq := "CAST(" + e + " AS " + c.d.Wide() + ")"
-	return e, sq + " * " + sq
+	sq := "CAST(" + clip + " AS " + c.d.Wide() + ")"
+	return clip, sq + " * " + sq, f
 }
 
 // squares prints a q spec's Σc, Σc² and count.
-func (c *compiler) squares(items *[]string, sp measure.Spec, sum, count string) specOut {
-	e, sq := c.squareTerms(sp)
-	col := c.out(items, sum+"("+e+")", sum+"("+sq+")", count) // (integer columns: no NaN)
-	return specOut{col: col, q: true, mid: sp.Lo/2 + sp.Hi/2}
+func (c *compiler) squares(items *[]string, sp measure.Spec, sum string) specOut {
+	e, sq, f := c.squareTerms(sp)
+	col := c.out(items, sum+"("+e+")", sum+"("+sq+")", c.count(sp.Arg))
+	return specOut{col: col, q: true, mid: sp.Lo/2 + sp.Hi/2, shift: f}
 }
 
 // integerBounds reports whether lo and hi are integers of at most 2^53
@@ -639,11 +650,11 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []measure.Spec)
 			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+v+")"), shift: f}
 		case measure.Squares:
 			needRank = true
-			e, sq := c.squareTerms(sp)
+			e, sq, f := c.squareTerms(sp)
 			rowAggs = append(rowAggs, [2]string{c.d.Func("sum") + "(" + e + ")", v + "s"}, [2]string{c.d.Func("sum") + "(" + sq + ")", v + "q"},
-				[2]string{c.d.Func("count") + "(" + a + ")", v + "c"})
+				[2]string{c.count(sp.Arg), v + "c"})
 			col := c.out(&final, c.d.Func("sum")+"("+v+"s)", c.d.Func("sum")+"("+v+"q)", c.d.Func("sum")+"("+v+"c)")
-			c.st.outs[i] = specOut{col: col, q: true, mid: sp.Lo/2 + sp.Hi/2}
+			c.st.outs[i] = specOut{col: col, q: true, mid: sp.Lo/2 + sp.Hi/2, shift: f}
 		case measure.Units:
 			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("count")+"(*)")}
 		case measure.UnitSum:
@@ -894,7 +905,11 @@ func (o specOut) value(s [3]*big.Int) *big.Float {
 	if !o.q {
 		return new(big.Float).SetMantExp(new(big.Float).SetInt(s[0]), -o.shift)
 	}
-	return exactsum.CentredSquares(new(big.Float).SetInt(s[0]), new(big.Float).SetInt(s[1]), s[2].Int64(), o.mid)
+	// Σc = Σt·2^-F, Σc² = Σt²·2^-2F (exact: a big.Float holds the
+	// integers with their exponents).
+	sum := new(big.Float).SetMantExp(new(big.Float).SetInt(s[0]), -o.shift)
+	sq := new(big.Float).SetMantExp(new(big.Float).SetInt(s[1]), -2*o.shift)
+	return exactsum.CentredSquares(sum, sq, s[2].Int64(), o.mid)
 }
 
 func keyValue(v any, ko keyOut) (any, error) {

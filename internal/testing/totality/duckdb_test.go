@@ -16,6 +16,7 @@ import (
 	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/internal/testing/audit"
 	"github.com/dpsql/dpsql/internal/testing/ducktest"
+	"github.com/dpsql/dpsql/internal/testing/enginetest"
 	"github.com/dpsql/dpsql/internal/testopts"
 )
 
@@ -29,16 +30,6 @@ func open(t *testing.T, duck string, owner bool, k *knobs.Knobs) *dpsql.Engine {
 	}
 	t.Cleanup(func() { e.Close() })
 	return e
-}
-
-// answer runs a statement and prints its outcome: the rows, or the
-// error's kind and message.
-func answer(e *dpsql.Engine, q string) string {
-	r, err := e.Query(context.Background(), q)
-	if err != nil {
-		return "error: " + err.Error()
-	}
-	return fmt.Sprint(r.Columns, r.Rows)
 }
 
 // TestDuckDBCompiledMeasurementIsTotal is the totality property on
@@ -57,6 +48,7 @@ func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
 		"PERCENTILE_CONT(%s, 0.5)", "SUM(%s, contribution_bounds_per_row => (-9007199254740992, 9007199254740992))",
 		"SUM(%s, contribution_bounds_per_row => (-1e300, 1e300))", "AVG(%s, contribution_bounds_per_row => (-1e-300, 1e-300))",
 		"SUM(%s, contribution_bounds_per_row => (0.1, 0.7))", "VARIANCE(%s, contribution_bounds_per_row => (-274877906944, 274877906944))",
+		"VARIANCE(%s, contribution_bounds_per_row => (-0.5, 1e6))",
 		"SUM(%s, contribution_bounds_per_group => (-5, 5))", "COUNT(%s, contribution_bounds_per_group => (0, 1))"}
 	filters := []string{"", " WHERE %s > 0", " WHERE %s = 5", " WHERE %s IN (1, 5)", " WHERE %s IS NULL", " WHERE NOT (%s < 2.5)",
 		" WHERE %s = 'abc'", " WHERE %s BETWEEN -1 AND 1", " WHERE %s > 9223372036854775807", " WHERE %s IN (-300, 70000, -9223372036854775808)"}
@@ -95,9 +87,9 @@ func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
 							for _, q := range []string{"SELECT " + agg + " FROM a" + where, "SELECT g, " + agg + " FROM a" + where + " GROUP BY g"} {
 								q = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) " + strings.TrimPrefix(q, "SELECT ")
 								k.ReferenceOnly = true
-								want := answer(e, q)
+								want := enginetest.Outcome(e, q)
 								k.ReferenceOnly = false
-								got := answer(e, q)
+								got := enginetest.Outcome(e, q)
 								if strings.Contains(got, "DuckDB") || strings.Contains(got, "Conversion Error") || strings.Contains(got, "Out of Range") {
 									t.Errorf("%s: the engine raised: %s", q, got)
 									failures++
@@ -160,10 +152,10 @@ func TestDuckDBComparesLiteralsOfEveryClass(t *testing.T) {
 			for _, cond := range conds {
 				q := "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM a WHERE " + strings.ReplaceAll(cond, "%s", c)
 				k.ReferenceOnly = true
-				want := answer(e, q)
+				want := enginetest.Outcome(e, q)
 				k.ReferenceOnly = false
 				before := k.Compiled.Load()
-				got := answer(e, q)
+				got := enginetest.Outcome(e, q)
 				if got != want {
 					t.Errorf("%s:\ncompiled:  %s\nreference: %s", q, got, want)
 				}
@@ -192,16 +184,7 @@ func TestCompiledCoverage(t *testing.T) {
 	reasons := map[string]int{}
 	compiled, total := 0, 0
 	for d := 0; d < databases; d++ {
-		dir := t.TempDir()
-		path, _, err := audit.NewDatabase(r).Build(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		duck := filepath.Join(dir, "d.duckdb")
-		if err := ducktest.Move(path, dpsql.DuckDBStateFile(duck), duck, "double precision"); err != nil {
-			t.Fatal(err)
-		}
-		e := open(t, duck, false, nil)
+		e := open(t, auditDuck(t, r), false, nil)
 		for i := 0; i < perDatabase; i++ {
 			st := audit.Generate(r, 0)
 			res, err := e.Query(context.Background(), "EXPLAIN "+st.SQL, st.Args...)

@@ -1,0 +1,53 @@
+// Package enginetest holds the small helpers the engine's test packages
+// share: running a statement or a script on an engine and failing the
+// test on an error, printing an outcome, reading a released number.
+package enginetest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+)
+
+// Query runs q (with args) on e and returns its result, failing the test
+// on an error.
+func Query(t testing.TB, e *dpsql.Engine, q string, args ...any) *dpsql.Result {
+	t.Helper()
+	r, err := e.Query(context.Background(), q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return r
+}
+
+// Run runs a script of statements on e, failing the test on an error.
+func Run(t testing.TB, e *dpsql.Engine, script string) {
+	t.Helper()
+	if err := e.Run(context.Background(), script, func(*dpsql.Result) error { return nil }); err != nil {
+		t.Fatalf("%s: %v", script, err)
+	}
+}
+
+// Outcome runs q (with args) and prints what came of it: the columns and
+// rows, or the error.
+func Outcome(e *dpsql.Engine, q string, args ...any) string {
+	r, err := e.Query(context.Background(), q, args...)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return fmt.Sprint(r.Columns, r.Rows)
+}
+
+// Num reads a released number (NaN for anything else).
+func Num(v any) float64 {
+	switch v := v.(type) {
+	case int64:
+		return float64(v)
+	case float64:
+		return v
+	}
+	return math.NaN()
+}

@@ -1,0 +1,212 @@
+//go:build cgo
+
+package totality_test
+
+import (
+	"flag"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/internal/testing/audit"
+	"github.com/dpsql/dpsql/internal/testing/ducktest"
+	"github.com/dpsql/dpsql/internal/testing/enginetest"
+	"github.com/dpsql/dpsql/internal/testopts"
+	"github.com/dpsql/dpsql/mechanism"
+)
+
+var auditSeed = flag.Uint64("audit.seed", 1, "seed of the sensitivity auditor's runs on DuckDB")
+
+// auditDuck builds one of the auditor's generated databases and moves
+// it into a DuckDB file (its untyped columns as doubles, so that their
+// numbers are summed in DuckDB), whose path it returns.
+func auditDuck(t *testing.T, r *rand.Rand) string {
+	t.Helper()
+	dir := t.TempDir()
+	path, _, err := audit.NewDatabase(r).Build(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	duck := filepath.Join(dir, "d.duckdb")
+	if err := ducktest.Move(path, dpsql.DuckDBStateFile(duck), duck, "double precision"); err != nil {
+		t.Fatal(err)
+	}
+	return duck
+}
+
+// duckOpener returns an audit.Opener that moves the database at path
+// into a DuckDB file beside it (ducktest.Move: its untyped columns as
+// doubles, so that their numbers are summed in DuckDB) and opens the
+// engine over it with the knobs k.
+func duckOpener(k *knobs.Knobs) audit.Opener {
+	return func(path string, noise mechanism.Noiser) (audit.Engine, error) {
+		duck := path + ".duckdb"
+		state := dpsql.DuckDBStateFile(duck)
+		if err := ducktest.Move(path, state, duck, "double precision"); err != nil {
+			return nil, err
+		}
+		return dpsql.Open(state, dpsql.Options{Epsilon: 1, DuckDB: duck, Testing: &testopts.Options{Noise: noise, Knobs: k}})
+	}
+}
+
+// TestDuckDBMeasuresLikeTheReference is the differential test of the
+// DuckDB printer: on the sensitivity auditor's generated databases
+// (moved into DuckDB: extremes of int64 and float64, NULLs, text and
+// blobs in numeric columns, units alone in their group) and its
+// generated statements, every answer computed with the measurement
+// compiled for DuckDB equals, exactly, the answer of the reference
+// evaluator (the measurement aggregate, reading the same DuckDB rows
+// through the mirror) — with zero noise, and contribution bounds large
+// enough that bounding selects no row at random (the sampling is checked
+// statistically by TestDuckDBBoundingSamplesUniformly). Errors must
+// agree too. Thousands of scans must have run compiled.
+func TestDuckDBMeasuresLikeTheReference(t *testing.T) {
+	databases, perDatabase := 12, 120
+	if testing.Short() {
+		databases = 3
+	}
+	t.Parallel()
+	k := &knobs.Knobs{FixedRandomness: true}
+	r := rand.New(rand.NewPCG(7, 11))
+	compared, compiled := 0, int64(0)
+	for d := 0; d < databases; d++ {
+		duck := auditDuck(t, r)
+		owner := open(t, duck, true, k)
+		// Bounds no unit reaches: bounding keeps every row, in both.
+		enginetest.Run(t, owner, `CREATE PRIVACY POLICY ON p OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000);
+			CREATE PRIVACY POLICY ON p2 OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000)`)
+		e := open(t, duck, false, k)
+		enginetest.Run(t, e, "SET epsilon = 1")
+		for i := 0; i < perDatabase; i++ {
+			st := audit.Generate(r, 0.15)
+			if strings.Contains(st.SQL, "_contributed") {
+				continue // its own contribution bounds: bounding may sample
+			}
+			k.ReferenceOnly = true
+			want := enginetest.Outcome(e, st.SQL, st.Args...)
+			k.ReferenceOnly = false
+			before := k.Compiled.Load()
+			got := enginetest.Outcome(e, st.SQL, st.Args...)
+			if k.Compiled.Load() == before {
+				continue // not compiled: the same path twice
+			}
+			compiled += k.Compiled.Load() - before
+			compared++
+			if got != want {
+				t.Errorf("database %d, %s %v:\ncompiled:  %s\nreference: %s", d, st.SQL, st.Args, got, want)
+			}
+		}
+		owner.Close()
+		e.Close()
+	}
+	t.Logf("%d statements compared, %d scans compiled", compared, compiled)
+	if n := k.CompiledFailed.Load(); n > 0 {
+		t.Errorf("%d compiled statements failed in DuckDB", n)
+	}
+	if compared < databases {
+		t.Errorf("only %d of %d statements ran compiled", compared, databases*perDatabase)
+	}
+}
+
+// plainStatements are statements whose measurement compiles: aggregates
+// of plain columns of the auditor's tables, grouped by columns with and
+// without public domains, filtered by comparisons with literals.
+func plainStatements(r *rand.Rand, n int) []audit.Statement {
+	aggs := []string{"COUNT(*)", "COUNT(%s)", "SUM(%s)", "AVG(%s)", "VARIANCE(%s)", "STDDEV(%s)", "SUM(%s, contribution_bounds_per_row => (-20, 20))",
+		"AVG(%s, contribution_bounds_per_row => (0, 100))", "COUNT(%s, contribution_bounds_per_group => (0, 2))", "SUM(%s, contribution_bounds_per_group => (-10, 10))",
+		"COUNT(DISTINCT %s)"} // (the auditor's recorder does not follow the percentiles' tree descent)
+	type rel struct {
+		table string
+		cols  []string
+		keys  []string
+		where []string
+	}
+	rels := []rel{
+		{"p", []string{"w", "n", "v", "uid"}, []string{"", "g", "n", "h", "g, n"}, []string{"", "w > 0", "n IN (1, 2)", "g = 'a' OR w < -5", "NOT (v >= 2.5)", "h IS NOT NULL", "n BETWEEN 2 AND 3"}},
+		{"q", []string{"x", "y"}, []string{"", "k"}, []string{"", "y > 1", "k <> 'x'", "x IS NULL"}},
+	}
+	var out []audit.Statement
+	for len(out) < n {
+		rl := rels[r.IntN(len(rels))]
+		col := rl.cols[r.IntN(len(rl.cols))]
+		agg := strings.ReplaceAll(aggs[r.IntN(len(aggs))], "%s", col)
+		key := rl.keys[r.IntN(len(rl.keys))]
+		where := rl.where[r.IntN(len(rl.where))]
+		sel := agg
+		if key != "" {
+			sel = key + ", " + agg
+		}
+		q := "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-5) " + sel + " FROM " + rl.table
+		if where != "" {
+			q += " WHERE " + where
+		}
+		if key != "" {
+			q += " GROUP BY " + key
+		}
+		out = append(out, audit.Statement{SQL: q})
+	}
+	return out
+}
+
+// TestDuckDBPrivacyAuditor runs the sensitivity auditor's checks with
+// every database in DuckDB: the auditor's own run (generated statements;
+// most have expressions, which the reference evaluator measures), and
+// plain statements whose measurement compiles (plainStatements), on the
+// auditor's neighbouring databases with their small contribution bounds,
+// so that the compiled bounding samples. Keys are fixed (the per-query
+// key is the compiled bounding's only randomness, so neighbours are
+// coupled); every plan's sensitivity claim must hold on the compiled
+// measurements.
+func TestDuckDBPrivacyAuditor(t *testing.T) {
+	t.Parallel()
+	hooks := &knobs.Knobs{FixedRandomness: true}
+	auditOpener := duckOpener(hooks)
+	cfg := audit.Config{Seed: *auditSeed + 100, Databases: 3, PerDatabase: 100, NearMiss: 0.15}
+	rep, err := audit.Run(auditOpener, t.TempDir(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range rep.Findings {
+		if i == 20 {
+			t.Errorf("... %d findings in all", len(rep.Findings))
+			break
+		}
+		t.Errorf("%s", f)
+	}
+	before := hooks.Compiled.Load()
+	r := rand.New(rand.NewPCG(*auditSeed, 31))
+	databases := 8
+	if testing.Short() {
+		databases = 3
+	}
+	checked := 0
+	for d := 0; d < databases; d++ {
+		db := audit.NewDatabase(r)
+		path, path2, err := db.Build(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := audit.OpenPair(auditOpener, path, path2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range plainStatements(r, 40) {
+			for _, p := range pair.Check(st) {
+				t.Errorf("database %d (%s): %s: %s", d, strings.Join(db.Neighbour, "; "), st.SQL, p)
+			}
+			checked++
+		}
+		pair.Close()
+	}
+	compiled := hooks.Compiled.Load() - before
+	t.Logf("%d plain statements checked, %d scans compiled", checked, compiled)
+	if n := hooks.CompiledFailed.Load(); n > 0 {
+		t.Errorf("%d compiled statements failed in DuckDB", n)
+	}
+	if compiled < int64(checked) {
+		t.Errorf("only %d scans of %d plain statements ran compiled in DuckDB", compiled, checked)
+	}
+}
