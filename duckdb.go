@@ -91,9 +91,22 @@ func mirrorDuckDB(ctx context.Context, db *sql.DB, duck duckBackend, notify func
 	return nil
 }
 
-// importDuckDB is ImportCSV into the DuckDB file; the table is then
+// duckdbBackend is the engine's backend over a DuckDB file.
+type duckdbBackend struct{ duck duckBackend }
+
+func (d duckdbBackend) where() string { return "DuckDB" }
+
+func (d duckdbBackend) shutdown() { _ = d.duck.close() }
+
+func (d duckdbBackend) measurer(state *sql.DB) exec.Measurer { return d.duck.measurer(state) }
+
+func (d duckdbBackend) explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error) {
+	return d.duck.explain(ctx, state, m, noPlan)
+}
+
+// importInto is ImportCSV into the DuckDB file; the table is then
 // mirrored.
-func (e *Engine) importDuckDB(ctx context.Context, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error) {
+func (d duckdbBackend) importInto(ctx context.Context, e *Engine, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error) {
 	var taken int
 	if err := e.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name = ? COLLATE NOCASE`, table).Scan(&taken); err != nil {
 		return 0, nil, err
@@ -101,9 +114,9 @@ func (e *Engine) importDuckDB(ctx context.Context, table, path string, opts csvi
 	if taken > 0 {
 		return 0, nil, fmt.Errorf("table %q already exists", table)
 	}
-	n, cols, err := e.duck.importFile(ctx, table, path, opts)
+	n, cols, err := d.duck.importFile(ctx, table, path, opts)
 	if err != nil {
 		return 0, nil, err
 	}
-	return n, cols, mirrorDuckDB(ctx, e.db, e.duck, nil)
+	return n, cols, mirrorDuckDB(ctx, e.db, d.duck, nil)
 }

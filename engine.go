@@ -97,8 +97,7 @@ type Engine struct {
 	noise   mechanism.Noiser
 	notify  func(string)
 	noCache bool
-	pg      *pgSource     // where the tables live, or nil (all in the file)
-	duck    duckBackend   // a DuckDB file the tables live in, or nil
+	be      backend       // where the tables live, or nil (all in the file)
 	ledger  *budget.Store // the budget: in the file, or in PostgreSQL's schema dpsql
 	knobs   *knobs.Knobs  // test knobs; nil in production
 
@@ -221,7 +220,13 @@ func open(path string, opts Options) (*Engine, error) {
 	if noise == nil {
 		noise = mechanism.NewSecureNoiser(nil)
 	}
-	e := &Engine{db: db, state: state, reads: &storesql.Prepared{DB: state}, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, pg: pg, duck: duck, ledger: ledger, knobs: opts.knobs}
+	e := &Engine{db: db, state: state, reads: &storesql.Prepared{DB: state}, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, ledger: ledger, knobs: opts.knobs}
+	switch {
+	case pg != nil:
+		e.be = pg
+	case duck != nil:
+		e.be = duckdbBackend{duck}
+	}
 	e.def = &Session{eng: e, owner: opts.Owner, noCache: opts.NoCache, settings: Settings{Epsilon: opts.Epsilon}, initial: Settings{Epsilon: opts.Epsilon}}
 	return e, nil
 }
@@ -312,9 +317,8 @@ func (e *Engine) Close() error {
 	e.reads.Close()
 	e.state.Close()
 	err := e.db.Close()
-	e.pg.close()
-	if e.duck != nil {
-		e.duck.close()
+	if e.be != nil {
+		e.be.shutdown()
 	}
 	return err
 }
@@ -335,8 +339,9 @@ func (e *Engine) AuthSecret(ctx context.Context) ([]byte, error) {
 // policies is where the catalog's policies are kept: the file, or
 // PostgreSQL's schema dpsql.
 func (e *Engine) policies() storesql.On {
-	if e.pg != nil {
-		return storesql.On{R: e.pg.ledger, Postgres: true}
+	if k, ok := e.be.(policyKeepingBackend); ok {
+		db, postgres := k.policyStore()
+		return storesql.On{R: db, Postgres: postgres}
 	}
 	return storesql.On{R: e.db}
 }
@@ -344,7 +349,7 @@ func (e *Engine) policies() storesql.On {
 // catalog loads the catalog with its policies (on SQLite through
 // statements prepared once: it is read for every statement).
 func (e *Engine) catalog(ctx context.Context) (*catalog.Catalog, error) {
-	if e.pg != nil {
+	if _, ok := e.be.(policyKeepingBackend); ok {
 		return catalog.Load(ctx, e.reads, e.policies())
 	}
 	return catalog.Load(ctx, e.reads, storesql.On{R: e.reads})

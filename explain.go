@@ -120,8 +120,8 @@ func (s *Session) explainPrivate(ctx context.Context, st *parser.SelectStmt, p *
 		r = exec.Explain(opts[i].plan, rw)
 	}
 	r.Rows = append(r.Rows, []any{"noise choice", why}, []any{"accounting", costNote(opts[i].charge, status) + "; admitted by " + acct})
-	if s.eng.duck != nil {
-		where, err := s.eng.duck.explain(ctx, s.eng.db, rw.Measurement, rw.NoPlan)
+	if m, ok := s.eng.be.(measuringBackend); ok {
+		where, err := m.explain(ctx, s.eng.db, rw.Measurement, rw.NoPlan)
 		if err != nil {
 			return nil, err
 		}

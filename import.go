@@ -24,10 +24,8 @@ func (e *Engine) ImportCSV(ctx context.Context, table, path string, opts csvimpo
 	var n int64
 	var cols []csvimport.Column
 	var err error
-	if e.duck != nil {
-		n, cols, err = e.importDuckDB(ctx, table, path, opts) // all or nothing in DuckDB
-	} else if e.pg != nil {
-		n, cols, err = e.importPostgres(ctx, table, path, opts) // one PostgreSQL transaction
+	if im, ok := e.be.(importingBackend); ok {
+		n, cols, err = im.importInto(ctx, e, table, path, opts) // all or nothing where the tables live
 	} else {
 		n, cols, err = e.importSQLite(ctx, table, path, opts)
 	}

@@ -43,8 +43,8 @@ func (e *Engine) ImportInto(ctx context.Context, table, path string, opts csvimp
 	if !e.owner {
 		return 0, nil, fmt.Errorf("%w: importing data needs owner mode (run dpsql with --owner)", ErrOwnerOnly)
 	}
-	if e.pg != nil || e.duck != nil {
-		return 0, nil, fmt.Errorf("%w: --replace and --append work on tables in a dpsql database file; replace or append to the table in its own database (then RESET CACHE)", ErrUnsupported)
+	if e.be != nil {
+		return 0, nil, fmt.Errorf("%w: --replace and --append work on tables in a dpsql database file; replace or append to the table in %s (then RESET CACHE)", ErrUnsupported, e.be.where())
 	}
 	cat, err := e.catalog(ctx)
 	if err != nil {

@@ -148,13 +148,14 @@ func (s *Session) policyStatement(ctx context.Context, stmt parser.Stmt, write f
 	}
 	defer tx.Rollback()
 	policies := storesql.On{R: tx}
-	if s.eng.pg != nil {
+	if k, ok := s.eng.be.(policyKeepingBackend); ok {
+		db, postgres := k.policyStore()
 		var ptx *sql.Tx
-		if ptx, err = s.eng.pg.ledger.BeginTx(ctx, nil); err != nil {
+		if ptx, err = db.BeginTx(ctx, nil); err != nil {
 			return nil, err
 		}
 		defer ptx.Rollback()
-		policies = storesql.On{R: ptx, Postgres: true}
+		policies = storesql.On{R: ptx, Postgres: postgres}
 		defer func() {
 			if err == nil {
 				if err = ptx.Commit(); err != nil {
@@ -287,8 +288,8 @@ func (s *Session) dropTable(ctx context.Context, st *parser.DropTableStmt, cat *
 		}
 		return nil, &Error{Pos: st.Table.NamePos, Kind: ErrUnknownName, Msg: fmt.Sprintf("unknown table %q", st.Table.Name)}
 	}
-	if s.eng.pg != nil {
-		return nil, &Error{Pos: st.DropPos, Kind: ErrUnsupported, Msg: "the tables live in PostgreSQL: drop the table there (its mirror and policy go at the owner's next open)"}
+	if k, ok := s.eng.be.(policyKeepingBackend); ok {
+		return nil, &Error{Pos: st.DropPos, Kind: ErrUnsupported, Msg: "the tables live in " + k.where() + ": drop the table there (its mirror and policy go at the owner's next open)"}
 	}
 	return s.policyStatement(ctx, st, func(on storesql.On) (string, error) {
 		if err := cat.DropTable(ctx, on, st.Table.Name); err != nil {

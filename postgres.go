@@ -48,6 +48,16 @@ func (p *pgSource) close() {
 	}
 }
 
+func (p *pgSource) where() string { return "PostgreSQL" }
+
+func (p *pgSource) shutdown() { p.close() }
+
+// policyStore is PostgreSQL's schema dpsql, through the pool.
+func (p *pgSource) policyStore() (*sql.DB, bool) { return p.ledger, true }
+
+// pusher computes native measurements in PostgreSQL.
+func (p *pgSource) pusher(state *sql.DB) exec.Pusher { return pgPusher{p, state} }
+
 // sqliteConnector opens connections of one engine's private SQLite
 // driver (database/sql's Connector).
 type sqliteConnector struct {
@@ -244,12 +254,12 @@ func (p *pgSource) mirror(ctx context.Context, db *sql.DB, notify func(string)) 
 	return nil
 }
 
-// importPostgres loads a CSV file into a new PostgreSQL table: csvimport
+// importInto loads a CSV file into a new PostgreSQL table: csvimport
 // reads, checks and types it into a scratch SQLite file (so a malformed
 // file fails exactly as it does on SQLite, before PostgreSQL is
 // touched), then COPY moves the rows in one PostgreSQL transaction, and
 // the table is mirrored.
-func (e *Engine) importPostgres(ctx context.Context, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error) {
+func (p *pgSource) importInto(ctx context.Context, e *Engine, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error) {
 	var taken int
 	if err := e.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name = ? COLLATE NOCASE`, table).Scan(&taken); err != nil {
 		return 0, nil, err
@@ -263,10 +273,10 @@ func (e *Engine) importPostgres(ctx context.Context, table, path string, opts cs
 	}
 	defer scratch.close()
 	names, types := columnsOf(cols)
-	if _, err := postgres.CopyTable(ctx, e.pg.pool, scratch.db, table, names, types); err != nil {
+	if _, err := postgres.CopyTable(ctx, p.pool, scratch.db, table, names, types); err != nil {
 		return 0, nil, err
 	}
-	if err := e.pg.mirror(ctx, e.db, nil); err != nil {
+	if err := p.mirror(ctx, e.db, nil); err != nil {
 		return 0, nil, err
 	}
 	return n, cols, nil

@@ -143,11 +143,11 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 		return nil, cancelled(ctx, err, nil)
 	}
 	defer prep.Close()
-	if e.duck != nil {
-		prep.MeasureWith(e.duck.measurer(e.db)) // the whole measurement runs in DuckDB
+	if m, ok := e.be.(measuringBackend); ok {
+		prep.MeasureWith(m.measurer(e.db)) // the whole measurement runs where the tables live
 	}
-	if e.pg != nil {
-		prep.PushTo(pgPusher{e.pg, e.db}) // native measurements of a mirror run in PostgreSQL
+	if ps, ok := e.be.(pushingBackend); ok {
+		prep.PushTo(ps.pusher(e.db)) // native measurements of a mirror run where it lives
 	}
 	opt, _, id, err := s.charge(ctx, st, p, text)
 	if err != nil {
@@ -359,7 +359,7 @@ func (s *Session) cacheKey(statement string, p *planner.PrivateQuery) string {
 	parts := []string{semantics, "epsilon=" + cache.Float(p.Epsilon), "delta=" + cache.Float(p.Delta)}
 	parts = append(parts, s.settings.cacheText()...)
 	parts = append(parts, "analyst="+s.analyst)
-	if s.eng.pg != nil {
+	if _, ok := s.eng.be.(policyKeepingBackend); ok {
 		parts = append(parts, "policy="+p.Policy)
 	}
 	return cache.Key(statement, parts...)

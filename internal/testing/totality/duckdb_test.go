@@ -179,7 +179,7 @@ func TestDuckDBComparesLiteralsOfEveryClass(t *testing.T) {
 // run: the test fails should it fall below what it was when last raised.
 func TestCompiledCoverage(t *testing.T) {
 	t.Parallel()
-	const databases, perDatabase, atLeast = 4, 100, 16
+	const databases, perDatabase, atLeast = 4, 100, 19
 	r := rand.New(rand.NewPCG(5, 17))
 	reasons := map[string]int{}
 	compiled, total := 0, 0

@@ -1,0 +1,69 @@
+package dpsql
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/dpsql/dpsql/csvimport"
+	"github.com/dpsql/dpsql/exec"
+	"github.com/dpsql/dpsql/measure"
+)
+
+// A backend is where an engine's tables live when they are not in its
+// SQLite file (PostgreSQL, DuckDB); an engine without one keeps them in
+// the file. The engine reads every table of a backend through its mirror
+// in the file (a SQLite virtual table), so every query runs on every
+// backend; what else a backend can do it says by the optional
+// capabilities below, which the engine asks for by type assertion, as
+// database/sql asks a driver for its optional interfaces — never by
+// which backend it is.
+type backend interface {
+	// where names the backend in messages ("PostgreSQL", "DuckDB").
+	where() string
+	// shutdown closes the backend, after the engine's SQLite
+	// connections, which read through it.
+	shutdown()
+}
+
+// measuringBackend runs a scan's whole measurement (measure.Plan) as
+// one statement where the tables live (exec.Measurer), and says in
+// EXPLAIN whether a scan does, and why not.
+type measuringBackend interface {
+	backend
+	measurer(state *sql.DB) exec.Measurer
+	explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error)
+}
+
+// pushingBackend computes a scan's native measurements (rewrite.Pushed)
+// where a mirrored table lives (exec.Pusher).
+type pushingBackend interface {
+	backend
+	pusher(state *sql.DB) exec.Pusher
+}
+
+// importingBackend loads a file into a new table where the tables live,
+// all or nothing, and mirrors it into the engine's file.
+type importingBackend interface {
+	backend
+	importInto(ctx context.Context, e *Engine, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error)
+}
+
+// policyKeepingBackend keeps the policies and the budget itself (in
+// PostgreSQL's schema dpsql), not the engine's file: the policies are
+// read and written there, the owner drops tables there, and a cached
+// answer's key names the policies it was given under.
+type policyKeepingBackend interface {
+	backend
+	// policyStore is the database that keeps them, and whether it
+	// speaks PostgreSQL (storesql.On).
+	policyStore() (db *sql.DB, postgres bool)
+}
+
+// The backends and their capabilities.
+var (
+	_ pushingBackend       = (*pgSource)(nil)
+	_ importingBackend     = (*pgSource)(nil)
+	_ policyKeepingBackend = (*pgSource)(nil)
+	_ measuringBackend     = duckdbBackend{}
+	_ importingBackend     = duckdbBackend{}
+)
