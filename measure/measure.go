@@ -182,8 +182,12 @@ type Plan struct {
 	Keys []Key
 	// Where is the scan's filter (nil: none).
 	Where Filter
-	// Args are the measured columns; a spec's argument i is Args[i].
+	// Args are the measured columns; a spec's argument i is Args[i],
+	// or Cases[i] where Args[i] is "".
 	Args []string
+	// Cases are the measured arguments that are searched CASE
+	// expressions (by argument index).
+	Cases map[int]*Case
 	// Specs are the measurements.
 	Specs []Spec
 }
@@ -195,6 +199,27 @@ type Plan struct {
 type Key struct {
 	Column string
 	Domain []any
+}
+
+// Case is CASE WHEN Whens[0].Cond THEN Whens[0].Then ... ELSE Else END,
+// as SQL evaluates it: the first condition that holds (TRUE; FALSE and
+// NULL do not) gives the value, else Else.
+type Case struct {
+	Whens []When
+	Else  Operand
+}
+
+// When is one WHEN cond THEN value of a Case.
+type When struct {
+	Cond Filter
+	Then Operand
+}
+
+// Operand is a Case's value: a column (Column set), a number (Value, an
+// int64 or a float64), or NULL (neither).
+type Operand struct {
+	Column string
+	Value  any
 }
 
 // Filter is a filter on rows: And, Or, Not, Compare, IsNull or In.

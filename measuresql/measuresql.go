@@ -178,6 +178,89 @@ func (c *compiler) typeOf(col string) Type {
 	return t
 }
 
+// argType is the class of measured argument i: its column's, or for a
+// CASE, Real when some value is a float (a float column or literal: the
+// reference reads every value as a double, and so does the CASE then),
+// else Integer.
+func (c *compiler) argType(i int) Type {
+	cs := c.m.Cases[i]
+	if cs == nil {
+		return c.typeOf(c.m.Args[i])
+	}
+	t := Other
+	for _, o := range operands(cs) {
+		u := Integer // an int64 literal
+		switch o.Value.(type) {
+		case float64:
+			u = Real
+		case nil:
+			if o.Column == "" {
+				continue // NULL
+			}
+			if u = c.typeOf(o.Column); !isInt(u) && u != Real {
+				panic(decline("a CASE of text"))
+			}
+		}
+		if u == Real || t == Other {
+			t = u
+		}
+	}
+	if t == Other {
+		panic(decline("a CASE of NULLs"))
+	}
+	if isInt(t) {
+		t = Integer
+	}
+	return t
+}
+
+// operands are a CASE's values, its ELSE last.
+func operands(cs *measure.Case) []measure.Operand {
+	var out []measure.Operand
+	for _, w := range cs.Whens {
+		out = append(out, w.Then)
+	}
+	return append(out, cs.Else)
+}
+
+// argValue reads measured argument i as the reference sees it: its
+// column, or its CASE over filters, every value read in the CASE's class
+// (argType; an integer among floats rounded to a double, as the reference
+// converts it).
+func (c *compiler) argValue(i int) string {
+	cs := c.m.Cases[i]
+	if cs == nil {
+		return c.value(c.m.Args[i])
+	}
+	t := c.argType(i)
+	operand := func(o measure.Operand) string {
+		switch v := o.Value.(type) {
+		case int64:
+			if t == Real {
+				return c.d.Float(float64(v))
+			}
+			return strconv.FormatInt(v, 10)
+		case float64:
+			return c.d.Float(v)
+		}
+		if o.Column == "" {
+			return "NULL"
+		}
+		if t == Real && isInt(c.typeOf(o.Column)) {
+			return c.d.ToDouble(c.value(o.Column))
+		}
+		return c.value(o.Column)
+	}
+	var b strings.Builder
+	b.WriteString("(CASE")
+	for _, w := range cs.Whens {
+		// A condition that is NULL does not hold, as FALSE does not.
+		b.WriteString(" WHEN " + c.filter(w.Cond) + " THEN " + operand(w.Then))
+	}
+	b.WriteString(" ELSE " + operand(cs.Else) + " END)")
+	return b.String()
+}
+
 // value reads a column as the reference sees it.
 func (c *compiler) value(col string) string {
 	return c.d.Value(c.d.Quote(col), c.typeOf(col))
@@ -421,7 +504,7 @@ func (c *compiler) notNaN(v string, t Type, cond string) string {
 // the value itself for an integer column with integer bounds, else
 // round(clip·2^F) (measure.FixedPoint). It returns F.
 func (c *compiler) clipped(arg int, lo, hi float64) (string, int) {
-	if t := c.typeOf(c.m.Args[arg]); isInt(t) && integerBounds(lo, hi) {
+	if t := c.argType(arg); isInt(t) && integerBounds(lo, hi) {
 		return intClip("a"+strconv.Itoa(arg), lo, hi), 0
 	}
 	f, ok := measure.FixedPoint(lo, hi)
@@ -434,7 +517,7 @@ func (c *compiler) clipped(arg int, lo, hi float64) (string, int) {
 // onGrid prints the numeric argument clipped to [lo, hi] as the integer
 // round(clip·2^f), rounded half to even.
 func (c *compiler) onGrid(arg int, lo, hi float64, f int) string {
-	t := c.typeOf(c.m.Args[arg])
+	t := c.argType(arg)
 	if !isInt(t) && t != Real {
 		panic(decline("a sum of text"))
 	}
@@ -464,7 +547,10 @@ func (c *compiler) compile() *Statement {
 			if m.Unit != "" {
 				panic(decline("distinct values under bounding"))
 			}
-			if sp.Kind == measure.Distinct && c.typeOf(m.Args[sp.Arg]) == Real {
+			if m.Cases[sp.Arg] != nil {
+				panic(decline("a CASE under a distinct count, a percentile or a bound search"))
+			}
+			if sp.Kind == measure.Distinct && c.argType(sp.Arg) == Real {
 				panic(decline("distinct floats")) // -0 and 0 are two values in the reference
 			}
 			c.st.DetailSpec[i] = true
@@ -494,8 +580,8 @@ func (c *compiler) compile() *Statement {
 			where = append(where, filter)
 		}
 	}
-	for i, col := range m.Args {
-		cols = append(cols, c.value(col)+" AS a"+strconv.Itoa(i))
+	for i := range m.Args {
+		cols = append(cols, c.argValue(i)+" AS a"+strconv.Itoa(i))
 	}
 	if m.Where != nil {
 		where = append([]string{c.filter(m.Where)}, where...)
@@ -568,7 +654,7 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []measure.Spe
 // NULL, and not NaN, which it reads as NULL).
 func (c *compiler) count(arg int) string {
 	a := "a" + strconv.Itoa(arg)
-	if c.typeOf(c.m.Args[arg]) == Real {
+	if c.argType(arg) == Real {
 		return c.d.Func("count") + "(CASE WHEN NOT " + c.d.IsNaN(a) + " THEN 1 END)"
 	}
 	return c.d.Func("count") + "(" + a + ")"
@@ -580,7 +666,7 @@ func (c *compiler) count(arg int) string {
 // else on the squares' grid (measure.SquaresGrid, as the reference
 // rounds), so that both sums are exact and cannot overflow.
 func (c *compiler) squareTerms(sp measure.Spec) (clip, square string, f int) {
-	if t := c.typeOf(c.m.Args[sp.Arg]); isInt(t) && integerBounds(sp.Lo, sp.Hi) && math.Max(math.Abs(sp.Lo), math.Abs(sp.Hi)) <= 1<<38 {
+	if t := c.argType(sp.Arg); isInt(t) && integerBounds(sp.Lo, sp.Hi) && math.Max(math.Abs(sp.Lo), math.Abs(sp.Hi)) <= 1<<38 {
 		clip = intClip("a"+strconv.Itoa(sp.Arg), sp.Lo, sp.Hi)
 	} else {
 		var ok bool
@@ -660,7 +746,7 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []measure.Spec)
 		case measure.UnitSum:
 			// Σ over units of clip(the unit's exact sum): integer columns
 			// with integer bounds.
-			if !isInt(c.typeOf(m.Args[sp.Arg])) || !integerBounds(sp.Lo, sp.Hi) {
+			if !isInt(c.argType(sp.Arg)) || !integerBounds(sp.Lo, sp.Hi) {
 				panic(decline("a per-unit sum of floats"))
 			}
 			// Each value as the reference reads it: rounded to a double (an

@@ -35,10 +35,17 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		}
 		m.Keys = append(m.Keys, measure.Key{Column: k.Base, Domain: k.Domain})
 	}
-	for _, e := range argExprs {
+	for i, e := range argExprs {
 		col, ok := q.BaseColumn(e)
 		if !ok {
-			return nil, "an aggregate's argument is an expression (" + parser.Format(e) + ")"
+			c, ok := caseOf(q, e)
+			if !ok {
+				return nil, "an aggregate's argument is an expression (" + parser.Format(e) + ")"
+			}
+			if m.Cases == nil {
+				m.Cases = map[int]*measure.Case{}
+			}
+			m.Cases[i] = c
 		}
 		m.Args = append(m.Args, col)
 	}
@@ -50,6 +57,53 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		m.Where = f
 	}
 	return m, ""
+}
+
+// caseOf translates a searched CASE whose conditions are filters (filterOf)
+// and whose values are columns, numbers or NULL.
+func caseOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
+	for {
+		p, ok := e.(*parser.ParenExpr)
+		if !ok {
+			break
+		}
+		e = p.X
+	}
+	ce, ok := e.(*parser.CaseExpr)
+	if !ok || ce.Operand != nil || len(ce.Whens) == 0 {
+		return nil, false
+	}
+	c := &measure.Case{}
+	for _, w := range ce.Whens {
+		cond, ok1 := filterOf(q, w.Cond)
+		then, ok2 := operandOf(q, w.Result)
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		c.Whens = append(c.Whens, measure.When{Cond: cond, Then: then})
+	}
+	if ce.Else != nil {
+		var ok bool
+		if c.Else, ok = operandOf(q, ce.Else); !ok {
+			return nil, false
+		}
+	}
+	return c, true
+}
+
+// operandOf reads a CASE's value: a base column, a number, or NULL.
+func operandOf(q *planner.PrivateQuery, e parser.Expr) (measure.Operand, bool) {
+	if col, ok := q.BaseColumn(e); ok {
+		return measure.Operand{Column: col}, true
+	}
+	if l, ok := e.(*parser.Literal); ok && l.Kind == parser.NullLit {
+		return measure.Operand{}, true
+	}
+	switch v, ok := literalValue(e); v.(type) {
+	case int64, float64:
+		return measure.Operand{Value: v}, ok
+	}
+	return measure.Operand{}, false
 }
 
 // filterOf translates a WHERE expression made only of comparisons of a
