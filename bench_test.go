@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,8 +83,14 @@ func timeRatio(b *testing.B, db *sql.DB, eng *dpsql.Engine, raw, private string)
 		}
 		rs.Close()
 		t1 := time.Now()
-		if _, err := eng.Query(ctx, private); err != nil {
+		res, err := eng.Query(ctx, private)
+		if err != nil {
 			b.Fatal(err)
+		}
+		for _, note := range res.Notes {
+			if strings.Contains(note, "the reference evaluator measured the same rows instead") {
+				b.Fatalf("%s fell back to the reference evaluator: %s", private, note) // a benchmark of the wrong path
+			}
 		}
 		t2 := time.Now()
 		tRaw += t1.Sub(t0)
