@@ -203,7 +203,8 @@ type Key struct {
 
 // Case is CASE WHEN Whens[0].Cond THEN Whens[0].Then ... ELSE Else END,
 // as SQL evaluates it: the first condition that holds (TRUE; FALSE and
-// NULL do not) gives the value, else Else.
+// NULL do not) gives the value, else Else. A Case without Whens is its
+// Else alone (an argument that is arithmetic).
 type Case struct {
 	Whens []When
 	Else  Operand
@@ -215,10 +216,11 @@ type When struct {
 	Then Operand
 }
 
-// Operand is a Case's value: a column (Column set), a number (Value, an
-// int64 or a float64), or NULL (neither).
+// Operand is a Case's value: a column (Column set), integer arithmetic
+// (Arith set), a number (Value, an int64 or a float64), or NULL (none).
 type Operand struct {
 	Column string
+	Arith  *Arith
 	Value  any
 }
 
@@ -234,12 +236,22 @@ type Or struct{ Parts []Filter }
 // Not negates X (NULL stays NULL).
 type Not struct{ X Filter }
 
-// Compare is Column Op Value, Op one of = <> < <= > >=, Value an int64,
-// a float64 or a string.
+// Compare is Column Op Value, or with Arith set, Arith Op Value; Op one
+// of = <> < <= > >=, Value an int64, a float64 or a string.
 type Compare struct {
 	Column string
+	Arith  *Arith
 	Op     string
 	Value  any
+}
+
+// Arith is integer arithmetic over a row: a column (Column), a constant
+// (Const, with no Op and no Column), or X Op Y with Op one of + - *.
+type Arith struct {
+	Column string
+	Const  int64
+	Op     byte
+	X, Y   *Arith
 }
 
 // IsNull is Column IS NULL (IS NOT NULL with Not).

@@ -15,7 +15,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-var types = map[string]Type{"u": Integer, "x": Integer, "y": Real, "g": Text, "n": Integer, "b": Other}
+var types = map[string]Type{"u": Integer, "x": Integer, "y": Real, "g": Text, "n": Integer, "b": Other, "i": Int32, "w": Int}
 
 // compileCases are measurement plans and what the DuckDB printer must do
 // with them: print (golden file testdata/duckdb.txt) or decline.
@@ -35,6 +35,12 @@ var compileCases = []struct {
 			{Cond: measure.IsNull{Column: "y"}, Then: measure.Operand{Value: 2.5}}}}}, Specs: measure.MustParse("s0:-5:5", "c0")}},
 	{"declines: a CASE of text", measure.Plan{Table: "t", Args: []string{""},
 		Cases: map[int]*measure.Case{0: {Whens: []measure.When{{Cond: measure.IsNull{Column: "x"}, Then: measure.Operand{Column: "b"}}}}}, Specs: measure.MustParse("c0")}},
+	{"arithmetic on a 32-bit column, in a filter and an argument", measure.Plan{Table: "t", Args: []string{""},
+		Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: &measure.Arith{Op: '*', X: &measure.Arith{Column: "i"}, Y: &measure.Arith{Const: -7}}}}},
+		Where: measure.Compare{Arith: &measure.Arith{Op: '+', X: &measure.Arith{Column: "i"}, Y: &measure.Arith{Const: 1}}, Op: ">", Value: 0.5},
+		Specs: measure.MustParse("s0:-100:100")}},
+	{"declines: arithmetic on a 64-bit column", measure.Plan{Table: "t",
+		Where: measure.Compare{Arith: &measure.Arith{Op: '+', X: &measure.Arith{Column: "w"}, Y: &measure.Arith{Const: 1}}, Op: ">", Value: int64(0)}, Specs: measure.MustParse("n")}},
 	{"histogram of a bound search", measure.Plan{Table: "t", Args: []string{"y"}, Keys: []measure.Key{{Column: "n", Domain: []any{int64(1), int64(2)}}}, Specs: measure.MustParse("h0", "c0")}},
 	{"bounding with row sampling", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 3, Args: []string{"x"},
 		Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}}, Specs: measure.MustParse("n", "s0:0:100", "u")}},

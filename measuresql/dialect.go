@@ -56,6 +56,11 @@ func (DuckDB) Hash(values []string, key uint64) string {
 	return "system.main.hash(" + strings.Join(values, ", ") + ", CAST(" + strconv.FormatUint(key, 10) + " AS UBIGINT))"
 }
 
+// Widen reads a 32-bit integer as BIGINT, so that arithmetic on it is
+// 64-bit (DuckDB computes INTEGER × INTEGER in 32 bits, and raises on
+// overflow).
+func (DuckDB) Widen(x string) string { return "CAST(" + x + " AS BIGINT)" }
+
 // IsNaN is DuckDB's isnan.
 func (d DuckDB) IsNaN(x string) string { return d.Func("isnan") + "(" + x + ")" }
 

@@ -55,12 +55,13 @@ const (
 	Other   Type = iota
 	Integer      // exact integers that fit int64, read through a widening cast (unsigned, booleans as 0/1)
 	Int          // a signed integer type the engine reads and sums as it is (no cast)
+	Int32        // a signed integer of at most 32 bits, read as it is (arithmetic on it is compiled)
 	Real         // binary floats (float4 widened exactly)
 	Text         // text, compared byte by byte
 )
 
 // isInt reports whether t holds integers.
-func isInt(t Type) bool { return t == Integer || t == Int }
+func isInt(t Type) bool { return t == Integer || t == Int || t == Int32 }
 
 // Dialect prints the few forms the compiler needs in one engine's SQL.
 type Dialect interface {
@@ -84,6 +85,9 @@ type Dialect interface {
 	// function name (sum, count, row_number), in a form that
 	// nothing stored in the database can redefine.
 	Func(name string) string
+	// Widen reads a signed integer of at most 32 bits as a 64-bit
+	// integer.
+	Widen(x string) string
 	// IsNaN is true where the double x is NaN (false for NULL or a
 	// number).
 	IsNaN(x string) string
@@ -189,11 +193,14 @@ func (c *compiler) argType(i int) Type {
 	}
 	t := Other
 	for _, o := range operands(cs) {
-		u := Integer // an int64 literal
+		u := Integer // an int64 literal, or integer arithmetic
 		switch o.Value.(type) {
 		case float64:
 			u = Real
 		case nil:
+			if o.Arith != nil {
+				break
+			}
 			if o.Column == "" {
 				continue // NULL
 			}
@@ -243,6 +250,12 @@ func (c *compiler) argValue(i int) string {
 		case float64:
 			return c.d.Float(v)
 		}
+		if o.Arith != nil {
+			if t == Real {
+				return c.d.ToDouble(c.arith(o.Arith))
+			}
+			return c.arith(o.Arith)
+		}
 		if o.Column == "" {
 			return "NULL"
 		}
@@ -250,6 +263,9 @@ func (c *compiler) argValue(i int) string {
 			return c.d.ToDouble(c.value(o.Column))
 		}
 		return c.value(o.Column)
+	}
+	if len(cs.Whens) == 0 {
+		return operand(cs.Else)
 	}
 	var b strings.Builder
 	b.WriteString("(CASE")
@@ -284,7 +300,7 @@ func (c *compiler) exact(v any, t Type) (string, bool) {
 	switch v := v.(type) {
 	case int64:
 		switch t {
-		case Integer, Int:
+		case Integer, Int, Int32:
 			return strconv.FormatInt(v, 10), true
 		case Real:
 			if f := float64(v); f < 1<<63 && int64(f) == v {
@@ -352,9 +368,14 @@ func (c *compiler) neighbours(v any, t Type) (below, above string, ok bool) {
 
 // compare prints column op v for any numeric literal v: as it is where
 // the column's class holds v, else by v's neighbours in the class.
-func (c *compiler) compare(col, op string, v any) string {
-	t := c.typeOf(col)
-	x := c.value(col)
+func (c *compiler) compare(col string, arith *measure.Arith, op string, v any) string {
+	var t Type
+	var x string
+	if arith != nil {
+		t, x = Int, c.arith(arith) // an exact 64-bit integer, never NaN
+	} else {
+		t, x = c.typeOf(col), c.value(col)
+	}
 	if lit, ok := c.exact(v, t); ok {
 		return c.notNaN(x, t, "("+x+" "+op+" "+lit+")")
 	}
@@ -376,6 +397,64 @@ func (c *compiler) compare(col, op string, v any) string {
 		panic(decline("comparison " + op))
 	}
 	return c.notNaN(x, t, cond)
+}
+
+// arithLimit bounds every value integer arithmetic may reach: far below
+// 2^63, so that no sum or product overflows in SQLite (which would turn
+// it into a float) or in the engine (which would raise).
+var arithLimit = new(big.Int).Lsh(big.NewInt(1), 62)
+
+// arith prints integer arithmetic over a row (+, −, × of columns of at
+// most 32 bits and integer constants) in 64-bit integers, when every
+// value it can reach, by the columns' ranges, stays within ±2^62: then it
+// is exact in both engines and cannot raise; otherwise it declines.
+func (c *compiler) arith(a *measure.Arith) string {
+	sqlText, _, _ := c.arithRange(a)
+	return sqlText
+}
+
+func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
+	var text string
+	var lo, hi *big.Int
+	switch {
+	case a.Op == 0 && a.Column != "":
+		if c.typeOf(a.Column) != Int32 {
+			panic(decline("arithmetic on a column wider than 32 bits"))
+		}
+		text, lo, hi = c.d.Widen(c.value(a.Column)), big.NewInt(math.MinInt32), big.NewInt(math.MaxInt32)
+	case a.Op == 0:
+		text, lo, hi = strconv.FormatInt(a.Const, 10), big.NewInt(a.Const), big.NewInt(a.Const)
+		if a.Const < 0 {
+			text = "(" + text + ")"
+		}
+	default:
+		x, xl, xh := c.arithRange(a.X)
+		y, yl, yh := c.arithRange(a.Y)
+		text = "(" + x + " " + string(a.Op) + " " + y + ")"
+		switch a.Op {
+		case '+':
+			lo, hi = new(big.Int).Add(xl, yl), new(big.Int).Add(xh, yh)
+		case '-':
+			lo, hi = new(big.Int).Sub(xl, yh), new(big.Int).Sub(xh, yl)
+		case '*':
+			ps := []*big.Int{new(big.Int).Mul(xl, yl), new(big.Int).Mul(xl, yh), new(big.Int).Mul(xh, yl), new(big.Int).Mul(xh, yh)}
+			lo, hi = ps[0], ps[0]
+			for _, p := range ps[1:] {
+				if p.Cmp(lo) < 0 {
+					lo = p
+				}
+				if p.Cmp(hi) > 0 {
+					hi = p
+				}
+			}
+		default:
+			panic(decline("arithmetic operator " + string(a.Op)))
+		}
+	}
+	if lo.CmpAbs(arithLimit) > 0 || hi.CmpAbs(arithLimit) > 0 {
+		panic(decline("arithmetic that could leave ±2^62"))
+	}
+	return text, lo, hi
 }
 
 // bound is x op lit, or where there is no such literal (the class has no
@@ -402,7 +481,7 @@ func (c *compiler) filter(f measure.Filter) string {
 	case measure.Not:
 		return "(NOT " + c.filter(f.X) + ")"
 	case measure.Compare:
-		return c.compare(f.Column, f.Op, f.Value)
+		return c.compare(f.Column, f.Arith, f.Op, f.Value)
 	case measure.IsNull:
 		t := c.typeOf(f.Column)
 		v := c.value(f.Column)
@@ -548,7 +627,7 @@ func (c *compiler) compile() *Statement {
 				panic(decline("distinct values under bounding"))
 			}
 			if m.Cases[sp.Arg] != nil {
-				panic(decline("a CASE under a distinct count, a percentile or a bound search"))
+				panic(decline("an expression (CASE or arithmetic) under a distinct count, a percentile or a bound search"))
 			}
 			if sp.Kind == measure.Distinct && c.argType(sp.Arg) == Real {
 				panic(decline("distinct floats")) // -0 and 0 are two values in the reference

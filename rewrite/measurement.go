@@ -40,7 +40,11 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		if !ok {
 			c, ok := caseOf(q, e)
 			if !ok {
-				return nil, "an aggregate's argument is an expression (" + parser.Format(e) + ")"
+				a, isArith := arithOf(q, e)
+				if !isArith || a.Op == 0 {
+					return nil, "an aggregate's argument is an expression (" + parser.Format(e) + ")"
+				}
+				c = &measure.Case{Else: measure.Operand{Arith: a}}
 			}
 			if m.Cases == nil {
 				m.Cases = map[int]*measure.Case{}
@@ -52,7 +56,7 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 	if q.Where != nil {
 		f, ok := filterOf(q, q.Where)
 		if !ok {
-			return nil, "the WHERE clause has an expression the plan does not cover (it covers comparisons of a column with a literal, IN lists, BETWEEN, IS NULL, AND, OR and NOT)"
+			return nil, "the WHERE clause has an expression the plan does not cover (it covers comparisons of a column or of integer arithmetic with a literal, IN lists, BETWEEN, IS NULL, AND, OR and NOT)"
 		}
 		m.Where = f
 	}
@@ -99,6 +103,9 @@ func operandOf(q *planner.PrivateQuery, e parser.Expr) (measure.Operand, bool) {
 	if l, ok := e.(*parser.Literal); ok && l.Kind == parser.NullLit {
 		return measure.Operand{}, true
 	}
+	if a, ok := arithOf(q, e); ok && a.Op != 0 {
+		return measure.Operand{Arith: a}, true
+	}
 	switch v, ok := literalValue(e); v.(type) {
 	case int64, float64:
 		return measure.Operand{Value: v}, ok
@@ -140,6 +147,14 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 				v, ok := literalValue(e.X)
 				return measure.Compare{Column: col, Op: flipped[e.Op], Value: v}, ok
 			}
+			if a, ok := arithOf(q, e.X); ok {
+				v, ok := literalValue(e.Y)
+				return measure.Compare{Arith: a, Op: e.Op, Value: v}, ok
+			}
+			if a, ok := arithOf(q, e.Y); ok {
+				v, ok := literalValue(e.X)
+				return measure.Compare{Arith: a, Op: flipped[e.Op], Value: v}, ok
+			}
 		}
 	case *parser.IsNullExpr:
 		col, ok := q.BaseColumn(e.X)
@@ -170,6 +185,41 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 			f = measure.Not{X: f}
 		}
 		return f, true
+	}
+	return nil, false
+}
+
+// arithOf translates integer arithmetic of base columns and integer
+// literals with +, - (binary and unary) and *; the compiler decides from
+// the columns' types whether it is exact (measuresql).
+func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
+	switch e := e.(type) {
+	case *parser.ParenExpr:
+		return arithOf(q, e.X)
+	case *parser.UnaryExpr:
+		if e.Op != "-" {
+			return nil, false
+		}
+		if v, ok := literalValue(e); ok {
+			i, isInt := v.(int64)
+			return &measure.Arith{Const: i}, isInt
+		}
+		x, ok := arithOf(q, e.X)
+		return &measure.Arith{Op: '-', X: &measure.Arith{}, Y: x}, ok
+	case *parser.BinaryExpr:
+		if e.Op != "+" && e.Op != "-" && e.Op != "*" {
+			return nil, false
+		}
+		x, ok1 := arithOf(q, e.X)
+		y, ok2 := arithOf(q, e.Y)
+		return &measure.Arith{Op: e.Op[0], X: x, Y: y}, ok1 && ok2
+	case *parser.Literal, *parser.Placeholder:
+		v, ok := literalValue(e)
+		i, isInt := v.(int64)
+		return &measure.Arith{Const: i}, ok && isInt
+	}
+	if col, ok := q.BaseColumn(e); ok {
+		return &measure.Arith{Column: col}, true
 	}
 	return nil, false
 }

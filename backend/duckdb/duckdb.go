@@ -210,8 +210,10 @@ func (c column) read() string {
 func classify(name, typ string) column {
 	c := column{name: name, typ: typ, affinity: "TEXT"}
 	switch {
-	case typ == "BIGINT" || typ == "INTEGER" || typ == "SMALLINT" || typ == "TINYINT":
+	case typ == "BIGINT":
 		c.affinity, c.class = "INTEGER", measuresql.Int
+	case typ == "INTEGER" || typ == "SMALLINT" || typ == "TINYINT":
+		c.affinity, c.class = "INTEGER", measuresql.Int32
 	case typ == "UINTEGER" || typ == "USMALLINT" || typ == "UTINYINT" || typ == "BOOLEAN":
 		c.affinity, c.class = "INTEGER", measuresql.Integer
 	case typ == "DOUBLE" || typ == "FLOAT":
