@@ -225,32 +225,18 @@ type spec struct {
 	kind   measure.Kind
 	arg    int
 	lo, hi float64
-	// For s: each clipped value is rounded to the fixed-point grid 2^-fixed
-	// (measure.FixedPoint) when grid is set, so that every engine sums
-	// the same integers exactly; the bounds are on the grid, so the
+	// For s and q: each clipped value is rounded to the fixed-point grid
+	// 2^-fixed when grid is set (s: measure.FixedPoint; q:
+	// measure.SquaresGrid), so that every engine sums the same integers
+	// (and their squares) exactly; the bounds are on the grid, so the
 	// rounded values stay within them and the sensitivity is unchanged.
 	fixed int
 	grid  bool
-	// For q: each clipped value is rounded to the grid 2^-sqFixed
-	// (measure.SquaresGrid) when sqGrid is set, so that every engine sums
-	// the same integers and their squares exactly.
-	sqFixed int
-	sqGrid  bool
 }
 
-// squareClipped is a value's contribution to a q spec's sums: clipped to
-// the bounds and, with a grid, rounded to it half to even.
-func (sp *spec) squareClipped(f float64) float64 {
-	c := clip(f, sp.lo, sp.hi)
-	if sp.sqGrid {
-		c = math.Ldexp(math.RoundToEven(math.Ldexp(c, sp.sqFixed)), -sp.sqFixed)
-	}
-	return c
-}
-
-// clipped is a value's contribution to an s sum: clipped to the bounds
-// and, with a grid, rounded to it half to even (as SQL casts a double to
-// an integer).
+// clipped is a value's contribution to an s or q spec's sums: clipped to
+// the bounds and, with a grid, rounded to it half to even (as SQL casts a
+// double to an integer).
 func (sp *spec) clipped(f float64) float64 {
 	c := clip(f, sp.lo, sp.hi)
 	if sp.grid {
@@ -373,7 +359,7 @@ func specsOf(plan []measure.Spec) []spec {
 		case measure.Sum:
 			out[i].fixed, out[i].grid = measure.FixedPoint(p.Lo, p.Hi)
 		case measure.Squares:
-			out[i].sqFixed, out[i].sqGrid = measure.SquaresGrid(p.Lo, p.Hi)
+			out[i].fixed, out[i].grid = measure.SquaresGrid(p.Lo, p.Hi)
 		}
 	}
 	return out
@@ -761,7 +747,7 @@ func (g *groupAcc) addNumbers(i int, sp *spec, f float64, w int64) {
 		g.n[i] += w
 		g.sum[i].AddScaled(sp.clipped(f), w)
 	case measure.Squares:
-		c := sp.squareClipped(f)
+		c := sp.clipped(f)
 		g.n[i] += w
 		g.sum[i].AddScaled(c, w)
 		p := c * c // c² = p + e exactly (exactsum.AddSquare)
@@ -822,7 +808,7 @@ func (g *groupAcc) addNumber(i int, sp *spec, f float64) {
 		g.n[i]++
 		g.sum[i].Add(sp.clipped(f))
 	case measure.Squares:
-		c := sp.squareClipped(f)
+		c := sp.clipped(f)
 		g.n[i]++
 		g.sum[i].Add(c)
 		g.sq[i].AddSquare(c)

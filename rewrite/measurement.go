@@ -66,12 +66,8 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 // caseOf translates a searched CASE whose conditions are filters (filterOf)
 // and whose values are columns, numbers or NULL.
 func caseOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
-	for {
-		p, ok := e.(*parser.ParenExpr)
-		if !ok {
-			break
-		}
-		e = p.X
+	if p, ok := e.(*parser.ParenExpr); ok {
+		return caseOf(q, p.X)
 	}
 	ce, ok := e.(*parser.CaseExpr)
 	if !ok || ce.Operand != nil || len(ce.Whens) == 0 {

@@ -43,6 +43,23 @@ type Report struct {
 	Findings []Finding
 }
 
+// Errorer is what reports a test's errors (a *testing.T).
+type Errorer interface {
+	Errorf(format string, args ...any)
+}
+
+// ReportFindings reports the first most findings as errors of t, each
+// after prefix, and how many there were in all when there were more.
+func (r *Report) ReportFindings(t Errorer, most int, prefix string) {
+	for i, f := range r.Findings {
+		if i == most {
+			t.Errorf("... %d findings in all", len(r.Findings))
+			break
+		}
+		t.Errorf("%s%s", prefix, f)
+	}
+}
+
 // Config sets the size of a run.
 type Config struct {
 	Seed        uint64

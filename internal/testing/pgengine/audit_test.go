@@ -50,13 +50,7 @@ func TestSensitivityAuditorOnPostgres(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, f := range rep.Findings {
-			if i == 10 {
-				t.Errorf("... %d findings in all", len(rep.Findings))
-				break
-			}
-			t.Errorf("grouping mode %d: %s", mode, f)
-		}
+		rep.ReportFindings(t, 10, fmt.Sprintf("grouping mode %d: ", mode))
 		grouped := counting(log.take(), "COUNT(*) FROM")
 		t.Logf("grouping mode %d: %d statements (%d near-misses) on %d database pairs; %d grouped scans", mode, rep.Statements, rep.NearMisses, rep.Databases, grouped)
 		if (mode == knobs.GroupAlways) != (grouped > 0) {
