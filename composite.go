@@ -108,7 +108,7 @@ func (s *Session) compileOuter(ctx context.Context, c *planner.Composite) error 
 	if err != nil {
 		return err
 	}
-	prep, err := exec.Prepare(ctx, s.eng.db, c.OuterPrivate, rw)
+	prep, err := exec.Prepare(ctx, s.eng.db, c.OuterPrivate, rw, nil)
 	if err != nil {
 		return cancelled(ctx, err, nil)
 	}

@@ -24,8 +24,8 @@ const duckAvailable = true
 // duckSource is an engine's DuckDB file.
 type duckSource struct{ src *duckdb.Source }
 
-func newDuckBackend(path, memoryLimit string) (duckBackend, error) {
-	return &duckSource{src: &duckdb.Source{Path: path, MemoryLimit: memoryLimit}}, nil
+func newDuckBackend(path, memoryLimit string, observe func(string)) (duckBackend, error) {
+	return &duckSource{src: &duckdb.Source{Path: path, MemoryLimit: memoryLimit, Observe: observe}}, nil
 }
 
 func (d *duckSource) install(drv *sqlite.Driver) error { return duckdb.Install(drv, d.src) }
@@ -49,6 +49,10 @@ func (d *duckSource) measurer(state *sql.DB) exec.Measurer { return duckMeasurer
 type duckMeasurer struct {
 	src   *duckdb.Source
 	state *sql.DB
+}
+
+func (m duckMeasurer) Compiles(ctx context.Context, plan *measure.Plan) (bool, error) {
+	return m.src.Compiles(ctx, m.state, plan)
 }
 
 func (m duckMeasurer) Measure(ctx context.Context, plan *measure.Plan, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error) {

@@ -2,7 +2,7 @@
 
 package dpsql
 
-func newDuckBackend(string, string) (duckBackend, error) { return nil, ErrNoDuckDB }
+func newDuckBackend(string, string, func(string)) (duckBackend, error) { return nil, ErrNoDuckDB }
 
 // duckAvailable: this build has no DuckDB (it needs cgo).
 const duckAvailable = false

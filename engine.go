@@ -84,6 +84,7 @@ type Options struct {
 	dsnExtra string           // tests only: more SQLite URI parameters
 	knobs    *knobs.Knobs     // tests only; nil in production
 	duckMem  string           // tests only: DuckDB's memory limit for this file
+	duckSeen func(string)     // tests only: sees every statement sent to DuckDB
 }
 
 // Engine is one open database, shared by its sessions. Its methods are
@@ -151,7 +152,7 @@ func Open(path string, opts Options) (*Engine, error) {
 		if t.Knobs != nil {
 			opts.knobs = t.Knobs
 		}
-		opts.duckMem = t.DuckDBMemoryLimit
+		opts.duckMem, opts.duckSeen = t.DuckDBMemoryLimit, t.DuckDBStatements
 	}
 	e, err := open(path, opts)
 	if err != nil {
@@ -176,7 +177,7 @@ func open(path string, opts Options) (*Engine, error) {
 	}
 	var duck duckBackend
 	if opts.DuckDB != "" {
-		if duck, err = newDuckBackend(opts.DuckDB, opts.duckMem); err != nil {
+		if duck, err = newDuckBackend(opts.DuckDB, opts.duckMem, opts.duckSeen); err != nil {
 			return nil, err
 		}
 	}

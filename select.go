@@ -138,14 +138,15 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	}
 	// The backend compiles both statements before anything is charged:
 	// a statement it rejects costs nothing.
-	prep, err := exec.Prepare(ctx, e.db, p, rw)
+	var measurer exec.Measurer
+	if m, ok := e.be.(measuringBackend); ok {
+		measurer = m.measurer(e.db) // the whole measurement runs where the tables live
+	}
+	prep, err := exec.Prepare(ctx, e.db, p, rw, measurer)
 	if err != nil {
 		return nil, cancelled(ctx, err, nil)
 	}
 	defer prep.Close()
-	if m, ok := e.be.(measuringBackend); ok {
-		prep.MeasureWith(m.measurer(e.db)) // the whole measurement runs where the tables live
-	}
 	if ps, ok := e.be.(pushingBackend); ok {
 		prep.PushTo(ps.pusher(e.db)) // native measurements of a mirror run where it lives
 	}

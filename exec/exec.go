@@ -253,6 +253,7 @@ type Prepared struct {
 	measurer   Measurer      // nil: no compiled measurement
 	shadows    []shadowTable // copies of virtual tables the scan reads (shadow.go)
 	fellBack   error         // the engine's failure, when the reference measured a compiled scan instead
+	unfilled   bool          // the shadows are empty: the measurer was to measure
 }
 
 // FellBack says why the reference evaluator measured a scan that was
@@ -287,11 +288,10 @@ type PushedGroup struct {
 // schema. It runs after the charge, like the scan.
 type Measurer interface {
 	Measure(ctx context.Context, m *measure.Plan, key uint64) (st *measuresql.Statement, groups []*measuresql.Group, ok bool, err error)
+	// Compiles reports whether Measure runs m rather than declining it
+	// (from the plan and the schema, before anything is read).
+	Compiles(ctx context.Context, m *measure.Plan) (bool, error)
 }
-
-// MeasureWith lets the query's whole measurement run where its table
-// lives (Measurer), when the plan has one.
-func (p *Prepared) MeasureWith(m Measurer) { p.measurer = m }
 
 // PushTo lets the query's native measurements run where its table lives
 // (rewrite.Pushed); without it, or when the pusher declines, they run in
@@ -300,12 +300,17 @@ func (p *Prepared) PushTo(ps Pusher) { p.pusher = ps }
 
 // Prepare compiles a private query's scan and post-processing statements.
 // The caller must Close the result.
-func Prepare(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.Rewritten) (_ *Prepared, err error) {
+//
+// With a Measurer (nil: none), the query's whole measurement runs where
+// its tables live when the measurer compiles its plan; the copies of
+// the mirrored tables a join reads (shadow) are then filled only if the
+// reference evaluator has to measure after all (the engine failed).
+func Prepare(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewrite.Rewritten, m Measurer) (_ *Prepared, err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p := &Prepared{conn: conn, q: q, rw: rw}
+	p := &Prepared{conn: conn, q: q, rw: rw, measurer: m}
 	defer func() {
 		if err != nil {
 			p.Close()
@@ -341,15 +346,32 @@ func Prepare(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewri
 			return nil, prepareError(err)
 		}
 	}
-	// Compiled: now the copies are filled, before the charge.
-	unauthorize(conn)
-	if err := fillShadows(ctx, conn, p.shadows); err != nil {
-		return nil, fmt.Errorf("%w: reading the tables before the scan: %v", ErrRejected, err)
+	// Compiled: now the copies are filled, before the charge — unless
+	// the engine that holds the tables measures them itself.
+	if len(p.shadows) > 0 && p.measurer != nil && rw.Measurement != nil && !q.Knobs.Reference() {
+		compiles, err := p.measurer.Compiles(ctx, rw.Measurement)
+		if err != nil {
+			return nil, err
+		}
+		p.unfilled = compiles
 	}
-	if err := authorize(conn, q.Reads, p.shadowNames()...); err != nil {
-		return nil, err
+	if !p.unfilled {
+		if err := p.fill(ctx); err != nil {
+			return nil, fmt.Errorf("%w: reading the tables before the scan: %v", ErrRejected, err)
+		}
 	}
 	return p, nil
+}
+
+// fill copies the mirrored tables the scan reads into their shadows
+// (without the authorizer, which allows the scan's reads only).
+func (p *Prepared) fill(ctx context.Context) error {
+	unauthorize(p.conn)
+	if err := fillShadows(ctx, p.conn, p.shadows); err != nil {
+		return err
+	}
+	p.unfilled = false
+	return authorize(p.conn, p.q.Reads, p.shadowNames()...)
 }
 
 func (p *Prepared) shadowNames() []string {
@@ -710,6 +732,12 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 	if res == nil {
 		if res, err = p.pushed(ctx); err != nil {
 			return nil, err
+		}
+	}
+	if res == nil && p.unfilled {
+		// The engine failed after all: the reference reads the copies.
+		if err := p.fill(ctx); err != nil {
+			return nil, fmt.Errorf("reading the tables for the reference evaluator: %w", err)
 		}
 	}
 	if res == nil {

@@ -165,8 +165,9 @@ func Strings(specs []Spec) []string {
 // group needs, over one stored table, in terms a dialect printer
 // (package measuresql) compiles into one statement that the engine
 // holding the table runs, returning only per-group measurements. It is
-// made when the scan reads exactly one private table (no join, no
-// subquery) and every expression it evaluates is a plain column, a
+// made when the scan reads stored tables joined on column equalities
+// (one private table, or private tables joined on their units, with
+// public ones; no subquery) and every expression it evaluates is a plain column, a
 // literal, or a filter of the forms below (rewrite makes it); otherwise
 // the scan has no Plan and runs through the measurement aggregate (the
 // reference evaluator) only. Whether a Plan exists depends on the query
@@ -174,6 +175,12 @@ func Strings(specs []Spec) []string {
 type Plan struct {
 	// Table is the table's canonical name.
 	Table string
+	// Joins are the stored tables joined to Table, in order (nil: Table
+	// alone), by inner joins on the equalities On, each a pair of
+	// columns (Column names them). A private table's rows repeat once
+	// per match; the bounding per unit keeps the sensitivity.
+	Joins []string
+	On    [][2]string
 	// Unit is its privacy-unit column ("": each row its own unit, no
 	// bounding). MaxGroups (l0) and MaxRows (l∞) bound each unit then.
 	Unit               string
@@ -190,6 +197,33 @@ type Plan struct {
 	Cases map[int]*Case
 	// Specs are the measurements.
 	Specs []Spec
+}
+
+// Column names column name of the plan's table t (0: Table, i: Joins[i-1])
+// as every column field of a plan names it: Table's columns by their
+// name, a joined table's with the table's position before it, after a
+// NUL byte that no SQL name contains.
+func Column(t int, name string) string {
+	if t == 0 {
+		return name
+	}
+	return "\x00" + strconv.Itoa(t) + "\x00" + name
+}
+
+// SplitColumn is Column's inverse.
+func SplitColumn(col string) (t int, name string) {
+	if !strings.HasPrefix(col, "\x00") {
+		return 0, col
+	}
+	i := strings.IndexByte(col[1:], 0)
+	if i < 0 {
+		return 0, col
+	}
+	t, err := strconv.Atoi(col[1 : 1+i])
+	if err != nil {
+		return 0, col
+	}
+	return t, col[2+i:]
 }
 
 // Key is a group key: a column and its public domain (a row's

@@ -81,3 +81,18 @@ func TestSquaresGrid(t *testing.T) {
 		}
 	}
 }
+
+func TestColumnRoundTrips(t *testing.T) {
+	for _, c := range []struct {
+		t    int
+		name string
+	}{{0, "x"}, {0, ""}, {1, "x"}, {12, "a.b"}, {3, `"q"`}} {
+		col := Column(c.t, c.name)
+		if gt, gn := SplitColumn(col); gt != c.t || gn != c.name {
+			t.Errorf("SplitColumn(Column(%d, %q)) = %d, %q", c.t, c.name, gt, gn)
+		}
+	}
+	if Column(0, "x") != "x" {
+		t.Error("the main table's columns go by their names")
+	}
+}

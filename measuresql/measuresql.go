@@ -279,7 +279,65 @@ func (c *compiler) argValue(i int) string {
 
 // value reads a column as the reference sees it.
 func (c *compiler) value(col string) string {
-	return c.d.Value(c.d.Quote(col), c.typeOf(col))
+	return c.d.Value(c.name(col), c.typeOf(col))
+}
+
+// name is a column's reference: qualified by its table's alias (t0 for
+// the plan's Table, tI for Joins[I-1]) when the plan joins tables.
+func (c *compiler) name(col string) string {
+	t, n := measure.SplitColumn(col)
+	if len(c.m.Joins) == 0 {
+		return c.d.Quote(n)
+	}
+	return c.d.Quote("t"+strconv.Itoa(t)) + "." + c.d.Quote(n)
+}
+
+// from is the statement's FROM clause: the table, or the tables joined
+// on the plan's equalities, each printed under the next join that has
+// both its tables (every join is inner, so where an equality sits does
+// not change the rows).
+func (c *compiler) from() string {
+	m := c.m
+	if len(m.Joins) == 0 {
+		return c.d.Quote(m.Table)
+	}
+	on := make([][]string, len(m.Joins)+1)
+	for _, e := range m.On {
+		t0, _ := measure.SplitColumn(e[0])
+		t1, _ := measure.SplitColumn(e[1])
+		if t0 > len(m.Joins) || t1 > len(m.Joins) {
+			panic(decline("a join equality of an unknown table"))
+		}
+		last := max(t0, t1, 1)
+		on[last] = append(on[last], c.equal(e[0], e[1]))
+	}
+	var b strings.Builder
+	b.WriteString(c.d.Quote(m.Table) + " AS " + c.d.Quote("t0"))
+	for i, t := range m.Joins {
+		b.WriteString(" JOIN " + c.d.Quote(t) + " AS " + c.d.Quote("t"+strconv.Itoa(i+1)) + " ON ")
+		if len(on[i+1]) == 0 {
+			b.WriteString("TRUE")
+			continue
+		}
+		b.WriteString(strings.Join(on[i+1], " AND "))
+	}
+	return b.String()
+}
+
+// equal prints a join's equality of two columns where the engines
+// decide it alike: both integers (read as 64-bit), both text (bytes), or
+// both floats (NaN, NULL to the reference, equal to nothing; -0 = 0 in
+// both). Columns of two classes are declined: the reference converts by
+// affinity (5 = '5' holds there) where an engine casts, and may raise.
+func (c *compiler) equal(x, y string) string {
+	tx, ty := c.typeOf(x), c.typeOf(y)
+	switch {
+	case isInt(tx) && isInt(ty), tx == Text && ty == Text:
+		return c.value(x) + " = " + c.value(y)
+	case tx == Real && ty == Real:
+		return "(" + c.value(x) + " = " + c.value(y) + " AND NOT " + c.d.IsNaN(c.value(x)) + ")"
+	}
+	panic(decline("a join of columns of two classes"))
 }
 
 // literal prints v for comparison with a column of class t, or declines
@@ -668,7 +726,7 @@ func (c *compiler) compile() *Statement {
 	if len(cols) == 0 {
 		cols = append(cols, "1 AS one")
 	}
-	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + c.d.Quote(m.Table)
+	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + c.from()
 	if len(where) > 0 {
 		rows += " WHERE " + strings.Join(where, " AND ")
 	}

@@ -39,6 +39,10 @@ type relCol struct {
 	// GROUP BY on it takes those values whatever the options.
 	groupsSQL    string
 	publicGroups bool
+	// ref is the stored table reference the column belongs to, counted
+	// from 1 in the order the FROM clause names them (0: a computed
+	// column of a subquery).
+	ref int
 }
 
 // relation is what the FROM clause produces: its columns, its SQL, and
@@ -64,6 +68,36 @@ type relation struct {
 	// sql is the relation as a FROM item, printed from resolved names.
 	sql string
 	rn  *renderer
+	// joined is the relation as stored tables joined by column
+	// equalities, when it is that (nil for a subquery, or an outer join
+	// that keeps SQL's meaning).
+	joined *Joined
+}
+
+// Joined is a FROM clause that reads only stored tables, joined (inner,
+// or outer with a private side, which runs as inner) on equalities of
+// columns: the tables in the order the clause names them, and the
+// equalities every row satisfies.
+type Joined struct {
+	Tables []string
+	On     [][2]TableColumn
+	// Where is the filter of a subquery (or WITH query) that keeps the
+	// rows of one table as they are (nil: none); its columns resolve to
+	// the table's (PrivateQuery.TableColumnOf).
+	Where parser.Expr
+	// Unit is the column that carries the privacy unit (Ref 0: the
+	// unit is a row's identity, with no column).
+	Unit TableColumn
+	// derived: a subquery's relation (its table references are counted
+	// inside it, so it joins with nothing in this form).
+	derived bool
+}
+
+// TableColumn is a column of a Joined FROM clause: the table reference
+// (from 1, as Joined.Tables lists them) and the column's name.
+type TableColumn struct {
+	Ref    int
+	Column string
 }
 
 // resolve finds the column a reference names, comparing names as SQLite
@@ -92,12 +126,15 @@ func (r *relation) resolve(c *parser.ColumnRef) (*relCol, error) {
 		return nil, errorf(c.NamePos, ErrUnknownColumn, "unknown column %q in %s%s", c.Name, r.name, didYouMean(c.Name, names))
 	}
 	r.rn.cols[c] = found.sql
+	if x, ok := r.rn.derived[found]; ok {
+		r.rn.derivedRefs[c] = x
+	}
 	if found.intAffinity {
 		r.rn.intCols[c] = true
 	}
 	if found.table != "" {
 		r.rn.read(found.table, found.column)
-		r.rn.baseCols[c] = found.column
+		r.rn.baseCols[c] = TableColumn{Ref: found.ref, Column: found.column}
 	}
 	return found, nil
 }
@@ -114,6 +151,8 @@ type fromBuilder struct {
 	// released: the composite query's parts, by the statement each stands
 	// for (see PlanComposite).
 	released map[*parser.SelectStmt]*Released
+	// refs counts the stored tables this builder has read (relCol.ref).
+	refs int
 }
 
 // buildFrom returns the FROM clause's relation.
@@ -197,9 +236,10 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 	}
 	alias := fb.rn.alias()
 	fb.rn.tableRefs++
+	fb.refs++
 	prefix := parser.QuoteIdent(alias) + "."
 	r := &relation{name: fmt.Sprintf("table %q", t.Name), private: !t.Public, unit: t.Unit, rn: fb.rn,
-		sql: parser.QuoteIdent(t.Name) + " AS " + parser.QuoteIdent(alias)}
+		sql: parser.QuoteIdent(t.Name) + " AS " + parser.QuoteIdent(alias), joined: &Joined{Tables: []string{t.Name}}}
 	if t.Public {
 		fb.rn.read(t.Name, "*")
 	} else if fb.rn.reads[t.Name] == nil {
@@ -207,7 +247,7 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 	}
 	for _, c := range t.Columns {
 		col := &relCol{qual: qual, name: c.Name, sql: prefix + parser.QuoteIdent(c.Name), private: !t.Public, table: t.Name, column: c.Name,
-			intAffinity: strings.Contains(catalog.FoldName(c.Type), "int")}
+			intAffinity: strings.Contains(catalog.FoldName(c.Type), "int"), ref: fb.refs}
 		if b, ok := t.Bounds[c.Name]; ok && !t.Public {
 			col.bounds = &b
 		}
@@ -225,6 +265,7 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 		case t.Unit.Column != "":
 			r.unitSQL = prefix + parser.QuoteIdent(t.Unit.Column)
 			r.unitBase = parser.QuoteIdent(t.Name) + "." + parser.QuoteIdent(t.Unit.Column)
+			r.joined.Unit = TableColumn{Ref: fb.refs, Column: t.Unit.Column}
 			fb.rn.read(t.Name, t.Unit.Column)
 			for _, col := range r.cols {
 				if col.column == t.Unit.Column {
@@ -336,6 +377,14 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 	if r.sql, err = fb.derivedSQL(q, base, outAlias, refuse); err != nil {
 		return nil, err
 	}
+	if rowPreserving(q) && base.joined != nil && base.private {
+		// Its rows are the table's rows that pass its filter, each output
+		// an expression of one row: the plan reads the table itself.
+		r.joined = &Joined{Tables: base.joined.Tables, Unit: base.joined.Unit, Where: q.Where, derived: true}
+		for i, it := range q.Items {
+			fb.rn.derived[r.cols[i]] = it.Expr
+		}
+	}
 	if (fb.rn.knobs != nil && fb.rn.knobs.UnitByName) && base.private { // a re-introduced bug, for the auditor's tests
 		for i, n := range names {
 			if catalog.SameName(n, base.unit.Column) {
@@ -344,6 +393,17 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 		}
 	}
 	return r, nil
+}
+
+// rowPreserving reports whether a subquery keeps its table's rows as
+// they are: no GROUP BY, HAVING or aggregate.
+func rowPreserving(q *parser.SelectStmt) bool {
+	if len(q.GroupBy) > 0 || q.Having != nil || q.Distinct {
+		return false
+	}
+	agg := false
+	forEachExpr(q, func(e parser.Expr) { agg = agg || containsAggregate(e) })
+	return !agg
 }
 
 // refuser reports what a subquery in FROM cannot do, at a position.
@@ -654,6 +714,17 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 			return nil, err
 		}
 	}
+	if l.joined != nil && r.joined != nil && !l.joined.derived && !r.joined.derived && (j.Kind == "" || out.private) {
+		out.joined = &Joined{Tables: append(append([]string{}, l.joined.Tables...), r.joined.Tables...),
+			On: append(append([][2]TableColumn{}, l.joined.On...), r.joined.On...)}
+		for _, e := range eqs {
+			if e[0].ref == 0 || e[1].ref == 0 {
+				out.joined = nil
+				break
+			}
+			out.joined.On = append(out.joined.On, [2]TableColumn{{e[0].ref, e[0].column}, {e[1].ref, e[1].column}})
+		}
+	}
 	switch {
 	case !l.private && !r.private:
 		return out, nil
@@ -671,12 +742,18 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 			return nil, errorf(j.JoinPos, ErrNotPrivate, "two private relations may only be joined on their privacy unit columns: add %s = %s to ON", l.unitBase, r.unitBase)
 		}
 		out.unit, out.unitSQL, out.unitBase = l.unit, l.unitSQL, l.unitBase
+		if out.joined != nil {
+			out.joined.Unit = l.joined.Unit
+		}
 	default:
 		p, pub := l, r
 		if r.private {
 			p, pub = r, l
 		}
 		out.unit, out.unitSQL, out.unitBase = p.unit, p.unitSQL, p.unitBase
+		if out.joined != nil && p.joined != nil {
+			out.joined.Unit = p.joined.Unit
+		}
 		// Each public column can list its values as public groups.
 		for k, c := range out.cols {
 			for _, pc := range pub.cols {

@@ -289,8 +289,14 @@ type GroupKey struct {
 	// for a column); outputs that repeat it are key references (KeyExprOf).
 	Expr parser.Expr
 	// Base is the base table column the key is ("" for an expression or
-	// a computed column of a subquery).
+	// a computed column of a subquery), of table reference Ref (as
+	// Joined numbers them; 0 for a computed column).
 	Base string
+	Ref  int
+	// Derived is the expression a subquery computes the key column by,
+	// when the key is an output of a subquery that keeps its table's
+	// rows (DerivedExpr).
+	Derived parser.Expr
 }
 
 // Output is one released column: an expression over aggregates and keys.
@@ -322,14 +328,13 @@ type PrivateQuery struct {
 	WeightSQL string
 	// WeightedTable is that table's name (with WeightSQL).
 	WeightedTable string
-	// BaseTable is the private table the FROM clause is, when it is
-	// exactly one stored table (no join, no subquery): a backend that
-	// compiles the measurement reads it directly (measure.Plan).
-	// UnitColumn is then its privacy-unit column ("" for none).
-	BaseTable, UnitColumn string
 	// Reads is what the backend statement may read: per table, the
 	// columns the plan resolved ("*": every column of a public table).
 	Reads map[string]map[string]bool
+	// Joined is the FROM clause as stored tables joined on column
+	// equalities, when it is that (one table included); nil for a
+	// subquery or an outer join of public tables.
+	Joined *Joined
 	// TableRefs is how many references to stored tables FromSQL makes
 	// (a join of a table with itself makes two). With more than one, the
 	// scan reads some table once per row of another, lazily: exec then
@@ -424,8 +429,32 @@ func (q *PrivateQuery) BaseColumn(e parser.Expr) (string, bool) {
 	if c == nil {
 		return "", false
 	}
-	name, ok := q.rn.baseCols[c]
-	return name, ok
+	tc, ok := q.rn.baseCols[c]
+	return tc.Column, ok
+}
+
+// DerivedExpr returns, when e is a plain reference to an output of a
+// subquery that keeps its table's rows (Joined), the expression the
+// subquery computes it by, over the table's columns.
+func (q *PrivateQuery) DerivedExpr(e parser.Expr) (parser.Expr, bool) {
+	c := plainRef(e)
+	if c == nil {
+		return nil, false
+	}
+	x, ok := q.rn.derivedRefs[c]
+	return x, ok
+}
+
+// TableColumnOf returns the stored table column that e reads when e is a
+// plain (possibly parenthesised) reference to one, with the table
+// reference it belongs to (as Joined numbers them).
+func (q *PrivateQuery) TableColumnOf(e parser.Expr) (TableColumn, bool) {
+	c := plainRef(e)
+	if c == nil {
+		return TableColumn{}, false
+	}
+	tc, ok := q.rn.baseCols[c]
+	return tc, ok
 }
 
 // plainRef is the column reference e is, parentheses aside, or nil.
@@ -615,8 +644,8 @@ func planSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess session) (Pl
 	}
 	b.q.Policy = cat.Fingerprint(read)
 	b.q.TableRefs = rn.tableRefs
-	if rel.base != nil && rn.tableRefs == 1 {
-		b.q.BaseTable, b.q.UnitColumn = rel.base.Name, rel.base.Unit.Column
+	if rel.joined != nil && len(rel.joined.Tables) == rn.tableRefs {
+		b.q.Joined = rel.joined
 	}
 	return b.q, nil
 }
@@ -1229,7 +1258,7 @@ func (b *builder) groupKey(g parser.Expr) error {
 			"GROUP BY %q would release values that depend on private data: either the owner declares its public domain with ALTER PRIVACY POLICY ON %s SET DOMAIN %s (...), or the query sets OPTIONS (delta = D) so that groups are chosen by private partition selection",
 			col.name, table, parser.QuoteIdent(col.name))
 	}
-	b.q.Keys = append(b.q.Keys, GroupKey{Column: col.name, SQL: col.sql, Domain: dom, Base: col.column})
+	b.q.Keys = append(b.q.Keys, GroupKey{Column: col.name, SQL: col.sql, Domain: dom, Base: col.column, Ref: col.ref, Derived: b.rel.rn.derived[col]})
 	return nil
 }
 

@@ -43,8 +43,13 @@ type renderer struct {
 	cols map[*parser.ColumnRef]string
 	// intCols marks the references to base columns of INTEGER affinity.
 	intCols map[*parser.ColumnRef]bool
-	// baseCols gives the base table column of every reference to one.
-	baseCols map[*parser.ColumnRef]string
+	// baseCols gives the stored table column of every reference to one.
+	baseCols map[*parser.ColumnRef]TableColumn
+	// derived gives the expression of each output of a subquery that
+	// keeps its table's rows (Joined), over that table's columns;
+	// derivedRefs the same for every reference to one.
+	derived     map[*relCol]parser.Expr
+	derivedRefs map[*parser.ColumnRef]parser.Expr
 	// reads collects, per table (canonical name), the columns the plan
 	// resolved; "*" stands for every column of a public table.
 	reads map[string]map[string]bool
@@ -68,7 +73,7 @@ type renderer struct {
 }
 
 func newRenderer(k *knobs.Knobs) *renderer {
-	return &renderer{knobs: k, cols: map[*parser.ColumnRef]string{}, intCols: map[*parser.ColumnRef]bool{}, baseCols: map[*parser.ColumnRef]string{}, reads: map[string]map[string]bool{}, subSQL: map[*parser.SubqueryExpr]string{}, private: true}
+	return &renderer{knobs: k, cols: map[*parser.ColumnRef]string{}, intCols: map[*parser.ColumnRef]bool{}, baseCols: map[*parser.ColumnRef]TableColumn{}, derived: map[*relCol]parser.Expr{}, derivedRefs: map[*parser.ColumnRef]parser.Expr{}, reads: map[string]map[string]bool{}, subSQL: map[*parser.SubqueryExpr]string{}, private: true}
 }
 
 // alias returns a fresh table alias. Analysts cannot name anything with the

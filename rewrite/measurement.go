@@ -14,29 +14,42 @@ import (
 // measurement makes the scan's measurement plan, or says why there is
 // none: the first part of the scan that is not one of the plain forms.
 func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parser.Expr) (*measure.Plan, string) {
+	j := q.Joined
 	switch {
 	case q.WeightSQL != "":
 		return nil, "the table is a weighted one (its rows carry multiplicities)"
-	case q.TableRefs > 1:
-		return nil, "the scan reads a join, or a table more than once"
-	case q.BaseTable == "":
+	case j == nil && q.TableRefs > 1:
+		return nil, "the scan reads a join with a subquery, or an outer join of public tables"
+	case j == nil:
 		return nil, "the scan reads a subquery or a WITH query"
 	}
-	m := &measure.Plan{Table: q.BaseTable, Specs: specs}
+	m := &measure.Plan{Table: j.Tables[0], Joins: j.Tables[1:], Specs: specs}
+	for _, e := range j.On {
+		m.On = append(m.On, [2]string{planColumn(e[0]), planColumn(e[1])})
+	}
 	if q.UnitSQL != "" {
-		if q.UnitColumn == "" {
+		if j.Unit.Ref == 0 {
+			if len(j.Tables) > 1 {
+				return nil, "each row of the private table is its own unit, and the join could repeat it (its unit is the row's identity, not a column)"
+			}
 			return nil, "the privacy unit is not a column of the table"
 		}
-		m.Unit, m.MaxGroups, m.MaxRows = q.UnitColumn, q.Unit.MaxGroups, q.Unit.MaxRows
+		m.Unit, m.MaxGroups, m.MaxRows = planColumn(j.Unit), q.Unit.MaxGroups, q.Unit.MaxRows
 	}
 	for _, k := range q.Keys {
-		if k.Base == "" || k.Expr != nil {
+		col := planColumn(planner.TableColumn{Ref: k.Ref, Column: k.Base})
+		if k.Derived != nil && k.Expr == nil {
+			var ok bool
+			if col, ok = columnOf(q, k.Derived); !ok {
+				return nil, "a GROUP BY key is an expression (" + parser.Format(k.Derived) + ")"
+			}
+		} else if k.Base == "" || k.Expr != nil {
 			return nil, "a GROUP BY key is an expression (" + k.Column + ")"
 		}
-		m.Keys = append(m.Keys, measure.Key{Column: k.Base, Domain: k.Domain})
+		m.Keys = append(m.Keys, measure.Key{Column: col, Domain: k.Domain})
 	}
 	for i, e := range argExprs {
-		col, ok := q.BaseColumn(e)
+		col, ok := columnOf(q, e)
 		if !ok {
 			c, ok := caseOf(q, e)
 			if !ok {
@@ -53,8 +66,8 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		}
 		m.Args = append(m.Args, col)
 	}
-	if q.Where != nil {
-		f, ok := filterOf(q, q.Where)
+	if where := and(j.Where, q.Where); where != nil {
+		f, ok := filterOf(q, where)
 		if !ok {
 			return nil, "the WHERE clause has an expression the plan does not cover (it covers comparisons of a column or of integer arithmetic with a literal, IN lists, BETWEEN, IS NULL, AND, OR and NOT)"
 		}
@@ -66,6 +79,9 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 // caseOf translates a searched CASE whose conditions are filters (filterOf)
 // and whose values are columns, numbers or NULL.
 func caseOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
+	if x, ok := q.DerivedExpr(e); ok {
+		return caseOf(q, x)
+	}
 	if p, ok := e.(*parser.ParenExpr); ok {
 		return caseOf(q, p.X)
 	}
@@ -93,7 +109,10 @@ func caseOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
 
 // operandOf reads a CASE's value: a base column, a number, or NULL.
 func operandOf(q *planner.PrivateQuery, e parser.Expr) (measure.Operand, bool) {
-	if col, ok := q.BaseColumn(e); ok {
+	if x, ok := q.DerivedExpr(e); ok {
+		return operandOf(q, x)
+	}
+	if col, ok := columnOf(q, e); ok {
 		return measure.Operand{Column: col}, true
 	}
 	if l, ok := e.(*parser.Literal); ok && l.Kind == parser.NullLit {
@@ -113,6 +132,9 @@ func operandOf(q *planner.PrivateQuery, e parser.Expr) (measure.Operand, bool) {
 // column with a literal, IS [NOT] NULL, [NOT] IN lists of literals,
 // [NOT] BETWEEN literals, AND, OR, NOT and parentheses.
 func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
+	if x, ok := q.DerivedExpr(e); ok {
+		return filterOf(q, x)
+	}
 	switch e := e.(type) {
 	case *parser.ParenExpr:
 		return filterOf(q, e.X)
@@ -135,11 +157,11 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 			}
 			return measure.Or{Parts: []measure.Filter{x, y}}, true
 		case "=", "<>", "<", "<=", ">", ">=":
-			if col, ok := q.BaseColumn(e.X); ok {
+			if col, ok := columnOf(q, e.X); ok {
 				v, ok := literalValue(e.Y)
 				return measure.Compare{Column: col, Op: e.Op, Value: v}, ok
 			}
-			if col, ok := q.BaseColumn(e.Y); ok {
+			if col, ok := columnOf(q, e.Y); ok {
 				v, ok := literalValue(e.X)
 				return measure.Compare{Column: col, Op: flipped[e.Op], Value: v}, ok
 			}
@@ -153,10 +175,10 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 			}
 		}
 	case *parser.IsNullExpr:
-		col, ok := q.BaseColumn(e.X)
+		col, ok := columnOf(q, e.X)
 		return measure.IsNull{Column: col, Not: e.Not}, ok
 	case *parser.InExpr:
-		col, ok := q.BaseColumn(e.X)
+		col, ok := columnOf(q, e.X)
 		if !ok || e.Sub != nil || len(e.List) == 0 {
 			return nil, false
 		}
@@ -170,7 +192,7 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 		}
 		return in, true
 	case *parser.BetweenExpr:
-		col, ok := q.BaseColumn(e.X)
+		col, ok := columnOf(q, e.X)
 		lo, ok1 := literalValue(e.Lo)
 		hi, ok2 := literalValue(e.Hi)
 		if !ok || !ok1 || !ok2 {
@@ -189,6 +211,9 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 // literals with +, - (binary and unary) and *; the compiler decides from
 // the columns' types whether it is exact (measuresql).
 func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
+	if x, ok := q.DerivedExpr(e); ok {
+		return arithOf(q, x)
+	}
 	switch e := e.(type) {
 	case *parser.ParenExpr:
 		return arithOf(q, e.X)
@@ -214,10 +239,38 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 		i, isInt := v.(int64)
 		return &measure.Arith{Const: i}, ok && isInt
 	}
-	if col, ok := q.BaseColumn(e); ok {
+	if col, ok := columnOf(q, e); ok {
 		return &measure.Arith{Column: col}, true
 	}
 	return nil, false
+}
+
+// planColumn names a column of the FROM clause as the plan does
+// (measure.Column; Joined counts tables from 1).
+func planColumn(tc planner.TableColumn) string { return measure.Column(tc.Ref-1, tc.Column) }
+
+// columnOf is the plan's name of the stored column e reads, when e is a
+// plain reference to one.
+func columnOf(q *planner.PrivateQuery, e parser.Expr) (string, bool) {
+	if x, ok := q.DerivedExpr(e); ok {
+		return columnOf(q, x)
+	}
+	tc, ok := q.TableColumnOf(e)
+	if !ok || tc.Ref < 1 {
+		return "", false
+	}
+	return planColumn(tc), true
+}
+
+// and joins two optional filters.
+func and(x, y parser.Expr) parser.Expr {
+	switch {
+	case x == nil:
+		return y
+	case y == nil:
+		return x
+	}
+	return &parser.BinaryExpr{Op: "AND", X: &parser.ParenExpr{X: x}, Y: &parser.ParenExpr{X: y}}
 }
 
 var flipped = map[string]string{"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}

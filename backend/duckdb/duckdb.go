@@ -426,16 +426,12 @@ func (s *Source) Explain(ctx context.Context, state *sql.DB, m *measure.Plan, no
 	if m == nil {
 		return reference + ": " + noPlan, nil
 	}
-	if ok, err := IsMirror(ctx, state, m.Table); err != nil || !ok {
-		return reference, err
-	}
-	cols, err := s.columns(ctx, m.Table)
+	types, ok, err := s.types(ctx, state, m)
 	if err != nil {
 		return "", err
 	}
-	types := map[string]measuresql.Type{}
-	for _, c := range cols {
-		types[c.name] = c.class
+	if !ok {
+		return reference + ": a table it reads is not one of the DuckDB file's", nil
 	}
 	if why := measuresql.WhyNot(m, types, measuresql.DuckDB{}); why != "" {
 		return reference + ": the DuckDB printer does not compile " + why, nil
@@ -443,21 +439,45 @@ func (s *Source) Explain(ctx context.Context, state *sql.DB, m *measure.Plan, no
 	return "one DuckDB statement (measuresql): DuckDB measures every group where the data is and returns only per-group aggregates", nil
 }
 
+// types are the classes of the columns of every table the plan reads,
+// named as the plan names them (measure.Column); ok is false when one of
+// them is not a table of the DuckDB file that the state file mirrors.
+func (s *Source) types(ctx context.Context, state *sql.DB, m *measure.Plan) (types map[string]measuresql.Type, ok bool, err error) {
+	types = map[string]measuresql.Type{}
+	for i, t := range append([]string{m.Table}, m.Joins...) {
+		if ok, err := IsMirror(ctx, state, t); err != nil || !ok {
+			return nil, false, err
+		}
+		cols, err := s.columns(ctx, t)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, c := range cols {
+			types[measure.Column(i, c.name)] = c.class
+		}
+	}
+	return types, true, nil
+}
+
+// Compiles reports whether Measure runs the plan (every table it reads
+// is a mirrored table of the file, and the DuckDB printer compiles it)
+// rather than declining it.
+func (s *Source) Compiles(ctx context.Context, state *sql.DB, m *measure.Plan) (bool, error) {
+	types, ok, err := s.types(ctx, state, m)
+	if err != nil || !ok {
+		return false, err
+	}
+	return measuresql.WhyNot(m, types, measuresql.DuckDB{}) == "", nil
+}
+
 // Measure runs a scan's measurement plan as one DuckDB statement
 // (measuresql, dialect DuckDB) and returns its per-group measurements; ok
 // is false when the plan's forms or the table's column types are not
 // compiled. Only tables the state file mirrors are read.
 func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error) {
-	if ok, err := IsMirror(ctx, state, m.Table); err != nil || !ok {
+	types, ok, err := s.types(ctx, state, m)
+	if err != nil || !ok {
 		return nil, nil, false, err
-	}
-	cols, err := s.columns(ctx, m.Table)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	types := map[string]measuresql.Type{}
-	for _, c := range cols {
-		types[c.name] = c.class
 	}
 	st, ok := measuresql.Compile(m, types, measuresql.DuckDB{}, key)
 	if !ok {

@@ -23,4 +23,7 @@ type Options struct {
 	// DPSQL_DUCKDB_MEMORY_LIMIT does for the process), so that a test can
 	// force a compiled statement to fail while other tests run beside it.
 	DuckDBMemoryLimit string
+	// DuckDBStatements, when set, sees every statement the engine sends
+	// to its DuckDB file.
+	DuckDBStatements func(sql string)
 }

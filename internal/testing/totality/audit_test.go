@@ -112,8 +112,11 @@ func TestDuckDBMeasuresLikeTheReference(t *testing.T) {
 }
 
 // plainStatements are statements whose measurement compiles: aggregates
-// of plain columns of the auditor's tables, grouped by columns with and
-// without public domains, filtered by comparisons with literals.
+// of plain columns of the auditor's tables, of their joins (with the
+// public table, and of the two private tables on the unit) and of a
+// filtering subquery, grouped by
+// columns with and without public domains, filtered by comparisons with
+// literals.
 func plainStatements(r *rand.Rand, n int) []audit.Statement {
 	aggs := []string{"COUNT(*)", "COUNT(%s)", "SUM(%s)", "AVG(%s)", "VARIANCE(%s)", "STDDEV(%s)", "SUM(%s, contribution_bounds_per_row => (-20, 20))",
 		"AVG(%s, contribution_bounds_per_row => (0, 100))", "COUNT(%s, contribution_bounds_per_group => (0, 2))", "SUM(%s, contribution_bounds_per_group => (-10, 10))",
@@ -127,6 +130,9 @@ func plainStatements(r *rand.Rand, n int) []audit.Statement {
 	rels := []rel{
 		{"p", []string{"w", "n", "v", "uid"}, []string{"", "g", "n", "h", "g, n"}, []string{"", "w > 0", "n IN (1, 2)", "g = 'a' OR w < -5", "NOT (v >= 2.5)", "h IS NOT NULL", "n BETWEEN 2 AND 3"}},
 		{"q", []string{"x", "y"}, []string{"", "k"}, []string{"", "y > 1", "k <> 'x'", "x IS NULL"}},
+		{"p JOIN pub ON p.g = pub.g", []string{"p.w", "p.n", "pub.weight"}, []string{"", "p.g", "pub.label"}, []string{"", "pub.weight > 1", "p.n < 3"}},
+		{"p JOIN p2 USING (uid)", []string{"p.w", "p2.z"}, []string{"", "p.g", "p2.tag"}, []string{"", "p2.z > 0"}},
+		{"(SELECT uid, w, n AS m, g FROM p WHERE n > 0) AS s", []string{"s.w", "s.m"}, []string{"", "s.g"}, []string{"", "s.m < 3"}},
 	}
 	var out []audit.Statement
 	for len(out) < n {
