@@ -210,6 +210,12 @@ func Column(t int, name string) string {
 	return "\x00" + strconv.Itoa(t) + "\x00" + name
 }
 
+// RowIdentity is the name of a table's row identity in a plan: Unit is
+// Column(t, RowIdentity) when each row of table t is its own unit and a
+// join could repeat it (the engine holding the table names its rows; no
+// SQL column has this name).
+const RowIdentity = "\x00"
+
 // SplitColumn is Column's inverse.
 func SplitColumn(col string) (t int, name string) {
 	if !strings.HasPrefix(col, "\x00") {

@@ -15,7 +15,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-var types = map[string]Type{"u": Integer, "x": Integer, "y": Real, "g": Text, "n": Integer, "b": Other, "i": Int32, "w": Int}
+var types = map[string]Type{"u": Integer, "x": Integer, "y": Real, "g": Text, "n": Integer, "b": Other, "i": Int32, "w": Int,
+	measure.Column(1, "g"): Text, measure.Column(1, "region"): Text, measure.Column(1, "y"): Real, measure.Column(1, "n"): Text,
+	measure.Column(2, "u"): Integer, measure.Column(2, "z"): Real}
 
 // compileCases are measurement plans and what the DuckDB printer must do
 // with them: print (golden file testdata/duckdb.txt) or decline.
@@ -51,6 +53,18 @@ var compileCases = []struct {
 	{"declines: a float unit", measure.Plan{Table: "t", Unit: "y", MaxGroups: 1, MaxRows: 1, Specs: measure.MustParse("n")}},
 	{"declines: a text literal compared with a number", measure.Plan{Table: "t", Where: measure.Compare{Column: "x", Op: "=", Value: "1"}, Specs: measure.MustParse("n")}},
 	{"declines: bounds off the grid", measure.Plan{Table: "t", Args: []string{"y"}, Specs: measure.MustParse("s0:0:" + fmt.Sprint(math.Ldexp(1, -1070)))}},
+	{"a join with a public dimension and a second private table on the unit", measure.Plan{Table: "t", Joins: []string{"dim", "t2"},
+		On:   [][2]string{{"g", measure.Column(1, "g")}, {measure.Column(2, "u"), "u"}, {"y", measure.Column(1, "y")}},
+		Unit: "u", MaxGroups: 2, MaxRows: 3, Args: []string{measure.Column(2, "z")}, Keys: []measure.Key{{Column: measure.Column(1, "region"), Domain: []any{"r1", "r2"}}},
+		Where: measure.Compare{Column: measure.Column(1, "region"), Op: "<>", Value: "r0"}, Specs: measure.MustParse("n", "s0:-1:1")}},
+	{"a join whose unit is the fact table's row identity, measuring the dimension", measure.Plan{Table: "t", Joins: []string{"dim"}, On: [][2]string{{"g", measure.Column(1, "g")}},
+		Unit: measure.RowIdentity, MaxGroups: 1, MaxRows: 1, Args: []string{measure.Column(1, "y")}, Specs: measure.MustParse("n", "s0:0:1")}},
+	{"a join that only filters a table whose rows are units: a semi-join", measure.Plan{Table: "t", Joins: []string{"dim"}, On: [][2]string{{"g", measure.Column(1, "g")}},
+		Unit: measure.RowIdentity, MaxGroups: 1, MaxRows: 1, Args: []string{"x"}, Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}},
+		Where: measure.And{Parts: []measure.Filter{measure.And{Parts: []measure.Filter{measure.Compare{Column: measure.Column(1, "region"), Op: "=", Value: "r1"}, measure.Compare{Column: "x", Op: ">", Value: int64(0)}}},
+			measure.Or{Parts: []measure.Filter{measure.IsNull{Column: "y"}, measure.IsNull{Column: measure.Column(1, "y")}}}}},
+		Specs: measure.MustParse("n", "s0:0:100", "d0")}},
+	{"declines: a join of an integer with text", measure.Plan{Table: "t", Joins: []string{"dim"}, On: [][2]string{{"x", measure.Column(1, "n")}}, Specs: measure.MustParse("n")}},
 	{"declines: histogram under bounding", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"y"}, Specs: measure.MustParse("h0")}},
 }
 

@@ -70,6 +70,14 @@ func (DuckDB) ToDouble(x string) string { return "CAST(" + x + " AS DOUBLE)" }
 // ToText is a cast to VARCHAR.
 func (DuckDB) ToText(x string) string { return "CAST(" + x + " AS VARCHAR)" }
 
+// RowIdentity is DuckDB's rowid, the identity the mirror reads.
+func (DuckDB) RowIdentity(table string) string {
+	if table == "" {
+		return "rowid"
+	}
+	return table + ".rowid"
+}
+
 // Wide is HUGEINT.
 func (DuckDB) Wide() string { return "HUGEINT" }
 

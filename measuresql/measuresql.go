@@ -96,6 +96,10 @@ type Dialect interface {
 	// ToText prints an integer x (a sum or a count, at most 128 bits) as
 	// decimal text, which the driver returns as a string.
 	ToText(x string) string
+	// RowIdentity names each row of the table with the alias (""
+	// for the statement's one table) uniquely, as the mirror that the
+	// reference reads names it.
+	RowIdentity(table string) string
 	// RoundToInt64 converts a double of magnitude at most 2^62 to a
 	// 64-bit integer, rounding half to even; a SUM of such integers is
 	// exact (taken in a wide accumulator).
@@ -175,6 +179,9 @@ type compiler struct {
 }
 
 func (c *compiler) typeOf(col string) Type {
+	if _, n := measure.SplitColumn(col); n == measure.RowIdentity {
+		return Int
+	}
 	t, ok := c.types[col]
 	if !ok || t == Other {
 		panic(decline("column " + col))
@@ -286,10 +293,17 @@ func (c *compiler) value(col string) string {
 // the plan's Table, tI for Joins[I-1]) when the plan joins tables.
 func (c *compiler) name(col string) string {
 	t, n := measure.SplitColumn(col)
-	if len(c.m.Joins) == 0 {
+	table := ""
+	if len(c.m.Joins) > 0 {
+		table = c.d.Quote("t" + strconv.Itoa(t))
+	}
+	if n == measure.RowIdentity {
+		return c.d.RowIdentity(table)
+	}
+	if table == "" {
 		return c.d.Quote(n)
 	}
-	return c.d.Quote("t"+strconv.Itoa(t)) + "." + c.d.Quote(n)
+	return table + "." + c.d.Quote(n)
 }
 
 // from is the statement's FROM clause: the table, or the tables joined
@@ -322,6 +336,158 @@ func (c *compiler) from() string {
 		b.WriteString(strings.Join(on[i+1], " AND "))
 	}
 	return b.String()
+}
+
+// rowsOnce reports whether the plan's unit is the identity of one
+// table's rows (measure.RowIdentity: each row of a table without a unit
+// column is its own unit, and l0 = l∞ = 1) while every key and measured
+// argument reads that table alone, with row-level measurements only.
+// Then every copy a join makes of a row has the same keys and values,
+// and the reference's bounding keeps exactly one of the copies that pass
+// the filter: the same as counting each row once when some combination
+// of the other tables' rows matches it and passes — a semi-join, with
+// no bounding. It returns the table.
+func (c *compiler) rowsOnce() (int, bool) {
+	m := c.m
+	t, n := measure.SplitColumn(m.Unit)
+	if len(m.Joins) == 0 || n != measure.RowIdentity || m.MaxGroups != 1 || m.MaxRows != 1 {
+		return 0, false
+	}
+	for _, sp := range m.Specs {
+		switch sp.Kind {
+		case measure.Rows, measure.Units, measure.Values, measure.UnitsWithValue, measure.Sum, measure.Squares:
+		default:
+			if !sp.Kind.Detail() {
+				return 0, false
+			}
+		}
+	}
+	cols := map[string]bool{}
+	for _, k := range m.Keys {
+		cols[k.Column] = true
+	}
+	for i, a := range m.Args {
+		if cs := m.Cases[i]; cs != nil {
+			caseColumns(cs, cols)
+			continue
+		}
+		cols[a] = true
+	}
+	for col := range cols {
+		if ct, _ := measure.SplitColumn(col); ct != t {
+			return 0, false
+		}
+	}
+	return t, true
+}
+
+// semiJoin prints the FROM clause of rowsOnce, table t semi-joined with
+// the other tables on the join's equalities and the parts of the plan's
+// filter that read them (measured three times faster than EXISTS in
+// DuckDB), and the filter of the parts that read t alone ("" for none).
+func (c *compiler) semiJoin(t int) (from, filter string) {
+	m := c.m
+	tables := append([]string{m.Table}, m.Joins...)
+	alias := func(i int) string { return c.d.Quote("t" + strconv.Itoa(i)) }
+	var inner, outer []string
+	for _, e := range m.On {
+		inner = append(inner, c.equal(e[0], e[1]))
+	}
+	for _, f := range conjuncts(m.Where) {
+		cols := map[string]bool{}
+		filterColumns(f, cols)
+		alone := true
+		for col := range cols {
+			if ct, _ := measure.SplitColumn(col); ct != t {
+				alone = false
+			}
+		}
+		if alone {
+			outer = append(outer, c.filter(f))
+		} else {
+			inner = append(inner, c.filter(f))
+		}
+	}
+	var others []string
+	for i, name := range tables {
+		if i != t {
+			others = append(others, c.d.Quote(name)+" AS "+alias(i))
+		}
+	}
+	sub := others[0]
+	if len(others) > 1 {
+		sub = "(" + strings.Join(others, " CROSS JOIN ") + ")"
+	}
+	on := "TRUE"
+	if len(inner) > 0 {
+		on = strings.Join(inner, " AND ")
+	}
+	return c.d.SemiJoin(c.d.Quote(tables[t])+" AS "+alias(t), sub, on), strings.Join(outer, " AND ")
+}
+
+// conjuncts are the parts of a filter that must all hold (nil: none).
+func conjuncts(f measure.Filter) []measure.Filter {
+	switch a := f.(type) {
+	case nil:
+		return nil
+	case measure.And:
+		var out []measure.Filter
+		for _, p := range a.Parts {
+			out = append(out, conjuncts(p)...)
+		}
+		return out
+	}
+	return []measure.Filter{f}
+}
+
+// caseColumns adds the columns a CASE reads to cols.
+func caseColumns(cs *measure.Case, cols map[string]bool) {
+	for _, w := range cs.Whens {
+		filterColumns(w.Cond, cols)
+	}
+	for _, o := range operands(cs) {
+		if o.Column != "" {
+			cols[o.Column] = true
+		}
+		arithColumns(o.Arith, cols)
+	}
+}
+
+// filterColumns adds the columns a filter reads to cols.
+func filterColumns(f measure.Filter, cols map[string]bool) {
+	switch f := f.(type) {
+	case measure.And:
+		for _, p := range f.Parts {
+			filterColumns(p, cols)
+		}
+	case measure.Or:
+		for _, p := range f.Parts {
+			filterColumns(p, cols)
+		}
+	case measure.Not:
+		filterColumns(f.X, cols)
+	case measure.Compare:
+		if f.Column != "" {
+			cols[f.Column] = true
+		}
+		arithColumns(f.Arith, cols)
+	case measure.IsNull:
+		cols[f.Column] = true
+	case measure.In:
+		cols[f.Column] = true
+	}
+}
+
+// arithColumns adds the columns arithmetic reads to cols.
+func arithColumns(a *measure.Arith, cols map[string]bool) {
+	if a == nil {
+		return
+	}
+	if a.Column != "" {
+		cols[a.Column] = true
+	}
+	arithColumns(a.X, cols)
+	arithColumns(a.Y, cols)
 }
 
 // equal prints a join's equality of two columns where the engines
@@ -676,12 +842,17 @@ func (c *compiler) compile() *Statement {
 	specs := m.Specs
 	c.st.DetailSpec = make([]bool, len(m.Specs))
 	inDetail := map[int]bool{}
+	once, onceOK := c.rowsOnce()
+	unit := m.Unit
+	if onceOK {
+		unit = "" // each row once: no bounding (rowsOnce)
+	}
 	for i, sp := range specs {
 		if sp.Kind.ReadsArg() && (sp.Arg < 0 || sp.Arg >= len(m.Args)) {
 			panic(decline("spec argument"))
 		}
 		if sp.Kind.Detail() {
-			if m.Unit != "" {
+			if unit != "" {
 				panic(decline("distinct values under bounding"))
 			}
 			if m.Cases[sp.Arg] != nil {
@@ -700,15 +871,15 @@ func (c *compiler) compile() *Statement {
 	// The rows: unit, keys, measured values.
 	var cols, where []string
 	var keyNames []string
-	if m.Unit != "" {
-		if c.typeOf(m.Unit) == Real {
+	if unit != "" {
+		if c.typeOf(unit) == Real {
 			panic(decline("a float unit")) // -0 and 0 are two units in the reference
 		}
-		cols = append(cols, c.value(m.Unit)+" AS u")
-		where = append(where, c.value(m.Unit)+" IS NOT NULL")
+		cols = append(cols, c.value(unit)+" AS u")
+		where = append(where, c.value(unit)+" IS NOT NULL")
 	}
 	for i, k := range m.Keys {
-		e, filter, ko := c.keyExpr(k, m.Unit != "")
+		e, filter, ko := c.keyExpr(k, unit != "")
 		name := "k" + strconv.Itoa(i)
 		cols = append(cols, e+" AS "+name)
 		keyNames = append(keyNames, name)
@@ -720,17 +891,23 @@ func (c *compiler) compile() *Statement {
 	for i := range m.Args {
 		cols = append(cols, c.argValue(i)+" AS a"+strconv.Itoa(i))
 	}
-	if m.Where != nil {
+	from := c.from()
+	if onceOK {
+		var filter string
+		if from, filter = c.semiJoin(once); filter != "" {
+			where = append([]string{filter}, where...)
+		}
+	} else if m.Where != nil {
 		where = append([]string{c.filter(m.Where)}, where...)
 	}
 	if len(cols) == 0 {
 		cols = append(cols, "1 AS one")
 	}
-	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + c.from()
+	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + from
 	if len(where) > 0 {
 		rows += " WHERE " + strings.Join(where, " AND ")
 	}
-	if m.Unit == "" {
+	if unit == "" {
 		c.st.SQL = c.unbounded(rows, keyNames, specs)
 	} else {
 		c.st.SQL = c.bounded(rows, keyNames, specs)

@@ -85,8 +85,10 @@ type Joined struct {
 	// rows of one table as they are (nil: none); its columns resolve to
 	// the table's (PrivateQuery.TableColumnOf).
 	Where parser.Expr
-	// Unit is the column that carries the privacy unit (Ref 0: the
-	// unit is a row's identity, with no column).
+	// Unit is the column that carries the privacy unit: Column "" for
+	// the identity of table Ref's rows (a source's hidden identity
+	// column, catalog.IdentityColumn); Ref 0 for a unit the plan cannot
+	// name (SQLite's rowid, or none).
 	Unit TableColumn
 	// derived: a subquery's relation (its table references are counted
 	// inside it, so it joins with nothing in this form).
@@ -279,6 +281,7 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 			r.unitSQL = prefix + parser.QuoteIdent(catalog.IdentityColumn)
 			r.unitBase = parser.QuoteIdent(t.Name) + "." + parser.QuoteIdent(catalog.IdentityColumn)
 			r.unit = catalog.Unit{MaxGroups: 1, MaxRows: 1}
+			r.joined.Unit = TableColumn{Ref: fb.refs} // the row's identity
 			fb.rn.read(t.Name, catalog.IdentityColumn)
 		case fb.joined:
 			// Each row is a unit, but a join can repeat it: the row's

@@ -29,12 +29,13 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 	}
 	if q.UnitSQL != "" {
 		if j.Unit.Ref == 0 {
-			if len(j.Tables) > 1 {
-				return nil, "each row of the private table is its own unit, and the join could repeat it (its unit is the row's identity, not a column)"
-			}
-			return nil, "the privacy unit is not a column of the table"
+			return nil, "the privacy unit is not a column of the table, nor a row identity the engine holding it has"
 		}
-		m.Unit, m.MaxGroups, m.MaxRows = planColumn(j.Unit), q.Unit.MaxGroups, q.Unit.MaxRows
+		unit := j.Unit
+		if unit.Column == "" {
+			unit.Column = measure.RowIdentity
+		}
+		m.Unit, m.MaxGroups, m.MaxRows = planColumn(unit), q.Unit.MaxGroups, q.Unit.MaxRows
 	}
 	for _, k := range q.Keys {
 		col := planColumn(planner.TableColumn{Ref: k.Ref, Column: k.Base})

@@ -3,13 +3,16 @@
 package totality_test
 
 import (
+	"context"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/internal/testing/ducktest"
 	"github.com/dpsql/dpsql/internal/testing/enginetest"
 	"github.com/dpsql/dpsql/internal/testopts"
 )
@@ -130,4 +133,35 @@ func compiledAlone(sent []string) bool {
 		}
 	}
 	return compiled == 1
+}
+
+// TestDuckDBJoinOfRowUnitsCompiles: a fact table whose rows are each
+// their own unit, joined with a dimension table, compiles with DuckDB's
+// rowid as the unit (the identity the mirror reads, so the reference's
+// unit too) and answers as the reference does: with a dimension whose
+// keys repeat, every fact row still counts once (l0 = l∞ = 1), whichever
+// of its copies is kept — as a semi-join when only the fact table's
+// columns are measured, with bounding when a dimension's are (over
+// unique keys here: with repeated ones, which copy is kept is random).
+func TestDuckDBJoinOfRowUnitsCompiles(t *testing.T) {
+	t.Parallel()
+	duck := filepath.Join(t.TempDir(), "f.duckdb")
+	if err := ducktest.Exec(context.Background(), duck,
+		`CREATE TABLE f AS SELECT 'g' || (i % 7) AS g, i % 100 AS x, CAST(i % 13 AS DOUBLE) / 4 AS y FROM range(5000) r(i)`,
+		`CREATE TABLE dim AS SELECT 'g' || i AS g, 'r' || (i % 3) AS region, i * 3 AS w FROM range(5) r(i)`,
+		`CREATE TABLE dim2 AS SELECT 'g' || (i % 4) AS g, i AS n FROM range(9) r(i)`); err != nil {
+		t.Fatal(err)
+	}
+	owner := open(t, duck, true, nil)
+	enginetest.Run(t, owner, `SET BUDGET epsilon = 1e6; CREATE PRIVACY POLICY ON f; ALTER TABLE dim SET PUBLIC; ALTER TABLE dim2 SET PUBLIC`)
+	owner.Close()
+	statements := []string{
+		"COUNT(*), SUM(x, contribution_bounds_per_row => (0, 100)) FROM f JOIN dim ON f.g = dim.g WHERE dim.region = 'r1'",
+		"AVG(y, contribution_bounds_per_row => (0, 4)) FROM f JOIN dim USING (g)",
+		"COUNT(*), SUM(x, contribution_bounds_per_row => (0, 100)) FROM f JOIN dim2 ON f.g = dim2.g", // repeated keys
+		"COUNT(DISTINCT x), VARIANCE(y, contribution_bounds_per_row => (0, 4)) FROM f JOIN dim2 ON f.g = dim2.g WHERE dim2.n > 3 OR f.x < 10",
+		"SUM(dim.w, contribution_bounds_per_row => (0, 10)) FROM f JOIN dim ON f.g = dim.g WHERE f.x > 50", // measures the dimension: bounded
+		"COUNT(*) FROM dim JOIN f USING (g) JOIN dim2 ON dim2.g = f.g WHERE dim.region <> 'r2' AND dim2.n < 7",
+	}
+	t.Run("f", func(t *testing.T) { sameCompiled(t, duck, "", statements, true) })
 }
