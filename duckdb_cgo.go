@@ -51,8 +51,8 @@ type duckMeasurer struct {
 	state *sql.DB
 }
 
-func (m duckMeasurer) Compiles(ctx context.Context, plan *measure.Plan) (bool, error) {
-	return m.src.Compiles(ctx, m.state, plan)
+func (m duckMeasurer) WhyNot(ctx context.Context, plan *measure.Plan) (string, error) {
+	return m.src.WhyNot(ctx, m.state, plan)
 }
 
 func (m duckMeasurer) Measure(ctx context.Context, plan *measure.Plan, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error) {

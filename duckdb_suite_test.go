@@ -3,6 +3,7 @@
 package dpsql_test
 
 import (
+	"sort"
 	"testing"
 
 	"github.com/dpsql/dpsql/internal/testing/ducktest"
@@ -56,12 +57,27 @@ var notOnDuckDB = map[string]string{
 func TestEngineSuiteOnDuckDB(t *testing.T) {
 	parallel(t)
 	runs := runSuite(t, "DuckDB", notOnDuckDB, func() *backendRun { return &backendRun{duck: true} })
-	var compiled, failed int64
+	var compiled, failed, reference int64
+	reasons := map[string]int64{}
 	for _, run := range runs {
 		compiled += run.knobs.Compiled.Load()
 		failed += run.knobs.CompiledFailed.Load()
+		for why, n := range run.knobs.NotCompiled() {
+			reasons[why] += n
+			reference += n
+		}
 	}
-	t.Logf("%d scans ran compiled in DuckDB", compiled)
+	t.Logf("%d of %d private scans ran compiled in DuckDB (%.0f%%); the rest, by reason:", compiled, compiled+reference, 100*float64(compiled)/float64(max(compiled+reference, 1)))
+	whys := make([]string, 0, len(reasons))
+	for why := range reasons {
+		whys = append(whys, why)
+	}
+	sort.Slice(whys, func(i, j int) bool {
+		return reasons[whys[i]] > reasons[whys[j]] || reasons[whys[i]] == reasons[whys[j]] && whys[i] < whys[j]
+	})
+	for _, why := range whys {
+		t.Logf("%6d  %s", reasons[why], why)
+	}
 	if failed > 0 {
 		t.Errorf("%d compiled statements failed in DuckDB (the reference evaluator measured them instead)", failed)
 	}

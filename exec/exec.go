@@ -288,9 +288,9 @@ type PushedGroup struct {
 // schema. It runs after the charge, like the scan.
 type Measurer interface {
 	Measure(ctx context.Context, m *measure.Plan, key uint64) (st *measuresql.Statement, groups []*measuresql.Group, ok bool, err error)
-	// Compiles reports whether Measure runs m rather than declining it
-	// (from the plan and the schema, before anything is read).
-	Compiles(ctx context.Context, m *measure.Plan) (bool, error)
+	// WhyNot says why Measure would decline m ("": it runs it), from
+	// the plan and the schema, before anything is read.
+	WhyNot(ctx context.Context, m *measure.Plan) (string, error)
 }
 
 // PushTo lets the query's native measurements run where its table lives
@@ -349,11 +349,11 @@ func Prepare(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewri
 	// Compiled: now the copies are filled, before the charge — unless
 	// the engine that holds the tables measures them itself.
 	if len(p.shadows) > 0 && p.measurer != nil && rw.Measurement != nil && !q.Knobs.Reference() {
-		compiles, err := p.measurer.Compiles(ctx, rw.Measurement)
+		why, err := p.measurer.WhyNot(ctx, rw.Measurement)
 		if err != nil {
 			return nil, err
 		}
-		p.unfilled = compiles
+		p.unfilled = why == ""
 	}
 	if !p.unfilled {
 		if err := p.fill(ctx); err != nil {
@@ -789,7 +789,11 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 // the values and row counts the engine sent, exactly as the reference
 // evaluator measures weighted rows.
 func (p *Prepared) compiled(ctx context.Context, specs []spec) (*measured, error) {
-	if p.measurer == nil || p.rw.Measurement == nil || p.q.Knobs.Reference() {
+	if p.measurer == nil || p.q.Knobs.Reference() {
+		return nil, nil
+	}
+	if p.rw.Measurement == nil {
+		p.q.Knobs.NoteNotCompiled(p.rw.NoPlan)
 		return nil, nil
 	}
 	st, groups, ok, err := p.measurer.Measure(ctx, p.rw.Measurement, randomKey(p.q.Knobs.Fixed()))
@@ -807,6 +811,10 @@ func (p *Prepared) compiled(ctx context.Context, specs []spec) (*measured, error
 		return nil, nil
 	}
 	if !ok {
+		if p.q.Knobs != nil {
+			why, _ := p.measurer.WhyNot(ctx, p.rw.Measurement)
+			p.q.Knobs.NoteNotCompiled("the printer does not compile " + why)
+		}
 		return nil, nil
 	}
 	p.q.Knobs.NoteCompiled()

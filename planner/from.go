@@ -70,8 +70,9 @@ type relation struct {
 	rn  *renderer
 	// joined is the relation as stored tables joined by column
 	// equalities, when it is that (nil for a subquery, or an outer join
-	// that keeps SQL's meaning).
-	joined *Joined
+	// that keeps SQL's meaning); notJoined says why it is not.
+	joined    *Joined
+	notJoined string
 }
 
 // Joined is a FROM clause that reads only stored tables, joined (inner,
@@ -380,6 +381,7 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 	if r.sql, err = fb.derivedSQL(q, base, outAlias, refuse); err != nil {
 		return nil, err
 	}
+	r.notJoined = "the scan reads a subquery or WITH query that aggregates per unit (two levels of aggregation)"
 	if rowPreserving(q) && base.joined != nil && base.private {
 		// Its rows are the table's rows that pass its filter, each output
 		// an expression of one row: the plan reads the table itself.
@@ -717,12 +719,23 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 			return nil, err
 		}
 	}
-	if l.joined != nil && r.joined != nil && !l.joined.derived && !r.joined.derived && (j.Kind == "" || out.private) {
+	switch {
+	case l.joined == nil || r.joined == nil:
+		out.notJoined = l.notJoined + r.notJoined
+		if out.notJoined == "" {
+			out.notJoined = "the scan joins a relation that is not a stored table"
+		}
+	case l.joined.derived || r.joined.derived:
+		out.notJoined = "the scan joins a subquery or WITH query with another table"
+	case j.Kind != "" && !out.private:
+		out.notJoined = "the scan reads an outer join of public tables"
+	}
+	if out.notJoined == "" {
 		out.joined = &Joined{Tables: append(append([]string{}, l.joined.Tables...), r.joined.Tables...),
 			On: append(append([][2]TableColumn{}, l.joined.On...), r.joined.On...)}
 		for _, e := range eqs {
 			if e[0].ref == 0 || e[1].ref == 0 {
-				out.joined = nil
+				out.joined, out.notJoined = nil, "the scan joins on a computed column"
 				break
 			}
 			out.joined.On = append(out.joined.On, [2]TableColumn{{e[0].ref, e[0].column}, {e[1].ref, e[1].column}})

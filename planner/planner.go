@@ -335,6 +335,9 @@ type PrivateQuery struct {
 	// equalities, when it is that (one table included); nil for a
 	// subquery or an outer join of public tables.
 	Joined *Joined
+	// NotJoined says why Joined is nil ("" when it is not, or for a
+	// query over one table reference).
+	NotJoined string
 	// TableRefs is how many references to stored tables FromSQL makes
 	// (a join of a table with itself makes two). With more than one, the
 	// scan reads some table once per row of another, lazily: exec then
@@ -644,8 +647,13 @@ func planSelect(stmt *parser.SelectStmt, cat *catalog.Catalog, sess session) (Pl
 	}
 	b.q.Policy = cat.Fingerprint(read)
 	b.q.TableRefs = rn.tableRefs
-	if rel.joined != nil && len(rel.joined.Tables) == rn.tableRefs {
+	switch {
+	case rel.joined == nil:
+		b.q.NotJoined = rel.notJoined
+	case len(rel.joined.Tables) == rn.tableRefs:
 		b.q.Joined = rel.joined
+	default:
+		b.q.NotJoined = "the scan reads more tables than its FROM clause joins (a subquery in an expression)"
 	}
 	return b.q, nil
 }

@@ -18,8 +18,8 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 	switch {
 	case q.WeightSQL != "":
 		return nil, "the table is a weighted one (its rows carry multiplicities)"
-	case j == nil && q.TableRefs > 1:
-		return nil, "the scan reads a join with a subquery, or an outer join of public tables"
+	case j == nil && q.NotJoined != "":
+		return nil, q.NotJoined
 	case j == nil:
 		return nil, "the scan reads a subquery or a WITH query"
 	}

@@ -459,15 +459,18 @@ func (s *Source) types(ctx context.Context, state *sql.DB, m *measure.Plan) (typ
 	return types, true, nil
 }
 
-// Compiles reports whether Measure runs the plan (every table it reads
-// is a mirrored table of the file, and the DuckDB printer compiles it)
-// rather than declining it.
-func (s *Source) Compiles(ctx context.Context, state *sql.DB, m *measure.Plan) (bool, error) {
+// WhyNot says why Measure would decline the plan ("": it runs it): a
+// table it reads is not a mirrored table of the file, or the DuckDB
+// printer does not compile a form of it.
+func (s *Source) WhyNot(ctx context.Context, state *sql.DB, m *measure.Plan) (string, error) {
 	types, ok, err := s.types(ctx, state, m)
-	if err != nil || !ok {
-		return false, err
+	if err != nil {
+		return "", err
 	}
-	return measuresql.WhyNot(m, types, measuresql.DuckDB{}) == "", nil
+	if !ok {
+		return "a table it reads is not one of the DuckDB file's", nil
+	}
+	return measuresql.WhyNot(m, types, measuresql.DuckDB{}), nil
 }
 
 // Measure runs a scan's measurement plan as one DuckDB statement

@@ -12,7 +12,10 @@
 // PostgreSQL backend; it imports nothing.
 package knobs
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Knobs are one engine's test switches. Set them before the queries they
 // should affect; they are not for changing while a query runs.
@@ -49,6 +52,36 @@ type Knobs struct {
 	// CompiledFailed those whose compiled statement failed in the engine
 	// (the reference evaluator then measured them).
 	Compiled, CompiledFailed atomic.Int64
+
+	mu sync.Mutex
+	// notCompiled counts, by EXPLAIN's reason, the scans a backend that
+	// compiles measurements left to the reference evaluator.
+	notCompiled map[string]int64
+}
+
+// NoteNotCompiled counts a scan that a backend which compiles
+// measurements left to the reference evaluator, by the reason.
+func (k *Knobs) NoteNotCompiled(why string) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.notCompiled == nil {
+		k.notCompiled = map[string]int64{}
+	}
+	k.notCompiled[why]++
+}
+
+// NotCompiled returns the counts NoteNotCompiled made, by reason.
+func (k *Knobs) NotCompiled() map[string]int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make(map[string]int64, len(k.notCompiled))
+	for why, n := range k.notCompiled {
+		out[why] = n
+	}
+	return out
 }
 
 // Values of PostgresGrouping.
