@@ -181,6 +181,11 @@ type Plan struct {
 	// per match; the bounding per unit keeps the sensitivity.
 	Joins []string
 	On    [][2]string
+	// PerUnit, when set, is a first aggregation per unit of Table's
+	// rows (a subquery grouped by the unit): the plan's rows are its
+	// groups, and every other column field of the plan names one of its
+	// outputs (Output).
+	PerUnit *Grouping
 	// Unit is its privacy-unit column ("": each row its own unit, no
 	// bounding). MaxGroups (l0) and MaxRows (l∞) bound each unit then.
 	Unit               string
@@ -208,6 +213,35 @@ func Column(t int, name string) string {
 		return name
 	}
 	return "\x00" + strconv.Itoa(t) + "\x00" + name
+}
+
+// Grouping is a first aggregation of a table's rows that pass Where,
+// grouped by the columns By (the unit among them): one row per group,
+// with the Outputs.
+type Grouping struct {
+	By      []string
+	Where   Filter
+	Outputs []Aggregate
+}
+
+// Aggregate is an output of a Grouping: a grouped column (Func ""), or
+// Func "count", "min" or "max" of Column (COUNT(*) with Column "").
+type Aggregate struct {
+	Func, Column string
+}
+
+// Output names output i of the plan's Grouping, as the plan's column
+// fields name it.
+func Output(i int) string { return "\x00o" + strconv.Itoa(i) }
+
+// OutputIndex is Output's inverse: ok is false for a column that is not
+// an output.
+func OutputIndex(col string) (int, bool) {
+	if !strings.HasPrefix(col, "\x00o") {
+		return 0, false
+	}
+	i, err := strconv.Atoi(col[2:])
+	return i, err == nil && i >= 0
 }
 
 // RowIdentity is the name of a table's row identity in a plan: Unit is

@@ -176,11 +176,19 @@ type compiler struct {
 	d     Dialect
 	key   uint64
 	st    Statement
+	// outTypes are the classes of the plan's grouping's outputs.
+	outTypes []Type
 }
 
 func (c *compiler) typeOf(col string) Type {
 	if _, n := measure.SplitColumn(col); n == measure.RowIdentity {
 		return Int
+	}
+	if i, ok := measure.OutputIndex(col); ok {
+		if i >= len(c.outTypes) {
+			panic(decline("an output the plan's grouping does not have"))
+		}
+		return c.outTypes[i]
 	}
 	t, ok := c.types[col]
 	if !ok || t == Other {
@@ -292,6 +300,9 @@ func (c *compiler) value(col string) string {
 // name is a column's reference: qualified by its table's alias (t0 for
 // the plan's Table, tI for Joins[I-1]) when the plan joins tables.
 func (c *compiler) name(col string) string {
+	if i, ok := measure.OutputIndex(col); ok {
+		return "o" + strconv.Itoa(i)
+	}
 	t, n := measure.SplitColumn(col)
 	table := ""
 	if len(c.m.Joins) > 0 {
@@ -312,6 +323,9 @@ func (c *compiler) name(col string) string {
 // not change the rows).
 func (c *compiler) from() string {
 	m := c.m
+	if m.PerUnit != nil {
+		return c.grouped()
+	}
 	if len(m.Joins) == 0 {
 		return c.d.Quote(m.Table)
 	}
@@ -488,6 +502,73 @@ func arithColumns(a *measure.Arith, cols map[string]bool) {
 	}
 	arithColumns(a.X, cols)
 	arithColumns(a.Y, cols)
+}
+
+// groupingTypes sets the classes of the plan's grouping's outputs: a
+// grouped column's, an integer for a count, the column's for a minimum
+// or maximum. Grouping by a float is declined (-0 and 0, NaN and NULL
+// group apart in one engine and together in the other).
+func (c *compiler) groupingTypes() {
+	g := c.m.PerUnit
+	if len(c.m.Joins) > 0 {
+		panic(decline("a grouping over a join"))
+	}
+	for _, col := range g.By {
+		if c.typeOf(col) == Real {
+			panic(decline("a subquery grouped by a float column"))
+		}
+	}
+	c.outTypes = make([]Type, len(g.Outputs))
+	for i, a := range g.Outputs {
+		switch a.Func {
+		case "count":
+			c.outTypes[i] = Integer
+		case "", "min", "max":
+			t := c.typeOf(a.Column)
+			if isInt(t) {
+				t = Integer
+			}
+			c.outTypes[i] = t
+		default:
+			panic(decline("a per-unit " + a.Func))
+		}
+	}
+}
+
+// grouped prints the plan's grouping as a subquery d whose columns are
+// its outputs (o0, o1, ...), computed as the reference computes them: a
+// count of the values it sees (not NULL, not NaN), the least or greatest
+// of them (text by bytes).
+func (c *compiler) grouped() string {
+	g := c.m.PerUnit
+	var items, by []string
+	for _, col := range g.By {
+		by = append(by, c.value(col))
+	}
+	for i, a := range g.Outputs {
+		var e string
+		switch a.Func {
+		case "":
+			e = c.value(a.Column)
+		case "count":
+			if a.Column == "" {
+				e = c.d.Func("count") + "(*)"
+				break
+			}
+			e = c.d.Func("count") + "(" + c.value(a.Column) + ")"
+		default:
+			e = c.d.Func(a.Func) + "(" + c.value(a.Column) + ")"
+		}
+		if a.Func != "" && a.Column != "" && c.typeOf(a.Column) == Real {
+			e += " FILTER (WHERE NOT " + c.d.IsNaN(c.value(a.Column)) + ")"
+		}
+		items = append(items, e+" AS o"+strconv.Itoa(i))
+	}
+	sub := "SELECT " + strings.Join(items, ", ") + " FROM " + c.d.Quote(c.m.Table)
+	if g.Where != nil {
+		sub += " WHERE " + c.filter(g.Where)
+	}
+	return "(" + sub + " GROUP BY " + strings.Join(by, ", ") + ") AS d"
 }
 
 // equal prints a join's equality of two columns where the engines
@@ -842,6 +923,9 @@ func (c *compiler) compile() *Statement {
 	specs := m.Specs
 	c.st.DetailSpec = make([]bool, len(m.Specs))
 	inDetail := map[int]bool{}
+	if m.PerUnit != nil {
+		c.groupingTypes()
+	}
 	once, onceOK := c.rowsOnce()
 	unit := m.Unit
 	if onceOK {
@@ -946,12 +1030,32 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []measure.Spe
 		case sp.Kind == measure.Rows || sp.Kind == measure.Units:
 			c.st.outs[i] = specOut{col: c.out(&items, c.d.Func("count")+"(*)")}
 		case sp.Kind == measure.Values || sp.Kind == measure.UnitsWithValue:
+			// (each row its own unit: a unit with a value is a row with one)
 			c.st.outs[i] = specOut{col: c.out(&items, c.count(sp.Arg))}
 		case sp.Kind == measure.Sum:
 			e, f := c.clipped(sp.Arg, sp.Lo, sp.Hi)
 			c.st.outs[i] = specOut{col: c.out(&items, c.d.Func("sum")+"("+e+")"), shift: f}
 		case sp.Kind == measure.Squares:
 			c.st.outs[i] = c.squares(&items, sp, c.d.Func("sum"))
+		case sp.Kind == measure.UnitRows || sp.Kind == measure.UnitValues:
+			// Each row is its own unit: it counts clip(1), or for a value
+			// the reference does not see, clip(0).
+			if !integerBounds(sp.Lo, sp.Hi) {
+				panic(decline("per-unit count bounds"))
+			}
+			one, zero := strconv.FormatFloat(math.Max(sp.Lo, math.Min(sp.Hi, 1)), 'f', 0, 64), strconv.FormatFloat(math.Max(sp.Lo, math.Min(sp.Hi, 0)), 'f', 0, 64)
+			cnt := c.d.Func("count") + "(*)"
+			e := cnt + " * " + one
+			if sp.Kind == measure.UnitValues {
+				v := c.count(sp.Arg)
+				e = v + " * " + one + " + (" + cnt + " - " + v + ") * " + zero
+			}
+			c.st.outs[i] = specOut{col: c.out(&items, "CAST("+e+" AS "+c.d.Wide()+")")}
+		case sp.Kind == measure.UnitSum:
+			if !isInt(c.argType(sp.Arg)) || !integerBounds(sp.Lo, sp.Hi) {
+				panic(decline("a per-unit sum of floats"))
+			}
+			c.st.outs[i] = specOut{col: c.out(&items, c.d.Func("sum")+"("+intClip("a"+strconv.Itoa(sp.Arg), sp.Lo, sp.Hi)+")")}
 		default:
 			panic(decline("spec " + sp.String()))
 		}

@@ -91,9 +91,20 @@ type Joined struct {
 	// column, catalog.IdentityColumn); Ref 0 for a unit the plan cannot
 	// name (SQLite's rowid, or none).
 	Unit TableColumn
+	// PerUnit is set for a subquery (or WITH query) that aggregates its
+	// table per unit: its GROUP BY (the unit among it), its outputs (as
+	// written, resolved against the table) and its WHERE. Columns of the
+	// relation are then its outputs (PrivateQuery.DerivedOutput).
+	PerUnit *PerUnit
 	// derived: a subquery's relation (its table references are counted
 	// inside it, so it joins with nothing in this form).
 	derived bool
+}
+
+// PerUnit is a subquery's first aggregation per unit (Joined.PerUnit).
+type PerUnit struct {
+	By, Outputs []parser.Expr
+	Where       parser.Expr
 }
 
 // TableColumn is a column of a Joined FROM clause: the table reference
@@ -131,6 +142,9 @@ func (r *relation) resolve(c *parser.ColumnRef) (*relCol, error) {
 	r.rn.cols[c] = found.sql
 	if x, ok := r.rn.derived[found]; ok {
 		r.rn.derivedRefs[c] = x
+	}
+	if i, ok := r.rn.derivedOut[found]; ok {
+		r.rn.derivedOutRefs[c] = i
 	}
 	if found.intAffinity {
 		r.rn.intCols[c] = true
@@ -381,7 +395,16 @@ func (fb *fromBuilder) derived(q *parser.SelectStmt, alias string, pos parser.Po
 	if r.sql, err = fb.derivedSQL(q, base, outAlias, refuse); err != nil {
 		return nil, err
 	}
-	r.notJoined = "the scan reads a subquery or WITH query that aggregates per unit (two levels of aggregation)"
+	r.notJoined = "the scan reads a subquery or WITH query that aggregates with HAVING"
+	if base.joined != nil && base.private && !rowPreserving(q) && q.Having == nil {
+		// One row per group of units: the plan aggregates twice.
+		r.joined = &Joined{Tables: base.joined.Tables, Unit: base.joined.Unit, derived: true,
+			PerUnit: &PerUnit{By: q.GroupBy, Where: q.Where}}
+		for i, it := range q.Items {
+			r.joined.PerUnit.Outputs = append(r.joined.PerUnit.Outputs, it.Expr)
+			fb.rn.derivedOut[r.cols[i]] = i
+		}
+	}
 	if rowPreserving(q) && base.joined != nil && base.private {
 		// Its rows are the table's rows that pass its filter, each output
 		// an expression of one row: the plan reads the table itself.

@@ -295,8 +295,10 @@ type GroupKey struct {
 	Ref  int
 	// Derived is the expression a subquery computes the key column by,
 	// when the key is an output of a subquery that keeps its table's
-	// rows (DerivedExpr).
+	// rows (DerivedExpr); Output the key's position, from 1, among the
+	// outputs of a subquery that aggregates per unit (0: none).
 	Derived parser.Expr
+	Output  int
 }
 
 // Output is one released column: an expression over aggregates and keys.
@@ -446,6 +448,17 @@ func (q *PrivateQuery) DerivedExpr(e parser.Expr) (parser.Expr, bool) {
 	}
 	x, ok := q.rn.derivedRefs[c]
 	return x, ok
+}
+
+// DerivedOutput returns, when e is a plain reference to an output of a
+// subquery that aggregates per unit (Joined.PerUnit), its position.
+func (q *PrivateQuery) DerivedOutput(e parser.Expr) (int, bool) {
+	c := plainRef(e)
+	if c == nil {
+		return 0, false
+	}
+	i, ok := q.rn.derivedOutRefs[c]
+	return i, ok
 }
 
 // TableColumnOf returns the stored table column that e reads when e is a
@@ -1266,8 +1279,17 @@ func (b *builder) groupKey(g parser.Expr) error {
 			"GROUP BY %q would release values that depend on private data: either the owner declares its public domain with ALTER PRIVACY POLICY ON %s SET DOMAIN %s (...), or the query sets OPTIONS (delta = D) so that groups are chosen by private partition selection",
 			col.name, table, parser.QuoteIdent(col.name))
 	}
-	b.q.Keys = append(b.q.Keys, GroupKey{Column: col.name, SQL: col.sql, Domain: dom, Base: col.column, Ref: col.ref, Derived: b.rel.rn.derived[col]})
+	b.q.Keys = append(b.q.Keys, GroupKey{Column: col.name, SQL: col.sql, Domain: dom, Base: col.column, Ref: col.ref, Derived: b.rel.rn.derived[col], Output: outputOf(b.rel.rn, col)})
 	return nil
+}
+
+// outputOf is col's position, from 1, among the outputs of a subquery
+// that aggregates per unit, or 0.
+func outputOf(rn *renderer, col *relCol) int {
+	if i, ok := rn.derivedOut[col]; ok {
+		return i + 1
+	}
+	return 0
 }
 
 // groupByTarget resolves a GROUP BY position (GROUP BY 1) or a select-list

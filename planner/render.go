@@ -50,6 +50,11 @@ type renderer struct {
 	// derivedRefs the same for every reference to one.
 	derived     map[*relCol]parser.Expr
 	derivedRefs map[*parser.ColumnRef]parser.Expr
+	// derivedOut gives the output position of each column of a subquery
+	// that aggregates per unit (Joined.PerUnit); derivedOutRefs the same
+	// for every reference to one.
+	derivedOut     map[*relCol]int
+	derivedOutRefs map[*parser.ColumnRef]int
 	// reads collects, per table (canonical name), the columns the plan
 	// resolved; "*" stands for every column of a public table.
 	reads map[string]map[string]bool
@@ -73,7 +78,7 @@ type renderer struct {
 }
 
 func newRenderer(k *knobs.Knobs) *renderer {
-	return &renderer{knobs: k, cols: map[*parser.ColumnRef]string{}, intCols: map[*parser.ColumnRef]bool{}, baseCols: map[*parser.ColumnRef]TableColumn{}, derived: map[*relCol]parser.Expr{}, derivedRefs: map[*parser.ColumnRef]parser.Expr{}, reads: map[string]map[string]bool{}, subSQL: map[*parser.SubqueryExpr]string{}, private: true}
+	return &renderer{knobs: k, cols: map[*parser.ColumnRef]string{}, intCols: map[*parser.ColumnRef]bool{}, baseCols: map[*parser.ColumnRef]TableColumn{}, derived: map[*relCol]parser.Expr{}, derivedRefs: map[*parser.ColumnRef]parser.Expr{}, derivedOut: map[*relCol]int{}, derivedOutRefs: map[*parser.ColumnRef]int{}, reads: map[string]map[string]bool{}, subSQL: map[*parser.SubqueryExpr]string{}, private: true}
 }
 
 // alias returns a fresh table alias. Analysts cannot name anything with the

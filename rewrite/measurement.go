@@ -27,7 +27,14 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 	for _, e := range j.On {
 		m.On = append(m.On, [2]string{planColumn(e[0]), planColumn(e[1])})
 	}
-	if q.UnitSQL != "" {
+	if j.PerUnit != nil {
+		g, why := grouping(q, j)
+		if g == nil {
+			return nil, why
+		}
+		m.PerUnit = g
+		m.Unit, m.MaxGroups, m.MaxRows = measure.Output(len(g.Outputs)-1), q.Unit.MaxGroups, q.Unit.MaxRows
+	} else if q.UnitSQL != "" {
 		if j.Unit.Ref == 0 {
 			return nil, "the privacy unit is not a column of the table, nor a row identity the engine holding it has"
 		}
@@ -39,7 +46,9 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 	}
 	for _, k := range q.Keys {
 		col := planColumn(planner.TableColumn{Ref: k.Ref, Column: k.Base})
-		if k.Derived != nil && k.Expr == nil {
+		if k.Output > 0 && k.Expr == nil {
+			col = measure.Output(k.Output - 1)
+		} else if k.Derived != nil && k.Expr == nil {
 			var ok bool
 			if col, ok = columnOf(q, k.Derived); !ok {
 				return nil, "a GROUP BY key is an expression (" + parser.Format(k.Derived) + ")"
@@ -75,6 +84,59 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		m.Where = f
 	}
 	return m, ""
+}
+
+// grouping translates a subquery that aggregates per unit: its GROUP BY
+// columns, its WHERE, and outputs that are grouped columns or COUNT, MIN
+// or MAX of a column (the engines compute those exactly alike; SUM and
+// AVG are floating-point sums in the reference, whose rounding another
+// engine need not repeat). The unit is added as the last output.
+func grouping(q *planner.PrivateQuery, j *planner.Joined) (*measure.Grouping, string) {
+	g := &measure.Grouping{}
+	grouped := map[string]bool{}
+	for _, e := range j.PerUnit.By {
+		col, ok := columnOf(q, e)
+		if !ok {
+			return nil, "the subquery groups by an expression (" + parser.Format(e) + ")"
+		}
+		g.By = append(g.By, col)
+		grouped[col] = true
+	}
+	unit := planColumn(j.Unit)
+	if j.Unit.Column == "" || !grouped[unit] {
+		return nil, "the subquery's unit is not one of its GROUP BY columns"
+	}
+	for _, e := range j.PerUnit.Outputs {
+		if col, ok := columnOf(q, e); ok && grouped[col] {
+			g.Outputs = append(g.Outputs, measure.Aggregate{Column: col})
+			continue
+		}
+		call, ok := e.(*parser.CallExpr)
+		if !ok || call.Distinct || call.Over != nil || len(call.Named) > 0 || (call.Name != "COUNT" && call.Name != "MIN" && call.Name != "MAX") {
+			return nil, "the subquery computes " + parser.Format(e) + " per unit (COUNT, MIN and MAX of columns are compiled)"
+		}
+		a := measure.Aggregate{Func: strings.ToLower(call.Name)}
+		if !call.Star {
+			if len(call.Args) != 1 {
+				return nil, "the subquery computes " + parser.Format(e) + " per unit"
+			}
+			if a.Column, ok = columnOf(q, call.Args[0]); !ok {
+				return nil, "the subquery aggregates an expression per unit (" + parser.Format(e) + ")"
+			}
+		} else if a.Func != "count" {
+			return nil, "the subquery computes " + parser.Format(e) + " per unit"
+		}
+		g.Outputs = append(g.Outputs, a)
+	}
+	if j.PerUnit.Where != nil {
+		f, ok := filterOf(q, j.PerUnit.Where)
+		if !ok {
+			return nil, "the subquery's WHERE clause has an expression the plan does not cover"
+		}
+		g.Where = f
+	}
+	g.Outputs = append(g.Outputs, measure.Aggregate{Column: unit})
+	return g, ""
 }
 
 // caseOf translates a searched CASE whose conditions are filters (filterOf)
@@ -253,6 +315,9 @@ func planColumn(tc planner.TableColumn) string { return measure.Column(tc.Ref-1,
 // columnOf is the plan's name of the stored column e reads, when e is a
 // plain reference to one.
 func columnOf(q *planner.PrivateQuery, e parser.Expr) (string, bool) {
+	if i, ok := q.DerivedOutput(e); ok {
+		return measure.Output(i), true
+	}
 	if x, ok := q.DerivedExpr(e); ok {
 		return columnOf(q, x)
 	}

@@ -113,8 +113,8 @@ func TestDuckDBMeasuresLikeTheReference(t *testing.T) {
 
 // plainStatements are statements whose measurement compiles: aggregates
 // of plain columns of the auditor's tables, of their joins (with the
-// public table, and of the two private tables on the unit) and of a
-// filtering subquery, grouped by
+// public table, and of the two private tables on the unit) and of
+// subqueries (filtering, and aggregating per unit), grouped by
 // columns with and without public domains, filtered by comparisons with
 // literals.
 func plainStatements(r *rand.Rand, n int) []audit.Statement {
@@ -133,6 +133,7 @@ func plainStatements(r *rand.Rand, n int) []audit.Statement {
 		{"p JOIN pub ON p.g = pub.g", []string{"p.w", "p.n", "pub.weight"}, []string{"", "p.g", "pub.label"}, []string{"", "pub.weight > 1", "p.n < 3"}},
 		{"p JOIN p2 USING (uid)", []string{"p.w", "p2.z"}, []string{"", "p.g", "p2.tag"}, []string{"", "p2.z > 0"}},
 		{"(SELECT uid, w, n AS m, g FROM p WHERE n > 0) AS s", []string{"s.w", "s.m"}, []string{"", "s.g"}, []string{"", "s.m < 3"}},
+		{"(SELECT uid, g, COUNT(*) AS k, MAX(n) AS m FROM p GROUP BY uid, g) AS s", []string{"s.k", "s.m"}, []string{"", "s.g"}, []string{"", "s.k > 1"}},
 	}
 	var out []audit.Statement
 	for len(out) < n {

@@ -43,7 +43,8 @@ func (l *statementLog) take() []string {
 // column), statements that join the private table with the public one
 // (inner, USING, the public-groups outer join) and with the second
 // private table on the unit, and that read a subquery or WITH query
-// (filtered, projected, computed outputs, *), give exactly the reference evaluator's
+// (filtered, projected, computed outputs, *; or aggregating per unit
+// with COUNT, MIN and MAX), give exactly the reference evaluator's
 // answers (zero noise, bounds no unit reaches), run as one compiled
 // statement, and send DuckDB that statement and nothing else about a
 // private table: no table is copied through the mirror. A join of columns of two classes is not compiled
@@ -71,7 +72,11 @@ func TestDuckDBJoinsAndSubqueriesCompile(t *testing.T) {
 		{"SUM(s.c1, contribution_bounds_per_row => (-10, 10)) FROM (SELECT uid AS u, CASE WHEN n > 1 THEN w ELSE 0 END AS c1, g FROM p) AS s WHERE s.g <> 'b'", true},
 		{"AVG(s.c1, contribution_bounds_per_row => (-10, 10)) FROM (SELECT *, CASE WHEN w > 0 THEN n ELSE 0 END AS c1 FROM p WHERE g <> 'a') AS s", true},
 		{"COUNT(s.v), VARIANCE(s.w, contribution_bounds_per_row => (-2, 2)) FROM (SELECT * FROM p) AS s WHERE s.h IN ('a', 'b') OR s.n BETWEEN 1 AND 2", true},
-		{"COUNT(*) FROM (SELECT uid, SUM(w) AS t FROM p GROUP BY uid) AS s", false}, // per unit: two levels
+		{"COUNT(*) FROM (SELECT uid, SUM(w) AS t FROM p GROUP BY uid) AS s", false}, // a float sum per unit: SQLite's rounding
+		{"COUNT(*), SUM(s.k, contribution_bounds_per_row => (0, 10)) FROM (SELECT uid, COUNT(*) AS k FROM p GROUP BY uid) AS s", true},
+		{"AVG(s.m, contribution_bounds_per_row => (-3, 3)), COUNT(s.lo) FROM (SELECT uid, g, MAX(n) AS m, MIN(w) AS lo FROM p WHERE n > 0 GROUP BY uid, g) AS s WHERE s.lo > -5", true},
+		{"s.g, COUNT(*), SUM(s.c, contribution_bounds_per_row => (0, 4)) FROM (SELECT uid, g, COUNT(v) AS c FROM p GROUP BY uid, g) AS s GROUP BY s.g", true},
+		{"COUNT(s.top), SUM(s.least, contribution_bounds_per_row => (-1, 1)) FROM (SELECT uid AS u, MAX(h) AS top, MIN(v) AS least FROM p GROUP BY uid) AS s WHERE s.least < 2.5 OR s.least IS NULL", true},
 	}
 	r := rand.New(rand.NewPCG(3, 31))
 	for d := 0; d < 3; d++ {
@@ -162,6 +167,10 @@ func TestDuckDBJoinOfRowUnitsCompiles(t *testing.T) {
 		"COUNT(DISTINCT x), VARIANCE(y, contribution_bounds_per_row => (0, 4)) FROM f JOIN dim2 ON f.g = dim2.g WHERE dim2.n > 3 OR f.x < 10",
 		"SUM(dim.w, contribution_bounds_per_row => (0, 10)) FROM f JOIN dim ON f.g = dim.g WHERE f.x > 50", // measures the dimension: bounded
 		"COUNT(*) FROM dim JOIN f USING (g) JOIN dim2 ON dim2.g = f.g WHERE dim.region <> 'r2' AND dim2.n < 7",
+		// per-unit bounds where each row is its own unit
+		"COUNT(*, contribution_bounds_per_group => (0, 3)), COUNT(x, contribution_bounds_per_group => (2, 3)) FROM f WHERE x > 10",
+		"SUM(x, contribution_bounds_per_group => (-5, 50)), SUM(CASE WHEN x > 50 THEN NULL ELSE x END, contribution_bounds_per_group => (3, 40)) FROM f",
+		"COUNT(CASE WHEN x > 50 THEN NULL ELSE x END, contribution_bounds_per_group => (1, 4)) FROM f",
 	}
 	t.Run("f", func(t *testing.T) { sameCompiled(t, duck, "", statements, true) })
 }
