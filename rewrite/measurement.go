@@ -63,11 +63,11 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		if !ok {
 			c, ok := caseOf(q, e)
 			if !ok {
-				a, isArith := arithOf(q, e)
-				if !isArith || a.Op == 0 {
+				o, isOperand := operandOf(q, e)
+				if !isOperand || o.Column != "" || (o.Arith == nil && o.Value == nil) {
 					return nil, "an aggregate's argument is an expression (" + parser.Format(e) + ")"
 				}
-				c = &measure.Case{Else: measure.Operand{Arith: a}}
+				c = &measure.Case{Else: o} // arithmetic, or a number
 			}
 			if m.Cases == nil {
 				m.Cases = map[int]*measure.Case{}
@@ -148,6 +148,9 @@ func caseOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
 	if p, ok := e.(*parser.ParenExpr); ok {
 		return caseOf(q, p.X)
 	}
+	if call, ok := e.(*parser.CallExpr); ok {
+		return callCase(q, call)
+	}
 	ce, ok := e.(*parser.CaseExpr)
 	if !ok || ce.Operand != nil || len(ce.Whens) == 0 {
 		return nil, false
@@ -168,6 +171,49 @@ func caseOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
 		}
 	}
 	return c, true
+}
+
+// callCase translates the conditional functions as the CASE they are:
+// COALESCE(c1, ..., v) and IFNULL(c, v) over columns (the last argument
+// any operand), NULLIF(c, literal), and IF(cond, a, b) (IIF).
+func callCase(q *planner.PrivateQuery, call *parser.CallExpr) (*measure.Case, bool) {
+	if call.Distinct || call.Star || call.Over != nil || len(call.Named) > 0 || len(call.Args) < 2 {
+		return nil, false
+	}
+	args := call.Args
+	switch call.Name {
+	case "COALESCE", "IFNULL":
+		c := &measure.Case{}
+		for _, a := range args[:len(args)-1] {
+			col, ok := columnOf(q, a)
+			if !ok {
+				return nil, false
+			}
+			c.Whens = append(c.Whens, measure.When{Cond: measure.IsNull{Column: col, Not: true}, Then: measure.Operand{Column: col}})
+		}
+		var ok bool
+		c.Else, ok = operandOf(q, args[len(args)-1])
+		return c, ok
+	case "NULLIF":
+		col, ok1 := columnOf(q, args[0])
+		v, ok2 := literalValue(args[1])
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		return &measure.Case{Whens: []measure.When{{Cond: measure.Compare{Column: col, Op: "=", Value: v}}}, Else: measure.Operand{Column: col}}, true
+	case "IF", "IIF":
+		if len(args) != 3 {
+			return nil, false
+		}
+		cond, ok1 := filterOf(q, args[0])
+		then, ok2 := operandOf(q, args[1])
+		els, ok3 := operandOf(q, args[2])
+		if !ok1 || !ok2 || !ok3 {
+			return nil, false
+		}
+		return &measure.Case{Whens: []measure.When{{Cond: cond, Then: then}}, Else: els}, true
+	}
+	return nil, false
 }
 
 // operandOf reads a CASE's value: a base column, a number, or NULL.
@@ -383,6 +429,12 @@ func literalValue(e parser.Expr) (any, bool) {
 			return v, err == nil && !math.IsInf(v, 0)
 		case parser.StringLit:
 			return e.Raw, true
+		case parser.BoolLit:
+			// SQLite's TRUE and FALSE are the integers 1 and 0.
+			if strings.EqualFold(e.Raw, "TRUE") {
+				return int64(1), true
+			}
+			return int64(0), true
 		}
 	}
 	return nil, false

@@ -267,3 +267,28 @@ func TestDuckDBArithmeticIsExact(t *testing.T) {
 		t.Run(c, func(t *testing.T) { sameCompiled(t, duck, c, statements, narrow) })
 	}
 }
+
+// TestDuckDBConditionalsAreExact is the differential test of the
+// conditional functions and constants compiled as CASE (COALESCE,
+// IFNULL, NULLIF, IF, IIF; numbers and TRUE as arguments): over the
+// adversarial table, for every numeric column (NULLs, NaN, extremes
+// among its values), each statement runs compiled and gives the
+// reference's answer.
+func TestDuckDBConditionalsAreExact(t *testing.T) {
+	t.Parallel()
+	duck := filepath.Join(t.TempDir(), "adv.duckdb")
+	if err := ducktest.Adversarial(context.Background(), duck); err != nil {
+		t.Fatal(err)
+	}
+	owner := open(t, duck, true, nil)
+	enginetest.Run(t, owner, `SET BUDGET epsilon = 1e6; CREATE PRIVACY POLICY ON a`)
+	statements := []string{
+		"SUM(COALESCE(%s, 3), contribution_bounds_per_row => (-10, 10)) FROM a", "COUNT(NULLIF(%s, 0)) FROM a",
+		"SUM(IF(%s > 1, 1, 0), contribution_bounds_per_row => (0, 1)) FROM a", "SUM(IIF(%s IS NULL, 2.5, %s), contribution_bounds_per_row => (-4, 4)) FROM a",
+		"AVG(IFNULL(%s, -1), contribution_bounds_per_row => (-100, 100)) FROM a", "COUNT(1), SUM(TRUE, contribution_bounds_per_row => (0, 1)) FROM a WHERE %s > 0",
+		"SUM(2.5, contribution_bounds_per_row => (0, 5)), COUNT(COALESCE(%s, %s, 0)) FROM a",
+	}
+	for _, c := range []string{"i8", "i16", "i32", "i64", "u32", "b", "f4", "f8"} {
+		t.Run(c, func(t *testing.T) { sameCompiled(t, duck, c, statements, true) })
+	}
+}
