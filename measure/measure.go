@@ -298,7 +298,7 @@ type Operand struct {
 	Value  any
 }
 
-// Filter is a filter on rows: And, Or, Not, Compare, IsNull or In.
+// Filter is a filter on rows: And, Or, Not, Compare, IsNull, In or Like.
 type Filter interface{ filter() }
 
 // And holds when every part holds (SQL's three-valued AND).
@@ -341,6 +341,15 @@ type In struct {
 	Not    bool
 }
 
+// Like is Column LIKE Pattern (NOT LIKE with Not), as SQLite decides
+// it: % any sequence, _ one character, ASCII letters in either case, no
+// escape character, and a text ending at its first NUL.
+type Like struct {
+	Column, Pattern string
+	Not             bool
+}
+
+func (Like) filter()    {}
 func (And) filter()     {}
 func (Or) filter()      {}
 func (Not) filter()     {}

@@ -73,6 +73,9 @@ var compileCases = []struct {
 	{"declines: two levels grouped by a float", measure.Plan{Table: "t", PerUnit: &measure.Grouping{By: []string{"u", "y"}, Outputs: []measure.Aggregate{{Func: "count"}, {Column: "u"}}},
 		Unit: measure.Output(1), MaxGroups: 1, MaxRows: 1, Specs: measure.MustParse("n")}},
 	{"per-unit bounds where each row is its own unit", measure.Plan{Table: "t", Args: []string{"x"}, Specs: measure.MustParse("R:0:3", "K0:2:3", "C0", "S0:-5:50")}},
+	{"LIKE as a full RE2 match of the text before its first NUL", measure.Plan{Table: "t", Where: measure.Or{Parts: []measure.Filter{
+		measure.Like{Column: "g", Pattern: "a_%.é*"}, measure.Like{Column: "g", Pattern: "%'%", Not: true}}}, Specs: measure.MustParse("n")}},
+	{"declines: LIKE on a number", measure.Plan{Table: "t", Where: measure.Like{Column: "x", Pattern: "1%"}, Specs: measure.MustParse("n")}},
 	{"declines: a join of an integer with text", measure.Plan{Table: "t", Joins: []string{"dim"}, On: [][2]string{{"x", measure.Column(1, "n")}}, Specs: measure.MustParse("n")}},
 	{"declines: histogram under bounding", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"y"}, Specs: measure.MustParse("h0")}},
 }

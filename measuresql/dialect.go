@@ -78,6 +78,12 @@ func (DuckDB) RowIdentity(table string) string {
 	return table + ".rowid"
 }
 
+// FullMatch is regexp_full_match (RE2) of the text before its first
+// NUL.
+func (d DuckDB) FullMatch(x, re string) string {
+	return d.Func("regexp_full_match") + "(" + d.Func("split_part") + "(" + x + ", " + d.Func("chr") + "(0), 1), '" + strings.ReplaceAll(re, "'", "''") + "')"
+}
+
 // Wide is HUGEINT.
 func (DuckDB) Wide() string { return "HUGEINT" }
 

@@ -39,8 +39,10 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/dpsql/dpsql/exactsum"
@@ -96,6 +98,9 @@ type Dialect interface {
 	// ToText prints an integer x (a sum or a count, at most 128 bits) as
 	// decimal text, which the driver returns as a string.
 	ToText(x string) string
+	// FullMatch is whether text x, up to its first NUL (where SQLite's
+	// LIKE stops reading), matches the RE2 expression re in full.
+	FullMatch(x, re string) string
 	// RowIdentity names each row of the table with the alias (""
 	// for the statement's one table) uniquely, as the mirror that the
 	// reference reads names it.
@@ -821,8 +826,47 @@ func (c *compiler) filter(f measure.Filter) string {
 			in = "(NOT " + in + ")"
 		}
 		return c.notNaN(v, t, in)
+	case measure.Like:
+		if c.typeOf(f.Column) != Text {
+			panic(decline("LIKE on a column that is not text")) // SQLite matches a number's text
+		}
+		re, ok := likeRegexp(f.Pattern)
+		if !ok {
+			panic(decline("a LIKE pattern with NUL or invalid UTF-8"))
+		}
+		m := c.d.FullMatch(c.value(f.Column), re)
+		if f.Not {
+			m = "(NOT " + m + ")"
+		}
+		return m
 	}
 	panic(decline("filter"))
+}
+
+// likeRegexp is an RE2 expression that matches, in full, exactly the
+// texts SQLite's LIKE pattern p matches: % any sequence of characters,
+// _ one character (a newline too), an ASCII letter in either case (SQLite
+// folds ASCII only), every other character itself. ok is false for a
+// pattern with NUL or invalid UTF-8.
+func likeRegexp(p string) (string, bool) {
+	if !utf8.ValidString(p) || strings.IndexByte(p, 0) >= 0 {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteString("(?s)")
+	for _, r := range p {
+		switch {
+		case r == '%':
+			b.WriteString(".*")
+		case r == '_':
+			b.WriteString(".")
+		case r < utf8.RuneSelf && unicode.IsLetter(r):
+			b.WriteString("[" + string(unicode.ToLower(r)) + string(unicode.ToUpper(r)) + "]")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	return b.String(), true
 }
 
 func (c *compiler) join(parts []measure.Filter, op string) string {

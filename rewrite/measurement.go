@@ -239,7 +239,8 @@ func operandOf(q *planner.PrivateQuery, e parser.Expr) (measure.Operand, bool) {
 
 // filterOf translates a WHERE expression made only of comparisons of a
 // column with a literal, IS [NOT] NULL, [NOT] IN lists of literals,
-// [NOT] BETWEEN literals, AND, OR, NOT and parentheses.
+// [NOT] BETWEEN literals, [NOT] LIKE a constant pattern, AND, OR, NOT
+// and parentheses.
 func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 	if x, ok := q.DerivedExpr(e); ok {
 		return filterOf(q, x)
@@ -286,6 +287,11 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 	case *parser.IsNullExpr:
 		col, ok := columnOf(q, e.X)
 		return measure.IsNull{Column: col, Not: e.Not}, ok
+	case *parser.LikeExpr:
+		col, ok := columnOf(q, e.X)
+		v, isLit := literalValue(e.Pattern)
+		pattern, isText := v.(string)
+		return measure.Like{Column: col, Pattern: pattern, Not: e.Not}, ok && isLit && isText
 	case *parser.InExpr:
 		col, ok := columnOf(q, e.X)
 		if !ok || e.Sub != nil || len(e.List) == 0 {

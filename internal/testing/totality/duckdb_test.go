@@ -292,3 +292,29 @@ func TestDuckDBConditionalsAreExact(t *testing.T) {
 		t.Run(c, func(t *testing.T) { sameCompiled(t, duck, c, statements, true) })
 	}
 }
+
+// TestDuckDBLikeIsExact is the differential test of LIKE: over texts
+// with NUL (where SQLite's LIKE stops reading), non-ASCII letters (which
+// SQLite does not fold: É is not é, the Kelvin sign is not k), newlines,
+// wildcards and regular-expression characters among their characters,
+// every pattern gives the reference's count, compiled; a LIKE on a
+// number (SQLite matches its text) is not compiled and answers alike.
+func TestDuckDBLikeIsExact(t *testing.T) {
+	t.Parallel()
+	duck := filepath.Join(t.TempDir(), "like.duckdb")
+	if err := ducktest.Exec(context.Background(), duck,
+		`CREATE TABLE l (s VARCHAR, n INTEGER)`,
+		`INSERT INTO l VALUES ('a' || chr(0) || 'b', 1), ('ab', 2), ('AB', 3), ('É', 4), ('é', 5), ('`+"\u212a"+`', 6), ('k', 7),
+			('a'|| chr(10) || 'b', 8), ('%_', 9), ('a.b', 10), ('[a]x', 11), ('', 12), (NULL, 13), ('a*b', 14), ('école', 15), ('Abc', 16)`); err != nil {
+		t.Fatal(err)
+	}
+	owner := open(t, duck, true, nil)
+	enginetest.Run(t, owner, `SET BUDGET epsilon = 1e6; CREATE PRIVACY POLICY ON l`)
+	var statements []string
+	for _, p := range []string{"a%", "%b", "_", "__", "%é%", "É%", "k", "K", "a_b", "%\\%", "%_%", "", "%", "a.b", "[a]%", "%*%", "ab", "a", "A%C", "_cole", "%" + "\u212a"} {
+		p = strings.ReplaceAll(p, "'", "''")
+		statements = append(statements, "COUNT(*) FROM l WHERE %s LIKE '"+p+"'", "COUNT(*) FROM l WHERE %s NOT LIKE '"+p+"'")
+	}
+	t.Run("s", func(t *testing.T) { sameCompiled(t, duck, "s", statements, true) })
+	t.Run("n", func(t *testing.T) { sameCompiled(t, duck, "n", []string{"COUNT(*) FROM l WHERE %s LIKE '1%'"}, false) })
+}
