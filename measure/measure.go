@@ -273,6 +273,19 @@ func SplitColumn(col string) (t int, name string) {
 type Key struct {
 	Column string
 	Domain []any
+	// Bin, when set, makes the key a bin of the column rather than its
+	// value.
+	Bin *Bin
+}
+
+// Bin is a key computed from a column c: Func ("floor" or "ceil") of c,
+// or of c / Div, times Mul (Div and Mul int64 or float64 constants,
+// Div > 0; nil: none), as SQLite computes it — an integer divided by an
+// integer is truncated toward zero, FLOOR and CEIL of an integer are
+// that integer, and a float anywhere makes the rest float.
+type Bin struct {
+	Func     string
+	Div, Mul any
 }
 
 // Case is CASE WHEN Whens[0].Cond THEN Whens[0].Then ... ELSE Else END,

@@ -76,6 +76,10 @@ var compileCases = []struct {
 	{"LIKE as a full RE2 match of the text before its first NUL", measure.Plan{Table: "t", Where: measure.Or{Parts: []measure.Filter{
 		measure.Like{Column: "g", Pattern: "a_%.é*"}, measure.Like{Column: "g", Pattern: "%'%", Not: true}}}, Specs: measure.MustParse("n")}},
 	{"declines: LIKE on a number", measure.Plan{Table: "t", Where: measure.Like{Column: "x", Pattern: "1%"}, Specs: measure.MustParse("n")}},
+	{"binned keys: an integer truncated and multiplied, a float floored", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Keys: []measure.Key{
+		{Column: "i", Domain: []any{int64(-10), int64(0), int64(10)}, Bin: &measure.Bin{Func: "floor", Div: int64(10), Mul: int64(10)}},
+		{Column: "y", Domain: []any{int64(0), int64(1)}, Bin: &measure.Bin{Func: "ceil", Div: 2.5}}}, Specs: measure.MustParse("n")}},
+	{"declines: a bin of text", measure.Plan{Table: "t", Keys: []measure.Key{{Column: "g", Domain: []any{int64(0)}, Bin: &measure.Bin{Func: "floor"}}}, Specs: measure.MustParse("n")}},
 	{"declines: a join of an integer with text", measure.Plan{Table: "t", Joins: []string{"dim"}, On: [][2]string{{"x", measure.Column(1, "n")}}, Specs: measure.MustParse("n")}},
 	{"declines: histogram under bounding", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"y"}, Specs: measure.MustParse("h0")}},
 }

@@ -886,11 +886,15 @@ func (c *compiler) join(parts []measure.Filter, op string) string {
 // reference's WHERE key IN (domain) drops their rows.
 func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko keyOut) {
 	t := c.typeOf(k.Column)
+	e := c.value(k.Column)
+	if k.Bin != nil {
+		e, t = c.bin(e, t, k.Bin)
+	}
 	if k.Domain == nil {
 		if t == Real {
 			panic(decline("a float key without a domain")) // -0 and 0 group apart in the reference
 		}
-		return c.value(k.Column), "", keyOut{t: t}
+		return e, "", keyOut{t: t}
 	}
 	ko = keyOut{t: t, domain: map[any]int64{}}
 	var lits []string
@@ -900,6 +904,9 @@ func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko
 		if x, ok := d.(int64); ok && t == Real {
 			v = float64(x)
 		}
+		if f, ok := d.(float64); ok && isInt(t) && f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+			v = int64(f) // an integral float equals the integer the engine returns
+		}
 		if f, ok := v.(float64); ok && f == 0 {
 			v = 0.0 // −0 equals 0
 		}
@@ -907,7 +914,6 @@ func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko
 			ko.domain[v] = int64(i)
 		}
 	}
-	e := c.value(k.Column)
 	if len(k.Domain) == 0 {
 		return e, "FALSE", ko
 	}
@@ -915,6 +921,66 @@ func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko
 		filter = c.notNaN(e, t, e+" IN ("+strings.Join(lits, ", ")+")")
 	}
 	return e, filter, ko
+}
+
+// bin prints a binned key over column value x of class t, and its
+// class (measure.Bin). Integer bins stay integers (DuckDB's // truncates
+// toward zero, as SQLite's integer division; FLOOR and CEIL of an
+// integer are itself); a product that could leave 64 bits is NULL (in
+// SQLite it would become a float, which no enumerated bin equals: the
+// row is dropped either way). Float bins are IEEE divisions, floor or
+// ceil, and products, the same in both engines.
+func (c *compiler) bin(x string, t Type, b *measure.Bin) (string, Type) {
+	if b.Func != "floor" && b.Func != "ceil" {
+		panic(decline("a bin by " + b.Func))
+	}
+	if !isInt(t) && t != Real {
+		panic(decline("a bin of text"))
+	}
+	_, divFloat := b.Div.(float64)
+	_, mulFloat := b.Mul.(float64)
+	if isInt(t) && !divFloat {
+		q := c.d.Widen(x) // 64-bit arithmetic, whatever the column's width
+		if w, ok := b.Div.(int64); ok {
+			if w <= 0 {
+				panic(decline("a bin width that is not positive"))
+			}
+			q = "(" + q + " // " + strconv.FormatInt(w, 10) + ")"
+		}
+		if b.Mul == nil {
+			return q, Integer
+		}
+		if mulFloat {
+			return "(" + c.d.ToDouble(q) + " * " + c.d.Float(b.Mul.(float64)) + ")", Real
+		}
+		m := b.Mul.(int64)
+		if m == math.MinInt64 {
+			panic(decline("a bin multiplied by -2^63"))
+		}
+		if m == 0 {
+			return "(CASE WHEN " + q + " IS NULL THEN NULL ELSE 0 END)", Integer
+		}
+		l := strconv.FormatInt(math.MaxInt64/max(m, -m), 10)
+		return "(CASE WHEN " + q + " BETWEEN -" + l + " AND " + l + " THEN " + q + " * " + strconv.FormatInt(m, 10) + " END)", Integer
+	}
+	f := x
+	if isInt(t) {
+		f = c.d.ToDouble(x)
+	}
+	switch w := b.Div.(type) {
+	case int64:
+		f = "(" + f + " / " + c.d.Float(float64(w)) + ")"
+	case float64:
+		f = "(" + f + " / " + c.d.Float(w) + ")"
+	}
+	f = c.d.Func(b.Func) + "(" + f + ")"
+	switch m := b.Mul.(type) {
+	case int64:
+		f = "(" + f + " * " + c.d.Float(float64(m)) + ")"
+	case float64:
+		f = "(" + f + " * " + c.d.Float(m) + ")"
+	}
+	return f, Real
 }
 
 // notNaN makes a condition on a float value NULL where the value is NaN:

@@ -48,12 +48,19 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		col := planColumn(planner.TableColumn{Ref: k.Ref, Column: k.Base})
 		if k.Output > 0 && k.Expr == nil {
 			col = measure.Output(k.Output - 1)
-		} else if k.Derived != nil && k.Expr == nil {
+		} else if k.Expr != nil {
+			c, bin, ok := binOf(q, k.Expr)
+			if !ok {
+				return nil, "a GROUP BY key is an expression (" + k.Column + ")"
+			}
+			m.Keys = append(m.Keys, measure.Key{Column: c, Domain: k.Domain, Bin: bin})
+			continue
+		} else if k.Derived != nil {
 			var ok bool
 			if col, ok = columnOf(q, k.Derived); !ok {
 				return nil, "a GROUP BY key is an expression (" + parser.Format(k.Derived) + ")"
 			}
-		} else if k.Base == "" || k.Expr != nil {
+		} else if k.Base == "" {
 			return nil, "a GROUP BY key is an expression (" + k.Column + ")"
 		}
 		m.Keys = append(m.Keys, measure.Key{Column: col, Domain: k.Domain})
@@ -84,6 +91,70 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		m.Where = f
 	}
 	return m, ""
+}
+
+// binOf translates a binned key: FLOOR or CEIL (CEILING) of a column,
+// or of a column divided by a positive number, optionally multiplied by
+// a number on either side (the numeric histograms of keydomain.go).
+func binOf(q *planner.PrivateQuery, e parser.Expr) (string, *measure.Bin, bool) {
+	for {
+		p, ok := e.(*parser.ParenExpr)
+		if !ok {
+			break
+		}
+		e = p.X
+	}
+	if b, ok := e.(*parser.BinaryExpr); ok && b.Op == "*" {
+		for _, pair := range [][2]parser.Expr{{b.X, b.Y}, {b.Y, b.X}} {
+			m, isNum := literalValue(pair[1])
+			if _, isText := m.(string); !isNum || isText {
+				continue
+			}
+			if col, bin, ok := binOf(q, pair[0]); ok && bin.Mul == nil {
+				bin.Mul = m
+				return col, bin, true
+			}
+		}
+		return "", nil, false
+	}
+	call, ok := e.(*parser.CallExpr)
+	if !ok || len(call.Args) != 1 || call.Distinct || call.Star || call.Over != nil || len(call.Named) > 0 {
+		return "", nil, false
+	}
+	bin := &measure.Bin{}
+	switch call.Name {
+	case "FLOOR":
+		bin.Func = "floor"
+	case "CEIL", "CEILING":
+		bin.Func = "ceil"
+	default:
+		return "", nil, false
+	}
+	arg := call.Args[0]
+	for {
+		p, ok := arg.(*parser.ParenExpr)
+		if !ok {
+			break
+		}
+		arg = p.X
+	}
+	if div, ok := arg.(*parser.BinaryExpr); ok && div.Op == "/" {
+		w, isNum := literalValue(div.Y)
+		switch x := w.(type) {
+		case int64:
+			isNum = isNum && x > 0
+		case float64:
+			isNum = isNum && x > 0
+		default:
+			isNum = false
+		}
+		if !isNum {
+			return "", nil, false
+		}
+		bin.Div, arg = w, div.X
+	}
+	col, ok := columnOf(q, arg)
+	return col, bin, ok
 }
 
 // grouping translates a subquery that aggregates per unit: its GROUP BY
