@@ -274,8 +274,10 @@ type Key struct {
 	Column string
 	Domain []any
 	// Bin, when set, makes the key a bin of the column rather than its
-	// value.
-	Bin *Bin
+	// value; Case, when set, makes it a CASE whose values are constants
+	// (Operand.Value may then be a string too), and Column is unused.
+	Bin  *Bin
+	Case *Case
 }
 
 // Bin is a key computed from a column c: Func ("floor" or "ceil") of c,

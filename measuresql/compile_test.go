@@ -79,6 +79,12 @@ var compileCases = []struct {
 	{"binned keys: an integer truncated and multiplied, a float floored", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Keys: []measure.Key{
 		{Column: "i", Domain: []any{int64(-10), int64(0), int64(10)}, Bin: &measure.Bin{Func: "floor", Div: int64(10), Mul: int64(10)}},
 		{Column: "y", Domain: []any{int64(0), int64(1)}, Bin: &measure.Bin{Func: "ceil", Div: 2.5}}}, Specs: measure.MustParse("n")}},
+	{"a CASE bucket key of text", measure.Plan{Table: "t", Keys: []measure.Key{{Domain: []any{"lo", "hi"}, Case: &measure.Case{
+		Whens: []measure.When{{Cond: measure.Compare{Column: "x", Op: "<", Value: int64(10)}, Then: measure.Operand{Value: "lo"}}}, Else: measure.Operand{Value: "hi"}}}},
+		Specs: measure.MustParse("n")}},
+	{"declines: a CASE key of text and numbers", measure.Plan{Table: "t", Keys: []measure.Key{{Domain: []any{"lo", int64(1)}, Case: &measure.Case{
+		Whens: []measure.When{{Cond: measure.IsNull{Column: "x"}, Then: measure.Operand{Value: "lo"}}}, Else: measure.Operand{Value: int64(1)}}}},
+		Specs: measure.MustParse("n")}},
 	{"declines: a bin of text", measure.Plan{Table: "t", Keys: []measure.Key{{Column: "g", Domain: []any{int64(0)}, Bin: &measure.Bin{Func: "floor"}}}, Specs: measure.MustParse("n")}},
 	{"declines: a join of an integer with text", measure.Plan{Table: "t", Joins: []string{"dim"}, On: [][2]string{{"x", measure.Column(1, "n")}}, Specs: measure.MustParse("n")}},
 	{"declines: histogram under bounding", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"y"}, Specs: measure.MustParse("h0")}},

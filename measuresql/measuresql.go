@@ -383,6 +383,10 @@ func (c *compiler) rowsOnce() (int, bool) {
 	}
 	cols := map[string]bool{}
 	for _, k := range m.Keys {
+		if k.Case != nil {
+			caseColumns(k.Case, cols)
+			continue
+		}
 		cols[k.Column] = true
 	}
 	for i, a := range m.Args {
@@ -885,10 +889,15 @@ func (c *compiler) join(parts []measure.Filter, op string) string {
 // ("" for none); without, their groups are dropped in Go, as the
 // reference's WHERE key IN (domain) drops their rows.
 func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko keyOut) {
-	t := c.typeOf(k.Column)
-	e := c.value(k.Column)
-	if k.Bin != nil {
-		e, t = c.bin(e, t, k.Bin)
+	var e string
+	var t Type
+	switch {
+	case k.Case != nil:
+		e, t = c.keyCase(k.Case)
+	case k.Bin != nil:
+		e, t = c.bin(c.value(k.Column), c.typeOf(k.Column), k.Bin)
+	default:
+		e, t = c.value(k.Column), c.typeOf(k.Column)
 	}
 	if k.Domain == nil {
 		if t == Real {
@@ -921,6 +930,65 @@ func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko
 		filter = c.notNaN(e, t, e+" IN ("+strings.Join(lits, ", ")+")")
 	}
 	return e, filter, ko
+}
+
+// keyCase prints a CASE key of constants, and its class: text when
+// every value is a string, an integer when every one is, else (numbers
+// of both kinds) a double, as the reference compares them; strings
+// among numbers are declined (SQLite compares across classes by its own
+// order).
+func (c *compiler) keyCase(cs *measure.Case) (string, Type) {
+	t := Other
+	for _, o := range operands(cs) {
+		var u Type
+		switch o.Value.(type) {
+		case nil:
+			if o.Column != "" || o.Arith != nil {
+				panic(decline("a CASE key whose value is not a constant"))
+			}
+			continue
+		case string:
+			u = Text
+		case int64:
+			u = Integer
+		case float64:
+			u = Real
+		default:
+			panic(decline("a CASE key's value"))
+		}
+		switch {
+		case t == Other || t == u:
+			t = u
+		case t != Text && u != Text:
+			t = Real
+		default:
+			panic(decline("a CASE key of text and numbers"))
+		}
+	}
+	if t == Other {
+		panic(decline("a CASE key of NULLs"))
+	}
+	lit := func(o measure.Operand) string {
+		switch v := o.Value.(type) {
+		case string:
+			return c.literal(v, Text)
+		case int64:
+			if t == Real {
+				return c.d.Float(float64(v))
+			}
+			return strconv.FormatInt(v, 10)
+		case float64:
+			return c.d.Float(v)
+		}
+		return "NULL"
+	}
+	var b strings.Builder
+	b.WriteString("(CASE")
+	for _, w := range cs.Whens {
+		b.WriteString(" WHEN " + c.filter(w.Cond) + " THEN " + lit(w.Then))
+	}
+	b.WriteString(" ELSE " + lit(cs.Else) + " END)")
+	return b.String(), t
 }
 
 // bin prints a binned key over column value x of class t, and its

@@ -49,6 +49,10 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		if k.Output > 0 && k.Expr == nil {
 			col = measure.Output(k.Output - 1)
 		} else if k.Expr != nil {
+			if cs, ok := keyCaseOf(q, k.Expr); ok {
+				m.Keys = append(m.Keys, measure.Key{Domain: k.Domain, Case: cs})
+				continue
+			}
 			c, bin, ok := binOf(q, k.Expr)
 			if !ok {
 				return nil, "a GROUP BY key is an expression (" + k.Column + ")"
@@ -91,6 +95,54 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		m.Where = f
 	}
 	return m, ""
+}
+
+// keyCaseOf translates a CASE key whose values are constants (numbers,
+// strings, NULL; TRUE and FALSE as 1 and 0) and whose conditions are
+// filters (filterOf) — searched, or CASE x WHEN v ... as x = v.
+func keyCaseOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
+	for {
+		p, ok := e.(*parser.ParenExpr)
+		if !ok {
+			break
+		}
+		e = p.X
+	}
+	ce, ok := e.(*parser.CaseExpr)
+	if !ok || len(ce.Whens) == 0 {
+		return nil, false
+	}
+	value := func(x parser.Expr) (measure.Operand, bool) {
+		if l, ok := x.(*parser.Literal); ok && l.Kind == parser.NullLit {
+			return measure.Operand{}, true
+		}
+		v, ok := literalValue(x)
+		return measure.Operand{Value: v}, ok
+	}
+	c := &measure.Case{}
+	for _, w := range ce.Whens {
+		var cond measure.Filter
+		var ok bool
+		if ce.Operand != nil {
+			col, isCol := columnOf(q, ce.Operand)
+			v, isLit := literalValue(w.Cond)
+			cond, ok = measure.Compare{Column: col, Op: "=", Value: v}, isCol && isLit
+		} else {
+			cond, ok = filterOf(q, w.Cond)
+		}
+		then, ok2 := value(w.Result)
+		if !ok || !ok2 {
+			return nil, false
+		}
+		c.Whens = append(c.Whens, measure.When{Cond: cond, Then: then})
+	}
+	if ce.Else != nil {
+		var ok bool
+		if c.Else, ok = value(ce.Else); !ok {
+			return nil, false
+		}
+	}
+	return c, true
 }
 
 // binOf translates a binned key: FLOOR or CEIL (CEILING) of a column,
