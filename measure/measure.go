@@ -334,13 +334,17 @@ type Compare struct {
 	Value  any
 }
 
-// Arith is integer arithmetic over a row: a column (Column), a constant
-// (Const, with no Op and no Column), or X Op Y with Op one of + - *.
+// Arith is arithmetic over a row: a column (Column), a constant (Const,
+// or Float when IsFloat; with no Op and no Column), or X Op Y with Op one
+// of + - *. As in SQLite, it is integer arithmetic where both sides are
+// integers and double arithmetic where either is a float.
 type Arith struct {
-	Column string
-	Const  int64
-	Op     byte
-	X, Y   *Arith
+	Column  string
+	Const   int64
+	Float   float64
+	IsFloat bool
+	Op      byte
+	X, Y    *Arith
 }
 
 // IsNull is Column IS NULL (IS NOT NULL with Not).

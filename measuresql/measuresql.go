@@ -219,6 +219,9 @@ func (c *compiler) argType(i int) Type {
 			u = Real
 		case nil:
 			if o.Arith != nil {
+				if c.floats(o.Arith) {
+					u = Real
+				}
 				break
 			}
 			if o.Column == "" {
@@ -272,7 +275,7 @@ func (c *compiler) argValue(i int) string {
 		}
 		if o.Arith != nil {
 			if t == Real {
-				return c.d.ToDouble(c.arith(o.Arith))
+				return c.double(o.Arith)
 			}
 			return c.arith(o.Arith)
 		}
@@ -686,7 +689,7 @@ func (c *compiler) compare(col string, arith *measure.Arith, op string, v any) s
 	var t Type
 	var x string
 	if arith != nil {
-		t, x = Int, c.arith(arith) // an exact 64-bit integer, never NaN
+		t, x = c.arithTyped(arith) // an exact 64-bit integer, never NaN; or a double
 	} else {
 		t, x = c.typeOf(col), c.value(col)
 	}
@@ -727,6 +730,54 @@ func (c *compiler) arith(a *measure.Arith) string {
 	return sqlText
 }
 
+// floats reports whether arithmetic reads a float column or constant:
+// then SQLite computes it, where a float meets it, in doubles.
+func (c *compiler) floats(a *measure.Arith) bool {
+	switch {
+	case a == nil:
+		return false
+	case a.Op != 0:
+		return c.floats(a.X) || c.floats(a.Y)
+	case a.Column != "":
+		return c.typeOf(a.Column) == Real
+	}
+	return a.IsFloat
+}
+
+// arithTyped prints arithmetic with its class: Int for integer
+// arithmetic (arith), Real for arithmetic with a float in it (double).
+func (c *compiler) arithTyped(a *measure.Arith) (Type, string) {
+	if c.floats(a) {
+		return Real, c.double(a)
+	}
+	return Int, c.arith(a)
+}
+
+// double prints arithmetic with a float in it as SQLite computes it: the
+// parts without a float in integers (arith, exact), each converted to a
+// double where it meets a float (an integer column read as a double is
+// the same conversion), the rest in IEEE doubles — DuckDB's +, − and ×
+// of doubles, which give ±Inf and NaN rather than raise, as SQLite's do
+// (SQLite makes NaN NULL, and every use of a double guards NaN as NULL:
+// NaN stays NaN through +, − and ×, so the two agree).
+func (c *compiler) double(a *measure.Arith) string {
+	switch {
+	case !c.floats(a):
+		if a.Op == 0 && a.Column != "" {
+			return c.d.ToDouble(c.value(a.Column)) // any integer column: one conversion
+		}
+		if a.Op == 0 {
+			return c.d.Float(float64(a.Const))
+		}
+		return c.d.ToDouble(c.arith(a))
+	case a.Op != 0:
+		return "(" + c.double(a.X) + " " + string(a.Op) + " " + c.double(a.Y) + ")"
+	case a.Column != "":
+		return c.value(a.Column)
+	}
+	return c.d.Float(a.Float)
+}
+
 func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
 	var text string
 	var lo, hi *big.Int
@@ -736,6 +787,8 @@ func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
 			panic(decline("arithmetic on a column wider than 32 bits"))
 		}
 		text, lo, hi = c.d.Widen(c.value(a.Column)), big.NewInt(math.MinInt32), big.NewInt(math.MaxInt32)
+	case a.Op == 0 && a.IsFloat:
+		panic(decline("a float in integer arithmetic"))
 	case a.Op == 0:
 		text, lo, hi = strconv.FormatInt(a.Const, 10), big.NewInt(a.Const), big.NewInt(a.Const)
 		if a.Const < 0 {

@@ -445,9 +445,20 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 	return nil, false
 }
 
-// arithOf translates integer arithmetic of base columns and integer
-// literals with +, - (binary and unary) and *; the compiler decides from
-// the columns' types whether it is exact (measuresql).
+// constArith is a numeric constant of arithmetic.
+func constArith(v any) (*measure.Arith, bool) {
+	switch v := v.(type) {
+	case int64:
+		return &measure.Arith{Const: v}, true
+	case float64:
+		return &measure.Arith{Float: v, IsFloat: true}, true
+	}
+	return nil, false
+}
+
+// arithOf translates arithmetic of columns and numeric literals with +,
+// - (binary and unary) and *; the compiler decides from the columns'
+// types whether it is exact (measuresql).
 func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 	if x, ok := q.DerivedExpr(e); ok {
 		return arithOf(q, x)
@@ -460,8 +471,7 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 			return nil, false
 		}
 		if v, ok := literalValue(e); ok {
-			i, isInt := v.(int64)
-			return &measure.Arith{Const: i}, isInt
+			return constArith(v)
 		}
 		x, ok := arithOf(q, e.X)
 		return &measure.Arith{Op: '-', X: &measure.Arith{}, Y: x}, ok
@@ -474,8 +484,10 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 		return &measure.Arith{Op: e.Op[0], X: x, Y: y}, ok1 && ok2
 	case *parser.Literal, *parser.Placeholder:
 		v, ok := literalValue(e)
-		i, isInt := v.(int64)
-		return &measure.Arith{Const: i}, ok && isInt
+		if !ok {
+			return nil, false
+		}
+		return constArith(v)
 	}
 	if col, ok := columnOf(q, e); ok {
 		return &measure.Arith{Column: col}, true
