@@ -159,7 +159,9 @@ func TestAnalystWorkloadOnDuckDB(t *testing.T) {
 	for why := range reasons {
 		whys = append(whys, why)
 	}
-	sort.Slice(whys, func(i, j int) bool { return reasons[whys[i]] > reasons[whys[j]] || reasons[whys[i]] == reasons[whys[j]] && whys[i] < whys[j] })
+	sort.Slice(whys, func(i, j int) bool {
+		return reasons[whys[i]] > reasons[whys[j]] || reasons[whys[i]] == reasons[whys[j]] && whys[i] < whys[j]
+	})
 	for _, why := range whys {
 		t.Logf("%5d  %s", reasons[why], why)
 	}
