@@ -87,7 +87,9 @@ var compileCases = []struct {
 		Specs: measure.MustParse("n")}},
 	{"declines: a bin of text", measure.Plan{Table: "t", Keys: []measure.Key{{Column: "g", Domain: []any{int64(0)}, Bin: &measure.Bin{Func: "floor"}}}, Specs: measure.MustParse("n")}},
 	{"declines: a join of an integer with text", measure.Plan{Table: "t", Joins: []string{"dim"}, On: [][2]string{{"x", measure.Column(1, "n")}}, Specs: measure.MustParse("n")}},
-	{"declines: histogram under bounding", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"y"}, Specs: measure.MustParse("h0")}},
+	{"distinct values under bounding: the kept rows, then each group's values", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 2, Args: []string{"x"},
+		Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}}, Specs: measure.MustParse("d0", "n")}},
+	{"declines: histogram under bounding with per-unit counts", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"y"}, Specs: measure.MustParse("h0", "u")}},
 }
 
 // TestDuckDBPrinter prints each plan (golden file, -update to rewrite).

@@ -1167,8 +1167,8 @@ func (c *compiler) compile() *Statement {
 			panic(decline("spec argument"))
 		}
 		if sp.Kind.Detail() {
-			if unit != "" {
-				panic(decline("distinct values under bounding"))
+			if unit != "" && !c.detailBoundable() {
+				panic(decline("distinct values under bounding with per-unit measurements"))
 			}
 			if m.Cases[sp.Arg] != nil {
 				panic(decline("an expression (CASE or arithmetic) under a distinct count, a percentile or a bound search"))
@@ -1224,6 +1224,8 @@ func (c *compiler) compile() *Statement {
 	}
 	if unit == "" {
 		c.st.SQL = c.unbounded(rows, keyNames, specs)
+	} else if len(c.st.Detail) > 0 {
+		c.st.SQL = c.unbounded(c.keptRows(rows, keyNames), keyNames, specs)
 	} else {
 		c.st.SQL = c.bounded(rows, keyNames, specs)
 	}
@@ -1487,6 +1489,56 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []measure.Spec)
 		sqlText += " GROUP BY " + ks
 	}
 	return sqlText
+}
+
+// detailBoundable reports whether every measurement of the plan is
+// row-level (rows, values, sums, squares) or computed from the distinct
+// values (Detail): then, under bounding, all of them can be taken over
+// the kept rows (keptRows), per group and distinct value, and summed.
+func (c *compiler) detailBoundable() bool {
+	for _, sp := range c.m.Specs {
+		switch sp.Kind {
+		case measure.Rows, measure.Values, measure.Sum, measure.Squares:
+		default:
+			if !sp.Kind.Detail() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// keptRows prints the rows contribution bounding keeps, as rows: per
+// unit its l0 groups ranked first by a keyed hash of (unit, keys), in
+// each its l∞ rows ranked first by a keyed hash of the unit, keys and
+// values (ties broken by the keys, the values) — the choices the
+// bounded form makes, which depend on the unit's own rows alone.
+func (c *compiler) keptRows(rows string, keyNames []string) string {
+	m := c.m
+	part := append([]string{"u"}, keyNames...)
+	var rowVals []string
+	for i := range m.Args {
+		rowVals = append(rowVals, "a"+strconv.Itoa(i))
+	}
+	order := c.d.Hash(append(append([]string{}, part...), rowVals...), c.key)
+	if tie := strings.Join(rowVals, ", "); tie != "" {
+		order += ", " + tie
+	}
+	ranked := "(SELECT r.*, " + c.d.Func("row_number") + "() OVER (PARTITION BY " + strings.Join(part, ", ") + " ORDER BY " + order + ") AS rn FROM (" + rows + ") AS r) AS r"
+	kept := "SELECT r.* FROM " + ranked + " WHERE rn <= " + strconv.FormatInt(m.MaxRows, 10)
+	if groups, ok := domainGroups(m.Keys); ok && groups <= m.MaxGroups {
+		return kept // no unit can have more groups than l0
+	}
+	gorder := c.d.Hash(part, c.key^0x9e3779b97f4a7c15)
+	if ks := strings.Join(keyNames, ", "); ks != "" {
+		gorder += ", " + ks
+	}
+	groups := "(SELECT " + strings.Join(part, ", ") + " FROM (SELECT " + strings.Join(part, ", ") + ", " + c.d.Func("row_number") + "() OVER (PARTITION BY u ORDER BY " + gorder + ") AS gn FROM (" + rows + ") AS r GROUP BY " + strings.Join(part, ", ") + ") AS g WHERE gn <= " + strconv.FormatInt(m.MaxGroups, 10) + ") AS g"
+	var same []string
+	for _, col := range part {
+		same = append(same, "g."+col+" IS NOT DISTINCT FROM r."+col)
+	}
+	return "SELECT r.* FROM " + c.d.SemiJoin(ranked, groups, strings.Join(same, " AND ")) + " WHERE rn <= " + strconv.FormatInt(m.MaxRows, 10)
 }
 
 // domainGroups is how many groups the keys' public domains allow (ok
