@@ -90,7 +90,7 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 	if where := and(j.Where, q.Where); where != nil {
 		f, ok := filterOf(q, where)
 		if !ok {
-			return nil, "the WHERE clause has an expression the plan does not cover (it covers comparisons of a column or of integer arithmetic with a literal, IN lists, BETWEEN, IS NULL, AND, OR and NOT)"
+			return nil, "the WHERE clause has an expression the plan does not cover (it covers comparisons of a column or of arithmetic with a literal, IN lists, BETWEEN, LIKE, IS NULL, AND, OR and NOT)"
 		}
 		m.Where = f
 	}
