@@ -3,10 +3,10 @@
 package dpsql_test
 
 import (
-	"sort"
 	"testing"
 
 	"github.com/dpsql/dpsql/internal/testing/ducktest"
+	"github.com/dpsql/dpsql/internal/testing/enginetest"
 )
 
 // duckOf returns, while the suite runs on DuckDB, the state file that
@@ -68,16 +68,7 @@ func TestEngineSuiteOnDuckDB(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d private scans ran compiled in DuckDB (%.0f%%); the rest, by reason:", compiled, compiled+reference, 100*float64(compiled)/float64(max(compiled+reference, 1)))
-	whys := make([]string, 0, len(reasons))
-	for why := range reasons {
-		whys = append(whys, why)
-	}
-	sort.Slice(whys, func(i, j int) bool {
-		return reasons[whys[i]] > reasons[whys[j]] || reasons[whys[i]] == reasons[whys[j]] && whys[i] < whys[j]
-	})
-	for _, why := range whys {
-		t.Logf("%6d  %s", reasons[why], why)
-	}
+	enginetest.LogByCount(t, reasons)
 	if failed > 0 {
 		t.Errorf("%d compiled statements failed in DuckDB (the reference evaluator measured them instead)", failed)
 	}

@@ -89,7 +89,9 @@ var compileCases = []struct {
 	{"declines: a join of an integer with text", measure.Plan{Table: "t", Joins: []string{"dim"}, On: [][2]string{{"x", measure.Column(1, "n")}}, Specs: measure.MustParse("n")}},
 	{"distinct values under bounding: the kept rows, then each group's values", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 2, Args: []string{"x"},
 		Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}}, Specs: measure.MustParse("d0", "n")}},
-	{"declines: histogram under bounding with per-unit counts", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"y"}, Specs: measure.MustParse("h0", "u")}},
+	{"distinct values under bounding with partition selection's unit counts", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"x"},
+		Keys: []measure.Key{{Column: "g"}}, Specs: measure.MustParse("d0", "u")}},
+	{"declines: histogram under bounding with per-unit sums", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"y", "x"}, Specs: measure.MustParse("h0", "S1:0:5")}},
 }
 
 // TestDuckDBPrinter prints each plan (golden file, -update to rewrite).

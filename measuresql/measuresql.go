@@ -183,6 +183,9 @@ type compiler struct {
 	st    Statement
 	// outTypes are the classes of the plan's grouping's outputs.
 	outTypes []Type
+	// keptUnits: unbounded measures the kept rows of bounding (rows carry
+	// their unit u), so a unit count is of distinct units.
+	keptUnits bool
 }
 
 func (c *compiler) typeOf(col string) Type {
@@ -264,14 +267,8 @@ func (c *compiler) argValue(i int) string {
 	}
 	t := c.argType(i)
 	operand := func(o measure.Operand) string {
-		switch v := o.Value.(type) {
-		case int64:
-			if t == Real {
-				return c.d.Float(float64(v))
-			}
-			return strconv.FormatInt(v, 10)
-		case float64:
-			return c.d.Float(v)
+		if n, ok := c.number(o.Value, t); ok {
+			return n
 		}
 		if o.Arith != nil {
 			if t == Real {
@@ -298,6 +295,21 @@ func (c *compiler) argValue(i int) string {
 	}
 	b.WriteString(" ELSE " + operand(cs.Else) + " END)")
 	return b.String()
+}
+
+// number prints a constant number (an int64 or a float64) in class t:
+// an integer as a double where t is Real, as the reference converts it.
+func (c *compiler) number(v any, t Type) (string, bool) {
+	switch v := v.(type) {
+	case int64:
+		if t == Real {
+			return c.d.Float(float64(v)), true
+		}
+		return strconv.FormatInt(v, 10), true
+	case float64:
+		return c.d.Float(v), true
+	}
+	return "", false
 }
 
 // value reads a column as the reference sees it.
@@ -1022,16 +1034,11 @@ func (c *compiler) keyCase(cs *measure.Case) (string, Type) {
 		panic(decline("a CASE key of NULLs"))
 	}
 	lit := func(o measure.Operand) string {
-		switch v := o.Value.(type) {
-		case string:
+		if v, ok := o.Value.(string); ok {
 			return c.literal(v, Text)
-		case int64:
-			if t == Real {
-				return c.d.Float(float64(v))
-			}
-			return strconv.FormatInt(v, 10)
-		case float64:
-			return c.d.Float(v)
+		}
+		if n, ok := c.number(o.Value, t); ok {
+			return n
 		}
 		return "NULL"
 	}
@@ -1225,6 +1232,7 @@ func (c *compiler) compile() *Statement {
 	if unit == "" {
 		c.st.SQL = c.unbounded(rows, keyNames, specs)
 	} else if len(c.st.Detail) > 0 {
+		c.keptUnits = true
 		c.st.SQL = c.unbounded(c.keptRows(rows, keyNames), keyNames, specs)
 	} else {
 		c.st.SQL = c.bounded(rows, keyNames, specs)
@@ -1255,11 +1263,22 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []measure.Spe
 		sel = append(sel, c.d.Func("count")+"(*)")
 	}
 	var items []string
+	units := false
 	c.st.outs = make([]specOut, len(specs))
 	for i, sp := range specs {
 		switch {
 		case c.st.DetailSpec[i]:
 			continue
+		case sp.Kind == measure.Units && c.keptUnits:
+			// The group's distinct units, on its first row only (the
+			// rows are per distinct value, and Decode adds them up).
+			part := ""
+			if len(keyNames) > 0 {
+				part = "PARTITION BY " + strings.Join(keyNames, ", ") + " "
+			}
+			first := c.d.Func("row_number") + "() OVER (" + part + "ORDER BY " + strings.Join(group, ", ") + ") = 1"
+			c.st.outs[i] = specOut{col: c.out(&items, "CASE WHEN "+first+" THEN "+c.d.Func("max")+"(_nu) ELSE 0 END")}
+			units = true
 		case sp.Kind == measure.Rows || sp.Kind == measure.Units:
 			c.st.outs[i] = specOut{col: c.out(&items, c.d.Func("count")+"(*)")}
 		case sp.Kind == measure.Values || sp.Kind == measure.UnitsWithValue:
@@ -1295,6 +1314,18 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []measure.Spe
 	}
 	sel = append(sel, items...)
 	sqlText := "SELECT " + strings.Join(sel, ", ") + " FROM (" + rows + ") AS r"
+	if units {
+		var nk, on []string
+		for _, k := range keyNames {
+			nk = append(nk, k+" AS n"+k)
+			on = append(on, "n"+k+" IS NOT DISTINCT FROM "+k)
+		}
+		if len(on) == 0 {
+			on = []string{"TRUE"}
+		}
+		sqlText = "WITH kr AS (" + rows + ") SELECT " + strings.Join(sel, ", ") + " FROM kr AS r JOIN (SELECT " + strings.Join(append(nk, c.d.Func("count")+"(DISTINCT u) AS _nu"), ", ") +
+			" FROM kr" + groupBy(keyNames) + ") AS nu ON " + strings.Join(on, " AND ")
+	}
 	if len(group) > 0 {
 		sqlText += " GROUP BY " + strings.Join(group, ", ")
 	}
@@ -1492,13 +1523,14 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []measure.Spec)
 }
 
 // detailBoundable reports whether every measurement of the plan is
-// row-level (rows, values, sums, squares) or computed from the distinct
-// values (Detail): then, under bounding, all of them can be taken over
-// the kept rows (keptRows), per group and distinct value, and summed.
+// row-level (rows, values, sums, squares), computed from the distinct
+// values (Detail), or partition selection's unit count: then, under
+// bounding, all of them can be taken over the kept rows (keptRows), per
+// group and distinct value, and summed (the unit count once per group).
 func (c *compiler) detailBoundable() bool {
 	for _, sp := range c.m.Specs {
 		switch sp.Kind {
-		case measure.Rows, measure.Values, measure.Sum, measure.Squares:
+		case measure.Rows, measure.Values, measure.Sum, measure.Squares, measure.Units:
 		default:
 			if !sp.Kind.Detail() {
 				return false
@@ -1539,6 +1571,14 @@ func (c *compiler) keptRows(rows string, keyNames []string) string {
 		same = append(same, "g."+col+" IS NOT DISTINCT FROM r."+col)
 	}
 	return "SELECT r.* FROM " + c.d.SemiJoin(ranked, groups, strings.Join(same, " AND ")) + " WHERE rn <= " + strconv.FormatInt(m.MaxRows, 10)
+}
+
+// groupBy is a GROUP BY clause of the names ("" for none).
+func groupBy(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return " GROUP BY " + strings.Join(names, ", ")
 }
 
 // domainGroups is how many groups the keys' public domains allow (ok

@@ -508,3 +508,14 @@ func Walk(e Expr, fn func(Expr) bool) {
 		Walk(e.Value, fn)
 	}
 }
+
+// Unparen is e without the parentheses around it.
+func Unparen(e Expr) Expr {
+	for {
+		p, ok := e.(*ParenExpr)
+		if !ok {
+			return e
+		}
+		e = p.X
+	}
+}

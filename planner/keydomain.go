@@ -47,7 +47,7 @@ const maxKeyDomain = 10_000
 // policy alone; ok is false when it cannot (then err says why, for the
 // refusal, or is nil).
 func (b *builder) keyDomain(e parser.Expr) (dom []any, ok bool, err error) {
-	e = unparen(e)
+	e = parser.Unparen(e)
 	switch x := e.(type) {
 	case *parser.CaseExpr:
 		return caseDomain(x)
@@ -78,7 +78,7 @@ func (b *builder) keyDomain(e parser.Expr) (dom []any, ok bool, err error) {
 // stepDomain enumerates FLOOR(c / w), FLOOR(c), CEIL(c / w), CEIL(c) and
 // ROUND(c) for a column c with declared bounds, as int64 values.
 func (b *builder) stepDomain(e parser.Expr) ([]any, bool, error) {
-	call, isCall := unparen(e).(*parser.CallExpr)
+	call, isCall := parser.Unparen(e).(*parser.CallExpr)
 	if !isCall || len(call.Args) == 0 || (call.Name != "FLOOR" && call.Name != "CEIL" && call.Name != "CEILING" && call.Name != "ROUND") {
 		return nil, false, nil
 	}
@@ -87,14 +87,14 @@ func (b *builder) stepDomain(e parser.Expr) ([]any, bool, error) {
 			return nil, false, nil // SQLite rounds to digits ≥ 0 only
 		}
 	}
-	arg := unparen(call.Args[0])
+	arg := parser.Unparen(call.Args[0])
 	width := 1.0
 	if div, isDiv := arg.(*parser.BinaryExpr); isDiv && div.Op == "/" && call.Name != "ROUND" {
 		w, isConst := numericConstant(div.Y)
 		if !isConst || !(w > 0) || math.IsInf(w, 0) {
 			return nil, false, nil
 		}
-		arg, width = unparen(div.X), w
+		arg, width = parser.Unparen(div.X), w
 	}
 	ref, isRef := arg.(*parser.ColumnRef)
 	if !isRef {
@@ -181,14 +181,4 @@ func scaled(k any, m float64) any {
 func numericConstant(e parser.Expr) (float64, bool) {
 	v, err := parser.NumberValue(e)
 	return v, err == nil && !math.IsNaN(v) && !math.IsInf(v, 0)
-}
-
-func unparen(e parser.Expr) parser.Expr {
-	for {
-		p, ok := e.(*parser.ParenExpr)
-		if !ok {
-			return e
-		}
-		e = p.X
-	}
 }

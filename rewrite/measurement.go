@@ -101,13 +101,7 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 // strings, NULL; TRUE and FALSE as 1 and 0) and whose conditions are
 // filters (filterOf) — searched, or CASE x WHEN v ... as x = v.
 func keyCaseOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
-	for {
-		p, ok := e.(*parser.ParenExpr)
-		if !ok {
-			break
-		}
-		e = p.X
-	}
+	e = parser.Unparen(e)
 	ce, ok := e.(*parser.CaseExpr)
 	if !ok || len(ce.Whens) == 0 {
 		return nil, false
@@ -149,13 +143,7 @@ func keyCaseOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
 // or of a column divided by a positive number, optionally multiplied by
 // a number on either side (the numeric histograms of keydomain.go).
 func binOf(q *planner.PrivateQuery, e parser.Expr) (string, *measure.Bin, bool) {
-	for {
-		p, ok := e.(*parser.ParenExpr)
-		if !ok {
-			break
-		}
-		e = p.X
-	}
+	e = parser.Unparen(e)
 	if b, ok := e.(*parser.BinaryExpr); ok && b.Op == "*" {
 		for _, pair := range [][2]parser.Expr{{b.X, b.Y}, {b.Y, b.X}} {
 			m, isNum := literalValue(pair[1])
@@ -183,13 +171,7 @@ func binOf(q *planner.PrivateQuery, e parser.Expr) (string, *measure.Bin, bool) 
 		return "", nil, false
 	}
 	arg := call.Args[0]
-	for {
-		p, ok := arg.(*parser.ParenExpr)
-		if !ok {
-			break
-		}
-		arg = p.X
-	}
+	arg = parser.Unparen(arg)
 	if div, ok := arg.(*parser.BinaryExpr); ok && div.Op == "/" {
 		w, isNum := literalValue(div.Y)
 		switch x := w.(type) {

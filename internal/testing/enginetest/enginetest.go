@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 	"testing"
 
 	"github.com/dpsql/dpsql"
@@ -50,4 +51,20 @@ func Num(v any) float64 {
 		return v
 	}
 	return math.NaN()
+}
+
+// LogByCount logs counts by their keys, largest first (ties by key):
+// the reasons scans were not compiled, in the coverage tests.
+func LogByCount(t testing.TB, counts map[string]int64) {
+	t.Helper()
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return counts[keys[i]] > counts[keys[j]] || counts[keys[i]] == counts[keys[j]] && keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		t.Logf("%6d  %s", counts[k], k)
+	}
 }

@@ -191,7 +191,7 @@ func sameCompiled(t *testing.T, duck, c string, statements []string, compiled bo
 // run: the test fails should it fall below what it was when last raised.
 func TestCompiledCoverage(t *testing.T) {
 	t.Parallel()
-	const databases, perDatabase, atLeast = 4, 100, 36
+	const databases, perDatabase, atLeast = 4, 100, 37
 	r := rand.New(rand.NewPCG(5, 17))
 	reasons := map[string]int{}
 	compiled, total := 0, 0
@@ -249,12 +249,7 @@ func TestCompiledCoverage(t *testing.T) {
 // engine computing in the column's own width would raise.
 func TestDuckDBArithmeticIsExact(t *testing.T) {
 	t.Parallel()
-	duck := filepath.Join(t.TempDir(), "adv.duckdb")
-	if err := ducktest.Adversarial(context.Background(), duck); err != nil {
-		t.Fatal(err)
-	}
-	owner := open(t, duck, true, nil)
-	enginetest.Run(t, owner, `SET BUDGET epsilon = 1e6; CREATE PRIVACY POLICY ON a`)
+	duck := adversarialFile(t, "CREATE PRIVACY POLICY ON a")
 	statements := []string{
 		"COUNT(*) FROM a WHERE %s * 2 > 4.5", "COUNT(*) FROM a WHERE -%s + 3 <= 0", "COUNT(*) FROM a WHERE (%s - 1) * 3 = 12",
 		"COUNT(*) FROM a WHERE %s * 100000 > 2147483647", "COUNT(*) FROM a WHERE 2 * %s - %s * 3 < 0", "COUNT(*) FROM a WHERE %s * %s >= 4611686018427387904",
@@ -284,12 +279,7 @@ func TestDuckDBArithmeticIsExact(t *testing.T) {
 // reference's answer.
 func TestDuckDBConditionalsAreExact(t *testing.T) {
 	t.Parallel()
-	duck := filepath.Join(t.TempDir(), "adv.duckdb")
-	if err := ducktest.Adversarial(context.Background(), duck); err != nil {
-		t.Fatal(err)
-	}
-	owner := open(t, duck, true, nil)
-	enginetest.Run(t, owner, `SET BUDGET epsilon = 1e6; CREATE PRIVACY POLICY ON a`)
+	duck := adversarialFile(t, "CREATE PRIVACY POLICY ON a")
 	statements := []string{
 		"SUM(COALESCE(%s, 3), contribution_bounds_per_row => (-10, 10)) FROM a", "COUNT(NULLIF(%s, 0)) FROM a",
 		"SUM(IF(%s > 1, 1, 0), contribution_bounds_per_row => (0, 1)) FROM a", "SUM(IIF(%s IS NULL, 2.5, %s), contribution_bounds_per_row => (-4, 4)) FROM a",
@@ -345,21 +335,11 @@ func TestDuckDBBinsAreExact(t *testing.T) {
 		statements = append(statements, k+" AS bin, COUNT(*), SUM(uid, contribution_bounds_per_row => (0, 5)) FROM a GROUP BY "+k)
 	}
 	for _, units := range []bool{false, true} {
-		duck := filepath.Join(t.TempDir(), "adv.duckdb")
-		if err := ducktest.Adversarial(context.Background(), duck); err != nil {
-			t.Fatal(err)
-		}
-		owner := open(t, duck, true, nil)
-		policy := "CREATE PRIVACY POLICY ON a"
-		if units {
-			policy += " OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 1000)"
-		}
-		script := "SET BUDGET epsilon = 1e6; " + policy
+		script := adversarialPolicy(units)
 		for _, c := range columns {
 			script += "; ALTER PRIVACY POLICY ON a SET BOUNDS " + c + " (-100, 100)"
 		}
-		enginetest.Run(t, owner, script)
-		owner.Close()
+		duck := adversarialFile(t, script)
 		for _, c := range columns {
 			t.Run(fmt.Sprintf("%s/units=%v", c, units), func(t *testing.T) { sameCompiled(t, duck, c, statements, true) })
 		}
@@ -381,20 +361,34 @@ func TestDuckDBCaseKeysAreExact(t *testing.T) {
 	}
 	mixed := []string{"CASE WHEN %s > 0 THEN 'pos' ELSE 0 END AS bucket, COUNT(*) FROM a GROUP BY CASE WHEN %s > 0 THEN 'pos' ELSE 0 END"}
 	for _, units := range []bool{false, true} {
-		duck := filepath.Join(t.TempDir(), "adv.duckdb")
-		if err := ducktest.Adversarial(context.Background(), duck); err != nil {
-			t.Fatal(err)
-		}
-		owner := open(t, duck, true, nil)
-		policy := "SET BUDGET epsilon = 1e6; CREATE PRIVACY POLICY ON a"
-		if units {
-			policy += " OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 1000)"
-		}
-		enginetest.Run(t, owner, policy)
-		owner.Close()
+		duck := adversarialFile(t, adversarialPolicy(units))
 		for _, c := range []string{"i8", "i16", "i32", "i64", "u32", "b", "f4", "f8"} {
 			t.Run(fmt.Sprintf("%s/units=%v", c, units), func(t *testing.T) { sameCompiled(t, duck, c, statements, true) })
 			t.Run(fmt.Sprintf("%s/units=%v/mixed", c, units), func(t *testing.T) { sameCompiled(t, duck, c, mixed, false) })
 		}
 	}
+}
+
+// adversarialFile makes the adversarial table (ducktest.Adversarial) in
+// a DuckDB file of the test's own, runs the owner's script on it after a
+// budget of 10^6, and returns the file's path.
+func adversarialFile(t *testing.T, script string) string {
+	t.Helper()
+	duck := filepath.Join(t.TempDir(), "adv.duckdb")
+	if err := ducktest.Adversarial(context.Background(), duck); err != nil {
+		t.Fatal(err)
+	}
+	owner := open(t, duck, true, nil)
+	enginetest.Run(t, owner, "SET BUDGET epsilon = 1e6; "+script)
+	owner.Close()
+	return duck
+}
+
+// adversarialPolicy is the adversarial table's policy: every row its own
+// unit, or units of uid with bounds no unit reaches.
+func adversarialPolicy(units bool) string {
+	if units {
+		return "CREATE PRIVACY POLICY ON a OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 1000)"
+	}
+	return "CREATE PRIVACY POLICY ON a"
 }

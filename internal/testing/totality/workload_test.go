@@ -4,6 +4,7 @@ package totality_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -74,15 +75,19 @@ func analystWorkload() (statements, shapes []string) {
 	return statements, shapes
 }
 
+var workloadAll = flag.Bool("workload.all", false, "run every statement of the analyst workload (default: every third)")
+
 // TestAnalystWorkloadOnDuckDB measures how much of analystWorkload runs
 // as one compiled DuckDB statement, by FROM shape, and checks every
 // compiled answer against the reference's (zero noise, bounds no person
-// reaches): go test -v -run AnalystWorkload ./internal/testing/totality
-// prints the counts and the reasons for the rest (docs/benchmarks.md).
-// It fails should the one-table statements compiled fall below what
-// they were when last raised (400 of 440, 91%: the issue asks 95%; the
-// rest are per-unit sums of a float column, which no engine but the
-// reference sums exactly).
+// reaches): go test -v -run AnalystWorkload -workload.all
+// ./internal/testing/totality prints the counts over all 1,766
+// statements and the reasons for the rest (docs/benchmarks.md); by
+// default every third statement runs, to keep the package fast. It
+// fails should the share of one-table statements compiled fall below
+// what it was when last raised (91%: the issue asks 95%; the rest are
+// per-unit sums of a float column, which no engine but the reference
+// sums exactly).
 func TestAnalystWorkloadOnDuckDB(t *testing.T) {
 	t.Parallel()
 	duck := filepath.Join(t.TempDir(), "census.duckdb")
@@ -111,8 +116,15 @@ func TestAnalystWorkloadOnDuckDB(t *testing.T) {
 	statements, shapes := analystWorkload()
 	type count struct{ compiled, total int }
 	by := map[string]*count{}
-	reasons := map[string]int{}
+	reasons := map[string]int64{}
+	step := 3
+	if *workloadAll {
+		step = 1
+	}
 	for i, q := range statements {
+		if i%step != 0 {
+			continue
+		}
 		k.ReferenceOnly = true
 		want := enginetest.Outcome(e, q)
 		k.ReferenceOnly = false
@@ -158,18 +170,9 @@ func TestAnalystWorkloadOnDuckDB(t *testing.T) {
 		t.Logf("%-28s %4d of %4d compiled (%.0f%%)", name, c.compiled, c.total, 100*float64(c.compiled)/float64(max(c.total, 1)))
 	}
 	t.Logf("%-28s %4d of %4d compiled (%.0f%%); the rest, by reason:", "all", total.compiled, total.total, 100*float64(total.compiled)/float64(max(total.total, 1)))
-	whys := make([]string, 0, len(reasons))
-	for why := range reasons {
-		whys = append(whys, why)
-	}
-	sort.Slice(whys, func(i, j int) bool {
-		return reasons[whys[i]] > reasons[whys[j]] || reasons[whys[i]] == reasons[whys[j]] && whys[i] < whys[j]
-	})
-	for _, why := range whys {
-		t.Logf("%5d  %s", reasons[why], why)
-	}
-	const oneTable = 400
-	if c := by["one table"]; c == nil || c.compiled < oneTable {
-		t.Errorf("fewer than %d one-table statements compiled", oneTable)
+	enginetest.LogByCount(t, reasons)
+	const oneTable = 0.9
+	if c := by["one table"]; c == nil || float64(c.compiled) < oneTable*float64(c.total) {
+		t.Errorf("fewer than %.0f%% of the one-table statements compiled", 100*oneTable)
 	}
 }
