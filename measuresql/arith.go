@@ -1,0 +1,117 @@
+package measuresql
+
+import (
+	"math"
+	"math/big"
+	"strconv"
+
+	"github.com/dpsql/dpsql/measure"
+)
+
+// arithLimit bounds every value integer arithmetic may reach: far below
+// 2^63, so that no sum or product overflows in SQLite (which would turn
+// it into a float) or in the engine (which would raise).
+var arithLimit = new(big.Int).Lsh(big.NewInt(1), 62)
+
+// arith prints integer arithmetic over a row (+, −, × of columns of at
+// most 32 bits and integer constants) in 64-bit integers, when every
+// value it can reach, by the columns' ranges, stays within ±2^62: then it
+// is exact in both engines and cannot raise; otherwise it declines.
+func (c *compiler) arith(a *measure.Arith) string {
+	sqlText, _, _ := c.arithRange(a)
+	return sqlText
+}
+
+// floats reports whether arithmetic reads a float column or constant:
+// then SQLite computes it, where a float meets it, in doubles.
+func (c *compiler) floats(a *measure.Arith) bool {
+	switch {
+	case a == nil:
+		return false
+	case a.Op != 0:
+		return c.floats(a.X) || c.floats(a.Y)
+	case a.Column != "":
+		return c.typeOf(a.Column) == Real
+	}
+	return a.IsFloat
+}
+
+// arithTyped prints arithmetic with its class: Int for integer
+// arithmetic (arith), Real for arithmetic with a float in it (double).
+func (c *compiler) arithTyped(a *measure.Arith) (Type, string) {
+	if c.floats(a) {
+		return Real, c.double(a)
+	}
+	return Int, c.arith(a)
+}
+
+// double prints arithmetic with a float in it as SQLite computes it: the
+// parts without a float in integers (arith, exact), each converted to a
+// double where it meets a float (an integer column read as a double is
+// the same conversion), the rest in IEEE doubles — DuckDB's +, − and ×
+// of doubles, which give ±Inf and NaN rather than raise, as SQLite's do
+// (SQLite makes NaN NULL, and every use of a double guards NaN as NULL:
+// NaN stays NaN through +, − and ×, so the two agree).
+func (c *compiler) double(a *measure.Arith) string {
+	switch {
+	case !c.floats(a):
+		if a.Op == 0 && a.Column != "" {
+			return c.d.ToDouble(c.value(a.Column)) // any integer column: one conversion
+		}
+		if a.Op == 0 {
+			return c.d.Float(float64(a.Const))
+		}
+		return c.d.ToDouble(c.arith(a))
+	case a.Op != 0:
+		return "(" + c.double(a.X) + " " + string(a.Op) + " " + c.double(a.Y) + ")"
+	case a.Column != "":
+		return c.value(a.Column)
+	}
+	return c.d.Float(a.Float)
+}
+
+func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
+	var text string
+	var lo, hi *big.Int
+	switch {
+	case a.Op == 0 && a.Column != "":
+		if c.typeOf(a.Column) != Int32 {
+			panic(decline("arithmetic on a column wider than 32 bits"))
+		}
+		text, lo, hi = c.d.Widen(c.value(a.Column)), big.NewInt(math.MinInt32), big.NewInt(math.MaxInt32)
+	case a.Op == 0 && a.IsFloat:
+		panic(decline("a float in integer arithmetic"))
+	case a.Op == 0:
+		text, lo, hi = strconv.FormatInt(a.Const, 10), big.NewInt(a.Const), big.NewInt(a.Const)
+		if a.Const < 0 {
+			text = "(" + text + ")"
+		}
+	default:
+		x, xl, xh := c.arithRange(a.X)
+		y, yl, yh := c.arithRange(a.Y)
+		text = "(" + x + " " + string(a.Op) + " " + y + ")"
+		switch a.Op {
+		case '+':
+			lo, hi = new(big.Int).Add(xl, yl), new(big.Int).Add(xh, yh)
+		case '-':
+			lo, hi = new(big.Int).Sub(xl, yh), new(big.Int).Sub(xh, yl)
+		case '*':
+			ps := []*big.Int{new(big.Int).Mul(xl, yl), new(big.Int).Mul(xl, yh), new(big.Int).Mul(xh, yl), new(big.Int).Mul(xh, yh)}
+			lo, hi = ps[0], ps[0]
+			for _, p := range ps[1:] {
+				if p.Cmp(lo) < 0 {
+					lo = p
+				}
+				if p.Cmp(hi) > 0 {
+					hi = p
+				}
+			}
+		default:
+			panic(decline("arithmetic operator " + string(a.Op)))
+		}
+	}
+	if lo.CmpAbs(arithLimit) > 0 || hi.CmpAbs(arithLimit) > 0 {
+		panic(decline("arithmetic that could leave ±2^62"))
+	}
+	return text, lo, hi
+}

@@ -1,0 +1,180 @@
+package measuresql
+
+import (
+	"fmt"
+	"math/big"
+
+	"github.com/dpsql/dpsql/exactsum"
+)
+
+// Group is one group's measurements: its keys as the reference's scan
+// gives them (a domain position as an int64, or the key's value), one
+// exact value per spec (nil for detail specs), and, with Detail, each
+// distinct tuple of the detail arguments' values with its row count.
+type Group struct {
+	Keys    []any
+	Values  []*big.Float
+	Details [][]any
+	Weights []int64
+	sums    [][3]*big.Int // per spec: its columns, added over the group's rows
+}
+
+// Decode reads the statement's rows (each value as the driver gives it:
+// int64, float64, string, nil) into groups, in the order first met.
+func (st *Statement) Decode(rows [][]any) ([]*Group, error) {
+	var out []*Group
+	index := map[string]*Group{}
+	nk, nd, width := len(st.keys), len(st.Detail), st.width()
+	for _, row := range rows {
+		if len(row) < width {
+			return nil, fmt.Errorf("measuresql: a row of %d columns, want %d", len(row), width)
+		}
+		keys := make([]any, nk)
+		for i, ko := range st.keys {
+			k, err := keyValue(row[i], ko)
+			if err != nil {
+				return nil, err
+			}
+			keys[i] = k
+		}
+		if !st.inDomains(keys) {
+			continue // a group outside a public domain (or NULL): dropped
+		}
+		id := fmt.Sprintf("%#v", keys)
+		g := index[id]
+		if g == nil {
+			g = &Group{Keys: keys, Values: make([]*big.Float, len(st.Specs)), sums: make([][3]*big.Int, len(st.Specs))}
+			index[id] = g
+			out = append(out, g)
+		}
+		if nd > 0 {
+			w, ok := row[nk+nd].(int64)
+			if !ok {
+				return nil, fmt.Errorf("measuresql: weight %T", row[nk+nd])
+			}
+			g.Details = append(g.Details, append([]any(nil), row[nk:nk+nd]...))
+			g.Weights = append(g.Weights, w)
+		}
+		for i, o := range st.outs {
+			if st.DetailSpec[i] {
+				continue
+			}
+			for j := 0; j < o.columns(); j++ {
+				x, err := bigOf(row[o.col+j])
+				if err != nil {
+					return nil, err
+				}
+				if g.sums[i][j] == nil {
+					g.sums[i][j] = new(big.Int)
+				}
+				g.sums[i][j].Add(g.sums[i][j], x)
+			}
+		}
+	}
+	for _, g := range out {
+		for i, o := range st.outs {
+			if !st.DetailSpec[i] {
+				g.Values[i] = o.value(g.sums[i])
+			}
+		}
+		g.sums = nil
+	}
+	return out, nil
+}
+
+// inDomains maps each key with a domain to its position (in place), and
+// reports whether every such key is in its domain.
+func (st *Statement) inDomains(keys []any) bool {
+	for i, ko := range st.keys {
+		if ko.domain == nil {
+			continue
+		}
+		v := keys[i]
+		if f, ok := v.(float64); ok && f == 0 {
+			v = 0.0
+		}
+		pos, ok := ko.domain[v]
+		if !ok || v == nil {
+			return false
+		}
+		keys[i] = pos
+	}
+	return true
+}
+
+// width is the number of columns a row has.
+func (st *Statement) width() int {
+	w := len(st.keys) + len(st.Detail)
+	if len(st.Detail) > 0 {
+		w++
+	}
+	for i, o := range st.outs {
+		if !st.DetailSpec[i] {
+			w = max(w, o.col+o.columns())
+		}
+	}
+	return w
+}
+
+func (o specOut) columns() int {
+	if o.q {
+		return 3
+	}
+	return 1
+}
+
+// value is the spec's exact value from its summed columns: Σ·2^-shift,
+// or for q the centred squares Σ (c − m)² from Σc, Σc² and the count.
+func (o specOut) value(s [3]*big.Int) *big.Float {
+	for j := range s {
+		if s[j] == nil {
+			s[j] = new(big.Int)
+		}
+	}
+	if !o.q {
+		return new(big.Float).SetMantExp(new(big.Float).SetInt(s[0]), -o.shift)
+	}
+	// Σc = Σt·2^-F, Σc² = Σt²·2^-2F (exact: a big.Float holds the
+	// integers with their exponents).
+	sum := new(big.Float).SetMantExp(new(big.Float).SetInt(s[0]), -o.shift)
+	sq := new(big.Float).SetMantExp(new(big.Float).SetInt(s[1]), -2*o.shift)
+	return exactsum.CentredSquares(sum, sq, s[2].Int64(), o.mid)
+}
+
+func keyValue(v any, ko keyOut) (any, error) {
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case int64:
+		return v, nil
+	case int32:
+		return int64(v), nil
+	case float64:
+		if ko.t == Real {
+			return v, nil
+		}
+	case string:
+		if ko.t == Text {
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("measuresql: key %T", v)
+}
+
+// bigOf reads an integer column sent as text (NULL: a sum over no value,
+// 0).
+func bigOf(v any) (*big.Int, error) {
+	switch v := v.(type) {
+	case nil:
+		return new(big.Int), nil
+	case string:
+		x, ok := new(big.Int).SetString(v, 10)
+		if !ok {
+			return nil, fmt.Errorf("measuresql: %q is not an integer", v)
+		}
+		return x, nil
+	case int64:
+		return big.NewInt(v), nil
+	}
+	return nil, fmt.Errorf("measuresql: value %T", v)
+}

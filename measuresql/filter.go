@@ -1,0 +1,165 @@
+package measuresql
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/dpsql/dpsql/measure"
+)
+
+// compare prints column op v for any numeric literal v: as it is where
+// the column's class holds v, else by v's neighbours in the class.
+func (c *compiler) compare(col string, arith *measure.Arith, op string, v any) string {
+	var t Type
+	var x string
+	if arith != nil {
+		t, x = c.arithTyped(arith) // an exact 64-bit integer, never NaN; or a double
+	} else {
+		t, x = c.typeOf(col), c.value(col)
+	}
+	if lit, ok := c.exact(v, t); ok {
+		return c.notNaN(x, t, "("+x+" "+op+" "+lit+")")
+	}
+	below, above, ok := c.neighbours(v, t)
+	if !ok {
+		panic(decline(fmt.Sprintf("literal %v", v)))
+	}
+	var cond string
+	switch op {
+	case "<", "<=":
+		cond = c.bound(x, "<=", below)
+	case ">", ">=":
+		cond = c.bound(x, ">=", above)
+	case "=":
+		cond = c.known(x, "FALSE")
+	case "<>":
+		cond = c.known(x, "TRUE")
+	default:
+		panic(decline("comparison " + op))
+	}
+	return c.notNaN(x, t, cond)
+}
+
+// bound is x op lit, or where there is no such literal (the class has no
+// value on that side), a condition no value meets.
+func (c *compiler) bound(x, op, lit string) string {
+	if lit == "" {
+		return c.known(x, "FALSE")
+	}
+	return "(" + x + " " + op + " " + lit + ")"
+}
+
+// known is the condition whose value is truth (TRUE or FALSE) for every
+// value of x, NULL for NULL (as every comparison of NULL is).
+func (c *compiler) known(x, truth string) string {
+	return "(CASE WHEN " + x + " IS NULL THEN NULL ELSE " + truth + " END)"
+}
+
+func (c *compiler) filter(f measure.Filter) string {
+	switch f := f.(type) {
+	case measure.And:
+		return c.join(f.Parts, " AND ")
+	case measure.Or:
+		return c.join(f.Parts, " OR ")
+	case measure.Not:
+		return "(NOT " + c.filter(f.X) + ")"
+	case measure.Compare:
+		return c.compare(f.Column, f.Arith, f.Op, f.Value)
+	case measure.IsNull:
+		t := c.typeOf(f.Column)
+		v := c.value(f.Column)
+		if t == Real {
+			if f.Not {
+				return "(" + v + " IS NOT NULL AND NOT " + c.d.IsNaN(v) + ")"
+			}
+			return "(" + v + " IS NULL OR " + c.d.IsNaN(v) + ")"
+		}
+		if f.Not {
+			return "(" + v + " IS NOT NULL)"
+		}
+		return "(" + v + " IS NULL)"
+	case measure.In:
+		t := c.typeOf(f.Column)
+		var vals []string
+		for _, v := range f.Values {
+			if lit, ok := c.exact(v, t); ok {
+				vals = append(vals, lit)
+			} else if _, _, ok := c.neighbours(v, t); !ok {
+				panic(decline(fmt.Sprintf("literal %v", v)))
+			} // else: a number no value of the column equals
+		}
+		v := c.value(f.Column)
+		var in string
+		if len(vals) == 0 {
+			in = c.known(v, "FALSE") // x IN (values none equals): NULL for NULL, as SQLite
+		} else {
+			in = "(" + v + " IN (" + strings.Join(vals, ", ") + "))"
+		}
+		if f.Not {
+			in = "(NOT " + in + ")"
+		}
+		return c.notNaN(v, t, in)
+	case measure.Like:
+		if c.typeOf(f.Column) != Text {
+			panic(decline("LIKE on a column that is not text")) // SQLite matches a number's text
+		}
+		re, ok := likeRegexp(f.Pattern)
+		if !ok {
+			panic(decline("a LIKE pattern with NUL or invalid UTF-8"))
+		}
+		m := c.d.FullMatch(c.value(f.Column), re)
+		if f.Not {
+			m = "(NOT " + m + ")"
+		}
+		return m
+	}
+	panic(decline("filter"))
+}
+
+// likeRegexp is an RE2 expression that matches, in full, exactly the
+// texts SQLite's LIKE pattern p matches: % any sequence of characters,
+// _ one character (a newline too), an ASCII letter in either case (SQLite
+// folds ASCII only), every other character itself. ok is false for a
+// pattern with NUL or invalid UTF-8.
+func likeRegexp(p string) (string, bool) {
+	if !utf8.ValidString(p) || strings.IndexByte(p, 0) >= 0 {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteString("(?s)")
+	for _, r := range p {
+		switch {
+		case r == '%':
+			b.WriteString(".*")
+		case r == '_':
+			b.WriteString(".")
+		case r < utf8.RuneSelf && unicode.IsLetter(r):
+			b.WriteString("[" + string(unicode.ToLower(r)) + string(unicode.ToUpper(r)) + "]")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	return b.String(), true
+}
+
+func (c *compiler) join(parts []measure.Filter, op string) string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, c.filter(p))
+	}
+	return "(" + strings.Join(out, op) + ")"
+}
+
+// notNaN makes a condition on a float value NULL where the value is NaN:
+// DuckDB orders NaN above every number and makes NaN <> x true, where the
+// reference reads NaN as NULL, whose comparisons are NULL (so that NOT of
+// them is NULL too).
+func (c *compiler) notNaN(v string, t Type, cond string) string {
+	if t != Real {
+		return cond
+	}
+	return "(CASE WHEN " + c.d.IsNaN(v) + " THEN NULL ELSE " + cond + " END)"
+}

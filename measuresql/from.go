@@ -1,0 +1,282 @@
+package measuresql
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/dpsql/dpsql/measure"
+)
+
+// from is the statement's FROM clause: the table, or the tables joined
+// on the plan's equalities, each printed under the next join that has
+// both its tables (every join is inner, so where an equality sits does
+// not change the rows).
+func (c *compiler) from() string {
+	m := c.m
+	if m.PerUnit != nil {
+		return c.grouped()
+	}
+	if len(m.Joins) == 0 {
+		return c.d.Quote(m.Table)
+	}
+	on := make([][]string, len(m.Joins)+1)
+	for _, e := range m.On {
+		t0, _ := measure.SplitColumn(e[0])
+		t1, _ := measure.SplitColumn(e[1])
+		if t0 > len(m.Joins) || t1 > len(m.Joins) {
+			panic(decline("a join equality of an unknown table"))
+		}
+		last := max(t0, t1, 1)
+		on[last] = append(on[last], c.equal(e[0], e[1]))
+	}
+	var b strings.Builder
+	b.WriteString(c.d.Quote(m.Table) + " AS " + c.d.Quote("t0"))
+	for i, t := range m.Joins {
+		b.WriteString(" JOIN " + c.d.Quote(t) + " AS " + c.d.Quote("t"+strconv.Itoa(i+1)) + " ON ")
+		if len(on[i+1]) == 0 {
+			b.WriteString("TRUE")
+			continue
+		}
+		b.WriteString(strings.Join(on[i+1], " AND "))
+	}
+	return b.String()
+}
+
+// rowsOnce reports whether the plan's unit is the identity of one
+// table's rows (measure.RowIdentity: each row of a table without a unit
+// column is its own unit, and l0 = l∞ = 1) while every key and measured
+// argument reads that table alone, with row-level measurements only.
+// Then every copy a join makes of a row has the same keys and values,
+// and the reference's bounding keeps exactly one of the copies that pass
+// the filter: the same as counting each row once when some combination
+// of the other tables' rows matches it and passes — a semi-join, with
+// no bounding. It returns the table.
+func (c *compiler) rowsOnce() (int, bool) {
+	m := c.m
+	t, n := measure.SplitColumn(m.Unit)
+	if len(m.Joins) == 0 || n != measure.RowIdentity || m.MaxGroups != 1 || m.MaxRows != 1 {
+		return 0, false
+	}
+	for _, sp := range m.Specs {
+		switch sp.Kind {
+		case measure.Rows, measure.Units, measure.Values, measure.UnitsWithValue, measure.Sum, measure.Squares:
+		default:
+			if !sp.Kind.Detail() {
+				return 0, false
+			}
+		}
+	}
+	cols := map[string]bool{}
+	for _, k := range m.Keys {
+		if k.Case != nil {
+			caseColumns(k.Case, cols)
+			continue
+		}
+		cols[k.Column] = true
+	}
+	for i, a := range m.Args {
+		if cs := m.Cases[i]; cs != nil {
+			caseColumns(cs, cols)
+			continue
+		}
+		cols[a] = true
+	}
+	for col := range cols {
+		if ct, _ := measure.SplitColumn(col); ct != t {
+			return 0, false
+		}
+	}
+	return t, true
+}
+
+// semiJoin prints the FROM clause of rowsOnce, table t semi-joined with
+// the other tables on the join's equalities and the parts of the plan's
+// filter that read them (measured three times faster than EXISTS in
+// DuckDB), and the filter of the parts that read t alone ("" for none).
+func (c *compiler) semiJoin(t int) (from, filter string) {
+	m := c.m
+	tables := append([]string{m.Table}, m.Joins...)
+	alias := func(i int) string { return c.d.Quote("t" + strconv.Itoa(i)) }
+	var inner, outer []string
+	for _, e := range m.On {
+		inner = append(inner, c.equal(e[0], e[1]))
+	}
+	for _, f := range conjuncts(m.Where) {
+		cols := map[string]bool{}
+		filterColumns(f, cols)
+		alone := true
+		for col := range cols {
+			if ct, _ := measure.SplitColumn(col); ct != t {
+				alone = false
+			}
+		}
+		if alone {
+			outer = append(outer, c.filter(f))
+		} else {
+			inner = append(inner, c.filter(f))
+		}
+	}
+	var others []string
+	for i, name := range tables {
+		if i != t {
+			others = append(others, c.d.Quote(name)+" AS "+alias(i))
+		}
+	}
+	sub := others[0]
+	if len(others) > 1 {
+		sub = "(" + strings.Join(others, " CROSS JOIN ") + ")"
+	}
+	on := "TRUE"
+	if len(inner) > 0 {
+		on = strings.Join(inner, " AND ")
+	}
+	return c.d.SemiJoin(c.d.Quote(tables[t])+" AS "+alias(t), sub, on), strings.Join(outer, " AND ")
+}
+
+// conjuncts are the parts of a filter that must all hold (nil: none).
+func conjuncts(f measure.Filter) []measure.Filter {
+	switch a := f.(type) {
+	case nil:
+		return nil
+	case measure.And:
+		var out []measure.Filter
+		for _, p := range a.Parts {
+			out = append(out, conjuncts(p)...)
+		}
+		return out
+	}
+	return []measure.Filter{f}
+}
+
+// caseColumns adds the columns a CASE reads to cols.
+func caseColumns(cs *measure.Case, cols map[string]bool) {
+	for _, w := range cs.Whens {
+		filterColumns(w.Cond, cols)
+	}
+	for _, o := range operands(cs) {
+		if o.Column != "" {
+			cols[o.Column] = true
+		}
+		arithColumns(o.Arith, cols)
+	}
+}
+
+// filterColumns adds the columns a filter reads to cols.
+func filterColumns(f measure.Filter, cols map[string]bool) {
+	switch f := f.(type) {
+	case measure.And:
+		for _, p := range f.Parts {
+			filterColumns(p, cols)
+		}
+	case measure.Or:
+		for _, p := range f.Parts {
+			filterColumns(p, cols)
+		}
+	case measure.Not:
+		filterColumns(f.X, cols)
+	case measure.Compare:
+		if f.Column != "" {
+			cols[f.Column] = true
+		}
+		arithColumns(f.Arith, cols)
+	case measure.IsNull:
+		cols[f.Column] = true
+	case measure.In:
+		cols[f.Column] = true
+	}
+}
+
+// arithColumns adds the columns arithmetic reads to cols.
+func arithColumns(a *measure.Arith, cols map[string]bool) {
+	if a == nil {
+		return
+	}
+	if a.Column != "" {
+		cols[a.Column] = true
+	}
+	arithColumns(a.X, cols)
+	arithColumns(a.Y, cols)
+}
+
+// groupingTypes sets the classes of the plan's grouping's outputs: a
+// grouped column's, an integer for a count, the column's for a minimum
+// or maximum. Grouping by a float is declined (-0 and 0, NaN and NULL
+// group apart in one engine and together in the other).
+func (c *compiler) groupingTypes() {
+	g := c.m.PerUnit
+	if len(c.m.Joins) > 0 {
+		panic(decline("a grouping over a join"))
+	}
+	for _, col := range g.By {
+		if c.typeOf(col) == Real {
+			panic(decline("a subquery grouped by a float column"))
+		}
+	}
+	c.outTypes = make([]Type, len(g.Outputs))
+	for i, a := range g.Outputs {
+		switch a.Func {
+		case "count":
+			c.outTypes[i] = Integer
+		case "", "min", "max":
+			t := c.typeOf(a.Column)
+			if isInt(t) {
+				t = Integer
+			}
+			c.outTypes[i] = t
+		default:
+			panic(decline("a per-unit " + a.Func))
+		}
+	}
+}
+
+// grouped prints the plan's grouping as a subquery d whose columns are
+// its outputs (o0, o1, ...), computed as the reference computes them: a
+// count of the values it sees (not NULL, not NaN), the least or greatest
+// of them (text by bytes).
+func (c *compiler) grouped() string {
+	g := c.m.PerUnit
+	var items, by []string
+	for _, col := range g.By {
+		by = append(by, c.value(col))
+	}
+	for i, a := range g.Outputs {
+		var e string
+		switch a.Func {
+		case "":
+			e = c.value(a.Column)
+		case "count":
+			if a.Column == "" {
+				e = c.d.Func("count") + "(*)"
+				break
+			}
+			e = c.d.Func("count") + "(" + c.value(a.Column) + ")"
+		default:
+			e = c.d.Func(a.Func) + "(" + c.value(a.Column) + ")"
+		}
+		if a.Func != "" && a.Column != "" && c.typeOf(a.Column) == Real {
+			e += " FILTER (WHERE NOT " + c.d.IsNaN(c.value(a.Column)) + ")"
+		}
+		items = append(items, e+" AS o"+strconv.Itoa(i))
+	}
+	sub := "SELECT " + strings.Join(items, ", ") + " FROM " + c.d.Quote(c.m.Table)
+	if g.Where != nil {
+		sub += " WHERE " + c.filter(g.Where)
+	}
+	return "(" + sub + " GROUP BY " + strings.Join(by, ", ") + ") AS d"
+}
+
+// equal prints a join's equality of two columns where the engines
+// decide it alike: both integers (read as 64-bit), both text (bytes), or
+// both floats (NaN, NULL to the reference, equal to nothing; -0 = 0 in
+// both). Columns of two classes are declined: the reference converts by
+// affinity (5 = '5' holds there) where an engine casts, and may raise.
+func (c *compiler) equal(x, y string) string {
+	tx, ty := c.typeOf(x), c.typeOf(y)
+	switch {
+	case isInt(tx) && isInt(ty), tx == Text && ty == Text:
+		return c.value(x) + " = " + c.value(y)
+	case tx == Real && ty == Real:
+		return "(" + c.value(x) + " = " + c.value(y) + " AND NOT " + c.d.IsNaN(c.value(x)) + ")"
+	}
+	panic(decline("a join of columns of two classes"))
+}

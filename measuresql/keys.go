@@ -1,0 +1,174 @@
+package measuresql
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/dpsql/dpsql/measure"
+)
+
+// keyExpr is a key as the statement groups by it: the column's value.
+// A key with a domain is mapped to its position in Go (Decode): grouping
+// by the raw value and mapping each group costs one comparison per group,
+// a CASE over the domain one per row. With bounding the rows outside the
+// domain must not take a unit's l0 places, so the filter is returned too
+// ("" for none); without, their groups are dropped in Go, as the
+// reference's WHERE key IN (domain) drops their rows.
+func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko keyOut) {
+	var e string
+	var t Type
+	switch {
+	case k.Case != nil:
+		e, t = c.keyCase(k.Case)
+	case k.Bin != nil:
+		e, t = c.bin(c.value(k.Column), c.typeOf(k.Column), k.Bin)
+	default:
+		e, t = c.value(k.Column), c.typeOf(k.Column)
+	}
+	if k.Domain == nil {
+		if t == Real {
+			panic(decline("a float key without a domain")) // -0 and 0 group apart in the reference
+		}
+		return e, "", keyOut{t: t}
+	}
+	ko = keyOut{t: t, domain: map[any]int64{}}
+	var lits []string
+	for i, d := range k.Domain {
+		lits = append(lits, c.literal(d, t)) // declines a value of another class
+		v := d
+		if x, ok := d.(int64); ok && t == Real {
+			v = float64(x)
+		}
+		if f, ok := d.(float64); ok && isInt(t) && f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+			v = int64(f) // an integral float equals the integer the engine returns
+		}
+		if f, ok := v.(float64); ok && f == 0 {
+			v = 0.0 // −0 equals 0
+		}
+		if _, dup := ko.domain[v]; !dup {
+			ko.domain[v] = int64(i)
+		}
+	}
+	if len(k.Domain) == 0 {
+		return e, "FALSE", ko
+	}
+	if bounded {
+		filter = c.notNaN(e, t, e+" IN ("+strings.Join(lits, ", ")+")")
+	}
+	return e, filter, ko
+}
+
+// keyCase prints a CASE key of constants, and its class: text when
+// every value is a string, an integer when every one is, else (numbers
+// of both kinds) a double, as the reference compares them; strings
+// among numbers are declined (SQLite compares across classes by its own
+// order).
+func (c *compiler) keyCase(cs *measure.Case) (string, Type) {
+	t := Other
+	for _, o := range operands(cs) {
+		var u Type
+		switch o.Value.(type) {
+		case nil:
+			if o.Column != "" || o.Arith != nil {
+				panic(decline("a CASE key whose value is not a constant"))
+			}
+			continue
+		case string:
+			u = Text
+		case int64:
+			u = Integer
+		case float64:
+			u = Real
+		default:
+			panic(decline("a CASE key's value"))
+		}
+		switch {
+		case t == Other || t == u:
+			t = u
+		case t != Text && u != Text:
+			t = Real
+		default:
+			panic(decline("a CASE key of text and numbers"))
+		}
+	}
+	if t == Other {
+		panic(decline("a CASE key of NULLs"))
+	}
+	lit := func(o measure.Operand) string {
+		if v, ok := o.Value.(string); ok {
+			return c.literal(v, Text)
+		}
+		if n, ok := c.number(o.Value, t); ok {
+			return n
+		}
+		return "NULL"
+	}
+	var b strings.Builder
+	b.WriteString("(CASE")
+	for _, w := range cs.Whens {
+		b.WriteString(" WHEN " + c.filter(w.Cond) + " THEN " + lit(w.Then))
+	}
+	b.WriteString(" ELSE " + lit(cs.Else) + " END)")
+	return b.String(), t
+}
+
+// bin prints a binned key over column value x of class t, and its
+// class (measure.Bin). Integer bins stay integers (DuckDB's // truncates
+// toward zero, as SQLite's integer division; FLOOR and CEIL of an
+// integer are itself); a product that could leave 64 bits is NULL (in
+// SQLite it would become a float, which no enumerated bin equals: the
+// row is dropped either way). Float bins are IEEE divisions, floor or
+// ceil, and products, the same in both engines.
+func (c *compiler) bin(x string, t Type, b *measure.Bin) (string, Type) {
+	if b.Func != "floor" && b.Func != "ceil" {
+		panic(decline("a bin by " + b.Func))
+	}
+	if !isInt(t) && t != Real {
+		panic(decline("a bin of text"))
+	}
+	_, divFloat := b.Div.(float64)
+	_, mulFloat := b.Mul.(float64)
+	if isInt(t) && !divFloat {
+		q := c.d.Widen(x) // 64-bit arithmetic, whatever the column's width
+		if w, ok := b.Div.(int64); ok {
+			if w <= 0 {
+				panic(decline("a bin width that is not positive"))
+			}
+			q = "(" + q + " // " + strconv.FormatInt(w, 10) + ")"
+		}
+		if b.Mul == nil {
+			return q, Integer
+		}
+		if mulFloat {
+			return "(" + c.d.ToDouble(q) + " * " + c.d.Float(b.Mul.(float64)) + ")", Real
+		}
+		m := b.Mul.(int64)
+		if m == math.MinInt64 {
+			panic(decline("a bin multiplied by -2^63"))
+		}
+		if m == 0 {
+			return "(CASE WHEN " + q + " IS NULL THEN NULL ELSE 0 END)", Integer
+		}
+		l := strconv.FormatInt(math.MaxInt64/max(m, -m), 10)
+		return "(CASE WHEN " + q + " BETWEEN -" + l + " AND " + l + " THEN " + q + " * " + strconv.FormatInt(m, 10) + " END)", Integer
+	}
+	f := x
+	if isInt(t) {
+		f = c.d.ToDouble(x)
+	}
+	switch w := b.Div.(type) {
+	case int64:
+		f = "(" + f + " / " + c.d.Float(float64(w)) + ")"
+	case float64:
+		f = "(" + f + " / " + c.d.Float(w) + ")"
+	}
+	f = c.d.Func(b.Func) + "(" + f + ")"
+	switch m := b.Mul.(type) {
+	case int64:
+		f = "(" + f + " * " + c.d.Float(float64(m)) + ")"
+	case float64:
+		f = "(" + f + " * " + c.d.Float(m) + ")"
+	}
+	return f, Real
+}

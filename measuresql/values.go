@@ -1,0 +1,268 @@
+package measuresql
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dpsql/dpsql/measure"
+)
+
+func (c *compiler) typeOf(col string) Type {
+	if _, n := measure.SplitColumn(col); n == measure.RowIdentity {
+		return Int
+	}
+	if i, ok := measure.OutputIndex(col); ok {
+		if i >= len(c.outTypes) {
+			panic(decline("an output the plan's grouping does not have"))
+		}
+		return c.outTypes[i]
+	}
+	t, ok := c.types[col]
+	if !ok || t == Other {
+		panic(decline("column " + col))
+	}
+	return t
+}
+
+// argType is the class of measured argument i: its column's, or for a
+// CASE, Real when some value is a float (a float column or literal: the
+// reference reads every value as a double, and so does the CASE then),
+// else Integer.
+func (c *compiler) argType(i int) Type {
+	cs := c.m.Cases[i]
+	if cs == nil {
+		return c.typeOf(c.m.Args[i])
+	}
+	t := Other
+	for _, o := range operands(cs) {
+		u := Integer // an int64 literal, or integer arithmetic
+		switch o.Value.(type) {
+		case float64:
+			u = Real
+		case nil:
+			if o.Arith != nil {
+				if c.floats(o.Arith) {
+					u = Real
+				}
+				break
+			}
+			if o.Column == "" {
+				continue // NULL
+			}
+			if u = c.typeOf(o.Column); !isInt(u) && u != Real {
+				panic(decline("a CASE of text"))
+			}
+		}
+		if u == Real || t == Other {
+			t = u
+		}
+	}
+	if t == Other {
+		panic(decline("a CASE of NULLs"))
+	}
+	if isInt(t) {
+		t = Integer
+	}
+	return t
+}
+
+// operands are a CASE's values, its ELSE last.
+func operands(cs *measure.Case) []measure.Operand {
+	var out []measure.Operand
+	for _, w := range cs.Whens {
+		out = append(out, w.Then)
+	}
+	return append(out, cs.Else)
+}
+
+// argValue reads measured argument i as the reference sees it: its
+// column, or its CASE over filters, every value read in the CASE's class
+// (argType; an integer among floats rounded to a double, as the reference
+// converts it).
+func (c *compiler) argValue(i int) string {
+	cs := c.m.Cases[i]
+	if cs == nil {
+		return c.value(c.m.Args[i])
+	}
+	t := c.argType(i)
+	operand := func(o measure.Operand) string {
+		if n, ok := c.number(o.Value, t); ok {
+			return n
+		}
+		if o.Arith != nil {
+			if t == Real {
+				return c.double(o.Arith)
+			}
+			return c.arith(o.Arith)
+		}
+		if o.Column == "" {
+			return "NULL"
+		}
+		if t == Real && isInt(c.typeOf(o.Column)) {
+			return c.d.ToDouble(c.value(o.Column))
+		}
+		return c.value(o.Column)
+	}
+	if len(cs.Whens) == 0 {
+		return operand(cs.Else)
+	}
+	var b strings.Builder
+	b.WriteString("(CASE")
+	for _, w := range cs.Whens {
+		// A condition that is NULL does not hold, as FALSE does not.
+		b.WriteString(" WHEN " + c.filter(w.Cond) + " THEN " + operand(w.Then))
+	}
+	b.WriteString(" ELSE " + operand(cs.Else) + " END)")
+	return b.String()
+}
+
+// number prints a constant number (an int64 or a float64) in class t:
+// an integer as a double where t is Real, as the reference converts it.
+func (c *compiler) number(v any, t Type) (string, bool) {
+	switch v := v.(type) {
+	case int64:
+		if t == Real {
+			return c.d.Float(float64(v)), true
+		}
+		return strconv.FormatInt(v, 10), true
+	case float64:
+		return c.d.Float(v), true
+	}
+	return "", false
+}
+
+// value reads a column as the reference sees it.
+func (c *compiler) value(col string) string {
+	return c.d.Value(c.name(col), c.typeOf(col))
+}
+
+// name is a column's reference: qualified by its table's alias (t0 for
+// the plan's Table, tI for Joins[I-1]) when the plan joins tables.
+func (c *compiler) name(col string) string {
+	if i, ok := measure.OutputIndex(col); ok {
+		return "o" + strconv.Itoa(i)
+	}
+	t, n := measure.SplitColumn(col)
+	table := ""
+	if len(c.m.Joins) > 0 {
+		table = c.d.Quote("t" + strconv.Itoa(t))
+	}
+	if n == measure.RowIdentity {
+		return c.d.RowIdentity(table)
+	}
+	if table == "" {
+		return c.d.Quote(n)
+	}
+	return table + "." + c.d.Quote(n)
+}
+
+// literal prints v for comparison with a column of class t, or declines
+// when the two engines could decide the comparison differently.
+func (c *compiler) literal(v any, t Type) string {
+	if lit, ok := c.exact(v, t); ok {
+		return lit
+	}
+	panic(decline(fmt.Sprintf("literal %v", v)))
+}
+
+// exact prints v as a literal of the column's class t when that class
+// holds v exactly (an integer in a float column up to 2^53, or any
+// integer a double holds; a float in an integer column when it is an
+// integer of int64's range), so that comparing it in the engine decides
+// as the reference's exact comparison across classes does.
+func (c *compiler) exact(v any, t Type) (string, bool) {
+	switch v := v.(type) {
+	case int64:
+		switch t {
+		case Integer, Int, Int32:
+			return strconv.FormatInt(v, 10), true
+		case Real:
+			if f := float64(v); f < 1<<63 && int64(f) == v {
+				return c.d.Float(f), true
+			}
+		}
+	case float64:
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0):
+		case t == Real:
+			return c.d.Float(v), true
+		case isInt(t) && v == math.Trunc(v) && v >= -1<<63 && v < 1<<63:
+			return strconv.FormatInt(int64(v), 10), true
+		}
+	case string:
+		if t == Text && utf8.ValidString(v) && !strings.ContainsRune(v, 0) {
+			return "'" + strings.ReplaceAll(v, "'", "''") + "'", true
+		}
+	}
+	return "", false
+}
+
+// neighbours are, for a number v that no value of the numeric class t
+// equals (exact declined), the greatest value of the class below v and
+// the least above it, as literals ("" where there is none); ok is false
+// when v is not such a number (text against a number, or the reverse,
+// which SQLite compares after converting by affinity: not compiled).
+// Then x < v is x <= below, x > v is x >= above, x = v holds for no x.
+func (c *compiler) neighbours(v any, t Type) (below, above string, ok bool) {
+	switch v := v.(type) {
+	case float64: // in an integer column: fractional, infinite or beyond int64
+		if !isInt(t) || math.IsNaN(v) {
+			return "", "", false
+		}
+		lo, hi := math.Floor(v), math.Ceil(v)
+		switch {
+		case lo >= 1<<63:
+			below = strconv.FormatInt(math.MaxInt64, 10)
+		case lo >= -1<<63:
+			below = strconv.FormatInt(int64(lo), 10)
+		}
+		switch {
+		case hi < -1<<63:
+			above = strconv.FormatInt(math.MinInt64, 10)
+		case hi < 1<<63:
+			above = strconv.FormatInt(int64(hi), 10)
+		}
+		return below, above, true
+	case int64: // in a float column: an integer beyond 2^53 between two doubles
+		if t != Real {
+			return "", "", false
+		}
+		f := float64(v) // the nearest double, an integer
+		exact := new(big.Float).SetInt64(v)
+		lo, hi := f, f
+		if new(big.Float).SetFloat64(f).Cmp(exact) > 0 {
+			lo = math.Nextafter(f, math.Inf(-1))
+		} else {
+			hi = math.Nextafter(f, math.Inf(1))
+		}
+		return c.d.Float(lo), c.d.Float(hi), true
+	}
+	return "", "", false
+}
+
+// count counts the argument's values that the reference sees (not
+// NULL, and not NaN, which it reads as NULL).
+func (c *compiler) count(arg int) string {
+	a := "a" + strconv.Itoa(arg)
+	if c.argType(arg) == Real {
+		return c.d.Func("count") + "(CASE WHEN NOT " + c.d.IsNaN(a) + " THEN 1 END)"
+	}
+	return c.d.Func("count") + "(" + a + ")"
+}
+
+// integerBounds reports whether lo and hi are integers of at most 2^53
+// in magnitude (exact in a double and in a 64-bit integer).
+func integerBounds(lo, hi float64) bool {
+	return lo == math.Trunc(lo) && hi == math.Trunc(hi) && math.Abs(lo) <= 1<<53 && math.Abs(hi) <= 1<<53
+}
+
+// intClip clips integer expression x to integer bounds [lo, hi] with
+// CASE (NULL stays NULL).
+func intClip(x string, lo, hi float64) string {
+	l, h := strconv.FormatInt(int64(lo), 10), strconv.FormatInt(int64(hi), 10)
+	return "CASE WHEN " + x + " < " + l + " THEN " + l + " WHEN " + x + " > " + h + " THEN " + h + " ELSE " + x + " END"
+}
