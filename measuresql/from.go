@@ -183,6 +183,10 @@ func filterColumns(f measure.Filter, cols map[string]bool) {
 		cols[f.Column] = true
 	case measure.In:
 		cols[f.Column] = true
+	case measure.Like:
+		cols[f.Column] = true
+	default:
+		panic(decline("a filter the compiler cannot read the columns of"))
 	}
 }
 

@@ -167,6 +167,7 @@ func TestDuckDBJoinOfRowUnitsCompiles(t *testing.T) {
 		"COUNT(DISTINCT x), VARIANCE(y, contribution_bounds_per_row => (0, 4)) FROM f JOIN dim2 ON f.g = dim2.g WHERE dim2.n > 3 OR f.x < 10",
 		"SUM(dim.w, contribution_bounds_per_row => (0, 10)) FROM f JOIN dim ON f.g = dim.g WHERE f.x > 50", // measures the dimension: bounded
 		"COUNT(*) FROM dim JOIN f USING (g) JOIN dim2 ON dim2.g = f.g WHERE dim.region <> 'r2' AND dim2.n < 7",
+		"COUNT(*) FROM f JOIN dim USING (g) WHERE dim.region LIKE '%1' AND f.g LIKE 'g_'",
 		// per-unit bounds where each row is its own unit
 		"COUNT(*, contribution_bounds_per_group => (0, 3)), COUNT(x, contribution_bounds_per_group => (2, 3)) FROM f WHERE x > 10",
 		"SUM(x, contribution_bounds_per_group => (-5, 50)), SUM(CASE WHEN x > 50 THEN NULL ELSE x END, contribution_bounds_per_group => (3, 40)) FROM f",
