@@ -2,22 +2,21 @@ package measuresql
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/dpsql/dpsql/measure"
 )
 
 // from is the statement's FROM clause: the table, or the tables joined
-// on the plan's equalities, each printed under the next join that has
-// both its tables (every join is inner, so where an equality sits does
-// not change the rows).
-func (c *compiler) from() string {
+// on the plan's equalities, each under the next join that has both its
+// tables (every join is inner, so where an equality sits does not change
+// the rows), or the plan's grouping per unit.
+func (c *compiler) from() rel {
 	m := c.m
 	if m.PerUnit != nil {
 		return c.grouped()
 	}
 	if len(m.Joins) == 0 {
-		return c.d.Quote(m.Table)
+		return scan{table: m.Table}
 	}
 	on := make([][]string, len(m.Joins)+1)
 	for _, e := range m.On {
@@ -29,17 +28,11 @@ func (c *compiler) from() string {
 		last := max(t0, t1, 1)
 		on[last] = append(on[last], c.equal(e[0], e[1]))
 	}
-	var b strings.Builder
-	b.WriteString(c.d.Quote(m.Table) + " AS " + c.d.Quote("t0"))
+	var r rel = scan{table: m.Table, alias: "t0"}
 	for i, t := range m.Joins {
-		b.WriteString(" JOIN " + c.d.Quote(t) + " AS " + c.d.Quote("t"+strconv.Itoa(i+1)) + " ON ")
-		if len(on[i+1]) == 0 {
-			b.WriteString("TRUE")
-			continue
-		}
-		b.WriteString(strings.Join(on[i+1], " AND "))
+		r = join{kind: innerJoin, left: r, right: scan{table: t, alias: "t" + strconv.Itoa(i+1)}, on: on[i+1]}
 	}
-	return b.String()
+	return r
 }
 
 // rowsOnce reports whether the plan's unit is the identity of one
@@ -89,15 +82,14 @@ func (c *compiler) rowsOnce() (int, bool) {
 	return t, true
 }
 
-// semiJoin prints the FROM clause of rowsOnce, table t semi-joined with
-// the other tables on the join's equalities and the parts of the plan's
+// semiJoin is the FROM clause of rowsOnce, table t semi-joined with the
+// other tables on the join's equalities and the parts of the plan's
 // filter that read them (measured three times faster than EXISTS in
-// DuckDB), and the filter of the parts that read t alone ("" for none).
-func (c *compiler) semiJoin(t int) (from, filter string) {
+// DuckDB), and the parts of the filter that read t alone.
+func (c *compiler) semiJoin(t int) (from rel, filter []string) {
 	m := c.m
 	tables := append([]string{m.Table}, m.Joins...)
-	alias := func(i int) string { return c.d.Quote("t" + strconv.Itoa(i)) }
-	var inner, outer []string
+	var inner []string
 	for _, e := range m.On {
 		inner = append(inner, c.equal(e[0], e[1]))
 	}
@@ -111,26 +103,24 @@ func (c *compiler) semiJoin(t int) (from, filter string) {
 			}
 		}
 		if alone {
-			outer = append(outer, c.filter(f))
+			filter = append(filter, c.filter(f))
 		} else {
 			inner = append(inner, c.filter(f))
 		}
 	}
-	var others []string
+	var others rel
 	for i, name := range tables {
-		if i != t {
-			others = append(others, c.d.Quote(name)+" AS "+alias(i))
+		if i == t {
+			continue
+		}
+		s := scan{table: name, alias: "t" + strconv.Itoa(i)}
+		if others == nil {
+			others = s
+		} else {
+			others = join{kind: crossJoin, left: others, right: s}
 		}
 	}
-	sub := others[0]
-	if len(others) > 1 {
-		sub = "(" + strings.Join(others, " CROSS JOIN ") + ")"
-	}
-	on := "TRUE"
-	if len(inner) > 0 {
-		on = strings.Join(inner, " AND ")
-	}
-	return c.d.SemiJoin(c.d.Quote(tables[t])+" AS "+alias(t), sub, on), strings.Join(outer, " AND ")
+	return join{kind: semiJoin, left: scan{table: tables[t], alias: "t" + strconv.Itoa(t)}, right: others, on: inner}, filter
 }
 
 // conjuncts are the parts of a filter that must all hold (nil: none).
@@ -233,15 +223,15 @@ func (c *compiler) groupingTypes() {
 	}
 }
 
-// grouped prints the plan's grouping as a subquery d whose columns are
-// its outputs (o0, o1, ...), computed as the reference computes them: a
+// grouped is the plan's grouping as a subquery d whose columns are its
+// outputs (o0, o1, ...), computed as the reference computes them: a
 // count of the values it sees (not NULL, not NaN), the least or greatest
 // of them (text by bytes).
-func (c *compiler) grouped() string {
+func (c *compiler) grouped() rel {
 	g := c.m.PerUnit
-	var items, by []string
+	q := &query{from: scan{table: c.m.Table}, alias: "d"}
 	for _, col := range g.By {
-		by = append(by, c.value(col))
+		q.groupBy = append(q.groupBy, c.value(col))
 	}
 	for i, a := range g.Outputs {
 		var e string
@@ -260,13 +250,12 @@ func (c *compiler) grouped() string {
 		if a.Func != "" && a.Column != "" && c.typeOf(a.Column) == Real {
 			e += " FILTER (WHERE NOT " + c.d.IsNaN(c.value(a.Column)) + ")"
 		}
-		items = append(items, e+" AS o"+strconv.Itoa(i))
+		q.items = append(q.items, e+" AS o"+strconv.Itoa(i))
 	}
-	sub := "SELECT " + strings.Join(items, ", ") + " FROM " + c.d.Quote(c.m.Table)
 	if g.Where != nil {
-		sub += " WHERE " + c.filter(g.Where)
+		q.where = []string{c.filter(g.Where)}
 	}
-	return "(" + sub + " GROUP BY " + strings.Join(by, ", ") + ") AS d"
+	return q
 }
 
 // equal prints a join's equality of two columns where the engines

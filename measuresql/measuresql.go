@@ -37,7 +37,6 @@ package measuresql
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/dpsql/dpsql/measure"
 )
@@ -239,22 +238,15 @@ func (c *compiler) compile() *Statement {
 	for i := range m.Args {
 		cols = append(cols, c.argValue(i)+" AS a"+strconv.Itoa(i))
 	}
-	from := c.from()
+	rows := &query{items: cols, from: c.from(), alias: "r"}
 	if onceOK {
-		var filter string
-		if from, filter = c.semiJoin(once); filter != "" {
-			where = append([]string{filter}, where...)
-		}
+		var filter []string
+		rows.from, filter = c.semiJoin(once)
+		where = append(filter, where...)
 	} else if m.Where != nil {
 		where = append([]string{c.filter(m.Where)}, where...)
 	}
-	if len(cols) == 0 {
-		cols = append(cols, "1 AS one")
-	}
-	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + from
-	if len(where) > 0 {
-		rows += " WHERE " + strings.Join(where, " AND ")
-	}
+	rows.where = where
 	if unit == "" {
 		c.st.SQL = c.unbounded(rows, keyNames, specs)
 	} else if len(c.st.Detail) > 0 {

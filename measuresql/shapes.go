@@ -54,7 +54,7 @@ func (c *compiler) out(items *[]string, exprs ...string) int {
 	return col
 }
 
-func (c *compiler) unbounded(rows string, keyNames []string, specs []measure.Spec) string {
+func (c *compiler) unbounded(rows *query, keyNames []string, specs []measure.Spec) string {
 	group := append([]string(nil), keyNames...)
 	for _, a := range c.st.Detail {
 		group = append(group, "a"+strconv.Itoa(a))
@@ -114,23 +114,18 @@ func (c *compiler) unbounded(rows string, keyNames []string, specs []measure.Spe
 		}
 	}
 	sel = append(sel, items...)
-	sqlText := "SELECT " + strings.Join(sel, ", ") + " FROM (" + rows + ") AS r"
+	q := &query{items: sel, from: rows.as("r"), groupBy: group}
 	if units {
 		var nk, on []string
 		for _, k := range keyNames {
 			nk = append(nk, k+" AS n"+k)
 			on = append(on, "n"+k+" IS NOT DISTINCT FROM "+k)
 		}
-		if len(on) == 0 {
-			on = []string{"TRUE"}
-		}
-		sqlText = "WITH kr AS (" + rows + ") SELECT " + strings.Join(sel, ", ") + " FROM kr AS r JOIN (SELECT " + strings.Join(append(nk, c.d.Func("count")+"(DISTINCT u) AS _nu"), ", ") +
-			" FROM kr" + groupBy(keyNames) + ") AS nu ON " + strings.Join(on, " AND ")
+		nu := &query{items: append(nk, c.d.Func("count")+"(DISTINCT u) AS _nu"), from: withName{name: "kr"}, groupBy: keyNames, alias: "nu"}
+		q.with = []named{{"kr", rows}}
+		q.from = join{kind: innerJoin, left: withName{name: "kr", alias: "r"}, right: nu, on: on}
 	}
-	if len(group) > 0 {
-		sqlText += " GROUP BY " + strings.Join(group, ", ")
-	}
-	return sqlText
+	return q.text(c.d)
 }
 
 // squareTerms are a q spec's clipped value and its square, integers in
@@ -159,13 +154,9 @@ func (c *compiler) squares(items *[]string, sp measure.Spec, sum string) specOut
 	return specOut{col: col, q: true, mid: sp.Lo/2 + sp.Hi/2, shift: f}
 }
 
-func (c *compiler) bounded(rows string, keyNames []string, specs []measure.Spec) string {
+func (c *compiler) bounded(rows *query, keyNames []string, specs []measure.Spec) string {
 	m := c.m
 	ks := strings.Join(keyNames, ", ")
-	part := "u"
-	if ks != "" {
-		part += ", " + ks
-	}
 	var rowVals []string
 	for i := range m.Args {
 		rowVals = append(rowVals, "a"+strconv.Itoa(i))
@@ -230,9 +221,11 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []measure.Spec)
 			panic(decline("spec " + sp.String()))
 		}
 	}
-	var with, from string
+	partCols := append([]string{"u"}, keyNames...)
+	var with []named
+	var from rel
 	if !needRank {
-		from = "(SELECT " + part + commaList(ug) + " FROM (" + rows + ") AS r GROUP BY " + part + ") AS ug"
+		from = &query{items: append(append([]string{}, partCols...), ug...), from: rows.as("r"), groupBy: partCols, alias: "ug"}
 	} else {
 		// l∞: per unit and group, the rows ranked first by a keyed hash of
 		// their values. Most groups of a unit have at most l∞ rows and keep
@@ -242,43 +235,35 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []measure.Spec)
 		if tie := strings.Join(rowVals, ", "); tie != "" {
 			order += ", " + tie
 		}
-		var all, filtered, picked []string
+		l := strconv.FormatInt(m.MaxRows, 10)
+		var all, filtered, picked, names []string
 		for _, ra := range rowAggs {
 			all = append(all, ra[0]+" AS "+ra[1])
 			filtered = append(filtered, ra[0]+" FILTER (WHERE "+kept+") AS "+ra[1])
-			picked = append(picked, "CASE WHEN ug._n > "+strconv.FormatInt(m.MaxRows, 10)+" THEN heavy."+ra[1]+" ELSE ug."+ra[1]+" END AS "+ra[1])
-		}
-		partCols := append([]string{"u"}, keyNames...)
-		same := func(a, b string) string {
-			var conds []string
-			for _, col := range partCols {
-				conds = append(conds, a+"."+col+" IS NOT DISTINCT FROM "+b+"."+col)
-			}
-			return strings.Join(conds, " AND ")
+			picked = append(picked, "CASE WHEN ug._n > "+l+" THEN heavy."+ra[1]+" ELSE ug."+ra[1]+" END AS "+ra[1])
+			names = append(names, ra[1])
 		}
 		var unitNames []string
 		for _, u := range ug {
 			unitNames = append(unitNames, "ug."+u[strings.LastIndex(u, " AS ")+4:])
 		}
-		l := strconv.FormatInt(m.MaxRows, 10)
-		with = "WITH r AS (" + rows + "), " +
-			"ug AS (SELECT " + part + ", " + c.d.Func("count") + "(*) AS _n" + commaList(all) + commaList(ug) + " FROM r GROUP BY " + part + "), " +
-			"heavy AS (SELECT " + part + commaList(filtered) + " FROM (SELECT r.*, " + c.d.Func("row_number") + "() OVER (PARTITION BY " + part + " ORDER BY " + order + ") AS rn FROM " +
-			c.d.SemiJoin("r", "(SELECT "+part+" FROM ug WHERE _n > "+l+") AS h", same("h", "r")) + ") AS r GROUP BY " + part + ") "
-		var ugCols []string
-		for _, col := range partCols {
-			ugCols = append(ugCols, "ug."+col)
-		}
+		perGroup := &query{items: append(append(append(append([]string{}, partCols...), c.d.Func("count")+"(*) AS _n"), all...), ug...), from: withName{name: "r"}, groupBy: partCols}
+		heavyGroups := &query{items: partCols, from: withName{name: "ug"}, where: []string{"_n > " + l}, alias: "h"}
+		ranked := &query{items: []string{"r.*", c.d.Func("row_number") + "() OVER (PARTITION BY " + strings.Join(partCols, ", ") + " ORDER BY " + order + ") AS rn"},
+			from: join{kind: semiJoin, left: withName{name: "r"}, right: heavyGroups, on: same("h", "r", partCols)}, alias: "r"}
+		heavy := &query{items: append(append([]string{}, partCols...), filtered...), from: ranked, groupBy: partCols}
+		with = []named{{"r", rows}, {"ug", perGroup}, {"heavy", heavy}}
 		if len(ug) == 0 {
 			// Only row-level measurements: the light groups and the heavy
 			// ones (a join of every group with the few heavy ones costs more).
-			var names []string
-			for _, ra := range rowAggs {
-				names = append(names, ra[1])
-			}
-			from = "(SELECT " + part + commaList(names) + " FROM ug WHERE _n <= " + l + " UNION ALL SELECT * FROM heavy) AS ug"
+			light := &query{items: append(append([]string{}, partCols...), names...), from: withName{name: "ug"}, where: []string{"_n <= " + l}}
+			from = union{parts: []*query{light, {items: []string{"*"}, from: withName{name: "heavy"}}}, alias: "ug"}
 		} else {
-			from = "(SELECT " + strings.Join(ugCols, ", ") + commaList(picked) + commaList(unitNames) + " FROM ug LEFT JOIN heavy ON " + same("ug", "heavy") + ") AS ug"
+			var ugCols []string
+			for _, col := range partCols {
+				ugCols = append(ugCols, "ug."+col)
+			}
+			from = &query{items: append(append(ugCols, picked...), unitNames...), from: join{kind: leftJoin, left: withName{name: "ug"}, right: withName{name: "heavy"}, on: same("ug", "heavy", partCols)}, alias: "ug"}
 		}
 	}
 	// Per unit: its l0 groups ranked first.
@@ -286,18 +271,14 @@ func (c *compiler) bounded(rows string, keyNames []string, specs []measure.Spec)
 	if ks != "" {
 		gorder += ", " + ks
 	}
-	keptSQL := "SELECT * FROM (SELECT *, " + c.d.Func("row_number") + "() OVER (PARTITION BY u ORDER BY " + gorder + ") AS gn FROM " + from + ") AS g WHERE gn <= " + strconv.FormatInt(m.MaxGroups, 10)
+	ranks := &query{items: []string{"*", c.d.Func("row_number") + "() OVER (PARTITION BY u ORDER BY " + gorder + ") AS gn"}, from: from, alias: "g"}
+	keptGroups := &query{items: []string{"*"}, from: ranks, where: []string{"gn <= " + strconv.FormatInt(m.MaxGroups, 10)}, alias: "kept"}
 	if groups, ok := domainGroups(m.Keys); ok && groups <= m.MaxGroups {
 		// No unit can have more groups than l0 (the public domains allow at
 		// most that many): every unit keeps all of its groups.
-		keptSQL = "SELECT * FROM " + from
+		keptGroups = &query{items: []string{"*"}, from: from, alias: "kept"}
 	}
-	sel := append(append([]string(nil), keyNames...), final...)
-	sqlText := with + "SELECT " + strings.Join(sel, ", ") + " FROM (" + keptSQL + ") AS kept"
-	if ks != "" {
-		sqlText += " GROUP BY " + ks
-	}
-	return sqlText
+	return (&query{with: with, items: append(append([]string(nil), keyNames...), final...), from: keptGroups, groupBy: keyNames}).text(c.d)
 }
 
 // detailBoundable reports whether every measurement of the plan is
@@ -323,7 +304,7 @@ func (c *compiler) detailBoundable() bool {
 // each its l∞ rows ranked first by a keyed hash of the unit, keys and
 // values (ties broken by the keys, the values) — the choices the
 // bounded form makes, which depend on the unit's own rows alone.
-func (c *compiler) keptRows(rows string, keyNames []string) string {
+func (c *compiler) keptRows(rows *query, keyNames []string) *query {
 	m := c.m
 	part := append([]string{"u"}, keyNames...)
 	var rowVals []string
@@ -334,8 +315,8 @@ func (c *compiler) keptRows(rows string, keyNames []string) string {
 	if tie := strings.Join(rowVals, ", "); tie != "" {
 		order += ", " + tie
 	}
-	ranked := "(SELECT r.*, " + c.d.Func("row_number") + "() OVER (PARTITION BY " + strings.Join(part, ", ") + " ORDER BY " + order + ") AS rn FROM (" + rows + ") AS r) AS r"
-	kept := "SELECT r.* FROM " + ranked + " WHERE rn <= " + strconv.FormatInt(m.MaxRows, 10)
+	ranked := &query{items: []string{"r.*", c.d.Func("row_number") + "() OVER (PARTITION BY " + strings.Join(part, ", ") + " ORDER BY " + order + ") AS rn"}, from: rows.as("r"), alias: "r"}
+	kept := &query{items: []string{"r.*"}, from: ranked, where: []string{"rn <= " + strconv.FormatInt(m.MaxRows, 10)}}
 	if groups, ok := domainGroups(m.Keys); ok && groups <= m.MaxGroups {
 		return kept // no unit can have more groups than l0
 	}
@@ -343,20 +324,20 @@ func (c *compiler) keptRows(rows string, keyNames []string) string {
 	if ks := strings.Join(keyNames, ", "); ks != "" {
 		gorder += ", " + ks
 	}
-	groups := "(SELECT " + strings.Join(part, ", ") + " FROM (SELECT " + strings.Join(part, ", ") + ", " + c.d.Func("row_number") + "() OVER (PARTITION BY u ORDER BY " + gorder + ") AS gn FROM (" + rows + ") AS r GROUP BY " + strings.Join(part, ", ") + ") AS g WHERE gn <= " + strconv.FormatInt(m.MaxGroups, 10) + ") AS g"
-	var same []string
-	for _, col := range part {
-		same = append(same, "g."+col+" IS NOT DISTINCT FROM r."+col)
-	}
-	return "SELECT r.* FROM " + c.d.SemiJoin(ranked, groups, strings.Join(same, " AND ")) + " WHERE rn <= " + strconv.FormatInt(m.MaxRows, 10)
+	ranks := &query{items: append(append([]string{}, part...), c.d.Func("row_number")+"() OVER (PARTITION BY u ORDER BY "+gorder+") AS gn"), from: rows.as("r"), groupBy: part, alias: "g"}
+	groups := &query{items: part, from: ranks, where: []string{"gn <= " + strconv.FormatInt(m.MaxGroups, 10)}, alias: "g"}
+	kept.from = join{kind: semiJoin, left: ranked, right: groups, on: same("g", "r", part)}
+	return kept
 }
 
-// groupBy is a GROUP BY clause of the names ("" for none).
-func groupBy(names []string) string {
-	if len(names) == 0 {
-		return ""
+// same is the conditions that rows a and b agree on the columns (NULL
+// agreeing with NULL).
+func same(a, b string, cols []string) []string {
+	var conds []string
+	for _, col := range cols {
+		conds = append(conds, a+"."+col+" IS NOT DISTINCT FROM "+b+"."+col)
 	}
-	return " GROUP BY " + strings.Join(names, ", ")
+	return conds
 }
 
 // domainGroups is how many groups the keys' public domains allow (ok
@@ -373,12 +354,4 @@ func domainGroups(keys []measure.Key) (int64, bool) {
 		}
 	}
 	return n, true
-}
-
-// commaList prints items each after a comma ("" for none).
-func commaList(items []string) string {
-	if len(items) == 0 {
-		return ""
-	}
-	return ", " + strings.Join(items, ", ")
 }
