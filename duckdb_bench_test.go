@@ -100,6 +100,12 @@ func BenchmarkDuckDB(b *testing.B) {
 		{"CaseInsideSum", `SELECT SUM(CASE WHEN x > 500 THEN 1 ELSE 0 END) FROM t`, `SELECT SUM(CASE WHEN x > 500 THEN 1 ELSE 0 END, contribution_bounds_per_row => (0, 1)) FROM t`},
 		{"JoinPublicDimension", `SELECT t.g, COUNT(*), SUM(x) FROM t JOIN dim d ON t.g = d.g WHERE d.region = 'region 1' GROUP BY t.g`,
 			`SELECT t.g, COUNT(*), SUM(x) FROM t JOIN dim d ON t.g = d.g WHERE d.region = 'region 1' GROUP BY t.g`},
+		{"LikeFilter", `SELECT COUNT(*) FROM t WHERE g LIKE 'g1%'`, `SELECT COUNT(*) FROM t WHERE g LIKE 'g1%'`},
+		{"BinnedKey", `SELECT x // 100 * 100 AS bin, COUNT(*) FROM t GROUP BY bin`, `SELECT FLOOR(x / 100) * 100 AS bin, COUNT(*) FROM t GROUP BY FLOOR(x / 100) * 100`},
+		{"FloatArithmeticFilter", `SELECT COUNT(*) FROM t WHERE y * 1.5 > 700`, `SELECT COUNT(*) FROM t WHERE y * 1.5 > 700`},
+		// Rows per unit, then across units (vs the two-level raw query).
+		{"PerUnitSubquery", `SELECT SUM(LEAST(n, 20)) FROM (SELECT uid, COUNT(*) AS n FROM tu GROUP BY uid)`,
+			`SELECT SUM(s.n, contribution_bounds_per_row => (0, 20)) FROM (SELECT uid, COUNT(*) AS n FROM tu GROUP BY uid) AS s`},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			if ex, err := eng.Query(context.Background(), "EXPLAIN "+c.private); err == nil {
