@@ -78,10 +78,9 @@ func (DuckDB) RowIdentity(table string) string {
 	return table + ".rowid"
 }
 
-// FullMatch is regexp_full_match (RE2) of the text before its first
-// NUL.
+// FullMatch is regexp_full_match (RE2).
 func (d DuckDB) FullMatch(x, re string) string {
-	return d.Func("regexp_full_match") + "(" + d.Func("split_part") + "(" + x + ", " + d.Func("chr") + "(0), 1), '" + strings.ReplaceAll(re, "'", "''") + "')"
+	return d.Func("regexp_full_match") + "(" + x + ", '" + strings.ReplaceAll(re, "'", "''") + "')"
 }
 
 // Wide is HUGEINT.

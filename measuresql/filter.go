@@ -122,7 +122,9 @@ func (c *compiler) filter(f measure.Filter) string {
 // likeRegexp is an RE2 expression that matches, in full, exactly the
 // texts SQLite's LIKE pattern p matches: % any sequence of characters,
 // _ one character (a newline too), an ASCII letter in either case (SQLite
-// folds ASCII only), every other character itself. ok is false for a
+// folds ASCII only), every other character itself — over the text up to
+// its first NUL, where SQLite stops reading: the wildcards match no NUL,
+// and a NUL may end the match with anything after it. ok is false for a
 // pattern with NUL or invalid UTF-8.
 func likeRegexp(p string) (string, bool) {
 	if !utf8.ValidString(p) || strings.IndexByte(p, 0) >= 0 {
@@ -133,15 +135,16 @@ func likeRegexp(p string) (string, bool) {
 	for _, r := range p {
 		switch {
 		case r == '%':
-			b.WriteString(".*")
+			b.WriteString(`[^\x00]*`)
 		case r == '_':
-			b.WriteString(".")
+			b.WriteString(`[^\x00]`)
 		case r < utf8.RuneSelf && unicode.IsLetter(r):
 			b.WriteString("[" + string(unicode.ToLower(r)) + string(unicode.ToUpper(r)) + "]")
 		default:
 			b.WriteString(regexp.QuoteMeta(string(r)))
 		}
 	}
+	b.WriteString(`(?:\x00.*)?`)
 	return b.String(), true
 }
 

@@ -90,8 +90,7 @@ type Dialect interface {
 	// ToText prints an integer x (a sum or a count, at most 128 bits) as
 	// decimal text, which the driver returns as a string.
 	ToText(x string) string
-	// FullMatch is whether text x, up to its first NUL (where SQLite's
-	// LIKE stops reading), matches the RE2 expression re in full.
+	// FullMatch is whether text x matches the RE2 expression re in full.
 	FullMatch(x, re string) string
 	// RowIdentity names each row of the table with the alias (""
 	// for the statement's one table) uniquely, as the mirror that the
