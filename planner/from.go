@@ -483,6 +483,10 @@ func derivedColumns(q *parser.SelectStmt, alias, outAlias string, base, r *relat
 				col.unit = r.unitSQL
 			}
 			col.fromUnit = bc.fromUnit
+			// The output is the table's column itself, value for value: its
+			// declared public domain and bounds hold for it as they do
+			// for the column (docs/privacy.md).
+			col.domain, col.bounds = bc.domain, bc.bounds
 		} else {
 			col.fromUnit = computedFromUnit(it.Expr, base)
 		}

@@ -371,7 +371,8 @@ func (g *generator) subquery() *relation {
 	if grouped {
 		sel += " GROUP BY uid, g"
 	}
-	rel := &relation{nums: []string{"s." + name1, "s.c2"}, texts: []string{"s.g"}, freeKey: []string{"s.g"}, units: true, raw: "s.c2"}
+	// s.g is p.g itself: its declared domain holds for it.
+	rel := &relation{nums: []string{"s." + name1, "s.c2"}, texts: []string{"s.g"}, keys: []string{"s.g"}, units: true, raw: "s.c2"}
 	if unitName == "u" {
 		rel.unit = "s.u"
 	} else {
