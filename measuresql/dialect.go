@@ -78,6 +78,10 @@ func (DuckDB) RowIdentity(table string) string {
 	return table + ".rowid"
 }
 
+// TruncDiv is DuckDB's integer division //, which truncates toward
+// zero.
+func (DuckDB) TruncDiv(x, y string) string { return "(" + x + " // " + y + ")" }
+
 // FullMatch is regexp_full_match (RE2).
 func (d DuckDB) FullMatch(x, re string) string {
 	return d.Func("regexp_full_match") + "(" + x + ", '" + strings.ReplaceAll(re, "'", "''") + "')"

@@ -114,9 +114,9 @@ func (c *compiler) keyCase(cs *measure.Case) (string, Type) {
 }
 
 // bin prints a binned key over column value x of class t, and its
-// class (measure.Bin). Integer bins stay integers (DuckDB's // truncates
-// toward zero, as SQLite's integer division; FLOOR and CEIL of an
-// integer are itself); a product that could leave 64 bits is NULL (in
+// class (measure.Bin). Integer bins stay integers (divided with
+// truncation toward zero, as SQLite divides integers: Dialect.TruncDiv;
+// FLOOR and CEIL of an integer are itself); a product that could leave 64 bits is NULL (in
 // SQLite it would become a float, which no enumerated bin equals: the
 // row is dropped either way). Float bins are IEEE divisions, floor or
 // ceil, and products, the same in both engines.
@@ -135,7 +135,7 @@ func (c *compiler) bin(x string, t Type, b *measure.Bin) (string, Type) {
 			if w <= 0 {
 				panic(decline("a bin width that is not positive"))
 			}
-			q = "(" + q + " // " + strconv.FormatInt(w, 10) + ")"
+			q = c.d.TruncDiv(q, strconv.FormatInt(w, 10))
 		}
 		if b.Mul == nil {
 			return q, Integer

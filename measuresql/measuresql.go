@@ -90,6 +90,9 @@ type Dialect interface {
 	// ToText prints an integer x (a sum or a count, at most 128 bits) as
 	// decimal text, which the driver returns as a string.
 	ToText(x string) string
+	// TruncDiv divides 64-bit integer x by the positive integer y,
+	// truncating toward zero (as SQLite divides integers).
+	TruncDiv(x, y string) string
 	// FullMatch is whether text x matches the RE2 expression re in full.
 	FullMatch(x, re string) string
 	// RowIdentity names each row of the table with the alias (""
