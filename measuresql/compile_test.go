@@ -85,6 +85,8 @@ var compileCases = []struct {
 	{"declines: a CASE key of text and numbers", measure.Plan{Table: "t", Keys: []measure.Key{{Domain: []any{"lo", int64(1)}, Case: &measure.Case{
 		Whens: []measure.When{{Cond: measure.IsNull{Column: "x"}, Then: measure.Operand{Value: "lo"}}}, Else: measure.Operand{Value: int64(1)}}}},
 		Specs: measure.MustParse("n")}},
+	{"an integer bin alone, negative values truncated toward zero", measure.Plan{Table: "t", Keys: []measure.Key{
+		{Column: "i", Domain: []any{int64(-10), int64(0), int64(10)}, Bin: &measure.Bin{Func: "floor", Div: int64(10), Mul: int64(10)}}}, Specs: measure.MustParse("n")}},
 	{"declines: a bin of text", measure.Plan{Table: "t", Keys: []measure.Key{{Column: "g", Domain: []any{int64(0)}, Bin: &measure.Bin{Func: "floor"}}}, Specs: measure.MustParse("n")}},
 	{"a semi-join on two tables, crossed, with the join's and the filter's conditions", measure.Plan{Table: "t", Joins: []string{"dim", "t2"},
 		On: [][2]string{{"g", measure.Column(1, "g")}, {measure.Column(2, "u"), "u"}}, Unit: measure.RowIdentity, MaxGroups: 1, MaxRows: 1, Args: []string{"x"},
@@ -98,36 +100,48 @@ var compileCases = []struct {
 	{"declines: histogram under bounding with per-unit sums", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"y", "x"}, Specs: measure.MustParse("h0", "S1:0:5")}},
 }
 
-// TestDuckDBPrinter prints each plan (golden file, -update to rewrite).
-func TestDuckDBPrinter(t *testing.T) {
-	var sb strings.Builder
-	for _, c := range compileCases {
-		st, ok := Compile(&c.m, types, DuckDB{}, 42)
-		fmt.Fprintf(&sb, "# %s\n", c.name)
-		if !ok {
-			sb.WriteString("declined\n\n")
-			if !strings.HasPrefix(c.name, "declines") {
-				t.Errorf("%s: declined", c.name)
+// TestPrinters prints each plan in each dialect (golden files
+// testdata/<dialect>.txt, -update to rewrite). A plan declines alike in
+// every dialect, but for bounding by a row identity, which the
+// PostgreSQL dialect does not print (its semi-join needs none).
+func TestPrinters(t *testing.T) {
+	for _, p := range []struct {
+		name     string
+		d        Dialect
+		declines map[string]bool
+	}{{"duckdb", DuckDB{}, nil}, {"postgres", Postgres{}, map[string]bool{"a join whose unit is the fact table's row identity, measuring the dimension": true}}} {
+		t.Run(p.name, func(t *testing.T) {
+			var sb strings.Builder
+			for _, c := range compileCases {
+				st, ok := Compile(&c.m, types, p.d, 42)
+				fmt.Fprintf(&sb, "# %s\n", c.name)
+				declines := strings.HasPrefix(c.name, "declines") || p.declines[c.name]
+				if !ok {
+					sb.WriteString("declined\n\n")
+					if !declines {
+						t.Errorf("%s: declined", c.name)
+					}
+					continue
+				}
+				if declines {
+					t.Errorf("%s: compiled", c.name)
+				}
+				fmt.Fprintf(&sb, "%s\n\n", st.SQL)
 			}
-			continue
-		}
-		if strings.HasPrefix(c.name, "declines") {
-			t.Errorf("%s: compiled", c.name)
-		}
-		fmt.Fprintf(&sb, "%s\n\n", st.SQL)
-	}
-	golden := filepath.Join("testdata", "duckdb.txt")
-	if *update {
-		if err := os.WriteFile(golden, []byte(sb.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(want) != sb.String() {
-		t.Errorf("printed SQL differs from %s (go test -update to accept):\n%s", golden, sb.String())
+			golden := filepath.Join("testdata", p.name+".txt")
+			if *update {
+				if err := os.WriteFile(golden, []byte(sb.String()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(want) != sb.String() {
+				t.Errorf("printed SQL differs from %s (go test -update to accept):\n%s", golden, sb.String())
+			}
+		})
 	}
 }
 

@@ -73,8 +73,10 @@ type Dialect interface {
 	// Wide is an exact integer type of at least 127 bits of magnitude.
 	Wide() string
 	// SemiJoin keeps the rows of from that have a match in sub under on
-	// (a semi-join: each row at most once).
-	SemiJoin(from, sub, on string) string
+	// (a semi-join: each row at most once), as a FROM item; or, with
+	// exists, the dialect has none, and the statement reads from with
+	// EXISTS (SELECT 1 FROM sub WHERE on) among its conditions.
+	SemiJoin(from, sub, on string) (item string, exists bool)
 	// Func is the name by which the statement calls the built-in
 	// function name (sum, count, row_number), in a form that
 	// nothing stored in the database can redefine.

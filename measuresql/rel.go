@@ -50,7 +50,12 @@ func (j join) item(d Dialect) string {
 	}
 	switch j.kind {
 	case semiJoin:
-		return d.SemiJoin(l, r, on)
+		item, exists := d.SemiJoin(l, r, on)
+		if exists {
+			// query.text prints it as EXISTS; every semi-join is a query's FROM.
+			panic(decline("a semi-join nested in a join"))
+		}
+		return item
 	case crossJoin:
 		return "(" + l + " CROSS JOIN " + r + ")"
 	case leftJoin:
@@ -95,9 +100,20 @@ func (q *query) text(d Dialect) string {
 	if len(items) == 0 {
 		items = []string{"1 AS one"}
 	}
-	b.WriteString("SELECT " + strings.Join(items, ", ") + " FROM " + q.from.item(d))
-	if len(q.where) > 0 {
-		b.WriteString(" WHERE " + strings.Join(q.where, " AND "))
+	from, where := q.from, q.where
+	if j, ok := from.(join); ok && j.kind == semiJoin {
+		if _, exists := d.SemiJoin("", "", ""); exists {
+			// The dialect has no semi-join: EXISTS among the conditions.
+			on := "TRUE"
+			if len(j.on) > 0 {
+				on = strings.Join(j.on, " AND ")
+			}
+			from, where = j.left, append(append([]string{}, where...), "EXISTS (SELECT 1 FROM "+j.right.item(d)+" WHERE "+on+")")
+		}
+	}
+	b.WriteString("SELECT " + strings.Join(items, ", ") + " FROM " + from.item(d))
+	if len(where) > 0 {
+		b.WriteString(" WHERE " + strings.Join(where, " AND "))
 	}
 	if len(q.groupBy) > 0 {
 		b.WriteString(" GROUP BY " + strings.Join(q.groupBy, ", "))

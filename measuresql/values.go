@@ -152,7 +152,11 @@ func (c *compiler) name(col string) string {
 		table = c.d.Quote("t" + strconv.Itoa(t))
 	}
 	if n == measure.RowIdentity {
-		return c.d.RowIdentity(table)
+		id := c.d.RowIdentity(table)
+		if id == "" {
+			panic(decline("a row identity in this dialect"))
+		}
+		return id
 	}
 	if table == "" {
 		return c.d.Quote(n)

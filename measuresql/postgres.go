@@ -1,0 +1,88 @@
+package measuresql
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Postgres is PostgreSQL's dialect (issue 37: the PostgreSQL backend
+// compiles its measurements with it).
+//
+// Total forms: a column is read through a widening cast (int2 and int4
+// as they are, int8, float4 and float8 as float8), which cannot fail; a
+// NaN (equal to itself and above every number in PostgreSQL, NULL to the
+// reference) is guarded wherever it is used, as in DuckDB. Sums are in
+// numeric (exact, unbounded); the float8 → int8 cast of a fixed-point
+// term rounds half to even (rint) and its magnitude is below 2^62, so it
+// cannot raise. Built-ins are called as pg_catalog.name, which no
+// function in another schema can stand in for, and text is compared,
+// grouped and hashed under the "C" collation (bytes). PostgreSQL has no
+// semi-join syntax: a semi-join is EXISTS among the conditions.
+type Postgres struct{}
+
+// Func is the built-in function name, qualified with pg_catalog.
+func (Postgres) Func(name string) string { return "pg_catalog." + name }
+
+// Quote quotes an identifier.
+func (Postgres) Quote(name string) string { return quoteIdent(name) }
+
+// Value reads a column as the reference sees it.
+func (Postgres) Value(name string, t Type) string {
+	switch t {
+	case Integer:
+		return "(" + name + ")::int8"
+	case Real:
+		return "(" + name + ")::float8"
+	case Text:
+		return "(" + name + ` COLLATE "C")`
+	}
+	return name
+}
+
+// Float prints a float64 exactly (PostgreSQL reads the shortest decimal
+// form back to the same double).
+func (Postgres) Float(f float64) string {
+	return "'" + strconv.FormatFloat(f, 'g', -1, 64) + "'::float8"
+}
+
+// Hash mixes the values with the key: hash_record_extended of the row of
+// values (every type hashes; NULL too), seeded with the key.
+func (Postgres) Hash(values []string, key uint64) string {
+	return "pg_catalog.hash_record_extended(ROW(" + strings.Join(values, ", ") + "), " + strconv.FormatInt(int64(key), 10) + ")"
+}
+
+// Widen reads a 32-bit integer as int8.
+func (Postgres) Widen(x string) string { return "(" + x + ")::int8" }
+
+// IsNaN is x = 'NaN' (PostgreSQL's NaN equals itself).
+func (Postgres) IsNaN(x string) string { return "((" + x + ") = 'NaN'::float8)" }
+
+// ToDouble is a cast to float8.
+func (Postgres) ToDouble(x string) string { return "(" + x + ")::float8" }
+
+// ToText is a cast to text.
+func (Postgres) ToText(x string) string { return "(" + x + ")::text" }
+
+// Wide is numeric.
+func (Postgres) Wide() string { return "numeric" }
+
+// RoundToInt64 is the float8 → int8 cast (rint: half to even).
+func (Postgres) RoundToInt64(x string) string { return "(" + x + ")::int8" }
+
+// SemiJoin has no syntax in PostgreSQL: EXISTS.
+func (Postgres) SemiJoin(from, sub, on string) (string, bool) { return "", true }
+
+// TruncDiv is int8 division, which truncates toward zero.
+func (Postgres) TruncDiv(x, y string) string { return "((" + x + ") / " + y + ")" }
+
+// FullMatch is the regular expression operator ~, anchored (the RE2
+// forms the compiler prints — (?s), classes, \x00, (?:...) — are
+// PostgreSQL's advanced regular expressions too).
+func (Postgres) FullMatch(x, re string) string {
+	body := strings.TrimPrefix(re, "(?s)")
+	return "(" + x + " ~ '(?s)^(?:" + strings.ReplaceAll(body, "'", "''") + ")$')"
+}
+
+// RowIdentity is not compiled: the PostgreSQL mirror's row identity is
+// not one column of the table.
+func (Postgres) RowIdentity(string) string { return "" }
