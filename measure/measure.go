@@ -335,9 +335,10 @@ type Compare struct {
 }
 
 // Arith is arithmetic over a row: a column (Column), a constant (Const,
-// or Float when IsFloat; with no Op and no Column), or X Op Y with Op one
-// of + - *. As in SQLite, it is integer arithmetic where both sides are
-// integers and double arithmetic where either is a float.
+// or Float when IsFloat; with no Op and no Column), X Op Y with Op one
+// of + - *, or ABS(X) with Op 'a' (no Y). As in SQLite, it is integer
+// arithmetic where both sides are integers and double arithmetic where
+// either is a float.
 type Arith struct {
 	Column  string
 	Const   int64

@@ -62,6 +62,11 @@ func (c *compiler) double(a *measure.Arith) string {
 			return c.d.Float(float64(a.Const))
 		}
 		return c.d.ToDouble(c.arith(a))
+	case a.Op == 'a':
+		// The reference's ABS is ABS(NULLIF(x, -2^63)) (SQLite raises on
+		// the integer -2^63): a double equal to -2^63 is NULL there too.
+		x := c.double(a.X)
+		return "(CASE WHEN " + x + " = " + c.d.Float(-0x1p63) + " THEN NULL ELSE " + c.d.Func("abs") + "(" + x + ") END)"
 	case a.Op != 0:
 		return "(" + c.double(a.X) + " " + string(a.Op) + " " + c.double(a.Y) + ")"
 	case a.Column != "":
@@ -85,6 +90,19 @@ func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
 		text, lo, hi = strconv.FormatInt(a.Const, 10), big.NewInt(a.Const), big.NewInt(a.Const)
 		if a.Const < 0 {
 			text = "(" + text + ")"
+		}
+	case a.Op == 'a':
+		x, xl, xh := c.arithRange(a.X)
+		text = c.d.Func("abs") + "(" + x + ")"
+		hi = new(big.Int).Abs(xl)
+		if h := new(big.Int).Abs(xh); h.Cmp(hi) > 0 {
+			hi = h
+		}
+		lo = big.NewInt(0)
+		if xl.Sign() > 0 {
+			lo = xl
+		} else if xh.Sign() < 0 {
+			lo = new(big.Int).Neg(xh)
 		}
 	default:
 		x, xl, xh := c.arithRange(a.X)

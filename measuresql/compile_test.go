@@ -87,6 +87,10 @@ var compileCases = []struct {
 		Specs: measure.MustParse("n")}},
 	{"an integer bin alone, negative values truncated toward zero", measure.Plan{Table: "t", Keys: []measure.Key{
 		{Column: "i", Domain: []any{int64(-10), int64(0), int64(10)}, Bin: &measure.Bin{Func: "floor", Div: int64(10), Mul: int64(10)}}}, Specs: measure.MustParse("n")}},
+	{"ABS of 32-bit integer arithmetic, and of a double (NULL at -2^63, as the reference)", measure.Plan{Table: "t", Args: []string{"", ""},
+		Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: &measure.Arith{Op: 'a', X: &measure.Arith{Op: '-', X: &measure.Arith{Column: "i"}, Y: &measure.Arith{Const: 3}}}}},
+			1: {Else: measure.Operand{Arith: &measure.Arith{Op: 'a', X: &measure.Arith{Column: "y"}}}}},
+		Specs: measure.MustParse("s0:0:100", "s1:0:100")}},
 	{"declines: a bin of text", measure.Plan{Table: "t", Keys: []measure.Key{{Column: "g", Domain: []any{int64(0)}, Bin: &measure.Bin{Func: "floor"}}}, Specs: measure.MustParse("n")}},
 	{"a semi-join on two tables, crossed, with the join's and the filter's conditions", measure.Plan{Table: "t", Joins: []string{"dim", "t2"},
 		On: [][2]string{{"g", measure.Column(1, "g")}, {measure.Column(2, "u"), "u"}}, Unit: measure.RowIdentity, MaxGroups: 1, MaxRows: 1, Args: []string{"x"},

@@ -439,8 +439,8 @@ func constArith(v any) (*measure.Arith, bool) {
 }
 
 // arithOf translates arithmetic of columns and numeric literals with +,
-// - (binary and unary) and *; the compiler decides from the columns'
-// types whether it is exact (measuresql).
+// - (binary and unary), * and ABS; the compiler decides from the
+// columns' types whether it is exact (measuresql).
 func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 	if x, ok := q.DerivedExpr(e); ok {
 		return arithOf(q, x)
@@ -470,6 +470,12 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 			return nil, false
 		}
 		return constArith(v)
+	case *parser.CallExpr:
+		if e.Name != "ABS" || len(e.Args) != 1 || e.Distinct || e.Star || e.Over != nil || len(e.Named) > 0 {
+			return nil, false
+		}
+		x, ok := arithOf(q, e.Args[0])
+		return &measure.Arith{Op: 'a', X: x}, ok
 	}
 	if col, ok := columnOf(q, e); ok {
 		return &measure.Arith{Column: col}, true
