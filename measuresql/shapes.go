@@ -315,19 +315,23 @@ func (c *compiler) keptRows(rows *query, keyNames []string) *query {
 	if tie := strings.Join(rowVals, ", "); tie != "" {
 		order += ", " + tie
 	}
-	ranked := &query{items: []string{"r.*", c.d.Func("row_number") + "() OVER (PARTITION BY " + strings.Join(part, ", ") + " ORDER BY " + order + ") AS rn"}, from: rows.as("r"), alias: "r"}
-	kept := &query{items: []string{"r.*"}, from: ranked, where: []string{"rn <= " + strconv.FormatInt(m.MaxRows, 10)}}
+	rank := func(from rel) *query {
+		return &query{items: []string{"r.*", c.d.Func("row_number") + "() OVER (PARTITION BY " + strings.Join(part, ", ") + " ORDER BY " + order + ") AS rn"}, from: from, alias: "r"}
+	}
+	rowsKept := []string{"rn <= " + strconv.FormatInt(m.MaxRows, 10)}
 	if groups, ok := domainGroups(m.Keys); ok && groups <= m.MaxGroups {
-		return kept // no unit can have more groups than l0
+		// No unit can have more groups than l0.
+		return &query{items: []string{"r.*"}, from: rank(rows.as("r")), where: rowsKept}
 	}
 	gorder := c.d.Hash(part, c.key^0x9e3779b97f4a7c15)
 	if ks := strings.Join(keyNames, ", "); ks != "" {
 		gorder += ", " + ks
 	}
-	ranks := &query{items: append(append([]string{}, part...), c.d.Func("row_number")+"() OVER (PARTITION BY u ORDER BY "+gorder+") AS gn"), from: rows.as("r"), groupBy: part, alias: "g"}
+	// The rows are read once (WITH b), ranked within their groups, and
+	// the groups ranked within their unit.
+	ranks := &query{items: append(append([]string{}, part...), c.d.Func("row_number")+"() OVER (PARTITION BY u ORDER BY "+gorder+") AS gn"), from: withName{name: "b", alias: "r"}, groupBy: part, alias: "g"}
 	groups := &query{items: part, from: ranks, where: []string{"gn <= " + strconv.FormatInt(m.MaxGroups, 10)}, alias: "g"}
-	kept.from = join{kind: semiJoin, left: ranked, right: groups, on: same("g", "r", part)}
-	return kept
+	return &query{with: []named{{"b", rows}}, items: []string{"r.*"}, from: join{kind: semiJoin, left: rank(withName{name: "b", alias: "r"}), right: groups, on: same("g", "r", part)}, where: rowsKept}
 }
 
 // same is the conditions that rows a and b agree on the columns (NULL

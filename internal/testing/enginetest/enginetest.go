@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/internal/testopts"
 )
 
 // Query runs q (with args) on e and returns its result, failing the test
@@ -67,4 +69,17 @@ func LogByCount(t testing.TB, counts map[string]int64) {
 	for _, k := range keys {
 		t.Logf("%6d  %s", counts[k], k)
 	}
+}
+
+// OpenDuckDB opens an engine over the DuckDB file duck (its state file
+// beside it), as the owner or an analyst, with zero noise and the test
+// knobs k (nil: none); the test closes it.
+func OpenDuckDB(t testing.TB, duck string, owner bool, k *knobs.Knobs) *dpsql.Engine {
+	t.Helper()
+	e, err := dpsql.Open("", dpsql.Options{Owner: owner, DuckDB: duck, Testing: &testopts.Options{Noise: testopts.ZeroNoise(), Knobs: k}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }

@@ -74,11 +74,11 @@ func TestDuckDBMeasuresLikeTheReference(t *testing.T) {
 	compared, compiled := 0, int64(0)
 	for d := 0; d < databases; d++ {
 		duck := auditDuck(t, r)
-		owner := open(t, duck, true, k)
+		owner := enginetest.OpenDuckDB(t, duck, true, k)
 		// Bounds no unit reaches: bounding keeps every row, in both.
 		enginetest.Run(t, owner, `CREATE PRIVACY POLICY ON p OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000);
 			CREATE PRIVACY POLICY ON p2 OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000)`)
-		e := open(t, duck, false, k)
+		e := enginetest.OpenDuckDB(t, duck, false, k)
 		enginetest.Run(t, e, "SET epsilon = 1")
 		for i := 0; i < perDatabase; i++ {
 			st := audit.Generate(r, 0.15)

@@ -17,20 +17,7 @@ import (
 	"github.com/dpsql/dpsql/internal/testing/audit"
 	"github.com/dpsql/dpsql/internal/testing/ducktest"
 	"github.com/dpsql/dpsql/internal/testing/enginetest"
-	"github.com/dpsql/dpsql/internal/testopts"
 )
-
-// open opens an engine over the DuckDB file duck (its state file beside
-// it) with zero noise and the test knobs k.
-func open(t *testing.T, duck string, owner bool, k *knobs.Knobs) *dpsql.Engine {
-	t.Helper()
-	e, err := dpsql.Open("", dpsql.Options{Owner: owner, DuckDB: duck, Testing: &testopts.Options{Noise: testopts.ZeroNoise(), Knobs: k}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
-}
 
 // TestDuckDBCompiledMeasurementIsTotal is the totality property on
 // DuckDB: over the adversarial table (ducktest.Adversarial), every
@@ -66,7 +53,7 @@ func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
 			if err := ducktest.Adversarial(context.Background(), duck); err != nil {
 				t.Fatal(err)
 			}
-			owner := open(t, duck, true, nil)
+			owner := enginetest.OpenDuckDB(t, duck, true, nil)
 			if _, err := owner.Query(context.Background(), `SET BUDGET epsilon = 1e6`); err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +64,7 @@ func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
 				t.Run(fmt.Sprintf("policy%d/%s", pi, c), func(t *testing.T) {
 					t.Parallel()
 					k := &knobs.Knobs{FixedRandomness: true}
-					e := open(t, duck, false, k)
+					e := enginetest.OpenDuckDB(t, duck, false, k)
 					failures := 0
 					for _, a := range aggs {
 						for fi, f := range filters {
@@ -133,7 +120,7 @@ func TestDuckDBComparesLiteralsOfEveryClass(t *testing.T) {
 	if err := ducktest.Adversarial(context.Background(), duck); err != nil {
 		t.Fatal(err)
 	}
-	owner := open(t, duck, true, nil)
+	owner := enginetest.OpenDuckDB(t, duck, true, nil)
 	if err := owner.Run(context.Background(), `SET BUDGET epsilon = 1e6; CREATE PRIVACY POLICY ON a`, func(*dpsql.Result) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +149,7 @@ func TestDuckDBComparesLiteralsOfEveryClass(t *testing.T) {
 func sameCompiled(t *testing.T, duck, c string, statements []string, compiled bool) {
 	t.Parallel()
 	k := &knobs.Knobs{}
-	e := open(t, duck, false, k)
+	e := enginetest.OpenDuckDB(t, duck, false, k)
 	for _, st := range statements {
 		q := "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) " + strings.ReplaceAll(st, "%s", c)
 		k.ReferenceOnly = true
@@ -196,7 +183,7 @@ func TestCompiledCoverage(t *testing.T) {
 	reasons := map[string]int{}
 	compiled, total := 0, 0
 	for d := 0; d < databases; d++ {
-		e := open(t, auditDuck(t, r), false, nil)
+		e := enginetest.OpenDuckDB(t, auditDuck(t, r), false, nil)
 		for i := 0; i < perDatabase; i++ {
 			st := audit.Generate(r, 0)
 			res, err := e.Query(context.Background(), "EXPLAIN "+st.SQL, st.Args...)
@@ -308,7 +295,7 @@ func TestDuckDBLikeIsExact(t *testing.T) {
 			('a'|| chr(10) || 'b', 8), ('%_', 9), ('a.b', 10), ('[a]x', 11), ('', 12), (NULL, 13), ('a*b', 14), ('école', 15), ('Abc', 16)`); err != nil {
 		t.Fatal(err)
 	}
-	owner := open(t, duck, true, nil)
+	owner := enginetest.OpenDuckDB(t, duck, true, nil)
 	enginetest.Run(t, owner, `SET BUDGET epsilon = 1e6; CREATE PRIVACY POLICY ON l`)
 	var statements []string
 	for _, p := range []string{"a%", "%b", "_", "__", "%é%", "É%", "k", "K", "a_b", "%\\%", "%_%", "", "%", "a.b", "[a]%", "%*%", "ab", "a", "A%C", "_cole", "%" + "\u212a"} {
@@ -380,7 +367,7 @@ func adversarialFile(t *testing.T, script string) string {
 	if err := ducktest.Adversarial(context.Background(), duck); err != nil {
 		t.Fatal(err)
 	}
-	owner := open(t, duck, true, nil)
+	owner := enginetest.OpenDuckDB(t, duck, true, nil)
 	enginetest.Run(t, owner, "SET BUDGET epsilon = 1e6; "+script)
 	owner.Close()
 	return duck
@@ -405,7 +392,7 @@ func TestDuckDBAbsOfMinusTwoTo63(t *testing.T) {
 		`INSERT INTO m VALUES (-9223372036854775808.0), (-1.5), (2), (NULL), ('NaN')`); err != nil {
 		t.Fatal(err)
 	}
-	owner := open(t, duck, true, nil)
+	owner := enginetest.OpenDuckDB(t, duck, true, nil)
 	enginetest.Run(t, owner, `SET BUDGET epsilon = 1e6; CREATE PRIVACY POLICY ON m`)
 	owner.Close()
 	t.Run("f", func(t *testing.T) {

@@ -81,7 +81,7 @@ func TestDuckDBJoinsAndSubqueriesCompile(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 31))
 	for d := 0; d < 3; d++ {
 		duck := auditDuck(t, r)
-		owner := open(t, duck, true, nil)
+		owner := enginetest.OpenDuckDB(t, duck, true, nil)
 		enginetest.Run(t, owner, `CREATE PRIVACY POLICY ON p OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000);
 			CREATE PRIVACY POLICY ON p2 OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000)`)
 		owner.Close()
@@ -157,7 +157,7 @@ func TestDuckDBJoinOfRowUnitsCompiles(t *testing.T) {
 		`CREATE TABLE dim2 AS SELECT 'g' || (i % 4) AS g, i AS n FROM range(9) r(i)`); err != nil {
 		t.Fatal(err)
 	}
-	owner := open(t, duck, true, nil)
+	owner := enginetest.OpenDuckDB(t, duck, true, nil)
 	enginetest.Run(t, owner, `SET BUDGET epsilon = 1e6; CREATE PRIVACY POLICY ON f; ALTER TABLE dim SET PUBLIC; ALTER TABLE dim2 SET PUBLIC`)
 	owner.Close()
 	statements := []string{

@@ -11,11 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/internal/testing/ducktest"
 	"github.com/dpsql/dpsql/internal/testing/enginetest"
-	"github.com/dpsql/dpsql/internal/testopts"
 )
 
 // analystWorkload is what analysts write, by construction: every
@@ -103,7 +101,7 @@ func TestAnalystWorkloadOnDuckDB(t *testing.T) {
 		`CREATE TABLE events AS SELECT i % 3000 AS uid, ['view', 'buy'][1 + i % 2] AS kind, CAST(hash(i) % 50000 AS DOUBLE) / 100 AS amount FROM range(12000) r(i)`); err != nil {
 		t.Fatal(err)
 	}
-	owner := openDuck(t, duck, true, nil)
+	owner := enginetest.OpenDuckDB(t, duck, true, nil)
 	enginetest.Run(t, owner, `SET BUDGET epsilon = 1e6, delta = 0.5;
 		CREATE PRIVACY POLICY ON people OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000);
 		ALTER PRIVACY POLICY ON people SET BOUNDS age (18, 90);
@@ -114,7 +112,7 @@ func TestAnalystWorkloadOnDuckDB(t *testing.T) {
 		ALTER TABLE regions SET PUBLIC`)
 	owner.Close()
 	k := &knobs.Knobs{FixedRandomness: true}
-	e := openDuck(t, duck, false, k)
+	e := enginetest.OpenDuckDB(t, duck, false, k)
 	statements, shapes := analystWorkload()
 	type count struct{ compiled, total int }
 	by := map[string]*count{}
@@ -177,16 +175,4 @@ func TestAnalystWorkloadOnDuckDB(t *testing.T) {
 	if c := by["one table"]; c == nil || float64(c.compiled) < oneTable*float64(c.total) {
 		t.Errorf("fewer than %.0f%% of the one-table statements compiled", 100*oneTable)
 	}
-}
-
-// openDuck opens an engine over the DuckDB file, without noise, with the
-// knobs k (nil: none); the test closes it.
-func openDuck(t *testing.T, duck string, owner bool, k *knobs.Knobs) *dpsql.Engine {
-	t.Helper()
-	e, err := dpsql.Open("", dpsql.Options{Owner: owner, DuckDB: duck, Testing: &testopts.Options{Noise: testopts.ZeroNoise(), Knobs: k}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
 }
