@@ -7,6 +7,7 @@ import (
 	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/measure"
+	"github.com/dpsql/dpsql/measuresql"
 )
 
 // A backend is where an engine's tables live when they are not in its
@@ -34,13 +35,6 @@ type measuringBackend interface {
 	explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error)
 }
 
-// pushingBackend computes a scan's native measurements (rewrite.Pushed)
-// where a mirrored table lives (exec.Pusher).
-type pushingBackend interface {
-	backend
-	pusher(state *sql.DB) exec.Pusher
-}
-
 // importingBackend loads a file into a new table where the tables live,
 // all or nothing, and mirrors it into the engine's file.
 type importingBackend interface {
@@ -59,9 +53,31 @@ type policyKeepingBackend interface {
 	policyStore() (db *sql.DB, postgres bool)
 }
 
+// planSource compiles and runs measurement plans over the tables a state
+// file mirrors (backend/duckdb's and backend/postgres's Source).
+type planSource interface {
+	WhyNot(ctx context.Context, state *sql.DB, m *measure.Plan) (string, error)
+	Measure(ctx context.Context, state *sql.DB, m *measure.Plan, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error)
+}
+
+// stateMeasurer is a planSource bound to the engine's state file: an
+// exec.Measurer.
+type stateMeasurer struct {
+	src   planSource
+	state *sql.DB
+}
+
+func (m stateMeasurer) WhyNot(ctx context.Context, plan *measure.Plan) (string, error) {
+	return m.src.WhyNot(ctx, m.state, plan)
+}
+
+func (m stateMeasurer) Measure(ctx context.Context, plan *measure.Plan, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error) {
+	return m.src.Measure(ctx, m.state, plan, key)
+}
+
 // The backends and their capabilities.
 var (
-	_ pushingBackend       = (*pgSource)(nil)
+	_ measuringBackend     = (*pgSource)(nil)
 	_ importingBackend     = (*pgSource)(nil)
 	_ policyKeepingBackend = (*pgSource)(nil)
 	_ measuringBackend     = duckdbBackend{}

@@ -15,7 +15,6 @@ import (
 	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/measure"
-	"github.com/dpsql/dpsql/measuresql"
 )
 
 // duckAvailable: this build has DuckDB.
@@ -43,21 +42,7 @@ func (d *duckSource) explain(ctx context.Context, state *sql.DB, m *measure.Plan
 	return d.src.Explain(ctx, state, m, noPlan)
 }
 
-func (d *duckSource) measurer(state *sql.DB) exec.Measurer { return duckMeasurer{d.src, state} }
-
-// duckMeasurer runs a scan's compiled measurement in DuckDB.
-type duckMeasurer struct {
-	src   *duckdb.Source
-	state *sql.DB
-}
-
-func (m duckMeasurer) WhyNot(ctx context.Context, plan *measure.Plan) (string, error) {
-	return m.src.WhyNot(ctx, m.state, plan)
-}
-
-func (m duckMeasurer) Measure(ctx context.Context, plan *measure.Plan, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error) {
-	return m.src.Measure(ctx, m.state, plan, key)
-}
+func (d *duckSource) measurer(state *sql.DB) exec.Measurer { return stateMeasurer{d.src, state} }
 
 // importFile loads a Parquet file with DuckDB's reader, or a CSV file
 // checked and typed by csvimport (into a scratch SQLite file, so that a

@@ -20,7 +20,7 @@ import (
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/exec"
-	"github.com/dpsql/dpsql/rewrite"
+	"github.com/dpsql/dpsql/measure"
 
 	"modernc.org/sqlite"
 )
@@ -55,8 +55,12 @@ func (p *pgSource) shutdown() { p.close() }
 // policyStore is PostgreSQL's schema dpsql, through the pool.
 func (p *pgSource) policyStore() (*sql.DB, bool) { return p.ledger, true }
 
-// pusher computes native measurements in PostgreSQL.
-func (p *pgSource) pusher(state *sql.DB) exec.Pusher { return pgPusher{p, state} }
+// measurer runs compiled measurements in PostgreSQL.
+func (p *pgSource) measurer(state *sql.DB) exec.Measurer { return stateMeasurer{p.src, state} }
+
+func (p *pgSource) explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error) {
+	return p.src.Explain(ctx, state, m, noPlan)
+}
 
 // sqliteConnector opens connections of one engine's private SQLite
 // driver (database/sql's Connector).
@@ -321,35 +325,4 @@ func columnsOf(cols []csvimport.Column) (names, types []string) {
 func (s *scratchImport) close() {
 	s.db.Close()
 	os.RemoveAll(s.dir)
-}
-
-// pgPusher asks PostgreSQL for a scan's native measurements of a mirrored
-// table (exec.Pusher; postgres.Aggregate decides which it can compute
-// exactly).
-type pgPusher struct {
-	src *pgSource
-	db  *sql.DB
-}
-
-func (p pgPusher) Push(ctx context.Context, pushed *rewrite.Pushed) ([]exec.PushedGroup, bool, error) {
-	keys := make([]postgres.Key, len(pushed.Keys))
-	for i, k := range pushed.Keys {
-		keys[i] = postgres.Key{Column: k.Column, Domain: k.Domain}
-	}
-	measures := make([]postgres.Measure, len(pushed.Measures))
-	for i, m := range pushed.Measures {
-		measures[i] = postgres.Measure{Kind: m.Kind, Column: m.Column, Lo: m.Lo, Hi: m.Hi}
-	}
-	groups, ok, err := postgres.Aggregate(ctx, p.src.src, p.db, pushed.Table, keys, measures)
-	if err != nil || !ok {
-		return nil, ok, err
-	}
-	out := make([]exec.PushedGroup, len(groups))
-	for i, g := range groups {
-		out[i] = exec.PushedGroup{Keys: make([]any, len(g.Keys)), Values: g.Values}
-		for j, k := range g.Keys {
-			out[i].Keys[j] = k
-		}
-	}
-	return out, true, nil
 }

@@ -147,9 +147,6 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 		return nil, cancelled(ctx, err, nil)
 	}
 	defer prep.Close()
-	if ps, ok := e.be.(pushingBackend); ok {
-		prep.PushTo(ps.pusher(e.db)) // native measurements of a mirror run where it lives
-	}
 	opt, _, id, err := s.charge(ctx, st, p, text)
 	if err != nil {
 		return nil, err

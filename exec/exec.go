@@ -249,7 +249,6 @@ type Prepared struct {
 	slot       int64     // > 0: the statements call slotFunction(slot)
 	q          *planner.PrivateQuery
 	rw         *rewrite.Rewritten
-	pusher     Pusher        // nil: every scan runs in SQLite
 	measurer   Measurer      // nil: no compiled measurement
 	shadows    []shadowTable // copies of virtual tables the scan reads (shadow.go)
 	fellBack   error         // the engine's failure, when the reference measured a compiled scan instead
@@ -262,22 +261,6 @@ type Prepared struct {
 // nil when it did not. Whether it happens can depend on how many rows
 // the query selects, so it is for the operator, not an analyst's answer.
 func (p *Prepared) FellBack() error { return p.fellBack }
-
-// A Pusher computes a scan's native measurements in the database its
-// table lives in (rewrite.Pushed), exactly, for every group that has
-// rows. ok is false when it declines (the scan then runs in SQLite as
-// usual). It runs after the charge, like the scan.
-type Pusher interface {
-	Push(ctx context.Context, p *rewrite.Pushed) (groups []PushedGroup, ok bool, err error)
-}
-
-// PushedGroup is one group a Pusher measured: its keys as the scan's key
-// arguments give them (each a position in its key's domain, an int64)
-// and one value per measure (nil for a sum over no value).
-type PushedGroup struct {
-	Keys   []any
-	Values []*big.Int
-}
 
 // A Measurer runs a scan's whole measurement (measure.Plan) in the
 // engine that holds its table, as one statement compiled for that engine
@@ -292,11 +275,6 @@ type Measurer interface {
 	// the plan and the schema, before anything is read.
 	WhyNot(ctx context.Context, m *measure.Plan) (string, error)
 }
-
-// PushTo lets the query's native measurements run where its table lives
-// (rewrite.Pushed); without it, or when the pusher declines, they run in
-// SQLite.
-func (p *Prepared) PushTo(ps Pusher) { p.pusher = ps }
 
 // Prepare compiles a private query's scan and post-processing statements.
 // The caller must Close the result.
@@ -346,14 +324,19 @@ func Prepare(ctx context.Context, db *sql.DB, q *planner.PrivateQuery, rw *rewri
 			return nil, prepareError(err)
 		}
 	}
-	// Compiled: now the copies are filled, before the charge — unless
-	// the engine that holds the tables measures them itself.
-	if len(p.shadows) > 0 && p.measurer != nil && rw.Measurement != nil && !q.Knobs.Reference() {
+	// Compiled: the engine that holds the tables checks, before the
+	// charge, that it can read them (a table it may not read rejects the
+	// query, whatever its rows); the copies are filled now unless it
+	// measures them itself.
+	if p.measurer != nil && rw.Measurement != nil && !q.Knobs.Reference() {
 		why, err := p.measurer.WhyNot(ctx, rw.Measurement)
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, backendError(ctx, err)
+			}
+			return nil, fmt.Errorf("%w: %v", ErrRejected, err)
 		}
-		p.unfilled = why == ""
+		p.unfilled = why == "" && len(p.shadows) > 0
 	}
 	if !p.unfilled {
 		if err := p.fill(ctx); err != nil {
@@ -729,11 +712,6 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 	if err != nil {
 		return nil, err
 	}
-	if res == nil {
-		if res, err = p.pushed(ctx); err != nil {
-			return nil, err
-		}
-	}
 	if res == nil && p.unfilled {
 		// The engine failed after all: the reference reads the copies.
 		if err := p.fill(ctx); err != nil {
@@ -819,34 +797,6 @@ func (p *Prepared) compiled(ctx context.Context, specs []spec) (*measured, error
 	}
 	p.q.Knobs.NoteCompiled()
 	return fromCompiled(st, groups, specs), nil
-}
-
-// pushed has the scan's native measurements computed where its table
-// lives (Pusher), if the query has them and the pusher does not decline;
-// nil otherwise.
-func (p *Prepared) pushed(ctx context.Context) (*measured, error) {
-	if p.pusher == nil || p.rw.Pushed == nil || p.q.Knobs.Reference() {
-		return nil, nil
-	}
-	groups, ok, err := p.pusher.Push(ctx, p.rw.Pushed)
-	if err != nil {
-		return nil, backendError(ctx, err)
-	}
-	if !ok {
-		return nil, nil
-	}
-	res := &measured{}
-	for _, g := range groups {
-		bg := &measuredGroup{keys: g.Keys, values: make([]*big.Float, len(p.rw.Measured))}
-		for i, v := range g.Values {
-			if v == nil {
-				v = new(big.Int) // a sum over no value
-			}
-			bg.values[i] = new(big.Float).SetInt(v) // exact: its precision is v's length
-		}
-		res.groups = append(res.groups, bg)
-	}
-	return res, nil
 }
 
 // nativeExact reports whether native measurements are exact: no sum came
@@ -1202,9 +1152,6 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 	add("backend SQL", rw.Scan)
 	if rw.Weighted {
 		add("source", "the table's source groups identical rows and sends each once with its count ("+catalog.WeightColumn+"); each is measured as that many rows, exactly")
-	}
-	if rw.Pushed != nil {
-		add("pushdown", "the table's database computes these counts and clipped sums itself, exactly, when every measured column is an integer column there (PostgreSQL: int2, int4, int8); otherwise the scan above runs")
 	}
 	add("measurements", fmt.Sprintf("%s per group (argument i of the call is a<i>; values converted as CAST(x AS REAL), clipped, summed exactly)", strings.Join(measure.Strings(rw.Measured), "; ")))
 	for i, sr := range q.Searches {

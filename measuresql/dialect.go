@@ -85,9 +85,19 @@ func (DuckDB) RowIdentity(table string) string {
 // zero.
 func (DuckDB) TruncDiv(x, y string) string { return "(" + x + " // " + y + ")" }
 
-// FullMatch is regexp_full_match (RE2).
-func (d DuckDB) FullMatch(x, re string) string {
-	return d.Func("regexp_full_match") + "(" + x + ", '" + strings.ReplaceAll(re, "'", "''") + "')"
+// Match is regexp_full_match (RE2; the expression is anchored anyway).
+func (d DuckDB) Match(x, re string) string {
+	return d.Func("regexp_full_match") + "(" + x + ", " + re + ")"
+}
+
+// Table is the quoted name: DuckDB's tables are the file's, under their
+// own names.
+func (DuckDB) Table(name string) string { return quoteIdent(name) }
+
+// Text is a string literal in the statement (DuckDB's strings have no
+// escapes but the doubled quote).
+func (DuckDB) Text(s string, _ int) (string, bool) {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'", false
 }
 
 // Wide is HUGEINT.

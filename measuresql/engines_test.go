@@ -111,7 +111,7 @@ func mustExec(t *testing.T, db *sql.DB, q string) {
 // run runs a compiled statement and decodes its rows, each value as the
 // backends normalize it (integers as int64, NaN as NULL).
 func run(ctx context.Context, db *sql.DB, st *Statement) ([]*Group, error) {
-	rows, err := db.QueryContext(ctx, st.SQL)
+	rows, err := db.QueryContext(ctx, st.SQL, st.Args...)
 	if err != nil {
 		return nil, err
 	}

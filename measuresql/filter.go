@@ -110,7 +110,7 @@ func (c *compiler) filter(f measure.Filter) string {
 		if !ok {
 			panic(decline("a LIKE pattern with NUL or invalid UTF-8"))
 		}
-		m := c.d.FullMatch(c.value(f.Column), re)
+		m := c.d.Match(c.value(f.Column), c.text(re))
 		if f.Not {
 			m = "(NOT " + m + ")"
 		}
@@ -119,7 +119,8 @@ func (c *compiler) filter(f measure.Filter) string {
 	panic(decline("filter"))
 }
 
-// likeRegexp is an RE2 expression that matches, in full, exactly the
+// likeRegexp is a regular expression, anchored at both ends (the same
+// in RE2 and PostgreSQL's advanced expressions), that matches exactly the
 // texts SQLite's LIKE pattern p matches: % any sequence of characters,
 // _ one character (a newline too), an ASCII letter in either case (SQLite
 // folds ASCII only), every other character itself — over the text up to
@@ -131,7 +132,7 @@ func likeRegexp(p string) (string, bool) {
 		return "", false
 	}
 	var b strings.Builder
-	b.WriteString("(?s)")
+	b.WriteString("(?s)^(?:")
 	for _, r := range p {
 		switch {
 		case r == '%':
@@ -144,7 +145,7 @@ func likeRegexp(p string) (string, bool) {
 			b.WriteString(regexp.QuoteMeta(string(r)))
 		}
 	}
-	b.WriteString(`(?:\x00.*)?`)
+	b.WriteString(`(?:\x00.*)?)$`)
 	return b.String(), true
 }
 

@@ -16,7 +16,7 @@ func (c *compiler) from() rel {
 		return c.grouped()
 	}
 	if len(m.Joins) == 0 {
-		return scan{table: m.Table}
+		return scan{table: m.Table, stored: true}
 	}
 	on := make([][]string, len(m.Joins)+1)
 	for _, e := range m.On {
@@ -28,9 +28,9 @@ func (c *compiler) from() rel {
 		last := max(t0, t1, 1)
 		on[last] = append(on[last], c.equal(e[0], e[1]))
 	}
-	var r rel = scan{table: m.Table, alias: "t0"}
+	var r rel = scan{table: m.Table, alias: "t0", stored: true}
 	for i, t := range m.Joins {
-		r = join{kind: innerJoin, left: r, right: scan{table: t, alias: "t" + strconv.Itoa(i+1)}, on: on[i+1]}
+		r = join{kind: innerJoin, left: r, right: scan{table: t, alias: "t" + strconv.Itoa(i+1), stored: true}, on: on[i+1]}
 	}
 	return r
 }
@@ -113,14 +113,14 @@ func (c *compiler) semiJoin(t int) (from rel, filter []string) {
 		if i == t {
 			continue
 		}
-		s := scan{table: name, alias: "t" + strconv.Itoa(i)}
+		s := scan{table: name, alias: "t" + strconv.Itoa(i), stored: true}
 		if others == nil {
 			others = s
 		} else {
 			others = join{kind: crossJoin, left: others, right: s}
 		}
 	}
-	return join{kind: semiJoin, left: scan{table: tables[t], alias: "t" + strconv.Itoa(t)}, right: others, on: inner}, filter
+	return join{kind: semiJoin, left: scan{table: tables[t], alias: "t" + strconv.Itoa(t), stored: true}, right: others, on: inner}, filter
 }
 
 // conjuncts are the parts of a filter that must all hold (nil: none).
@@ -229,7 +229,7 @@ func (c *compiler) groupingTypes() {
 // of them (text by bytes).
 func (c *compiler) grouped() rel {
 	g := c.m.PerUnit
-	q := &query{from: scan{table: c.m.Table}, alias: "d"}
+	q := &query{from: scan{table: c.m.Table, stored: true}, alias: "d"}
 	for _, col := range g.By {
 		q.groupBy = append(q.groupBy, c.value(col))
 	}

@@ -37,6 +37,7 @@ package measuresql
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/dpsql/dpsql/measure"
 )
@@ -61,6 +62,13 @@ func isInt(t Type) bool { return t == Integer || t == Int || t == Int32 }
 type Dialect interface {
 	// Quote quotes an identifier.
 	Quote(name string) string
+	// Table is the name by which the statement reads the plan's stored
+	// table name.
+	Table(name string) string
+	// Text is text literal number n (1-based) of the statement, whose
+	// value is s: printed in the statement, or a typed placeholder of a
+	// parameter (bind: the value goes in Statement.Args).
+	Text(s string, n int) (expr string, bind bool)
 	// Value reads column name (already quoted) of class t as the
 	// reference evaluator sees it, totally: integers as 64-bit integers,
 	// floats as doubles with NaN as NULL, text as it is.
@@ -95,8 +103,10 @@ type Dialect interface {
 	// TruncDiv divides 64-bit integer x by the positive integer y,
 	// truncating toward zero (as SQLite divides integers).
 	TruncDiv(x, y string) string
-	// FullMatch is whether text x matches the RE2 expression re in full.
-	FullMatch(x, re string) string
+	// Match is whether text x matches the regular expression re, whose
+	// value is anchored at both ends: (?s)^(?:...)$ in RE2 and
+	// PostgreSQL's advanced expressions alike.
+	Match(x, re string) string
 	// RowIdentity names each row of the table with the alias (""
 	// for the statement's one table) uniquely, as the mirror that the
 	// reference reads names it.
@@ -112,6 +122,9 @@ type Statement struct {
 	// SQL is the statement; it returns one row per group (per group and
 	// distinct detail tuple when Detail is set).
 	SQL string
+	// Args are the values of its parameters ($1, $2, ...), in order: the
+	// text literals of a dialect that binds them (Dialect.Text).
+	Args []any
 	// Specs are the measurements, as in the plan.
 	Specs []measure.Spec
 	// Detail lists the plan's argument indices whose distinct values come
@@ -165,7 +178,46 @@ func compile(m *measure.Plan, types map[string]Type, d Dialect, key uint64) (st 
 			st, why = nil, string(reason)
 		}
 	}()
-	return c.compile(), ""
+	st = c.compile()
+	st.SQL, st.Args = c.literals(st.SQL)
+	return st, ""
+}
+
+// text is a text literal whose value is s: a marker (NUL, its index,
+// NUL; no printed name or literal holds a NUL) that literals replaces,
+// in order of appearance, by the dialect's literal or placeholder, so
+// that the placeholders the statement holds are numbered 1, 2, ... in
+// order, whatever the compiler printed and then dropped.
+func (c *compiler) text(s string) string {
+	c.texts = append(c.texts, s)
+	return "\x00" + strconv.Itoa(len(c.texts)-1) + "\x00"
+}
+
+// literals replaces the text markers of sql (text) by the dialect's
+// literals, and returns the values of the parameters it binds.
+func (c *compiler) literals(sql string) (string, []any) {
+	if len(c.texts) == 0 {
+		return sql, nil
+	}
+	parts := strings.Split(sql, "\x00")
+	var args []any
+	var b strings.Builder
+	for i, p := range parts {
+		if i%2 == 0 {
+			b.WriteString(p)
+			continue
+		}
+		k, err := strconv.Atoi(p)
+		if err != nil || k >= len(c.texts) {
+			panic(decline("a statement with a NUL")) // not reached: names and literals hold none
+		}
+		expr, bind := c.d.Text(c.texts[k], len(args)+1)
+		if bind {
+			args = append(args, c.texts[k])
+		}
+		b.WriteString(expr)
+	}
+	return b.String(), args
 }
 
 // decline stops a compilation that meets a form it does not compile.
@@ -182,6 +234,8 @@ type compiler struct {
 	// keptUnits: unbounded measures the kept rows of bounding (rows carry
 	// their unit u), so a unit count is of distinct units.
 	keptUnits bool
+	// texts are the text literals printed so far (text).
+	texts []string
 }
 
 func (c *compiler) compile() *Statement {

@@ -18,7 +18,11 @@ import (
 // function in another schema can stand in for, and text is compared,
 // grouped and hashed under the "C" collation (bytes). PostgreSQL has no
 // semi-join syntax: a semi-join is EXISTS among the conditions.
-type Postgres struct{}
+type Postgres struct {
+	// Tables gives the schema and name in PostgreSQL of each table the
+	// plan names (a mirror's); a table not in it is read by its name.
+	Tables map[string][2]string
+}
 
 // Func is the built-in function name, qualified with pg_catalog.
 func (Postgres) Func(name string) string { return "pg_catalog." + name }
@@ -75,12 +79,25 @@ func (Postgres) SemiJoin(from, sub, on string) (string, bool) { return "", true 
 // TruncDiv is int8 division, which truncates toward zero.
 func (Postgres) TruncDiv(x, y string) string { return "((" + x + ") / " + y + ")" }
 
-// FullMatch is the regular expression operator ~, anchored (the RE2
-// forms the compiler prints — (?s), classes, \x00, (?:...) — are
+// Match is the regular expression operator ~ (the RE2 forms the
+// compiler prints — (?s), ^ and $, classes, \x00, (?:...) — are
 // PostgreSQL's advanced regular expressions too).
-func (Postgres) FullMatch(x, re string) string {
-	body := strings.TrimPrefix(re, "(?s)")
-	return "(" + x + " ~ '(?s)^(?:" + strings.ReplaceAll(body, "'", "''") + ")$')"
+func (Postgres) Match(x, re string) string { return "(" + x + " ~ " + re + ")" }
+
+// Table is the qualified name the plan's table has in PostgreSQL
+// (Tables), or the quoted name.
+func (p Postgres) Table(name string) string {
+	if q, ok := p.Tables[name]; ok {
+		return quoteIdent(q[0]) + "." + quoteIdent(q[1])
+	}
+	return quoteIdent(name)
+}
+
+// Text is a parameter of type text: no literal of the analyst's reaches
+// PostgreSQL's parser (whatever its standard_conforming_strings), nor
+// its logs as part of the statement.
+func (Postgres) Text(_ string, n int) (string, bool) {
+	return "$" + strconv.Itoa(n) + "::text", true
 }
 
 // RowIdentity is not compiled: the PostgreSQL mirror's row identity is

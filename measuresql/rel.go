@@ -14,15 +14,22 @@ type rel interface {
 	item(d Dialect) string
 }
 
-// scan reads a stored table (or a WITH relation, by its name) under an
-// alias ("" for none).
-type scan struct{ table, alias string }
+// scan reads a stored table (stored: by the dialect's name for it) or a
+// WITH relation, by its name, under an alias ("" for none).
+type scan struct {
+	table, alias string
+	stored       bool
+}
 
 func (s scan) item(d Dialect) string {
-	if s.alias == "" {
-		return d.Quote(s.table)
+	name := d.Quote(s.table)
+	if s.stored {
+		name = d.Table(s.table)
 	}
-	return d.Quote(s.table) + " AS " + d.Quote(s.alias)
+	if s.alias == "" {
+		return name
+	}
+	return name + " AS " + d.Quote(s.alias)
 }
 
 // joinKind is how a join pairs its sides.

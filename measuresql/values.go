@@ -199,7 +199,7 @@ func (c *compiler) exact(v any, t Type) (string, bool) {
 		}
 	case string:
 		if t == Text && utf8.ValidString(v) && !strings.ContainsRune(v, 0) {
-			return "'" + strings.ReplaceAll(v, "'", "''") + "'", true
+			return c.text(v), true
 		}
 	}
 	return "", false

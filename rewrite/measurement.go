@@ -16,8 +16,6 @@ import (
 func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parser.Expr) (*measure.Plan, string) {
 	j := q.Joined
 	switch {
-	case q.WeightSQL != "":
-		return nil, "the table is a weighted one (its rows carry multiplicities)"
 	case j == nil && q.NotJoined != "":
 		return nil, q.NotJoined
 	case j == nil:

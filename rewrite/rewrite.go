@@ -56,15 +56,6 @@ type Rewritten struct {
 	// computes natively (see nativeScan); the Scan then returns these
 	// columns first and the measurement aggregate is filtered to no row.
 	Native []string
-	// Pushed, when set, is the same native measurement for the engine to
-	// ask the weighted table's own database (a PostgreSQL mirror) for,
-	// instead of running Scan: a scan of exactly that table, without
-	// units, searches, partition selection or WHERE, grouped by nothing
-	// or by base columns with public domains, whose measurements are
-	// counts and sums of base columns (see nativeScan). The database may
-	// decline (a column whose type it cannot clip or compare exactly);
-	// Scan then runs as usual.
-	Pushed *Pushed
 	// Measurement, when set, is the scan as a backend-neutral plan, for
 	// an engine that runs the whole measurement where the table lives
 	// (exec.Measurer); Scan stays the reference and the fallback.
@@ -124,32 +115,6 @@ func (r *Rewritten) call(fn string, handle bool) string {
 		args = append([]string{"?1"}, args...)
 	}
 	return fn + "(" + strings.Join(args, ", ") + ")"
-}
-
-// Pushed is a native measurement of one table: Measures over the
-// table's base columns, in the order of Measured, per group of Keys.
-type Pushed struct {
-	Table    string
-	Keys     []PushedKey
-	Measures []PushedMeasure
-}
-
-// PushedKey is a group key: a base column and its public domain. A row
-// belongs to the group of the first domain value its column equals (as
-// SQLite compares them), and to none if it equals none; the group is
-// named by that value's position in the domain.
-type PushedKey struct {
-	Column string
-	Domain []any
-}
-
-// PushedMeasure is one native measurement: Kind Rows counts rows, Values
-// the non-NULL values of Column, Sum sums them clipped to [Lo, Hi]
-// (integers of at most maxNativeBound in magnitude).
-type PushedMeasure struct {
-	Kind   measure.Kind
-	Column string
-	Lo, Hi int64
 }
 
 // Source is where a cell's exact value comes from: Column ≥ 0 for a
@@ -287,8 +252,6 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 				r.HasFallback = true
 			}
 		}
-	} else if ok && r.Weighted {
-		r.Pushed = pushed(q, measures, argExprs)
 	}
 	r.Measurement, r.NoPlan = measurement(q, specs, argExprs)
 	r.Scan = r.ScanWith(MeasureFunction, true)
@@ -350,13 +313,13 @@ func nativeMeasures(specs []measure.Spec, argExprs []parser.Expr, q *planner.Pri
 	for _, sp := range specs {
 		switch sp.Kind {
 		case measure.Rows:
-			measures = append(measures, nativeMeasure{PushedMeasure: PushedMeasure{Kind: measure.Rows}})
+			measures = append(measures, nativeMeasure{Kind: measure.Rows})
 		case measure.Values, measure.Sum:
 			i := sp.Arg
 			if i < 0 || i >= len(argExprs) {
 				return nil, false
 			}
-			m := nativeMeasure{PushedMeasure: PushedMeasure{Kind: sp.Kind}, arg: i}
+			m := nativeMeasure{Kind: sp.Kind, arg: i}
 			if sp.Kind == measure.Sum {
 				if !nativeBound(sp.Lo) || !nativeBound(sp.Hi) || !q.IntegerColumn(argExprs[i]) {
 					return nil, false
@@ -375,10 +338,13 @@ func nativeMeasures(specs []measure.Spec, argExprs []parser.Expr, q *planner.Pri
 // in magnitude.
 func nativeBound(b float64) bool { return b == math.Trunc(b) && math.Abs(b) <= maxNativeBound }
 
-// nativeMeasure is a native measurement of argument arg of the call.
+// nativeMeasure is a native measurement of argument arg of the call:
+// Kind Rows counts rows, Values the non-NULL values, Sum sums them
+// clipped to [Lo, Hi] (integers of at most maxNativeBound in magnitude).
 type nativeMeasure struct {
-	PushedMeasure
-	arg int
+	Kind   measure.Kind
+	Lo, Hi int64
+	arg    int
 }
 
 // sqlite prints the measurement in SQLite's SQL over the call's
@@ -393,34 +359,6 @@ func (m nativeMeasure) sqlite(args []string) string {
 	x := args[m.arg]
 	return fmt.Sprintf("SUM(CASE WHEN %s < %d THEN %d WHEN %s > %d THEN (CASE WHEN %s <= 9e999 THEN %d ELSE 0.5 END) ELSE %s END)",
 		x, m.Lo, m.Lo, x, m.Hi, x, m.Hi, x)
-}
-
-// pushed is the native scan for the weighted table's database, when
-// the scan has no units, WHERE, searches or partition selection, every
-// key is a base column with a domain, and every measured argument a
-// plain column of that table (nil if not).
-func pushed(q *planner.PrivateQuery, measures []nativeMeasure, argExprs []parser.Expr) *Pushed {
-	if !measuredRowByRow(q) || q.Where != nil {
-		return nil
-	}
-	p := &Pushed{Table: q.WeightedTable}
-	for _, k := range q.Keys {
-		if k.Base == "" || k.Expr != nil || k.Domain == nil {
-			return nil
-		}
-		p.Keys = append(p.Keys, PushedKey{Column: k.Base, Domain: k.Domain})
-	}
-	for _, m := range measures {
-		if m.Kind != measure.Rows {
-			col, ok := q.BaseColumn(argExprs[m.arg])
-			if !ok {
-				return nil
-			}
-			m.Column = col
-		}
-		p.Measures = append(p.Measures, m.PushedMeasure)
-	}
-	return p
 }
 
 // keyExpr is a key's value in the scan: its domain position, or the raw

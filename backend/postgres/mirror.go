@@ -267,3 +267,53 @@ func (r *rowSource) Err() error {
 	}
 	return r.rows.Err()
 }
+
+// mirrorOf reads the module arguments of the mirror called name (ok is
+// false when name is not a mirror).
+func mirrorOf(ctx context.Context, db *sql.DB, name string) (id, schema, table string, ok bool, err error) {
+	var stmt string
+	err = db.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE`, name).Scan(&stmt)
+	if err == sql.ErrNoRows {
+		return "", "", "", false, nil
+	}
+	if err != nil {
+		return "", "", "", false, err
+	}
+	id, schema, table, ok = parseMirror(stmt)
+	return id, schema, table, ok, nil
+}
+
+// parseMirror reads the module arguments from a mirror's CREATE VIRTUAL
+// TABLE statement (Mirror's; ok is false for any other statement).
+func parseMirror(stmt string) (id, schema, table string, ok bool) {
+	_, rest, found := strings.Cut(stmt, " USING "+Module+"(")
+	if !found || !strings.HasSuffix(rest, ")") {
+		return "", "", "", false
+	}
+	var vals []string
+	rest = strings.TrimSuffix(rest, ")")
+	for rest != "" {
+		// Literal's strings: a quote, anything with quotes doubled, a quote.
+		end := 1
+		for end < len(rest) {
+			if rest[end] == '\'' {
+				if end+1 < len(rest) && rest[end+1] == '\'' {
+					end += 2
+					continue
+				}
+				break
+			}
+			end++
+		}
+		v, err := unliteral(rest[:min(end+1, len(rest))])
+		if err != nil {
+			return "", "", "", false
+		}
+		vals = append(vals, v)
+		rest = strings.TrimPrefix(rest[min(end+1, len(rest)):], ", ")
+	}
+	if len(vals) != 3 || !strings.HasSuffix(stmt, mirrorArgs(vals[0], vals[1], vals[2])) {
+		return "", "", "", false
+	}
+	return vals[0], vals[1], vals[2], true
+}

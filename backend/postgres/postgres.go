@@ -12,7 +12,9 @@
 // expressions, contribution bounding and exact sums in the measurement
 // aggregate) hold unchanged on PostgreSQL data: PostgreSQL only ever
 // evaluates statements this package prints, which read named columns and
-// never compute a value that could fail on some row (selectSQL). The
+// never compute a value that could fail on some row (selectSQL), and the
+// compiled measurements (measure.go), whose every expression measuresql
+// prints in a total form. The
 // catalog, budget, ledger and answer cache stay in the SQLite file (the
 // state file); mirror.go declares the mirrors and imports with COPY.
 //
@@ -20,9 +22,9 @@
 // for scans that read the hidden weight column, the grouping of
 // identical rows with their counts; comparisons PostgreSQL decides
 // exactly as SQLite (filter pushdown); and, outside the virtual table,
-// the counts and clipped sums of integer columns that an ungrouped scan
-// measures (Aggregate). Contribution bounding is not; docs/backends.md
-// has the measurements.
+// a scan's whole measurement compiled as one statement (measure.go:
+// Measure, for exec's Measurer) whenever the PostgreSQL printer compiles
+// its plan; docs/backends.md has the measurements.
 package postgres
 
 import (
@@ -101,8 +103,12 @@ const (
 
 // column is one column of a mirrored table.
 type column struct {
-	name string
-	kind kind
+	name    string
+	typname string // PostgreSQL's type name (pg_type.typname)
+	kind    kind
+	// readable: the role may read the whole table (has_table_privilege;
+	// the same for every column).
+	readable bool
 	// compared: how PostgreSQL can compare the column with a value as
 	// SQLite would (filter pushdown), or noCompare.
 	compared comparison
@@ -181,7 +187,7 @@ func unliteral(s string) (string, error) {
 
 // columns reads a table's columns from PostgreSQL's catalog.
 func columns(ctx context.Context, pool *pgxpool.Pool, schema, table string) ([]column, error) {
-	const q = `SELECT a.attname, t.typname FROM pg_catalog.pg_attribute a
+	const q = `SELECT a.attname, t.typname, pg_catalog.has_table_privilege(c.oid, 'SELECT') FROM pg_catalog.pg_attribute a
 	JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
@@ -197,10 +203,11 @@ func columns(ctx context.Context, pool *pgxpool.Pool, schema, table string) ([]c
 	var cols []column
 	for rows.Next() {
 		var name, typ string
-		if err := rows.Scan(&name, &typ); err != nil {
+		var readable bool
+		if err := rows.Scan(&name, &typ, &readable); err != nil {
 			return nil, err
 		}
-		cols = append(cols, column{name: name, kind: kindOf(typ), compared: comparisonOf(typ)})
+		cols = append(cols, column{name: name, typname: typ, kind: kindOf(typ), compared: comparisonOf(typ), readable: readable})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

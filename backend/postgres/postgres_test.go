@@ -20,7 +20,8 @@ func TestWeightColumnIsTheCatalogs(t *testing.T) {
 // of column.
 func TestSelectSQL(t *testing.T) {
 	tb := &table{schema: "sh", name: `o"rders`, cols: []column{
-		{"i", kindInteger, intCompare}, {"f", kindReal, realCompare}, {"n", kindNumeric, noCompare}, {"b", kindBlob, noCompare}, {`t"x`, kindText, noCompare}}}
+		{name: "i", kind: kindInteger, compared: intCompare}, {name: "f", kind: kindReal, compared: realCompare}, {name: "n", kind: kindNumeric},
+		{name: "b", kind: kindBlob}, {name: `t"x`, kind: kindText}}}
 	for _, c := range []struct {
 		used                 []int
 		weighted, identified bool
@@ -50,7 +51,8 @@ func TestSelectSQL(t *testing.T) {
 // text column with text, as bytes — by one of the five operators, as a
 // parameter; anything else is left to SQLite.
 func TestWhereSendsOnlyExactComparisons(t *testing.T) {
-	tb := &table{cols: []column{{"i", kindInteger, intCompare}, {"flag", kindInteger, noCompare}, {"f", kindReal, realCompare}, {"s", kindText, textCompare}, {"n", kindNumeric, noCompare}}}
+	tb := &table{cols: []column{{name: "i", kind: kindInteger, compared: intCompare}, {name: "flag", kind: kindInteger}, {name: "f", kind: kindReal, compared: realCompare},
+		{name: "s", kind: kindText, compared: textCompare}, {name: "n", kind: kindNumeric}}}
 	for _, c := range []struct {
 		filters []string
 		vals    []vtab.Value
@@ -129,7 +131,7 @@ func TestUnliteral(t *testing.T) {
 	}
 }
 
-// TestParseMirror: Aggregate finds a mirror's PostgreSQL table from the
+// TestParseMirror: the compiled measurement finds a mirror's PostgreSQL table from the
 // statement Mirror wrote, whatever the names hold; other statements are
 // not mirrors.
 func TestParseMirror(t *testing.T) {

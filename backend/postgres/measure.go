@@ -1,0 +1,164 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/measure"
+	"github.com/dpsql/dpsql/measuresql"
+)
+
+// ErrUnreadable reports a table the connection's role may not read: the
+// query is refused before anything is charged (it is the same for every
+// query that reads the table, whatever its rows).
+var ErrUnreadable = errors.New("dpsql's PostgreSQL role may not read the table")
+
+// classOf is how the compiler reads a column of PostgreSQL type typname
+// so that it sees what the mirror gives SQLite: int8 as it is, int2 and
+// int4 widened, float4 and float8 as float8 (NaN guarded), text and
+// varchar as their text in the "C" collation. Every other type is not
+// compiled: booleans (no cast to int8), numeric (the mirror rounds it to
+// a double), char(n) (compared without its padding), and the rest read
+// through their text output.
+func classOf(typname string) measuresql.Type {
+	switch typname {
+	case "int8":
+		return measuresql.Int
+	case "int2", "int4":
+		return measuresql.Int32
+	case "float4", "float8":
+		return measuresql.Real
+	case "text", "varchar":
+		return measuresql.Text
+	}
+	return measuresql.Other
+}
+
+// compiled is a plan's statement for PostgreSQL, or why there is none.
+type compiled struct {
+	st  *measuresql.Statement
+	why string
+}
+
+// compile prints the plan in PostgreSQL's dialect, for the mirrors of
+// the state file state: ok is false when a table it reads is not one of
+// this source's mirrors (why says so, as does a form the printer does not
+// compile). A table the role may not read is an error (ErrUnreadable).
+func (s *Source) compile(ctx context.Context, state *sql.DB, m *measure.Plan, key uint64) (compiled, error) {
+	if s.Knobs.Grouping() == knobs.GroupNever {
+		return compiled{why: "nothing, by the tests' setting (the mirror's scan is under test)"}, nil
+	}
+	if s.Pool == nil {
+		return compiled{why: "anything: the engine has no connection to PostgreSQL"}, nil
+	}
+	d := measuresql.Postgres{Tables: map[string][2]string{}}
+	types := map[string]measuresql.Type{}
+	for i, name := range append([]string{m.Table}, m.Joins...) {
+		id, schema, table, ok, err := mirrorOf(ctx, state, name)
+		if err != nil {
+			return compiled{}, err
+		}
+		if !ok || id != s.ID {
+			return compiled{why: "a table that is not one of this PostgreSQL database's"}, nil
+		}
+		cols, err := columns(ctx, s.Pool, schema, table)
+		if err != nil {
+			return compiled{}, fmt.Errorf("table %s: %w", Quote(name), err)
+		}
+		if !cols[0].readable {
+			return compiled{}, fmt.Errorf("%w %s.%s (GRANT SELECT ON it to the role dpsql connects as)", ErrUnreadable, Quote(schema), Quote(table))
+		}
+		d.Tables[name] = [2]string{schema, table}
+		for _, c := range cols {
+			types[measure.Column(i, c.name)] = classOf(c.typname)
+		}
+	}
+	st, ok := measuresql.Compile(m, types, d, key)
+	if !ok {
+		return compiled{why: measuresql.WhyNot(m, types, d)}, nil
+	}
+	return compiled{st: st}, nil
+}
+
+// WhyNot says why Measure would decline the plan ("": it runs it).
+func (s *Source) WhyNot(ctx context.Context, state *sql.DB, m *measure.Plan) (string, error) {
+	c, err := s.compile(ctx, state, m, 0)
+	return c.why, err
+}
+
+// Explain says where a scan with this measurement plan runs: in
+// PostgreSQL as one statement, or through the reference evaluator over
+// the mirror, and why (m nil: the scan has no plan, for the reason
+// noPlan).
+func (s *Source) Explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error) {
+	const reference = "the reference evaluator (dpsql_measure in SQLite) over the rows the mirror reads from PostgreSQL"
+	if m == nil {
+		return reference + ": " + noPlan, nil
+	}
+	why, err := s.WhyNot(ctx, state, m)
+	if err != nil {
+		return "", err
+	}
+	if why != "" {
+		return reference + ": the PostgreSQL printer does not compile " + why, nil
+	}
+	return "one PostgreSQL statement (measuresql): PostgreSQL measures every group where the data is and returns only per-group aggregates", nil
+}
+
+// Measure runs a scan's measurement plan as one PostgreSQL statement
+// (measuresql, dialect Postgres; the analyst's text literals bound as
+// parameters) and returns its per-group measurements; ok is false when
+// the plan's forms or its tables' column types are not compiled. Only
+// tables the state file mirrors from this source are read.
+func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error) {
+	c, err := s.compile(ctx, state, m, key)
+	if err != nil || c.st == nil {
+		return nil, nil, false, err
+	}
+	st := c.st
+	observe(st.SQL)
+	rows, err := s.Pool.Query(ctx, st.SQL, st.Args...)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer rows.Close()
+	var out [][]any
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return nil, nil, false, err
+		}
+		for i, v := range vals {
+			vals[i] = measured(v)
+		}
+		out = append(out, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, false, err
+	}
+	groups, err := st.Decode(out)
+	return st, groups, err == nil, err
+}
+
+// measured gives a value of the compiled statement as the reference
+// would hold it: integers as int64, floats as float64 (NaN as NULL),
+// text as string.
+func measured(v any) any {
+	switch x := v.(type) {
+	case int16:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case float32:
+		return measured(float64(x))
+	case float64:
+		if math.IsNaN(x) {
+			return nil
+		}
+	}
+	return v
+}
