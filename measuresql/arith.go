@@ -68,11 +68,20 @@ func (c *compiler) double(a *measure.Arith) string {
 		x := c.double(a.X)
 		return "(CASE WHEN " + x + " = " + c.d.Float(-0x1p63) + " THEN NULL ELSE " + c.d.Func("abs") + "(" + x + ") END)"
 	case a.Op != 0:
-		return "(" + c.double(a.X) + " " + string(a.Op) + " " + c.double(a.Y) + ")"
+		return c.floatOp(c.double(a.X), a.Op, c.double(a.Y))
 	case a.Column != "":
 		return c.value(a.Column)
 	}
 	return c.d.Float(a.Float)
+}
+
+// floatOp is x op y in doubles (Dialect.FloatOp), or declines.
+func (c *compiler) floatOp(x string, op byte, y string) string {
+	e, ok := c.d.FloatOp(x, op, y)
+	if !ok {
+		panic(decline("arithmetic with floats (the engine raises where a float overflows or underflows)"))
+	}
+	return e
 }
 
 func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {

@@ -39,7 +39,7 @@ func quoteIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`,
 // Value reads a column as the reference sees it.
 func (DuckDB) Value(name string, t Type) string {
 	switch t {
-	case Integer:
+	case Integer, Bool:
 		return "CAST(" + name + " AS BIGINT)"
 	case Real:
 		return "CAST(" + name + " AS DOUBLE)" // NaN stays: the compiler guards every use
@@ -99,6 +99,16 @@ func (DuckDB) Table(name string) string { return quoteIdent(name) }
 func (DuckDB) Text(s string, _ int) (string, bool) {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'", false
 }
+
+// FloatOp is DuckDB's operator, which gives ±Inf and NaN rather than
+// raise (DuckDB 1.5).
+func (DuckDB) FloatOp(x string, op byte, y string) (string, bool) {
+	return "(" + x + " " + string(op) + " " + y + ")", true
+}
+
+// With reads the relation once (DuckDB decides itself whether to
+// materialize it).
+func (DuckDB) With(name, body string, _ bool) string { return name + " AS (" + body + ")" }
 
 // Wide is HUGEINT.
 func (DuckDB) Wide() string { return "HUGEINT" }

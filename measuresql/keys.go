@@ -141,7 +141,7 @@ func (c *compiler) bin(x string, t Type, b *measure.Bin) (string, Type) {
 			return q, Integer
 		}
 		if mulFloat {
-			return "(" + c.d.ToDouble(q) + " * " + c.d.Float(b.Mul.(float64)) + ")", Real
+			return c.floatOp(c.d.ToDouble(q), '*', c.d.Float(b.Mul.(float64))), Real
 		}
 		m := b.Mul.(int64)
 		if m == math.MinInt64 {
@@ -159,16 +159,16 @@ func (c *compiler) bin(x string, t Type, b *measure.Bin) (string, Type) {
 	}
 	switch w := b.Div.(type) {
 	case int64:
-		f = "(" + f + " / " + c.d.Float(float64(w)) + ")"
+		f = c.floatOp(f, '/', c.d.Float(float64(w)))
 	case float64:
-		f = "(" + f + " / " + c.d.Float(w) + ")"
+		f = c.floatOp(f, '/', c.d.Float(w))
 	}
 	f = c.d.Func(b.Func) + "(" + f + ")"
 	switch m := b.Mul.(type) {
 	case int64:
-		f = "(" + f + " * " + c.d.Float(float64(m)) + ")"
+		f = c.floatOp(f, '*', c.d.Float(float64(m)))
 	case float64:
-		f = "(" + f + " * " + c.d.Float(m) + ")"
+		f = c.floatOp(f, '*', c.d.Float(m))
 	}
 	return f, Real
 }

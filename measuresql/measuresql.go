@@ -53,10 +53,11 @@ const (
 	Int32        // a signed integer of at most 32 bits, read as it is (arithmetic on it is compiled)
 	Real         // binary floats (float4 widened exactly)
 	Text         // text, compared byte by byte
+	Bool         // booleans, read as the integers 0 and 1
 )
 
 // isInt reports whether t holds integers.
-func isInt(t Type) bool { return t == Integer || t == Int || t == Int32 }
+func isInt(t Type) bool { return t == Integer || t == Int || t == Int32 || t == Bool }
 
 // Dialect prints the few forms the compiler needs in one engine's SQL.
 type Dialect interface {
@@ -111,6 +112,14 @@ type Dialect interface {
 	// for the statement's one table) uniquely, as the mirror that the
 	// reference reads names it.
 	RowIdentity(table string) string
+	// FloatOp is x op y (+, −, ×, /) of doubles as IEEE computes it, ±Inf
+	// on overflow and 0 on underflow, as the reference does; ok is false
+	// when the dialect has no form that cannot raise.
+	FloatOp(x string, op byte, y string) (expr string, ok bool)
+	// With is the WITH relation name whose body is body; scan marks the
+	// scan's rows, read twice (per unit, and again for the units with
+	// more rows than l∞).
+	With(name, body string, scan bool) string
 	// RoundToInt64 converts a double of magnitude at most 2^62 to a
 	// 64-bit integer, rounding half to even; a SUM of such integers is
 	// exact (taken in a wide accumulator).

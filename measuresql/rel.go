@@ -83,10 +83,12 @@ type query struct {
 	alias   string
 }
 
-// named is a relation of a WITH clause.
+// named is a relation of a WITH clause; scan marks the scan's rows, which
+// a dialect may read where they are used rather than once (Dialect.With).
 type named struct {
 	name string
 	q    *query
+	scan bool
 }
 
 // text prints the query as a statement (or a subquery's body).
@@ -98,7 +100,7 @@ func (q *query) text(d Dialect) string {
 		} else {
 			b.WriteString(", ")
 		}
-		b.WriteString(n.name + " AS (" + n.q.text(d) + ")")
+		b.WriteString(d.With(n.name, n.q.text(d), n.scan))
 	}
 	if len(q.with) > 0 {
 		b.WriteString(" ")

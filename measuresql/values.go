@@ -182,7 +182,7 @@ func (c *compiler) exact(v any, t Type) (string, bool) {
 	switch v := v.(type) {
 	case int64:
 		switch t {
-		case Integer, Int, Int32:
+		case Integer, Int, Int32, Bool:
 			return strconv.FormatInt(v, 10), true
 		case Real:
 			if f := float64(v); f < 1<<63 && int64(f) == v {

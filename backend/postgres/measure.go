@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 
 	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/measure"
@@ -19,20 +20,22 @@ var ErrUnreadable = errors.New("dpsql's PostgreSQL role may not read the table")
 
 // classOf is how the compiler reads a column of PostgreSQL type typname
 // so that it sees what the mirror gives SQLite: int8 as it is, int2 and
-// int4 widened, float4 and float8 as float8 (NaN guarded), text and
-// varchar as their text in the "C" collation. Every other type is not
-// compiled: booleans (no cast to int8), numeric (the mirror rounds it to
-// a double), char(n) (compared without its padding), and the rest read
-// through their text output.
+// int4 widened, a boolean as 0/1, float4 and float8 as float8 (NaN
+// guarded), text, varchar and char(n) as their text (char's without its
+// padding) in the "C" collation. Every other type is not compiled:
+// numeric (the mirror rounds it to a double, where a cast to float8
+// raises beyond its range) and the rest, read through their text output.
 func classOf(typname string) measuresql.Type {
 	switch typname {
 	case "int8":
 		return measuresql.Int
 	case "int2", "int4":
 		return measuresql.Int32
+	case "bool":
+		return measuresql.Bool
 	case "float4", "float8":
 		return measuresql.Real
-	case "text", "varchar":
+	case "text", "varchar", "bpchar":
 		return measuresql.Text
 	}
 	return measuresql.Other
@@ -73,6 +76,7 @@ func (s *Source) compile(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 			return compiled{}, fmt.Errorf("%w %s.%s (GRANT SELECT ON it to the role dpsql connects as)", ErrUnreadable, Quote(schema), Quote(table))
 		}
 		d.Tables[name] = [2]string{schema, table}
+		d.Distributed = d.Distributed || cols[0].partitioned
 		for _, c := range cols {
 			types[measure.Column(i, c.name)] = classOf(c.typname)
 		}
@@ -123,6 +127,9 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 	observe(st.SQL)
 	rows, err := s.Pool.Query(ctx, st.SQL, st.Args...)
 	if err != nil {
+		if os.Getenv("DPSQL_DEBUG_POSTGRES") != "" {
+			fmt.Fprintln(os.Stderr, "postgres error:", err, "\n", st.SQL)
+		}
 		return nil, nil, false, err
 	}
 	defer rows.Close()
@@ -138,6 +145,9 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 		out = append(out, vals)
 	}
 	if err := rows.Err(); err != nil {
+		if os.Getenv("DPSQL_DEBUG_POSTGRES") != "" {
+			fmt.Fprintln(os.Stderr, "postgres error:", err, "\n", st.SQL)
+		}
 		return nil, nil, false, err
 	}
 	groups, err := st.Decode(out)

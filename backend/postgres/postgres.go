@@ -109,6 +109,9 @@ type column struct {
 	// readable: the role may read the whole table (has_table_privilege;
 	// the same for every column).
 	readable bool
+	// partitioned: the table is a partitioned one (the same for every
+	// column).
+	partitioned bool
 	// compared: how PostgreSQL can compare the column with a value as
 	// SQLite would (filter pushdown), or noCompare.
 	compared comparison
@@ -187,7 +190,7 @@ func unliteral(s string) (string, error) {
 
 // columns reads a table's columns from PostgreSQL's catalog.
 func columns(ctx context.Context, pool *pgxpool.Pool, schema, table string) ([]column, error) {
-	const q = `SELECT a.attname, t.typname, pg_catalog.has_table_privilege(c.oid, 'SELECT') FROM pg_catalog.pg_attribute a
+	const q = `SELECT a.attname, t.typname, pg_catalog.has_table_privilege(c.oid, 'SELECT'), c.relkind = 'p' FROM pg_catalog.pg_attribute a
 	JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
@@ -203,11 +206,11 @@ func columns(ctx context.Context, pool *pgxpool.Pool, schema, table string) ([]c
 	var cols []column
 	for rows.Next() {
 		var name, typ string
-		var readable bool
-		if err := rows.Scan(&name, &typ, &readable); err != nil {
+		var readable, partitioned bool
+		if err := rows.Scan(&name, &typ, &readable, &partitioned); err != nil {
 			return nil, err
 		}
-		cols = append(cols, column{name: name, typname: typ, kind: kindOf(typ), compared: comparisonOf(typ), readable: readable})
+		cols = append(cols, column{name: name, typname: typ, kind: kindOf(typ), compared: comparisonOf(typ), readable: readable, partitioned: partitioned})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

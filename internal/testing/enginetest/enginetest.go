@@ -83,3 +83,14 @@ func OpenDuckDB(t testing.TB, duck string, owner bool, k *knobs.Knobs) *dpsql.En
 	t.Cleanup(func() { e.Close() })
 	return e
 }
+
+// RowSet prints rows in a canonical order (row order without ORDER BY
+// follows each backend's scan).
+func RowSet(rows [][]any) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = fmt.Sprintf("%#v", r)
+	}
+	sort.Strings(out)
+	return out
+}

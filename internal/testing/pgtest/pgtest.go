@@ -159,6 +159,10 @@ func (s *Server) URL() string {
 	return "postgres://dpsql@/postgres?host=" + url.QueryEscape(s.socket) + "&sslmode=disable"
 }
 
+// Socket is the directory of the server's Unix socket (a libpq host,
+// such as postgres_fdw's host option).
+func (s *Server) Socket() string { return s.socket }
+
 // Open connects through database/sql (driver "pgx").
 func (s *Server) Open() (*sql.DB, error) { return sql.Open("pgx", s.DSN()) }
 

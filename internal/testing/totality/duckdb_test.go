@@ -27,7 +27,9 @@ import (
 // — no emitted expression raises on any value — and equals the reference
 // evaluator's answer (zero noise, bounds no unit reaches). Each policy
 // has a file of its own and each column a subtest of its own, in
-// parallel.
+// parallel. Half of the (column, aggregate, filter) triples run (by
+// parity), which still runs every pair: each aggregate with each filter
+// on some column, each column with each aggregate and each filter.
 func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
 	t.Parallel()
 	cols := []string{"i8", "i16", "i32", "i64", "u32", "b", "f4", "f8", "s", "bl", "h", "d", "ts"}
@@ -60,14 +62,17 @@ func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
 			if err := owner.Run(context.Background(), pol, func(*dpsql.Result) error { return nil }); err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range cols {
+			for ci, c := range cols {
 				t.Run(fmt.Sprintf("policy%d/%s", pi, c), func(t *testing.T) {
 					t.Parallel()
 					k := &knobs.Knobs{FixedRandomness: true}
 					e := enginetest.OpenDuckDB(t, duck, false, k)
 					failures := 0
-					for _, a := range aggs {
+					for ai, a := range aggs {
 						for fi, f := range filters {
+							if (ci+ai+fi)%2 != 0 {
+								continue // half of the triples; every pair of two of them is still run
+							}
 							agg := strings.ReplaceAll(a, "%s", c)
 							where := strings.ReplaceAll(f, "%s", c)
 							if fi > 0 && fi%3 == 0 {
