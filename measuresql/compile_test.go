@@ -108,8 +108,8 @@ var compileCases = []struct {
 // testdata/<dialect>.txt, -update to rewrite). A plan declines alike in
 // every dialect, but for bounding by a row identity, which the
 // PostgreSQL dialect does not print (its semi-join needs none), and
-// arithmetic with floats, which PostgreSQL raises on where a value
-// overflows or underflows (Postgres.FloatOp).
+// float division, which PostgreSQL raises on where the divisor is 0
+// (Postgres.FloatOp).
 func TestPrinters(t *testing.T) {
 	for _, p := range []struct {
 		name     string

@@ -71,11 +71,63 @@ func (Postgres) ToDouble(x string) string { return "(" + x + ")::float8" }
 // ToText is a cast to text.
 func (Postgres) ToText(x string) string { return "(" + x + ")::text" }
 
-// FloatOp has no total form: PostgreSQL raises "value out of range"
-// where a float8 +, − or × of finite values overflows, and where a × or
-// / of non-zero values underflows to 0 (the reference gives ±Inf and 0);
-// arithmetic with floats is left to the reference evaluator.
-func (Postgres) FloatOp(string, byte, string) (string, bool) { return "", false }
+// FloatOp is x op y of float8 values as IEEE computes it, where
+// PostgreSQL itself raises "value out of range": on a +, − or × of finite
+// values that overflows (IEEE gives ±Inf, as the reference does) and on a
+// × of non-zero values that underflows to 0 (IEEE gives ±0). Each form
+// computes x op y only where it cannot raise, and otherwise decides the
+// result by comparisons on operands scaled by powers of two (exact in the
+// normal range, where rounding commutes with the scaling):
+//
+//   - x + y (and x − y as x + (−y)): plain when both are below 2^1022 in
+//     magnitude (or either is not finite: ±Inf and NaN never raise); when
+//     one is at least 2^1022 and the other below 1, the sum is the large
+//     one (the small one is below half its ulp); otherwise both halves
+//     are at least 1/2, their sum h = round(x + y)/2 is finite, and the
+//     sum overflows exactly when |h| ≥ 2^1023.
+//   - x × y: plain when either is 0 or not finite, or both lie in
+//     [2^-500, 2^500]; when both are at least 1, p = (x·2^-600)(y·2^-600)
+//     is normal and the product overflows exactly when |p| ≥ 2^-176; when
+//     both are at most 1, p = (x·2^600)(y·2^600) is normal and the product
+//     rounds to 0 when |p| < 2^125 (and, a gap: when |p| = 2^125 exactly,
+//     where the product may round up to the least subnormal instead; 0 is
+//     returned, which cannot raise); one above 1 and one below cannot
+//     overflow or reach 0.
+//
+// Division is not compiled (a division by 0 raises; the reference gives
+// NULL).
+func (p Postgres) FloatOp(x string, op byte, y string) (string, bool) {
+	f := p.Float
+	inf := "'Infinity'::float8"
+	finite := func(v string) string { return "pg_catalog.abs(" + v + ") < " + inf }
+	abs := func(v string) string { return "pg_catalog.abs(" + v + ")" }
+	sign := func(v string) string { return "pg_catalog.sign(" + v + ")" }
+	switch op {
+	case '+', '-':
+		yy := y
+		if op == '-' {
+			yy = "(-" + y + ")"
+		}
+		sum := "(" + x + " " + string(op) + " " + y + ")"
+		h := "(" + x + " * " + f(0.5) + " + " + yy + " * " + f(0.5) + ")"
+		return "(CASE WHEN NOT (" + finite(x) + " AND " + finite(y) + ") OR (" + abs(x) + " < " + f(0x1p1022) + " AND " + abs(y) + " < " + f(0x1p1022) + ") THEN " + sum +
+			" WHEN " + abs(y) + " < " + f(1) + " THEN " + x +
+			" WHEN " + abs(x) + " < " + f(1) + " THEN " + yy +
+			" WHEN " + abs(h) + " >= " + f(0x1p1023) + " THEN " + sign(h) + " * " + inf +
+			" ELSE " + sum + " END)", true
+	case '*':
+		prod := "(" + x + " * " + y + ")"
+		in := func(v string) string { return abs(v) + " BETWEEN " + f(0x1p-500) + " AND " + f(0x1p500) }
+		down := "((" + x + " * " + f(0x1p-600) + ") * (" + y + " * " + f(0x1p-600) + "))"
+		up := "((" + x + " * " + f(0x1p600) + ") * (" + y + " * " + f(0x1p600) + "))"
+		signs := "(" + sign(x) + " * " + sign(y) + ")"
+		return "(CASE WHEN NOT (" + finite(x) + " AND " + finite(y) + ") OR " + x + " = 0 OR " + y + " = 0 OR (" + in(x) + " AND " + in(y) + ") THEN " + prod +
+			" WHEN " + abs(x) + " >= " + f(1) + " AND " + abs(y) + " >= " + f(1) + " THEN (CASE WHEN " + abs(down) + " >= " + f(0x1p-176) + " THEN " + signs + " * " + inf + " ELSE " + prod + " END)" +
+			" WHEN " + abs(x) + " <= " + f(1) + " AND " + abs(y) + " <= " + f(1) + " THEN (CASE WHEN " + abs(up) + " <= " + f(0x1p125) + " THEN " + signs + " * " + f(0) + " ELSE " + prod + " END)" +
+			" ELSE " + prod + " END)", true
+	}
+	return "", false
+}
 
 // With materializes the relation (PostgreSQL's choice for a relation
 // read twice) but the scan's rows of a distributed table (Distributed):

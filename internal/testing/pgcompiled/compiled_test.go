@@ -80,6 +80,9 @@ var filters = []string{
 	"i8 * 2 > 10", "i4 + 2147483647 > 0", "i8 / 0 IS NULL", "i2 % 3 = 1", "f8 * 1e308 > 1", "ABS(i8) > 5", "-i8 < 0",
 	"COALESCE(i4, 0) > 1", "NULLIF(i2, 7) IS NULL", "CASE WHEN f8 > 1 THEN 1 ELSE 0 END = 1", "i4 BETWEEN -5 AND 42",
 	"t = 10", "i4 = '42'", "i8 > f8", "uid > 3",
+	// float arithmetic at the edges: overflow to ±Inf, underflow to ±0
+	"f8 + 1.7976931348623157e308 > 0", "f8 - 1e308 < -1e308", "f8 * 1e-300 = 0", "f4 * 1e-320 < 0",
+	"f8 * f8 > 1e300", "(f8 + i4) * 0.5 > 1", "i8 * 0.5 > 1e18", "f8 * -1e308 < 0", "f4 * 3.4e38 * 3.4e38 > 0",
 }
 
 // TestPostgresCompiledMeasuresLikeTheReference: random statements, each
