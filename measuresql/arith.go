@@ -56,6 +56,11 @@ func (c *compiler) double(a *measure.Arith) string {
 	switch {
 	case !c.floats(a):
 		if a.Op == 0 && a.Column != "" {
+			if !isInt(c.typeOf(a.Column)) {
+				// Text in arithmetic: the reference converts it by SQLite's
+				// affinity ('%' is 0), where a cast raises.
+				panic(decline("arithmetic on a column that is not a number"))
+			}
 			return c.d.ToDouble(c.value(a.Column)) // any integer column: one conversion
 		}
 		if a.Op == 0 {

@@ -14,14 +14,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/backend/postgres"
 	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/internal/testing/enginetest"
 	"github.com/dpsql/dpsql/internal/testing/pgtest"
 	"github.com/dpsql/dpsql/internal/testopts"
 )
@@ -92,21 +91,7 @@ func TestShardedClusterAnswersLikeOneServer(t *testing.T) {
 	}
 	exec(t, single, `CREATE TABLE visits (`+columns+`)`, `INSERT INTO visits `+rows, `ANALYZE visits`)
 
-	var mu sync.Mutex
-	var sent []string
-	postgres.Observe = func(q string) {
-		mu.Lock()
-		sent = append(sent, q)
-		mu.Unlock()
-	}
-	defer func() { postgres.Observe = nil }()
-	take := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		out := sent
-		sent = nil
-		return out
-	}
+	take := enginetest.RecordPostgres(t)
 	engines := map[string]*dpsql.Engine{}
 	for name, dsn := range map[string]string{"cluster": coordinator.DSN(), "single": single} {
 		e, err := dpsql.Open(filepath.Join(t.TempDir(), name+".dpsql"), dpsql.Options{Owner: true, Epsilon: 1, NoCache: true, Postgres: dsn,

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 	"testing"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/backend/postgres"
 	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/internal/testopts"
 )
@@ -93,4 +95,25 @@ func RowSet(rows [][]any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// RecordPostgres records every statement the PostgreSQL backend sends
+// (postgres.Observe, a process-wide hook: one recording test at a time)
+// until the test ends; take returns those recorded since its last call.
+func RecordPostgres(t testing.TB) (take func() []string) {
+	var mu sync.Mutex
+	var sent []string
+	postgres.Observe = func(q string) {
+		mu.Lock()
+		sent = append(sent, q)
+		mu.Unlock()
+	}
+	t.Cleanup(func() { postgres.Observe = nil })
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := sent
+		sent = nil
+		return out
+	}
 }

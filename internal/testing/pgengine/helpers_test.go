@@ -2,7 +2,6 @@ package pgengine_test
 
 import (
 	"context"
-	"flag"
 	"math/rand/v2"
 	"testing"
 
@@ -77,6 +76,3 @@ func spent(t *testing.T, e *dpsql.Engine) float64 {
 	r := query(t, e, "SHOW BUDGET")
 	return r.Rows[1][1].(float64)
 }
-
-// auditSeed is the seed of the auditor's runs here.
-var auditSeed = flag.Uint64("audit.seed", 1, "seed of the sensitivity auditor's runs on PostgreSQL")
