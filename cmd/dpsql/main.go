@@ -109,7 +109,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	db := fs.String("db", "", "database `FILE`, or a PostgreSQL database postgres://USER@HOST:PORT/DBNAME (with --state) (required)")
 	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (default: one in ~/.cache/dpsql; policies, budget and ledger live in PostgreSQL, schema dpsql)")
 	owner := fs.Bool("owner", false, "owner mode: allow policy and budget statements")
-	format := fs.String("format", "table", "output `format`: table, box, markdown, csv, json or line; json prints JSON lines, one document per result (jsonl names it so)")
+	format := fs.String("format", "table", "output `format`: table, box, markdown, csv, json, line or bars (each numeric column as horizontal bars with the values' 95% intervals); json prints JSON lines, one document per result (jsonl names it so)")
 	command := fs.String("c", "", "run the `statements` and exit")
 	file := fs.String("f", "", "run the statements of `SCRIPT` and exit (- reads them from standard input)")
 	eps := fs.Float64("epsilon", 0, "default ε per query for this session (same as SET epsilon)")

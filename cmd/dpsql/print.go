@@ -39,16 +39,18 @@ type printer struct {
 	// footer with the rows and what the query spent, as table output does.
 	interactive bool
 	results     int // results printed so far (csv separates them)
+	// ascii: bars output draws with '#' (the locale does not say UTF-8).
+	ascii bool
 }
 
 func newPrinter(format string, w io.Writer) (*printer, error) {
 	switch format {
-	case "table", "box", "markdown", "csv", "json", "line":
-		return &printer{format: format, w: w, null: "NULL"}, nil
+	case "table", "box", "markdown", "csv", "json", "line", "bars":
+		return &printer{format: format, w: w, null: "NULL", ascii: !unicodeTerminal()}, nil
 	case "jsonl": // what json prints: JSON lines, one document per result
 		return &printer{format: "json", w: w, null: "NULL"}, nil
 	}
-	return nil, fmt.Errorf("unknown format %q (table, box, markdown, csv, json, jsonl or line)", format)
+	return nil, fmt.Errorf("unknown format %q (table, box, markdown, csv, json, jsonl, line or bars)", format)
 }
 
 // show formats a value for table and line output.
@@ -82,6 +84,8 @@ func formatValue(v any) string {
 
 func (p *printer) print(r *dpsql.Result) error {
 	switch p.format {
+	case "bars":
+		return p.bars(r)
 	case "line":
 		// One "column = value" line per column, a blank line between rows.
 		if r.Columns == nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/dpsql/dpsql"
@@ -73,5 +74,72 @@ func TestIntervalText(t *testing.T) {
 		if got := intervalText(tc.v, &tc.iv); got != tc.want {
 			t.Errorf("%v %+v: %q, want %q", tc.v, tc.iv, got, tc.want)
 		}
+	}
+}
+
+// TestBars draws a grouped count and an average as bars: one chart per
+// numeric column, each bar's length its value's share of the column's
+// largest value or interval end (40 cells), the value and its interval
+// beside, "(few rows)" where the interval is the whole range; '#' where
+// the locale is not UTF-8; a result without numbers as a table.
+func TestBars(t *testing.T) {
+	res := &dpsql.Result{
+		Columns: []string{"Education", "COUNT(*)", "AVG(Age)"},
+		Rows:    [][]any{{"HS-grad", int64(10540), 38.6}, {"Doctorate", int64(2635), 47.2}, {"Preschool", int64(0), nil}},
+		Intervals: [][]*dpsql.Interval{
+			{nil, {Lo: 10450, Hi: 10630}, {Lo: 38.2, Hi: 39}},
+			{nil, {Lo: 2545, Hi: 2725}, {Lo: 46, Hi: 48.4}},
+			{nil, {Lo: -90, Hi: 90}, {Lo: 17, Hi: 90, Wide: true}},
+		},
+		Cost: budget.Cost{Epsilon: 1},
+	}
+	var b strings.Builder
+	p, err := newPrinter("bars", &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ascii = false
+	if err := p.print(res); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	// Bars in eighths of a cell: COUNT's axis ends at 10630 (HS-grad's
+	// interval), 10540/10630·320 = 317.3 → 39 cells and 5/8, 2635/10630·320
+	// = 79.3 → 9 and 7/8; AVG's at 48.4 (the whole-range interval does not
+	// count), 38.6/48.4·320 = 255.2 → 31 and 7/8, 47.2/48.4·320 = 312.1 → 39.
+	want := []string{
+		"COUNT(*)",
+		"HS-grad    " + strings.Repeat("█", 39) + "▋" + "  10540 ± 90",
+		"Doctorate  " + strings.Repeat("█", 9) + "▉" + strings.Repeat(" ", 31) + " 2640 ± 90",
+		"Preschool  " + strings.Repeat(" ", 41) + " 0 ± 90",
+		"",
+		"AVG(Age)",
+		"HS-grad    " + strings.Repeat("█", 31) + "▉" + strings.Repeat(" ", 9) + " 38.6 ± 0.4",
+		"Doctorate  " + strings.Repeat("█", 39) + strings.Repeat(" ", 2) + " 47.2 ± 1.2",
+		"Preschool  " + strings.Repeat(" ", 41) + " NULL",
+	}
+	for i, w := range want {
+		if i >= len(lines) || lines[i] != w {
+			t.Errorf("line %d:\n got %q\nwant %q\n%s", i, lines[min(i, len(lines)-1)], w, b.String())
+			break
+		}
+	}
+	if !strings.Contains(b.String(), "spent ε=1") {
+		t.Errorf("no footer:\n%s", b.String())
+	}
+	b.Reset()
+	p.ascii = true
+	if err := p.print(res); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(b.String(), "█▏▊") || !strings.Contains(b.String(), "HS-grad    "+strings.Repeat("#", 40)+"  10540 ± 90") {
+		t.Errorf("ASCII bars:\n%s", b.String())
+	}
+	b.Reset()
+	if err := p.print(&dpsql.Result{Columns: []string{"code", "label"}, Rows: [][]any{{"a", "Alpha"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "code | label\n") {
+		t.Errorf("a result without numbers is not a table:\n%s", b.String())
 	}
 }

@@ -31,7 +31,7 @@ query (or the statement being typed); Ctrl-D quits.
 .schema [TABLE]    columns and types
 .policy [TABLE]    privacy policy: bounds and public domains
 .budget            total, spent and remaining privacy budget
-.mode [MODE]       output format: table, box, markdown, csv, json or line (no MODE: show it)
+.mode [MODE]       output format: table, box, markdown, csv, json, line or bars (no MODE: show it)
 .timer on|off      show how long each statement took
 .explain on|off    show the plan of each query instead of running it (spends nothing)
 .headers on|off    show column names in table and csv output (default on)
@@ -582,7 +582,7 @@ func plainName(n string) bool {
 }
 
 // modeNames are the output modes .mode takes.
-var modeNames = []string{"box", "csv", "json", "jsonl", "line", "markdown", "table"}
+var modeNames = []string{"bars", "box", "csv", "json", "jsonl", "line", "markdown", "table"}
 
 // completeFrom completes prefix from a fixed list.
 func completeFrom(list []string, prefix string) ([][]rune, int) {

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"io"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/dpsql/dpsql"
+)
+
+// barWidth is how many character cells the longest bar takes.
+const barWidth = 40
+
+// eighths are the block characters of a bar's last, partial cell (1/8
+// to 7/8 of a cell).
+var eighths = []string{"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"}
+
+// unicodeTerminal reports whether the locale says the terminal shows
+// UTF-8 (the first of LC_ALL, LC_CTYPE and LANG that is set); bars
+// output draws with '#' where it does not.
+func unicodeTerminal() bool {
+	for _, v := range []string{"LC_ALL", "LC_CTYPE", "LANG"} {
+		if s := os.Getenv(v); s != "" {
+			s = strings.ToLower(s)
+			return strings.Contains(s, "utf-8") || strings.Contains(s, "utf8")
+		}
+	}
+	return false
+}
+
+// bars draws a result as horizontal bars, one chart per numeric column:
+// each row's label (its first column; the column's name when the result
+// has only one), a bar of its value's magnitude on an axis shared by the
+// column's rows (the axis reaches the largest value or interval end), and
+// the value with its 95% interval beside (intervalText: "10540 ± 90",
+// "(few rows)" where the interval is the whole range the bounds allow).
+// A result with no numeric column after its labels is drawn as a table.
+func (p *printer) bars(r *dpsql.Result) error {
+	if len(r.Columns) == 0 || len(r.Rows) == 0 {
+		return p.asTable(r)
+	}
+	first := 1
+	if len(r.Columns) == 1 {
+		first = 0
+	}
+	var numeric []int
+	for j := first; j < len(r.Columns); j++ {
+		ok := true
+		for _, row := range r.Rows {
+			switch row[j].(type) {
+			case int64, float64, nil:
+			default:
+				ok = false
+			}
+		}
+		if ok {
+			numeric = append(numeric, j)
+		}
+	}
+	if len(numeric) == 0 {
+		return p.asTable(r)
+	}
+	labels := make([]string, len(r.Rows))
+	labelWidth := 0
+	for i, row := range r.Rows {
+		labels[i] = r.Columns[0]
+		if first == 1 {
+			labels[i] = p.cellText(p.show(row[0]))
+		}
+		labelWidth = max(labelWidth, displayWidth(labels[i]))
+	}
+	full, blank := "█", " "
+	if p.ascii {
+		full = "#"
+	}
+	var sb strings.Builder
+	for n, j := range numeric {
+		if n > 0 {
+			sb.WriteString("\n")
+		}
+		sb.WriteString(r.Columns[j] + "\n")
+		scale := 0.0
+		for i, row := range r.Rows {
+			x, ok := number(row[j])
+			if !ok {
+				continue
+			}
+			scale = math.Max(scale, math.Abs(x))
+			if iv := intervalAt(r, i, j); iv != nil && !iv.Wide {
+				scale = math.Max(scale, math.Max(math.Abs(iv.Lo), math.Abs(iv.Hi)))
+			}
+		}
+		for i, row := range r.Rows {
+			sb.WriteString(labels[i] + strings.Repeat(" ", labelWidth-displayWidth(labels[i])) + "  ")
+			bar := ""
+			if x, ok := number(row[j]); ok && scale > 0 && !math.IsInf(scale, 0) {
+				cells := int(math.Round(math.Abs(x) / scale * barWidth * 8)) // in eighths
+				bar = strings.Repeat(full, cells/8)
+				if rest := cells % 8; rest > 0 {
+					if p.ascii {
+						bar += "#"
+					} else {
+						bar += eighths[rest]
+					}
+				}
+			}
+			sb.WriteString(bar + strings.Repeat(blank, barWidth+1-displayWidth(bar)) + " ")
+			text := p.show(row[j])
+			if iv := intervalAt(r, i, j); iv != nil && !p.noIntervals {
+				text = intervalText(row[j], iv)
+			}
+			if x, ok := number(row[j]); ok && x < 0 {
+				text += " (negative)"
+			}
+			sb.WriteString(text + "\n")
+		}
+	}
+	sb.WriteString(footer(r))
+	_, err := io.WriteString(p.w, sb.String())
+	return err
+}
+
+// asTable prints r as table output.
+func (p *printer) asTable(r *dpsql.Result) error {
+	q := *p
+	q.format = "table"
+	return q.table(r)
+}
+
+// number is a cell's value as a float64 (ok false for NULL).
+func number(v any) (float64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return float64(v), true
+	case float64:
+		return v, !math.IsNaN(v)
+	}
+	return 0, false
+}
+
+// intervalAt is cell (i, j)'s interval, or nil.
+func intervalAt(r *dpsql.Result, i, j int) *dpsql.Interval {
+	if i >= len(r.Intervals) || j >= len(r.Intervals[i]) {
+		return nil
+	}
+	return r.Intervals[i][j]
+}
