@@ -30,7 +30,7 @@ import (
 const usage = `dpsql: a differentially private SQL engine over SQLite (the tables may live in PostgreSQL or DuckDB).
 
 Usage:
-  dpsql --db FILE [--owner] [--format table|box|markdown|csv|json|jsonl|line] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
+  dpsql --db FILE [--owner] [--format table|box|markdown|csv|json|jsonl|line|bars] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
   dpsql FILE [options]           (the database as the first argument, as sqlite3 and psql take it)
   dpsql import --db FILE --table NAME [--no-header] [--delimiter C] [--sample N] CSVFILE
   dpsql demo [--db FILE | --csv FILE]
