@@ -2,6 +2,7 @@ package measuresql
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 
 	"github.com/dpsql/dpsql/exactsum"
@@ -177,4 +178,38 @@ func bigOf(v any) (*big.Int, error) {
 		return big.NewInt(v), nil
 	}
 	return nil, fmt.Errorf("measuresql: value %T", v)
+}
+
+// Normalize gives a value an engine's driver returned for a compiled
+// statement (or a mirror's read) as the reference holds it: integers as
+// int64, floats as float64 (NaN as NULL), booleans as 0/1, the rest as it
+// is (text as string, blobs as bytes).
+func Normalize(v any) any {
+	switch x := v.(type) {
+	case int8:
+		return int64(x)
+	case int16:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case uint8:
+		return int64(x)
+	case uint16:
+		return int64(x)
+	case uint32:
+		return int64(x)
+	case bool:
+		if x {
+			return int64(1)
+		}
+		return int64(0)
+	case float32:
+		return Normalize(float64(x))
+	case float64:
+		if math.IsNaN(x) {
+			return nil
+		}
+		return x
+	}
+	return v
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -128,19 +127,10 @@ func run(ctx context.Context, db *sql.DB, st *Statement) ([]*Group, error) {
 			return nil, err
 		}
 		for i, v := range vals {
-			switch x := v.(type) {
-			case int32:
-				vals[i] = int64(x)
-			case int16:
-				vals[i] = int64(x)
-			case float32:
-				vals[i] = float64(x)
-			case []byte:
-				vals[i] = string(x)
+			if b, ok := v.([]byte); ok {
+				v = string(b) // database/sql's pgx returns some text as bytes
 			}
-			if f, ok := vals[i].(float64); ok && math.IsNaN(f) {
-				vals[i] = nil
-			}
+			vals[i] = Normalize(v)
 		}
 		out = append(out, vals)
 	}

@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"os"
 	"regexp"
@@ -511,7 +510,7 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 			return nil, nil, false, err
 		}
 		for i, v := range vals {
-			vals[i] = normalize(v)
+			vals[i] = measuresql.Normalize(v)
 		}
 		out = append(out, vals)
 	}
@@ -525,39 +524,6 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 func mustColumns(rows *sql.Rows) []string {
 	cols, _ := rows.Columns()
 	return cols
-}
-
-// normalize gives a DuckDB value as SQLite would hold it: integers as
-// int64, floats as float64 (NaN as NULL), text as string, blobs as bytes,
-// booleans as 0/1.
-func normalize(v any) any {
-	switch x := v.(type) {
-	case int8:
-		return int64(x)
-	case int16:
-		return int64(x)
-	case int32:
-		return int64(x)
-	case uint8:
-		return int64(x)
-	case uint16:
-		return int64(x)
-	case uint32:
-		return int64(x)
-	case bool:
-		if x {
-			return int64(1)
-		}
-		return int64(0)
-	case float32:
-		return normalize(float64(x))
-	case float64:
-		if math.IsNaN(x) {
-			return nil
-		}
-		return x
-	}
-	return v
 }
 
 // module is the virtual-table module of one engine's mirrors.
@@ -706,7 +672,7 @@ func (c *cursor) Column(col int) (vtab.Value, error) {
 	if col < 0 || col >= len(c.pos) || c.pos[col] < 0 {
 		return nil, nil
 	}
-	return normalize(c.vals[c.pos[col]]), nil
+	return measuresql.Normalize(c.vals[c.pos[col]]), nil
 }
 
 func (c *cursor) Rowid() (int64, error) { return c.rowid, nil }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 
 	"github.com/dpsql/dpsql/internal/knobs"
@@ -127,10 +126,7 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 	observe(st.SQL)
 	rows, err := s.Pool.Query(ctx, st.SQL, st.Args...)
 	if err != nil {
-		if os.Getenv("DPSQL_DEBUG_POSTGRES") != "" {
-			fmt.Fprintln(os.Stderr, "postgres error:", err, "\n", st.SQL)
-		}
-		return nil, nil, false, err
+		return nil, nil, false, debugFailure(err, st.SQL)
 	}
 	defer rows.Close()
 	var out [][]any
@@ -140,35 +136,22 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 			return nil, nil, false, err
 		}
 		for i, v := range vals {
-			vals[i] = measured(v)
+			vals[i] = measuresql.Normalize(v)
 		}
 		out = append(out, vals)
 	}
 	if err := rows.Err(); err != nil {
-		if os.Getenv("DPSQL_DEBUG_POSTGRES") != "" {
-			fmt.Fprintln(os.Stderr, "postgres error:", err, "\n", st.SQL)
-		}
-		return nil, nil, false, err
+		return nil, nil, false, debugFailure(err, st.SQL)
 	}
 	groups, err := st.Decode(out)
 	return st, groups, err == nil, err
 }
 
-// measured gives a value of the compiled statement as the reference
-// would hold it: integers as int64, floats as float64 (NaN as NULL),
-// text as string.
-func measured(v any) any {
-	switch x := v.(type) {
-	case int16:
-		return int64(x)
-	case int32:
-		return int64(x)
-	case float32:
-		return measured(float64(x))
-	case float64:
-		if math.IsNaN(x) {
-			return nil
-		}
+// debugFailure returns err, printing it with the statement first when
+// DPSQL_DEBUG_POSTGRES is set (a compiled statement should never fail).
+func debugFailure(err error, stmt string) error {
+	if os.Getenv("DPSQL_DEBUG_POSTGRES") != "" {
+		fmt.Fprintln(os.Stderr, "postgres error:", err, "\n", stmt)
 	}
-	return v
+	return err
 }

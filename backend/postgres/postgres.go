@@ -43,6 +43,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/measuresql"
 	"modernc.org/sqlite"
 	"modernc.org/sqlite/vtab"
 )
@@ -535,23 +536,8 @@ func sqliteValue(k kind, v any) vtab.Value {
 	switch x := v.(type) {
 	case nil:
 		return nil
-	case int16:
-		return int64(x)
-	case int32:
-		return int64(x)
-	case int64:
-		return x
-	case uint32:
-		return int64(x)
-	case bool:
-		if x {
-			return int64(1)
-		}
-		return int64(0)
-	case float32:
-		return finiteOrNull(float64(x))
-	case float64:
-		return finiteOrNull(x)
+	case int16, int32, int64, uint32, bool, float32, float64:
+		return measuresql.Normalize(x) // int64, float64 (NaN as NULL), booleans as 0/1
 	case []byte:
 		return append([]byte(nil), x...)
 	case string:

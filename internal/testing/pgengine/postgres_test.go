@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/backend/postgres"
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/demo"
@@ -85,31 +84,13 @@ func bothBackends(t *testing.T) (native, pg *dpsql.Engine, srv *pgtest.Server) {
 	return native, pg, srv
 }
 
-// statementLog records the statements sent to PostgreSQL (through
-// postgres.Observe) until the test ends.
-type statementLog struct {
-	mu   sync.Mutex
-	sent []string
-}
+// statementLog records the statements sent to PostgreSQL until the test
+// ends (enginetest.RecordPostgres); take returns those recorded since its
+// last call.
+type statementLog struct{ take func() []string }
 
 func recordStatements(t *testing.T) *statementLog {
-	l := &statementLog{}
-	postgres.Observe = func(q string) {
-		l.mu.Lock()
-		l.sent = append(l.sent, q)
-		l.mu.Unlock()
-	}
-	t.Cleanup(func() { postgres.Observe = nil })
-	return l
-}
-
-// take returns the statements recorded since the last take.
-func (l *statementLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	sent := l.sent
-	l.sent = nil
-	return sent
+	return &statementLog{take: enginetest.RecordPostgres(t)}
 }
 
 // counting returns how many statements contain sub.
