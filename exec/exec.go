@@ -423,7 +423,6 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 		return nil, nil, err
 	}
 	nc := len(q.Cells)
-	groups := len(sc.values)
 	cells := make([]cellBounds, nc)
 	for i, c := range q.Cells {
 		cells[i] = cellBounds{lo: c.Lo, hi: c.Hi, sens: c.L1Sensitivity}
@@ -432,6 +431,10 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 			cells[i] = cellBounds{lo: r.Lo, hi: r.Hi, sens: planner.SensitivityFor(c.Kind, r.Lo, r.Hi, c.Scale)}
 		}
 	}
+	if err := chooseGroups(sc, q, rw, cells, noise); err != nil {
+		return nil, nil, err
+	}
+	groups := len(sc.values)
 	noisy := make([]float64, groups*nc)
 	multi := map[int][]float64{}       // APPROX_QUANTILES' values, by noisy index
 	quantileIvs := map[int]*Interval{} // percentiles' intervals, by noisy index
@@ -440,11 +443,14 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 		exact := sc.exactCells(q, rw, g, cells, chosen)
 		for i, c := range q.Cells {
 			if observer != nil {
-				observer.ObserveNoiseCall(NoiseCall{Key: sc.keys[g], Cell: i})
+				observer.ObserveNoiseCall(NoiseCall{Key: sc.keys[g], Cell: i, Composed: composed(q)})
 			}
 			var v float64
 			var err error
-			if c.Kind == planner.QuantileTree {
+			if !q.ValuesMeasured() {
+				// Only the chosen groups' keys are released: nothing
+				// is measured (and nothing reads these cells).
+			} else if c.Kind == planner.QuantileTree {
 				// Many noisy node counts, one released quantile, or
 				// several from the same counts (quantile.go).
 				ps := c.Ps
@@ -585,6 +591,18 @@ type NoiseCall struct {
 	Threshold float64
 	Cell      int
 	Key       []any // the group's key values
+	// Composed, for a cell of a query whose groups were chosen by
+	// comparison (a threshold or top-k query), is how many chosen groups
+	// the cell's ε is spent on in sequence: they overlap, so their
+	// shares add up (0: the groups are disjoint and one ε covers all).
+	Composed int
+	// Choice marks report noisy max's draw for candidate group Key in
+	// round Round: its score's sensitivity is Sensitivity in every
+	// group at once (an l∞ bound), in one direction if Monotonic.
+	Choice      bool
+	Round       int
+	Sensitivity float64
+	Monotonic   bool
 }
 
 // CallObserver is implemented by test noisers that need to know which
@@ -1132,11 +1150,17 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 			}
 		}
 		keys = fmt.Sprintf("GROUP BY %s: %d groups, all released, empty ones included", strings.Join(names, " × "), q.Groups())
+		if q.Threshold != nil || q.TopK != nil {
+			keys = choiceGroups(q, names)
+		}
 		if sel := q.Selection; sel != nil {
 			keys = fmt.Sprintf("GROUP BY %s: groups chosen by partition selection — a group is released only if its count of distinct units (Laplace, sensitivity %g, ε=%.6g) exceeds τ=%.6g; δ=%g", strings.Join(names, " × "), sel.Sensitivity, sel.Epsilon, sel.Threshold, sel.Delta)
 		}
 	}
-	if u := q.Unit; u.Column != "" && q.UnitSQL != "" {
+	if u := q.Unit; (q.Threshold != nil || q.TopK != nil) && q.UnitSQL != "" {
+		add("table", fmt.Sprintf("%s, private; privacy unit from %s", q.FromName, q.UnitBase))
+		add("bounding", fmt.Sprintf("each unit keeps its rows in every group it falls in (l0 = the %d candidates) and at most %d row(s) per group, chosen in an order keyed at random per query: each group is one query, of what one unit adds to that group", q.Groups(), u.MaxRows))
+	} else if u.Column != "" && q.UnitSQL != "" {
 		add("table", fmt.Sprintf("%s, private; privacy unit %s (carried from the base column %s)", q.FromName, parser.QuoteIdent(u.Column), q.UnitBase))
 		add("bounding", fmt.Sprintf("each unit keeps at most %d group(s) and at most %d row(s) per group, chosen in an order keyed at random per query; one unit changes at most %d row(s) (min(l0, groups)·l∞: it changes at most %d group(s))", u.MaxGroups, u.MaxRows, q.GroupsChanged*u.MaxRows, q.GroupsChanged))
 	} else {
@@ -1149,6 +1173,7 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 	if q.TargetError > 0 {
 		add("target_error", fmt.Sprintf("ε=%.6g is the smallest at which every value's 95%% error is at most %g (Laplace noise, ε shared equally among %d noisy cell(s)%s)", q.Epsilon, q.TargetError, len(q.Cells), map[bool]string{true: " and the partition selection", false: ""}[q.Selection != nil]))
 	}
+	explainChoice(q, add)
 	add("backend SQL", rw.Scan)
 	if rw.Weighted {
 		add("source", "the table's source groups identical rows and sends each once with its count ("+catalog.WeightColumn+"); each is measured as that many rows, exactly")
@@ -1167,6 +1192,9 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 	for i, c := range q.Cells {
 		name := fmt.Sprintf("noise c%d", i)
 		switch {
+		case !q.ValuesMeasured():
+			add(name, fmt.Sprintf("%s: compared only; its value is not released", c.Label))
+			continue
 		case c.Gaussian && c.Search >= 0:
 			add(name, fmt.Sprintf("%s: discrete Gaussian, ρ=%.6g, L2 sensitivity from the bounds chosen by s%d (L1/√%d)", c.Label, c.Rho, c.Search, max(c.MaxGroups, 1)))
 		case c.Gaussian:
@@ -1211,7 +1239,9 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 			}
 		}
 		add(fmt.Sprintf("aggregate a%d", i), a.Text+" = "+how)
-		add(fmt.Sprintf("accuracy a%d", i), predictedError(q, a))
+		if q.ValuesMeasured() {
+			add(fmt.Sprintf("accuracy a%d", i), predictedError(q, a))
+		}
 	}
 	add("post-processing SQL", rw.Post)
 	add("privacy cost", fmt.Sprintf("ε=%g, δ=%g (spent only when the query runs)", q.Epsilon, q.Delta))

@@ -219,6 +219,47 @@ type keptGroup struct {
 
 type unitState struct {
 	groups []*keptGroup // at most l0, by group key
+	// index finds a kept group by id once the unit keeps many (a unit in
+	// hundreds of overlapping groups would otherwise scan them per row).
+	index map[string]*keptGroup
+}
+
+// indexFrom is how many kept groups a unit has before they are indexed.
+const indexFrom = 16
+
+// find returns the unit's kept group with this id, or nil.
+func (st *unitState) find(id []byte) *keptGroup {
+	if st.index != nil {
+		return st.index[string(id)]
+	}
+	for _, kg := range st.groups {
+		if kg.id == string(id) {
+			return kg
+		}
+	}
+	return nil
+}
+
+// keep adds a kept group, indexing them once there are many.
+func (st *unitState) keep(g *keptGroup) {
+	st.groups = append(st.groups, g)
+	switch {
+	case st.index != nil:
+		st.index[g.id] = g
+	case len(st.groups) > indexFrom:
+		st.index = make(map[string]*keptGroup, 2*len(st.groups))
+		for _, kg := range st.groups {
+			st.index[kg.id] = kg
+		}
+	}
+}
+
+// drop removes the i-th kept group.
+func (st *unitState) drop(i int) {
+	if st.index != nil {
+		delete(st.index, st.groups[i].id)
+	}
+	st.groups = append(st.groups[:i], st.groups[i+1:]...)
 }
 
 type spec struct {
@@ -527,13 +568,7 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 		a.units[string(a.unitBuf)] = st
 	}
 	a.groupBuf = appendKeys(a.groupBuf[:0], keys...)
-	var g *keptGroup
-	for _, kg := range st.groups {
-		if kg.id == string(a.groupBuf) {
-			g = kg
-			break
-		}
-	}
+	g := st.find(a.groupBuf)
 	if g == nil {
 		h := hashValues(append([]driver.Value{a.key, unit}, keys...))
 		if len(st.groups) >= a.l0 {
@@ -547,10 +582,10 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 			if h >= st.groups[worst].hash {
 				return nil
 			}
-			st.groups = append(st.groups[:worst], st.groups[worst+1:]...)
+			st.drop(worst)
 		}
 		g = &keptGroup{id: string(a.groupBuf), hash: h, keys: keyValues(keys)}
-		st.groups = append(st.groups, g)
+		st.keep(g)
 	}
 	row := make([]value, len(vals))
 	for i, v := range vals {

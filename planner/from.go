@@ -685,8 +685,25 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 	}
 	out := &relation{name: l.name + " joined with " + r.name, cols: append(append([]*relCol{}, l.cols...), r.cols...),
 		private: l.private || r.private, rn: fb.rn}
-	// ON must be a conjunction of equalities between columns.
+	// ON must be a conjunction of equalities between columns, or (between
+	// a private and a public relation) of comparisons of columns: a
+	// public table of ranges joined by "x >= r.lo AND x < r.hi", whose
+	// rows each private row may fall in many of. Contribution bounding
+	// runs after the join, per unit, so any such join is bounded.
 	var eqs [][2]*relCol
+	inequality := false
+	columns := func(xs ...parser.Expr) bool {
+		for _, x := range xs {
+			c, ok := x.(*parser.ColumnRef)
+			if !ok {
+				return false
+			}
+			if _, err := out.resolve(c); err != nil {
+				return false
+			}
+		}
+		return true
+	}
 	var walk func(e parser.Expr) error
 	walk = func(e parser.Expr) error {
 		switch e := e.(type) {
@@ -715,6 +732,21 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 					return nil
 				}
 			}
+			switch e.Op {
+			case "<", "<=", ">", ">=":
+				if l.private != r.private && columns(e.X, e.Y) {
+					inequality = true
+					return nil
+				}
+			}
+		case *parser.BetweenExpr:
+			if l.private != r.private && !e.Not && columns(e.X, e.Lo, e.Hi) {
+				inequality = true
+				return nil
+			}
+		}
+		if l.private != r.private {
+			return errorf(e.Pos(), ErrUnsupported, "a JOIN condition of a private and a public relation must be column = column or a comparison of columns (<, <=, >, >=, BETWEEN), joined with AND; found %s", parser.Format(e))
 		}
 		return errorf(e.Pos(), ErrUnsupported, "a JOIN condition must be column = column, joined with AND; found %s", parser.Format(e))
 	}
@@ -756,6 +788,8 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 		out.notJoined = "the scan joins a subquery or WITH query with another table"
 	case j.Kind != "" && !out.private:
 		out.notJoined = "the scan reads an outer join of public tables"
+	case inequality:
+		out.notJoined = "the scan joins on a comparison of columns (not only equalities)"
 	}
 	if out.notJoined == "" {
 		out.joined = &Joined{Tables: append(append([]string{}, l.joined.Tables...), r.joined.Tables...),

@@ -70,6 +70,12 @@ func (q *PrivateQuery) SearchParts() []float64 {
 	if q.Selection != nil {
 		out = append(out, q.Selection.Epsilon)
 	}
+	if q.Threshold != nil {
+		out = append(out, q.Threshold.Sparse.Epsilon)
+	}
+	if q.TopK != nil {
+		out = append(out, q.TopK.TopK.Epsilon)
+	}
 	return out
 }
 

@@ -372,8 +372,16 @@ type PrivateQuery struct {
 	GroupsChanged int64
 	// Selection is set when some GROUP BY key has no public domain.
 	Selection *Selection
-	Epsilon   float64 // the query's total ε, split across Searches, Selection and Cells
-	Delta     float64 // δ spent (0: every mechanism here is pure ε-DP)
+	// Threshold is set for OPTIONS (max_groups_above = c): the sparse
+	// vector technique decides which groups are released (choose.go).
+	Threshold *ThresholdChoice
+	// TopK is set when report noisy max chooses the groups of ORDER BY
+	// agg DESC LIMIT k; TopKNote says why such a query reads the noisy
+	// histogram instead ("" when it is not one).
+	TopK     *TopKChoice
+	TopKNote string
+	Epsilon  float64 // the query's total ε, split across Searches, Selection and Cells
+	Delta    float64 // δ spent (0: every mechanism here is pure ε-DP)
 	// BoundsFraction is the share of Epsilon spent on bound searches (0
 	// when there are none).
 	BoundsFraction float64
@@ -772,7 +780,10 @@ type builder struct {
 	// publicValues reads a public relation's values (Session).
 	publicGroups bool
 	publicValues func(sql string, reads map[string]map[string]bool) ([]any, error)
-	knobs        *knobs.Knobs
+	// candidates: max_groups_above, whose groups are candidates from
+	// public values (a public table's column joined in, or a domain).
+	candidates bool
+	knobs      *knobs.Knobs
 }
 
 func (b *builder) build(sess session) error {
@@ -787,6 +798,7 @@ func (b *builder) build(sess session) error {
 	}
 	b.delta = opts.delta
 	b.publicGroups, b.publicValues = opts.publicGroups, sess.PublicValues
+	b.candidates = opts.maxAbove > 0
 	b.knobs, b.q.Knobs = sess.Knobs, sess.Knobs
 	if s.Where != nil {
 		if err := b.rowExpr(s.Where, "WHERE"); err != nil {
@@ -822,7 +834,13 @@ func (b *builder) build(sess session) error {
 	if err := b.ordering(); err != nil {
 		return err
 	}
+	if err := b.choose(opts); err != nil {
+		return err
+	}
 	if opts.target > 0 {
+		if b.q.chosen() {
+			return errorf(s.SelectPos, ErrUnsupported, "target_error sets the error of every group's value; a query whose groups are chosen by comparison (max_groups_above, or ORDER BY ... LIMIT by report noisy max) needs epsilon")
+		}
 		eps, err := b.epsilonForTarget(opts)
 		if err != nil {
 			return err
@@ -951,6 +969,13 @@ func (b *builder) shareEpsilon(opts options) error {
 	// groups by at most l∞ rows each, which the cells' sensitivities
 	// account for (Scale), so one ε covers all groups.
 	b.q.Epsilon, b.q.Delta = eps, 0
+	if b.q.chosen() {
+		if opts.minUnits > 0 {
+			return errorf(s.SelectPos, ErrInvalidOption, "min_privacy_units_per_group applies to groups chosen by partition selection; this query's groups are chosen by comparison")
+		}
+		b.shareChoice(eps)
+		return nil
+	}
 	cellEps := eps
 	if len(b.q.Searches) > 0 {
 		b.q.BoundsFraction = opts.frac
@@ -1011,7 +1036,20 @@ func (q *PrivateQuery) checkNoise() error {
 		}
 		return mechanism.CheckLaplace(l1, c.Epsilon)
 	}
+	if t := q.Threshold; t != nil {
+		if err := mechanism.CheckSparse(t.Sparse); err != nil {
+			return fail("the sparse vector run of "+t.Text, err)
+		}
+	}
+	if t := q.TopK; t != nil {
+		if err := mechanism.CheckTopK(t.TopK); err != nil {
+			return fail("report noisy max of "+t.Text, err)
+		}
+	}
 	for _, c := range q.Cells {
+		if !q.ValuesMeasured() {
+			break // nothing is measured
+		}
 		if c.Search < 0 {
 			if err := check(c, c.L1Sensitivity); err != nil {
 				return fail(c.Label, err)
@@ -1053,6 +1091,7 @@ type options struct {
 	unit         catalog.Unit
 	minUnits     int64 // min_privacy_units_per_group (0: not given)
 	publicGroups bool  // group_selection_strategy = PUBLIC_GROUPS
+	maxAbove     int64 // max_groups_above (0: not given)
 }
 
 // queryOptions reads epsilon, delta, the bounds share and contribution
@@ -1138,10 +1177,15 @@ func queryOptions(s *parser.SelectStmt, sess session, rel *relation) (options, e
 			default:
 				return bad("group_selection_strategy takes PUBLIC_GROUPS or LAPLACE_THRESHOLD")
 			}
+		case "max_groups_above":
+			if verr != nil || v < 1 || v != math.Trunc(v) || v > MaxGroupsAbove {
+				return bad(fmt.Sprintf("max_groups_above takes a positive integer (at most %d): how many groups above the HAVING threshold may be released", MaxGroupsAbove))
+			}
+			o.maxAbove = int64(v)
 		case "privacy_unit_column":
 			return options{}, errorf(opt.NamePos, ErrInvalidOption, "the privacy unit is the owner's choice (CREATE PRIVACY POLICY ... OPTIONS (privacy_unit_column = ...))")
 		default:
-			return options{}, errorf(opt.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, target_error, delta, bounds_epsilon_fraction, max_groups_contributed, max_rows_contributed, min_privacy_units_per_group, noise, group_selection_strategy)", opt.Name)
+			return options{}, errorf(opt.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, target_error, delta, bounds_epsilon_fraction, max_groups_contributed, max_rows_contributed, min_privacy_units_per_group, noise, group_selection_strategy, max_groups_above)", opt.Name)
 		}
 	}
 	if o.epsGiven && hasOption(s, "target_error") {
@@ -1251,7 +1295,7 @@ func (b *builder) groupKey(g parser.Expr) error {
 			col.name, parser.QuoteIdent(col.name))
 	}
 	dom := col.domain
-	if col.groupsSQL != "" && (col.publicGroups || b.publicGroups) {
+	if col.groupsSQL != "" && (col.publicGroups || b.publicGroups || b.candidates) {
 		// Public groups: every value of the public relation's column is a
 		// group, found by a query on public data only.
 		if b.publicValues == nil {

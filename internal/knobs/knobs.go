@@ -37,6 +37,13 @@ type Knobs struct {
 	// BareAbs prints ABS without the NULLIF that keeps it from raising
 	// "integer overflow" on −2^63.
 	BareAbs bool
+	// ChoiceParallelValues measures the values of groups chosen by a
+	// threshold or top-k query at the whole values' ε each, as if the
+	// chosen groups were disjoint (they overlap: c of them compose).
+	ChoiceParallelValues bool
+	// ChoicePerRow takes a chosen query's per-group sensitivity from one
+	// row, ignoring that a unit keeps up to l∞ rows in a group.
+	ChoicePerRow bool
 
 	// PostgresGrouping overrides the PostgreSQL backend's choice of
 	// grouping identical rows: 0 decides from statistics, GroupAlways and

@@ -87,6 +87,22 @@ func (n *Noiser) AddLaplace(v, sens, eps float64) (float64, error) {
 func (n *Noiser) AddLaplaceExact(v *big.Float, sens, eps float64) (float64, error) {
 	c, ok := n.record(v, call{sens: sens, eps: eps})
 	f, _ := v.Float64()
+	if ok && c.Choice && n.replay != nil {
+		// Report noisy max in a replay: the recorded run's choice of
+		// this round wins (the largest recorded score, the first on
+		// ties, as the noiseless run chose).
+		var best *call
+		for i := range n.replay.calls {
+			r := &n.replay.calls[i]
+			if r.Choice && r.Round == c.Round && (best == nil || r.value.Cmp(best.value) > 0) {
+				best = r
+			}
+		}
+		if best != nil && best.key == c.key {
+			return math.MaxFloat64, nil
+		}
+		return -math.MaxFloat64, nil
+	}
 	if !ok || !c.Selection || n.replay == nil {
 		return f, nil
 	}
@@ -319,9 +335,12 @@ func (c *comparison) searches(a, b outcome) (claimed float64) {
 func (c *comparison) index(r *record) map[cellKey]call {
 	m := map[cellKey]call{}
 	for _, cl := range r.calls {
-		k := cellKey{cl.Selection, cl.key, cl.Cell}
+		k := cellKey{sel: cl.Selection, key: cl.key, cell: cl.Cell}
 		if cl.Selection {
 			k.cell = -1
+		}
+		if cl.Choice {
+			k = cellKey{choice: true, key: cl.key, cell: -1, round: cl.Round}
 		}
 		if _, dup := m[k]; dup {
 			c.bad("two noise calls for the same cell %+v", k)
@@ -340,12 +359,17 @@ type tally struct {
 	rhoLoss          *big.Float
 	cellRho, cellEps map[int]float64
 	selEps, oneSided float64
+	// choiceEps is report noisy max's ε per round; choiceUp/Down record
+	// the directions its scores moved in.
+	choiceEps          map[int]float64
+	choiceUp, choiceDn bool
+	choiceMonotonic    bool
 }
 
 // cells checks (2) and (3): cells and partition selection, aligned by
 // group key.
 func (c *comparison) cells(ma, mb map[cellKey]call) *tally {
-	t := &tally{loss: new(big.Float).SetPrec(4096), rhoLoss: new(big.Float).SetPrec(4096), cellRho: map[int]float64{}, cellEps: map[int]float64{}}
+	t := &tally{loss: new(big.Float).SetPrec(4096), rhoLoss: new(big.Float).SetPrec(4096), cellRho: map[int]float64{}, cellEps: map[int]float64{}, choiceEps: map[int]float64{}}
 	var keys []cellKey
 	for k := range ma {
 		keys = append(keys, k)
@@ -363,11 +387,36 @@ func (c *comparison) cells(ma, mb map[cellKey]call) *tally {
 		if !okA {
 			cl = cb
 		}
+		if k.choice {
+			// (5) report noisy max: every candidate is compared on both
+			// sides, and its score moves by at most the l∞ sensitivity
+			// the round's noise is calibrated to (in one direction when
+			// declared monotonic). Each round is then ε-DP by its own
+			// argument, as a bound search is.
+			t.choiceEps[k.round] = cl.eps
+			t.choiceMonotonic = cl.Monotonic
+			if okA != okB {
+				c.bad("report noisy max compares candidate %s in round %d on one database only", k.key, k.round)
+				continue
+			}
+			if ca.sens != cb.sens || ca.eps != cb.eps {
+				c.bad("report noisy max, candidate %s: noise parameters depend on the data", k.key)
+				continue
+			}
+			d := new(big.Float).SetPrec(4096).Sub(ca.value, cb.value)
+			t.choiceUp, t.choiceDn = t.choiceUp || d.Sign() > 0, t.choiceDn || d.Sign() < 0
+			if d.Abs(d).Cmp(new(big.Float).SetFloat64(ca.Sensitivity)) > 0 {
+				c.bad("report noisy max, candidate %s: its score moves by %s between neighbours, sensitivity %g", k.key, d.Text('g', 6), ca.Sensitivity)
+			}
+			continue
+		}
 		if k.sel {
 			t.selected = true
 			t.selEps = cl.eps
 		} else if cl.rho == 0 {
-			t.cellEps[k.cell] = cl.eps
+			// A chosen query's cells are spent on each of the (at
+			// most Composed) chosen groups in sequence.
+			t.cellEps[k.cell] = cl.eps * float64(max(1, cl.Composed))
 		}
 		if okA != okB {
 			c.oneSide(k, cl, okA, ma, t)
@@ -399,7 +448,7 @@ func (c *comparison) oneSide(k cellKey, cl call, onX bool, ma map[cellKey]call, 
 	if !k.sel {
 		// a released group present on one side only: allowed when
 		// partition selection released it (accounted to δ below).
-		if _, s := ma[cellKey{true, k.key, -1}]; !s {
+		if _, s := ma[cellKey{sel: true, key: k.key, cell: -1}]; !s {
 			c.bad("group %s released on %s only, without partition selection", k.key, map[bool]string{true: c.x, false: c.y}[onX])
 		}
 		return
@@ -422,6 +471,13 @@ func (c *comparison) loss(a, b outcome, t *tally, claimed float64, ma, mb map[ce
 	for i := 0; i < min(len(a.rec.searches), len(b.rec.searches)); i++ {
 		e := a.rec.searches[i].opts.Epsilon // the search is private by its own argument, checked above
 		searchEps, searchRho = searchEps+e, searchRho+e*e/2
+	}
+	for _, e := range t.choiceEps {
+		searchEps, searchRho = searchEps+e, searchRho+e*e/2
+		claimed += e
+	}
+	if t.choiceMonotonic && t.choiceUp && t.choiceDn {
+		c.bad("report noisy max's scores are declared monotonic but move both ways")
 	}
 	if len(t.cellRho) > 0 {
 		// Gaussian cells, pure searches and selection: in ρ, ε²/2 for the
@@ -469,6 +525,9 @@ type cellKey struct {
 	sel  bool
 	key  string
 	cell int
+	// choice: report noisy max's draw for candidate key in round round.
+	choice bool
+	round  int
 }
 
 // cellDetail lists the cells that moved by more than their sensitivity,

@@ -15,4 +15,6 @@ var Faults = []Fault{
 	{"per-row sensitivity for a unit's rows", func(k *knobs.Knobs) *bool { return &k.PerRowSensitivity }},
 	{"centring in doubles far from zero", func(k *knobs.Knobs) *bool { return &k.FloatCentring }},
 	{"ABS left unwrapped (raises on -2^63)", func(k *knobs.Knobs) *bool { return &k.BareAbs }},
+	{"chosen groups' values composed in parallel", func(k *knobs.Knobs) *bool { return &k.ChoiceParallelValues }},
+	{"chosen groups compared at one row's sensitivity", func(k *knobs.Knobs) *bool { return &k.ChoicePerRow }},
 }

@@ -400,6 +400,11 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 	// statement, placeholders among them
 	g := &generator{r: r, constructs: map[string]bool{}, params: !refuse && r.IntN(4) == 0}
 	g.dollar = g.params && r.IntN(2) == 0
+	if r.IntN(8) == 0 {
+		// Groups chosen by comparison (choice.go): no parameters.
+		g.params = false
+		return g.choice(refuse)
+	}
 	g.rel = g.relation()
 	g.use("FROM " + g.rel.name)
 	group, needDelta := g.groupKeys()
