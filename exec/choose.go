@@ -51,10 +51,11 @@ func chooseGroups(sc *scanned, q *planner.PrivateQuery, rw *rewrite.Rewritten, c
 			if len(keep) == t.Cutoff {
 				break // the run is over: the rest are not compared
 			}
-			// Exact to float64: a count is exact; a sum of declared
-			// bounds rounds once, by at most half an ulp of its value.
-			f, _ := s.Float64()
-			above, err := run.Next(f)
+			// Exact: a sum is rounded only to the noise grid.
+			if t.Below {
+				s = new(big.Float).Neg(s)
+			}
+			above, err := run.NextExact(s)
 			if errors.Is(err, mechanism.ErrSparseDone) {
 				break
 			}
@@ -110,8 +111,13 @@ func explainChoice(q *planner.PrivateQuery, add func(step, detail string)) {
 		}
 		add("threshold", fmt.Sprintf("HAVING %s with max_groups_above = %d: the sparse vector technique (Lyu, Su & Li 2017, Algorithm 1; Dwork & Roth, Algorithm 2) compares each of the %d candidate groups, in the order of their keys, with the threshold %g; each group is one query of sensitivity %g (one unit's contribution to one group, however many groups it falls in), %s; threshold noise Laplace scale %.4g (ε₁=%.4g), query noise Laplace scale %.4g (ε₂=%.4g); the run stops after %d groups above; ε=%.6g for choosing, whatever the number of candidates",
 			t.Text, t.Cutoff, t.Candidates, t.Threshold, s.Sensitivity, mono, s.Sensitivity/eps1, eps1, mechanism.SparseQueryScale(s), eps2, t.Cutoff, s.Epsilon))
-		add("threshold accuracy", fmt.Sprintf("with 95%% probability every released group has %s ≥ %.6g and no group with %s ≥ %.6g is missed before the run stops at the %d released (margin α = %.4g, Dwork & Roth Theorem 3.24's form, by the union bound over the threshold and %d query noises)",
-			aggText(q, t.Aggregate), t.Threshold-mechanism.SparseMargin(s, t.Candidates, beta), aggText(q, t.Aggregate), t.Threshold+mechanism.SparseMargin(s, t.Candidates, beta), t.Cutoff, mechanism.SparseMargin(s, t.Candidates, beta), t.Candidates))
+		alpha := mechanism.SparseMargin(s, t.Candidates, beta)
+		released, missed := fmt.Sprintf("≥ %.6g", t.Threshold-alpha), fmt.Sprintf("≥ %.6g", t.Threshold+alpha)
+		if t.Below {
+			released, missed = fmt.Sprintf("≤ %.6g", t.Threshold+alpha), fmt.Sprintf("≤ %.6g", t.Threshold-alpha)
+		}
+		add("threshold accuracy", fmt.Sprintf("with 95%% probability every released group has %s %s and no group with %s %s is missed before the run stops at the %d released (margin α = %.4g, Dwork & Roth Theorem 3.24's form, by the union bound over the threshold and %d query noises)",
+			aggText(q, t.Aggregate), released, aggText(q, t.Aggregate), missed, t.Cutoff, alpha, t.Candidates))
 		add("threshold values", values(t.ValueEpsilon, t.Cutoff, "group"))
 	}
 	if t := q.TopK; t != nil {

@@ -66,6 +66,11 @@ type Noiser interface {
 // threshold; *Sparse is the private one.
 type Thresholder interface {
 	Next(q float64) (bool, error)
+	// NextExact is Next for an exact value (a sum that float64 may not
+	// represent): it is rounded to the noise grid exactly, as
+	// AddLaplaceExact does, so two neighbours' values differ on the grid
+	// by no more than their exact difference allows.
+	NextExact(q *big.Float) (bool, error)
 }
 
 // granularityParam fixes the grid: the grid step is the smallest power of two

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 )
 
 // SparseOptions configure the sparse vector technique.
@@ -135,6 +136,16 @@ func SparseQueryScale(opts SparseOptions) float64 {
 // Next answers whether query value q is above the threshold. After the
 // cutoff-th true answer it returns ErrSparseDone.
 func (s *Sparse) Next(q float64) (bool, error) {
+	return s.next(func(sens, eps float64) (float64, error) { return s.noiser.AddLaplace(q, sens, eps) })
+}
+
+// NextExact is Next for an exact value, rounded to the noise grid exactly
+// (AddLaplaceExact).
+func (s *Sparse) NextExact(q *big.Float) (bool, error) {
+	return s.next(func(sens, eps float64) (float64, error) { return s.noiser.AddLaplaceExact(q, sens, eps) })
+}
+
+func (s *Sparse) next(noised func(sens, eps float64) (float64, error)) (bool, error) {
 	if s.above >= s.opts.Cutoff {
 		return false, ErrSparseDone
 	}
@@ -142,7 +153,7 @@ func (s *Sparse) Next(q float64) (bool, error) {
 	if s.opts.Monotonic {
 		f = 1
 	}
-	noisy, err := s.noiser.AddLaplace(q, f*float64(s.opts.Cutoff)*s.opts.Sensitivity, s.eps2)
+	noisy, err := noised(f*float64(s.opts.Cutoff)*s.opts.Sensitivity, s.eps2)
 	if err != nil {
 		return false, err
 	}

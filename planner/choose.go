@@ -54,7 +54,10 @@ type ThresholdChoice struct {
 	Aggregate, Cell int
 	Text            string
 	Threshold       float64
-	Cutoff          int // c: at most this many groups are released
+	// Below: the groups sought are those below Threshold (HAVING agg <
+	// T); the run then compares −agg with −T.
+	Below  bool
+	Cutoff int // c: at most this many groups are released
 	// Sparse holds ε (threshold and queries together), the per-group
 	// sensitivity and monotonicity of the run.
 	Sparse mechanism.SparseOptions
@@ -96,7 +99,7 @@ func (b *builder) choose(opts options) error {
 		if s.Having == nil {
 			return errorf(s.SelectPos, ErrInvalidOption, "max_groups_above needs HAVING aggregate > threshold (the comparison the sparse vector technique makes)")
 		}
-		agg, t, text, err := b.comparison(s.Having)
+		agg, t, below, text, err := b.comparison(s.Having)
 		if err != nil {
 			return err
 		}
@@ -109,8 +112,14 @@ func (b *builder) choose(opts options) error {
 		cell := q.Aggregates[agg].Cells[0]
 		b.perGroup()
 		c := q.Cells[cell]
-		q.Threshold = &ThresholdChoice{Aggregate: agg, Cell: cell, Text: text, Threshold: t, Cutoff: int(opts.maxAbove),
-			Sparse:     mechanism.SparseOptions{Sensitivity: c.L1Sensitivity, Threshold: t, Cutoff: int(opts.maxAbove), Monotonic: monotonic(c)},
+		// A group below T is one whose negated aggregate is above −T:
+		// the run compares −agg with −T (a monotonic query stays so).
+		st := t
+		if below {
+			st = -t
+		}
+		q.Threshold = &ThresholdChoice{Aggregate: agg, Cell: cell, Text: text, Threshold: t, Below: below, Cutoff: int(opts.maxAbove),
+			Sparse:     mechanism.SparseOptions{Sensitivity: c.L1Sensitivity, Threshold: st, Cutoff: int(opts.maxAbove), Monotonic: monotonic(c)},
 			Candidates: q.Groups()}
 		q.Having = nil // decided by the sparse vector run, not after the noise
 		q.Noise = NoiseLaplace
@@ -150,30 +159,35 @@ func (b *builder) choose(opts options) error {
 	return nil
 }
 
-// comparison reads HAVING agg > T (or >=, or T < agg, T <= agg): the
-// aggregate's index, T and the comparison's text.
-func (b *builder) comparison(e parser.Expr) (int, float64, string, error) {
-	bad := func() (int, float64, string, error) {
-		return 0, 0, "", errorf(e.Pos(), ErrInvalidOption, "with max_groups_above, HAVING must be one comparison aggregate > constant (or >=): the threshold the sparse vector technique compares each group with; found %s", parser.Format(e))
+// comparison reads HAVING agg > T or agg < T (>= and <= alike, and either
+// side first): the aggregate's index, T, whether the groups sought are
+// below T, and the comparison's text.
+func (b *builder) comparison(e parser.Expr) (int, float64, bool, string, error) {
+	bad := func() (int, float64, bool, string, error) {
+		return 0, 0, false, "", errorf(e.Pos(), ErrInvalidOption, "with max_groups_above, HAVING must be one comparison of an aggregate with a constant (agg > T, agg >= T, agg < T or agg <= T): the threshold the sparse vector technique compares each group with; found %s", parser.Format(e))
 	}
 	x, ok := parser.Unparen(e).(*parser.BinaryExpr)
 	if !ok {
 		return bad()
 	}
-	l, r := x.X, x.Y
 	switch x.Op {
-	case ">", ">=":
-	case "<", "<=":
-		l, r = r, l
+	case ">", ">=", "<", "<=":
 	default:
 		return bad()
 	}
-	agg, ok := b.orderedAggregate(l)
-	t, isConst := numericConstant(r)
-	if !ok || !isConst {
-		return bad()
+	for _, side := range [][2]parser.Expr{{x.X, x.Y}, {x.Y, x.X}} {
+		agg, ok := b.orderedAggregate(side[0])
+		t, isConst := numericConstant(side[1])
+		if !ok || !isConst {
+			continue
+		}
+		below := x.Op == "<" || x.Op == "<="
+		if side[0] == x.Y {
+			below = !below // T < agg is agg > T
+		}
+		return agg, t, below, parser.Format(e), nil
 	}
-	return agg, t, parser.Format(e), nil
+	return bad()
 }
 
 // orderedAggregate finds the aggregate an ORDER BY or HAVING term names:

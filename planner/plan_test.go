@@ -180,7 +180,7 @@ func printPlan(plan planner.Plan) string {
 			fmt.Fprintf(&b, "\npartition selection: ε %s, δ %s, sensitivity %s, threshold %s", g(s.Epsilon), g(s.Delta), g(s.Sensitivity), g(s.Threshold))
 		}
 		if t := p.Threshold; t != nil {
-			fmt.Fprintf(&b, "\nsparse vector: %s over %d candidates, cutoff %d: ε %s, sensitivity %s, monotonic %v; values ε %s", t.Text, t.Candidates, t.Cutoff, g(t.Sparse.Epsilon), g(t.Sparse.Sensitivity), t.Sparse.Monotonic, g(t.ValueEpsilon))
+			fmt.Fprintf(&b, "\nsparse vector: %s over %d candidates, cutoff %d: ε %s, sensitivity %s, compared with %s (below: %v), monotonic %v; values ε %s", t.Text, t.Candidates, t.Cutoff, g(t.Sparse.Epsilon), g(t.Sparse.Sensitivity), g(t.Sparse.Threshold), t.Below, t.Sparse.Monotonic, g(t.ValueEpsilon))
 		}
 		if t := p.TopK; t != nil {
 			fmt.Fprintf(&b, "\nreport noisy max: %s over %d candidates: ε %s, sensitivity %s, monotonic %v; values ε %s", t.Text, t.Candidates, g(t.TopK.Epsilon), g(t.TopK.Sensitivity), t.TopK.Monotonic, g(t.ValueEpsilon))

@@ -36,6 +36,18 @@ type exactThreshold struct {
 	left int
 }
 
+// NextExact compares the exact value with the threshold.
+func (e *exactThreshold) NextExact(q *big.Float) (bool, error) {
+	if e.left == 0 {
+		return false, mechanism.ErrSparseDone
+	}
+	if q.Cmp(big.NewFloat(e.t)) >= 0 {
+		e.left--
+		return true, nil
+	}
+	return false, nil
+}
+
 func (e *exactThreshold) Next(q float64) (bool, error) {
 	if e.left == 0 {
 		return false, mechanism.ErrSparseDone

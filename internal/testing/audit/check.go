@@ -46,7 +46,7 @@ type call struct {
 // search is one sparse vector run of a bound search.
 type search struct {
 	opts    mechanism.SparseOptions
-	queries []float64
+	queries []*big.Float // exact
 	answers []bool
 }
 
@@ -165,12 +165,16 @@ type thresholder struct {
 }
 
 func (t *thresholder) Next(q float64) (bool, error) {
+	return t.NextExact(new(big.Float).SetFloat64(q))
+}
+
+func (t *thresholder) NextExact(q *big.Float) (bool, error) {
 	if t.left == 0 {
 		return false, mechanism.ErrSparseDone
 	}
 	i := len(t.s.queries)
-	t.s.queries = append(t.s.queries, q)
-	above := q >= t.s.opts.Threshold
+	t.s.queries = append(t.s.queries, new(big.Float).SetPrec(4096).Set(q))
+	above := q.Cmp(big.NewFloat(t.s.opts.Threshold)) >= 0
 	if t.replay != nil {
 		above = i < len(t.replay.answers) && t.replay.answers[i]
 	}
@@ -317,10 +321,10 @@ func (c *comparison) searches(a, b outcome) (claimed float64) {
 		}
 		up, down := false, false
 		for j := 0; j < min(len(sa.queries), len(sb.queries)); j++ {
-			d := sa.queries[j] - sb.queries[j]
-			up, down = up || d > 0, down || d < 0
-			if math.Abs(d) > sa.opts.Sensitivity {
-				c.bad("bound search %d, query %d moves by %g between neighbours, sensitivity %g", i, j, math.Abs(d), sa.opts.Sensitivity)
+			d := new(big.Float).SetPrec(4096).Sub(sa.queries[j], sb.queries[j])
+			up, down = up || d.Sign() > 0, down || d.Sign() < 0
+			if d.Abs(d).Cmp(big.NewFloat(sa.opts.Sensitivity)) > 0 {
+				c.bad("bound search %d, query %d moves by %s between neighbours, sensitivity %g", i, j, d.Text('g', 17), sa.opts.Sensitivity)
 				break
 			}
 		}

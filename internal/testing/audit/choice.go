@@ -13,7 +13,7 @@ import (
 // unit falls in many groups — a private table joined with a public one by
 // an inequality — and over plain tables. With refuse, a near-miss that
 // the planner must refuse.
-func (g *generator) choice(refuse bool) Statement {
+func (g *generator) choice(refuse, unstableRows bool) Statement {
 	type shape struct {
 		name, from string
 		keys       []string // groups from public values
@@ -32,6 +32,9 @@ func (g *generator) choice(refuse bool) Statement {
 			[]string{"COUNT(*)", "COUNT(DISTINCT p.uid)", "SUM(p.w)", "SUM(p.n)"}, []string{"AVG(p.w)", "VAR_POP(p.w)", "COUNT(*)"}, true, false},
 		{"rows as units JOIN public by an inequality", "q JOIN pub ON q.y <= pub.weight", []string{"pub.label", "pub.g"},
 			[]string{"COUNT(*)", "SUM(q.y)", "COUNT(q.x)"}, []string{"AVG(q.y)", "COUNT(*)"}, false, true},
+	}
+	if unstableRows {
+		shapes = shapes[:len(shapes)-1] // the rows-as-units join (Config.UnstableRowIdentities)
 	}
 	sh := shapes[g.r.IntN(len(shapes))]
 	g.use("choice FROM " + sh.name)

@@ -394,7 +394,11 @@ func (g *generator) subquery() *relation {
 
 // Generate returns a random statement: with probability nearMiss one the
 // planner must refuse, else one it must accept.
-func Generate(r *rand.Rand, nearMiss float64) Statement {
+func Generate(r *rand.Rand, nearMiss float64) Statement { return generate(r, nearMiss, false) }
+
+// generate is Generate; with unstableRows, without joins that repeat the
+// rows of a table whose rows are units (Config.UnstableRowIdentities).
+func generate(r *rand.Rand, nearMiss float64, unstableRows bool) Statement {
 	refuse := r.Float64() < nearMiss
 	// near-misses take no parameters: their mutations drop parts of the
 	// statement, placeholders among them
@@ -403,7 +407,7 @@ func Generate(r *rand.Rand, nearMiss float64) Statement {
 	if r.IntN(8) == 0 {
 		// Groups chosen by comparison (choice.go): no parameters.
 		g.params = false
-		return g.choice(refuse)
+		return g.choice(refuse, unstableRows)
 	}
 	g.rel = g.relation()
 	g.use("FROM " + g.rel.name)

@@ -69,6 +69,15 @@ type Config struct {
 	// StopAtFirst ends the run at the first finding of a failed privacy
 	// check.
 	StopAtFirst bool
+	// UnstableRowIdentities: the backend's row identities differ between
+	// its copies of D and D′ (PostgreSQL's ctid shifts after the removed
+	// row), so the coupling of contribution bounding's choices across
+	// the pair — keyed by each unit's identity — does not hold for a
+	// table whose rows are its units: no statement joins such a table
+	// (where bounding keys by the row's identity). Privacy does not rest
+	// on the coupling (each unit samples independently whatever its
+	// identity); the check does.
+	UnstableRowIdentities bool
 }
 
 // Run generates cfg.Databases neighbouring pairs under dir and checks
@@ -88,7 +97,7 @@ func Run(open Opener, dir string, cfg Config) (*Report, error) {
 		}
 		rep.Databases++
 		for j := 0; j < cfg.PerDatabase; j++ {
-			st := Generate(r, cfg.NearMiss)
+			st := generate(r, cfg.NearMiss, cfg.UnstableRowIdentities)
 			rep.Statements++
 			if st.Refuse {
 				rep.NearMisses++

@@ -57,7 +57,10 @@ func newFixture(t testing.TB, seed uint64, drop int) *fixture {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	stmts := []string{`CREATE TABLE people (age INTEGER)`, `CREATE TABLE ranges (lo INTEGER, hi INTEGER)`, `CREATE TABLE purchases (uid INTEGER, product TEXT)`}
+	stmts := []string{`CREATE TABLE people (age INTEGER)`, `CREATE TABLE ranges (lo INTEGER, hi INTEGER)`, `CREATE TABLE purchases (uid INTEGER, product TEXT)`, `CREATE TABLE bounds (b INTEGER)`}
+	for b := 0; b <= 150; b += 5 {
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO bounds VALUES (%d)`, b))
+	}
 	for i := 1; i <= 1500; i++ {
 		age := 18 + r.IntN(40) + r.IntN(35)
 		if i == drop {
@@ -109,6 +112,7 @@ func newFixture(t testing.TB, seed uint64, drop int) *fixture {
 	enginetest.Run(t, owner, `CREATE PRIVACY POLICY ON people;
 		ALTER PRIVACY POLICY ON people SET BOUNDS age (0, 120);
 		ALTER TABLE ranges SET PUBLIC;
+		ALTER TABLE bounds SET PUBLIC;
 		CREATE PRIVACY POLICY ON purchases OPTIONS (privacy_unit_column = uid, max_groups_contributed = 20, max_rows_contributed = 1);
 		ALTER PRIVACY POLICY ON purchases SET DOMAIN product (`+strings.Join(quoted, ", ")+`);
 		SET BUDGET epsilon = 1e6`)
@@ -205,6 +209,22 @@ func TestThresholdQueryReleasesTheFirstGroupsAbove(t *testing.T) {
 	}
 }
 
+// TestAboveThresholdFindsTheClippingBound: the material's AboveThreshold
+// over the stream "how many people are older than b?" for b = 0, 5, ...,
+// with HAVING COUNT(*) < 1: without noise, the first b above every age.
+func TestAboveThresholdFindsTheClippingBound(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1, 0)
+	e := f.open(t, testopts.ZeroNoise(), dpsql.Options{})
+	res := enginetest.Query(t, e, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, max_groups_above = 1) b.b
+		FROM bounds AS b LEFT JOIN people ON age > b.b GROUP BY b.b HAVING COUNT(*) < 1`)
+	oldest := slices.Max(f.ages)
+	want := (oldest + 4) / 5 * 5
+	if len(res.Rows) != 1 || enginetest.Num(res.Rows[0][0]) != float64(want) {
+		t.Errorf("bound %v, want [[%d]] (the oldest is %d)", res.Rows, want, oldest)
+	}
+}
+
 // recorder is a noiser without noise that records what each mechanism is
 // asked: the sparse runs' options and queries, and every Laplace call.
 type recorder struct {
@@ -242,6 +262,14 @@ func (r *recorder) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholde
 type thresholdRecorder struct {
 	r     *recorder
 	inner mechanism.Thresholder
+}
+
+func (t thresholdRecorder) NextExact(q *big.Float) (bool, error) {
+	f, _ := q.Float64()
+	t.r.mu.Lock()
+	t.r.queries = append(t.r.queries, f)
+	t.r.mu.Unlock()
+	return t.inner.NextExact(q)
 }
 
 func (t thresholdRecorder) Next(q float64) (bool, error) {
@@ -383,60 +411,31 @@ func TestChoiceRefusals(t *testing.T) {
 	}
 }
 
-// TestChoiceAccuracyAsExplained measures, with the production samplers
-// on seeded sources, how often the guarantees EXPLAIN states fail: for
-// the threshold query, a released group below T − α or a group at or
-// above T + α skipped before the run stopped; for the top k, the j-th
-// chosen below the j-th largest minus α. Each is promised at 95%; over
-// 150 runs the failure rate must stay under 5% + 3 standard errors
-// (≈ 10.3%; a false failure needs a 3σ excess, p ≈ 0.001). The union
-// bounds make the true rates far lower; an α ten times too small fails.
-func TestChoiceAccuracyAsExplained(t *testing.T) {
+// TestTopKAccuracyAsExplained measures, with the production samplers on
+// seeded sources, how often the top-k guarantee EXPLAIN states fails: the
+// j-th chosen product below the j-th largest minus α. It is promised at
+// 95%; over 150 runs the failure rate must stay under 5% + 3 standard
+// errors (≈ 10.3%; a false failure needs a 3σ excess, p ≈ 0.001). The
+// union bound makes the true rate far lower; an α ten times too small
+// fails (17 of 150). The threshold query's margin is measured where its
+// failures can be seen, on values crowded around the threshold
+// (mechanism.TestSparseMarginCoverage).
+func TestTopKAccuracyAsExplained(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 4, 0)
 	const runs = 150
 	limit := 0.05 + 3*math.Sqrt(0.05*0.95/runs)
 	src := &seeded{rand.New(rand.NewPCG(4, 5))}
 	e := f.open(t, mechanism.NewSecureNoiser(src), dpsql.Options{})
-	cands := f.candidates()
-	alpha := margin(t, explainText(t, e, rangeQuery), "margin α = ")
-	failures := 0
-	for range runs {
-		res := enginetest.Query(t, e, rangeQuery)
-		released := map[[2]int]bool{}
-		for _, row := range res.Rows {
-			released[[2]int{int(enginetest.Num(row[0])), int(enginetest.Num(row[1]))}] = true
-		}
-		bad := false
-		last := -1
-		for i, c := range cands {
-			if released[c] {
-				last = i
-				bad = bad || float64(f.inRange(c[0], c[1])) < 300-alpha
-			}
-		}
-		for i, c := range cands {
-			if (len(released) < 3 || i < last) && !released[c] && float64(f.inRange(c[0], c[1])) >= 300+alpha {
-				bad = true
-			}
-		}
-		if bad {
-			failures++
-		}
-	}
-	t.Logf("threshold query: α=%.4g failed in %d of %d runs", alpha, failures, runs)
-	if rate := float64(failures) / runs; rate > limit {
-		t.Errorf("threshold query: the α=%.4g guarantee failed in %.1f%% of runs, above %.1f%%", alpha, 100*rate, 100*limit)
-	}
 	q := `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) product, COUNT(*) AS n FROM purchases GROUP BY product ORDER BY n DESC LIMIT 3`
-	alpha = margin(t, explainText(t, e, q), "the j-th largest minus ")
+	alpha := margin(t, explainText(t, e, q), "the j-th largest minus ")
 	var counts []int
 	for _, p := range products {
 		counts = append(counts, len(f.purchases[p]))
 	}
 	sorted := slices.Clone(counts)
 	sort.Sort(sort.Reverse(sort.IntSlice(sorted)))
-	failures = 0
+	failures := 0
 	for range runs {
 		res := enginetest.Query(t, e, q)
 		// The rows are ordered by their fresh noisy values, not by the

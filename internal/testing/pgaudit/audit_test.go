@@ -51,7 +51,7 @@ func TestSensitivityAuditorOnPostgres(t *testing.T) {
 	for _, mode := range []int{knobs.GroupAlways, knobs.GroupNever} {
 		k.PostgresGrouping = mode
 		take()
-		cfg := audit.Config{Seed: *auditSeed + 100 + uint64(mode), Databases: 4, PerDatabase: 100, NearMiss: 0.15}
+		cfg := audit.Config{Seed: *auditSeed + 100 + uint64(mode), Databases: 4, PerDatabase: 100, NearMiss: 0.15, UnstableRowIdentities: true}
 		rep, err := audit.Run(postgresOpener(srv, &databases, k), t.TempDir(), cfg)
 		if err != nil {
 			t.Fatal(err)
