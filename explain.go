@@ -18,6 +18,7 @@ import (
 // without running it: it spends nothing.
 func (s *Session) explain(ctx context.Context, st *parser.ExplainStmt, cat *catalog.Catalog) (*Result, error) {
 	set, in := s.settings.planner(), s.eng.planInputs()
+	in.Watch = s.watchBound(ctx)
 	plan, err := planner.PlanSelect(st.Query, cat, set, in)
 	assumed := false
 	if errors.Is(err, planner.ErrNoEpsilon) {

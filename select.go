@@ -18,7 +18,9 @@ import (
 
 // query answers a SELECT: public, private, or SQL over private answers.
 func (s *Session) query(ctx context.Context, st *parser.SelectStmt, cat *catalog.Catalog) (*Result, error) {
-	plan, err := planner.PlanSelect(st, cat, s.settings.planner(), s.eng.planInputs())
+	in := s.eng.planInputs()
+	in.Watch = s.watchBound(ctx)
+	plan, err := planner.PlanSelect(st, cat, s.settings.planner(), in)
 	if err != nil {
 		comp, cerr := planner.PlanComposite(st, cat, s.settings.planner(), s.eng.planInputs())
 		if cerr != nil {
@@ -37,6 +39,9 @@ func (s *Session) query(ctx context.Context, st *parser.SelectStmt, cat *catalog
 		}
 		return &Result{Columns: r.Columns, Rows: r.Rows}, nil
 	case *planner.PrivateQuery:
+		if p.Watch != nil {
+			return s.askWatch(ctx, st, p)
+		}
 		res, err := s.private(ctx, st, p, "")
 		if err == nil {
 			res.Notes = append(res.Notes, textArgumentNotes(p, cat)...)

@@ -204,6 +204,8 @@ func (s *Session) run(ctx context.Context, stmt parser.Stmt) (res *Result, err e
 		return s.set(st)
 	case *parser.ShowStmt:
 		return s.show(ctx, st, cat)
+	case *parser.WatchStmt:
+		return s.watchStatement(ctx, st)
 	default:
 		return s.ownerStatement(ctx, stmt, cat)
 	}

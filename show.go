@@ -37,6 +37,8 @@ func (s *Session) show(ctx context.Context, st *parser.ShowStmt, cat *catalog.Ca
 			return nil, &Error{Pos: st.ShowPos, Kind: ErrOwnerOnly, Msg: "SHOW LEDGER needs owner mode (dpsql --owner); SHOW BUDGET shows what remains"}
 		}
 		return s.showLedger(ctx)
+	case "WATCHES":
+		return s.showWatches(ctx)
 	case "ANALYSTS":
 		if !s.owner {
 			return nil, &Error{Pos: st.ShowPos, Kind: ErrOwnerOnly, Msg: "SHOW ANALYSTS needs owner mode; SHOW BUDGET shows your own budget"}

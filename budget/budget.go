@@ -83,6 +83,21 @@ CREATE TABLE IF NOT EXISTS _dpsql_analysts (
 	delta_units   INTEGER,
 	created       TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS _dpsql_watches (
+	analyst         TEXT NOT NULL, -- '' for a local session
+	name            TEXT NOT NULL,
+	threshold       REAL NOT NULL,
+	sensitivity     REAL NOT NULL,
+	cutoff          INTEGER NOT NULL,
+	epsilon         REAL NOT NULL,
+	monotonic       INTEGER NOT NULL,
+	noisy_threshold REAL NOT NULL, -- drawn once, with the charge; never shown
+	asked           INTEGER NOT NULL,
+	above           INTEGER NOT NULL,
+	ledger_id       INTEGER NOT NULL, -- the charge that opened it
+	created         TEXT NOT NULL,
+	PRIMARY KEY (analyst, name)
+);
 `
 
 // columns are the columns later versions added, per table, in order.
@@ -124,15 +139,15 @@ func Init(ctx context.Context, s *Store) error {
 	// An up-to-date database is only read: opening it must not wait for
 	// another process's write lock (an owner's import).
 	var current int
-	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_budget', '_dpsql_budget_resets', '_dpsql_ledger', '_dpsql_analysts', '_dpsql_spent'))
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_budget', '_dpsql_budget_resets', '_dpsql_ledger', '_dpsql_analysts', '_dpsql_spent', '_dpsql_watches'))
 		+ (SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN ('_dpsql_ledger_by_analyst', '_dpsql_ledger_unanswered'))
 		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_ledger') WHERE name IN ('epsilon_units', 'delta_units', 'mechanism', 'rho_units', 'analyst', 'outcome'))
 		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_budget') WHERE name IN ('epsilon_units', 'delta_units', 'pure'))`).Scan(&current); err != nil {
 		return err
 	}
-	// Five tables, two indexes and the added columns: update this count
+	// Six tables, two indexes and the added columns: update this count
 	// with the schema.
-	if current == 7+len(columns) {
+	if current == 8+len(columns) {
 		return nil
 	}
 	if _, err := db.ExecContext(ctx, schema); err != nil {
@@ -615,7 +630,7 @@ func (st Status) Admits(candidates []Charge) error {
 // ChargeFirstID is ChargeFirst that also returns the charge's ledger id,
 // for MarkUnanswered.
 func ChargeFirstID(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func()) (chosen int, id int64, err error) {
-	return chargeFirst(ctx, s, analyst, candidates, statement, waiting, nil)
+	return chargeFirst(ctx, s, analyst, candidates, statement, waiting, nil, nil)
 }
 
 // ChargeOrReuse is ChargeFirstID, but when the same statement of the
@@ -625,7 +640,7 @@ func ChargeFirstID(ctx context.Context, s *Store, analyst string, candidates []C
 // marked answered, nothing new is charged, and reused is true. Nothing
 // was released for it, so the one release it paid for is this one.
 func ChargeOrReuse(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func()) (chosen int, id int64, reused bool, err error) {
-	chosen, id, err = chargeFirst(ctx, s, analyst, candidates, statement, waiting, &reused)
+	chosen, id, err = chargeFirst(ctx, s, analyst, candidates, statement, waiting, &reused, nil)
 	return chosen, id, reused, err
 }
 
@@ -691,7 +706,10 @@ func findUnanswered(ctx context.Context, x spoken, reset int64, analyst, stateme
 	return -1, 0, false, nil
 }
 
-func chargeFirst(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func(), reuse *bool) (chosen int, id int64, err error) {
+// also, when not nil, runs in the charge's transaction after the ledger
+// entry id is written and before the commit (a watch is recorded with its
+// charge); its error rolls the charge back.
+func chargeFirst(ctx context.Context, s *Store, analyst string, candidates []Charge, statement string, waiting func(), reuse *bool, also func(ctx context.Context, x spoken, id int64) error) (chosen int, id int64, err error) {
 	if len(candidates) == 0 {
 		return -1, 0, fmt.Errorf("%w: no candidate charge", ErrInvalidCost)
 	}
@@ -766,6 +784,11 @@ func chargeFirst(ctx context.Context, s *Store, analyst string, candidates []Cha
 	// database's, and the analyst's.
 	for s := &l; s != nil; s = s.cap {
 		if err := s.keepRunning(ctx, x, c, id); err != nil {
+			return -1, 0, err
+		}
+	}
+	if also != nil {
+		if err := also(ctx, x, id); err != nil {
 			return -1, 0, err
 		}
 	}

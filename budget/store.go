@@ -104,6 +104,21 @@ var postgresSchema = []string{
 	id     integer PRIMARY KEY CHECK (id = 1),
 	secret bytea NOT NULL
 )`,
+	`CREATE TABLE IF NOT EXISTS dpsql.watches (
+	analyst         text NOT NULL,
+	name            text NOT NULL,
+	threshold       double precision NOT NULL,
+	sensitivity     double precision NOT NULL,
+	cutoff          integer NOT NULL,
+	epsilon         double precision NOT NULL,
+	monotonic       integer NOT NULL,
+	noisy_threshold double precision NOT NULL,
+	asked           integer NOT NULL,
+	above           integer NOT NULL,
+	ledger_id       bigint NOT NULL,
+	created         text NOT NULL,
+	PRIMARY KEY (analyst, name)
+)`,
 	// The state files whose budget was adopted (Adopt), so that it is
 	// adopted once.
 	`CREATE TABLE IF NOT EXISTS dpsql.adopted (
@@ -117,12 +132,12 @@ var postgresSchema = []string{
 func (s *Store) initPostgres(ctx context.Context) error {
 	var n int
 	if err := s.db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM pg_catalog.pg_tables WHERE schemaname = 'dpsql'
-		AND tablename IN ('budget', 'budget_resets', 'ledger', 'spent', 'analysts', 'auth_secret', 'adopted'))
+		AND tablename IN ('budget', 'budget_resets', 'ledger', 'spent', 'analysts', 'auth_secret', 'adopted', 'watches'))
 		+ (SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = 'dpsql' AND table_name = 'ledger' AND column_name = 'outcome')
 		+ (SELECT COUNT(*) FROM pg_catalog.pg_indexes WHERE schemaname = 'dpsql' AND indexname = 'ledger_unanswered')`).Scan(&n); err != nil {
 		return fmt.Errorf("budget: reading the schema dpsql: %w", err)
 	}
-	if n == 9 {
+	if n == 10 {
 		return nil
 	}
 	tx, err := s.db.BeginTx(ctx, nil)

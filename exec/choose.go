@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/big"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dpsql/dpsql/mechanism"
+	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/rewrite"
 )
@@ -136,6 +138,10 @@ func explainChoice(q *planner.PrivateQuery, add func(step, detail string)) {
 	if q.TopKNote != "" {
 		add("top-k", q.TopKNote)
 	}
+	if w := q.Watch; w != nil {
+		add("watch", fmt.Sprintf("%s is compared with watch %s's noisy threshold (the sparse vector technique across queries): the answer is only \"above\" or \"below\"; its sensitivity %g is within the watch's bound; it costs nothing (the watch was paid for when it opened), and an \"above\" counts toward the watch's cutoff",
+			aggText(q, w.Aggregate), parser.QuoteIdent(w.Name), q.Cells[w.Cell].L1Sensitivity))
+	}
 }
 
 func aggText(q *planner.PrivateQuery, i int) string { return q.Aggregates[i].Text }
@@ -159,4 +165,22 @@ func composed(q *planner.PrivateQuery) int {
 		return q.TopK.TopK.K
 	}
 	return 0
+}
+
+// ExactCell runs the scan and returns the exact value of cell of the
+// query's one group (a query to a threshold watch: the caller compares it
+// under the watch's noise). Nothing else of the scan is kept.
+func (p *Prepared) ExactCell(ctx context.Context, cell int) (*big.Float, error) {
+	sc, err := p.runScan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(sc.keys) != 1 {
+		return nil, fmt.Errorf("exec: a query to a watch measured %d groups, not 1", len(sc.keys))
+	}
+	cells := make([]cellBounds, len(p.q.Cells))
+	for i, c := range p.q.Cells {
+		cells[i] = cellBounds{lo: c.Lo, hi: c.Hi, sens: c.L1Sensitivity}
+	}
+	return sc.exactCells(p.q, p.rw, 0, cells, nil)[cell], nil
 }

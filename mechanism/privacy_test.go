@@ -97,6 +97,33 @@ func correctSparse(opts SparseOptions, qs []float64, src Source) string {
 	return sb.String()
 }
 
+// watchSparse is a threshold watch's run: the noisy threshold drawn once
+// (SparseThreshold, as a watch stores it), each query answered on its own
+// against it (SparseAnswer, as each query to the watch is), stopping at
+// the c-th ⊤.
+func watchSparse(opts SparseOptions, qs []float64, src Source) string {
+	n := NewSecureNoiser(src)
+	t, err := SparseThreshold(opts, n)
+	if err != nil {
+		panic(err)
+	}
+	var sb strings.Builder
+	above := 0
+	for _, q := range qs {
+		a, err := SparseAnswer(opts, t, big.NewFloat(q), n)
+		if err != nil {
+			panic(err)
+		}
+		sb.WriteString(map[bool]string{true: "T", false: "F"}[a])
+		if a {
+			if above++; above == opts.Cutoff {
+				break
+			}
+		}
+	}
+	return sb.String()
+}
+
 // brokenSparse runs the sparse vector technique with the given threshold
 // and query noise scales, stopping after stopAfter ⊤ answers (0: never),
 // and writing each ⊤'s noisy value rounded to a bin of width bin (0:
@@ -176,6 +203,10 @@ func TestSparseVariantsPrivacy(t *testing.T) {
 		{"Sparse c=1, queries up and down by Δ, ⊤ count", general(1), constant(20, 0), alternating(20), correctSparse, true, true, 0},
 		{"Sparse c=3, all queries up by Δ", general(3), constant(8, 0), constant(8, 1), correctSparse, true, false, 0},
 		{"Sparse c=3, queries up and down by Δ, ⊤ count", general(3), constant(20, 0), alternating(20), correctSparse, true, true, 0},
+		// A threshold watch: the same run, its threshold stored and its
+		// queries answered one at a time.
+		{"watch c=2, all queries down by Δ", general(2), constant(6, 0), constant(6, -1), watchSparse, true, false, 30_000},
+		{"watch c=2, queries up and down by Δ, ⊤ count", general(2), constant(20, 0), alternating(20), watchSparse, true, true, 30_000},
 		// Without threshold noise (Stoddard et al.'s variant): a long run
 		// of ⊥ answers multiplies small per-query ratios.
 		{"no threshold noise", general(1), constant(6, 0), constant(6, -1),

@@ -78,12 +78,38 @@ func NewSparse(opts SparseOptions, src Source) (*Sparse, error) {
 	}
 	eps1, eps2 := SparseSplit(opts.Epsilon, opts.Cutoff, opts.Monotonic)
 	s := &Sparse{noiser: NewSecureNoiser(src), opts: opts, eps1: eps1, eps2: eps2}
-	t, err := s.noiser.AddLaplace(opts.Threshold, opts.Sensitivity, eps1)
+	t, err := SparseThreshold(opts, s.noiser)
 	if err != nil {
 		return nil, err
 	}
 	s.threshold = t
 	return s, nil
+}
+
+// SparseThreshold draws a sparse vector run's noisy threshold T + ρ,
+// ρ ~ Lap(Δ/ε₁): once per run. A run kept across queries and restarts (a
+// threshold watch) stores it, and answers each later query with
+// SparseAnswer against the stored value — never a fresh threshold.
+func SparseThreshold(opts SparseOptions, noise Noiser) (float64, error) {
+	eps1, _ := SparseSplit(opts.Epsilon, opts.Cutoff, opts.Monotonic)
+	return noise.AddLaplace(opts.Threshold, opts.Sensitivity, eps1)
+}
+
+// SparseAnswer answers one query of a run whose noisy threshold is
+// noisyThreshold: the exact value q (rounded to the noise grid only) plus
+// fresh noise of scale SparseQueryScale, compared with it. The caller
+// stops the run after the Cutoff-th true answer.
+func SparseAnswer(opts SparseOptions, noisyThreshold float64, q *big.Float, noise Noiser) (bool, error) {
+	_, eps2 := SparseSplit(opts.Epsilon, opts.Cutoff, opts.Monotonic)
+	f := 2.0
+	if opts.Monotonic {
+		f = 1
+	}
+	noisy, err := noise.AddLaplaceExact(q, f*float64(opts.Cutoff)*opts.Sensitivity, eps2)
+	if err != nil {
+		return false, err
+	}
+	return noisy >= noisyThreshold, nil
 }
 
 // CheckSparse reports whether a Sparse run with these options can start

@@ -340,10 +340,11 @@ type SetBudgetStmt struct {
 	Pure bool
 }
 
-// ShowStmt is SHOW BUDGET, TABLES, POLICY t, LEDGER, CACHE or ANALYSTS.
+// ShowStmt is SHOW BUDGET, TABLES, POLICY t, LEDGER, CACHE, ANALYSTS or
+// WATCHES.
 type ShowStmt struct {
 	ShowPos Pos
-	What    string // "BUDGET", "TABLES", "POLICY", "LEDGER", "CACHE", "ANALYSTS"
+	What    string // "BUDGET", "TABLES", "POLICY", "LEDGER", "CACHE", "ANALYSTS", "WATCHES"
 	Table   *TableRef
 }
 
@@ -404,6 +405,17 @@ type AnalystStmt struct {
 	Budget   []Option
 }
 
+// WatchStmt is CREATE WATCH name OPTIONS (threshold = T, sensitivity = S,
+// max_above = C, epsilon = E [, monotonic = TRUE]) or DROP WATCH name: an
+// analyst's threshold watch (the sparse vector technique across queries).
+type WatchStmt struct {
+	StmtPos Pos
+	Op      string // "CREATE" or "DROP"
+	NamePos Pos
+	Name    string // as written (quoted names keep their case)
+	Options []Option
+}
+
 func (s *SelectStmt) Pos() Pos {
 	if len(s.With) > 0 {
 		return s.WithPos
@@ -423,6 +435,7 @@ func (s *SetPublicStmt) Pos() Pos    { return s.AlterPos }
 func (s *DropPolicyStmt) Pos() Pos   { return s.DropPos }
 func (s *DropTableStmt) Pos() Pos    { return s.DropPos }
 func (s *AnalystStmt) Pos() Pos      { return s.StmtPos }
+func (s *WatchStmt) Pos() Pos        { return s.StmtPos }
 
 func (*SelectStmt) stmtNode()       {}
 func (*ExplainStmt) stmtNode()      {}
@@ -438,6 +451,7 @@ func (*SetPublicStmt) stmtNode()    {}
 func (*DropPolicyStmt) stmtNode()   {}
 func (*DropTableStmt) stmtNode()    {}
 func (*AnalystStmt) stmtNode()      {}
+func (*WatchStmt) stmtNode()        {}
 
 // IsOwnerStmt reports whether s needs owner mode.
 func IsOwnerStmt(s Stmt) bool {

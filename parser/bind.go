@@ -147,6 +147,8 @@ func forEachStmtExpr(s Stmt, fn func(Expr)) {
 	case *AnalystStmt:
 		call(s.Password)
 		opts(s.Budget)
+	case *WatchStmt:
+		opts(s.Options)
 	}
 }
 

@@ -291,6 +291,14 @@ func FormatStmt(s Stmt) string {
 			sb.WriteString("IF EXISTS ")
 		}
 		sb.WriteString(QuoteIdent(s.Table.Name))
+	case *WatchStmt:
+		sb.WriteString(s.Op + " WATCH " + QuoteIdent(s.Name))
+		if s.Options != nil {
+			sb.WriteString(" OPTIONS ")
+			sb.WriteString("(")
+			opts(s.Options)
+			sb.WriteString(")")
+		}
 	case *AnalystStmt:
 		// The password is never printed: formatted statements reach logs.
 		sb.WriteString(s.Op + " ANALYST " + QuoteIdent(s.Name))

@@ -466,14 +466,18 @@ func (p *parser) statement() Stmt {
 			return &ShowStmt{ShowPos: t.pos, What: "CACHE"}
 		case p.accept("ANALYSTS"):
 			return &ShowStmt{ShowPos: t.pos, What: "ANALYSTS"}
+		case p.accept("WATCHES"):
+			return &ShowStmt{ShowPos: t.pos, What: "WATCHES"}
 		}
-		p.fail(p.tok.pos, "expected BUDGET, TABLES, POLICY, LEDGER, CACHE or ANALYSTS after SHOW, found %s", p.tok.describe())
+		p.fail(p.tok.pos, "expected BUDGET, TABLES, POLICY, LEDGER, CACHE, ANALYSTS or WATCHES after SHOW, found %s", p.tok.describe())
 	case (t.is("CREATE") || t.is("ALTER") || t.is("DROP")) && p.peekIs("ANALYST"):
 		return p.analystStmt()
+	case (t.is("CREATE") || t.is("DROP")) && p.peekIs("WATCH"):
+		return p.watchStmt()
 	case t.is("CREATE"):
 		p.next()
 		if !p.tok.is("PRIVACY") {
-			p.fail(p.tok.pos, "expected PRIVACY POLICY or ANALYST after CREATE (dpsql does not create tables with SQL; use 'dpsql import'), found %s", p.tok.describe())
+			p.fail(p.tok.pos, "expected PRIVACY POLICY, ANALYST or WATCH after CREATE (dpsql does not create tables with SQL; use 'dpsql import'), found %s", p.tok.describe())
 		}
 		p.next()
 		p.expect("POLICY")
@@ -549,6 +553,24 @@ func (p *parser) statement() Stmt {
 }
 
 // optionList parses name = value [, ...], in parentheses when paren is set.
+// watchStmt parses CREATE WATCH name OPTIONS (...) or DROP WATCH name.
+func (p *parser) watchStmt() Stmt {
+	s := &WatchStmt{StmtPos: p.tok.pos, Op: upperASCII(p.tok.text)}
+	p.next()
+	p.expect("WATCH")
+	s.NamePos = p.tok.pos
+	quoted := p.tok.kind == tokQuotedIdent
+	s.Name = p.plainName("watch name")
+	if !quoted {
+		s.Name = FoldName(s.Name)
+	}
+	if s.Op == "CREATE" {
+		p.expect("OPTIONS")
+		s.Options = p.optionList(true)
+	}
+	return s
+}
+
 // analystStmt parses CREATE, ALTER or DROP ANALYST.
 func (p *parser) analystStmt() Stmt {
 	s := &AnalystStmt{StmtPos: p.tok.pos, Op: upperASCII(p.tok.text)}

@@ -219,7 +219,7 @@ func (b *builder) choosable(agg int, what string) error {
 		return errorf(b.stmt.SelectPos, ErrUnsupported, "%s compares a COUNT or a SUM (their sensitivity is known before the data is read); %s is not one", what, a.Text)
 	}
 	if len(b.q.Searches) > 0 {
-		return errorf(b.stmt.SelectPos, ErrUnsupported, "%s needs declared bounds for every aggregate: %s would choose its bounds privately over all groups at once, which one unit in many groups moves too much; give contribution_bounds_per_row => (lo, hi) or declare the column's bounds", what, b.q.Searches[0].Label)
+		return errorf(b.stmt.SelectPos, ErrUnsupported, "%s needs declared bounds for every aggregate: the comparison's sensitivity must be known before the data is read, and %s would choose its bounds privately from the data; give contribution_bounds_per_row => (lo, hi) or declare the column's bounds", what, b.q.Searches[0].Label)
 	}
 	return nil
 }
@@ -320,6 +320,8 @@ func (q *PrivateQuery) chosen() bool { return q.Threshold != nil || q.TopK != ni
 // choice whose select list releases only keys measures nothing).
 func (q *PrivateQuery) ValuesMeasured() bool {
 	switch {
+	case q.Watch != nil:
+		return false // only the comparison with the watch's threshold
 	case q.Threshold != nil:
 		return q.Threshold.ValueEpsilon > 0
 	case q.TopK != nil:

@@ -380,8 +380,12 @@ type PrivateQuery struct {
 	// histogram instead ("" when it is not one).
 	TopK     *TopKChoice
 	TopKNote string
-	Epsilon  float64 // the query's total ε, split across Searches, Selection and Cells
-	Delta    float64 // δ spent (0: every mechanism here is pure ε-DP)
+	// Watch is set for a query to a threshold watch (OPTIONS (watch =
+	// name)): it costs nothing and releases only whether its aggregate
+	// is above the watch's threshold (watch.go).
+	Watch   *WatchQuery
+	Epsilon float64 // the query's total ε, split across Searches, Selection and Cells
+	Delta   float64 // δ spent (0: every mechanism here is pure ε-DP)
 	// BoundsFraction is the share of Epsilon spent on bound searches (0
 	// when there are none).
 	BoundsFraction float64
@@ -553,6 +557,9 @@ type Inputs struct {
 	// Knobs are test switches (nil in production); the plan carries them
 	// on to exec.
 	Knobs *knobs.Knobs
+	// Watch reads the bound of one of the session's threshold watches,
+	// for a query sent to it (OPTIONS (watch = name)).
+	Watch func(name string) (WatchBound, error)
 }
 
 // session is what one planning sees: the settings and the inputs.
@@ -783,7 +790,9 @@ type builder struct {
 	// candidates: max_groups_above, whose groups are candidates from
 	// public values (a public table's column joined in, or a domain).
 	candidates bool
-	knobs      *knobs.Knobs
+	// watch reads a threshold watch's bound (Inputs.Watch).
+	watch func(name string) (WatchBound, error)
+	knobs *knobs.Knobs
 }
 
 func (b *builder) build(sess session) error {
@@ -799,6 +808,7 @@ func (b *builder) build(sess session) error {
 	b.delta = opts.delta
 	b.publicGroups, b.publicValues = opts.publicGroups, sess.PublicValues
 	b.candidates = opts.maxAbove > 0
+	b.watch = sess.Watch
 	b.knobs, b.q.Knobs = sess.Knobs, sess.Knobs
 	if s.Where != nil {
 		if err := b.rowExpr(s.Where, "WHERE"); err != nil {
@@ -833,6 +843,9 @@ func (b *builder) build(sess session) error {
 	}
 	if err := b.ordering(); err != nil {
 		return err
+	}
+	if opts.watch != "" {
+		return b.watchQuery(opts.watch)
 	}
 	if err := b.choose(opts); err != nil {
 		return err
@@ -1089,9 +1102,10 @@ type options struct {
 	epsGiven     bool
 	noise        string
 	unit         catalog.Unit
-	minUnits     int64 // min_privacy_units_per_group (0: not given)
-	publicGroups bool  // group_selection_strategy = PUBLIC_GROUPS
-	maxAbove     int64 // max_groups_above (0: not given)
+	minUnits     int64  // min_privacy_units_per_group (0: not given)
+	publicGroups bool   // group_selection_strategy = PUBLIC_GROUPS
+	maxAbove     int64  // max_groups_above (0: not given)
+	watch        string // watch (a query to a threshold watch; "": none)
 }
 
 // queryOptions reads epsilon, delta, the bounds share and contribution
@@ -1182,10 +1196,16 @@ func queryOptions(s *parser.SelectStmt, sess session, rel *relation) (options, e
 				return bad(fmt.Sprintf("max_groups_above takes a positive integer (at most %d): how many groups above the HAVING threshold may be released", MaxGroupsAbove))
 			}
 			o.maxAbove = int64(v)
+		case "watch":
+			name, ok := watchName(opt.Value)
+			if !ok {
+				return bad("watch takes the name of one of your watches (CREATE WATCH; SHOW WATCHES lists them)")
+			}
+			o.watch = name
 		case "privacy_unit_column":
 			return options{}, errorf(opt.NamePos, ErrInvalidOption, "the privacy unit is the owner's choice (CREATE PRIVACY POLICY ... OPTIONS (privacy_unit_column = ...))")
 		default:
-			return options{}, errorf(opt.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, target_error, delta, bounds_epsilon_fraction, max_groups_contributed, max_rows_contributed, min_privacy_units_per_group, noise, group_selection_strategy, max_groups_above)", opt.Name)
+			return options{}, errorf(opt.NamePos, ErrInvalidOption, "unknown option %q (known: epsilon, target_error, delta, bounds_epsilon_fraction, max_groups_contributed, max_rows_contributed, min_privacy_units_per_group, noise, group_selection_strategy, max_groups_above, watch)", opt.Name)
 		}
 	}
 	if o.epsGiven && hasOption(s, "target_error") {
