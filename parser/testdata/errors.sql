@@ -34,4 +34,4 @@ SHOW ANALYST /* ERROR "expected BUDGET, TABLES, POLICY, LEDGER, CACHE, ANALYSTS 
 SELECT COUNT(*) FROM a JOIN b /* ERROR "expected ON or USING after the joined table, found end of input" */
 SELECT COUNT(*) FROM a JOIN b USING () /* ERROR "expected a column name in USING, found \"\)\"" */
 SELECT COUNT(*) FROM pums.pums. /* ERROR "expected" */ x
-CREATE WATCH w /* ERROR "expected OPTIONS" */ (threshold = 1)
+CREATE WATCH w ( /* ERROR "expected OPTIONS" */ threshold = 1)
