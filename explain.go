@@ -101,6 +101,17 @@ func (s *Session) explainPrivate(ctx context.Context, st *parser.SelectStmt, p *
 		return nil, err
 	}
 	r := exec.Explain(p, rw)
+	if p.Watch != nil {
+		// Nothing is charged: drop exec's cost row and say so.
+		rows := r.Rows[:0]
+		for _, row := range r.Rows {
+			if row[0] != "privacy cost" {
+				rows = append(rows, row)
+			}
+		}
+		r.Rows = append(rows, []any{"privacy cost", "nothing: the watch was charged when it opened"})
+		return &Result{Columns: r.Columns, Rows: r.Rows}, nil
+	}
 	status, err := s.status(ctx)
 	if err != nil {
 		return nil, err

@@ -134,7 +134,7 @@ func Mirror(ctx context.Context, db *sql.DB, pool *pgxpool.Pool, id string) (add
 	// owner is told, by their qualified names.
 	const strays = `SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	WHERE n.nspname = '` + BudgetSchema + `' AND c.relkind IN ('r', 'p', 'm', 'v', 'f')
-	AND c.relname NOT IN ('budget', 'budget_resets', 'ledger', 'spent', 'analysts', 'auth_secret', 'adopted', 'tables', 'bounds', 'domains') ORDER BY c.relname`
+	AND c.relname NOT IN ('budget', 'budget_resets', 'ledger', 'spent', 'analysts', 'auth_secret', 'adopted', 'watches', 'tables', 'bounds', 'domains') ORDER BY c.relname`
 	observe(strays)
 	names, err := pool.Query(ctx, strays)
 	if err != nil {

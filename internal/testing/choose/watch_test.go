@@ -46,6 +46,9 @@ func TestWatchAnswersUntilItsCutoff(t *testing.T) {
 		t.Errorf("opening charged %v, want ε=0.5", res.Cost)
 	}
 	afterOpen := spent(t, e)
+	if x := explainText(t, e, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (watch = busy) COUNT(*) FROM people`); !strings.Contains(x, "noisy threshold") || !strings.Contains(x, "nothing: the watch was charged when it opened") {
+		t.Errorf("EXPLAIN of a query to a watch:\n%s", x)
+	}
 	older := f.inRange(60, 200)
 	for i, c := range []struct{ what, want string }{
 		{`COUNT(*) FROM people WHERE age >= 60`, map[bool]string{true: "above", false: "below"}[older >= 500]},
