@@ -23,7 +23,7 @@ import (
 // passing test that could not fail would prove nothing.
 
 // privacyRuns is how many runs each neighbour gets by default.
-const privacyRuns = 60_000
+const privacyRuns = 40_000
 
 // outcomeCounts runs mech runs times and counts its outputs.
 func outcomeCounts(seed uint64, runs int, mech func(src Source) string) map[string]int {
@@ -215,11 +215,11 @@ func TestSparseVariantsPrivacy(t *testing.T) {
 		{"query noise not growing with c", general(3), constant(20, 0), alternating(20),
 			brokenSparse(b1(general(3)), 2/e2c3, 3, 0), false, true, 0},
 		// Releasing the compared noisy value with the ⊤ (Roth's lecture
-		// notes' variant): the value bounds the threshold noise from
-		// above, and the ⊥ answers before it stop being correlated.
-		// It takes many runs to see: 2,000,000 (the ratio shows on three
-		// ⊥ answers and a ⊤ value between −3 and −1, an output of
-		// probability about 3e-4).
+		// notes' variant, Lyu–Su–Li's Algorithm 3): the value bounds the
+		// threshold noise from above, and the ⊥ answers before it stop
+		// being correlated. It takes many runs to see: 2,000,000 (the
+		// ratio shows on three ⊥ answers and a ⊤ value around −2, an
+		// output of probability about 3e-4).
 		{"releasing the compared noisy value", general(1), constant(4, 0), constant(4, -1),
 			brokenSparse(b1(general(1)), b2(general(1)), 1, 1), false, false, 2_000_000},
 		// Continuing past the c-th ⊤ (c = 1's noise, never stopping).

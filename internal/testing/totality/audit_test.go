@@ -174,7 +174,10 @@ func TestDuckDBPrivacyAuditor(t *testing.T) {
 	t.Parallel()
 	hooks := &knobs.Knobs{FixedRandomness: true}
 	auditOpener := duckOpener(hooks)
-	cfg := audit.Config{Seed: *auditSeed + 100, Databases: 3, PerDatabase: 100, NearMiss: 0.15, UnstableRowIdentities: true} // DuckDB rowids shift after the removed row
+	// Two pairs (200 statements): the SQLite auditor runs 2,000 on the same
+	// planner; this run checks what DuckDB measures. Rows-as-units joins
+	// are left out: DuckDB's rowids shift after the removed row.
+	cfg := audit.Config{Seed: *auditSeed + 100, Databases: 2, PerDatabase: 100, NearMiss: 0.15, UnstableRowIdentities: true}
 	rep, err := audit.Run(auditOpener, t.TempDir(), cfg)
 	if err != nil {
 		t.Fatal(err)
