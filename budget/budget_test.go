@@ -675,6 +675,14 @@ func TestAdoptMovesAStateFilesBudgetOnce(t *testing.T) {
 	if _, err := ChargeFirst(ctx, file, "ann", []Charge{LaplaceCharge(0.5, 0, nil)}, "q2", nil); err != nil {
 		t.Fatal(err)
 	}
+	// A threshold watch of ann's, asked once: adopted with its threshold
+	// and counts (its charge is one of the adopted ones).
+	if _, err := OpenWatch(ctx, file, "ann", Watch{Name: "w", Threshold: 10, Sensitivity: 1, Cutoff: 2, Epsilon: 0.1}, LaplaceCharge(0.1, 0, nil), "CREATE WATCH w", func() (float64, error) { return 12.5, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := AskWatch(ctx, file, "ann", "w", func(Watch) (bool, error) { return true, nil }); err != nil {
+		t.Fatal(err)
+	}
 	dsn := freshDatabase(t)
 	var wg sync.WaitGroup
 	counts := make([]int, 6)
@@ -695,20 +703,23 @@ func TestAdoptMovesAStateFilesBudgetOnce(t *testing.T) {
 		}
 		total += counts[i]
 	}
-	if total != 2 {
-		t.Fatalf("adopted %v charges in all, want the 2 since the reset, once", counts)
+	if total != 3 {
+		t.Fatalf("adopted %v charges in all, want the 3 since the reset, once", counts)
 	}
 	pg := openPostgres(t, dsn)
 	if n, err := Adopt(ctx, file, pg, "source-1"); n != 0 || err != nil {
 		t.Errorf("adopting again: %d, %v", n, err)
 	}
 	st, err := GetStatus(ctx, pg)
-	if err != nil || st.Total.Epsilon != 2 || st.Spent.Epsilon != 0.75 {
-		t.Errorf("PostgreSQL budget after adoption: %+v (%v), want 0.75 of 2 spent", st, err)
+	if err != nil || st.Total.Epsilon != 2 || st.Spent.Epsilon != 0.85 {
+		t.Errorf("PostgreSQL budget after adoption: %+v (%v), want 0.85 of 2 spent", st, err)
 	}
 	ann, err := GetAnalystStatus(ctx, pg, "ann")
-	if err != nil || ann.Total.Epsilon != 1 || ann.Spent.Epsilon != 0.5 {
+	if err != nil || ann.Total.Epsilon != 1 || ann.Spent.Epsilon != 0.6 {
 		t.Errorf("ann after adoption: %+v (%v)", ann, err)
+	}
+	if w, err := GetWatch(ctx, pg, "ann", "w"); err != nil || w.NoisyThreshold != 12.5 || w.Asked != 1 || w.Above != 1 || w.Left() != 1 {
+		t.Errorf("ann's watch after adoption: %+v (%v)", w, err)
 	}
 	if v, ok, err := Verifier(ctx, pg, "ann"); !ok || err != nil || v != "verifier-of-ann" {
 		t.Errorf("ann's verifier: %q %v %v", v, ok, err)
@@ -716,13 +727,13 @@ func TestAdoptMovesAStateFilesBudgetOnce(t *testing.T) {
 	if got, err := AuthSecret(ctx, pg); err != nil || string(got) != string(secret) {
 		t.Errorf("auth secret not adopted: %v", err)
 	}
-	// The adopted charges count: 1.25 of ε is left, not 2.
-	if err := ChargeLaplace(ctx, pg, Cost{Epsilon: 1.3}, "too much"); !errors.Is(err, ErrBudgetExhausted) {
+	// The adopted charges count: 1.15 of ε is left, not 2.
+	if err := ChargeLaplace(ctx, pg, Cost{Epsilon: 1.2}, "too much"); !errors.Is(err, ErrBudgetExhausted) {
 		t.Errorf("charge beyond what adoption left: %v", err)
 	}
 	// The state file keeps its ledger, for audit.
-	if e, _ := Ledger(ctx, file); len(e) != 3 {
-		t.Errorf("state file's ledger has %d entries, want 3", len(e))
+	if e, _ := Ledger(ctx, file); len(e) != 4 {
+		t.Errorf("state file's ledger has %d entries, want 4", len(e))
 	}
 	// Another state file's budget is adopted too: its charges add up.
 	other := openFile(t, filepath.Join(t.TempDir(), "other.db"))
@@ -735,7 +746,7 @@ func TestAdoptMovesAStateFilesBudgetOnce(t *testing.T) {
 	if n, err := Adopt(ctx, other, pg, "source-2"); n != 1 || err != nil {
 		t.Fatalf("second state file: %d, %v", n, err)
 	}
-	if st, _ := GetStatus(ctx, pg); st.Total.Epsilon != 2 || st.Spent.Epsilon != 1.75 {
+	if st, _ := GetStatus(ctx, pg); st.Total.Epsilon != 2 || st.Spent.Epsilon != 1.85 {
 		t.Errorf("after the second adoption: %+v (the first total stays, the charges add)", st)
 	}
 }

@@ -262,7 +262,9 @@ func Pending(ctx context.Context, from, to *Store, source string) (bool, error) 
 // per source (the state file's PostgreSQL source id): its total, when to
 // has none; its analysts, where to has none of that name; its auth
 // secret, when to has none; and its charges since its last reset, which
-// then count against to's budget. Nothing is taken out of the state file
+// then count against to's budget; and its threshold watches (with their
+// stored noisy thresholds and counts), where to has none of that
+// analyst and name. Nothing is taken out of the state file
 // (it stays for audit); nothing is adopted twice, however many processes
 // open the file at once. It reports how many charges it adopted.
 func Adopt(ctx context.Context, from, to *Store, source string) (int, error) {
@@ -291,16 +293,31 @@ func Adopt(ctx context.Context, from, to *Store, source string) (int, error) {
 		return 0, err
 	}
 	type charge struct {
+		id                            int64
 		charged, statement, mechanism string
 		eps, delta                    float64
 		eu, du, rho                   int64
 		analyst                       sql.NullString
 	}
-	charges, err := storesql.Collect(ctx, old, `SELECT charged, statement, mechanism, epsilon, delta, epsilon_units, delta_units, COALESCE(rho_units, 0), analyst
+	charges, err := storesql.Collect(ctx, old, `SELECT id, charged, statement, mechanism, epsilon, delta, epsilon_units, delta_units, COALESCE(rho_units, 0), analyst
 		FROM _dpsql_ledger WHERE id > ? ORDER BY id`, []any{total.reset}, func(rows *sql.Rows) (c charge, err error) {
-		err = rows.Scan(&c.charged, &c.statement, &c.mechanism, &c.eps, &c.delta, &c.eu, &c.du, &c.rho, &c.analyst)
+		err = rows.Scan(&c.id, &c.charged, &c.statement, &c.mechanism, &c.eps, &c.delta, &c.eu, &c.du, &c.rho, &c.analyst)
 		return c, err
 	})
+	if err != nil {
+		return 0, err
+	}
+	type watch struct {
+		analyst string
+		w       Watch
+		mono    int
+		ledger  int64
+	}
+	watches, err := storesql.Collect(ctx, old, `SELECT analyst, name, threshold, sensitivity, cutoff, epsilon, monotonic, noisy_threshold, asked, above, ledger_id, created FROM _dpsql_watches ORDER BY ledger_id`, nil,
+		func(rows *sql.Rows) (w watch, err error) {
+			err = rows.Scan(&w.analyst, &w.w.Name, &w.w.Threshold, &w.w.Sensitivity, &w.w.Cutoff, &w.w.Epsilon, &w.mono, &w.w.NoisyThreshold, &w.w.Asked, &w.w.Above, &w.ledger, &w.w.Created)
+			return w, err
+		})
 	if err != nil {
 		return 0, err
 	}
@@ -359,9 +376,22 @@ func Adopt(ctx context.Context, from, to *Store, source string) (int, error) {
 				return err
 			}
 		}
+		newID := map[int64]int64{} // the state file's ledger ids → PostgreSQL's
 		for _, c := range charges {
-			if _, err := x.ExecContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units, mechanism, rho_units, analyst)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.charged, c.statement, c.eps, c.delta, c.eu, c.du, c.mechanism, c.rho, c.analyst); err != nil {
+			var id int64
+			if err := x.QueryRowContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units, mechanism, rho_units, analyst)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, c.charged, c.statement, c.eps, c.delta, c.eu, c.du, c.mechanism, c.rho, c.analyst).Scan(&id); err != nil {
+				return err
+			}
+			newID[c.id] = id
+		}
+		// A watch keeps its noisy threshold and its counts: it is not
+		// opened (nor drawn) again. Its ledger id is its adopted charge's
+		// (0 when that charge came before the state file's last reset).
+		for _, w := range watches {
+			if _, err := x.ExecContext(ctx, `INSERT INTO _dpsql_watches (analyst, name, threshold, sensitivity, cutoff, epsilon, monotonic, noisy_threshold, asked, above, ledger_id, created)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (analyst, name) DO NOTHING`,
+				w.analyst, w.w.Name, w.w.Threshold, w.w.Sensitivity, w.w.Cutoff, w.w.Epsilon, w.mono, w.w.NoisyThreshold, w.w.Asked, w.w.Above, newID[w.ledger], w.w.Created); err != nil {
 				return err
 			}
 		}
