@@ -33,7 +33,7 @@ func (s *Session) composite(ctx context.Context, c *planner.Composite, cat *cata
 	if err := s.fitsTogether(ctx, c); err != nil {
 		return nil, err
 	}
-	in := s.eng.planInputs()
+	in := s.planInputs(ctx)
 	in.Released = map[*parser.SelectStmt]*planner.Released{}
 	res := &Result{}
 	for i, p := range c.Parts {

@@ -17,8 +17,7 @@ import (
 // explain shows how a SELECT would be answered, and what it would cost,
 // without running it: it spends nothing.
 func (s *Session) explain(ctx context.Context, st *parser.ExplainStmt, cat *catalog.Catalog) (*Result, error) {
-	set, in := s.settings.planner(), s.eng.planInputs()
-	in.Watch = s.watchBound(ctx)
+	set, in := s.settings.planner(), s.planInputs(ctx)
 	plan, err := planner.PlanSelect(st.Query, cat, set, in)
 	assumed := false
 	if errors.Is(err, planner.ErrNoEpsilon) {

@@ -18,11 +18,10 @@ import (
 
 // query answers a SELECT: public, private, or SQL over private answers.
 func (s *Session) query(ctx context.Context, st *parser.SelectStmt, cat *catalog.Catalog) (*Result, error) {
-	in := s.eng.planInputs()
-	in.Watch = s.watchBound(ctx)
+	in := s.planInputs(ctx)
 	plan, err := planner.PlanSelect(st, cat, s.settings.planner(), in)
 	if err != nil {
-		comp, cerr := planner.PlanComposite(st, cat, s.settings.planner(), s.eng.planInputs())
+		comp, cerr := planner.PlanComposite(st, cat, s.settings.planner(), in)
 		if cerr != nil {
 			return nil, cerr
 		}
@@ -143,11 +142,7 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	}
 	// The backend compiles both statements before anything is charged:
 	// a statement it rejects costs nothing.
-	var measurer exec.Measurer
-	if m, ok := e.be.(measuringBackend); ok {
-		measurer = m.measurer(e.db) // the whole measurement runs where the tables live
-	}
-	prep, err := exec.Prepare(ctx, e.db, p, rw, measurer)
+	prep, err := e.prepare(ctx, p, rw)
 	if err != nil {
 		return nil, cancelled(ctx, err, nil)
 	}
@@ -209,6 +204,16 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	}
 	s.toCache(ctx, key, text, opt.plan, res)
 	return res, nil
+}
+
+// prepare compiles p's scan for the backend, measured where the tables
+// live when the backend can (exec.Measurer).
+func (e *Engine) prepare(ctx context.Context, p *planner.PrivateQuery, rw *rewrite.Rewritten) (*exec.Prepared, error) {
+	var measurer exec.Measurer
+	if m, ok := e.be.(measuringBackend); ok {
+		measurer = m.measurer(e.db)
+	}
+	return exec.Prepare(ctx, e.db, p, rw, measurer)
 }
 
 // charge commits p's cost to the ledger, before the data is read:

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/dpsql/dpsql/budget"
-	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
@@ -119,16 +118,18 @@ func watchSparse(w budget.Watch) mechanism.SparseOptions {
 	return mechanism.SparseOptions{Epsilon: w.Epsilon, Sensitivity: w.Sensitivity, Threshold: w.Threshold, Cutoff: w.Cutoff, Monotonic: w.Monotonic}
 }
 
-// watchBound reads the bound of one of the session's watches, for the
-// planner.
-func (s *Session) watchBound(ctx context.Context) func(name string) (planner.WatchBound, error) {
-	return func(name string) (planner.WatchBound, error) {
+// planInputs are the engine's planning inputs with the session's own
+// watches (a query sent to one is checked against its bound).
+func (s *Session) planInputs(ctx context.Context) planner.Inputs {
+	in := s.eng.planInputs()
+	in.Watch = func(name string) (planner.WatchBound, error) {
 		w, err := budget.GetWatch(ctx, s.eng.ledger, s.analyst, name)
 		if err != nil {
 			return planner.WatchBound{}, err
 		}
 		return planner.WatchBound{Sensitivity: w.Sensitivity, Monotonic: w.Monotonic}, nil
 	}
+	return in
 }
 
 // askWatch answers a query sent to a watch: the exact value is measured,
@@ -140,11 +141,7 @@ func (s *Session) askWatch(ctx context.Context, st *parser.SelectStmt, p *planne
 	if err != nil {
 		return nil, err
 	}
-	var measurer exec.Measurer
-	if m, ok := e.be.(measuringBackend); ok {
-		measurer = m.measurer(e.db)
-	}
-	prep, err := exec.Prepare(ctx, e.db, p, rw, measurer)
+	prep, err := e.prepare(ctx, p, rw)
 	if err != nil {
 		return nil, cancelled(ctx, err, nil)
 	}

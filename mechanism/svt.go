@@ -100,12 +100,8 @@ func SparseThreshold(opts SparseOptions, noise Noiser) (float64, error) {
 // fresh noise of scale SparseQueryScale, compared with it. The caller
 // stops the run after the Cutoff-th true answer.
 func SparseAnswer(opts SparseOptions, noisyThreshold float64, q *big.Float, noise Noiser) (bool, error) {
-	_, eps2 := SparseSplit(opts.Epsilon, opts.Cutoff, opts.Monotonic)
-	f := 2.0
-	if opts.Monotonic {
-		f = 1
-	}
-	noisy, err := noise.AddLaplaceExact(q, f*float64(opts.Cutoff)*opts.Sensitivity, eps2)
+	sens, eps2 := sparseQueryNoise(opts)
+	noisy, err := noise.AddLaplaceExact(q, sens, eps2)
 	if err != nil {
 		return false, err
 	}
@@ -122,15 +118,22 @@ func CheckSparse(opts SparseOptions) error {
 	if math.IsNaN(opts.Threshold) || math.IsInf(opts.Threshold, 0) {
 		return fmt.Errorf("%w: threshold must be finite", ErrInvalidParameter)
 	}
-	eps1, eps2 := SparseSplit(opts.Epsilon, opts.Cutoff, opts.Monotonic)
+	eps1, _ := SparseSplit(opts.Epsilon, opts.Cutoff, opts.Monotonic)
 	if err := CheckLaplace(opts.Sensitivity, eps1); err != nil {
 		return err
 	}
+	return CheckLaplace(sparseQueryNoise(opts))
+}
+
+// sparseQueryNoise is what each query's Laplace noise is calibrated to:
+// sensitivity 2cΔ (cΔ for monotonic queries) at ε₂.
+func sparseQueryNoise(opts SparseOptions) (sensitivity, eps2 float64) {
+	_, eps2 = SparseSplit(opts.Epsilon, opts.Cutoff, opts.Monotonic)
 	f := 2.0
 	if opts.Monotonic {
 		f = 1
 	}
-	return CheckLaplace(f*float64(opts.Cutoff)*opts.Sensitivity, eps2)
+	return f * float64(opts.Cutoff) * opts.Sensitivity, eps2
 }
 
 // NewSparse starts a Sparse run drawing from the noiser's source.
@@ -151,12 +154,8 @@ func SparseSplit(epsilon float64, cutoff int, monotonic bool) (eps1, eps2 float6
 
 // SparseQueryScale is the Laplace scale of the per-query noise.
 func SparseQueryScale(opts SparseOptions) float64 {
-	_, eps2 := SparseSplit(opts.Epsilon, opts.Cutoff, opts.Monotonic)
-	f := 2.0
-	if opts.Monotonic {
-		f = 1
-	}
-	return f * float64(opts.Cutoff) * opts.Sensitivity / eps2
+	sens, eps2 := sparseQueryNoise(opts)
+	return sens / eps2
 }
 
 // Next answers whether query value q is above the threshold. After the
@@ -175,11 +174,7 @@ func (s *Sparse) next(noised func(sens, eps float64) (float64, error)) (bool, er
 	if s.above >= s.opts.Cutoff {
 		return false, ErrSparseDone
 	}
-	f := 2.0
-	if s.opts.Monotonic {
-		f = 1
-	}
-	noisy, err := noised(f*float64(s.opts.Cutoff)*s.opts.Sensitivity, s.eps2)
+	noisy, err := noised(sparseQueryNoise(s.opts))
 	if err != nil {
 		return false, err
 	}

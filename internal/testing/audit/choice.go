@@ -20,18 +20,19 @@ func (g *generator) choice(refuse, unstableRows bool) Statement {
 		compared   []string // aggregates a choice may compare
 		extra      []string // other aggregates the select list may release
 		units      bool
-		pubKeys    bool // keys of the public table: top-k needs PUBLIC_GROUPS
+		pubKeys    bool   // keys of the public table: top-k needs PUBLIC_GROUPS
+		raw        string // a column without declared bounds (its SUM searches for them)
 	}
 	shapes := []shape{
 		{"private JOIN public by an inequality", "p JOIN pub ON p.w >= pub.weight", []string{"pub.label", "pub.g"},
 			[]string{"COUNT(*)", "COUNT(DISTINCT p.uid)", "SUM(p.n)", "SUM(p.w)", "COUNT(*, contribution_bounds_per_group => (0, 3))", "SUM(p.v, contribution_bounds_per_row => (0, 5))"},
-			[]string{"AVG(p.w)", "COUNT(*)", "SUM(p.n)"}, true, true},
+			[]string{"AVG(p.w)", "COUNT(*)", "SUM(p.n)"}, true, true, "p.v"},
 		{"private JOIN public", "p JOIN pub ON p.g = pub.g", []string{"pub.label"},
-			[]string{"COUNT(*)", "SUM(p.n)", "COUNT(p.v)"}, []string{"AVG(p.n)", "COUNT(*)"}, true, true},
+			[]string{"COUNT(*)", "SUM(p.n)", "COUNT(p.v)"}, []string{"AVG(p.n)", "COUNT(*)"}, true, true, "p.v"},
 		{"table with units", "p", []string{"p.g", "p.n"},
-			[]string{"COUNT(*)", "COUNT(DISTINCT p.uid)", "SUM(p.w)", "SUM(p.n)"}, []string{"AVG(p.w)", "VAR_POP(p.w)", "COUNT(*)"}, true, false},
+			[]string{"COUNT(*)", "COUNT(DISTINCT p.uid)", "SUM(p.w)", "SUM(p.n)"}, []string{"AVG(p.w)", "VAR_POP(p.w)", "COUNT(*)"}, true, false, "p.v"},
 		{"rows as units JOIN public by an inequality", "q JOIN pub ON q.y <= pub.weight", []string{"pub.label", "pub.g"},
-			[]string{"COUNT(*)", "SUM(q.y)", "COUNT(q.x)"}, []string{"AVG(q.y)", "COUNT(*)"}, false, true},
+			[]string{"COUNT(*)", "SUM(q.y)", "COUNT(q.x)"}, []string{"AVG(q.y)", "COUNT(*)"}, false, true, "q.x"},
 	}
 	if unstableRows {
 		shapes = shapes[:len(shapes)-1] // the rows-as-units join (Config.UnstableRowIdentities)
@@ -91,10 +92,7 @@ func (g *generator) choice(refuse, unstableRows bool) Statement {
 			tail = " GROUP BY " + strings.Join(keys, ", ") + " HAVING " + compared + " > 1"
 		default: // bounds chosen privately
 			options = append(options, "max_groups_above = 1")
-			tail = " GROUP BY " + strings.Join(keys, ", ") + " HAVING " + strings.SplitN(compared, "(", 2)[0] + "(" + strings.Split(sh.from, " ")[0] + "." + map[bool]string{true: "v", false: "x"}[sh.units] + " * 2) > 1"
-			if !strings.HasPrefix(compared, "SUM") {
-				tail = " GROUP BY " + strings.Join(keys, ", ") + " HAVING SUM(" + strings.Split(sh.from, " ")[0] + "." + map[bool]string{true: "v", false: "x"}[sh.units] + ") > 1"
-			}
+			tail = " GROUP BY " + strings.Join(keys, ", ") + " HAVING SUM(" + sh.raw + ") > 1"
 		}
 		// a near-miss option list must not keep two max_groups_above
 		options = dedupeOption(options, "max_groups_above")
