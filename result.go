@@ -95,6 +95,9 @@ type Result struct {
 	// Notes are remarks to show with the result, such as the privately
 	// chosen bounds after SET show_bounds = on.
 	Notes []string
+	// Cached: the answer released before to the same statement, repeated
+	// from the cache (nothing charged).
+	Cached bool
 	// intervalCols marks the columns SET interval_columns added (<col>_lo,
 	// <col>_hi), for the names the wire server sends.
 	intervalCols []bool

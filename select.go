@@ -325,7 +325,7 @@ func (s *Session) fromCache(ctx context.Context, key string) (*Result, bool) {
 		}
 	}
 	notes = append(notes, fmt.Sprintf("answered from the cache: the answer released on %s (ε=%g then), nothing charged", a.Created.Format("2006-01-02 15:04:05 UTC"), a.Epsilon))
-	return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Intervals: fromCached(a.Intervals), Notes: notes}, true
+	return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Intervals: fromCached(a.Intervals), Notes: notes, Cached: true}, true
 }
 
 // toCache keeps a released answer for identical later queries.

@@ -75,6 +75,11 @@ func (s *Session) Tables(ctx context.Context) ([]TableInfo, error) { return s.en
 
 // status is the budget this session spends: its analyst's (capped by the
 // database's) or the database's.
+// BudgetStatus is the session's budget as a typed value (SHOW BUDGET's
+// numbers): an analyst's own, with the database's that caps it in
+// Database, or the database's in an owner session.
+func (s *Session) BudgetStatus(ctx context.Context) (budget.Status, error) { return s.status(ctx) }
+
 func (s *Session) status(ctx context.Context) (budget.Status, error) {
 	if s.analyst != "" {
 		return budget.GetAnalystStatus(ctx, s.eng.ledger, s.analyst)

@@ -129,3 +129,21 @@ func Decoy(secret []byte, user string) scram.StoredCredentials {
 	_, _ = rand.Read(key)
 	return scram.StoredCredentials{KeyFactors: scram.KeyFactors{Salt: string(salt), Iters: Iterations}, StoredKey: key, ServerKey: key}
 }
+
+// CheckPassword reports whether password matches cred (a verifier's,
+// ParseVerifier, or a Decoy, which nothing matches), for a password sent
+// whole, as the web console's log-in sends it over TLS: the stored key is
+// derived from the password with cred's salt and iteration count and
+// compared in constant time, so a known and an unknown user take the same
+// time.
+func CheckPassword(cred scram.StoredCredentials, password string) bool {
+	c, err := scram.SHA256.NewClient("", password, "")
+	if err != nil {
+		c, _ = scram.SHA256.NewClientUnprepped("", password, "")
+	}
+	got, err := c.GetStoredCredentialsWithError(cred.KeyFactors)
+	if err != nil {
+		return false
+	}
+	return hmac.Equal(got.StoredKey, cred.StoredKey)
+}

@@ -96,3 +96,25 @@ func TestDecoySaltIsStable(t *testing.T) {
 		t.Error("the salt does not depend on the user and the secret")
 	}
 }
+
+func TestCheckPassword(t *testing.T) {
+	v, err := NewVerifier("correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := ParseVerifier(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !CheckPassword(cred, "correct horse") {
+		t.Error("the right password was refused")
+	}
+	for _, wrong := range []string{"", "correct horse ", "Correct horse", "correct"} {
+		if CheckPassword(cred, wrong) {
+			t.Errorf("password %q was accepted", wrong)
+		}
+	}
+	if CheckPassword(Decoy([]byte("secret"), "nobody"), "correct horse") {
+		t.Error("a decoy accepted a password")
+	}
+}

@@ -30,7 +30,7 @@ import (
 const usage = `dpsql: a differentially private SQL engine over SQLite (the tables may live in PostgreSQL or DuckDB).
 
 Usage:
-  dpsql --db FILE [--owner] [--format table|box|markdown|csv|json|jsonl|line|bars] [--epsilon E] [--continue] [--output FILE] [-c "STMT; ..." | -f SCRIPT]
+  dpsql --db FILE [--owner] [--format table|box|markdown|csv|json|jsonl|line|bars] [--epsilon E] [--continue] [--output FILE] [--chart FILE.svg|png] [-c "STMT; ..." | -f SCRIPT]
   dpsql FILE [options]           (the database as the first argument, as sqlite3 and psql take it)
   dpsql import --db FILE --table NAME [--no-header] [--delimiter C] [--sample N] CSVFILE
   dpsql demo [--db FILE | --csv FILE]
@@ -117,6 +117,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	withCost := fs.Bool("with-cost", false, "keep each result's cost in csv, json and line output: csv gains the columns dpsql_epsilon, dpsql_delta and dpsql_error95(COLUMN); json writes {\"rows\": [...], \"epsilon\", \"delta\", \"error_bounds_95\", \"noise_confidence_intervals\", \"notes\"} per result (the intervals row by row, column by column, null where a value has none); line adds the footer")
 	noCache := fs.Bool("no-cache", false, "answer every private query afresh, with new noise and a new charge, instead of giving a repeat the answer released before, free (as SET cache = off)")
 	noIntervals := fs.Bool("no-intervals", false, "show noisy values without their 95% intervals in table and line output (shown by default, e.g. 38.6 ± 0.4)")
+	chartPath := fs.String("chart", "", "also draw each result that has a key and numeric columns as a chart with 95% error bars, to the image `FILE` (.svg or .png; later results to FILE-2, FILE-3, ...)")
 	output := fs.String("output", "", "write results to `FILE` instead of standard output (opened only once the options, the script and the database have been checked)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
@@ -143,6 +144,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if _, err := newPrinter(*format, io.Discard); err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
+	}
+	var charts *chartFile
+	if *chartPath != "" {
+		c, err := newChartFile(*chartPath, func(path string) { fmt.Fprintln(stderr, "chart written to "+path) })
+		if err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 2
+		}
+		charts = c
 	}
 	if *command != "" && *file != "" {
 		fmt.Fprintln(stderr, "error: use either -c or -f, not both")
@@ -201,6 +211,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	pr, _ := newPrinter(*format, out)
 	pr.withCost = *withCost
 	pr.noIntervals = *noIntervals
+	pr.charts = charts
 	b := batch{eng: eng, pr: pr, stderr: stderr, cont: *cont}
 	switch {
 	case *command != "":

@@ -41,6 +41,9 @@ type printer struct {
 	results     int // results printed so far (csv separates them)
 	// ascii: bars output draws with '#' (the locale does not say UTF-8).
 	ascii bool
+	// charts, when set, also draws each result's chart to an image file
+	// (--chart).
+	charts *chartFile
 }
 
 func newPrinter(format string, w io.Writer) (*printer, error) {
@@ -66,23 +69,21 @@ func (p *printer) show(v any) string {
 	return formatValue(v)
 }
 
-func formatValue(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "NULL"
-	case float64:
-		// 12 significant digits: noisy values carry no meaning further
-		// down, and sums of charges like 0.1+0.2 read as 0.3.
-		return strconv.FormatFloat(v, 'g', 12, 64)
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case string:
-		return v
-	}
-	return fmt.Sprint(v)
-}
+func formatValue(v any) string { return dpsql.FormatValue(v) }
 
 func (p *printer) print(r *dpsql.Result) error {
+	if err := p.printText(r); err != nil {
+		return err
+	}
+	if p.charts != nil {
+		if _, err := p.charts.write(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *printer) printText(r *dpsql.Result) error {
 	switch p.format {
 	case "bars":
 		return p.bars(r)
@@ -174,12 +175,12 @@ func (p *printer) print(r *dpsql.Result) error {
 		sb.WriteString("]")
 		if p.withCost {
 			b, err := json.Marshal(struct {
-				Epsilon     float64                 `json:"epsilon"`
-				Delta       float64                 `json:"delta"`
-				ErrorBounds map[string]float64      `json:"error_bounds_95"`
-				Intervals   [][]*confidenceInterval `json:"noise_confidence_intervals"`
-				Notes       []string                `json:"notes"`
-			}{r.Cost.Epsilon, r.Cost.Delta, nonNil(r.ErrorBounds), jsonIntervals(r), append([]string{}, r.Notes...)})
+				Epsilon     float64                       `json:"epsilon"`
+				Delta       float64                       `json:"delta"`
+				ErrorBounds map[string]float64            `json:"error_bounds_95"`
+				Intervals   [][]*dpsql.ConfidenceInterval `json:"noise_confidence_intervals"`
+				Notes       []string                      `json:"notes"`
+			}{r.Cost.Epsilon, r.Cost.Delta, nonNil(r.ErrorBounds), r.ConfidenceIntervals(), append([]string{}, r.Notes...)})
 			if err != nil {
 				return err
 			}
@@ -378,110 +379,6 @@ func (p *printer) showAt(r *dpsql.Result, i, j int, v any) string {
 	return intervalText(v, r.Intervals[i][j])
 }
 
-// intervalText shows a noisy value with its 95% interval, both to the
-// digits the noise justifies (the half-width to one significant digit,
-// two when it starts with 1 or 2): "38.6 ± 0.4", or "123 [97, 130]"
-// when the interval is lopsided (clamped by the bounds), with "(few
-// rows)" when it is the whole range the bounds allow.
-func intervalText(v any, iv *dpsql.Interval) string {
-	if text, ok := v.(string); ok && iv.Each != nil {
-		// APPROX_QUANTILES: a JSON array, each value with its interval.
-		var xs []float64
-		if err := json.Unmarshal([]byte(text), &xs); err != nil || len(xs) != len(iv.Each) {
-			return text
-		}
-		parts := make([]string, len(xs))
-		for k, x := range xs {
-			parts[k] = intervalText(x, &iv.Each[k])
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	}
-	var x float64
-	switch v := v.(type) {
-	case int64:
-		x = float64(v)
-	case float64:
-		x = v
-	default:
-		return formatValue(v)
-	}
-	h := math.Max(x-iv.Lo, iv.Hi-x)
-	if math.IsNaN(h) || math.IsInf(h, 0) || math.IsInf(x, 0) {
-		return formatValue(v)
-	}
-	// The last digit shown is at 10^place: the half-width's first
-	// significant digit (its second when it starts with 1 or 2).
-	place := 0.0
-	if h > 0 {
-		e := math.Floor(math.Log10(h))
-		place = e
-		if h/math.Pow(10, e) < 3 {
-			place = e - 1
-		}
-	}
-	_, integer := v.(int64)
-	if integer {
-		place = max(0, place)
-	}
-	f := func(y float64) string {
-		if place >= 0 {
-			unit := math.Pow(10, place)
-			return strconv.FormatFloat(math.Round(y/unit)*unit, 'f', 0, 64)
-		}
-		return strconv.FormatFloat(y, 'f', int(-place), 64)
-	}
-	val := f(x)
-	if integer && place == 0 {
-		val = formatValue(v)
-	}
-	slack := 0.05 * h
-	if integer {
-		slack = math.Max(slack, 1) // whole-number endpoints
-	}
-	switch {
-	case iv.Wide:
-		return fmt.Sprintf("%s [%s, %s] (few rows)", val, f(iv.Lo), f(iv.Hi))
-	case math.Abs((x-iv.Lo)-(iv.Hi-x)) <= slack:
-		return fmt.Sprintf("%s ± %s", val, f(h))
-	}
-	return fmt.Sprintf("%s [%s, %s]", val, f(iv.Lo), f(iv.Hi))
-}
-
-// confidenceInterval is BigQuery's noise_confidence_interval.
-type confidenceInterval struct {
-	Level float64 `json:"confidence_level"`
-	Lower float64 `json:"lower_bound"`
-	Upper float64 `json:"upper_bound"`
-	// Elements are APPROX_QUANTILES' intervals, one per value.
-	Elements []*confidenceInterval `json:"elements,omitempty"`
-	// ClippedTo is [lo, hi] when the value is computed from values
-	// clipped to those bounds; ContributionBounded when contribution
-	// bounding may have dropped rows (dpsql.Interval's flags).
-	ClippedTo           []float64 `json:"clipped_to,omitempty"`
-	ContributionBounded bool      `json:"contribution_bounded,omitempty"`
-}
-
-// jsonIntervals are a result's intervals in BigQuery's form, row by row
-// and column by column (null where a value has none).
-func jsonIntervals(r *dpsql.Result) [][]*confidenceInterval {
-	out := make([][]*confidenceInterval, len(r.Rows))
-	for i := range r.Rows {
-		out[i] = make([]*confidenceInterval, len(r.Columns))
-		if i >= len(r.Intervals) {
-			continue
-		}
-		for j, iv := range r.Intervals[i] {
-			if iv != nil && !math.IsInf(iv.Lo, 0) && !math.IsInf(iv.Hi, 0) && !math.IsNaN(iv.Lo) && !math.IsNaN(iv.Hi) {
-				ci := &confidenceInterval{Level: 0.95, Lower: iv.Lo, Upper: iv.Hi, ContributionBounded: iv.Bounded}
-				if iv.Clipped && !math.IsInf(iv.ClipLo, 0) && !math.IsInf(iv.ClipHi, 0) {
-					ci.ClippedTo = []float64{iv.ClipLo, iv.ClipHi}
-				}
-				for _, e := range iv.Each {
-					ci.Elements = append(ci.Elements, &confidenceInterval{Level: 0.95, Lower: e.Lo, Upper: e.Hi})
-				}
-				out[i][j] = ci
-			}
-		}
-	}
-	return out
-}
+// intervalText shows a noisy value with its 95% interval
+// (dpsql.ValueText).
+func intervalText(v any, iv *dpsql.Interval) string { return dpsql.ValueText(v, iv) }

@@ -40,6 +40,8 @@ query (or the statement being typed); Ctrl-D quits.
 .once FILE         send the next statement's results to FILE
 .cost on|off       keep each result's cost in csv, json and line output (as --with-cost)
 .intervals on|off  show each noisy value's 95% interval in table and line output (default on)
+.chart [FILE]      also draw each result with a key and numeric columns as a chart with 95% error
+                   bars to FILE (.svg or .png; later ones FILE-2, ...); no FILE: stop
 .show              the current settings
 .databases         the database file this shell has open
 .print TEXT        print TEXT (psql's \echo)
@@ -268,6 +270,19 @@ var dotCommands = []dotCommand{
 		return false
 	}},
 	{[]string{".output", ".once"}, (*shell).outputCommand},
+	{[]string{".chart"}, func(s *shell, _ context.Context, _ string, args []string) bool {
+		if len(args) == 0 {
+			s.pr.charts = nil
+			return false
+		}
+		c, err := newChartFile(args[0], func(path string) { fmt.Fprintln(s.errw, "chart written to "+path) })
+		if err != nil {
+			s.fail("%v", err)
+			return false
+		}
+		s.pr.charts = c
+		return false
+	}},
 	{[]string{".show"}, func(s *shell, _ context.Context, _ string, _ []string) bool { s.showSettings(); return false }},
 	{[]string{".read"}, (*shell).readCommand},
 	{[]string{".edit"}, (*shell).editCommand},
@@ -469,14 +484,9 @@ func (s *shell) importCommand(ctx context.Context, _ string, args []string) bool
 
 func quoteName(n string) string { return `"` + strings.ReplaceAll(n, `"`, `""`) + `"` }
 
-var completionKeywords = []string{
-	"SELECT", "FROM", "WHERE", "GROUP BY", "HAVING", "ORDER BY", "LIMIT", "AS", "AND", "OR", "NOT",
-	"COUNT(", "SUM(", "AVG(", "VAR_POP(", "STDDEV_POP(", "ROUND(", "CASE", "WHEN", "THEN", "ELSE", "END",
-	"EXPLAIN", "SHOW BUDGET", "SHOW TABLES", "SHOW POLICY", "SET epsilon =", "SET delta =", "SET show_bounds =",
-	"SET bounds_epsilon_fraction =", "WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon =",
-	"contribution_bounds_per_group =>", "contribution_bounds_per_row =>", "CREATE PRIVACY POLICY ON", "ALTER PRIVACY POLICY ON",
-	"SET BOUNDS", "SET DOMAIN", "SET BUDGET epsilon =", "SHOW LEDGER", "SHOW CACHE", "RESET CACHE", "DROP PRIVACY POLICY ON", "DESC", "ASC",
-}
+// completionKeywords are what the shell completes: every statement's
+// words (owner statements too: the shell says so when they are refused).
+var completionKeywords = append(append([]string(nil), parser.AnalystCompletions...), parser.OwnerCompletions...)
 
 // completer completes keywords, meta-commands, and table and column names
 // (quoted when they need it).

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -16,10 +17,11 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/auth"
+	"github.com/dpsql/dpsql/console"
 	"github.com/dpsql/dpsql/server"
 )
 
-const serveUsage = `Usage: dpsql serve --db FILE [--listen ADDR] [--tls-cert FILE --tls-key FILE] [options]
+const serveUsage = `Usage: dpsql serve --db FILE [--listen ADDR] [--http ADDR] [--tls-cert FILE --tls-key FILE] [options]
 
 Serves the database to analysts over the PostgreSQL wire protocol: psql,
 pgx, psycopg, JDBC and BI tools connect unchanged. Analysts are declared by
@@ -36,6 +38,13 @@ line). SIGTERM or SIGINT shuts down gracefully: no new connections, idle
 ones closed, running statements given --shutdown-grace to finish, then
 cancelled (a private query cancelled after its charge stays charged).
 
+With --http ADDR it also serves the web console there (--listen off: the
+console alone): analysts log in with the same name and password, write
+queries with completion, see each answer as a table with its 95% intervals
+and as a chart with error bars, ask EXPLAIN for free and watch their budget.
+Owner statements are never reachable from it. With --tls-cert and --tls-key
+the console is HTTPS only.
+
 Each statement is logged (analyst, statement, cost, duration; never result
 values) to standard error, or to --log FILE. docs/server.md has the rest.
 
@@ -46,7 +55,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("dpsql serve", flag.ContinueOnError)
 	db := fs.String("db", "", "database `FILE` to serve (required; it must exist), or postgres://USER@HOST:PORT/DBNAME with --state")
 	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (default: one in ~/.cache/dpsql; policies, budget and analysts live in PostgreSQL, schema dpsql)")
-	listen := fs.String("listen", "127.0.0.1:5433", "`ADDRESS` to listen on")
+	listen := fs.String("listen", "127.0.0.1:5433", "`ADDRESS` of the PostgreSQL wire protocol listener (off: none, with --http)")
+	httpAddr := fs.String("http", "", "also serve the web console for analysts on `ADDRESS` (e.g. 127.0.0.1:8080)")
 	cert := fs.String("tls-cert", "", "TLS certificate `FILE` (PEM); with --tls-key, TLS is required")
 	key := fs.String("tls-key", "", "TLS private key `FILE` (PEM)")
 	ownerUser := fs.String("owner-user", "", "a user `NAME` that logs in as the owner, with the password in $DPSQL_OWNER_PASSWORD")
@@ -73,6 +83,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if (*cert == "") != (*key == "") {
 		fmt.Fprintln(stderr, "error: --tls-cert and --tls-key go together")
+		return 2
+	}
+	if *listen == "off" && *httpAddr == "" {
+		fmt.Fprintln(stderr, "error: --listen off leaves nothing to serve: add --http ADDR for the web console")
 		return 2
 	}
 	cfg := server.Config{MaxConns: *maxConns, IdleTimeout: *idle, StatementTimeout: *stmtTimeout, AuthFailureDelay: *authDelay}
@@ -134,21 +148,54 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer eng.Close()
 	cfg.Engine = eng
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
+	var ln, hln net.Listener
+	if *listen != "off" {
+		if ln, err = net.Listen("tcp", *listen); err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
 	}
-	srv := server.New(cfg)
+	if *httpAddr != "" {
+		if hln, err = net.Listen("tcp", *httpAddr); err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+	}
 	sigs, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	tlsNote := "without TLS (SCRAM keeps passwords off the wire; answers travel in clear)"
-	if cfg.TLS != nil {
-		tlsNote = "TLS required"
+	done := make(chan error, 2)
+	running := 0
+	var srv *server.Server
+	if ln != nil {
+		srv = server.New(cfg)
+		running++
+		go func() { done <- srv.Serve(ln) }()
+		tlsNote := "without TLS (SCRAM keeps passwords off the wire; answers travel in clear)"
+		if cfg.TLS != nil {
+			tlsNote = "TLS required"
+		}
+		fmt.Fprintf(stderr, "dpsql serve: %s on %s, %s; connect with: psql \"host=%s port=%s user=ANALYST\"\n", *db, ln.Addr(), tlsNote, hostOf(ln.Addr()), portOf(ln.Addr()))
 	}
-	fmt.Fprintf(stderr, "dpsql serve: %s on %s, %s; connect with: psql \"host=%s port=%s user=ANALYST\"\n", *db, ln.Addr(), tlsNote, hostOf(ln.Addr()), portOf(ln.Addr()))
+	var web *console.Console
+	var hsrv *http.Server
+	if hln != nil {
+		web = console.New(console.Config{Engine: eng, Secure: cfg.TLS != nil, StatementTimeout: *stmtTimeout, FailureDelay: *authDelay, Logger: cfg.Logger})
+		hsrv = &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, TLSConfig: cfg.TLS, ErrorLog: nil}
+		scheme := "http"
+		if cfg.TLS != nil {
+			scheme = "https"
+			hln = tls.NewListener(hln, cfg.TLS)
+		}
+		running++
+		go func() {
+			if err := hsrv.Serve(hln); !errors.Is(err, http.ErrServerClosed) {
+				done <- err
+				return
+			}
+			done <- server.ErrServerClosed
+		}()
+		fmt.Fprintf(stderr, "dpsql serve: web console for analysts at %s://%s/\n", scheme, hln.Addr())
+	}
 	select {
 	case err := <-done:
 		fmt.Fprintln(stderr, "error:", err)
@@ -158,13 +205,25 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fmt.Fprintf(stderr, "dpsql serve: shutting down (running statements have %s to finish)\n", *grace)
 	sctx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
+	code := 0
+	if hsrv != nil {
+		if err := hsrv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			fmt.Fprintln(stderr, "error:", err)
+			code = 1
+		}
+		web.Close()
 	}
-	<-done
+	if srv != nil {
+		if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			fmt.Fprintln(stderr, "error:", err)
+			code = 1
+		}
+	}
+	for ; running > 0; running-- {
+		<-done
+	}
 	fmt.Fprintln(stderr, "dpsql serve: stopped")
-	return 0
+	return code
 }
 
 func hostOf(a net.Addr) string {

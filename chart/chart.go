@@ -1,0 +1,215 @@
+// Package chart draws released answers as pictures: bars with 95% error
+// bars for a key and its aggregates, a line with a 95% band for ordered
+// numeric keys. A Spec is built from a result (FromResult) and rendered as
+// SVG or PNG (Render) with github.com/go-analyze/charts' painter; the
+// shell's --chart option, the web console and the docs' figures share it.
+//
+// Only released values and their intervals are drawn: a chart says
+// nothing a result does not.
+package chart
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/dpsql/dpsql"
+)
+
+// Kind is the form a result is drawn in.
+type Kind string
+
+const (
+	// None: the result's shape has no chart (no numeric column, no rows,
+	// a message); show it as a table.
+	None Kind = "table"
+	// Bars: one horizontal bar per row, labelled by its key, with its
+	// value's 95% interval as a whisker; one panel per numeric column.
+	Bars Kind = "bars"
+	// Line: rows ordered by a numeric key (histogram bins, years), a line
+	// through the values and a band over their intervals; one panel per
+	// numeric column.
+	Line Kind = "line"
+)
+
+// Series is one numeric column's values, row by row as the Spec's
+// labels.
+type Series struct {
+	Name string
+	// Value, Lo and Hi are each row's value and 95% interval (NaN where
+	// the row has no value or no interval).
+	Value, Lo, Hi []float64
+	// FewRows marks rows whose interval is the whole range the bounds
+	// allow (the value says little).
+	FewRows []bool
+	// Text is each value as the shell shows it ("10540 ± 90").
+	Text []string
+}
+
+// Spec is a chart of one result.
+type Spec struct {
+	Kind Kind
+	// Key names the key column ("" when the result has only aggregates),
+	// Labels its values as text; Keys its values as numbers (Line only).
+	Key    string
+	Labels []string
+	Keys   []float64
+	Series []Series
+	// Caption is what the answer spent ("ε=0.1; 95% intervals").
+	Caption string
+}
+
+// Whiskers is how many intervals the chart draws (rows with an
+// interval that is not the whole range the bounds allow, over every
+// series): what a test or a page can check.
+func (s Spec) Whiskers() int {
+	n := 0
+	for _, se := range s.Series {
+		for i := range se.Value {
+			if !math.IsNaN(se.Lo[i]) && !math.IsNaN(se.Hi[i]) && !se.FewRows[i] {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// FromResult chooses a chart for r from its shape: Line when the first
+// column is a numeric key (three rows or more, none NULL) followed by
+// numeric columns, Bars when a key or a single row is followed by numeric
+// columns, None otherwise.
+func FromResult(r *dpsql.Result) Spec {
+	if r == nil || len(r.Columns) == 0 || len(r.Rows) == 0 {
+		return Spec{Kind: None}
+	}
+	first := 1
+	if len(r.Columns) == 1 || (len(r.Rows) == 1 && allNumeric(r, 0)) {
+		first = 0 // no key: one bar per aggregate's row
+	}
+	spec := Spec{Kind: Bars, Caption: caption(r)}
+	if first == 1 {
+		spec.Key = r.Columns[0]
+	}
+	for j := first; j < len(r.Columns); j++ {
+		if !allNumeric(r, j) {
+			continue
+		}
+		se := Series{Name: r.Columns[j]}
+		for i, row := range r.Rows {
+			x, ok := number(row[j])
+			if !ok {
+				x = math.NaN()
+			}
+			lo, hi, few := math.NaN(), math.NaN(), false
+			if iv := r.IntervalAt(i, j); iv != nil && ok && finite(iv.Lo) && finite(iv.Hi) {
+				lo, hi, few = iv.Lo, iv.Hi, iv.Wide
+			}
+			se.Value = append(se.Value, x)
+			se.Lo = append(se.Lo, lo)
+			se.Hi = append(se.Hi, hi)
+			se.FewRows = append(se.FewRows, few)
+			se.Text = append(se.Text, dpsql.ValueText(row[j], r.IntervalAt(i, j)))
+		}
+		spec.Series = append(spec.Series, se)
+	}
+	if len(spec.Series) == 0 {
+		return Spec{Kind: None}
+	}
+	for i, row := range r.Rows {
+		label := r.Columns[0]
+		if first == 1 {
+			label = dpsql.FormatValue(row[0])
+		} else if len(r.Rows) > 1 {
+			label = fmt.Sprintf("row %d", i+1)
+		}
+		spec.Labels = append(spec.Labels, label)
+	}
+	if first == 1 && len(r.Rows) >= 3 {
+		keys := make([]float64, len(r.Rows))
+		numeric := true
+		for i, row := range r.Rows {
+			x, ok := number(row[0])
+			if !ok {
+				numeric = false
+				break
+			}
+			keys[i] = x
+		}
+		if numeric {
+			spec.Kind = Line
+			spec.Keys = keys
+			spec.sortByKey()
+		}
+	}
+	return spec
+}
+
+// sortByKey orders a Line spec's rows by key.
+func (s *Spec) sortByKey() {
+	idx := make([]int, len(s.Keys))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return s.Keys[idx[a]] < s.Keys[idx[b]] })
+	perm := func(xs []float64) []float64 {
+		out := make([]float64, len(xs))
+		for i, k := range idx {
+			out[i] = xs[k]
+		}
+		return out
+	}
+	labels := make([]string, len(idx))
+	for i, k := range idx {
+		labels[i] = s.Labels[k]
+	}
+	s.Labels, s.Keys = labels, perm(s.Keys)
+	for n := range s.Series {
+		se := &s.Series[n]
+		few, text := make([]bool, len(idx)), make([]string, len(idx))
+		for i, k := range idx {
+			few[i], text[i] = se.FewRows[k], se.Text[k]
+		}
+		se.Value, se.Lo, se.Hi, se.FewRows, se.Text = perm(se.Value), perm(se.Lo), perm(se.Hi), few, text
+	}
+}
+
+func caption(r *dpsql.Result) string {
+	s := "95% intervals"
+	if r.Cost.Epsilon > 0 {
+		s = fmt.Sprintf("spent ε=%.6g", r.Cost.Epsilon)
+		if r.Cost.Delta > 0 {
+			s += fmt.Sprintf(", δ=%.3g", r.Cost.Delta)
+		}
+		s += "; whiskers: 95% intervals"
+	}
+	return s
+}
+
+func allNumeric(r *dpsql.Result, j int) bool {
+	any := false
+	for _, row := range r.Rows {
+		switch v := row[j].(type) {
+		case int64:
+			any = true
+		case float64:
+			any = any || !math.IsNaN(v)
+		case nil:
+		default:
+			return false
+		}
+	}
+	return any
+}
+
+// number is a cell's value as a float64 (ok false for NULL and NaN).
+func number(v any) (float64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return float64(v), true
+	case float64:
+		return v, finite(v)
+	}
+	return 0, false
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -1,0 +1,295 @@
+package console
+
+import (
+	"context"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/chart"
+	"github.com/dpsql/dpsql/parser"
+)
+
+//go:embed static
+var static embed.FS
+
+func (c *Console) page(w http.ResponseWriter, _ *http.Request) {
+	b, err := static.ReadFile("static/index.html")
+	if err != nil {
+		http.Error(w, "the console's page is missing from this build", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(b)
+}
+
+func (c *Console) static(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	b, err := static.ReadFile("static/" + name)
+	if err != nil || name == "index.html" {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", mime.TypeByExtension(path.Ext(name)))
+	_, _ = w.Write(b)
+}
+
+// Answer is what /api/query and /api/explain return.
+type Answer struct {
+	Released *dpsql.Released `json:"released"`
+	Chart    ChartView       `json:"chart"`
+	Budget   *BudgetView     `json:"budget,omitempty"`
+}
+
+// ChartView is an answer's chart: its kind (bars, line, or table when the
+// shape has none), how many error bars it draws, and the SVG image as a
+// data: URL (shown in an img element: nothing in it runs).
+type ChartView struct {
+	Kind     chart.Kind `json:"kind"`
+	Whiskers int        `json:"whiskers"`
+	Image    string     `json:"image,omitempty"`
+}
+
+// queryRequest is a statement to run, with the accuracy asked for: an ε
+// per query, or a 95% target error instead (the session's SET epsilon
+// and SET target_error; OPTIONS in the statement win over both).
+type queryRequest struct {
+	SQL         string   `json:"sql"`
+	Epsilon     *float64 `json:"epsilon,omitempty"`
+	TargetError *float64 `json:"target_error,omitempty"`
+}
+
+func (c *Console) query(w http.ResponseWriter, r *http.Request, s *session) {
+	c.statement(w, r, s, false)
+}
+
+func (c *Console) explain(w http.ResponseWriter, r *http.Request, s *session) {
+	c.statement(w, r, s, true)
+}
+
+// statement runs one statement (or EXPLAIN of it) in the session.
+func (c *Console) statement(w http.ResponseWriter, r *http.Request, s *session, explain bool) {
+	var req queryRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if strings.TrimSpace(req.SQL) == "" {
+		writeError(w, &apiError{http.StatusBadRequest, "no statement: write a query first"})
+		return
+	}
+	if !s.run.TryLock() {
+		writeError(w, &apiError{http.StatusConflict, "a statement is already running in this session (cancel it, or wait)"})
+		return
+	}
+	defer s.run.Unlock()
+	ctx, cancel := context.WithCancel(r.Context())
+	if d := c.cfg.StatementTimeout; d > 0 {
+		ctx, cancel = context.WithTimeout(r.Context(), d)
+	}
+	s.mu.Lock()
+	s.running = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.running = nil
+		s.mu.Unlock()
+		cancel()
+	}()
+	if err := applyAccuracy(ctx, s.db, req); err != nil {
+		writeError(w, err)
+		return
+	}
+	start := time.Now()
+	var res *dpsql.Result
+	var err error
+	if explain {
+		res, err = s.db.Explain(ctx, req.SQL)
+	} else {
+		res, err = s.db.Query(ctx, req.SQL)
+	}
+	attrs := []any{"remote", r.RemoteAddr, "analyst", s.analyst, "statement", oneLine(req.SQL), "duration", time.Since(start).Round(time.Microsecond)}
+	entry := HistoryEntry{Statement: req.SQL, At: start.UTC(), Explain: explain}
+	if err != nil && ctx.Err() != nil {
+		why := "cancelled at your request"
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			why = fmt.Sprintf("cancelled: it ran past the statement timeout (%s)", c.cfg.StatementTimeout)
+		}
+		// The engine's message says whether the query's ε was charged
+		// before it stopped.
+		err = &apiError{http.StatusRequestTimeout, why + ": " + err.Error()}
+	}
+	if err != nil {
+		entry.Error = err.Error()
+		s.record(entry)
+		c.log.Info("console statement", append(attrs, "error", true)...)
+		writeError(w, err)
+		return
+	}
+	entry.Epsilon, entry.Delta, entry.Cached = res.Cost.Epsilon, res.Cost.Delta, res.Cached
+	s.record(entry)
+	if res.Cost.Epsilon > 0 || res.Cost.Delta > 0 {
+		attrs = append(attrs, "epsilon", res.Cost.Epsilon, "delta", res.Cost.Delta, "mechanism", res.Mechanism)
+	}
+	c.log.Info("console statement", attrs...)
+	ans := Answer{Released: res.Released(), Chart: ChartView{Kind: chart.None}}
+	if !explain {
+		if spec := chart.FromResult(res); spec.Kind != chart.None {
+			if img, err := chart.Render(spec, chart.SVG, 760); err == nil {
+				ans.Chart = ChartView{Kind: spec.Kind, Whiskers: spec.Whiskers(), Image: "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(img)}
+			}
+		}
+	}
+	if b, err := budgetOf(context.WithoutCancel(ctx), s); err == nil {
+		ans.Budget = b
+	}
+	writeJSON(w, http.StatusOK, ans)
+}
+
+// applyAccuracy sets the session's ε or target error from the request:
+// a target error turns the ε off for the query, none turns the target
+// off.
+func applyAccuracy(ctx context.Context, db *dpsql.Session, req queryRequest) error {
+	num := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	target := "0"
+	if req.TargetError != nil {
+		target = num(*req.TargetError)
+	}
+	if _, err := db.Query(ctx, "SET target_error = "+target); err != nil {
+		return &apiError{http.StatusBadRequest, "target error: " + err.Error()}
+	}
+	if req.Epsilon != nil && req.TargetError == nil {
+		if _, err := db.Query(ctx, "SET epsilon = "+num(*req.Epsilon)); err != nil {
+			return &apiError{http.StatusBadRequest, "ε: " + err.Error()}
+		}
+	}
+	return nil
+}
+
+// maxHistory is how many statements a session's history keeps.
+const maxHistory = 200
+
+func (s *session) record(e HistoryEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.history = append(s.history, e)
+	if len(s.history) > maxHistory {
+		s.history = s.history[len(s.history)-maxHistory:]
+	}
+}
+
+func (c *Console) historyOf(w http.ResponseWriter, _ *http.Request, s *session) {
+	s.mu.Lock()
+	h := append([]HistoryEntry{}, s.history...)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"history": h})
+}
+
+// Amounts are one budget's numbers.
+type Amounts struct {
+	TotalEpsilon     float64 `json:"total_epsilon"`
+	SpentEpsilon     float64 `json:"spent_epsilon"`
+	RemainingEpsilon float64 `json:"remaining_epsilon"`
+	TotalDelta       float64 `json:"total_delta"`
+	SpentDelta       float64 `json:"spent_delta"`
+	RemainingDelta   float64 `json:"remaining_delta"`
+}
+
+// BudgetView is an analyst's budget: their own, and the database's that
+// caps it, and how many more queries fit at the session's ε.
+type BudgetView struct {
+	Analyst string `json:"analyst"`
+	// Set: the owner gave the analyst a budget (else Message says what
+	// is missing).
+	Set         bool     `json:"set"`
+	Own         *Amounts `json:"own,omitempty"`
+	Database    *Amounts `json:"database,omitempty"`
+	AtEpsilon   float64  `json:"at_epsilon,omitempty"`
+	QueriesLeft *int64   `json:"queries_left,omitempty"`
+	Message     string   `json:"message,omitempty"`
+}
+
+func amounts(st budget.Status) *Amounts {
+	rem := st.OwnRemaining()
+	return &Amounts{TotalEpsilon: st.Total.Epsilon, SpentEpsilon: st.Spent.Epsilon, RemainingEpsilon: rem.Epsilon,
+		TotalDelta: st.Total.Delta, SpentDelta: st.Spent.Delta, RemainingDelta: rem.Delta}
+}
+
+func budgetOf(ctx context.Context, s *session) (*BudgetView, error) {
+	st, err := s.db.BudgetStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v := &BudgetView{Analyst: s.analyst, Set: st.Set}
+	if st.Database != nil {
+		v.Database = amounts(*st.Database)
+	}
+	if !st.Set {
+		v.Message = "you have no budget yet: the owner gives one with ALTER ANALYST " + parser.QuoteIdent(s.analyst) + " BUDGET epsilon = E"
+		return v, nil
+	}
+	v.Own = amounts(st)
+	if eps := s.db.Settings().Epsilon; eps > 0 {
+		n := st.QueriesLeft(eps)
+		v.AtEpsilon, v.QueriesLeft = eps, &n
+	}
+	return v, nil
+}
+
+func (c *Console) budget(w http.ResponseWriter, r *http.Request, s *session) {
+	v, err := budgetOf(r.Context(), s)
+	if err != nil {
+		writeError(w, &apiError{http.StatusInternalServerError, err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// schema lists the tables and columns, and the words the editor
+// completes.
+func (c *Console) schema(w http.ResponseWriter, r *http.Request, s *session) {
+	tables, err := s.db.Tables(r.Context())
+	if err != nil {
+		writeError(w, &apiError{http.StatusInternalServerError, err.Error()})
+		return
+	}
+	type column struct {
+		Name string `json:"name"`
+		Type string `json:"type"`
+	}
+	type table struct {
+		Name    string   `json:"name"`
+		Public  bool     `json:"public"`
+		Columns []column `json:"columns"`
+	}
+	out := struct {
+		Tables   []table  `json:"tables"`
+		Keywords []string `json:"keywords"`
+	}{Tables: []table{}, Keywords: parser.AnalystCompletions}
+	for _, t := range tables {
+		tb := table{Name: t.Name, Public: t.Public, Columns: []column{}}
+		for _, col := range t.Columns {
+			tb.Columns = append(tb.Columns, column{Name: col.Name, Type: col.Type})
+		}
+		out.Tables = append(out.Tables, tb)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// oneLine is a statement on one line, for the log.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 500 {
+		s = s[:500] + "…"
+	}
+	return s
+}
