@@ -86,7 +86,7 @@ func FromResult(r *dpsql.Result) Spec {
 	if len(r.Columns) == 1 || (len(r.Rows) == 1 && allNumeric(r, 0)) {
 		first = 0 // no key: one bar per aggregate's row
 	}
-	spec := Spec{Kind: Bars, Caption: caption(r)}
+	spec := Spec{Kind: Bars}
 	if first == 1 {
 		spec.Key = r.Columns[0]
 	}
@@ -141,6 +141,7 @@ func FromResult(r *dpsql.Result) Spec {
 			spec.sortByKey()
 		}
 	}
+	spec.Caption = caption(r, spec.Kind)
 	return spec
 }
 
@@ -173,14 +174,19 @@ func (s *Spec) sortByKey() {
 	}
 }
 
-func caption(r *dpsql.Result) string {
-	s := "95% intervals"
+// caption says what the answer spent and what the error bars (or the
+// band) are.
+func caption(r *dpsql.Result, kind Kind) string {
+	s := "whiskers: 95% intervals"
+	if kind == Line {
+		s = "band: 95% intervals"
+	}
 	if r.Cost.Epsilon > 0 {
-		s = fmt.Sprintf("spent ε=%.6g", r.Cost.Epsilon)
+		spent := fmt.Sprintf("spent ε=%.6g", r.Cost.Epsilon)
 		if r.Cost.Delta > 0 {
-			s += fmt.Sprintf(", δ=%.3g", r.Cost.Delta)
+			spent += fmt.Sprintf(", δ=%.3g", r.Cost.Delta)
 		}
-		s += "; whiskers: 95% intervals"
+		s = spent + "; " + s
 	}
 	return s
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,14 +25,7 @@ import (
 // user whose password comes from the environment; an analyst queries it
 // with pgx, and SIGTERM stops it cleanly.
 func TestServeCommand(t *testing.T) {
-	dir := t.TempDir()
-	db := filepath.Join(dir, "demo.db")
-	if _, errOut, code := runCLI(t, "", "demo", "--db", db); code != 0 {
-		t.Fatalf("demo: %s", errOut)
-	}
-	if _, errOut, code := runCLI(t, "", "--db", db, "--owner", "-c", `CREATE ANALYST alice PASSWORD 'change me' BUDGET epsilon = 2`); code != 0 {
-		t.Fatalf("create analyst: %s", errOut)
-	}
+	dir, db := demoWithAnalyst(t)
 	logPath := filepath.Join(dir, "serve.log")
 	cmd, stderr, port := startServe(t, []string{"DPSQL_OWNER_PASSWORD=owner pw"}, "--db", db, "--owner-user", "admin", "--log", logPath)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -89,13 +85,37 @@ func TestServeCommand(t *testing.T) {
 	}
 }
 
+// demoWithAnalyst builds the demo database in a temporary directory, with
+// analyst alice (password 'change me', ε = 2), and returns both paths.
+func demoWithAnalyst(t *testing.T) (dir, db string) {
+	t.Helper()
+	dir = t.TempDir()
+	db = filepath.Join(dir, "demo.db")
+	if _, errOut, code := runCLI(t, "", "demo", "--db", db); code != 0 {
+		t.Fatalf("demo: %s", errOut)
+	}
+	if _, errOut, code := runCLI(t, "", "--db", db, "--owner", "-c", `CREATE ANALYST alice PASSWORD 'change me' BUDGET epsilon = 2`); code != 0 {
+		t.Fatalf("create analyst: %s", errOut)
+	}
+	return dir, db
+}
+
 // startServe starts `dpsql serve` on a free loopback port with args (and
 // env added to the environment), checks its first line, and returns the
 // process (killed at the end of the test), the rest of its stderr and
 // the port.
 func startServe(t *testing.T, env []string, args ...string) (*exec.Cmd, io.Reader, string) {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd, r, m := startServeMatching(t, env, `on 127\.0\.0\.1:(\d+),.*psql`, append([]string{"--listen", "127.0.0.1:0"}, args...)...)
+	return cmd, r, m[1]
+}
+
+// startServeMatching starts `dpsql serve args...` (killed at the end of
+// the test) and returns the process, the rest of its stderr and the
+// submatches of pattern in its first line, which must match.
+func startServeMatching(t *testing.T, env []string, pattern string, args ...string) (*exec.Cmd, io.Reader, []string) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -110,11 +130,11 @@ func startServe(t *testing.T, env []string, args ...string) (*exec.Cmd, io.Reade
 	if err != nil {
 		t.Fatalf("serve printed nothing: %v", err)
 	}
-	m := regexp.MustCompile(`on 127\.0\.0\.1:(\d+),`).FindStringSubmatch(first)
-	if m == nil || !strings.Contains(first, "psql") {
+	m := regexp.MustCompile(pattern).FindStringSubmatch(first)
+	if m == nil {
 		t.Fatalf("serve's first line: %q", first)
 	}
-	return cmd, r, m[1]
+	return cmd, r, m
 }
 
 // TestServeUsage: --help tells the truth on stdout; missing or wrong
@@ -142,5 +162,79 @@ func TestHistoryKeepsNoPasswords(t *testing.T) {
 	got := historyEntry("CREATE ANALYST alice\n  PASSWORD 'hunter2' BUDGET epsilon = 1")
 	if got != "CREATE ANALYST alice PASSWORD '***' BUDGET epsilon = 1" {
 		t.Errorf("history entry: %q", got)
+	}
+}
+
+// TestServeConsole runs `dpsql serve --listen off --http ...`: the console
+// alone, on the demo database; an analyst logs in over HTTP with the
+// password the owner set, gets an answer with a chart, and SIGTERM stops
+// it.
+func TestServeConsole(t *testing.T) {
+	_, db := demoWithAnalyst(t)
+	cmd, r, m := startServeMatching(t, nil, `web console for analysts at (http://127\.0\.0\.1:\d+)/`, "--db", db, "--listen", "off", "--http", "127.0.0.1:0")
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	post := func(path, csrf, body string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", m[1]+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-CSRF-Token", csrf)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	if code, _ := post("/api/login", "", `{"user":"alice","password":"wrong"}`); code != 401 {
+		t.Errorf("wrong password: %d", code)
+	}
+	code, out := post("/api/login", "", `{"user":"alice","password":"change me"}`)
+	if code != 200 {
+		t.Fatalf("log-in: %d %v", code, out)
+	}
+	code, out = post("/api/query", out["csrf"].(string), `{"sql":"SELECT region, COUNT(*) FROM patients GROUP BY region","epsilon":0.5}`)
+	if code != 200 || out["chart"].(map[string]any)["kind"] != "bars" {
+		t.Fatalf("query: %d %v", code, out)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(r)
+	if err := cmd.Wait(); err != nil || !strings.Contains(string(rest), "dpsql serve: stopped") {
+		t.Errorf("serve after SIGTERM: %v\n%s", err, rest)
+	}
+	if _, errOut, code := runCLI(t, "", "serve", "--db", db, "--listen", "off"); code != 2 || !strings.Contains(errOut, "--http") {
+		t.Errorf("--listen off alone: %d %q", code, errOut)
+	}
+}
+
+// TestChartOption: --chart draws each result with a key and numbers to
+// an image file (SVG here; PNG by extension), later ones numbered; a
+// file name without .svg or .png is refused before anything runs.
+func TestChartOption(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "demo.db")
+	if _, errOut, code := runCLI(t, "", "demo", "--db", db); code != 0 {
+		t.Fatalf("demo: %s", errOut)
+	}
+	chart := filepath.Join(dir, "regions.svg")
+	_, errOut, code := runCLI(t, "", "--db", db, "--epsilon", "0.5", "--chart", chart, "-c",
+		"SELECT region, COUNT(*) AS n FROM patients GROUP BY region; SHOW TABLES; SELECT diagnosis, AVG(age) AS mean_age FROM patients GROUP BY diagnosis")
+	if code != 0 || !strings.Contains(errOut, "chart written to "+chart) {
+		t.Fatalf("--chart: %d %s", code, errOut)
+	}
+	for path, want := range map[string]string{chart: "North", filepath.Join(dir, "regions-2.svg"): "mean_age"} {
+		b, err := os.ReadFile(path)
+		if err != nil || !strings.HasPrefix(string(b), "<svg") || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %v, lacks %q", path, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "regions-3.svg")); err == nil {
+		t.Error("SHOW TABLES was drawn")
+	}
+	if _, errOut, code := runCLI(t, "", "--db", db, "--chart", filepath.Join(dir, "x.gif"), "-c", "SHOW TABLES"); code != 2 || !strings.Contains(errOut, ".svg or .png") {
+		t.Errorf("--chart x.gif: %d %q", code, errOut)
 	}
 }

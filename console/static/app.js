@@ -123,7 +123,7 @@ async function run(path) {
   try {
     const r = await api("POST", path, accuracy());
     if (r.status === 401) { show("login"); $("login-error").textContent = r.data.error; return; }
-    if (!r.ok) { $("error").textContent = r.data.error; return; }
+    if (!r.ok) { $("error").textContent = r.data.error; $("result").hidden = true; return; }
     render(r.data, path === "/api/explain");
     setBudget(r.data.budget);
   } finally {

@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"flag"
 	"fmt"
 	"log"
@@ -21,12 +20,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/csvimport"
+	"github.com/dpsql/dpsql/examples/internal/adult"
 )
 
 func main() {
@@ -106,7 +105,7 @@ func newLab(dir, csvPath string) (*lab, error) {
 	}
 	// The exact ages, to score the answers, from the file itself (the
 	// engine answers the owner with noise too).
-	if l.ages, err = readAges(csvPath); err != nil {
+	if l.ages, err = adult.ReadAges(csvPath); err != nil {
 		return nil, err
 	}
 	l.analyst, err = dpsql.Open(db, dpsql.Options{NoCache: true})
@@ -308,30 +307,3 @@ func worst(xs []float64) string {
 }
 
 // readAges reads the Age column of the CSV file.
-func readAges(path string) ([]int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		return nil, err
-	}
-	col := -1
-	for i, name := range rows[0] {
-		if name == "Age" {
-			col = i
-		}
-	}
-	if col < 0 {
-		return nil, fmt.Errorf("%s has no Age column", path)
-	}
-	var ages []int
-	for _, r := range rows[1:] {
-		if a, err := strconv.Atoi(r[col]); err == nil {
-			ages = append(ages, a)
-		}
-	}
-	return ages, nil
-}
