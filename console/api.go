@@ -11,9 +11,9 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/access"
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/chart"
 	"github.com/dpsql/dpsql/parser"
@@ -92,55 +92,36 @@ func (c *Console) statement(w http.ResponseWriter, r *http.Request, s *session, 
 		return
 	}
 	defer s.run.Unlock()
-	ctx, cancel := context.WithCancel(r.Context())
-	if d := c.cfg.StatementTimeout; d > 0 {
-		ctx, cancel = context.WithTimeout(r.Context(), d)
-	}
-	s.mu.Lock()
-	s.running = cancel
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.running = nil
-		s.mu.Unlock()
-		cancel()
-	}()
-	if err := applyAccuracy(ctx, s.db, req); err != nil {
+	if err := applyAccuracy(r.Context(), s.db, req); err != nil {
 		writeError(w, err)
 		return
 	}
-	start := time.Now()
-	var res *dpsql.Result
-	var err error
-	if explain {
-		res, err = s.db.Explain(ctx, req.SQL)
-	} else {
-		res, err = s.db.Query(ctx, req.SQL)
-	}
-	attrs := []any{"remote", r.RemoteAddr, "analyst", s.analyst, "statement", oneLine(req.SQL), "duration", time.Since(start).Round(time.Microsecond)}
-	entry := HistoryEntry{Statement: req.SQL, At: start.UTC(), Explain: explain}
-	if err != nil && ctx.Err() != nil {
+	st := access.Statement{Who: s.analyst, Remote: r.RemoteAddr, Via: "console", Text: req.SQL, Timeout: c.cfg.StatementTimeout, Track: s.track}
+	entry := HistoryEntry{Statement: req.SQL, At: c.cfg.Now().UTC(), Explain: explain}
+	res, err := access.Run(r.Context(), c.log, st, func(ctx context.Context) (*dpsql.Result, error) {
+		if explain {
+			return s.db.Explain(ctx, req.SQL)
+		}
+		return s.db.Query(ctx, req.SQL)
+	}, nil)
+	var stopped *access.Cancelled
+	if errors.As(err, &stopped) {
 		why := "cancelled at your request"
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			why = fmt.Sprintf("cancelled: it ran past the statement timeout (%s)", c.cfg.StatementTimeout)
+		if stopped.Timeout > 0 {
+			why = fmt.Sprintf("cancelled: it ran past the statement timeout (%s)", stopped.Timeout)
 		}
 		// The engine's message says whether the query's ε was charged
 		// before it stopped.
-		err = &apiError{http.StatusRequestTimeout, why + ": " + err.Error()}
+		err = &apiError{http.StatusRequestTimeout, why + ": " + stopped.Err.Error()}
 	}
 	if err != nil {
 		entry.Error = err.Error()
 		s.record(entry)
-		c.log.Info("console statement", append(attrs, "error", true)...)
 		writeError(w, err)
 		return
 	}
 	entry.Epsilon, entry.Delta, entry.Cached = res.Cost.Epsilon, res.Cost.Delta, res.Cached
 	s.record(entry)
-	if res.Cost.Epsilon > 0 || res.Cost.Delta > 0 {
-		attrs = append(attrs, "epsilon", res.Cost.Epsilon, "delta", res.Cost.Delta, "mechanism", res.Mechanism)
-	}
-	c.log.Info("console statement", attrs...)
 	ans := Answer{Released: res.Released(), Chart: ChartView{Kind: chart.None}}
 	if !explain {
 		if spec := chart.FromResult(res); spec.Kind != chart.None {
@@ -149,7 +130,7 @@ func (c *Console) statement(w http.ResponseWriter, r *http.Request, s *session, 
 			}
 		}
 	}
-	if b, err := budgetOf(context.WithoutCancel(ctx), s); err == nil {
+	if b, err := budgetOf(r.Context(), s); err == nil {
 		ans.Budget = b
 	}
 	writeJSON(w, http.StatusOK, ans)
@@ -283,13 +264,4 @@ func (c *Console) schema(w http.ResponseWriter, r *http.Request, s *session) {
 		out.Tables = append(out.Tables, tb)
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// oneLine is a statement on one line, for the log.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 500 {
-		s = s[:500] + "…"
-	}
-	return s
 }

@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/auth"
+	"github.com/dpsql/dpsql/access"
 )
 
 // Config configures a Console.
@@ -75,8 +75,8 @@ type Console struct {
 	mu       sync.Mutex
 	sessions map[string]*session // by cookie token
 	failures map[string]*failure // by "user:NAME" and "addr:IP"
-	secret   []byte              // the engine's decoy secret, read once
 	closed   bool
+	accounts *access.Accounts
 }
 
 // session is one logged-in analyst in one browser.
@@ -137,7 +137,7 @@ func New(cfg Config) *Console {
 	if lg == nil {
 		lg = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c := &Console{cfg: cfg, log: lg, sessions: map[string]*session{}, failures: map[string]*failure{}}
+	c := &Console{cfg: cfg, log: lg, sessions: map[string]*session{}, failures: map[string]*failure{}, accounts: access.NewAccounts(cfg.Engine, "", "")}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", c.page)
 	mux.HandleFunc("GET /static/{file}", c.static)
@@ -313,7 +313,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{http.StatusTooManyRequests, fmt.Sprintf("too many failed log-ins: try again in %d minute%s", mins, map[bool]string{true: "", false: "s"}[mins == 1])})
 		return
 	}
-	ok, err := c.checkPassword(r.Context(), req.User, req.Password)
+	ok, err := c.accounts.CheckAnalyst(r.Context(), req.User, req.Password)
 	if err != nil {
 		writeError(w, &apiError{http.StatusInternalServerError, "log-in failed to start"})
 		return
@@ -346,34 +346,6 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.token, Path: "/", HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
 	c.log.Info("console log-in", "remote", r.RemoteAddr, "analyst", s.analyst)
 	writeJSON(w, http.StatusOK, map[string]string{"analyst": s.analyst, "csrf": s.csrf})
-}
-
-// checkPassword runs the stored verifier's check, or a decoy's.
-func (c *Console) checkPassword(ctx context.Context, user, password string) (bool, error) {
-	v, known, err := c.cfg.Engine.AnalystVerifier(ctx, user)
-	if err != nil {
-		return false, err
-	}
-	if known {
-		cred, err := auth.ParseVerifier(v)
-		if err != nil {
-			return false, err
-		}
-		return auth.CheckPassword(cred, password), nil
-	}
-	c.mu.Lock()
-	secret := c.secret
-	c.mu.Unlock()
-	if secret == nil {
-		if secret, err = c.cfg.Engine.AuthSecret(ctx); err != nil {
-			return false, err
-		}
-		c.mu.Lock()
-		c.secret = secret
-		c.mu.Unlock()
-	}
-	auth.CheckPassword(auth.Decoy(secret, user), password) // the same work as a known name's
-	return false, nil
 }
 
 // expire drops sessions idle past IdleTimeout (c.mu held).
@@ -434,6 +406,20 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
 
 func (c *Console) whoami(w http.ResponseWriter, _ *http.Request, s *session) {
 	writeJSON(w, http.StatusOK, map[string]string{"analyst": s.analyst, "csrf": s.csrf})
+}
+
+// track makes cancel the running statement's (Cancel, log-out,
+// shutdown) and returns what forgets it.
+func (s *session) track(cancel context.CancelFunc) (untrack func()) {
+	s.mu.Lock()
+	s.running = cancel
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.running = nil
+		s.mu.Unlock()
+		cancel()
+	}
 }
 
 func (s *session) cancelRunning() {

@@ -48,7 +48,8 @@ func (c *clock) Add(d time.Duration) {
 }
 
 // newHarness builds a database with a private table visits (1,000 rows:
-// dept from a public domain, age bounded to [0, 100]), a budget of ε = 10
+// dept from a public domain, age bounded to [0, 100]), a public table big
+// (2,000 rows, k = 0: joins of it take long), a budget of ε = 10
 // and analysts alice (ε = 1), bob (ε = 1) and carol (no budget), all with
 // password 'wonderland'.
 func newHarness(t testing.TB, opts dpsql.Options, mutate func(*console.Config)) *harness {
@@ -60,7 +61,10 @@ func newHarness(t testing.TB, opts dpsql.Options, mutate func(*console.Config)) 
 	}
 	_, err = db.Exec(`CREATE TABLE visits (id INTEGER, dept TEXT, age INTEGER);
 		WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999)
-		INSERT INTO visits SELECT i, substr('ABCD', i % 4 + 1, 1), i % 90 FROM n;`)
+		INSERT INTO visits SELECT i, substr('ABCD', i % 4 + 1, 1), i % 90 FROM n;
+		CREATE TABLE big (n INTEGER, k INTEGER);
+		WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM k WHERE n < 1999)
+		INSERT INTO big SELECT n, 0 FROM k;`)
 	db.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +78,7 @@ func newHarness(t testing.TB, opts dpsql.Options, mutate func(*console.Config)) 
 	err = eng.Run(context.Background(), `CREATE PRIVACY POLICY ON visits;
 		ALTER PRIVACY POLICY ON visits SET BOUNDS age (0, 100);
 		ALTER PRIVACY POLICY ON visits SET DOMAIN dept ('A', 'B', 'C', 'D');
+		ALTER TABLE big SET PUBLIC;
 		SET BUDGET epsilon = 10, delta = 0;
 		CREATE ANALYST alice PASSWORD 'wonderland' BUDGET epsilon = 1;
 		CREATE ANALYST bob PASSWORD 'wonderland' BUDGET epsilon = 1;
@@ -489,12 +494,70 @@ func TestPageAndSchema(t *testing.T) {
 	c.mustLogin("alice")
 	_, s := c.do("GET", "/api/schema", nil, nil)
 	tables := s["tables"].([]any)
-	if len(tables) != 1 || tables[0].(map[string]any)["name"] != "visits" || len(tables[0].(map[string]any)["columns"].([]any)) != 3 {
+	if len(tables) != 2 || tables[1].(map[string]any)["name"] != "visits" || len(tables[1].(map[string]any)["columns"].([]any)) != 3 {
 		t.Errorf("schema: %v", s)
 	}
 	for _, k := range s["keywords"].([]any) {
 		if strings.Contains(k.(string), "BUDGET epsilon") || strings.Contains(k.(string), "POLICY ON") {
 			t.Errorf("the analyst is offered the owner's %q", k)
 		}
+	}
+}
+
+// slowPrivate is a private query that takes minutes: visits joined with
+// big twice (4·10⁹ rows), charged before its scan starts.
+const slowPrivate = `SELECT COUNT(*) FROM visits v JOIN big a ON v.id >= a.k JOIN big b ON a.k = b.k`
+
+// TestCancelAndTimeout: Cancel stops the session's running statement, a
+// second statement meanwhile is refused (409), and the error says the ε
+// was charged; a statement timeout does the same by itself. The session
+// goes on afterwards.
+func TestCancelAndTimeout(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, dpsql.Options{NoCache: true}, nil)
+	c := h.client(t)
+	c.mustLogin("alice")
+	type result struct {
+		code int
+		out  map[string]any
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out := c.query(slowPrivate, 0.25)
+		done <- result{code, out}
+	}()
+	// Wait until the statement is charged (it then scans for minutes).
+	deadline := time.Now().Add(20 * time.Second)
+	for h.spent(t, "alice") == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, out := c.query("SELECT COUNT(*) FROM visits", 0.1); code != http.StatusConflict {
+		t.Errorf("a second statement while one runs: %d %v, want 409", code, out)
+	}
+	if code, out := c.do("POST", "/api/cancel", map[string]any{}, nil); code != 200 || out["cancelled"] != true {
+		t.Errorf("cancel: %d %v", code, out)
+	}
+	select {
+	case r := <-done:
+		msg := fmt.Sprint(r.out["error"])
+		if r.code != http.StatusRequestTimeout || !strings.Contains(msg, "cancelled at your request") || !strings.Contains(msg, "ε=0.25, δ=0 was charged") {
+			t.Errorf("cancelled statement: %d %q", r.code, msg)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("cancel did not stop the statement")
+	}
+	if code, _ := c.query("SELECT COUNT(*) FROM visits", 0.1); code != 200 {
+		t.Errorf("after cancel the session is stuck: %d", code)
+	}
+
+	g := newHarness(t, dpsql.Options{NoCache: true}, func(c *console.Config) { c.StatementTimeout = 300 * time.Millisecond })
+	d := g.client(t)
+	d.mustLogin("bob")
+	code, out := d.query(slowPrivate, 0.25)
+	if msg := fmt.Sprint(out["error"]); code != http.StatusRequestTimeout || !strings.Contains(msg, "statement timeout (300ms)") || !strings.Contains(msg, "was charged") {
+		t.Errorf("timeout: %d %q", code, msg)
+	}
+	if got := g.spent(t, "bob"); got != 0.25 {
+		t.Errorf("bob spent %v, want the timed-out query's 0.25", got)
 	}
 }

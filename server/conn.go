@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/parser"
+	"github.com/dpsql/dpsql/access"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -278,35 +278,21 @@ func (c *conn) run(text string, args []any) (*answer, error) {
 	if a, err, ok := c.emulate(text); ok {
 		return a, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if d := c.timeout(); d > 0 {
-		ctx, cancel = context.WithTimeout(context.Background(), d)
-	}
-	defer c.track(cancel)()
-	start := time.Now()
-	res, err := c.sess.Query(ctx, text, args...)
-	attrs := []any{"analyst", c.who(), "statement", oneLine(text), "duration", time.Since(start).Round(time.Microsecond)}
-	if err != nil && ctx.Err() != nil {
+	st := access.Statement{Who: c.who(), Remote: c.remote, Via: "wire", Text: text, Timeout: c.timeout(), Track: c.track}
+	res, err := access.Run(context.Background(), c.srv.log, st, func(ctx context.Context) (*dpsql.Result, error) {
+		return c.sess.Query(ctx, text, args...)
+	}, func(err error) string { code, _ := sqlstate(err); return code })
+	var stopped *access.Cancelled
+	if errors.As(err, &stopped) {
 		// Cancelled (a CancelRequest, shutdown) or timed out: say which,
-		// as PostgreSQL does; a private query charged before that stays
-		// charged.
-		why := "canceling statement due to user request"
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			why = fmt.Sprintf("canceling statement due to statement timeout (%s)", c.timeout())
-		}
-		// The engine's own message says whether the query's cost was
-		// charged before it was stopped: the detail keeps it.
-		err = &wireError{code: "57014", msg: why, detail: err.Error()}
+		// as PostgreSQL does; the engine's own message, in the detail,
+		// says whether the query's cost was charged before it stopped (a
+		// private query charged before that stays charged).
+		return nil, &wireError{code: "57014", msg: stopped.Reason(), detail: stopped.Err.Error()}
 	}
 	if err != nil {
-		code, _ := sqlstate(err)
-		c.srv.log.Info("statement", append(attrs, "error", code)...)
 		return nil, err
 	}
-	if res.Cost.Epsilon > 0 || res.Cost.Delta > 0 {
-		attrs = append(attrs, "epsilon", res.Cost.Epsilon, "delta", res.Cost.Delta, "rho", res.Rho, "mechanism", res.Mechanism)
-	}
-	c.srv.log.Info("statement", attrs...)
 	a := &answer{rows: res.Rows, tag: tagOf(text)}
 	if res.Columns != nil {
 		a.desc = &description{columns: pgColumns(res.Columns, res.PostgresColumns), types: res.Types()}
@@ -531,15 +517,6 @@ func (c *conn) sendDescription(d *description, formats []int16) {
 		return
 	}
 	c.be.Send(rowDescription(d, formats))
-}
-
-// oneLine shortens a statement for the log, without its passwords.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(parser.RedactPasswords(s)), " ")
-	if len(s) > 500 {
-		s = s[:500] + "…"
-	}
-	return s
 }
 
 // tagOf is the command tag of a statement without rows: its leading

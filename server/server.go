@@ -30,9 +30,9 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/access"
 	"github.com/dpsql/dpsql/auth"
 	"github.com/jackc/pgx/v5/pgproto3"
-	"github.com/xdg-go/scram"
 )
 
 // ServerVersion is what the server reports as server_version: clients
@@ -83,7 +83,7 @@ type Server struct {
 	closing bool
 	wg      sync.WaitGroup
 
-	decoySecret []byte // authSecret's
+	accounts *access.Accounts
 }
 
 // New returns a server; Serve starts it.
@@ -95,7 +95,8 @@ func New(cfg Config) *Server {
 	if lg == nil {
 		lg = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Server{cfg: cfg, log: lg, slots: make(chan struct{}, cfg.MaxConns), sockets: make(chan struct{}, 2*cfg.MaxConns+8), conns: map[uint32]*conn{}}
+	return &Server{cfg: cfg, log: lg, slots: make(chan struct{}, cfg.MaxConns), sockets: make(chan struct{}, 2*cfg.MaxConns+8), conns: map[uint32]*conn{},
+		accounts: access.NewAccounts(cfg.Engine, cfg.OwnerUser, cfg.OwnerVerifier)}
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -171,20 +172,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	<-done
 	return ctx.Err()
-}
-
-// authSecret is the database's secret for decoy credentials, read once.
-func (s *Server) authSecret(ctx context.Context) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.decoySecret == nil {
-		secret, err := s.cfg.Engine.AuthSecret(ctx)
-		if err != nil {
-			return nil, err
-		}
-		s.decoySecret = secret
-	}
-	return s.decoySecret, nil
 }
 
 // register gives c a process id and secret key for cancel requests.
@@ -315,24 +302,10 @@ func (c *conn) startup() bool {
 func (c *conn) authenticate() bool {
 	ctx := context.Background()
 	cfg := c.srv.cfg
-	var cred scram.StoredCredentials
-	known, owner := false, false
-	if cfg.OwnerUser != "" && c.user == cfg.OwnerUser && cfg.OwnerVerifier != "" {
-		if cr, err := auth.ParseVerifier(cfg.OwnerVerifier); err == nil {
-			cred, known, owner = cr, true, true
-		}
-	} else if v, ok, err := cfg.Engine.AnalystVerifier(ctx, c.user); err == nil && ok {
-		if cr, err := auth.ParseVerifier(v); err == nil {
-			cred, known = cr, true
-		}
-	}
-	if !known {
-		secret, err := c.srv.authSecret(ctx)
-		if err != nil {
-			c.fatal("XX000", "authentication failed to start")
-			return false
-		}
-		cred = auth.Decoy(secret, c.user)
+	cred, known, owner, err := c.srv.accounts.Credentials(ctx, c.user)
+	if err != nil {
+		c.fatal("XX000", "authentication failed to start")
+		return false
 	}
 	conv, err := auth.NewConversation(cred)
 	if err != nil {
