@@ -568,3 +568,46 @@ func TestSumStaysWithinWhatTheCountAllows(t *testing.T) {
 		t.Errorf("the empty group's SUM was kept within its count %d times of 300", clamped)
 	}
 }
+
+// TestOwnerViewsAreTyped: an owner session reads the ledger and the
+// analysts as typed values (SHOW LEDGER's and SHOW ANALYSTS' rows, not
+// their text); an analyst session gets ErrOwnerOnly; BudgetStatus is
+// each session's own budget.
+func TestOwnerViewsAreTyped(t *testing.T) {
+	parallel(t)
+	ctx := context.Background()
+	path := newDB(t)
+	owner := open(t, path, dpsql.Options{Owner: true})
+	if err := owner.Run(ctx, `SET BUDGET epsilon = 5; CREATE ANALYST alice PASSWORD 'pw' BUDGET epsilon = 1`, func(*dpsql.Result) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	alice, err := owner.NewSession(dpsql.SessionOptions{Analyst: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Query(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.25) COUNT(*) FROM t`); err != nil {
+		t.Fatal(err)
+	}
+	ownerSession, err := owner.NewSession(dpsql.SessionOptions{Owner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := ownerSession.Ledger(ctx)
+	if err != nil || len(entries) != 1 || entries[0].Analyst != "alice" || entries[0].Cost.Epsilon != 0.25 {
+		t.Errorf("ledger: %+v %v", entries, err)
+	}
+	list, err := ownerSession.Analysts(ctx)
+	if err != nil || len(list) != 1 || list[0].Name != "alice" || list[0].Status.Spent.Epsilon != 0.25 {
+		t.Errorf("analysts: %+v %v", list, err)
+	}
+	if _, err := alice.Ledger(ctx); !errors.Is(err, dpsql.ErrOwnerOnly) {
+		t.Errorf("an analyst read the ledger: %v", err)
+	}
+	if _, err := alice.Analysts(ctx); !errors.Is(err, dpsql.ErrOwnerOnly) {
+		t.Errorf("an analyst read the analysts: %v", err)
+	}
+	st, err := alice.BudgetStatus(ctx)
+	if err != nil || st.Analyst != "alice" || st.Total.Epsilon != 1 || st.Spent.Epsilon != 0.25 || st.Database == nil || st.Database.Total.Epsilon != 5 {
+		t.Errorf("alice's budget: %+v %v", st, err)
+	}
+}

@@ -116,7 +116,7 @@ func (s *Session) showCache(ctx context.Context) (*Result, error) {
 
 // showLedger is SHOW LEDGER (owner): every charge.
 func (s *Session) showLedger(ctx context.Context) (*Result, error) {
-	entries, err := budget.Ledger(ctx, s.eng.ledger)
+	entries, err := s.Ledger(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -135,9 +135,27 @@ func (s *Session) showLedger(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
+// Ledger is every charge since the database was made, as typed values
+// (SHOW LEDGER's rows); owner sessions only.
+func (s *Session) Ledger(ctx context.Context) ([]budget.Entry, error) {
+	if !s.owner {
+		return nil, fmt.Errorf("%w: the ledger needs owner mode; BudgetStatus has your own budget", ErrOwnerOnly)
+	}
+	return budget.Ledger(ctx, s.eng.ledger)
+}
+
+// Analysts is each analyst with their budget, as typed values (SHOW
+// ANALYSTS' rows); owner sessions only.
+func (s *Session) Analysts(ctx context.Context) ([]budget.Analyst, error) {
+	if !s.owner {
+		return nil, fmt.Errorf("%w: the list of analysts needs owner mode; BudgetStatus has your own budget", ErrOwnerOnly)
+	}
+	return budget.Analysts(ctx, s.eng.ledger)
+}
+
 // showAnalysts is SHOW ANALYSTS (owner): each analyst and their budget.
 func (s *Session) showAnalysts(ctx context.Context) (*Result, error) {
-	list, err := budget.Analysts(ctx, s.eng.ledger)
+	list, err := s.Analysts(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
-	"github.com/dpsql/dpsql/backend/duckdb"
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/dpsql/dpsql/backend/duckdb"
 
 	"github.com/dpsql/dpsql/internal/testing/pgtest"
 )
@@ -84,11 +88,19 @@ func runShellBlocks(t *testing.T, doc, text, data, builds string) {
 			l = strings.ReplaceAll(l, "../shared/data/", data+"/")
 			lines = append(lines, l)
 		}
-		cmd := exec.Command("sh", "-e", "-c", strings.Join(lines, "\n"))
+		// A block that never ends (a server started in the foreground)
+		// fails here, not at the package's timeout.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		cmd := exec.CommandContext(ctx, "sh", "-e", "-c", strings.Join(lines, "\n"))
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, ".cache"), "DPSQL="+binary, "PATH="+filepath.Dir(binary)+string(os.PathListSeparator)+os.Getenv("PATH"))
 		cmd.Stdin = strings.NewReader("")
-		if out, err := cmd.CombinedOutput(); err != nil {
+		out, err := cmd.CombinedOutput()
+		if ctx.Err() != nil {
+			err = fmt.Errorf("still running after 3 minutes (a command that does not end belongs in a text block): %w", err)
+		}
+		cancel()
+		if err != nil {
 			t.Errorf("%s, shell block %d: %v\n%s\n--- output\n%s", doc, i+1, err, b[1], out)
 		}
 	}
