@@ -3,9 +3,18 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
@@ -237,4 +246,66 @@ func TestChartOption(t *testing.T) {
 	if _, errOut, code := runCLI(t, "", "--db", db, "--chart", filepath.Join(dir, "x.gif"), "-c", "SHOW TABLES"); code != 2 || !strings.Contains(errOut, ".svg or .png") {
 		t.Errorf("--chart x.gif: %d %q", code, errOut)
 	}
+}
+
+// TestServeConsoleTLS: with --tls-cert and --tls-key the console is HTTPS
+// only, its session cookie Secure and HSTS sent; plain HTTP gets no page.
+func TestServeConsoleTLS(t *testing.T) {
+	dir, db := demoWithAnalyst(t)
+	certPath, keyPath, pool := writeSelfSignedCert(t, dir)
+	_, _, m := startServeMatching(t, nil, `web console for analysts at (https://127\.0\.0\.1:\d+)/`,
+		"--db", db, "--listen", "off", "--http", "127.0.0.1:0", "--tls-cert", certPath, "--tls-key", keyPath)
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := hc.Post(m[1]+"/api/login", "application/json", strings.NewReader(`{"user":"alice","password":"change me"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cookies := resp.Cookies()
+	if resp.StatusCode != 200 || len(cookies) != 1 || !cookies[0].Secure || !cookies[0].HttpOnly || resp.Header.Get("Strict-Transport-Security") == "" {
+		t.Errorf("log-in over TLS: %d, cookies %+v, HSTS %q", resp.StatusCode, cookies, resp.Header.Get("Strict-Transport-Security"))
+	}
+	plain := strings.Replace(m[1], "https://", "http://", 1)
+	if resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(plain + "/"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Error("the console answered plain HTTP")
+		}
+	}
+}
+
+// writeSelfSignedCert writes a self-signed certificate for 127.0.0.1 and
+// its key as PEM files in dir, and returns their paths and a pool that
+// trusts the certificate.
+func writeSelfSignedCert(t *testing.T, dir string) (certPath, keyPath string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dpsql test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certPath, keyPath, pool
 }
