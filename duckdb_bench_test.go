@@ -24,14 +24,16 @@ var (
 // n rows (id; uid = id / 10, so 10 rows per unit; x INTEGER uniform in
 // [0, 1000); g one of 8 values, so a unit's rows fall in 8 groups; y
 // DOUBLE in [0, 1000) with three decimals; z a copy of x without bounds),
-// and tu, the same rows with uid as the privacy unit (l0 = 2, l∞ = 10).
+// tu, the same rows with uid as the privacy unit (l0 = 2, l∞ = 10), and
+// two public tables: dim (g's regions) and ranges (x's ten ranges of 100).
 func duckBenchFile(b *testing.B, n int) string {
 	b.Helper()
 	duck := filepath.Join(b.TempDir(), "bench.duckdb")
 	err := ducktest.Exec(context.Background(), duck, fmt.Sprintf(`CREATE TABLE t AS SELECT i AS id, i // 10 AS uid,
 		CAST(hash(i) %% 1000 AS INTEGER) AS x, 'g' || (i %% 8) AS g, CAST(hash(i + 1) %% 1000000 AS DOUBLE) / 1000 AS y,
 		CAST(hash(i) %% 1000 AS INTEGER) AS z FROM range(%d) r(i)`, n), `CREATE TABLE tu AS SELECT * FROM t`,
-		`CREATE TABLE dim AS SELECT 'g' || i AS g, 'region ' || (i % 3) AS region FROM range(8) r(i)`, `CHECKPOINT`)
+		`CREATE TABLE dim AS SELECT 'g' || i AS g, 'region ' || (i % 3) AS region FROM range(8) r(i)`,
+		`CREATE TABLE ranges AS SELECT CAST(i * 100 AS INTEGER) AS lo, CAST(i * 100 + 100 AS INTEGER) AS hi FROM range(10) r(i)`, `CHECKPOINT`)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,7 +50,8 @@ func duckBenchFile(b *testing.B, n int) string {
 		CREATE PRIVACY POLICY ON tu OPTIONS (privacy_unit_column = uid, max_groups_contributed = 2, max_rows_contributed = 10);
 		ALTER PRIVACY POLICY ON tu SET BOUNDS x (0, 1000);
 		ALTER PRIVACY POLICY ON tu SET DOMAIN g ('g0', 'g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7');
-		ALTER TABLE dim SET PUBLIC`, func(*dpsql.Result) error { return nil })
+		ALTER TABLE dim SET PUBLIC;
+		ALTER TABLE ranges SET PUBLIC`, func(*dpsql.Result) error { return nil })
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -100,6 +103,8 @@ func BenchmarkDuckDB(b *testing.B) {
 		{"CaseInsideSum", `SELECT SUM(CASE WHEN x > 500 THEN 1 ELSE 0 END) FROM t`, `SELECT SUM(CASE WHEN x > 500 THEN 1 ELSE 0 END, contribution_bounds_per_row => (0, 1)) FROM t`},
 		{"JoinPublicDimension", `SELECT t.g, COUNT(*), SUM(x) FROM t JOIN dim d ON t.g = d.g WHERE d.region = 'region 1' GROUP BY t.g`,
 			`SELECT t.g, COUNT(*), SUM(x) FROM t JOIN dim d ON t.g = d.g WHERE d.region = 'region 1' GROUP BY t.g`},
+		{"JoinRanges", `SELECT r.lo, COUNT(*), SUM(x) FROM t JOIN ranges r ON t.x >= r.lo AND t.x < r.hi GROUP BY r.lo`,
+			`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, group_selection_strategy = PUBLIC_GROUPS) r.lo, COUNT(*), SUM(x) FROM t JOIN ranges r ON t.x >= r.lo AND t.x < r.hi GROUP BY r.lo`},
 		{"LikeFilter", `SELECT COUNT(*) FROM t WHERE g LIKE 'g1%'`, `SELECT COUNT(*) FROM t WHERE g LIKE 'g1%'`},
 		{"BinnedKey", `SELECT x // 100 * 100 AS bin, COUNT(*) FROM t GROUP BY bin`, `SELECT FLOOR(x / 100) * 100 AS bin, COUNT(*) FROM t GROUP BY FLOOR(x / 100) * 100`},
 		{"FloatArithmeticFilter", `SELECT COUNT(*) FROM t WHERE y * 1.5 > 700`, `SELECT COUNT(*) FROM t WHERE y * 1.5 > 700`},

@@ -161,6 +161,12 @@ func Strings(specs []Spec) []string {
 	return out
 }
 
+// JoinCompare is a comparison X Op Y (<, <=, >, >=) of two columns of
+// joined tables (Plan.Compare).
+type JoinCompare struct {
+	X, Op, Y string
+}
+
 // Plan is a scan's measurement plan, backend-neutral: what each
 // group needs, over one stored table, in terms a dialect printer
 // (package measuresql) compiles into one statement that the engine
@@ -181,6 +187,9 @@ type Plan struct {
 	// per match; the bounding per unit keeps the sensitivity.
 	Joins []string
 	On    [][2]string
+	// Compare are the join's comparisons of columns besides On (a
+	// private table joined to a public table of ranges): each must hold.
+	Compare []JoinCompare
 	// PerUnit, when set, is a first aggregation per unit of Table's
 	// rows (a subquery grouped by the unit): the plan's rows are its
 	// groups, and every other column field of the plan names one of its

@@ -28,6 +28,15 @@ func (c *compiler) from() rel {
 		last := max(t0, t1, 1)
 		on[last] = append(on[last], c.equal(e[0], e[1]))
 	}
+	for _, e := range m.Compare {
+		t0, _ := measure.SplitColumn(e.X)
+		t1, _ := measure.SplitColumn(e.Y)
+		if t0 > len(m.Joins) || t1 > len(m.Joins) {
+			panic(decline("a join comparison of an unknown table"))
+		}
+		last := max(t0, t1, 1)
+		on[last] = append(on[last], c.compareColumns(e.X, e.Op, e.Y))
+	}
 	var r rel = scan{table: m.Table, alias: "t0", stored: true}
 	for i, t := range m.Joins {
 		r = join{kind: innerJoin, left: r, right: scan{table: t, alias: "t" + strconv.Itoa(i+1), stored: true}, on: on[i+1]}
@@ -92,6 +101,9 @@ func (c *compiler) semiJoin(t int) (from rel, filter []string) {
 	var inner []string
 	for _, e := range m.On {
 		inner = append(inner, c.equal(e[0], e[1]))
+	}
+	for _, e := range m.Compare {
+		inner = append(inner, c.compareColumns(e.X, e.Op, e.Y))
 	}
 	for _, f := range conjuncts(m.Where) {
 		cols := map[string]bool{}
@@ -263,6 +275,28 @@ func (c *compiler) grouped() rel {
 // both floats (NaN, NULL to the reference, equal to nothing; -0 = 0 in
 // both). Columns of two classes are declined: the reference converts by
 // affinity (5 = '5' holds there) where an engine casts, and may raise.
+// compareColumns is x op y (<, <=, >, >=) of two join columns of one class, as
+// SQLite compares them: integers of any width exactly, reals with NaN
+// (which SQLite never stores: it reads as NULL) matching nothing; text
+// and mixed classes are declined (PostgreSQL orders text by its collation,
+// SQLite by bytes; an integer beyond 2^53 compared with a real is rounded
+// by DuckDB and PostgreSQL).
+func (c *compiler) compareColumns(x, op, y string) string {
+	switch op {
+	case "<", "<=", ">", ">=":
+	default:
+		panic(decline("a join comparison " + op))
+	}
+	tx, ty := c.typeOf(x), c.typeOf(y)
+	switch {
+	case isInt(tx) && isInt(ty):
+		return c.value(x) + " " + op + " " + c.value(y)
+	case tx == Real && ty == Real:
+		return "(" + c.value(x) + " " + op + " " + c.value(y) + " AND NOT " + c.d.IsNaN(c.value(x)) + " AND NOT " + c.d.IsNaN(c.value(y)) + ")"
+	}
+	panic(decline("a join comparison of columns of two classes (or of text)"))
+}
+
 func (c *compiler) equal(x, y string) string {
 	tx, ty := c.typeOf(x), c.typeOf(y)
 	switch {

@@ -82,6 +82,9 @@ type relation struct {
 type Joined struct {
 	Tables []string
 	On     [][2]TableColumn
+	// Compare are the comparisons of columns a private ⋈ public join is
+	// on besides its equalities (BETWEEN as two), all of which must hold.
+	Compare []JoinComparison
 	// Where is the filter of a subquery (or WITH query) that keeps the
 	// rows of one table as they are (nil: none); its columns resolve to
 	// the table's (PrivateQuery.TableColumnOf).
@@ -99,6 +102,13 @@ type Joined struct {
 	// derived: a subquery's relation (its table references are counted
 	// inside it, so it joins with nothing in this form).
 	derived bool
+}
+
+// JoinComparison is one comparison X Op Y (<, <=, >, >=) of a join's
+// columns (Joined.Compare).
+type JoinComparison struct {
+	X, Y TableColumn
+	Op   string
 }
 
 // PerUnit is a subquery's first aggregation per unit (Joined.PerUnit).
@@ -691,7 +701,16 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 	// rows each private row may fall in many of. Contribution bounding
 	// runs after the join, per unit, so any such join is bounded.
 	var eqs [][2]*relCol
-	inequality := false
+	type joinCmp struct {
+		op   string
+		x, y *relCol
+	}
+	var cmps []joinCmp
+	// resolved is the column a checked reference (columns) names.
+	resolved := func(x parser.Expr) *relCol {
+		c, _ := out.resolve(x.(*parser.ColumnRef))
+		return c
+	}
 	columns := func(xs ...parser.Expr) bool {
 		for _, x := range xs {
 			c, ok := x.(*parser.ColumnRef)
@@ -735,13 +754,14 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 			switch e.Op {
 			case "<", "<=", ">", ">=":
 				if l.private != r.private && columns(e.X, e.Y) {
-					inequality = true
+					cmps = append(cmps, joinCmp{op: e.Op, x: resolved(e.X), y: resolved(e.Y)})
 					return nil
 				}
 			}
 		case *parser.BetweenExpr:
 			if l.private != r.private && !e.Not && columns(e.X, e.Lo, e.Hi) {
-				inequality = true
+				x := resolved(e.X)
+				cmps = append(cmps, joinCmp{op: ">=", x: x, y: resolved(e.Lo)}, joinCmp{op: "<=", x: x, y: resolved(e.Hi)})
 				return nil
 			}
 		}
@@ -788,8 +808,6 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 		out.notJoined = "the scan joins a subquery or WITH query with another table"
 	case j.Kind != "" && !out.private:
 		out.notJoined = "the scan reads an outer join of public tables"
-	case inequality:
-		out.notJoined = "the scan joins on a comparison of columns (not only equalities)"
 	}
 	if out.notJoined == "" {
 		out.joined = &Joined{Tables: append(append([]string{}, l.joined.Tables...), r.joined.Tables...),
@@ -800,6 +818,19 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 				break
 			}
 			out.joined.On = append(out.joined.On, [2]TableColumn{{e[0].ref, e[0].column}, {e[1].ref, e[1].column}})
+		}
+		if out.joined != nil {
+			out.joined.Compare = append(append([]JoinComparison{}, l.joined.Compare...), r.joined.Compare...)
+		}
+		for _, c := range cmps {
+			if out.joined == nil {
+				break
+			}
+			if c.x.ref == 0 || c.y.ref == 0 {
+				out.joined, out.notJoined = nil, "the scan joins on a computed column"
+				break
+			}
+			out.joined.Compare = append(out.joined.Compare, JoinComparison{X: TableColumn{c.x.ref, c.x.column}, Y: TableColumn{c.y.ref, c.y.column}, Op: c.op})
 		}
 	}
 	switch {

@@ -25,6 +25,9 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 	for _, e := range j.On {
 		m.On = append(m.On, [2]string{planColumn(e[0]), planColumn(e[1])})
 	}
+	for _, c := range j.Compare {
+		m.Compare = append(m.Compare, measure.JoinCompare{X: planColumn(c.X), Op: c.Op, Y: planColumn(c.Y)})
+	}
 	if j.PerUnit != nil {
 		g, why := grouping(q, j)
 		if g == nil {

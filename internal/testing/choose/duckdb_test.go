@@ -36,6 +36,7 @@ func TestChoiceOnDuckDB(t *testing.T) {
 		}
 		t.Cleanup(func() { e.Close() })
 		outs[n], sent[n] = outcomes(t, e, func() []string { mu.Lock(); defer mu.Unlock(); out := log; log = nil; return out })
+		compiledJoins(t, e, "DuckDB", "")
 	}
 	compareBackend(t, "DuckDB", ref, outs, sent)
 }
