@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/dpsql/dpsql"
 )
@@ -75,9 +76,9 @@ func (s Spec) Whiskers() int {
 }
 
 // FromResult chooses a chart for r from its shape: Line when the first
-// column is a numeric key (three rows or more, none NULL) followed by
-// numeric columns, Bars when a key or a single row is followed by numeric
-// columns, None otherwise.
+// column is the only key, numeric (three rows or more, none NULL), Bars
+// when a key (its label joins every non-numeric column's value: "North ·
+// flu") or a single row comes with numeric columns, None otherwise.
 func FromResult(r *dpsql.Result) Spec {
 	if r == nil || len(r.Columns) == 0 || len(r.Rows) == 0 {
 		return Spec{Kind: None}
@@ -115,16 +116,36 @@ func FromResult(r *dpsql.Result) Spec {
 	if len(spec.Series) == 0 {
 		return Spec{Kind: None}
 	}
+	// The key columns: the first, and every other that is not numeric (a
+	// second key); a row's label joins their values.
+	keys := []int{}
+	if first == 1 {
+		keys = append(keys, 0)
+		for j := 1; j < len(r.Columns); j++ {
+			if !allNumeric(r, j) {
+				keys = append(keys, j)
+			}
+		}
+		names := make([]string, len(keys))
+		for n, j := range keys {
+			names[n] = r.Columns[j]
+		}
+		spec.Key = strings.Join(names, " · ")
+	}
 	for i, row := range r.Rows {
 		label := r.Columns[0]
 		if first == 1 {
-			label = dpsql.FormatValue(row[0])
+			parts := make([]string, len(keys))
+			for n, j := range keys {
+				parts[n] = dpsql.FormatValue(row[j])
+			}
+			label = strings.Join(parts, " · ")
 		} else if len(r.Rows) > 1 {
 			label = fmt.Sprintf("row %d", i+1)
 		}
 		spec.Labels = append(spec.Labels, label)
 	}
-	if first == 1 && len(r.Rows) >= 3 {
+	if len(keys) == 1 && len(r.Rows) >= 3 {
 		keys := make([]float64, len(r.Rows))
 		numeric := true
 		for i, row := range r.Rows {

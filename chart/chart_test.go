@@ -31,6 +31,8 @@ var results = map[string]*dpsql.Result{
 	"text_only": {Columns: []string{"table", "privacy"}, Rows: [][]any{{"adult", "private"}}},
 	"message":   {Message: "budget set"},
 	"nan":       {Columns: []string{"k", "v"}, Rows: [][]any{{"a", math.NaN()}, {"b", 2.0}}},
+	"two_keys": {Columns: []string{"region", "n", "diagnosis"}, Rows: [][]any{{"North", int64(5), "flu"}, {"North", int64(7), "none"}, {int64(3), int64(1), nil}},
+		Intervals: [][]*dpsql.Interval{{nil, iv(3, 7), nil}, {nil, iv(5, 9), nil}, {nil, iv(0, 3), nil}}},
 }
 
 // TestFromResult checks the spec chosen for each shape against its

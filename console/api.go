@@ -76,7 +76,8 @@ func (c *Console) explain(w http.ResponseWriter, r *http.Request, s *session) {
 	c.statement(w, r, s, true)
 }
 
-// statement runs one statement (or EXPLAIN of it) in the session.
+// statement runs one statement (or EXPLAIN of it) in the session and
+// writes its answer.
 func (c *Console) statement(w http.ResponseWriter, r *http.Request, s *session, explain bool) {
 	var req queryRequest
 	if err := decode(r, &req); err != nil {
@@ -87,14 +88,25 @@ func (c *Console) statement(w http.ResponseWriter, r *http.Request, s *session, 
 		writeError(w, &apiError{http.StatusBadRequest, "no statement: write a query first"})
 		return
 	}
-	if !s.run.TryLock() {
-		writeError(w, &apiError{http.StatusConflict, "a statement is already running in this session (cancel it, or wait)"})
+	// The answer is written after the session is free again, so that a
+	// client's next request never finds it busy with this one.
+	ans, err := c.answer(r, s, req, explain)
+	if err != nil {
+		writeError(w, err)
 		return
+	}
+	writeJSON(w, http.StatusOK, ans)
+}
+
+// answer runs the statement, one at a time in a session, and records it
+// in the session's history.
+func (c *Console) answer(r *http.Request, s *session, req queryRequest, explain bool) (*Answer, error) {
+	if !s.run.TryLock() {
+		return nil, &apiError{http.StatusConflict, "a statement is already running in this session (cancel it, or wait)"}
 	}
 	defer s.run.Unlock()
 	if err := applyAccuracy(r.Context(), s.db, req); err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	st := access.Statement{Who: s.analyst, Remote: r.RemoteAddr, Via: "console", Text: req.SQL, Timeout: c.cfg.StatementTimeout, Track: s.track}
 	entry := HistoryEntry{Statement: req.SQL, At: c.cfg.Now().UTC(), Explain: explain}
@@ -117,12 +129,11 @@ func (c *Console) statement(w http.ResponseWriter, r *http.Request, s *session, 
 	if err != nil {
 		entry.Error = err.Error()
 		s.record(entry)
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	entry.Epsilon, entry.Delta, entry.Cached = res.Cost.Epsilon, res.Cost.Delta, res.Cached
 	s.record(entry)
-	ans := Answer{Released: res.Released(), Chart: ChartView{Kind: chart.None}}
+	ans := &Answer{Released: res.Released(), Chart: ChartView{Kind: chart.None}}
 	if !explain {
 		if spec := chart.FromResult(res); spec.Kind != chart.None {
 			if img, err := chart.Render(spec, chart.SVG, 760); err == nil {
@@ -133,7 +144,7 @@ func (c *Console) statement(w http.ResponseWriter, r *http.Request, s *session, 
 	if b, err := budgetOf(r.Context(), s); err == nil {
 		ans.Budget = b
 	}
-	writeJSON(w, http.StatusOK, ans)
+	return ans, nil
 }
 
 // applyAccuracy sets the session's ε or target error from the request:

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,6 +85,13 @@ func TestDuckDBMeasuresLikeTheReference(t *testing.T) {
 			st := audit.Generate(r, 0.15)
 			if strings.Contains(st.SQL, "_contributed") {
 				continue // its own contribution bounds: bounding may sample
+			}
+			if slices.Contains(st.Constructs, "choice FROM rows as units JOIN public by an inequality") && slices.Contains(st.Constructs, "top-k (ORDER BY aggregate DESC LIMIT k)") {
+				// Each row of q is its own unit (l0 = 1) and falls in many
+				// ranges: bounding keeps it in one, chosen by each engine's
+				// own hash of its row identity (a threshold query keeps it
+				// in all of them, and is compared).
+				continue
 			}
 			k.ReferenceOnly = true
 			want := enginetest.Outcome(e, st.SQL, st.Args...)
