@@ -93,3 +93,46 @@ func TestRun(t *testing.T) {
 		t.Errorf("log:\n%s", out)
 	}
 }
+
+// TestLockout: MaxFailures failures within the window lock a key out for
+// the window; failures spread beyond the window do not add up; a success
+// forgets a name's failures; keys are independent.
+func TestLockout(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	l := &access.Lockout{MaxFailures: 3, Window: 10 * time.Minute, Now: func() time.Time { return now }}
+	u, a := access.UserKey("alice"), access.AddrKey("10.0.0.1")
+	l.Fail(u, a)
+	l.Fail(u)
+	if _, locked := l.Locked(u, a); locked {
+		t.Fatal("locked after 2 failures of 3")
+	}
+	l.Fail(u)
+	until, locked := l.Locked(u)
+	if !locked || !until.Equal(now.Add(10*time.Minute)) {
+		t.Errorf("after 3 failures: locked %v until %v", locked, until)
+	}
+	if _, locked := l.Locked(a); locked {
+		t.Error("the address (1 failure) was locked with the name")
+	}
+	now = now.Add(11 * time.Minute)
+	if _, locked := l.Locked(u); locked {
+		t.Error("still locked after the window")
+	}
+	// Failures spread over more than the window start the count again.
+	l.Fail(a)
+	now = now.Add(11 * time.Minute)
+	l.Fail(a)
+	l.Fail(a)
+	if _, locked := l.Locked(a); locked {
+		t.Error("failures 11 minutes apart added up")
+	}
+	l.Succeed(access.UserKey("bob"))
+	l.Fail(access.UserKey("bob"))
+	l.Fail(access.UserKey("bob"))
+	l.Succeed(access.UserKey("bob"))
+	l.Fail(access.UserKey("bob"))
+	if _, locked := l.Locked(access.UserKey("bob")); locked {
+		t.Error("a success did not forget the failures")
+	}
+}

@@ -32,7 +32,7 @@ func chromium(t *testing.T) string {
 
 // TestBrowser drives a real headless Chromium through the console: log-in
 // (a wrong password first), completion, a grouped query drawn with error
-// bars, a refused query's message, the budget running out, the history,
+// bars (and the CSV its download saves), a refused query's message, the budget running out, the history,
 // and log-out. Each step's screenshot goes to $DPSQL_SCREENSHOTS (kept out
 // of the repository; docs/images/console.png is the grouped query's, made
 // with DPSQL_SCREENSHOTS=/tmp/shots go test ./console -run Browser) or to
@@ -174,6 +174,24 @@ func TestBrowser(t *testing.T) {
 			parts := strings.Split(cells[3*r+c], "|")
 			if !(strings.Contains(parts[0], "±") || strings.Contains(parts[0], "[")) || parts[1] == "" || parts[2] == "" {
 				t.Errorf("row %d column %d shows %q without its interval", r, c, cells[3*r+c])
+			}
+		}
+	}
+	// What Download CSV saves: the released values with their intervals'
+	// ends, the same as the table shows.
+	csvText, err := chromedp.Run(ctx, chromedp.Evaluate[string](`toCSV(state.released)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(csvText), "\n")
+	if len(lines) != 5 || lines[0] != "dept,dept_lo95,dept_hi95,n,n_lo95,n_hi95,mean_age,mean_age_lo95,mean_age_hi95" {
+		t.Errorf("CSV:\n%s", csvText)
+	} else {
+		for r, line := range lines[1:] {
+			f := strings.Split(line, ",")
+			lo, hi := strings.Split(cells[3*r+1], "|")[1], strings.Split(cells[3*r+1], "|")[2]
+			if len(f) != 9 || f[1] != "" || f[4] != lo || f[5] != hi {
+				t.Errorf("CSV row %d %q, want the count's interval [%s, %s] as the table has it", r, line, lo, hi)
 			}
 		}
 	}

@@ -53,6 +53,10 @@ type Config struct {
 	// LockOut lock it out for LockOut (0: 5 and 15 minutes).
 	MaxFailures int
 	LockOut     time.Duration
+	// Lockout, when set, is the failure count to share with another
+	// listener (dpsql serve gives the wire server the same one);
+	// MaxFailures and LockOut are then its.
+	Lockout *access.Lockout
 	// FailureDelay is how long a failed log-in waits before its answer
 	// (slows guessing; 0: none).
 	FailureDelay time.Duration
@@ -74,9 +78,9 @@ type Console struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session // by cookie token
-	failures map[string]*failure // by "user:NAME" and "addr:IP"
 	closed   bool
 	accounts *access.Accounts
+	lockout  *access.Lockout
 }
 
 // session is one logged-in analyst in one browser.
@@ -107,12 +111,6 @@ type HistoryEntry struct {
 	Explain bool `json:"explain,omitempty"`
 }
 
-type failure struct {
-	count       int
-	first       time.Time
-	lockedUntil time.Time
-}
-
 // cookieName is the session cookie's name.
 const cookieName = "dpsql_session"
 
@@ -137,7 +135,11 @@ func New(cfg Config) *Console {
 	if lg == nil {
 		lg = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c := &Console{cfg: cfg, log: lg, sessions: map[string]*session{}, failures: map[string]*failure{}, accounts: access.NewAccounts(cfg.Engine, "", "")}
+	c := &Console{cfg: cfg, log: lg, sessions: map[string]*session{}, accounts: access.NewAccounts(cfg.Engine, "", ""),
+		lockout: cfg.Lockout}
+	if c.lockout == nil {
+		c.lockout = &access.Lockout{MaxFailures: cfg.MaxFailures, Window: cfg.LockOut, Now: cfg.Now}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", c.page)
 	mux.HandleFunc("GET /static/{file}", c.static)
@@ -246,43 +248,6 @@ func clientAddr(r *http.Request) string {
 	return host
 }
 
-// lockedOut reports whether key is locked out now, and until when.
-func (c *Console) lockedOut(keys ...string) (time.Time, bool) {
-	now := c.cfg.Now()
-	for _, k := range keys {
-		if f := c.failures[k]; f != nil && now.Before(f.lockedUntil) {
-			return f.lockedUntil, true
-		}
-	}
-	return time.Time{}, false
-}
-
-// fail counts a failed log-in for each key; the MaxFailures-th within
-// LockOut locks the key out for LockOut.
-func (c *Console) fail(keys ...string) {
-	now := c.cfg.Now()
-	for _, k := range keys {
-		f := c.failures[k]
-		if f == nil || now.Sub(f.first) > c.cfg.LockOut {
-			f = &failure{first: now}
-			c.failures[k] = f
-		}
-		f.count++
-		if f.count >= c.cfg.MaxFailures {
-			f.lockedUntil = now.Add(c.cfg.LockOut)
-			f.count, f.first = 0, now
-		}
-	}
-	// Forget stale entries now and then, so that the map stays small.
-	if len(c.failures) > 10000 {
-		for k, f := range c.failures {
-			if now.Sub(f.first) > c.cfg.LockOut && now.After(f.lockedUntil) {
-				delete(c.failures, k)
-			}
-		}
-	}
-}
-
 // login checks an analyst's password against the stored verifier (a
 // decoy for unknown names: both fail alike) and starts a session.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
@@ -298,16 +263,15 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	keys := []string{"user:" + req.User, "addr:" + clientAddr(r)}
+	keys := []string{access.UserKey(req.User), access.AddrKey(clientAddr(r))}
 	c.mu.Lock()
-	until, locked := c.lockedOut(keys...)
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
 		writeError(w, &apiError{http.StatusServiceUnavailable, "the console is shutting down"})
 		return
 	}
-	if locked {
+	if until, locked := c.lockout.Locked(keys...); locked {
 		c.log.Warn("console log-in refused: locked out", "remote", r.RemoteAddr, "user", req.User)
 		mins := int(until.Sub(c.cfg.Now()).Minutes()) + 1
 		writeError(w, &apiError{http.StatusTooManyRequests, fmt.Sprintf("too many failed log-ins: try again in %d minute%s", mins, map[bool]string{true: "", false: "s"}[mins == 1])})
@@ -319,9 +283,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
-		c.mu.Lock()
-		c.fail(keys...)
-		c.mu.Unlock()
+		c.lockout.Fail(keys...)
 		c.log.Warn("console log-in failed", "remote", r.RemoteAddr, "user", req.User)
 		time.Sleep(c.cfg.FailureDelay)
 		writeError(w, &apiError{http.StatusUnauthorized, "wrong analyst name or password"})
@@ -341,8 +303,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.sessions[s.token] = s
-	delete(c.failures, keys[0])
 	c.mu.Unlock()
+	c.lockout.Succeed(keys[0])
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.token, Path: "/", HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
 	c.log.Info("console log-in", "remote", r.RemoteAddr, "analyst", s.analyst)
 	writeJSON(w, http.StatusOK, map[string]string{"analyst": s.analyst, "csrf": s.csrf})

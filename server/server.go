@@ -61,6 +61,12 @@ type Config struct {
 	// the error is sent (0: none), to slow down guessing; the connection
 	// keeps its slot meanwhile, so MaxConns bounds the guesses per delay.
 	AuthFailureDelay time.Duration
+	// Lockout counts failed log-ins per user name and per client address
+	// and refuses a locked-out one before its password is checked (nil: a
+	// Lockout of its own, 5 failures in 15 minutes). dpsql serve gives the
+	// wire server and the web console one, so that guesses add up across
+	// both.
+	Lockout *access.Lockout
 	// Logger receives a line per connection and per statement (analyst,
 	// statement, cost, duration; never result values). nil: no logging.
 	Logger *slog.Logger
@@ -94,6 +100,9 @@ func New(cfg Config) *Server {
 	lg := cfg.Logger
 	if lg == nil {
 		lg = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Lockout == nil {
+		cfg.Lockout = &access.Lockout{}
 	}
 	return &Server{cfg: cfg, log: lg, slots: make(chan struct{}, cfg.MaxConns), sockets: make(chan struct{}, 2*cfg.MaxConns+8), conns: map[uint32]*conn{},
 		accounts: access.NewAccounts(cfg.Engine, cfg.OwnerUser, cfg.OwnerVerifier)}
@@ -302,6 +311,13 @@ func (c *conn) startup() bool {
 func (c *conn) authenticate() bool {
 	ctx := context.Background()
 	cfg := c.srv.cfg
+	keys := []string{access.UserKey(c.user), access.AddrKey(hostOnly(c.remote))}
+	if until, locked := cfg.Lockout.Locked(keys...); locked {
+		c.srv.log.Warn("authentication refused: locked out", "remote", c.remote, "user", c.user)
+		time.Sleep(cfg.AuthFailureDelay)
+		c.fatal("28000", fmt.Sprintf("too many failed log-ins for this user or from this address: try again after %s", until.UTC().Format("15:04 UTC")))
+		return false
+	}
 	cred, known, owner, err := c.srv.accounts.Credentials(ctx, c.user)
 	if err != nil {
 		c.fatal("XX000", "authentication failed to start")
@@ -313,6 +329,7 @@ func (c *conn) authenticate() bool {
 		return false
 	}
 	failed := func() bool {
+		cfg.Lockout.Fail(keys...)
 		c.srv.log.Warn("authentication failed", "remote", c.remote, "user", c.user)
 		time.Sleep(cfg.AuthFailureDelay)
 		c.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", c.user))
@@ -352,6 +369,7 @@ func (c *conn) authenticate() bool {
 	if err != nil || !conv.Valid() || !known {
 		return failed()
 	}
+	cfg.Lockout.Succeed(keys[0])
 	opts := dpsql.SessionOptions{Analyst: c.user}
 	if owner {
 		opts = dpsql.SessionOptions{Owner: true}
@@ -424,6 +442,14 @@ func (c *conn) applyStartupOptions() (code, msg string) {
 		}
 	}
 	return "", ""
+}
+
+// hostOnly is a remote address without its port.
+func hostOnly(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
 }
 
 // startupOptions splits libpq's options string into name=value settings:

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/access"
 	"github.com/dpsql/dpsql/auth"
 	"github.com/dpsql/dpsql/console"
 	"github.com/dpsql/dpsql/server"
@@ -89,7 +90,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "error: --listen off leaves nothing to serve: add --http ADDR for the web console")
 		return 2
 	}
-	cfg := server.Config{MaxConns: *maxConns, IdleTimeout: *idle, StatementTimeout: *stmtTimeout, AuthFailureDelay: *authDelay}
+	// One count of failed log-ins for both listeners: 5 per user name or
+	// client address in 15 minutes lock it out for 15 minutes.
+	cfg := server.Config{MaxConns: *maxConns, IdleTimeout: *idle, StatementTimeout: *stmtTimeout, AuthFailureDelay: *authDelay, Lockout: &access.Lockout{}}
 	if *cert != "" {
 		pair, err := tls.LoadX509KeyPair(*cert, *key)
 		if err != nil {
@@ -179,7 +182,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var web *console.Console
 	var hsrv *http.Server
 	if hln != nil {
-		web = console.New(console.Config{Engine: eng, Secure: cfg.TLS != nil, StatementTimeout: *stmtTimeout, FailureDelay: *authDelay, Logger: cfg.Logger})
+		web = console.New(console.Config{Engine: eng, Secure: cfg.TLS != nil, StatementTimeout: *stmtTimeout, FailureDelay: *authDelay, Logger: cfg.Logger, Lockout: cfg.Lockout})
 		hsrv = &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, TLSConfig: cfg.TLS, ErrorLog: nil}
 		scheme := "http"
 		if cfg.TLS != nil {

@@ -190,9 +190,9 @@ function csvField(s) {
   return /[",\n\r]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
 }
 
-$("download-csv").addEventListener("click", () => {
-  const rel = state.released;
-  if (!rel || !rel.columns) return;
+// toCSV is what Download CSV saves: a header, then each row, each value
+// with its 95% interval's ends (empty where it has none).
+function toCSV(rel) {
   const head = [];
   rel.columns.forEach((c) => head.push(c, c + "_lo95", c + "_hi95"));
   const lines = [head.map(csvField).join(",")];
@@ -204,7 +204,12 @@ $("download-csv").addEventListener("click", () => {
     });
     lines.push(out.map(csvField).join(","));
   });
-  download("answer.csv", "text/csv", lines.join("\n") + "\n");
+  return lines.join("\n") + "\n";
+}
+
+$("download-csv").addEventListener("click", () => {
+  const rel = state.released;
+  if (rel && rel.columns) download("answer.csv", "text/csv", toCSV(rel));
 });
 
 $("download-json").addEventListener("click", () => {
