@@ -1,6 +1,7 @@
 package access
 
 import (
+	"net"
 	"sync"
 	"time"
 )
@@ -107,5 +108,11 @@ func (l *Lockout) Succeed(key string) {
 // UserKey and AddrKey are the keys of a user name and a client address.
 func UserKey(name string) string { return "user:" + name }
 
-// AddrKey is the key of a client's address (its IP, without the port).
-func AddrKey(ip string) string { return "addr:" + ip }
+// AddrKey is the key of a client's address: its host, without the port
+// ("10.0.0.1:40000" and "10.0.0.1" are one key).
+func AddrKey(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		remote = host
+	}
+	return "addr:" + remote
+}

@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -239,15 +238,6 @@ func newToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// clientAddr is the request's remote IP (no port).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
 // login checks an analyst's password against the stored verifier (a
 // decoy for unknown names: both fail alike) and starts a session.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
@@ -263,7 +253,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	keys := []string{access.UserKey(req.User), access.AddrKey(clientAddr(r))}
+	keys := []string{access.UserKey(req.User), access.AddrKey(r.RemoteAddr)}
 	c.mu.Lock()
 	closed := c.closed
 	c.mu.Unlock()

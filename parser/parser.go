@@ -552,18 +552,13 @@ func (p *parser) statement() Stmt {
 	return nil
 }
 
-// optionList parses name = value [, ...], in parentheses when paren is set.
 // watchStmt parses CREATE WATCH name OPTIONS (...) or DROP WATCH name.
 func (p *parser) watchStmt() Stmt {
 	s := &WatchStmt{StmtPos: p.tok.pos, Op: upperASCII(p.tok.text)}
 	p.next()
 	p.expect("WATCH")
 	s.NamePos = p.tok.pos
-	quoted := p.tok.kind == tokQuotedIdent
-	s.Name = p.plainName("watch name")
-	if !quoted {
-		s.Name = FoldName(s.Name)
-	}
+	s.Name = p.foldedName("watch name")
 	if s.Op == "CREATE" {
 		p.expect("OPTIONS")
 		s.Options = p.optionList(true)
@@ -577,12 +572,7 @@ func (p *parser) analystStmt() Stmt {
 	p.next()
 	p.expect("ANALYST")
 	s.NamePos = p.tok.pos
-	// As in PostgreSQL, user names fold to lower case unless quoted.
-	quoted := p.tok.kind == tokQuotedIdent
-	s.Name = p.plainName("analyst name")
-	if !quoted {
-		s.Name = FoldName(s.Name)
-	}
+	s.Name = p.foldedName("analyst name")
 	if s.Op == "DROP" {
 		return s
 	}
@@ -600,6 +590,18 @@ func (p *parser) analystStmt() Stmt {
 	return s
 }
 
+// foldedName parses a name (what names it in errors) that folds to lower
+// case unless quoted, as PostgreSQL folds user names.
+func (p *parser) foldedName(what string) string {
+	quoted := p.tok.kind == tokQuotedIdent
+	name := p.plainName(what)
+	if !quoted {
+		name = FoldName(name)
+	}
+	return name
+}
+
+// optionList parses name = value [, ...], in parentheses when paren is set.
 func (p *parser) optionList(paren bool) []Option {
 	if paren {
 		p.expect("(")

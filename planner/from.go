@@ -706,22 +706,25 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 		x, y *relCol
 	}
 	var cmps []joinCmp
-	// resolved is the column a checked reference (columns) names.
-	resolved := func(x parser.Expr) *relCol {
-		c, _ := out.resolve(x.(*parser.ColumnRef))
-		return c
-	}
-	columns := func(xs ...parser.Expr) bool {
-		for _, x := range xs {
-			c, ok := x.(*parser.ColumnRef)
-			if !ok {
-				return false
-			}
-			if _, err := out.resolve(c); err != nil {
-				return false
-			}
+	// columnsIf resolves expressions that are each a column reference,
+	// when cond holds (ok false when it does not, when one is not a column
+	// reference, or names no column).
+	columnsIf := func(cond bool, xs ...parser.Expr) (cols []*relCol, ok bool) {
+		if !cond {
+			return nil, false
 		}
-		return true
+		for _, x := range xs {
+			ref, isRef := x.(*parser.ColumnRef)
+			if !isRef {
+				return nil, false
+			}
+			c, err := out.resolve(ref)
+			if err != nil {
+				return nil, false
+			}
+			cols = append(cols, c)
+		}
+		return cols, true
 	}
 	var walk func(e parser.Expr) error
 	walk = func(e parser.Expr) error {
@@ -753,15 +756,14 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 			}
 			switch e.Op {
 			case "<", "<=", ">", ">=":
-				if l.private != r.private && columns(e.X, e.Y) {
-					cmps = append(cmps, joinCmp{op: e.Op, x: resolved(e.X), y: resolved(e.Y)})
+				if cs, ok := columnsIf(l.private != r.private, e.X, e.Y); ok {
+					cmps = append(cmps, joinCmp{op: e.Op, x: cs[0], y: cs[1]})
 					return nil
 				}
 			}
 		case *parser.BetweenExpr:
-			if l.private != r.private && !e.Not && columns(e.X, e.Lo, e.Hi) {
-				x := resolved(e.X)
-				cmps = append(cmps, joinCmp{op: ">=", x: x, y: resolved(e.Lo)}, joinCmp{op: "<=", x: x, y: resolved(e.Hi)})
+			if cs, ok := columnsIf(l.private != r.private && !e.Not, e.X, e.Lo, e.Hi); ok {
+				cmps = append(cmps, joinCmp{op: ">=", x: cs[0], y: cs[1]}, joinCmp{op: "<=", x: cs[0], y: cs[2]})
 				return nil
 			}
 		}

@@ -311,7 +311,7 @@ func (c *conn) startup() bool {
 func (c *conn) authenticate() bool {
 	ctx := context.Background()
 	cfg := c.srv.cfg
-	keys := []string{access.UserKey(c.user), access.AddrKey(hostOnly(c.remote))}
+	keys := []string{access.UserKey(c.user), access.AddrKey(c.remote)}
 	if until, locked := cfg.Lockout.Locked(keys...); locked {
 		c.srv.log.Warn("authentication refused: locked out", "remote", c.remote, "user", c.user)
 		time.Sleep(cfg.AuthFailureDelay)
@@ -442,14 +442,6 @@ func (c *conn) applyStartupOptions() (code, msg string) {
 		}
 	}
 	return "", ""
-}
-
-// hostOnly is a remote address without its port.
-func hostOnly(addr string) string {
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		return h
-	}
-	return addr
 }
 
 // startupOptions splits libpq's options string into name=value settings:

@@ -33,7 +33,7 @@ func unicodeTerminal() bool {
 // each row's label (its first column; the column's name when the result
 // has only one), a bar of its value's magnitude on an axis shared by the
 // column's rows (the axis reaches the largest value or interval end), and
-// the value with its 95% interval beside (intervalText: "10540 ± 90",
+// the value with its 95% interval beside (dpsql.ValueText: "10540 ± 90",
 // "(few rows)" where the interval is the whole range the bounds allow).
 // A result with no numeric column after its labels is drawn as a table.
 func (p *printer) bars(r *dpsql.Result) error {
@@ -87,7 +87,7 @@ func (p *printer) bars(r *dpsql.Result) error {
 				continue
 			}
 			scale = math.Max(scale, math.Abs(x))
-			if iv := intervalAt(r, i, j); iv != nil && !iv.Wide {
+			if iv := r.IntervalAt(i, j); iv != nil && !iv.Wide {
 				scale = math.Max(scale, math.Max(math.Abs(iv.Lo), math.Abs(iv.Hi)))
 			}
 		}
@@ -107,8 +107,8 @@ func (p *printer) bars(r *dpsql.Result) error {
 			}
 			sb.WriteString(bar + strings.Repeat(blank, barWidth+1-displayWidth(bar)) + " ")
 			text := p.show(row[j])
-			if iv := intervalAt(r, i, j); iv != nil && !p.noIntervals {
-				text = intervalText(row[j], iv)
+			if iv := r.IntervalAt(i, j); iv != nil && !p.noIntervals {
+				text = dpsql.ValueText(row[j], iv)
 			}
 			if x, ok := number(row[j]); ok && x < 0 {
 				text += " (negative)"
@@ -137,12 +137,4 @@ func number(v any) (float64, bool) {
 		return v, !math.IsNaN(v)
 	}
 	return 0, false
-}
-
-// intervalAt is cell (i, j)'s interval, or nil.
-func intervalAt(r *dpsql.Result, i, j int) *dpsql.Interval {
-	if i >= len(r.Intervals) || j >= len(r.Intervals[i]) {
-		return nil
-	}
-	return r.Intervals[i][j]
 }

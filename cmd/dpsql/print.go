@@ -66,10 +66,8 @@ func (p *printer) show(v any) string {
 			return "'" + strings.ReplaceAll(v, "'", "''") + "'"
 		}
 	}
-	return formatValue(v)
+	return dpsql.FormatValue(v)
 }
-
-func formatValue(v any) string { return dpsql.FormatValue(v) }
 
 func (p *printer) print(r *dpsql.Result) error {
 	if err := p.printText(r); err != nil {
@@ -132,7 +130,7 @@ func (p *printer) printText(r *dpsql.Result) error {
 					rec[i] = p.null
 				}
 				if v != nil {
-					rec[i] = formatValue(v)
+					rec[i] = dpsql.FormatValue(v)
 					if f, ok := v.(float64); ok {
 						rec[i] = strconv.FormatFloat(f, 'g', -1, 64) // full precision for machines
 					}
@@ -373,12 +371,9 @@ func nonNil(m map[string]float64) map[string]float64 {
 // showAt is how value v of row i, column j shows in table and line
 // output: with its 95% interval when it has one (and .intervals is on).
 func (p *printer) showAt(r *dpsql.Result, i, j int, v any) string {
-	if p.noIntervals || i >= len(r.Intervals) || j >= len(r.Intervals[i]) || r.Intervals[i][j] == nil {
+	iv := r.IntervalAt(i, j)
+	if p.noIntervals || iv == nil {
 		return p.show(v)
 	}
-	return intervalText(v, r.Intervals[i][j])
+	return dpsql.ValueText(v, iv)
 }
-
-// intervalText shows a noisy value with its 95% interval
-// (dpsql.ValueText).
-func intervalText(v any, iv *dpsql.Interval) string { return dpsql.ValueText(v, iv) }

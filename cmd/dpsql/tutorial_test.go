@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/csvimport"
+	"github.com/dpsql/dpsql/internal/adultdata"
 )
 
 var update = flag.Bool("update", false, "paste fresh outputs into docs/tutorial.md")
@@ -45,25 +45,8 @@ func TestTutorial(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The public tables the tutorial's sh block imports.
-	var bounds, ranges strings.Builder
-	bounds.WriteString("b\n")
-	for b := 0; b <= 150; b += 5 {
-		fmt.Fprintf(&bounds, "%d\n", b)
-	}
-	ranges.WriteString("lo,hi\n")
-	for lo := 30; lo < 70; lo++ {
-		for hi := lo + 1; hi <= 70; hi++ {
-			fmt.Fprintf(&ranges, "%d,%d\n", lo, hi)
-		}
-	}
-	for _, tb := range []struct{ name, text string }{{"clip_bounds", bounds.String()}, {"age_ranges", ranges.String()}} {
-		path := filepath.Join(t.TempDir(), tb.name+".csv")
-		if err := os.WriteFile(path, []byte(tb.text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := owner.ImportCSV(context.Background(), tb.name, path, csvimport.Options{}); err != nil {
-			t.Fatal(err)
-		}
+	if err := adultdata.ImportPublicTables(context.Background(), owner, t.TempDir()); err != nil {
+		t.Fatal(err)
 	}
 	analyst, err := dpsql.Open(db, dpsql.Options{})
 	if err != nil {

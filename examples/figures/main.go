@@ -29,7 +29,7 @@ import (
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/chart"
 	"github.com/dpsql/dpsql/csvimport"
-	"github.com/dpsql/dpsql/examples/internal/adult"
+	"github.com/dpsql/dpsql/internal/adultdata"
 )
 
 func main() {
@@ -87,7 +87,7 @@ func run(csvPath, out string, runs int) error {
 		FROM adult WHERE "Age" < 90 GROUP BY FLOOR("Age" / 5) * 5`); err != nil {
 		return err
 	}
-	ages, err := adult.ReadAges(csvPath)
+	ages, err := adultdata.ReadAges(csvPath)
 	if err != nil {
 		return err
 	}
@@ -119,8 +119,7 @@ func errorFigure(ctx context.Context, eng *dpsql.Engine, ages []int, runs int, p
 				if err != nil {
 					return err
 				}
-				v, _ := number(r.Rows[0][0])
-				errs[i] = math.Abs(v - exact[q.name])
+				errs[i] = math.Abs(adultdata.Num(r.Rows[0][0]) - exact[q.name])
 			}
 			sort.Float64s(errs)
 			at := func(p float64) float64 { return errs[int(p*float64(len(errs)-1))] }
@@ -143,14 +142,4 @@ func write(path string, spec chart.Spec) error {
 	}
 	fmt.Println("wrote", path)
 	return os.WriteFile(path, img, 0o644)
-}
-
-func number(v any) (float64, bool) {
-	switch v := v.(type) {
-	case int64:
-		return float64(v), true
-	case float64:
-		return v, true
-	}
-	return 0, false
 }

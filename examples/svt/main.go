@@ -25,7 +25,7 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/csvimport"
-	"github.com/dpsql/dpsql/examples/internal/adult"
+	"github.com/dpsql/dpsql/internal/adultdata"
 )
 
 func main() {
@@ -75,26 +75,9 @@ func newLab(dir, csvPath string) (*lab, error) {
 	if _, _, err := owner.ImportCSV(ctx, "adult", csvPath, csvimport.Options{}); err != nil {
 		return nil, err
 	}
-	var bounds, ranges strings.Builder
-	bounds.WriteString("b\n")
-	for b := 0; b <= 150; b += 5 {
-		fmt.Fprintf(&bounds, "%d\n", b)
-	}
-	ranges.WriteString("lo,hi\n")
-	for lo := 30; lo < 70; lo++ {
-		for hi := lo + 1; hi <= 70; hi++ {
-			fmt.Fprintf(&ranges, "%d,%d\n", lo, hi)
-			l.ranges = append(l.ranges, [2]int{lo, hi})
-		}
-	}
-	for name, text := range map[string]string{"clip_bounds": bounds.String(), "age_ranges": ranges.String()} {
-		path := filepath.Join(dir, name+".csv")
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			return nil, err
-		}
-		if _, _, err := owner.ImportCSV(ctx, name, path, csvimport.Options{}); err != nil {
-			return nil, err
-		}
+	l.ranges = adultdata.AgeRanges()
+	if err := adultdata.ImportPublicTables(ctx, owner, dir); err != nil {
+		return nil, err
 	}
 	if err := owner.Run(ctx, `CREATE PRIVACY POLICY ON adult;
 		ALTER PRIVACY POLICY ON adult SET BOUNDS "Age" (0, 125);
@@ -105,7 +88,7 @@ func newLab(dir, csvPath string) (*lab, error) {
 	}
 	// The exact ages, to score the answers, from the file itself (the
 	// engine answers the owner with noise too).
-	if l.ages, err = adult.ReadAges(csvPath); err != nil {
+	if l.ages, err = adultdata.ReadAges(csvPath); err != nil {
 		return nil, err
 	}
 	l.analyst, err = dpsql.Open(db, dpsql.Options{NoCache: true})
@@ -124,16 +107,6 @@ func (l *lab) count(pred func(int) bool) int {
 
 func (l *lab) query(q string) (*dpsql.Result, error) {
 	return l.analyst.Query(context.Background(), q)
-}
-
-func num(v any) float64 {
-	switch v := v.(type) {
-	case int64:
-		return float64(v)
-	case float64:
-		return v
-	}
-	return math.NaN()
 }
 
 // clipBound is AboveThreshold over "how many people are older than b?"
@@ -158,7 +131,7 @@ func (l *lab) clipBound(runs int) error {
 		}
 		got := 150.0 + 5 // none found: past the last candidate
 		if len(res.Rows) == 1 {
-			got = num(res.Rows[0][0])
+			got = adultdata.Num(res.Rows[0][0])
 		}
 		svt = append(svt, got)
 	}
@@ -171,7 +144,7 @@ func (l *lab) clipBound(runs int) error {
 			if err != nil {
 				return err
 			}
-			if num(res.Rows[0][0]) < 1 {
+			if adultdata.Num(res.Rows[0][0]) < 1 {
 				got = float64(b)
 				break
 			}
@@ -211,14 +184,14 @@ func (l *lab) ranges3And5(runs int) error {
 				return err
 			}
 			for _, row := range res.Rows {
-				n := truth[[2]int{int(num(row[0])), int(num(row[1]))}]
+				n := truth[[2]int{int(adultdata.Num(row[0])), int(adultdata.Num(row[1]))}]
 				released++
 				if n <= threshold {
 					below++
 					shortfall = append(shortfall, float64(threshold-n))
 				}
 				if c == 5 {
-					valueErr = append(valueErr, math.Abs(num(row[2])-float64(n)))
+					valueErr = append(valueErr, math.Abs(adultdata.Num(row[2])-float64(n)))
 				}
 			}
 		}
@@ -237,7 +210,7 @@ func (l *lab) ranges3And5(runs int) error {
 				if err != nil {
 					return err
 				}
-				v := num(res.Rows[0][0])
+				v := adultdata.Num(res.Rows[0][0])
 				if v <= threshold {
 					continue
 				}
