@@ -48,7 +48,10 @@ func (c *chartFile) write(r *dpsql.Result) (bool, error) {
 		ext := filepath.Ext(path)
 		path = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), c.n, ext)
 	}
-	if err := os.WriteFile(path, img, 0o644); err != nil {
+	// Private to the user, as every file dpsql writes beside the
+	// database (the values are released ones, but the file is theirs to
+	// share).
+	if err := os.WriteFile(path, img, 0o600); err != nil {
 		return false, err
 	}
 	if c.done != nil {

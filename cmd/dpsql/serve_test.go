@@ -239,6 +239,11 @@ func TestChartOption(t *testing.T) {
 		if err != nil || !strings.HasPrefix(string(b), "<svg") || !strings.Contains(string(b), want) {
 			t.Errorf("%s: %v, lacks %q", path, err, want)
 		}
+		if fi, err := os.Stat(path); err != nil {
+			t.Error(err)
+		} else if fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s is open to others: %v", path, fi.Mode())
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "regions-3.svg")); err == nil {
 		t.Error("SHOW TABLES was drawn")
