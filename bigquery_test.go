@@ -56,8 +56,10 @@ func TestBigQueryContributionBounds(t *testing.T) {
 		{`SELECT SUM(x, contribution_bounds_per_group => (2, 3)) FROM v`, "8"},
 		// Rows clamped: 2+3+3+3+3 + 2 + 3+3.
 		{`SELECT SUM(x, contribution_bounds_per_row => (2, 3)) FROM v`, "22"},
-		// Unit means 3.6, 1, 10 → clamped to [0, 5]: (3.6 + 1 + 5) / 3.
-		{`SELECT AVG(x, contribution_bounds_per_group => (0, 5)) FROM v`, "3.2"},
+		// Unit means 3.6, 1, 10 → clamped to [0, 5]: (3.6 + 1 + 5) / 3,
+		// where 3.6 is the mean on its grid of 2^-50 (measure.UnitGrid:
+		// F = 29, and MeanBits), truncated: 3.6 − 0.4·2^-50.
+		{`SELECT AVG(x, contribution_bounds_per_group => (0, 5)) FROM v`, "3.1999999999999997"},
 		// Unit counts 5, 1, 3 → clamped to [0, 2]; non-NULL values 5, 1, 2 → [0, 1].
 		{`SELECT COUNT(*, contribution_bounds_per_group => (0, 2)), COUNT(x, contribution_bounds_per_group => (0, 1)) FROM v`, "5:3"},
 		// Per group: a: unit sums 13 (uid 1), 1 (uid 2), uid 3 has only NULL → 3 + 1;

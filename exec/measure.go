@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -273,6 +274,10 @@ type spec struct {
 	// rounded values stay within them and the sensitivity is unchanged.
 	fixed int
 	grid  bool
+	// For S and A on a grid (measure.UnitGrid): each row's value
+	// clamped to [−clamp, clamp] and rounded to 2^-fixed, summed per unit
+	// as integers (for A, then over the unit's values: measure.MeanBits).
+	clamp float64
 }
 
 // clipped is a value's contribution to an s or q spec's sums: clipped to
@@ -298,11 +303,51 @@ func (sp *spec) perUnit() bool {
 
 // unitAcc combines one unit's rows in one group for a per-unit spec:
 // the exact sum of its non-NULL values (infinities apart, so that the
-// exact sum stays finite) and how many rows or values it met.
+// exact sum stays finite) or, for a sum on a grid, of their integers; and
+// how many rows or values it met.
 type unitAcc struct {
 	sum        exactsum.Acc
+	terms      int128
 	n          int64
 	pinf, ninf bool
+}
+
+// int128 is a two's-complement 128-bit integer: a unit's sum of 64-bit
+// terms (measure.UnitGrid).
+type int128 struct {
+	hi int64
+	lo uint64
+}
+
+func (a *int128) add(t int64) {
+	var carry uint64
+	a.lo, carry = bits.Add64(a.lo, uint64(t), 0)
+	a.hi += t>>63 + int64(carry)
+}
+
+// clip returns a clipped to [lo, hi].
+func (a int128) clip(lo, hi int64) int64 {
+	switch {
+	case a.less(lo):
+		return lo
+	case !a.less(hi + 1):
+		return hi
+	}
+	return int64(a.lo)
+}
+
+// big is a as a big.Int.
+func (a int128) big() *big.Int {
+	b := new(big.Int).Lsh(big.NewInt(a.hi), 64)
+	return b.Add(b, new(big.Int).SetUint64(a.lo))
+}
+
+// less reports whether a < x.
+func (a int128) less(x int64) bool {
+	if xh := x >> 63; a.hi != xh {
+		return a.hi < xh
+	}
+	return a.lo < uint64(x)
 }
 
 // add takes one row's value into the unit's accumulator.
@@ -313,6 +358,10 @@ func (u *unitAcc) add(sp *spec, v value) {
 	case !v.valid:
 	case sp.kind == measure.UnitValues || sp.kind == measure.UnitsWithValue:
 		u.n++
+	case sp.grid: // S and A on their grid
+		u.n++
+		c := clip(v.f, -sp.clamp, sp.clamp)
+		u.terms.add(int64(math.RoundToEven(math.Ldexp(c, sp.fixed))))
 	default: // S, A
 		u.n++
 		switch {
@@ -340,6 +389,22 @@ func (u *unitAcc) combined(sp *spec) (float64, bool) {
 	}
 	if u.n == 0 {
 		return 0, false
+	}
+	if sp.grid {
+		lo, hi := int64(math.Ldexp(sp.lo, sp.fixed)), int64(math.Ldexp(sp.hi, sp.fixed))
+		if sp.kind == measure.UnitMean {
+			// The sum clipped to n times the bounds, then over n on the
+			// finer grid (below 2^53: a double holds it).
+			s, n := u.terms.big(), big.NewInt(u.n)
+			if l := new(big.Int).Mul(n, big.NewInt(lo)); s.Cmp(l) < 0 {
+				s = l
+			} else if h := new(big.Int).Mul(n, big.NewInt(hi)); s.Cmp(h) > 0 {
+				s = h
+			}
+			s.Quo(s.Lsh(s, measure.MeanBits), n)
+			return math.Ldexp(float64(s.Int64()), -sp.fixed-measure.MeanBits), true
+		}
+		return math.Ldexp(float64(u.terms.clip(lo, hi)), -sp.fixed), true
 	}
 	switch {
 	case u.pinf && !u.ninf:
@@ -401,6 +466,8 @@ func specsOf(plan []measure.Spec) []spec {
 			out[i].fixed, out[i].grid = measure.FixedPoint(p.Lo, p.Hi)
 		case measure.Squares:
 			out[i].fixed, out[i].grid = measure.SquaresGrid(p.Lo, p.Hi)
+		case measure.UnitSum, measure.UnitMean:
+			out[i].fixed, out[i].clamp, out[i].grid = measure.UnitGrid(p.Lo, p.Hi)
 		}
 	}
 	return out

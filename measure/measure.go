@@ -426,6 +426,37 @@ func grid(lo, hi float64, bits, minF int) (f int, ok bool) {
 // termBits is the magnitude of one fixed-point term: below 2^62.
 const termBits = 62
 
+// unitBits is the magnitude of a per-unit sum's bounds on its grid: below
+// 2^32, which leaves each row's value room for 2^30 times the larger
+// bound before it is clamped.
+const unitBits = 32
+
+// MeanBits are the bits a per-unit mean's grid has beyond its sum's
+// (UnitGrid): a mean within bounds below 2^32 on the grid is below
+// 2^53, which a double holds exactly.
+const MeanBits = 21
+
+// UnitGrid returns the grid of a per-unit sum or mean (UnitSum, UnitMean,
+// contribution_bounds_per_group): each row's value x is clamped to
+// [−r, r], r = 2^(62−F) (±∞ included; r is more than 2^30 times the
+// larger bound), and taken as the integer round(x·2^F), rounded half to
+// even; a unit's sum in a group is the exact sum of its rows' integers,
+// clipped to [lo·2^F, hi·2^F], and the units' clipped sums are summed
+// exactly. A per-unit mean (UnitMean) is the unit's sum of integers
+// clipped to [n·lo·2^F, n·hi·2^F], n its number of values, times
+// 2^MeanBits, divided by n and truncated toward zero: a mean within the
+// bounds on the finer grid 2^-(F+MeanBits). F is the largest with
+// max(|lo|, |hi|)·2^F < 2^32 (at least −960, so that r is a finite
+// double); ok is false when lo or hi is not a multiple of 2^-F. Each row's term is a 64-bit integer and a unit's sum
+// of fewer than 2^60 rows fits 128 bits, so every engine sums the same
+// integers exactly; each row moves its unit's sum by at most 2^-33 of the
+// larger bound, and the unit's value stays within the bounds, so the
+// sensitivity holds.
+func UnitGrid(lo, hi float64) (f int, r float64, ok bool) {
+	f, ok = grid(lo, hi, unitBits, termBits-1022)
+	return f, math.Ldexp(1, termBits-f), ok
+}
+
 // FixedPoint returns the number of fractional bits F at which the values
 // of a float column clipped to [lo, hi] are summed as integers
 // round(clip(x)·2^F), rounded half to even (as a SQL cast of a double to

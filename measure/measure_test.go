@@ -82,6 +82,36 @@ func TestSquaresGrid(t *testing.T) {
 	}
 }
 
+// TestUnitGrid: the largest F with |bound|·2^F < 2^32, bounds on the
+// grid, and the rows' clamp r = 2^(62−F): a finite double, more than 2^30
+// times the larger bound, a term of 2^62 at most.
+func TestUnitGrid(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi float64
+		f      int
+		ok     bool
+	}{
+		{0, 100, 25, true}, {-5, 5, 29, true}, {-0.5, 80, 25, true}, {0, 0, 0, true},
+		{0, 0.1, 0, false}, {0, 1e300, 0, false}, {-math.Ldexp(1, 990), 0, 32 - 991, true}, {-math.Ldexp(1, 997), 0, 0, false}, {0, math.MaxFloat64, 0, false},
+		{0, math.Ldexp(1, 53), -22, true}, {0, math.Ldexp(1, 53) + 2, 0, false},
+	} {
+		f, r, ok := UnitGrid(c.lo, c.hi)
+		if ok != c.ok || (ok && f != c.f) {
+			t.Errorf("UnitGrid(%v, %v) = %d, %v; want %d, %v", c.lo, c.hi, f, ok, c.f, c.ok)
+		}
+		if !ok {
+			continue
+		}
+		m := math.Max(math.Abs(c.lo), math.Abs(c.hi))
+		if math.IsInf(r, 0) || r <= math.Ldexp(m, 30) || math.Ldexp(r, f) != math.Ldexp(1, 62) {
+			t.Errorf("UnitGrid(%v, %v): clamp %v at F = %d", c.lo, c.hi, r, f)
+		}
+		if math.Ldexp(m, f) >= math.Ldexp(1, 32) {
+			t.Errorf("UnitGrid(%v, %v): a bound reaches %v", c.lo, c.hi, math.Ldexp(m, f))
+		}
+	}
+}
+
 func TestColumnRoundTrips(t *testing.T) {
 	for _, c := range []struct {
 		t    int

@@ -77,6 +77,12 @@ var compileCases = []struct {
 		Specs: measure.MustParse("n", "s0:0:10", "s1:-1:1")}},
 	{"declines: two levels grouped by a float", measure.Plan{Table: "t", PerUnit: &measure.Grouping{By: []string{"u", "y"}, Outputs: []measure.Aggregate{{Func: "count"}, {Column: "u"}}},
 		Unit: measure.Output(1), MaxGroups: 1, MaxRows: 1, Specs: measure.MustParse("n")}},
+	{"per-unit sum of a float column: each row clamped to ±2^37 and on the grid of 2^-25, a unit's integers summed, clipped to the bounds on the grid", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 5, Args: []string{"y"},
+		Keys: []measure.Key{{Column: "g", Domain: []any{"a"}}}, Specs: measure.MustParse("S0:-0.5:80")}},
+	{"per-unit sum of a float column where each row is its own unit", measure.Plan{Table: "t", Args: []string{"y"}, Specs: measure.MustParse("S0:-0.5:80")}},
+	{"per-unit means of a float and an integer column: a unit's integers over its values, truncated, clipped on the grid", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 5, Args: []string{"y", "x"},
+		Keys: []measure.Key{{Column: "g", Domain: []any{"a"}}}, Specs: measure.MustParse("A0:-0.5:80", "A1:0:10", "C0")}},
+	{"declines: per-unit sum bounds off the grid", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 5, Args: []string{"y"}, Specs: measure.MustParse("S0:0:0.1")}},
 	{"per-unit bounds where each row is its own unit", measure.Plan{Table: "t", Args: []string{"x"}, Specs: measure.MustParse("R:0:3", "K0:2:3", "C0", "S0:-5:50")}},
 	{"LIKE as a full RE2 match of the text before its first NUL", measure.Plan{Table: "t", Where: measure.Or{Parts: []measure.Filter{
 		measure.Like{Column: "g", Pattern: "a_%.é*"}, measure.Like{Column: "g", Pattern: "%'%", Not: true}}}, Specs: measure.MustParse("n")}},

@@ -85,6 +85,9 @@ func (DuckDB) RowIdentity(table string) string {
 // zero.
 func (DuckDB) TruncDiv(x, y string) string { return "(" + x + " // " + y + ")" }
 
+// WideDiv is // on HUGEINT, which truncates toward zero.
+func (DuckDB) WideDiv(x, y string) string { return "(" + x + " // " + y + ")" }
+
 // Match is regexp_full_match (RE2; the expression is anchored anyway).
 func (d DuckDB) Match(x, re string) string {
 	return d.Func("regexp_full_match") + "(" + x + ", " + re + ")"

@@ -104,6 +104,9 @@ type Dialect interface {
 	// TruncDiv divides 64-bit integer x by the positive integer y,
 	// truncating toward zero (as SQLite divides integers).
 	TruncDiv(x, y string) string
+	// WideDiv divides x, an integer of the wide type, by the positive
+	// 64-bit integer y, truncating toward zero.
+	WideDiv(x, y string) string
 	// Match is whether text x matches the regular expression re, whose
 	// value is anchored at both ends: (?s)^(?:...)$ in RE2 and
 	// PostgreSQL's advanced expressions alike.

@@ -156,6 +156,10 @@ func (Postgres) SemiJoin(from, sub, on string) (string, bool) { return "", true 
 // TruncDiv is int8 division, which truncates toward zero.
 func (Postgres) TruncDiv(x, y string) string { return "((" + x + ") / " + y + ")" }
 
+// WideDiv is div on numeric, which truncates toward zero (numeric's /
+// keeps the fraction).
+func (p Postgres) WideDiv(x, y string) string { return p.Func("div") + "(" + x + ", " + y + ")" }
+
 // Match is the regular expression operator ~ (the RE2 forms the
 // compiler prints — (?s), ^ and $, classes, \x00, (?:...) — are
 // PostgreSQL's advanced regular expressions too).

@@ -45,6 +45,15 @@ func (c *compiler) onGrid(arg int, lo, hi float64, f int) string {
 	return c.d.RoundToInt64("(" + clip + ") * " + c.d.Float(math.Ldexp(1, f)))
 }
 
+// unitGrid is a per-unit sum's grid (measure.UnitGrid), or a decline.
+func unitGrid(sp measure.Spec) int {
+	f, _, ok := measure.UnitGrid(sp.Lo, sp.Hi)
+	if !ok {
+		panic(decline("per-unit sum bounds off the grid"))
+	}
+	return f
+}
+
 // out adds a spec's output column(s) and records how to read them.
 func (c *compiler) out(items *[]string, exprs ...string) int {
 	col := len(c.st.keys) + len(c.st.Detail)
@@ -108,11 +117,18 @@ func (c *compiler) unbounded(rows *query, keyNames []string, specs []measure.Spe
 				e = v + " * " + one + " + (" + cnt + " - " + v + ") * " + zero
 			}
 			c.st.outs[i] = specOut{col: c.out(&items, "CAST("+e+" AS "+c.d.Wide()+")")}
-		case sp.Kind == measure.UnitSum:
-			if !isInt(c.argType(sp.Arg)) || !integerBounds(sp.Lo, sp.Hi) {
-				panic(decline("a per-unit sum of floats"))
+		case sp.Kind == measure.UnitSum || sp.Kind == measure.UnitMean:
+			// Each row is its own unit, its mean its value. A row's term
+			// clipped to the bounds on the grid is its value clipped, then
+			// put on the grid (the bounds are on it): for an integer column
+			// with integer bounds on a grid of F ≥ 0, the clipped integer
+			// itself.
+			f := unitGrid(sp)
+			if isInt(c.argType(sp.Arg)) && integerBounds(sp.Lo, sp.Hi) && f >= 0 {
+				c.st.outs[i] = specOut{col: c.out(&items, c.d.Func("sum")+"("+intClip("a"+strconv.Itoa(sp.Arg), sp.Lo, sp.Hi)+")")}
+				break
 			}
-			c.st.outs[i] = specOut{col: c.out(&items, c.d.Func("sum")+"("+intClip("a"+strconv.Itoa(sp.Arg), sp.Lo, sp.Hi)+")")}
+			c.st.outs[i] = specOut{col: c.out(&items, c.d.Func("sum")+"("+c.onGrid(sp.Arg, sp.Lo, sp.Hi, f)+")"), shift: f}
 		default:
 			panic(decline("spec " + sp.String()))
 		}
@@ -173,7 +189,6 @@ func (c *compiler) bounded(rows *query, keyNames []string, specs []measure.Spec)
 	c.st.outs = make([]specOut, len(specs))
 	kept := "rn <= " + strconv.FormatInt(m.MaxRows, 10)
 	for i, sp := range specs {
-		a := "a" + strconv.Itoa(sp.Arg)
 		v := "v" + strconv.Itoa(i)
 		switch sp.Kind {
 		case measure.Rows:
@@ -198,16 +213,33 @@ func (c *compiler) bounded(rows *query, keyNames []string, specs []measure.Spec)
 			c.st.outs[i] = specOut{col: col, q: true, mid: sp.Lo/2 + sp.Hi/2, shift: f}
 		case measure.Units:
 			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("count")+"(*)")}
-		case measure.UnitSum:
-			// Σ over units of clip(the unit's exact sum): integer columns
-			// with integer bounds.
-			if !isInt(c.argType(sp.Arg)) || !integerBounds(sp.Lo, sp.Hi) {
-				panic(decline("a per-unit sum of floats"))
+		case measure.UnitSum, measure.UnitMean:
+			// Σ over units of clip(the unit's exact sum of its rows' terms
+			// on the grid), as integers (measure.UnitGrid).
+			f := unitGrid(sp)
+			_, r, _ := measure.UnitGrid(sp.Lo, sp.Hi)
+			if sp.Kind == measure.UnitMean {
+				// The unit's sum clipped to n times the bounds, then over n
+				// on the finer grid (measure.MeanBits), truncated.
+				ug = append(ug, c.d.Func("sum")+"(CAST("+c.onGrid(sp.Arg, -r, r, f)+" AS "+c.d.Wide()+")) AS "+v+"s", c.count(sp.Arg)+" AS "+v+"n")
+				l, h := strconv.FormatFloat(math.Ldexp(sp.Lo, f), 'f', 0, 64), strconv.FormatFloat(math.Ldexp(sp.Hi, f), 'f', 0, 64)
+				n := "CAST(" + v + "n AS " + c.d.Wide() + ")"
+				clipped := "CASE WHEN " + v + "s < " + n + " * " + l + " THEN " + n + " * " + l + " WHEN " + v + "s > " + n + " * " + h + " THEN " + n + " * " + h + " ELSE " + v + "s END"
+				mean := c.d.WideDiv("("+clipped+") * "+strconv.FormatInt(1<<measure.MeanBits, 10), "NULLIF("+v+"n, 0)")
+				c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+mean+")"), shift: f + measure.MeanBits}
+				break
 			}
-			// Each value as the reference reads it: rounded to a double (an
-			// integer beyond 2^53 is), which is an integer below 2^64.
-			ug = append(ug, c.d.Func("sum")+"(CAST("+c.d.ToDouble(a)+" AS "+c.d.Wide()+")) AS "+v)
-			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+intClip(v, sp.Lo, sp.Hi)+")")}
+			if isInt(c.argType(sp.Arg)) && integerBounds(sp.Lo, sp.Hi) && f >= 0 {
+				// An integer column on a grid of F ≥ 0: each term is 2^F
+				// times the value as a double clamped to ±r (r is a power
+				// of 2 below 2^63, so clamping the integer first is the
+				// same), summed and clipped as integers at F = 0.
+				ug = append(ug, c.d.Func("sum")+"(CAST("+c.d.ToDouble(intClip("a"+strconv.Itoa(sp.Arg), -r, r))+" AS "+c.d.Wide()+")) AS "+v)
+				c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+intClip(v, sp.Lo, sp.Hi)+")")}
+				break
+			}
+			ug = append(ug, c.d.Func("sum")+"(CAST("+c.onGrid(sp.Arg, -r, r, f)+" AS "+c.d.Wide()+")) AS "+v)
+			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+intClip(v, math.Ldexp(sp.Lo, f), math.Ldexp(sp.Hi, f))+")"), shift: f}
 		case measure.UnitRows, measure.UnitValues:
 			if !integerBounds(sp.Lo, sp.Hi) {
 				panic(decline("per-unit count bounds"))

@@ -40,7 +40,8 @@ func TestDuckDBCompiledMeasurementIsTotal(t *testing.T) {
 		"VARIANCE(%s, contribution_bounds_per_row => (-0.5, 1e6))",
 		"SUM(CASE WHEN %s > 0 THEN %s WHEN %s IS NULL THEN 2.5 ELSE 1 END, contribution_bounds_per_row => (-5, 5))",
 		"COUNT(CASE WHEN %s < 2.5 THEN 1 END)",
-		"SUM(%s, contribution_bounds_per_group => (-5, 5))", "COUNT(%s, contribution_bounds_per_group => (0, 1))"}
+		"SUM(%s, contribution_bounds_per_group => (-5, 5))", "COUNT(%s, contribution_bounds_per_group => (0, 1))",
+		"SUM(%s, contribution_bounds_per_group => (-0.75, 2.5)), AVG(%s, contribution_bounds_per_group => (-2.5, 1e6))"}
 	filters := []string{"", " WHERE %s > 0", " WHERE %s = 5", " WHERE %s IN (1, 5)", " WHERE %s IS NULL", " WHERE NOT (%s < 2.5)",
 		" WHERE %s = 'abc'", " WHERE %s BETWEEN -1 AND 1", " WHERE %s > 9223372036854775807", " WHERE %s IN (-300, 70000, -9223372036854775808)"}
 	policies := []string{
@@ -183,7 +184,7 @@ func sameCompiled(t *testing.T, duck, c string, statements []string, compiled bo
 // run: the test fails should it fall below what it was when last raised.
 func TestCompiledCoverage(t *testing.T) {
 	t.Parallel()
-	const databases, perDatabase, atLeast = 4, 100, 37
+	const databases, perDatabase, atLeast = 4, 100, 99
 	r := rand.New(rand.NewPCG(5, 17))
 	reasons := map[string]int{}
 	compiled, total := 0, 0
@@ -403,4 +404,51 @@ func TestDuckDBAbsOfMinusTwoTo63(t *testing.T) {
 	t.Run("f", func(t *testing.T) {
 		sameCompiled(t, duck, "f", []string{"COUNT(ABS(%s * 1.0)), SUM(ABS(%s + 0.0), contribution_bounds_per_row => (0, 1e19)) FROM m"}, true)
 	})
+}
+
+// TestDuckDBPerUnitSumsAreExact is the differential test of per-unit
+// sums and means (contribution_bounds_per_group) on their grid
+// (measure.UnitGrid): units whose rows cancel on either side of the
+// rows' clamp r (2^32 for the float bounds here, 2^30 for the integer
+// ones) and far past it (1e300, ±∞, int64's ends), whose values fall
+// between grid points (0.1, half a grid step), and whose means are not
+// on the grid: compiled, every answer is the reference's.
+func TestDuckDBPerUnitSumsAreExact(t *testing.T) {
+	t.Parallel()
+	duck := filepath.Join(t.TempDir(), "units.duckdb")
+	var rows []string
+	uid := 0
+	unit := func(g string, xs []string, ns []string) {
+		uid++
+		for i := range xs {
+			rows = append(rows, fmt.Sprintf("(%d, '%s', %s, %s)", uid, g, xs[i], ns[i]))
+		}
+	}
+	for _, m := range []string{"0.6 * 4294967296", "0.99 * 4294967296", "4294967296", "1.5 * 4294967296", "1e300", "'inf'::DOUBLE"} {
+		unit("a", []string{m, "-(" + m + ")", "1.25"}, []string{"1073741823", "-1073741823", "2"})
+		unit("b", []string{m, "2 - (" + m + ")"}, []string{"1073741825", "-1073741823", "NULL"})
+	}
+	unit("a", []string{"0.1", "0.2", "0.3"}, []string{"9223372036854775807", "-9223372036854775808", "3"})
+	unit("b", []string{"3 * 2.0 ^ -31", "2.0 ^ -31", "'nan'::DOUBLE"}, []string{"1", "0", "0"})
+	unit("a", []string{"-0.7", "NULL", "-0.0"}, []string{"NULL", "NULL", "NULL"})
+	unit("b", []string{"'-inf'::DOUBLE", "'inf'::DOUBLE", "1e-310"}, []string{"-2", "5", "1"})
+	unit("a", []string{"-5", "-3"}, []string{"-7", "-9"})
+	unit("b", []string{"4", "9.5"}, []string{"70", "9"})
+	if err := ducktest.Exec(context.Background(), duck, `CREATE TABLE p (uid BIGINT, g VARCHAR, x DOUBLE, n BIGINT)`,
+		`INSERT INTO p VALUES `+strings.Join(rows, ", ")); err != nil {
+		t.Fatal(err)
+	}
+	owner := enginetest.OpenDuckDB(t, duck, true, nil)
+	enginetest.Run(t, owner, `SET BUDGET epsilon = 1e6;
+		CREATE PRIVACY POLICY ON p OPTIONS (privacy_unit_column = uid, max_groups_contributed = 10, max_rows_contributed = 10);
+		ALTER PRIVACY POLICY ON p SET DOMAIN g ('a', 'b')`)
+	owner.Close()
+	var statements []string
+	for _, agg := range []string{"SUM(%s, contribution_bounds_per_group => (-0.75, 2.5))", "AVG(%s, contribution_bounds_per_group => (-0.75, 2.5))",
+		"SUM(%s, contribution_bounds_per_group => (0, 3))", "AVG(%s, contribution_bounds_per_group => (-1, 3))"} {
+		statements = append(statements, agg+" FROM p", "g, "+agg+" FROM p GROUP BY g")
+	}
+	for _, c := range []string{"x", "n"} {
+		t.Run(c, func(t *testing.T) { sameCompiled(t, duck, c, statements, true) })
+	}
 }
