@@ -20,6 +20,18 @@ func (c *compiler) compare(col string, arith *measure.Arith, op string, v any) s
 	} else {
 		t, x = c.typeOf(col), c.value(col)
 	}
+	v, cross, ok := affinity(v, t, arith == nil && stored(col))
+	if !ok {
+		panic(decline(fmt.Sprintf("literal %v", v)))
+	}
+	if cross {
+		// SQLite orders every number before every text.
+		truth := "FALSE"
+		if op == "<>" || (t != Text && (op == "<" || op == "<=")) || (t == Text && (op == ">" || op == ">=")) {
+			truth = "TRUE"
+		}
+		return c.notNaN(x, t, c.known(x, truth))
+	}
 	if lit, ok := c.exact(v, t); ok {
 		return c.notNaN(x, t, "("+x+" "+op+" "+lit+")")
 	}
@@ -85,6 +97,13 @@ func (c *compiler) filter(f measure.Filter) string {
 		t := c.typeOf(f.Column)
 		var vals []string
 		for _, v := range f.Values {
+			v, cross, ok := affinity(v, t, stored(f.Column))
+			if !ok {
+				panic(decline(fmt.Sprintf("literal %v", v)))
+			}
+			if cross {
+				continue // a number and a text: never equal
+			}
 			if lit, ok := c.exact(v, t); ok {
 				vals = append(vals, lit)
 			} else if _, _, ok := c.neighbours(v, t); !ok {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -269,4 +270,76 @@ func integerBounds(lo, hi float64) bool {
 func intClip(x string, lo, hi float64) string {
 	l, h := strconv.FormatInt(int64(lo), 10), strconv.FormatInt(int64(hi), 10)
 	return "CASE WHEN " + x + " < " + l + " THEN " + l + " WHEN " + x + " > " + h + " THEN " + h + " ELSE " + x + " END"
+}
+
+// stored reports whether a plan column is a stored table's column (which
+// has a type affinity in SQLite), not an output of a per-unit subquery's
+// aggregate (which has none).
+func stored(col string) bool {
+	_, out := measure.OutputIndex(col)
+	return !out
+}
+
+// sqliteNumber matches a text SQLite reads as a number under numeric
+// affinity: the whole text, between spaces, a decimal literal.
+var sqliteNumber = regexp.MustCompile(`^[ \t\n\v\f\r]*([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)[ \t\n\v\f\r]*$`)
+
+// affinity is literal v as SQLite compares it with a value of class t
+// (docs/backends.md, "Comparisons across classes"): a stored column
+// (column true) of a numeric class reads a text that is a decimal number
+// as that number, and a text column reads an integer as its decimal
+// text; an expression's value, or a per-unit aggregate's, converts
+// nothing. cross is true when v is then still of the other class — a
+// number against a text, which SQLite orders before every text. ok is
+// false for what is not reproduced: a float read as text (SQLite's own
+// formatting), a number text beyond what a double holds exactly as
+// SQLite reads it (more than 15 significant digits, an exponent beyond
+// ±300, an integer text beyond 2^53 against a float column or beyond
+// int64), text with NUL, and classes other than numbers and text.
+func affinity(v any, t Type, column bool) (out any, cross, ok bool) {
+	switch x := v.(type) {
+	case string:
+		switch {
+		case t == Text:
+			return v, false, true
+		case !isInt(t) && t != Real:
+			return v, false, false
+		case !column:
+			return v, true, true
+		}
+		m := sqliteNumber.FindStringSubmatch(x)
+		if m == nil {
+			return v, !strings.ContainsRune(x, 0), !strings.ContainsRune(x, 0)
+		}
+		num := m[1]
+		if !strings.ContainsAny(num, ".eE") {
+			i, err := strconv.ParseInt(num, 10, 64)
+			if err != nil || (t == Real && (i > 1<<53 || i < -1<<53)) {
+				return v, false, false
+			}
+			return i, false, true
+		}
+		mant, exp, _ := strings.Cut(strings.ToLower(num), "e")
+		digits := strings.TrimLeft(strings.NewReplacer(".", "", "+", "", "-", "").Replace(mant), "0")
+		if len(strings.TrimRight(digits, "0")) > 15 {
+			return v, false, false
+		}
+		if e, err := strconv.Atoi(exp); exp != "" && (err != nil || e > 300 || e < -300) {
+			return v, false, false
+		}
+		f, err := strconv.ParseFloat(num, 64)
+		return f, false, err == nil
+	case int64, float64:
+		switch {
+		case t != Text:
+			return v, false, true
+		case !column:
+			return v, true, true
+		}
+		if i, isInt := x.(int64); isInt {
+			return strconv.FormatInt(i, 10), false, true
+		}
+		return v, false, false
+	}
+	return v, false, false
 }
