@@ -97,6 +97,10 @@ func BenchmarkDuckDB(b *testing.B) {
 		{"AvgAutoBounds", `SELECT AVG(z) FROM t`, `SELECT AVG(z) FROM t`},
 		{"BoundingPerGroupClamp", twoLevel, `SELECT g, SUM(x, contribution_bounds_per_group => (0, 5000)), COUNT(*, contribution_bounds_per_group => (0, 10)) FROM tu GROUP BY g`},
 		{"BoundingRowSampling", twoLevel, `SELECT g, SUM(x), COUNT(*) FROM tu GROUP BY g`},
+		// Per-unit sums and means of a float column on their grid (was the
+		// reference evaluator: no engine summed floats exactly).
+		{"PerUnitFloatSum", `SELECT g, SUM(LEAST(GREATEST(s, 0), 5000)), SUM(LEAST(GREATEST(m, 0), 1000)) FROM (SELECT uid, g, SUM(y) AS s, AVG(y) AS m FROM tu GROUP BY uid, g) GROUP BY g`,
+			`SELECT g, SUM(y, contribution_bounds_per_group => (0, 5000)), AVG(y, contribution_bounds_per_group => (0, 1000)) FROM tu GROUP BY g`},
 		// What analysts write beyond plain columns (issue 36): each against
 		// the raw query doing the same work.
 		{"ExpressionFilter", `SELECT COUNT(*), SUM(x) FROM t WHERE x * 2 > 1000`, `SELECT COUNT(*), SUM(x) FROM t WHERE x * 2 > 1000`},
