@@ -10,7 +10,6 @@ import (
 	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
-	"github.com/dpsql/dpsql/rewrite"
 )
 
 func dpQueries(n int) string {
@@ -104,7 +103,7 @@ func (s *Session) compileOuter(ctx context.Context, c *planner.Composite) error 
 		}
 		return nil
 	}
-	rw, err := rewrite.Private(c.OuterPrivate)
+	rw, err := s.eng.rewritePrivate(ctx, c.OuterPrivate)
 	if err != nil {
 		return err
 	}

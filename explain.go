@@ -11,7 +11,6 @@ import (
 	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
-	"github.com/dpsql/dpsql/rewrite"
 )
 
 // explain shows how a SELECT would be answered, and what it would cost,
@@ -95,7 +94,7 @@ func (s *Session) explainComposite(ctx context.Context, c *planner.Composite, as
 
 // explainPrivate explains one DP query.
 func (s *Session) explainPrivate(ctx context.Context, st *parser.SelectStmt, p *planner.PrivateQuery, assumed bool) (*Result, error) {
-	rw, err := rewrite.Private(p)
+	rw, err := s.eng.rewritePrivate(ctx, p)
 	if err != nil {
 		return nil, err
 	}

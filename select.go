@@ -111,7 +111,7 @@ func addIntervalColumns(res *Result, has []bool) {
 // passes those answers, so that it is answered afresh when they change.
 func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner.PrivateQuery, salt string) (*Result, error) {
 	e := s.eng
-	rw, err := rewrite.Private(p)
+	rw, err := e.rewritePrivate(ctx, p)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
-	"github.com/dpsql/dpsql/rewrite"
 )
 
 // Threshold watches (docs/dialect.md, "Threshold watches"): CREATE WATCH
@@ -137,7 +136,7 @@ func (s *Session) planInputs(ctx context.Context) planner.Inputs {
 // ledger's lock; an "above" is counted before the answer leaves.
 func (s *Session) askWatch(ctx context.Context, st *parser.SelectStmt, p *planner.PrivateQuery) (*Result, error) {
 	e := s.eng
-	rw, err := rewrite.Private(p)
+	rw, err := e.rewritePrivate(ctx, p)
 	if err != nil {
 		return nil, err
 	}

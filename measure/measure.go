@@ -378,6 +378,12 @@ type Like struct {
 	Not             bool
 }
 
+// Truth is a filter whose value is the same for every row: a
+// column-free condition the reference evaluated (TRUE, FALSE, or NULL
+// when Known is false).
+type Truth struct{ Known, Value bool }
+
+func (Truth) filter()   {}
 func (Like) filter()    {}
 func (And) filter()     {}
 func (Or) filter()      {}

@@ -121,6 +121,14 @@ func (c *compiler) filter(f measure.Filter) string {
 			in = "(NOT " + in + ")"
 		}
 		return c.notNaN(v, t, in)
+	case measure.Truth:
+		switch {
+		case !f.Known:
+			return "CAST(NULL AS BOOLEAN)"
+		case f.Value:
+			return "TRUE"
+		}
+		return "FALSE"
 	case measure.Like:
 		if c.typeOf(f.Column) != Text {
 			panic(decline("LIKE on a column that is not text")) // SQLite matches a number's text

@@ -187,6 +187,7 @@ func filterColumns(f measure.Filter, cols map[string]bool) {
 		cols[f.Column] = true
 	case measure.Like:
 		cols[f.Column] = true
+	case measure.Truth:
 	default:
 		panic(decline("a filter the compiler cannot read the columns of"))
 	}

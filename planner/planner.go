@@ -405,6 +405,13 @@ type PrivateQuery struct {
 	// expression GROUP BY key (as written) to its key index.
 	KeyExprOf map[parser.Expr]int
 
+	// Fold, when set (the engine sets it before the rewrite), computes a
+	// column-free expression as the reference evaluator does, reading no
+	// data: its value (int64, float64 or string; ok is false for NULL,
+	// blobs, infinities and errors) or, with truth, its truth value in a
+	// WHERE clause (int64 1 or 0, nil for NULL).
+	Fold func(e parser.Expr, truth bool) (any, bool)
+
 	rn *renderer
 }
 

@@ -111,7 +111,7 @@ func keyCaseOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
 		if l, ok := x.(*parser.Literal); ok && l.Kind == parser.NullLit {
 			return measure.Operand{}, true
 		}
-		v, ok := literalValue(x)
+		v, ok := literalOf(q, x)
 		return measure.Operand{Value: v}, ok
 	}
 	c := &measure.Case{}
@@ -120,7 +120,7 @@ func keyCaseOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
 		var ok bool
 		if ce.Operand != nil {
 			col, isCol := columnOf(q, ce.Operand)
-			v, isLit := literalValue(w.Cond)
+			v, isLit := literalOf(q, w.Cond)
 			cond, ok = measure.Compare{Column: col, Op: "=", Value: v}, isCol && isLit
 		} else {
 			cond, ok = filterOf(q, w.Cond)
@@ -147,7 +147,7 @@ func binOf(q *planner.PrivateQuery, e parser.Expr) (string, *measure.Bin, bool) 
 	e = parser.Unparen(e)
 	if b, ok := e.(*parser.BinaryExpr); ok && b.Op == "*" {
 		for _, pair := range [][2]parser.Expr{{b.X, b.Y}, {b.Y, b.X}} {
-			m, isNum := literalValue(pair[1])
+			m, isNum := literalOf(q, pair[1])
 			if _, isText := m.(string); !isNum || isText {
 				continue
 			}
@@ -174,7 +174,7 @@ func binOf(q *planner.PrivateQuery, e parser.Expr) (string, *measure.Bin, bool) 
 	arg := call.Args[0]
 	arg = parser.Unparen(arg)
 	if div, ok := arg.(*parser.BinaryExpr); ok && div.Op == "/" {
-		w, isNum := literalValue(div.Y)
+		w, isNum := literalOf(q, div.Y)
 		switch x := w.(type) {
 		case int64:
 			isNum = isNum && x > 0
@@ -302,7 +302,7 @@ func callCase(q *planner.PrivateQuery, call *parser.CallExpr) (*measure.Case, bo
 		return c, ok
 	case "NULLIF":
 		col, ok1 := columnOf(q, args[0])
-		v, ok2 := literalValue(args[1])
+		v, ok2 := literalOf(q, args[1])
 		if !ok1 || !ok2 {
 			return nil, false
 		}
@@ -336,7 +336,7 @@ func operandOf(q *planner.PrivateQuery, e parser.Expr) (measure.Operand, bool) {
 	if a, ok := arithOf(q, e); ok && a.Op != 0 {
 		return measure.Operand{Arith: a}, true
 	}
-	switch v, ok := literalValue(e); v.(type) {
+	switch v, ok := literalOf(q, e); v.(type) {
 	case int64, float64:
 		return measure.Operand{Value: v}, ok
 	}
@@ -350,6 +350,16 @@ func operandOf(q *planner.PrivateQuery, e parser.Expr) (measure.Operand, bool) {
 func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 	if x, ok := q.DerivedExpr(e); ok {
 		return filterOf(q, x)
+	}
+	if q.Fold != nil && columnFree(e) {
+		// A condition the same for every row (-1 IS NOT NULL, 'a' < 'b'):
+		// its truth value as the reference has it.
+		v, ok := q.Fold(e, true)
+		if !ok {
+			return nil, false
+		}
+		t, known := v.(int64)
+		return measure.Truth{Known: known, Value: t == 1}, true
 	}
 	switch e := e.(type) {
 	case *parser.ParenExpr:
@@ -374,19 +384,19 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 			return measure.Or{Parts: []measure.Filter{x, y}}, true
 		case "=", "<>", "<", "<=", ">", ">=":
 			if col, ok := columnOf(q, e.X); ok {
-				v, ok := literalValue(e.Y)
+				v, ok := literalOf(q, e.Y)
 				return measure.Compare{Column: col, Op: e.Op, Value: v}, ok
 			}
 			if col, ok := columnOf(q, e.Y); ok {
-				v, ok := literalValue(e.X)
+				v, ok := literalOf(q, e.X)
 				return measure.Compare{Column: col, Op: flipped[e.Op], Value: v}, ok
 			}
 			if a, ok := arithOf(q, e.X); ok {
-				v, ok := literalValue(e.Y)
+				v, ok := literalOf(q, e.Y)
 				return measure.Compare{Arith: a, Op: e.Op, Value: v}, ok
 			}
 			if a, ok := arithOf(q, e.Y); ok {
-				v, ok := literalValue(e.X)
+				v, ok := literalOf(q, e.X)
 				return measure.Compare{Arith: a, Op: flipped[e.Op], Value: v}, ok
 			}
 		}
@@ -395,7 +405,7 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 		return measure.IsNull{Column: col, Not: e.Not}, ok
 	case *parser.LikeExpr:
 		col, ok := columnOf(q, e.X)
-		v, isLit := literalValue(e.Pattern)
+		v, isLit := literalOf(q, e.Pattern)
 		pattern, isText := v.(string)
 		return measure.Like{Column: col, Pattern: pattern, Not: e.Not}, ok && isLit && isText
 	case *parser.InExpr:
@@ -405,7 +415,7 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 		}
 		in := measure.In{Column: col, Not: e.Not}
 		for _, x := range e.List {
-			v, ok := literalValue(x)
+			v, ok := literalOf(q, x)
 			if !ok {
 				return nil, false
 			}
@@ -414,8 +424,8 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 		return in, true
 	case *parser.BetweenExpr:
 		col, ok := columnOf(q, e.X)
-		lo, ok1 := literalValue(e.Lo)
-		hi, ok2 := literalValue(e.Hi)
+		lo, ok1 := literalOf(q, e.Lo)
+		hi, ok2 := literalOf(q, e.Hi)
 		if !ok || !ok1 || !ok2 {
 			return nil, false
 		}
@@ -453,7 +463,7 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 		if e.Op != "-" {
 			return nil, false
 		}
-		if v, ok := literalValue(e); ok {
+		if v, ok := literalOf(q, e); ok {
 			return constArith(v)
 		}
 		x, ok := arithOf(q, e.X)
@@ -466,7 +476,7 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 		y, ok2 := arithOf(q, e.Y)
 		return &measure.Arith{Op: e.Op[0], X: x, Y: y}, ok1 && ok2
 	case *parser.Literal, *parser.Placeholder:
-		v, ok := literalValue(e)
+		v, ok := literalOf(q, e)
 		if !ok {
 			return nil, false
 		}
@@ -519,6 +529,42 @@ var flipped = map[string]string{"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">":
 
 // literalValue reads a numeric or string literal (a bound placeholder,
 // a negated number): an int64, a finite float64 or a string.
+// literalOf is a constant's value: a literal (literalValue), or a
+// column-free expression the reference evaluates (q.Fold: LENGTH('abc'),
+// -(1 + 2), PI()), which reads no data.
+func literalOf(q *planner.PrivateQuery, e parser.Expr) (any, bool) {
+	if v, ok := literalValue(e); ok {
+		return v, true
+	}
+	if q.Fold == nil || !columnFree(e) {
+		return nil, false
+	}
+	if _, ok := parser.Unparen(e).(*parser.CastExpr); ok {
+		return nil, false // a CAST has a type affinity, which a literal has not
+	}
+	return q.Fold(e, false)
+}
+
+// columnFree reports whether e reads no row: no column, subquery,
+// aggregate, window or random number, and every parameter bound.
+func columnFree(e parser.Expr) bool {
+	free := true
+	parser.Walk(e, func(x parser.Expr) bool {
+		switch x := x.(type) {
+		case *parser.ColumnRef, *parser.SubqueryExpr:
+			free = false
+		case *parser.Placeholder:
+			free = free && x.Value != nil
+		case *parser.InExpr:
+			free = free && x.Sub == nil
+		case *parser.CallExpr:
+			free = free && x.Over == nil && !x.Star && !parser.IsAggregate(x) && x.Name != "RAND"
+		}
+		return free
+	})
+	return free
+}
+
 func literalValue(e parser.Expr) (any, bool) {
 	switch e := e.(type) {
 	case *parser.ParenExpr:
