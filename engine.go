@@ -104,6 +104,10 @@ type Engine struct {
 
 	def *Session // the default session of Engine.Query and its siblings
 
+	// schemaKept is the schema the catalog was last read with (schema).
+	schemaMu   sync.Mutex
+	schemaKept *catalog.Schema
+
 	// flights are the private queries being answered now, by cache key:
 	// a session asking the same query waits for the first one's answer to
 	// reach the cache instead of being charged again (awaitFlight).
@@ -351,9 +355,42 @@ func (e *Engine) policies() storesql.On {
 // statements prepared once: it is read for every statement).
 func (e *Engine) catalog(ctx context.Context) (*catalog.Catalog, error) {
 	if _, ok := e.be.(policyKeepingBackend); ok {
+		// Tables in PostgreSQL: read each time (a table the role may no
+		// longer read is found unreadable before the query is charged).
 		return catalog.Load(ctx, e.reads, e.policies())
 	}
-	return catalog.Load(ctx, e.reads, storesql.On{R: e.reads})
+	s, err := e.schema(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return catalog.LoadOn(ctx, s, storesql.On{R: e.reads})
+}
+
+// schema is the file's tables and columns, read again only when SQLite's
+// schema version says they changed (reading every table's columns was a
+// sixth of a small query's time); the policies are read on every
+// statement.
+func (e *Engine) schema(ctx context.Context) (*catalog.Schema, error) {
+	v, err := catalog.SchemaVersion(ctx, e.reads)
+	if err != nil {
+		return nil, err
+	}
+	e.schemaMu.Lock()
+	s := e.schemaKept
+	e.schemaMu.Unlock()
+	if s != nil && s.Version == v {
+		return s, nil
+	}
+	s, keep, err := catalog.LoadSchema(ctx, e.reads)
+	if err != nil {
+		return nil, err
+	}
+	if keep {
+		e.schemaMu.Lock()
+		e.schemaKept = s
+		e.schemaMu.Unlock()
+	}
+	return s, nil
 }
 
 // planInputs are what the planner may read beyond the catalog: public

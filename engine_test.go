@@ -812,3 +812,39 @@ func TestOwnerHearsWhatAStatementMeans(t *testing.T) {
 		t.Errorf("SET PUBLIC: %q", msg)
 	}
 }
+
+// TestCatalogFollowsChangesFromElsewhere: an engine keeps the schema it
+// read between statements (catalog.Schema) and reads it again when
+// SQLite's schema version changes — a table created, a column added or a
+// table dropped by another connection, as another process would — while
+// the policies, changed by another engine, count from the next statement.
+func TestCatalogFollowsChangesFromElsewhere(t *testing.T) {
+	parallel(t)
+	path := newDB(t)
+	analyst := open(t, path, dpsql.Options{Epsilon: 1})
+	query(t, analyst, `SELECT COUNT(*) FROM t`) // the schema is read, and kept
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec(`CREATE TABLE extra (v INTEGER); ALTER TABLE t ADD COLUMN w INTEGER`); err != nil {
+		t.Fatal(err)
+	}
+	tables := fmt.Sprint(query(t, analyst, `SHOW TABLES`).Rows)
+	if !strings.Contains(tables, "extra") {
+		t.Errorf("SHOW TABLES after another connection's CREATE TABLE: %s", tables)
+	}
+	query(t, analyst, `SELECT COUNT(w) FROM t`) // the new column resolves
+	owner := open(t, path, dpsql.Options{Owner: true})
+	mustRun(t, owner, `ALTER PRIVACY POLICY ON t SET BOUNDS w (0, 7)`)
+	if plan := fmt.Sprint(query(t, analyst, `EXPLAIN SELECT SUM(w) FROM t`).Rows); !strings.Contains(plan, "sensitivity 7 ") {
+		t.Errorf("EXPLAIN after the owner's new bounds: %s", plan)
+	}
+	if _, err := other.Exec(`DROP TABLE extra`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := analyst.Query(context.Background(), `SELECT COUNT(*) FROM extra`); !errors.Is(err, dpsql.ErrUnknownName) {
+		t.Errorf("a table another connection dropped: %v", err)
+	}
+}

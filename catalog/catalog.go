@@ -210,13 +210,82 @@ func Load(ctx context.Context, q Querier, policies storesql.On) (*Catalog, error
 	if err != nil {
 		return nil, err
 	}
+	return cat, loadPolicies(ctx, policies, byName)
+}
+
+// Schema is the user tables and their columns as the SQLite file has
+// them at one schema version: what only a change of schema changes
+// (SQLite counts every one, in any process, in PRAGMA schema_version).
+// A Schema is never modified; LoadOn adds the policies to copies.
+type Schema struct {
+	// Version is the schema_version read before the tables.
+	Version int64
+	tables  []*Table
+}
+
+// SchemaVersion reads the file's schema version.
+func SchemaVersion(ctx context.Context, q Querier) (int64, error) {
+	rows, err := q.QueryContext(ctx, `PRAGMA schema_version`)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var v int64
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+		return 0, fmt.Errorf("catalog: no schema version")
+	}
+	if err := rows.Scan(&v); err != nil {
+		return 0, err
+	}
+	return v, rows.Close()
+}
+
+// LoadSchema reads the schema and its version (read first: a change
+// between the two reads makes the next version differ, so the schema is
+// read again). ok is false when some table's columns could not be read
+// (Unreadable): such a schema is not worth keeping.
+func LoadSchema(ctx context.Context, q Querier) (s *Schema, ok bool, err error) {
+	v, err := SchemaVersion(ctx, q)
+	if err != nil {
+		return nil, false, err
+	}
+	cat, _, err := loadTables(ctx, q)
+	if err != nil {
+		return nil, false, err
+	}
+	ok = true
+	for _, t := range cat.tables {
+		ok = ok && t.Unreadable == nil
+	}
+	return &Schema{Version: v, tables: cat.tables}, ok, nil
+}
+
+// LoadOn is Load over a schema read before: the tables are copied, and
+// the policies read from where they are kept.
+func LoadOn(ctx context.Context, s *Schema, policies storesql.On) (*Catalog, error) {
+	cat := &Catalog{}
+	byName := map[string]*Table{}
+	for _, t := range s.tables {
+		c := &Table{Name: t.Name, Columns: append([]Column(nil), t.Columns...), Bounds: map[string]Bounds{}, Domains: map[string][]any{},
+			Unit: Unit{MaxGroups: 1, MaxRows: 1}, Unreadable: t.Unreadable, Identified: t.Identified, Weighted: t.Weighted}
+		cat.tables = append(cat.tables, c)
+		byName[FoldName(c.Name)] = c
+	}
+	return cat, loadPolicies(ctx, policies, byName)
+}
+
+// loadPolicies adds the policies to the tables byName.
+func loadPolicies(ctx context.Context, policies storesql.On, byName map[string]*Table) error {
 	if err := loadUnits(ctx, policies, byName); err != nil {
-		return nil, err
+		return err
 	}
 	if err := loadBounds(ctx, policies, byName); err != nil {
-		return nil, err
+		return err
 	}
-	return cat, loadDomains(ctx, policies, byName)
+	return loadDomains(ctx, policies, byName)
 }
 
 // loadTables reads the user tables and their columns, by folded name.
