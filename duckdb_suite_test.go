@@ -45,6 +45,7 @@ var notOnDuckDB = map[string]string{
 	"TestMainSchemaQualifiedNames":        "imports a table while another engine of the process has the DuckDB file open",
 	"TestEveryFunctionAndOperatorIsTotal": onTheirOwn,
 	"TestRowEvaluationIsTotal":            onTheirOwn,
+	"TestSingleQueryNeverNoisier":         plannedOnly,
 }
 
 // TestEngineSuiteOnDuckDB runs the engine suite's tests again with every

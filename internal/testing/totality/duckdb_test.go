@@ -173,7 +173,7 @@ func TestDuckDBComparesTextWithNumbers(t *testing.T) {
 		compiled = append(compiled, "COUNT(*) FROM a WHERE %s IN ("+l+", 1)", "COUNT(*) FROM a WHERE %s NOT IN ("+l+")",
 			"COUNT(*) FROM a WHERE %s BETWEEN "+l+" AND 1e19", "COUNT(*) FROM a WHERE -%s < "+l)
 	}
-	for _, c := range []string{"i8", "i16", "i32", "i64", "u32", "b", "f4", "f8"} {
+	for _, c := range []string{"i32", "i64", "u32", "b", "f4", "f8"} { // a column of each class (i8 and i16 read as i32 does)
 		declined := []string{"COUNT(*) FROM a WHERE %s = '0.1000000000000000055511151231257827'", "COUNT(*) FROM a WHERE %s < '123456789012345678'"}
 		var own []string
 		for _, st := range compiled {
