@@ -50,10 +50,15 @@ func (e *Engine) folder(ctx context.Context, p *planner.PrivateQuery) func(parse
 	}
 }
 
+// maxFoldedText is the longest text folded into a literal (a longer one,
+// which only a contrived expression makes, stays an expression).
+const maxFoldedText = 1 << 16
+
 // fold runs one constant expression (SQLite SQL) and returns its value:
 // int64, float64 (finite) or string; with truth, its truth value in a
 // WHERE clause (int64 1 or 0, nil for NULL). ok is false for anything
-// else (NULL as a value, a blob, an infinity, an error), which the
+// else (NULL as a value, a blob, an infinity, a text over
+// maxFoldedText, an error), which the
 // rewrite then leaves as an expression.
 func (e *Engine) fold(ctx context.Context, sqlText string, truth bool) (any, bool) {
 	if truth {
@@ -66,8 +71,10 @@ func (e *Engine) fold(ctx context.Context, sqlText string, truth bool) (any, boo
 	switch v := vals[0].(type) {
 	case nil:
 		return nil, truth
-	case int64, string:
+	case int64:
 		return v, true
+	case string:
+		return v, len(v) <= maxFoldedText // printed into the backend's statement
 	case float64:
 		return v, !math.IsInf(v, 0) && !math.IsNaN(v)
 	}
