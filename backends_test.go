@@ -19,6 +19,7 @@ import (
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/internal/testing/enginetest"
+	"github.com/dpsql/dpsql/internal/testing/memtmp"
 	"github.com/dpsql/dpsql/internal/testing/pgmove"
 	"github.com/dpsql/dpsql/internal/testing/pgtest"
 	"github.com/dpsql/dpsql/mechanism"
@@ -349,11 +350,12 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 		suiteBackend.all = &backendRun{pg: srv, moved: map[string]string{}}
-		code := m.Run()
+		code := memtmp.Run(m)
 		srv.Stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	// The files in memory: no disk syncs (memtmp).
+	os.Exit(memtmp.Run(m))
 }
 
 // engineSuite is what TestEngineSuiteOnPostgres runs on PostgreSQL. Left
