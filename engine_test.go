@@ -16,7 +16,7 @@ import (
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/csvimport"
-	"github.com/dpsql/dpsql/internal/testing/enginetest"
+	"github.com/dpsql/dpsql/internal/adultdata"
 )
 
 // newDB creates a database with table t of 1000 rows: x = i % 100 (so
@@ -81,7 +81,7 @@ func spent(t *testing.T, e *dpsql.Engine) float64 {
 }
 
 // num reads a released number.
-func num(v any) float64 { return enginetest.Num(v) }
+func num(v any) float64 { return adultdata.Num(v) }
 
 func bruteCount(pred func(i int) bool) int {
 	n := 0

@@ -3,7 +3,6 @@ package dpsql
 import (
 	"context"
 	"math"
-	"sync"
 
 	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/parser"
@@ -25,7 +24,8 @@ func (e *Engine) rewritePrivate(ctx context.Context, p *planner.PrivateQuery) (*
 // folder computes column-free expressions of p (planner.PrivateQuery's
 // Fold) in SQLite as the reference evaluator renders them, under the
 // authorizer with no table readable: the values every row would see,
-// computed from no row. Each expression is computed once.
+// computed from no row. Each expression is computed once; the rewrite
+// calls it from one goroutine.
 func (e *Engine) folder(ctx context.Context, p *planner.PrivateQuery) func(parser.Expr, bool) (any, bool) {
 	type key struct {
 		x     parser.Expr
@@ -35,11 +35,8 @@ func (e *Engine) folder(ctx context.Context, p *planner.PrivateQuery) func(parse
 		v  any
 		ok bool
 	}
-	var mu sync.Mutex
 	memo := map[key]folded{}
 	return func(x parser.Expr, truth bool) (any, bool) {
-		mu.Lock()
-		defer mu.Unlock()
 		k := key{x, truth}
 		if f, ok := memo[k]; ok {
 			return f.v, f.ok

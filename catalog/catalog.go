@@ -269,8 +269,8 @@ func LoadOn(ctx context.Context, s *Schema, policies storesql.On) (*Catalog, err
 	cat := &Catalog{}
 	byName := map[string]*Table{}
 	for _, t := range s.tables {
-		c := &Table{Name: t.Name, Columns: append([]Column(nil), t.Columns...), Bounds: map[string]Bounds{}, Domains: map[string][]any{},
-			Unit: Unit{MaxGroups: 1, MaxRows: 1}, Unreadable: t.Unreadable, Identified: t.Identified, Weighted: t.Weighted}
+		c := newTable(t.Name)
+		c.Columns, c.Unreadable, c.Identified, c.Weighted = append([]Column(nil), t.Columns...), t.Unreadable, t.Identified, t.Weighted
 		cat.tables = append(cat.tables, c)
 		byName[FoldName(c.Name)] = c
 	}
@@ -288,6 +288,12 @@ func loadPolicies(ctx context.Context, policies storesql.On, byName map[string]*
 	return loadDomains(ctx, policies, byName)
 }
 
+// newTable is a table as it stands before its columns and policy are
+// read: no policy, each row its own unit.
+func newTable(name string) *Table {
+	return &Table{Name: name, Bounds: map[string]Bounds{}, Domains: map[string][]any{}, Unit: Unit{MaxGroups: 1, MaxRows: 1}}
+}
+
 // loadTables reads the user tables and their columns, by folded name.
 func loadTables(ctx context.Context, q Querier) (*Catalog, map[string]*Table, error) {
 	names, err := queryStrings(ctx, q, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
@@ -300,7 +306,7 @@ func loadTables(ctx context.Context, q Querier) (*Catalog, map[string]*Table, er
 		if IsInternalName(n) {
 			continue
 		}
-		t := &Table{Name: n, Bounds: map[string]Bounds{}, Domains: map[string][]any{}, Unit: Unit{MaxGroups: 1, MaxRows: 1}}
+		t := newTable(n)
 		cat.tables = append(cat.tables, t)
 		byName[FoldName(n)] = t
 	}

@@ -3,18 +3,12 @@ package server_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -23,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dpsql/dpsql/internal/testing/tlstest"
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/access"
@@ -601,14 +597,7 @@ func TestCancelRequest(t *testing.T) {
 // selfSignedCert is a TLS configuration with a fresh self-signed
 // certificate for 127.0.0.1.
 func selfSignedCert() (*tls.Config, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dpsql test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	der, key, err := tlstest.SelfSigned()
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/adultdata"
 	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/internal/testing/enginetest"
 	"github.com/dpsql/dpsql/internal/testopts"
@@ -220,7 +221,7 @@ func TestAboveThresholdFindsTheClippingBound(t *testing.T) {
 		FROM bounds AS b LEFT JOIN people ON age > b.b GROUP BY b.b HAVING COUNT(*) < 1`)
 	oldest := slices.Max(f.ages)
 	want := (oldest + 4) / 5 * 5
-	if len(res.Rows) != 1 || enginetest.Num(res.Rows[0][0]) != float64(want) {
+	if len(res.Rows) != 1 || adultdata.Num(res.Rows[0][0]) != float64(want) {
 		t.Errorf("bound %v, want [[%d]] (the oldest is %d)", res.Rows, want, oldest)
 	}
 }

@@ -1,12 +1,12 @@
 // Package enginetest holds the small helpers the engine's test packages
 // share: running a statement or a script on an engine and failing the
-// test on an error, printing an outcome, reading a released number.
+// test on an error, printing an outcome. (A released number reads as a
+// float64 with adultdata.Num.)
 package enginetest
 
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 	"sync"
 	"testing"
@@ -44,17 +44,6 @@ func Outcome(e *dpsql.Engine, q string, args ...any) string {
 		return "error: " + err.Error()
 	}
 	return fmt.Sprint(r.Columns, r.Rows)
-}
-
-// Num reads a released number (NaN for anything else).
-func Num(v any) float64 {
-	switch v := v.(type) {
-	case int64:
-		return float64(v)
-	case float64:
-		return v
-	}
-	return math.NaN()
 }
 
 // LogByCount logs counts by their keys, largest first (ties by key):

@@ -16,6 +16,7 @@ import (
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/csvimport"
+	"github.com/dpsql/dpsql/internal/adultdata"
 	"github.com/dpsql/dpsql/internal/testing/enginetest"
 	"github.com/dpsql/dpsql/internal/testopts"
 	"github.com/dpsql/dpsql/mechanism"
@@ -173,7 +174,7 @@ func TestMedianAgeAccuracy(t *testing.T) {
 	var errs []float64
 	for i := 0; i < runs; i++ {
 		r := enginetest.Query(t, e, `SELECT MEDIAN("Age") FROM adult`)
-		err := math.Abs(enginetest.Num(r.Rows[0][0]) - trueMedian)
+		err := math.Abs(adultdata.Num(r.Rows[0][0]) - trueMedian)
 		errs = append(errs, err)
 		if err <= 1 {
 			within++
@@ -189,7 +190,7 @@ func TestMedianAgeAccuracy(t *testing.T) {
 	within, errs = 0, errs[:0]
 	for i := 0; i < runs; i++ {
 		r := enginetest.Query(t, e, `SELECT MEDIAN("Age" + 0) FROM adult`)
-		err := math.Abs(enginetest.Num(r.Rows[0][0]) - trueMedian)
+		err := math.Abs(adultdata.Num(r.Rows[0][0]) - trueMedian)
 		errs = append(errs, err)
 		if err <= 1 {
 			within++
@@ -214,7 +215,7 @@ func TestMedianAgeAccuracy(t *testing.T) {
 		var errs []float64
 		for i := 0; i < 50; i++ {
 			r := enginetest.Query(t, e, fmt.Sprintf(`SELECT PERCENTILE_CONT(%q, %g) FROM adult`, tc.col, tc.p))
-			errs = append(errs, math.Abs(enginetest.Num(r.Rows[0][0])-tc.truth))
+			errs = append(errs, math.Abs(adultdata.Num(r.Rows[0][0])-tc.truth))
 		}
 		sort.Float64s(errs)
 		t.Logf("PERCENTILE_CONT(%s, %g) at ε = 1: median |error| %.4g, 90th percentile %.4g (truth %g)", tc.col, tc.p, errs[25], errs[45], tc.truth)
