@@ -794,7 +794,10 @@ func (p *Prepared) compiled(ctx context.Context, specs []spec) (*measured, error
 	}
 	st, groups, ok, err := p.measurer.Measure(ctx, p.rw.Measurement, randomKey(p.q.Knobs.Fixed()))
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || !errors.Is(err, measuresql.ErrEngineResources) {
+			// Any other failure is the query's: never retried on another
+			// path (whether, and how, a retry ran could tell of a row).
+			p.q.Knobs.NoteCompiledFailed()
 			return nil, backendError(ctx, err)
 		}
 		// The engine could not run the statement (out of memory under its

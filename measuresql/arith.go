@@ -70,8 +70,20 @@ func (c *compiler) double(a *measure.Arith) string {
 	case a.Op == 'a':
 		// The reference's ABS is ABS(NULLIF(x, -2^63)) (SQLite raises on
 		// the integer -2^63): a double equal to -2^63 is NULL there too.
+		// The operand is tested and used: a compound one is bound once
+		// (Let), so that nested ABS prints and runs in linear space; the
+		// ABS of an ABS is never -2^63 and needs no test.
 		x := c.double(a.X)
-		return "(CASE WHEN " + x + " = " + c.d.Float(-0x1p63) + " THEN NULL ELSE " + c.d.Func("abs") + "(" + x + ") END)"
+		abs := func(v string) string {
+			return "(CASE WHEN " + v + " = " + c.d.Float(-0x1p63) + " THEN NULL ELSE " + c.d.Func("abs") + "(" + v + ") END)"
+		}
+		switch a.X.Op {
+		case 0:
+			return abs(x)
+		case 'a':
+			return c.d.Func("abs") + "(" + x + ")"
+		}
+		return c.d.Let(x, abs)
 	case a.Op != 0:
 		return c.floatOp(c.double(a.X), a.Op, c.double(a.Y))
 	case a.Column != "":

@@ -109,6 +109,14 @@ func (DuckDB) FloatOp(x string, op byte, y string) (string, bool) {
 	return "(" + x + " " + string(op) + " " + y + ")", true
 }
 
+// Let binds x to a lambda's parameter: list_transform over the list
+// [x] evaluates x once (measured linear in the depth of nested
+// bindings; DuckDB's NULLIF and CASE copy their operand, which doubles
+// the work at each level).
+func (d DuckDB) Let(x string, body func(v string) string) string {
+	return d.Func("list_transform") + "([" + x + "], lambda dpsql_v: " + body("dpsql_v") + ")[1]"
+}
+
 // With reads the relation once (DuckDB decides itself whether to
 // materialize it).
 func (DuckDB) With(name, body string, _ bool) string { return name + " AS (" + body + ")" }

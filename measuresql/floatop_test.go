@@ -68,3 +68,63 @@ func TestPostgresFloatOpIsIEEE(t *testing.T) {
 		t.Errorf("%d pairs checked", checked)
 	}
 }
+
+// TestPostgresBoundOperandsAreIEEE evaluates the bound forms (FloatOp of
+// an operand that is itself a guarded form, and Let) in a real
+// PostgreSQL over pairs of edge values: (x × y) op y, x op (x × y) and
+// ABS's test of -2^63 through Let, compared bit for bit with Go's IEEE
+// arithmetic. None may raise.
+func TestPostgresBoundOperandsAreIEEE(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.StartT(t)
+	db, err := sql.Open("pgx", srv.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	edges := []float64{0, math.Copysign(0, -1), 1, -1.5, 1e308, -1e308, 0x1p600, 0x1p-600, 0x1p-1074, -0x1p63, math.Inf(1), math.NaN()}
+	p := Postgres{}
+	prod, _ := p.FloatOp("$1::float8", '*', "$2::float8")
+	abs := p.Let(prod, func(v string) string {
+		return "(CASE WHEN " + v + " = " + p.Float(-0x1p63) + " THEN NULL ELSE pg_catalog.abs(" + v + ") END)"
+	})
+	forms := map[string]func(x, y float64) float64{}
+	exprs := map[string]string{}
+	for _, op := range []byte{'+', '-', '*'} {
+		goOp := map[byte]func(x, y float64) float64{'+': func(x, y float64) float64 { return x + y },
+			'-': func(x, y float64) float64 { return x - y }, '*': func(x, y float64) float64 { return x * y }}[op]
+		left, _ := p.FloatOp(prod, op, "$2::float8")
+		right, _ := p.FloatOp("$1::float8", op, prod)
+		exprs["(x*y)"+string(op)+"y"], forms["(x*y)"+string(op)+"y"] = left, func(x, y float64) float64 { return goOp(x*y, y) }
+		exprs["x"+string(op)+"(x*y)"], forms["x"+string(op)+"(x*y)"] = right, func(x, y float64) float64 { return goOp(x, x*y) }
+	}
+	exprs["abs(x*y)"], forms["abs(x*y)"] = abs, func(x, y float64) float64 {
+		if x*y == -0x1p63 {
+			return math.NaN() // NULL
+		}
+		return math.Abs(x * y)
+	}
+	for name, expr := range exprs {
+		stmt, err := db.Prepare("SELECT " + expr)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, x := range edges {
+			for _, y := range edges {
+				var got sql.NullFloat64
+				if err := stmt.QueryRowContext(context.Background(), x, y).Scan(&got); err != nil {
+					t.Errorf("%s at %g, %g raised: %v", name, x, y, err)
+					continue
+				}
+				want := forms[name](x, y)
+				if !got.Valid {
+					got.Float64 = math.NaN()
+				}
+				if math.Float64bits(got.Float64) != math.Float64bits(want) && !(math.IsNaN(want) && math.IsNaN(got.Float64)) {
+					t.Errorf("%s at %g, %g = %v in PostgreSQL, %g in IEEE", name, x, y, got, want)
+				}
+			}
+		}
+		stmt.Close()
+	}
+}

@@ -36,6 +36,8 @@
 package measuresql
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -117,8 +119,18 @@ type Dialect interface {
 	RowIdentity(table string) string
 	// FloatOp is x op y (+, −, ×, /) of doubles as IEEE computes it, ±Inf
 	// on overflow and 0 on underflow, as the reference does; ok is false
-	// when the dialect has no form that cannot raise.
+	// when the dialect has no form that cannot raise. The form prints x
+	// and y once each (binding them, as Let does, where it tests them
+	// more than once), so that nested arithmetic prints in space linear
+	// in its depth.
 	FloatOp(x string, op byte, y string) (expr string, ok bool)
+	// Let is body(v) where v names the value of the double x, which is
+	// printed, and evaluated, once per row whatever the number of uses
+	// of v in body. body must not itself call Let on an expression that
+	// uses v (each binding's names are its own: a nested binding is only
+	// ever printed inside an operand, never around a use of an outer
+	// name).
+	Let(x string, body func(v string) string) string
 	// With is the WITH relation name whose body is body; scan marks the
 	// scan's rows, read twice (per unit, and again for the units with
 	// more rows than l∞).
@@ -179,6 +191,22 @@ func WhyNot(m *measure.Plan, types map[string]Type, d Dialect) string {
 	return why
 }
 
+// ErrEngineResources wraps an engine's failure to run a compiled
+// statement for want of resources (memory under its cap, temporary
+// disk): the only failure after which the reference evaluator measures
+// the same rows instead. Any other failure of a compiled statement is the
+// query's error, never retried on another path (a retry would make the
+// path taken, and its timing, tell whether some row made the statement
+// fail).
+var ErrEngineResources = errors.New("the engine ran out of resources")
+
+// MaxStatementBytes caps a compiled statement: a longer one is declined
+// before anything runs (the plan's size decides it, never the rows), and
+// the reference evaluator measures instead. Statements grow linearly with
+// the analyst's expression (each operand printed once, Dialect.Let), so
+// only an expression of a similar size reaches it.
+const MaxStatementBytes = 1 << 20
+
 func compile(m *measure.Plan, types map[string]Type, d Dialect, key uint64) (st *Statement, why string) {
 	c := &compiler{m: m, types: types, d: d, key: key}
 	defer func() {
@@ -192,6 +220,9 @@ func compile(m *measure.Plan, types map[string]Type, d Dialect, key uint64) (st 
 	}()
 	st = c.compile()
 	st.SQL, st.Args = c.literals(st.SQL)
+	if len(st.SQL) > MaxStatementBytes {
+		return nil, fmt.Sprintf("a statement of %d bytes (at most %d are sent to an engine)", len(st.SQL), MaxStatementBytes)
+	}
 	return st, ""
 }
 

@@ -96,7 +96,41 @@ func (Postgres) ToText(x string) string { return "(" + x + ")::text" }
 //
 // Division is not compiled (a division by 0 raises; the reference gives
 // NULL).
+//
+// The forms test each operand many times; an operand that is itself such
+// a form (nested arithmetic) is bound first (bound: a derived table that
+// PostgreSQL evaluates once per row), so that the statement and the work
+// grow linearly with the nesting, not exponentially.
 func (p Postgres) FloatOp(x string, op byte, y string) (string, bool) {
+	if op != '+' && op != '-' && op != '*' {
+		return "", false
+	}
+	if compound(x) || compound(y) {
+		body, _ := p.floatOp("dpsql_let.a", op, "dpsql_let.b")
+		return "(SELECT " + body + " FROM (SELECT " + x + " AS a, " + y + " AS b OFFSET 0) AS dpsql_let)", true
+	}
+	return p.floatOp(x, op, y)
+}
+
+// Let binds x in a derived table evaluated once per row: a scalar
+// subquery over (SELECT x OFFSET 0), which OFFSET 0 keeps PostgreSQL's
+// planner from flattening (flattening would substitute x back into every
+// use). x's own references resolve outside it (a derived table sees no
+// sibling), and body's references to the alias resolve to this binding:
+// Dialect.Let's rule keeps bindings from nesting around a use.
+func (Postgres) Let(x string, body func(v string) string) string {
+	return "(SELECT " + body("dpsql_let.v") + " FROM (SELECT " + x + " AS v OFFSET 0) AS dpsql_let)"
+}
+
+// compound reports whether an operand is a guarded form (a CASE, or a
+// binding), which FloatOp binds rather than repeat; columns, literals and
+// integer arithmetic are printed as they are (their size is linear).
+func compound(x string) bool {
+	return strings.Contains(x, "CASE") || strings.Contains(x, "SELECT")
+}
+
+// floatOp prints x op y with the guards, each operand repeated.
+func (p Postgres) floatOp(x string, op byte, y string) (string, bool) {
 	f := p.Float
 	inf := "'Infinity'::float8"
 	finite := func(v string) string { return "pg_catalog.abs(" + v + ") < " + inf }

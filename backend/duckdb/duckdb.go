@@ -495,7 +495,7 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 		if os.Getenv("DPSQL_DEBUG_DUCKDB") != "" {
 			fmt.Fprintln(os.Stderr, "duckdb error:", err)
 		}
-		return nil, nil, false, err
+		return nil, nil, false, resourceError(err)
 	}
 	defer rows.Close()
 	n := len(mustColumns(rows))
@@ -519,6 +519,17 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 	}
 	groups, err := st.Decode(out)
 	return st, groups, err == nil, err
+}
+
+// resourceError marks DuckDB's out-of-memory and disk-full failures
+// (measuresql.ErrEngineResources): after them the reference measures
+// instead; every other failure stays the query's error.
+func resourceError(err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "Out of Memory") || strings.Contains(msg, "No space left on device") || strings.Contains(msg, "could not allocate") {
+		return fmt.Errorf("%w: %w", measuresql.ErrEngineResources, err)
+	}
+	return err
 }
 
 func mustColumns(rows *sql.Rows) []string {

@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/measure"
@@ -123,8 +127,16 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 		return nil, nil, false, err
 	}
 	st := c.st
+	tx, err := s.Pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }() // read only: nothing to keep
+	if _, err := tx.Exec(ctx, pinned, statementTimeout(ctx)); err != nil {
+		return nil, nil, false, err
+	}
 	observe(st.SQL)
-	rows, err := s.Pool.Query(ctx, st.SQL, st.Args...)
+	rows, err := tx.Query(ctx, st.SQL, st.Args...)
 	if err != nil {
 		return nil, nil, false, debugFailure(err, st.SQL)
 	}
@@ -145,6 +157,31 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 	}
 	groups, err := st.Decode(out)
 	return st, groups, err == nil, err
+}
+
+// DefaultStatementTimeout is PostgreSQL's statement_timeout for a
+// compiled statement whose context has no deadline (the server's
+// --statement-timeout, a client's SET statement_timeout, give one).
+const DefaultStatementTimeout = time.Hour
+
+// pinned sets, for the measuring transaction only, the search path to
+// pg_catalog (pg_temp last: it is never searched for operators and
+// functions), so that every operator, cast, type and collation the
+// statement names unqualified is PostgreSQL's built-in one whatever the
+// role's or database's search_path holds (an owner's <=(int8, int4) in an
+// earlier schema otherwise runs in its place), and statement_timeout, so
+// that PostgreSQL stops the statement itself even if dpsql is gone. The
+// tables it reads are schema-qualified.
+const pinned = `SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true), pg_catalog.set_config('statement_timeout', $1, true)`
+
+// statementTimeout is statement_timeout's value for ctx: the time left
+// before its deadline (at least 1 ms), or DefaultStatementTimeout.
+func statementTimeout(ctx context.Context) string {
+	d := DefaultStatementTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		d = max(time.Until(dl), time.Millisecond)
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10)
 }
 
 // debugFailure returns err, printing it with the statement first when

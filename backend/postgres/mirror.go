@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dpsql/dpsql/internal/storesql"
@@ -66,6 +68,24 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	if !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = 32
 	}
+	// Text must reach dpsql as it is stored: a conversion in flight fails
+	// on the first stored value the client encoding cannot hold, when that
+	// value is sent — which rows are sent depends on the analyst's WHERE,
+	// so the failure would tell of one row. The client encoding is UTF8
+	// whatever the connection string, role or database say (the startup
+	// parameter outranks the role's and database's settings), and every
+	// connection checks both encodings (checkEncoding).
+	cfg.ConnConfig.RuntimeParams["client_encoding"] = "UTF8"
+	validate := cfg.ConnConfig.ValidateConnect // target_session_attrs'
+	cfg.ConnConfig.ValidateConnect = func(ctx context.Context, c *pgconn.PgConn) error {
+		if validate != nil {
+			if err := validate(ctx, c); err != nil {
+				return err
+			}
+		}
+		return checkEncoding(ctx, c)
+	}
+	cfg.ConnConfig.AfterConnect = pinCatalog
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL connection string: %w", err)
@@ -77,11 +97,54 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// ErrEncoding reports a PostgreSQL database whose text dpsql cannot read
+// without a conversion that may fail on a stored value.
+var ErrEncoding = errors.New("the PostgreSQL database's encoding is not supported")
+
+// checkEncoding accepts a connection whose client encoding is UTF8 and
+// whose database stores UTF8 (sent as it is) or SQL_ASCII (bytes, never
+// converted). Any other server encoding (WIN1252, LATIN1, ...) is
+// refused: its conversion to UTF8 raises on bytes it does not map (0x81
+// in WIN1252), at the moment a row holding one is sent.
+func checkEncoding(_ context.Context, c *pgconn.PgConn) error {
+	server, client := c.ParameterStatus("server_encoding"), c.ParameterStatus("client_encoding")
+	if server != "UTF8" && server != "SQL_ASCII" {
+		return fmt.Errorf("%w: the database stores text as %s; dpsql reads UTF8 (or SQL_ASCII) databases only, since converting %s to UTF8 fails on some stored values (make a UTF8 copy: CREATE DATABASE ... ENCODING 'UTF8' and pg_dump | psql)", ErrEncoding, server, server)
+	}
+	if client != "UTF8" {
+		return fmt.Errorf("%w: the connection's client_encoding is %s after dpsql asked for UTF8", ErrEncoding, client)
+	}
+	return nil
+}
+
+// pinCatalog puts pg_catalog first in the connection's search path (the
+// role's path follows, so that its first schema stays dpsql's data
+// schema): an operator, function, type or collation that dpsql's
+// statements name unqualified is then PostgreSQL's built-in one even where
+// an earlier schema of the role's path holds one of the same name and
+// arguments. The measuring transaction narrows the path further, to
+// pg_catalog alone (Source.Measure).
+func pinCatalog(ctx context.Context, c *pgconn.PgConn) error {
+	rows, err := c.Exec(ctx, `SELECT pg_catalog.current_setting('search_path')`).ReadAll()
+	if err != nil {
+		return err
+	}
+	path := "pg_catalog"
+	if len(rows) == 1 && len(rows[0].Rows) == 1 && len(rows[0].Rows[0]) == 1 {
+		if role := strings.TrimSpace(string(rows[0].Rows[0][0])); role != "" {
+			path += ", " + role
+		}
+	}
+	res := c.ExecParams(ctx, `SELECT pg_catalog.set_config('search_path', $1, false)`, [][]byte{[]byte(path)}, nil, nil, nil).Read()
+	return res.Err
+}
+
 // dataSchema is the schema dpsql's tables are read from and imported
 // into: the first schema of the role's search path other than dpsql
 // (which holds the budget, and which a role named dpsql finds first
-// through "$user"). It is empty when the search path has no other.
-const dataSchema = `SELECT COALESCE((SELECT s FROM unnest(current_schemas(false)) WITH ORDINALITY AS p(s, i) WHERE s <> 'dpsql' ORDER BY i LIMIT 1), '')`
+// through "$user") and pg_catalog (which pinCatalog puts first). It is
+// empty when the search path has no other.
+const dataSchema = `SELECT COALESCE((SELECT s FROM unnest(current_schemas(false)) WITH ORDINALITY AS p(s, i) WHERE s <> 'dpsql' AND s <> 'pg_catalog' ORDER BY i LIMIT 1), '')`
 
 // BudgetSchema is the schema of the database's policies, budget and
 // ledger (storesql.Schema); it is never mirrored, and tables are never
