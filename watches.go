@@ -48,7 +48,7 @@ func (s *Session) watchStatement(ctx context.Context, st *parser.WatchStmt) (*Re
 		return nil, cancelled(ctx, err, nil)
 	}
 	eps1, _ := mechanism.SparseSplit(opts.Epsilon, opts.Cutoff, opts.Monotonic)
-	res := &Result{Cost: budget.Cost{Epsilon: w.Epsilon}, Message: fmt.Sprintf(
+	res := &Result{Cost: budget.Cost{Epsilon: w.Epsilon}, Mechanism: charge.Mechanism, Rho: charge.Rho, Message: fmt.Sprintf(
 		"watch %s opened: each query sent to it (OPTIONS (watch = %s)) answers whether its value is above %g, at no further cost, until %d answer(s) \"above\"; charged ε=%g (threshold noise scale %.4g, query noise scale %.4g; with 95%% probability an \"above\" means at least %.6g and a value of %.6g or more is not answered \"below\", over 100 queries)",
 		w.Name, parser.QuoteIdent(w.Name), w.Threshold, w.Cutoff, w.Epsilon, opts.Sensitivity/eps1, mechanism.SparseQueryScale(opts),
 		w.Threshold-mechanism.SparseMargin(opts, 100, 0.05), w.Threshold+mechanism.SparseMargin(opts, 100, 0.05))}

@@ -50,14 +50,33 @@ func (s *Selection) setThreshold() {
 }
 
 // Parts returns the ε of each pure part of the plan, as planned: the
-// bound searches, the partition selection and the cells. They add up to
-// at most Epsilon.
+// bound searches, the partition selection and the cells — a cell once
+// for each group its ε is spent on in sequence (Releases: the c or k
+// chosen groups of a threshold or top-k query, which one unit may all
+// touch), so that zCDP's ρ = Σ ε_k²/2 counts every measurement. They add
+// up to at most Epsilon.
 func (q *PrivateQuery) Parts() []float64 {
 	out := q.SearchParts()
 	for _, c := range q.Cells {
-		out = append(out, c.Epsilon)
+		for range q.Releases() {
+			out = append(out, c.Epsilon)
+		}
 	}
 	return out
+}
+
+// Releases is how many measurements of each cell compose in sequence: the
+// c (threshold) or k (top-k) chosen groups, which may overlap; 1 for
+// disjoint groups (parallel composition) and for a query whose choice
+// releases no values.
+func (q *PrivateQuery) Releases() int {
+	switch {
+	case q.Threshold != nil && q.Threshold.ValueEpsilon > 0:
+		return max(1, q.Threshold.Cutoff)
+	case q.TopK != nil && q.TopK.ValueEpsilon > 0:
+		return max(1, q.TopK.TopK.K)
+	}
+	return 1
 }
 
 // SearchParts returns the ε of the bound searches and the partition
@@ -74,7 +93,13 @@ func (q *PrivateQuery) SearchParts() []float64 {
 		out = append(out, q.Threshold.Sparse.Epsilon)
 	}
 	if q.TopK != nil {
-		out = append(out, q.TopK.TopK.Epsilon)
+		// Report noisy max peels k rounds, each (ε/k)-DP (as
+		// mechanism.NoisyTopK draws them): k parts, which zCDP composes
+		// to ε²/2k.
+		k := max(1, q.TopK.TopK.K)
+		for range k {
+			out = append(out, q.TopK.TopK.Epsilon/float64(k))
+		}
 	}
 	return out
 }
