@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -94,45 +95,55 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// TestLockout: MaxFailures failures within the window lock a key out for
-// the window; failures spread beyond the window do not add up; a success
-// forgets a name's failures; keys are independent.
+// TestLockout: MaxFailures failures within the window lock a name out
+// from one address for the window, and never from another; an address
+// locks after 4 × MaxFailures failures whatever the names; failures spread
+// beyond the window do not add up; a success forgets its pair's failures
+// (not the address's).
 func TestLockout(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	l := &access.Lockout{MaxFailures: 3, Window: 10 * time.Minute, Now: func() time.Time { return now }}
-	u, a := access.UserKey("alice"), access.AddrKey("10.0.0.1")
-	l.Fail(u, a)
-	l.Fail(u)
-	if _, locked := l.Locked(u, a); locked {
+	from1, from2 := access.Keys("alice", "10.0.0.1:5000"), access.Keys("alice", "10.0.0.2")
+	l.Fail(from1...)
+	l.Fail(from1...)
+	if _, locked := l.Locked(from1...); locked {
 		t.Fatal("locked after 2 failures of 3")
 	}
-	l.Fail(u)
-	until, locked := l.Locked(u)
+	l.Fail(from1...)
+	until, locked := l.Locked(from1...)
 	if !locked || !until.Equal(now.Add(10*time.Minute)) {
 		t.Errorf("after 3 failures: locked %v until %v", locked, until)
 	}
-	if _, locked := l.Locked(a); locked {
-		t.Error("the address (1 failure) was locked with the name")
+	if _, locked := l.Locked(from2...); locked {
+		t.Error("failures from 10.0.0.1 locked alice out from 10.0.0.2")
+	}
+	if _, locked := l.Locked(access.AddrKey("10.0.0.1")); locked {
+		t.Error("the address (3 failures of 12) was locked with the pair")
+	}
+	for i := range 9 {
+		l.Fail(access.Keys(fmt.Sprintf("u%d", i), "10.0.0.1")...)
+	}
+	if _, locked := l.Locked(access.Keys("bob", "10.0.0.1")...); !locked {
+		t.Error("12 failures from one address did not lock it")
 	}
 	now = now.Add(11 * time.Minute)
-	if _, locked := l.Locked(u); locked {
+	if _, locked := l.Locked(from1...); locked {
 		t.Error("still locked after the window")
 	}
 	// Failures spread over more than the window start the count again.
-	l.Fail(a)
+	bob := access.Keys("bob", "10.0.0.3")
+	l.Fail(bob...)
 	now = now.Add(11 * time.Minute)
-	l.Fail(a)
-	l.Fail(a)
-	if _, locked := l.Locked(a); locked {
+	l.Fail(bob...)
+	l.Fail(bob...)
+	if _, locked := l.Locked(bob...); locked {
 		t.Error("failures 11 minutes apart added up")
 	}
-	l.Succeed(access.UserKey("bob"))
-	l.Fail(access.UserKey("bob"))
-	l.Fail(access.UserKey("bob"))
-	l.Succeed(access.UserKey("bob"))
-	l.Fail(access.UserKey("bob"))
-	if _, locked := l.Locked(access.UserKey("bob")); locked {
-		t.Error("a success did not forget the failures")
+	l.Succeed(bob[0])
+	l.Fail(bob...)
+	l.Fail(bob...)
+	if _, locked := l.Locked(bob...); locked {
+		t.Error("a success did not forget the pair's failures")
 	}
 }

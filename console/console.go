@@ -48,10 +48,15 @@ type Config struct {
 	StatementTimeout time.Duration
 	// IdleTimeout ends a session unused that long (0: 30 minutes).
 	IdleTimeout time.Duration
-	// MaxFailures failed log-ins for one name, or from one address, within
-	// LockOut lock it out for LockOut (0: 5 and 15 minutes).
+	// MaxFailures failed log-ins for one name from one address (four
+	// times as many from one address, whatever the names) within LockOut
+	// lock it out for LockOut (0: 5 and 15 minutes).
 	MaxFailures int
-	LockOut     time.Duration
+	// OwnerUser is the wire listener's owner name (dpsql serve
+	// --owner-user): the console has no owner log-in, and its failures for
+	// that name count against the client's address only.
+	OwnerUser string
+	LockOut   time.Duration
 	// Lockout, when set, is the failure count to share with another
 	// listener (dpsql serve gives the wire server the same one);
 	// MaxFailures and LockOut are then its.
@@ -253,7 +258,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	keys := []string{access.UserKey(req.User), access.AddrKey(r.RemoteAddr)}
+	keys := access.Keys(req.User, r.RemoteAddr)
+	if c.cfg.OwnerUser != "" && req.User == c.cfg.OwnerUser {
+		// The console has no owner log-in: a guess at the owner's name
+		// here counts against the address only, never the owner's pair
+		// keys that the wire listener checks.
+		keys = keys[1:]
+	}
 	c.mu.Lock()
 	closed := c.closed
 	c.mu.Unlock()
@@ -294,7 +305,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	c.sessions[s.token] = s
 	c.mu.Unlock()
-	c.lockout.Succeed(keys[0])
+	c.lockout.Succeed(access.PairKey(req.User, r.RemoteAddr))
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.token, Path: "/", HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
 	c.log.Info("console log-in", "remote", r.RemoteAddr, "analyst", s.analyst)
 	writeJSON(w, http.StatusOK, map[string]string{"analyst": s.analyst, "csrf": s.csrf})

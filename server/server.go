@@ -311,7 +311,7 @@ func (c *conn) startup() bool {
 func (c *conn) authenticate() bool {
 	ctx := context.Background()
 	cfg := c.srv.cfg
-	keys := []string{access.UserKey(c.user), access.AddrKey(c.remote)}
+	keys := access.Keys(c.user, c.remote)
 	if until, locked := cfg.Lockout.Locked(keys...); locked {
 		c.srv.log.Warn("authentication refused: locked out", "remote", c.remote, "user", c.user)
 		time.Sleep(cfg.AuthFailureDelay)

@@ -1577,10 +1577,11 @@ func TestStatementTimeoutsTellTheTruth(t *testing.T) {
 	t.Logf("outcomes: %v", said)
 }
 
-// TestLockOut: failed log-ins lock the user name and the client address
-// out, whatever password comes next (every test client is on 127.0.0.1,
-// so the address locks everyone); the lock ends with its window. The
-// count is shared with another listener given the same access.Lockout.
+// TestLockOut: failed log-ins lock the user name out from the client's
+// address (and, four times as many, the address), whatever password comes
+// next; the lock ends with its window. The count is shared with another
+// listener given the same access.Lockout. Every test client is on
+// 127.0.0.1; failures counted for another address never refuse it.
 func TestLockOut(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
@@ -1595,17 +1596,32 @@ func TestLockOut(t *testing.T) {
 		}
 	}
 	// Two failures of three: the right password still gets in, and
-	// forgets alice's failures (not the address's).
+	// forgets alice's failures from here (not the address's).
 	c := f.connect(t, "alice", "secret")
 	c.Close(ctx)
-	// A failure counted by another listener (the console) is the third
-	// from this address: now everyone here is refused.
-	lock.Fail(access.UserKey("mallory"), access.AddrKey("127.0.0.1"))
-	for _, user := range []string{"alice", "bob"} {
-		_, err := pgx.Connect(ctx, f.dsn(user, "secret"))
-		if sqlState(err) != "28000" || !strings.Contains(err.Error(), "too many failed log-ins") {
-			t.Errorf("%s during the lock-out: %v", user, err)
+	// Failures for alice from anywhere else (the console, another
+	// client) never refuse her here.
+	for range 5 {
+		lock.Fail(access.Keys("alice", "10.9.9.9")...)
+	}
+	c = f.connect(t, "alice", "secret")
+	c.Close(ctx)
+	// Three failures for bob from here lock bob out from here.
+	for range 3 {
+		if _, err := pgx.Connect(ctx, f.dsn("bob", "guess")); sqlState(err) != "28P01" {
+			t.Fatalf("wrong password: %v", err)
 		}
+	}
+	if _, err := pgx.Connect(ctx, f.dsn("bob", "secret")); sqlState(err) != "28000" || !strings.Contains(err.Error(), "too many failed log-ins") {
+		t.Errorf("bob during his lock-out: %v", err)
+	}
+	// Failures counted by another listener from this address add up to
+	// 12 (2 + 3 + 7): now everyone here is refused.
+	for i := range 7 {
+		lock.Fail(access.Keys(fmt.Sprintf("m%d", i), "127.0.0.1")...)
+	}
+	if _, err := pgx.Connect(ctx, f.dsn("alice", "secret")); sqlState(err) != "28000" {
+		t.Errorf("alice from a locked-out address: %v", err)
 	}
 	later(11 * time.Minute)
 	c = f.connect(t, "bob", "secret")

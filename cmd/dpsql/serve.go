@@ -182,7 +182,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var web *console.Console
 	var hsrv *http.Server
 	if hln != nil {
-		web = console.New(console.Config{Engine: eng, Secure: cfg.TLS != nil, StatementTimeout: *stmtTimeout, FailureDelay: *authDelay, Logger: cfg.Logger, Lockout: cfg.Lockout})
+		web = console.New(console.Config{Engine: eng, Secure: cfg.TLS != nil, StatementTimeout: *stmtTimeout, FailureDelay: *authDelay, Logger: cfg.Logger, Lockout: cfg.Lockout, OwnerUser: *ownerUser})
 		hsrv = &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, TLSConfig: cfg.TLS, ErrorLog: nil}
 		scheme := "http"
 		if cfg.TLS != nil {
