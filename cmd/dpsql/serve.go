@@ -183,7 +183,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var hsrv *http.Server
 	if hln != nil {
 		web = console.New(console.Config{Engine: eng, Secure: cfg.TLS != nil, StatementTimeout: *stmtTimeout, FailureDelay: *authDelay, Logger: cfg.Logger, Lockout: cfg.Lockout, OwnerUser: *ownerUser})
-		hsrv = &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, TLSConfig: cfg.TLS, ErrorLog: nil}
+		limits := console.HTTPLimits{MaxConns: *maxConns}
+		hsrv = console.NewHTTPServer(web, cfg.TLS, limits)
+		hln = console.Listen(hln, limits)
 		scheme := "http"
 		if cfg.TLS != nil {
 			scheme = "https"
