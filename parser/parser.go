@@ -345,6 +345,11 @@ func (p *parser) peekIs(s string) bool {
 	return l.next().is(s)
 }
 
+// ShowKinds are dpsql's own SHOW statements (SHOW POLICY takes a table):
+// the one list the parser, the wire server (which answers every other
+// SHOW as a PostgreSQL setting) and the error messages read.
+var ShowKinds = []string{"BUDGET", "TABLES", "POLICY", "LEDGER", "CACHE", "ANALYSTS", "WATCHES"}
+
 // MaxDepth bounds how deeply expressions and subqueries may nest (and how
 // long a chain of binary operators may be, since each link nests the
 // tree one level deeper). Without it a few hundred kilobytes of
@@ -453,23 +458,16 @@ func (p *parser) statement() Stmt {
 		return &ResetBudgetStmt{ResetPos: t.pos}
 	case t.is("SHOW"):
 		p.next()
-		switch {
-		case p.accept("BUDGET"):
-			return &ShowStmt{ShowPos: t.pos, What: "BUDGET"}
-		case p.accept("TABLES"):
-			return &ShowStmt{ShowPos: t.pos, What: "TABLES"}
-		case p.accept("POLICY"):
-			return &ShowStmt{ShowPos: t.pos, What: "POLICY", Table: p.tableRef()}
-		case p.accept("LEDGER"):
-			return &ShowStmt{ShowPos: t.pos, What: "LEDGER"}
-		case p.accept("CACHE"):
-			return &ShowStmt{ShowPos: t.pos, What: "CACHE"}
-		case p.accept("ANALYSTS"):
-			return &ShowStmt{ShowPos: t.pos, What: "ANALYSTS"}
-		case p.accept("WATCHES"):
-			return &ShowStmt{ShowPos: t.pos, What: "WATCHES"}
+		for _, kind := range ShowKinds {
+			if p.accept(kind) {
+				st := &ShowStmt{ShowPos: t.pos, What: kind}
+				if kind == "POLICY" {
+					st.Table = p.tableRef()
+				}
+				return st
+			}
 		}
-		p.fail(p.tok.pos, "expected BUDGET, TABLES, POLICY, LEDGER, CACHE, ANALYSTS or WATCHES after SHOW, found %s", p.tok.describe())
+		p.fail(p.tok.pos, "expected %s or %s after SHOW, found %s", strings.Join(ShowKinds[:len(ShowKinds)-1], ", "), ShowKinds[len(ShowKinds)-1], p.tok.describe())
 	case (t.is("CREATE") || t.is("ALTER") || t.is("DROP")) && p.peekIs("ANALYST"):
 		return p.analystStmt()
 	case (t.is("CREATE") || t.is("DROP")) && p.peekIs("WATCH"):

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/parser"
 )
 
 // The emulation answers the statements PostgreSQL clients send on their
@@ -27,8 +28,15 @@ var engineSettings = func() map[string]bool {
 	return m
 }()
 
-// engineShows are the SHOW statements the engine answers.
-var engineShows = map[string]bool{"budget": true, "tables": true, "policy": true, "ledger": true, "cache": true, "analysts": true}
+// engineShows are the SHOW statements the engine answers
+// (parser.ShowKinds), lower case.
+var engineShows = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range parser.ShowKinds {
+		m[strings.ToLower(k)] = true
+	}
+	return m
+}()
 
 // serverSettings are the values SHOW reports for PostgreSQL settings.
 var serverSettings = map[string]string{
@@ -138,7 +146,7 @@ func (c *conn) emulate(text string) (a *answer, err error, ok bool) {
 		}
 		v, known := serverSettings[name]
 		if !known {
-			return nil, &wireError{code: "42704", msg: fmt.Sprintf("unrecognized configuration parameter %q (dpsql's own: SHOW BUDGET, TABLES, POLICY t, LEDGER, CACHE, ANALYSTS)", m[1])}, true
+			return nil, &wireError{code: "42704", msg: fmt.Sprintf("unrecognized configuration parameter %q (dpsql's own: SHOW %s; SHOW POLICY takes a table)", m[1], strings.Join(parser.ShowKinds, ", "))}, true
 		}
 		return &answer{desc: &description{columns: []string{name}, types: []string{dpsql.TypeText}}, rows: [][]any{{v}}, tag: "SHOW"}, nil, true
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/access"
+	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/auth"
 	"github.com/dpsql/dpsql/server"
 	"github.com/jackc/pgx/v5"
@@ -1626,4 +1627,37 @@ func TestLockOut(t *testing.T) {
 	later(11 * time.Minute)
 	c = f.connect(t, "bob", "secret")
 	c.Close(ctx)
+}
+
+// TestEveryShowKindIsTheEngines: each of dpsql's own SHOW statements
+// (parser.ShowKinds) is answered by the engine over the wire, in both
+// protocols — SHOW WATCHES was taken for a PostgreSQL setting
+// ("unrecognized configuration parameter") — and an unknown name is
+// still PostgreSQL's 42704, naming dpsql's own.
+func TestEveryShowKindIsTheEngines(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	c := f.connect(t, "alice", "secret")
+	defer c.Close(ctx)
+	for _, kind := range parser.ShowKinds {
+		q := "SHOW " + kind
+		if kind == "POLICY" {
+			q += " t"
+		}
+		for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeDescribeExec} {
+			rows, err := c.Query(ctx, q, mode)
+			if err == nil {
+				for rows.Next() {
+				}
+				err = rows.Err()
+			}
+			if err != nil && (sqlState(err) == "42704" || strings.Contains(err.Error(), "configuration parameter")) {
+				t.Errorf("%s (mode %v): taken for a PostgreSQL setting: %v", q, mode, err)
+			}
+		}
+	}
+	_, err := c.Exec(ctx, "SHOW nosuch_setting")
+	if sqlState(err) != "42704" || !strings.Contains(err.Error(), "WATCHES") {
+		t.Errorf("SHOW nosuch_setting: %v", err)
+	}
 }
