@@ -35,6 +35,7 @@ func (s *Session) composite(ctx context.Context, c *planner.Composite, cat *cata
 	in := s.planInputs(ctx)
 	in.Released = map[*parser.SelectStmt]*planner.Released{}
 	res := &Result{}
+	cached := true // every part (and a private outer query) repeated from the cache
 	for i, p := range c.Parts {
 		r, err := s.private(ctx, p.Stmt, p.Plan, "")
 		if err != nil {
@@ -45,6 +46,7 @@ func (s *Session) composite(ctx context.Context, c *planner.Composite, cat *cata
 			return nil, err
 		}
 		res.addCharge(r, fmt.Sprintf("DP query %d: ", i+1))
+		cached = cached && r.Cached
 		in.Released[p.Key] = &planner.Released{Columns: r.Columns, Rows: r.Rows}
 	}
 	plan, err := planner.PlanSelect(c.Stmt, cat, s.settings.planner(), in)
@@ -67,10 +69,12 @@ func (s *Session) composite(ctx context.Context, c *planner.Composite, cat *cata
 		}
 		res.Columns, res.Rows, res.ErrorBounds, res.Intervals = r.Columns, r.Rows, r.ErrorBounds, r.Intervals
 		res.addCharge(r, "outer DP query: ")
+		cached = cached && r.Cached
 		res.Notes = append(res.Notes, fmt.Sprintf("a DP query over the answers of %s: ε=%g, δ=%g in all (each charged in turn)", dpQueries(len(c.Parts)), res.Cost.Epsilon, res.Cost.Delta))
 	default:
 		return nil, fmt.Errorf("dpsql: the outer query planned as %T", plan)
 	}
+	res.Cached = cached && len(c.Parts) > 0
 	return res, nil
 }
 

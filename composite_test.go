@@ -163,6 +163,11 @@ func TestSQLOverReleasedResultsUsesTheCache(t *testing.T) {
 	if got := spent(t, e); got != 1 {
 		t.Errorf("spent %g after the repeats, want 1", got)
 	}
+	// The repeat says it was: every part came from the cache (the console
+	// showed cached: false).
+	if first.Cached || !again.Cached || !alone.Cached {
+		t.Errorf("cached: first %v, again %v, alone %v; want false, true, true", first.Cached, again.Cached, alone.Cached)
+	}
 }
 
 // TestPublicGroups: the public-groups idiom — a public relation on the
