@@ -22,8 +22,8 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/access"
-	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/auth"
+	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/server"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
