@@ -113,6 +113,9 @@ type Engine struct {
 	// reach the cache instead of being charged again (awaitFlight).
 	flightMu sync.Mutex
 	flights  map[string]chan struct{}
+
+	// store keeps released answers until they reach the cache (keep).
+	store *answerStore
 }
 
 // awaitFlight waits while another session of the engine answers the
@@ -225,7 +228,7 @@ func open(path string, opts Options) (*Engine, error) {
 	if noise == nil {
 		noise = mechanism.NewSecureNoiser(nil)
 	}
-	e := &Engine{db: db, state: state, reads: &storesql.Prepared{DB: state}, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, ledger: ledger, knobs: opts.knobs}
+	e := &Engine{db: db, state: state, reads: &storesql.Prepared{DB: state}, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, ledger: ledger, knobs: opts.knobs, store: newAnswerStore()}
 	switch {
 	case pg != nil:
 		e.be = pg
@@ -319,6 +322,7 @@ func initState(ctx context.Context, db, state *sql.DB, pg *pgSource, path string
 
 // Close closes the database and its pools, under every session.
 func (e *Engine) Close() error {
+	e.store.flush() // answers still waiting for the write lock
 	e.reads.Close()
 	e.state.Close()
 	err := e.db.Close()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/dpsql/dpsql/budget"
-	"github.com/dpsql/dpsql/cache"
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/parser"
@@ -139,7 +138,7 @@ func (s *Session) explainPrivate(ctx context.Context, st *parser.SelectStmt, p *
 	}
 	if assumed {
 		r.Rows = append(r.Rows, []any{"epsilon", "no epsilon was set: the plan is shown at ε = 1 (SET epsilon = E, or OPTIONS (epsilon = E), to choose)"})
-	} else if a, ok, err := cache.Get(ctx, s.eng.db, s.cacheKey(parser.FormatStmt(st), p)); err == nil && ok && !s.cacheOff() {
+	} else if a, ok := s.eng.cachedAnswer(ctx, s.cacheKey(parser.FormatStmt(st), p)); ok && !s.cacheOff() {
 		r.Rows = append(r.Rows, []any{"cache", fmt.Sprintf("an identical query was answered on %s: it would get that answer again, free", a.Created.Format("2006-01-02 15:04:05 UTC"))})
 	}
 	return &Result{Columns: r.Columns, Rows: r.Rows}, nil

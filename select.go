@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/cache"
@@ -140,6 +141,9 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	if err := s.checkBudget(ctx, st, p, text); err != nil {
 		return nil, err
 	}
+	// The tables' cache counters before any row is read: the answer is
+	// cached only if they still hold when it is stored.
+	epochs, epochsErr := cache.ReadEpochs(ctx, e.db, readTables(p))
 	// The backend compiles both statements before anything is charged:
 	// a statement it rejects costs nothing.
 	prep, err := e.prepare(ctx, p, rw)
@@ -202,7 +206,9 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	if n := wideIntervals(res.Intervals); n > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d value(s) come from groups with too few rows for their noisy count to carry them: their interval is the whole range the bounds allow (shown as [lo, hi] (few rows)); read them as unknown", n))
 	}
-	s.toCache(ctx, key, text, opt.plan, res)
+	if epochsErr == nil {
+		s.toCache(ctx, key, text, opt.plan, epochs, res)
+	}
 	return res, nil
 }
 
@@ -314,8 +320,8 @@ func (s *Session) fromCache(ctx context.Context, key string) (*Result, bool) {
 	if s.cacheOff() {
 		return nil, false
 	}
-	a, ok, err := cache.Get(ctx, s.eng.db, key)
-	if err != nil || !ok {
+	a, ok := s.eng.cachedAnswer(ctx, key)
+	if !ok {
 		return nil, false
 	}
 	var notes []string
@@ -328,18 +334,24 @@ func (s *Session) fromCache(ctx context.Context, key string) (*Result, bool) {
 	return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Intervals: fromCached(a.Intervals), Notes: notes, Cached: true}, true
 }
 
-// toCache keeps a released answer for identical later queries.
-func (s *Session) toCache(ctx context.Context, key, text string, p *planner.PrivateQuery, res *Result) {
+// toCache keeps a released answer for identical later queries, if the
+// tables it read are unchanged since epochs were read.
+func (s *Session) toCache(ctx context.Context, key, text string, p *planner.PrivateQuery, epochs cache.Epochs, res *Result) {
 	if s.cacheOff() {
 		return
 	}
+	s.eng.keep(ctx, key, &unstored{statement: text, tables: readTables(p), epochs: epochs, answer: &cache.Answer{Columns: res.Columns, Rows: res.Rows,
+		ErrorBounds: res.ErrorBounds, Intervals: toCache(res.Intervals), Notes: res.Notes, Epsilon: res.Cost.Epsilon, Delta: res.Cost.Delta, Created: time.Now().UTC()}})
+}
+
+// readTables are the tables p reads, sorted.
+func readTables(p *planner.PrivateQuery) []string {
 	tables := make([]string, 0, len(p.Reads))
 	for t := range p.Reads {
 		tables = append(tables, t)
 	}
 	sort.Strings(tables)
-	_ = cache.Put(ctx, s.eng.db, key, text, tables, &cache.Answer{Columns: res.Columns, Rows: res.Rows,
-		ErrorBounds: res.ErrorBounds, Intervals: toCache(res.Intervals), Notes: res.Notes, Epsilon: res.Cost.Epsilon, Delta: res.Cost.Delta})
+	return tables
 }
 
 // cached reports whether a DP query would be answered from the cache.
@@ -347,8 +359,8 @@ func (s *Session) cached(ctx context.Context, st *parser.SelectStmt, p *planner.
 	if s.cacheOff() {
 		return false
 	}
-	_, ok, err := cache.Get(ctx, s.eng.db, s.cacheKey(parser.FormatStmt(st), p))
-	return err == nil && ok
+	_, ok := s.eng.cachedAnswer(ctx, s.cacheKey(parser.FormatStmt(st), p))
+	return ok
 }
 
 // cacheKey is the answer cache's key of a private query (its canonical

@@ -17,6 +17,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -36,16 +37,20 @@ CREATE TABLE IF NOT EXISTS _dpsql_cache (
 CREATE TABLE IF NOT EXISTS _dpsql_cache_tables (
 	key TEXT NOT NULL,
 	table_name TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS _dpsql_cache_epochs (
+	table_name TEXT PRIMARY KEY COLLATE NOCASE,
+	epoch INTEGER NOT NULL
 );`
 
 // Init creates the cache's tables when they are missing (an up-to-date
 // database is only read).
 func Init(ctx context.Context, db *sql.DB) error {
 	var n int
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_cache', '_dpsql_cache_tables')`).Scan(&n); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_cache', '_dpsql_cache_tables', '_dpsql_cache_epochs')`).Scan(&n); err != nil {
 		return err
 	}
-	if n == 2 {
+	if n == 3 {
 		return nil
 	}
 	_, err := db.ExecContext(ctx, schema)
@@ -130,13 +135,49 @@ func Get(ctx context.Context, db *sql.DB, key string) (*Answer, bool, error) {
 	return a, true, nil
 }
 
-// putWait is how long Put waits for the database's write lock.
-const putWait = 2 * time.Second
+// ErrBusy is Put's error when the database's write lock stayed taken for
+// the whole wait: the answer was not stored, and may be stored later.
+var ErrBusy = errors.New("cache: the database's write lock is taken")
+
+// ErrStale is Put's error when a table the answer read changed after
+// Epochs was read for it: the answer is not stored, and never will be.
+var ErrStale = errors.New("cache: a table the answer read has changed since")
+
+// Epochs is a snapshot of the invalidation counters of tables (and of
+// the whole cache, RESET CACHE's), read before the data they answer
+// about: Put stores an answer only while they are unchanged, so that an
+// answer computed from rows a policy change or an import has since
+// replaced is never stored.
+type Epochs string
+
+// ReadEpochs returns the counters of tables now.
+func ReadEpochs(ctx context.Context, db *sql.DB, tables []string) (Epochs, error) {
+	return readEpochs(ctx, db, tables)
+}
+
+// queryer reads rows; *sql.DB and *sql.Tx both have it.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func readEpochs(ctx context.Context, db queryer, tables []string) (Epochs, error) {
+	var sb strings.Builder
+	for _, t := range append([]string{""}, tables...) {
+		var n int64
+		err := db.QueryRowContext(ctx, `SELECT epoch FROM _dpsql_cache_epochs WHERE table_name = ?`, t).Scan(&n)
+		if err != nil && err != sql.ErrNoRows {
+			return "", err
+		}
+		fmt.Fprintf(&sb, "%d,", n)
+	}
+	return Epochs(sb.String()), nil
+}
 
 // Put stores an answer under key, with the statement (for SHOW CACHE) and
-// the tables it read (for invalidation). The first answer stored under a
-// key stays.
-func Put(ctx context.Context, db *sql.DB, key, statement string, tables []string, a *Answer) error {
+// the tables it read (for invalidation), if the tables' counters still
+// read epochs (else ErrStale). It waits at most wait for the database's
+// write lock (else ErrBusy). The first answer stored under a key stays.
+func Put(ctx context.Context, db *sql.DB, key, statement string, tables []string, epochs Epochs, a *Answer, wait time.Duration) error {
 	st := stored{Columns: a.Columns, ErrorBounds: a.ErrorBounds, Notes: a.Notes}
 	for _, r := range a.Intervals {
 		row := make([]*Interval, len(r))
@@ -168,11 +209,6 @@ func Put(ctx context.Context, db *sql.DB, key, statement string, tables []string
 	if err != nil {
 		return err
 	}
-	// The answer is already computed: caching it must not keep it waiting
-	// long behind another writer (an owner's import), so the lock is
-	// waited for at most putWait — long enough for the charges of other
-	// sessions (milliseconds each) to pass, so that repeats stay free
-	// under load — and the answer goes uncached if it is still taken.
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -182,28 +218,56 @@ func Put(ctx context.Context, db *sql.DB, key, statement string, tables []string
 	if err := conn.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&timeout); err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, putWait.Milliseconds())); err != nil {
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, wait.Milliseconds())); err != nil {
 		return err
 	}
 	defer conn.ExecContext(context.Background(), fmt.Sprintf(`PRAGMA busy_timeout = %d`, timeout))
-	tx, err := conn.BeginTx(ctx, nil)
+	// BEGIN IMMEDIATE takes the write lock first, so that the counters
+	// read next cannot change before the answer is stored.
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return busy(err)
+	}
+	if err := putLocked(ctx, conn, key, statement, tables, epochs, a, string(text)); err != nil {
+		_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
+		return busy(err)
+	}
+	return nil
+}
+
+// putLocked is Put's work inside its write transaction.
+func putLocked(ctx context.Context, conn *sql.Conn, key, statement string, tables []string, epochs Epochs, a *Answer, text string) error {
+	now, err := readEpochs(ctx, conn, tables)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO _dpsql_cache (key, statement, result, epsilon, delta, created) VALUES (?, ?, ?, ?, ?, ?)`,
-		key, statement, string(text), a.Epsilon, a.Delta, time.Now().UTC().Format(time.RFC3339Nano))
+	if now != epochs {
+		return ErrStale
+	}
+	res, err := conn.ExecContext(ctx, `INSERT OR IGNORE INTO _dpsql_cache (key, statement, result, epsilon, delta, created) VALUES (?, ?, ?, ?, ?, ?)`,
+		key, statement, text, a.Epsilon, a.Delta, time.Now().UTC().Format(time.RFC3339Nano))
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
 		for _, t := range tables {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO _dpsql_cache_tables (key, table_name) VALUES (?, ?)`, key, t); err != nil {
+			if _, err := conn.ExecContext(ctx, `INSERT INTO _dpsql_cache_tables (key, table_name) VALUES (?, ?)`, key, t); err != nil {
 				return err
 			}
 		}
 	}
-	return tx.Commit()
+	return nil
+}
+
+// busy makes SQLite's "database is locked" ErrBusy.
+func busy(err error) error {
+	if err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked")) {
+		return fmt.Errorf("%w (%v)", ErrBusy, err)
+	}
+	return err
 }
 
 // Execer runs statements; *sql.DB, *sql.Conn and *sql.Tx all have it.
@@ -212,8 +276,12 @@ type Execer interface {
 }
 
 // Invalidate removes the answers that read table (compared as SQLite
-// compares names), inside the owner's transaction.
+// compares names), inside the owner's transaction, and moves the table's
+// counter on, so that an answer computed before is never stored after.
 func Invalidate(ctx context.Context, db Execer, table string) error {
+	if err := bump(ctx, db, table); err != nil {
+		return err
+	}
 	if _, err := db.ExecContext(ctx, `DELETE FROM _dpsql_cache WHERE key IN (SELECT key FROM _dpsql_cache_tables WHERE table_name = ? COLLATE NOCASE)`, table); err != nil {
 		return err
 	}
@@ -221,13 +289,22 @@ func Invalidate(ctx context.Context, db Execer, table string) error {
 	return err
 }
 
-// Reset empties the cache.
+// bump moves table's counter on ("" is the whole cache's).
+func bump(ctx context.Context, db Execer, table string) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_cache_epochs (table_name, epoch) VALUES (?, 1) ON CONFLICT (table_name) DO UPDATE SET epoch = epoch + 1`, table)
+	return err
+}
+
+// Reset empties the cache; an answer being computed now is not stored.
 func Reset(ctx context.Context, db *sql.DB) (int64, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
+	if err := bump(ctx, tx, ""); err != nil {
+		return 0, err
+	}
 	res, err := tx.ExecContext(ctx, `DELETE FROM _dpsql_cache`)
 	if err != nil {
 		return 0, err

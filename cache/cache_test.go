@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -17,8 +18,10 @@ import (
 // TestPutGetInvalidate: answers round-trip with their value types, the
 // first answer under a key stays, invalidation follows the tables read,
 // and a write lock held elsewhere makes Put give up after putWait
-// instead of waiting as long as the connection would; a lock held for a
-// moment (another session's charge) is waited for.
+// instead of waiting as long as the connection would (ErrBusy); a lock
+// held for a moment (another session's charge) is waited for; an answer
+// whose table changed after its epochs were read is not stored
+// (ErrStale).
 func TestPutGetInvalidate(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "c.db")
@@ -36,10 +39,15 @@ func TestPutGetInvalidate(t *testing.T) {
 	if k1 == k2 {
 		t.Fatal("keys ignore the session")
 	}
-	if err := Put(ctx, db, k1, "SELECT 1", []string{"t"}, a); err != nil {
+	const putWait = 2 * time.Second
+	ep, err := ReadEpochs(ctx, db, []string{"t"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Put(ctx, db, k1, "SELECT 1", []string{"t"}, &Answer{Columns: []string{"other"}}); err != nil {
+	if err := Put(ctx, db, k1, "SELECT 1", []string{"t"}, ep, a, putWait); err != nil {
+		t.Fatal(err)
+	}
+	if err := Put(ctx, db, k1, "SELECT 1", []string{"t"}, ep, &Answer{Columns: []string{"other"}}, putWait); err != nil {
 		t.Fatal(err)
 	}
 	got, ok, err := Get(ctx, db, k1)
@@ -54,6 +62,23 @@ func TestPutGetInvalidate(t *testing.T) {
 	}
 	if _, ok, _ := Get(ctx, db, k1); ok {
 		t.Error("invalidated answer still cached")
+	}
+	// An answer computed before the invalidation is not stored after it.
+	if err := Put(ctx, db, k1, "SELECT 1", []string{"t"}, ep, a, putWait); !errors.Is(err, ErrStale) {
+		t.Errorf("an answer older than its table's change: %v, want ErrStale", err)
+	}
+	if _, ok, _ := Get(ctx, db, k1); ok {
+		t.Error("a stale answer was stored")
+	}
+	other, _ := ReadEpochs(ctx, db, []string{"u"})
+	if _, err := Reset(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := Put(ctx, db, k1, "SELECT 1", []string{"u"}, other, a, putWait); !errors.Is(err, ErrStale) {
+		t.Errorf("an answer older than RESET CACHE: %v, want ErrStale", err)
+	}
+	if ep, err = ReadEpochs(ctx, db, []string{"t"}); err != nil {
+		t.Fatal(err)
 	}
 	// Another connection holds the write lock: Put gives up after putWait.
 	holder, err := sql.Open("sqlite", "file:"+path)
@@ -70,8 +95,8 @@ func TestPutGetInvalidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := Put(ctx, db, k2, "SELECT 1", []string{"t"}, a); err == nil {
-		t.Error("Put succeeded while the write lock was held elsewhere")
+	if err := Put(ctx, db, k2, "SELECT 1", []string{"t"}, ep, a, putWait); !errors.Is(err, ErrBusy) {
+		t.Errorf("Put while the write lock was held elsewhere: %v, want ErrBusy", err)
 	}
 	if d := time.Since(start); d > putWait+5*time.Second {
 		t.Errorf("Put waited %v for the lock, more than putWait (%v)", d, putWait)
@@ -81,7 +106,7 @@ func TestPutGetInvalidate(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		c.ExecContext(ctx, `ROLLBACK`)
 	}()
-	if err := Put(ctx, db, k2, "SELECT 1", []string{"t"}, a); err != nil {
+	if err := Put(ctx, db, k2, "SELECT 1", []string{"t"}, ep, a, putWait); err != nil {
 		t.Errorf("Put after the lock was released: %v", err)
 	}
 	// and the connection's own busy timeout is back

@@ -15,6 +15,7 @@ package knobs
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Knobs are one engine's test switches. Set them before the queries they
@@ -49,6 +50,14 @@ type Knobs struct {
 	// grouping identical rows: 0 decides from statistics, GroupAlways and
 	// GroupNever force it, so that tests cover both paths.
 	PostgresGrouping int
+
+	// CacheStoreWait, when positive, replaces how long one attempt to
+	// store a released answer in the cache waits for the write lock (2 s),
+	// so that a contention test can hold the lock past it quickly.
+	CacheStoreWait time.Duration
+	// BeforeCacheStore, when set, runs before a released answer's first
+	// attempt to reach the cache (a test takes the write lock there).
+	BeforeCacheStore func()
 
 	// ReferenceOnly keeps every scan in the reference evaluator (the
 	// measurement aggregate in SQLite), never compiled for the engine
