@@ -380,6 +380,7 @@ var engineSuite = []struct {
 	{"TestNoBudgetNoEpsilon", TestNoBudgetNoEpsilon},
 	{"TestRealNoiseIsAdded", TestRealNoiseIsAdded},
 	{"TestAdult", TestAdult},
+	{"TestBoundingKeepsGroupsAndRowsEvenly", TestBoundingKeepsGroupsAndRowsEvenly},
 	{"TestRerunningCreatePolicySaysWhatChanged", TestRerunningCreatePolicySaysWhatChanged},
 	{"TestCancelledImportSaysNothingWasImported", TestCancelledImportSaysNothingWasImported},
 	{"TestShowLedgerIsTheOwners", TestShowLedgerIsTheOwners},
