@@ -109,17 +109,17 @@ func (e *Engine) storeLater(key string, u *unstored) {
 	}
 }
 
-// cachedAnswer is the answer released under key: from the cache, or
-// released by this engine and still waiting for the write lock.
+// cachedAnswer is the answer released under key: released by this engine
+// and still waiting for the write lock, or from the cache. Memory is
+// looked at first: a writer stores the answer before it leaves memory,
+// so an answer that has left memory is in the cache (the other order
+// could miss it in both, between the store and the removal).
 func (e *Engine) cachedAnswer(ctx context.Context, key string) (*cache.Answer, bool) {
-	a, ok, err := cache.Get(ctx, e.db, key)
-	if err != nil {
-		return nil, false
-	}
-	if ok {
+	if a, ok := e.unstoredAnswer(ctx, key); ok {
 		return a, true
 	}
-	return e.unstoredAnswer(ctx, key)
+	a, ok, err := cache.Get(ctx, e.db, key)
+	return a, err == nil && ok
 }
 
 // unstoredAnswer is the answer released under key and not yet stored, if

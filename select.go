@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/cache"
 	"github.com/dpsql/dpsql/catalog"
@@ -178,12 +179,7 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 		res.Notes = append(res.Notes, fmt.Sprintf(chargeNotePrefix+"ε=%.6g (SHOW BUDGET: what is left)", cost.Epsilon))
 	}
 	for _, c := range chosen {
-		switch {
-		case c.Collapsed:
-			res.Notes = append(res.Notes, fmt.Sprintf("warning: the bounds of %s chosen privately collapsed to [%g, %g]: too few rows stood above the search's noise threshold (about %.3g rows), so the answer reflects the bounds, not the data; declare bounds (ALTER PRIVACY POLICY ... SET BOUNDS) or spend more ε", c.Label, c.Lo, c.Hi, c.Threshold))
-		case s.settings.ShowBounds:
-			res.Notes = append(res.Notes, fmt.Sprintf("bounds of %s chosen privately: [%g, %g]", c.Label, c.Lo, c.Hi))
-		}
+		res.Notes = append(res.Notes, chosenBoundNotes(c, s.settings.ShowBounds)...)
 	}
 	if why := prep.FellBack(); why != nil {
 		// Whether the engine ran out of resources can depend on the rows
@@ -200,7 +196,7 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	if u := opt.plan.Unit; u.Column != "" && res.Intervals != nil {
 		res.Notes = append(res.Notes, fmt.Sprintf("the intervals are about the rows contribution bounding kept (at most %d group(s) and %d row(s) per group for each %s): a unit's rows beyond those are not counted", u.MaxGroups, u.MaxRows, u.Column))
 	}
-	if n := clippedNote(res); n != "" {
+	if n := clippedNote(res, chosen); n != "" {
 		res.Notes = append(res.Notes, n)
 	}
 	if n := wideIntervals(res.Intervals); n > 0 {
@@ -210,6 +206,25 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 		s.toCache(ctx, key, text, opt.plan, epochs, res)
 	}
 	return res, nil
+}
+
+// chosenBoundNotes are the notes of an answer about bounds it chose
+// privately: a warning, with the private estimate of the share of values
+// clipped, when that share is autobound.WarnShare or more, when the estimate
+// cannot rule out half (too few rows for the ε), or when the bounds
+// collapsed; else, with show_bounds, the bounds and the estimate.
+func chosenBoundNotes(c exec.ChosenBound, show bool) []string {
+	est := fmt.Sprintf("an estimated %.3g%% of its values lie beyond them (95%%: up to %.3g%%; counted privately, from the query's ε)", 100*c.Clipped.Share(), 100*c.Clipped.MaxShare())
+	fix := "declare bounds (ALTER PRIVACY POLICY ... SET BOUNDS, or contribution_bounds_per_row => (lo, hi)) or spend more ε"
+	switch {
+	case c.Collapsed:
+		return []string{fmt.Sprintf("warning: the bounds of %s chosen privately collapsed to [%g, %g]: too few rows stood above the search's noise threshold (about %.3g rows), so the answer reflects the bounds, not the data; %s; %s", c.Label, c.Lo, c.Hi, c.Threshold, est, fix)}
+	case c.Clipped.Share() >= autobound.WarnShare || c.Clipped.MaxShare() >= 0.5:
+		return []string{fmt.Sprintf("warning: the bounds of %s chosen privately, [%g, %g], clip: %s, so the answer may be well below (or above) the data's; %s", c.Label, c.Lo, c.Hi, est, fix)}
+	case show:
+		return []string{fmt.Sprintf("bounds of %s chosen privately: [%g, %g]; %s", c.Label, c.Lo, c.Hi, est)}
+	}
+	return nil
 }
 
 // prepare compiles p's scan for the backend, measured where the tables
@@ -439,14 +454,21 @@ func textArgumentNotes(p *planner.PrivateQuery, cat *catalog.Catalog) []string {
 // clippedNote names the values computed from clipped values and their
 // bounds (the first row's: bounds are per aggregate, the same in every
 // group), or "".
-func clippedNote(res *Result) string {
+func clippedNote(res *Result, chosen []exec.ChosenBound) string {
 	if len(res.Intervals) == 0 {
 		return ""
 	}
 	var parts []string
 	for j, iv := range res.Intervals[0] {
 		if iv != nil && iv.Clipped && j < len(res.Columns) {
-			parts = append(parts, fmt.Sprintf("%s [%g, %g]", res.Columns[j], iv.ClipLo, iv.ClipHi))
+			part := fmt.Sprintf("%s [%g, %g]", res.Columns[j], iv.ClipLo, iv.ClipHi)
+			for _, c := range chosen {
+				if c.Lo == iv.ClipLo && c.Hi == iv.ClipHi {
+					part += " (chosen privately)" // not declared: a release of the data, with its own note
+					break
+				}
+			}
+			parts = append(parts, part)
 		}
 	}
 	if len(parts) == 0 {

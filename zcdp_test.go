@@ -79,7 +79,9 @@ func explainErrors(t *testing.T, e *dpsql.Engine, q string) []float64 {
 // TestPureBudgetAndRecordedRho: under SET BUDGET ... PURE a query asking
 // for Gaussian noise is refused before anything is charged; a Laplace
 // query with a bound search records ρ = Σ ε_k²/2 over its parts (search
-// 0.2, cell 0.8 of ε = 1: 0.02 + 0.32); a Gaussian one records its share
+// 0.2 of ε = 1 — its sparse vector run 0.16 and its two clipped-share
+// counts 0.02 each — and the cell 0.8: 0.0128 + 0.0002 + 0.0002 + 0.32);
+// a Gaussian one records its share
 // of ρ_T.
 func TestPureBudgetAndRecordedRho(t *testing.T) {
 	parallel(t)
@@ -101,8 +103,8 @@ func TestPureBudgetAndRecordedRho(t *testing.T) {
 		t.Errorf("a refused query was charged: %+v", st)
 	}
 	res := query(t, e, "SELECT SUM(i) FROM t")
-	if res.Mechanism != budget.Laplace || math.Abs(res.Rho-0.34) > 1e-9 {
-		t.Errorf("Laplace with a search: %s ρ=%v, want 0.34", res.Mechanism, res.Rho)
+	if res.Mechanism != budget.Laplace || math.Abs(res.Rho-0.3332) > 1e-9 {
+		t.Errorf("Laplace with a search: %s ρ=%v, want 0.3332", res.Mechanism, res.Rho)
 	}
 	mustRun(t, owner, "SET BUDGET epsilon = 10, delta = 1e-6")
 	res = query(t, e, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = 'gaussian') SUM(i) FROM t")

@@ -236,6 +236,32 @@ type ChosenBound struct {
 	Collapsed bool
 	// Threshold is the search's threshold in rows (about: its noise).
 	Threshold float64
+	// Clipped is the private estimate of how many values the bounds
+	// clipped (paid from the search's ε).
+	Clipped autobound.Clipped
+}
+
+// announced tells a noise observer (the auditor) about the two counts of
+// bound search i's clipped values before they are drawn.
+func announced(noise mechanism.Noiser, search int) mechanism.Noiser {
+	o, ok := noise.(CallObserver)
+	if !ok {
+		return noise
+	}
+	return &announcing{Noiser: noise, observer: o, search: search}
+}
+
+type announcing struct {
+	mechanism.Noiser
+	observer CallObserver
+	search   int
+	calls    int
+}
+
+func (a *announcing) AddLaplace(v, sens, eps float64) (float64, error) {
+	a.observer.ObserveNoiseCall(NoiseCall{Clip: true, Cell: a.search, Round: a.calls})
+	a.calls++
+	return a.Noiser.AddLaplace(v, sens, eps)
 }
 
 // Prepared is a private query whose statements the backend has compiled,
@@ -410,14 +436,13 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 		for g := range sc.hists {
 			all.Merge(sc.hists[g][i])
 		}
-		r, err := autobound.Search(&all, sr.Epsilon, sr.Sensitivity, noise)
+		r, clipped, err := autobound.Choose(&all, sr.Epsilon, sr.Sensitivity, announced(noise, i))
 		if err != nil {
 			return nil, nil, err
 		}
 		chosen[i] = r
-		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: sr.Sensitivity, Cutoff: 2, Monotonic: true}
 		notes = append(notes, ChosenBound{Label: sr.Label, Lo: r.Lo, Hi: r.Hi, Collapsed: r.LoIdx <= 1 && r.HiIdx <= 1,
-			Threshold: autobound.ThresholdScales * mechanism.SparseQueryScale(opts)})
+			Threshold: autobound.Threshold(sr.Epsilon, sr.Sensitivity), Clipped: clipped})
 	}
 	if err := selectGroups(sc, q, rw, noise); err != nil {
 		return nil, nil, err
@@ -603,6 +628,10 @@ type NoiseCall struct {
 	Round       int
 	Sensitivity float64
 	Monotonic   bool
+	// Clip marks a count of bound search Cell's values: of those beyond
+	// its chosen bounds (Round 0) or of all (Round 1); the share clipped
+	// the answer reports (autobound.Choose).
+	Clip bool
 }
 
 // CallObserver is implemented by test noisers that need to know which
@@ -1183,14 +1212,19 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 	}
 	add("measurements", fmt.Sprintf("%s per group (argument i of the call is a<i>; values converted as CAST(x AS REAL), clipped, summed exactly)", strings.Join(measure.Strings(rw.Measured), "; ")))
 	for i, sr := range q.Searches {
-		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: sr.Sensitivity, Cutoff: 2, Monotonic: true}
+		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon * autobound.SearchShare, Sensitivity: sr.Sensitivity, Cutoff: 2, Monotonic: true}
 		share := fmt.Sprintf("%.3g of the query's ε", q.BoundsFraction)
 		if len(q.Cells) > 0 && q.Cells[0].Gaussian {
 			share = fmt.Sprintf("√(2ρ_k): the searches take %.3g of the query's ρ", q.BoundsFraction)
 		}
+		t := autobound.Threshold(sr.Epsilon, sr.Sensitivity)
+		walk := "every candidate"
+		if t > autobound.CoarseRows {
+			walk = "one candidate per octave (the threshold is large in rows), the bound then widened by an octave"
+		}
 		add(fmt.Sprintf("bounds search s%d", i), fmt.Sprintf(
-			"%s: no declared bounds, chosen privately from one histogram scan (%s): sparse vector technique, cutoff 2, monotonic counts, ε=%.6g (%s), query noise scale %.4g, stops where at most about %d noise scales of values lie beyond a candidate; candidates 0 and (1 + k/8)·2^e for e in [%d, %d]",
-			sr.Label, rewrite.MeasureFunction, sr.Epsilon, share, mechanism.SparseQueryScale(opts), autobound.ThresholdScales, autobound.MinExp, autobound.MaxExp-1))
+			"%s: no declared bounds, chosen privately from one histogram scan (%s), ε=%.6g (%s): %.3g of it for the sparse vector technique (cutoff 2, monotonic counts, query noise scale %.4g, walking %s; it stops where about %.3g values lie beyond a candidate), the rest for two Laplace counts (the values beyond the chosen bounds, and all values: the answer's estimate of the share clipped, with a warning from %.3g%%); candidates 0 and (1 + k/8)·2^e for e in [%d, %d]; so that at most 5%% of the values are clipped the column needs about %.3g values (rows kept by contribution bounding) — with fewer, expect a warning and an answer that reflects the bounds more than the data",
+			sr.Label, rewrite.MeasureFunction, sr.Epsilon, share, autobound.SearchShare, mechanism.SparseQueryScale(opts), walk, t, 100*autobound.WarnShare, autobound.MinExp, autobound.MaxExp-1, autobound.UnitsFor(sr.Epsilon, sr.Sensitivity, 0.05)))
 	}
 	for i, c := range q.Cells {
 		name := fmt.Sprintf("noise c%d", i)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/mechanism"
 )
 
@@ -84,7 +85,10 @@ func (q *PrivateQuery) Releases() int {
 func (q *PrivateQuery) SearchParts() []float64 {
 	var out []float64
 	for _, s := range q.Searches {
-		out = append(out, s.Epsilon)
+		// autobound.Choose: the search, then two counts of what its
+		// bounds clip.
+		each := s.Epsilon * (1 - autobound.SearchShare) / 2
+		out = append(out, s.Epsilon*autobound.SearchShare, each, each)
 	}
 	if q.Selection != nil {
 		out = append(out, q.Selection.Epsilon)

@@ -1085,9 +1085,7 @@ func (q *PrivateQuery) checkNoise() error {
 		}
 	}
 	for _, sr := range q.Searches {
-		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon, Sensitivity: sr.Sensitivity, Cutoff: 2, Monotonic: true}
-		opts.Threshold = -autobound.ThresholdScales * mechanism.SparseQueryScale(opts)
-		if err := mechanism.CheckSparse(opts); err != nil {
+		if err := autobound.Check(sr.Epsilon, sr.Sensitivity); err != nil {
 			return fail("the bound search of "+sr.Label, err)
 		}
 	}

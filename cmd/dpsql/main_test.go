@@ -589,6 +589,12 @@ func TestMachineReadableOutput(t *testing.T) {
 		sets[1] != "a,b,dpsql_epsilon,dpsql_delta\nx,2,0,0\n" {
 		t.Errorf("csv --with-cost: %q", out)
 	}
+	// Bounds chosen privately from 50 rows at ε = 0.25 cannot find the
+	// data: the csv row carries the warning with the share clipped.
+	out, errOut, _ = runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "csv", "--with-cost", "-c", `SELECT SUM("Age" + 0) AS s FROM people`)
+	if !strings.HasPrefix(out, "s,dpsql_epsilon,dpsql_delta,dpsql_notes\n") || !strings.Contains(out, "warning: the bounds of") || !strings.Contains(out, "of its values lie beyond them") {
+		t.Errorf("csv --with-cost drops the clipping warning: %q %q", out, errOut)
+	}
 	resetCache()
 	out, _, _ = runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "line", "--with-cost", "-c", "SELECT COUNT(*) AS n FROM people")
 	if !strings.Contains(out, "(1 row; spent ε=0.25; 95% noise bound: n ±12)") {

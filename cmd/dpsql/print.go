@@ -350,13 +350,19 @@ func boundNames(r *dpsql.Result) []string {
 }
 
 // costColumns are the columns --with-cost adds to csv rows: the ε and δ
-// the result spent and each noisy column's 95% noise bound.
+// the result spent, each noisy column's 95% noise bound, and the
+// result's notes (one per line; warnings such as bounds that clip much
+// of the data among them), when it has any.
 func costColumns(r *dpsql.Result) (names []string, values []string) {
 	names = []string{"dpsql_epsilon", "dpsql_delta"}
 	values = []string{strconv.FormatFloat(r.Cost.Epsilon, 'g', -1, 64), strconv.FormatFloat(r.Cost.Delta, 'g', -1, 64)}
 	for _, n := range boundNames(r) {
 		names = append(names, "dpsql_error95("+n+")")
 		values = append(values, strconv.FormatFloat(r.ErrorBounds[n], 'g', -1, 64))
+	}
+	if len(r.Notes) > 0 {
+		names = append(names, "dpsql_notes")
+		values = append(values, strings.Join(r.Notes, "\n"))
 	}
 	return names, values
 }

@@ -346,6 +346,9 @@ func (c *comparison) index(r *record) map[cellKey]call {
 		if cl.Choice {
 			k = cellKey{choice: true, key: cl.key, cell: -1, round: cl.Round}
 		}
+		if cl.Clip {
+			k = cellKey{clip: true, cell: cl.Cell, round: cl.Round}
+		}
 		if _, dup := m[k]; dup {
 			c.bad("two noise calls for the same cell %+v", k)
 		}
@@ -368,6 +371,9 @@ type tally struct {
 	choiceEps          map[int]float64
 	choiceUp, choiceDn bool
 	choiceMonotonic    bool
+	// clipEps is what the bound searches' counts of clipped values spend
+	// (checked within their sensitivity in cells).
+	clipEps, clipRho float64
 }
 
 // cells checks (2) and (3): cells and partition selection, aligned by
@@ -411,6 +417,22 @@ func (c *comparison) cells(ma, mb map[cellKey]call) *tally {
 			t.choiceUp, t.choiceDn = t.choiceUp || d.Sign() > 0, t.choiceDn || d.Sign() < 0
 			if d.Abs(d).Cmp(new(big.Float).SetFloat64(ca.Sensitivity)) > 0 {
 				c.bad("report noisy max, candidate %s: its score moves by %s between neighbours, sensitivity %g", k.key, d.Text('g', 6), ca.Sensitivity)
+			}
+			continue
+		}
+		if k.clip {
+			// The counts of a bound search's clipped values: Laplace
+			// counts made on both sides, each moving by at most its
+			// sensitivity, ε-DP each (sequential composition).
+			t.clipEps += cl.eps
+			t.clipRho += cl.eps * cl.eps / 2
+			if okA != okB || ca.sens != cb.sens || ca.eps != cb.eps {
+				c.bad("bound search %d's count %d: made on one side only, or its noise parameters depend on the data", k.cell, k.round)
+				continue
+			}
+			d := new(big.Float).SetPrec(4096).Sub(ca.value, cb.value)
+			if d.Abs(d).Cmp(new(big.Float).SetFloat64(ca.sens)) > 0 {
+				c.bad("bound search %d's count %d moves by %s between neighbours, sensitivity %g", k.cell, k.round, d.Text('g', 8), ca.sens)
 			}
 			continue
 		}
@@ -480,6 +502,8 @@ func (c *comparison) loss(a, b outcome, t *tally, claimed float64, ma, mb map[ce
 		searchEps, searchRho = searchEps+e, searchRho+e*e/2
 		claimed += e
 	}
+	searchEps, searchRho = searchEps+t.clipEps, searchRho+t.clipRho
+	claimed += t.clipEps
 	if t.choiceMonotonic && t.choiceUp && t.choiceDn {
 		c.bad("report noisy max's scores are declared monotonic but move both ways")
 	}
@@ -532,6 +556,9 @@ type cellKey struct {
 	// choice: report noisy max's draw for candidate key in round round.
 	choice bool
 	round  int
+	// clip: count round (0: beyond the bounds, 1: all) of bound search
+	// cell's values.
+	clip bool
 }
 
 // cellDetail lists the cells that moved by more than their sensitivity,
