@@ -243,12 +243,14 @@ type ChosenBound struct {
 
 // announced tells a noise observer (the auditor) about the two counts of
 // bound search i's clipped values before they are drawn.
-func announced(noise mechanism.Noiser, search int) mechanism.Noiser {
+// (halved re-introduces a bug for the auditor's tests: the counts noised
+// at half their sensitivity.)
+func announced(noise mechanism.Noiser, search int, halved bool) mechanism.Noiser {
 	o, ok := noise.(CallObserver)
 	if !ok {
 		return noise
 	}
-	return &announcing{Noiser: noise, observer: o, search: search}
+	return &announcing{Noiser: noise, observer: o, search: search, halved: halved}
 }
 
 type announcing struct {
@@ -256,11 +258,15 @@ type announcing struct {
 	observer CallObserver
 	search   int
 	calls    int
+	halved   bool
 }
 
 func (a *announcing) AddLaplace(v, sens, eps float64) (float64, error) {
 	a.observer.ObserveNoiseCall(NoiseCall{Clip: true, Cell: a.search, Round: a.calls})
 	a.calls++
+	if a.halved {
+		sens /= 2
+	}
 	return a.Noiser.AddLaplace(v, sens, eps)
 }
 
@@ -436,7 +442,7 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 		for g := range sc.hists {
 			all.Merge(sc.hists[g][i])
 		}
-		r, clipped, err := autobound.Choose(&all, sr.Epsilon, sr.Sensitivity, announced(noise, i))
+		r, clipped, err := autobound.Choose(&all, sr.Epsilon, sr.Sensitivity, announced(noise, i, q.Knobs != nil && q.Knobs.ClipCountHalfSensitivity))
 		if err != nil {
 			return nil, nil, err
 		}

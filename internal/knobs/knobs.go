@@ -45,6 +45,9 @@ type Knobs struct {
 	// ChoicePerRow takes a chosen query's per-group sensitivity from one
 	// row, ignoring that a unit keeps up to l∞ rows in a group.
 	ChoicePerRow bool
+	// ClipCountHalfSensitivity noises a bound search's counts of clipped
+	// values as if one unit moved them by half the rows it can.
+	ClipCountHalfSensitivity bool
 
 	// PostgresGrouping overrides the PostgreSQL backend's choice of
 	// grouping identical rows: 0 decides from statistics, GroupAlways and

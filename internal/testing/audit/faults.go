@@ -17,4 +17,5 @@ var Faults = []Fault{
 	{"ABS left unwrapped (raises on -2^63)", func(k *knobs.Knobs) *bool { return &k.BareAbs }},
 	{"chosen groups' values composed in parallel", func(k *knobs.Knobs) *bool { return &k.ChoiceParallelValues }},
 	{"chosen groups compared at one row's sensitivity", func(k *knobs.Knobs) *bool { return &k.ChoicePerRow }},
+	{"clipped-value counts at half their sensitivity", func(k *knobs.Knobs) *bool { return &k.ClipCountHalfSensitivity }},
 }
