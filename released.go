@@ -177,12 +177,31 @@ func ValueText(v any, iv *Interval) string {
 	if integer {
 		place = max(0, place)
 	}
+	// A value whose interval lies within the bounds its values were
+	// clipped to (an average, a percentile) can never be outside them:
+	// rounding must not put it or its interval there either (bounds
+	// [0, 125] must not show as 130 [0, 130]).
+	within := iv.Clipped && iv.Lo >= iv.ClipLo && iv.Hi <= iv.ClipHi
+	clamp := func(y float64) float64 {
+		if within {
+			return math.Max(iv.ClipLo, math.Min(iv.ClipHi, y))
+		}
+		return y
+	}
 	f := func(y float64) string {
 		if place >= 0 {
 			unit := math.Pow(10, place)
-			return strconv.FormatFloat(math.Round(y/unit)*unit, 'f', 0, 64)
+			r := math.Round(y/unit)*unit + 0 // + 0: no "-0"
+			if c := clamp(r); c != r {
+				return strconv.FormatFloat(c, 'f', -1, 64)
+			}
+			return strconv.FormatFloat(r, 'f', 0, 64)
 		}
-		return strconv.FormatFloat(y, 'f', int(-place), 64)
+		r := strconv.FormatFloat(y, 'f', int(-place), 64)
+		if rv, err := strconv.ParseFloat(r, 64); err == nil && clamp(rv) != rv {
+			return strconv.FormatFloat(clamp(rv), 'f', -1, 64)
+		}
+		return r
 	}
 	val := f(x)
 	if integer && place == 0 {
