@@ -118,13 +118,14 @@ func (c *Console) answer(r *http.Request, s *session, req queryRequest, explain 
 	}, nil)
 	var stopped *access.Cancelled
 	if errors.As(err, &stopped) {
-		why := "cancelled at your request"
-		if stopped.Timeout > 0 {
-			why = fmt.Sprintf("cancelled: it ran past the statement timeout (%s)", stopped.Timeout)
-		}
 		// The engine's message says whether the query's ε was charged
-		// before it stopped.
-		err = &apiError{http.StatusRequestTimeout, why + ": " + stopped.Err.Error()}
+		// before it stopped. Not 408: browsers re-send a request answered
+		// 408 on a kept-alive connection (Chromium does), which ran the
+		// cancelled statement again.
+		err = &apiError{http.StatusConflict, "cancelled at your request: " + stopped.Err.Error()}
+		if stopped.Timeout > 0 {
+			err = &apiError{http.StatusGatewayTimeout, fmt.Sprintf("cancelled: it ran past the statement timeout (%s): %s", stopped.Timeout, stopped.Err.Error())}
+		}
 	}
 	if err != nil {
 		entry.Error = err.Error()

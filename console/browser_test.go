@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,7 +34,7 @@ func chromium(t *testing.T) string {
 // TestBrowser drives a real headless Chromium through the console: log-in
 // (a wrong password first), completion, a grouped query drawn with error
 // bars (and the CSV its download saves), a refused query's message, the budget running out, the history,
-// and log-out. Each step's screenshot goes to $DPSQL_SCREENSHOTS (kept out
+// Cancel on a slow statement, and log-out. Each step's screenshot goes to $DPSQL_SCREENSHOTS (kept out
 // of the repository; docs/images/console.png is the grouped query's, made
 // with DPSQL_SCREENSHOTS=/tmp/shots go test ./console -run Browser) or to
 // the test's temporary directory. The assertions read the DOM: values,
@@ -244,9 +245,39 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("history: %q", history)
 	}
 
+	// Cancel: a statement that would scan for minutes stops when Cancel
+	// is pressed, the page says so, and it ran once (a browser re-sends
+	// a request answered 408 on a kept-alive connection: the cancelled
+	// statement used to run again, the page staying "running…").
+	run("slow query", setSQL(slowPrivate, "0.1"), chromedp.Click(chromedp.ID("run")),
+		poll(`document.getElementById("status").textContent === "running…"`))
+	for deadline := time.Now().Add(20 * time.Second); h.spent(t, "alice") < 0.8 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond) // until it is charged and scanning
+	}
+	run("cancel", chromedp.Click(chromedp.ID("cancel")),
+		chromedp.WaitVisible(chromedp.CSS("#error:not(:empty)")),
+		poll(`document.getElementById("status").textContent === ""`),
+		poll(`document.querySelectorAll("#history li").length === 5`),
+		shot("05 cancelled"))
+	if got := text("#error"); !strings.Contains(got, "cancelled at your request") || !strings.Contains(got, "charged") {
+		t.Errorf("the cancelled statement says %q", got)
+	}
+	time.Sleep(time.Second) // a re-sent request would be running (and in the history) by now
+	history, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#history li")).map(li => li.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("status").textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(history) != 5 || !strings.HasSuffix(history[0], "failed") || running != "" {
+		t.Errorf("after Cancel the page shows %q and the history %q: the statement ran again", running, history)
+	}
+
 	// Log-out: back to the log-in form, and a reload stays there.
 	run("log out", chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("login-view")),
-		chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("login-view")), shot("05 logged out"))
+		chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("login-view")), shot("06 logged out"))
 	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("work-view").hidden`))
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +285,7 @@ func TestBrowser(t *testing.T) {
 	if !hidden {
 		t.Error("after log-out the work view is shown")
 	}
-	if got := h.spent(t, "alice"); got != 0.7 {
-		t.Errorf("the ledger says alice spent %v, want 0.7", got)
+	if got := h.spent(t, "alice"); math.Abs(got-0.8) > 1e-9 {
+		t.Errorf("the ledger says alice spent %v, want 0.8 (0.7, and the cancelled statement's 0.1 once)", got)
 	}
 }

@@ -576,7 +576,7 @@ func TestCancelAndTimeout(t *testing.T) {
 	select {
 	case r := <-done:
 		msg := fmt.Sprint(r.out["error"])
-		if r.code != http.StatusRequestTimeout || !strings.Contains(msg, "cancelled at your request") || !strings.Contains(msg, "ε=0.25, δ=0 was charged") {
+		if r.code != http.StatusConflict || !strings.Contains(msg, "cancelled at your request") || !strings.Contains(msg, "ε=0.25, δ=0 was charged") {
 			t.Errorf("cancelled statement: %d %q", r.code, msg)
 		}
 	case <-time.After(30 * time.Second):
@@ -590,7 +590,7 @@ func TestCancelAndTimeout(t *testing.T) {
 	d := g.client(t)
 	d.mustLogin("bob")
 	code, out := d.query(slowPrivate, 0.25)
-	if msg := fmt.Sprint(out["error"]); code != http.StatusRequestTimeout || !strings.Contains(msg, "statement timeout (300ms)") || !strings.Contains(msg, "was charged") {
+	if msg := fmt.Sprint(out["error"]); code != http.StatusGatewayTimeout || !strings.Contains(msg, "statement timeout (300ms)") || !strings.Contains(msg, "was charged") {
 		t.Errorf("timeout: %d %q", code, msg)
 	}
 	if got := g.spent(t, "bob"); got != 0.25 {
