@@ -118,5 +118,7 @@ func (d duckdbBackend) importInto(ctx context.Context, e *Engine, table, path st
 	if err != nil {
 		return 0, nil, err
 	}
-	return n, cols, mirrorDuckDB(ctx, e.db, d.duck, nil)
+	// The rows are stored: from here the import finishes, whatever a
+	// cancel says (the mirror is the state file's record of the table).
+	return n, cols, mirrorDuckDB(context.WithoutCancel(ctx), e.db, d.duck, nil)
 }

@@ -267,7 +267,14 @@ func (s *Source) write(ctx context.Context, table string, fill func(*sql.DB) (in
 		}
 		return 0, fmt.Errorf("importing into %s: %v", s.Path, firstLine(err.Error()))
 	}
+	// Storing the rows (the checkpoint) is the last step that may be
+	// cancelled: if it fails the table goes too, so that a cancelled
+	// import is one that imported nothing (a table left behind, with all
+	// its rows, used to outlive an "import cancelled" message).
+	s.observe("CHECKPOINT")
 	if _, err := db.ExecContext(ctx, "CHECKPOINT"); err != nil {
+		_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+Quote(table))
+		_, _ = db.ExecContext(context.Background(), "CHECKPOINT")
 		return 0, err
 	}
 	return n, nil
