@@ -37,7 +37,10 @@ func noiseOptions(p *planner.PrivateQuery, st budget.Status) ([]option, string, 
 	}
 	rho := st.GaussianRho(p.Epsilon)
 	if rho <= 0 {
-		reason := "the owner's budget has δ = 0, so only pure ε-DP mechanisms run"
+		reason := "the budget has δ = 0, so only pure ε-DP mechanisms run"
+		if st.Analyst != "" {
+			reason = fmt.Sprintf("analyst %s's budget has δ = 0 (ALTER ANALYST ... BUDGET epsilon = E, delta = D gives one), so only pure ε-DP mechanisms run", st.Analyst)
+		}
 		switch {
 		case !st.Set:
 			reason = "no budget is set yet"

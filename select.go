@@ -12,6 +12,7 @@ import (
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/cache"
 	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/dperr"
 	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
@@ -28,7 +29,7 @@ func (s *Session) query(ctx context.Context, st *parser.SelectStmt, cat *catalog
 			return nil, cerr
 		}
 		if comp == nil {
-			return nil, err
+			return nil, s.adviseDelta(ctx, err)
 		}
 		return s.composite(ctx, comp, cat)
 	}
@@ -282,7 +283,7 @@ func (s *Session) checkBudget(ctx context.Context, st *parser.SelectStmt, p *pla
 		return err
 	}
 	if p.Delta > 0 && status.Set && status.Total.Delta == 0 {
-		return at(st.SelectPos, &noDeltaError{delta: p.Delta})
+		return at(st.SelectPos, &noDeltaError{delta: p.Delta, analyst: status.Analyst})
 	}
 	if err := status.Admits(charges(opts)); err != nil { // the ledger as status read it: one read, not two
 		if errors.Is(err, budget.ErrBudgetExhausted) {
@@ -300,12 +301,43 @@ func (s *Session) checkBudget(ctx context.Context, st *parser.SelectStmt, p *pla
 	return nil
 }
 
+// adviseDelta adds to a refusal that suggests OPTIONS (delta = D) that
+// the budget the query would spend has δ = 0 (so that advice would be
+// refused too), whose budget it is, and what gives it a δ.
+func (s *Session) adviseDelta(ctx context.Context, err error) error {
+	var de *dperr.Error
+	if !errors.As(err, &de) || !strings.Contains(de.Msg, "OPTIONS (delta = D)") {
+		return err
+	}
+	status, serr := s.status(ctx)
+	if serr != nil || !status.Set || status.Total.Delta > 0 {
+		return err
+	}
+	hint := "this database's budget has δ = 0, so OPTIONS (delta = D) would be refused too: the owner declares the domain, or allows a δ (SET BUDGET epsilon = E, delta = D)"
+	if status.Analyst != "" {
+		hint = fmt.Sprintf("your budget (analyst %s) has δ = 0, so OPTIONS (delta = D) would be refused too: the owner declares the domain, or gives you a δ (ALTER ANALYST %s BUDGET epsilon = E, delta = D)", status.Analyst, parser.QuoteIdent(status.Analyst))
+	}
+	c := *de
+	c.Msg += "; but " + hint // in the message: every surface shows it
+	return &c
+}
+
 // noDeltaError refuses a query that asks for δ > 0 on a budget whose δ
-// is 0: not that the budget ran out, but that it never allowed any δ.
-type noDeltaError struct{ delta float64 }
+// is 0: not that the budget ran out, but that it never allowed any δ. It
+// says whose budget it is (an analyst's own, or the database's) and what
+// gives it a δ.
+type noDeltaError struct {
+	delta   float64
+	analyst string
+}
 
 func (e *noDeltaError) Error() string {
-	return fmt.Sprintf("the query asks for δ=%g, but this database's budget has δ = 0 (pure ε): no query may spend δ. Drop delta from OPTIONS; a GROUP BY then needs its column's values declared (ALTER PRIVACY POLICY ... SET DOMAIN), or the owner allows a δ (SET BUDGET epsilon = E, delta = D)", e.delta)
+	whose, fix := "this database's budget has", "the owner allows a δ (SET BUDGET epsilon = E, delta = D)"
+	if e.analyst != "" {
+		whose = fmt.Sprintf("your budget (analyst %s) has", e.analyst)
+		fix = fmt.Sprintf("the owner gives you a δ (ALTER ANALYST %s BUDGET epsilon = E, delta = D)", parser.QuoteIdent(e.analyst))
+	}
+	return fmt.Sprintf("the query asks for δ=%g, but %s δ = 0 (pure ε): no query of it may spend δ. Drop delta from OPTIONS; a GROUP BY then needs its column's values declared (ALTER PRIVACY POLICY ... SET DOMAIN), or %s", e.delta, whose, fix)
 }
 
 // Unwrap makes it a budget refusal (the exit status and SQLSTATE of one).
