@@ -580,9 +580,29 @@ func (c *Catalog) SetBounds(ctx context.Context, db storesql.On, table, column s
 	if math.IsNaN(b.Lo) || math.IsNaN(b.Hi) || math.IsInf(b.Lo, 0) || math.IsInf(b.Hi, 0) || b.Lo >= b.Hi {
 		return fmt.Errorf("%w: bounds must be finite numbers with lo < hi, got (%v, %v)", ErrInvalidPolicy, b.Lo, b.Hi)
 	}
+	// What every aggregate over the bounds needs (the planner checks the
+	// same): a span whose square is a finite double. Wider bounds would be
+	// accepted here and then fail every SUM, AVG and VAR of analysts.
+	if span := b.Hi - b.Lo; math.IsInf(span, 0) || math.IsInf(span*span, 0) {
+		return fmt.Errorf("%w: bounds (%g, %g) are too wide: no SUM, AVG or VAR over them could be noised (hi − lo must stay below about 1e154; bounds near the data's range give far less noise)", ErrInvalidPolicy, b.Lo, b.Hi)
+	}
+	if textual(col.Type) {
+		return fmt.Errorf("%w: column %s is %s: bounds clip numbers, and its text would be read as numbers (mostly 0); change its type, or bound a numeric expression of it per query (contribution_bounds_per_row => (lo, hi))", ErrInvalidPolicy, col.Name, col.Type)
+	}
 	_, err = db.ExecContext(ctx, `INSERT INTO _dpsql_bounds (table_name, column_name, lo, hi) VALUES (?, ?, ?, ?)
 		ON CONFLICT (table_name, column_name) DO UPDATE SET lo = excluded.lo, hi = excluded.hi`, t.Name, col.Name, b.Lo, b.Hi)
 	return err
+}
+
+// textual reports whether a declared type has SQLite's TEXT affinity, or
+// is BLOB (SQLite's rules: a type naming INT is an integer first; one
+// naming CHAR, CLOB or TEXT is text): no number is stored there as one.
+func textual(declared string) bool {
+	t := strings.ToUpper(declared)
+	if strings.Contains(t, "INT") {
+		return false
+	}
+	return strings.Contains(t, "CHAR") || strings.Contains(t, "CLOB") || strings.Contains(t, "TEXT") || t == "BLOB"
 }
 
 // SetDomain declares the public domain of a group-key column; the values
