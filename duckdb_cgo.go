@@ -104,6 +104,14 @@ func (d *duckSource) importFile(ctx context.Context, table, path string, opts cs
 	if err == nil {
 		return n, result.c.Columns, nil
 	}
+	if readCtx.Err() != nil && ctx.Err() == nil {
+		// The check failed and stopped the read, maybe before DuckDB had
+		// begun it (then the read says only "context canceled"): the
+		// file's own error is the one to report.
+		if _, cerr := wait(); cerr != nil {
+			return 0, nil, cerr
+		}
+	}
 	if !errors.Is(err, duckdb.ErrCSVDiffers) {
 		return 0, nil, err
 	}
