@@ -40,10 +40,7 @@ func (p *printer) bars(r *dpsql.Result) error {
 	if len(r.Columns) == 0 || len(r.Rows) == 0 {
 		return p.asTable(r)
 	}
-	first := 1
-	if len(r.Columns) == 1 {
-		first = 0
-	}
+	first := keyColumns(r)
 	var numeric []int
 	for j := first; j < len(r.Columns); j++ {
 		ok := true
@@ -64,15 +61,16 @@ func (p *printer) bars(r *dpsql.Result) error {
 	labels := make([]string, len(r.Rows))
 	labelWidth := 0
 	for i, row := range r.Rows {
-		labels[i] = r.Columns[0]
-		if first == 1 {
-			labels[i] = p.cellText(p.show(row[0]))
+		var parts []string
+		for j := 0; j < first; j++ {
+			parts = append(parts, p.cellText(p.show(row[j])))
 		}
+		labels[i] = strings.Join(parts, " · ") // every key: two keys' bars stay apart
 		labelWidth = max(labelWidth, displayWidth(labels[i]))
 	}
-	full, blank := "█", " "
+	full, negative, blank := "█", "░", " "
 	if p.ascii {
-		full = "#"
+		full, negative = "#", "-"
 	}
 	var sb strings.Builder
 	for n, j := range numeric {
@@ -96,12 +94,18 @@ func (p *printer) bars(r *dpsql.Result) error {
 			bar := ""
 			if x, ok := number(row[j]); ok && scale > 0 && !math.IsInf(scale, 0) {
 				cells := int(math.Round(math.Abs(x) / scale * barWidth * 8)) // in eighths
-				bar = strings.Repeat(full, cells/8)
-				if rest := cells % 8; rest > 0 {
-					if p.ascii {
-						bar += "#"
-					} else {
-						bar += eighths[rest]
+				if x < 0 {
+					// A negative value is drawn in another glyph, whole
+					// cells: its magnitude, not mistaken for a positive.
+					bar = strings.Repeat(negative, (cells+4)/8)
+				} else {
+					bar = strings.Repeat(full, cells/8)
+					if rest := cells % 8; rest > 0 {
+						if p.ascii {
+							bar += "#"
+						} else {
+							bar += eighths[rest]
+						}
 					}
 				}
 			}
@@ -119,6 +123,33 @@ func (p *printer) bars(r *dpsql.Result) error {
 	sb.WriteString(footer(r))
 	_, err := io.WriteString(p.w, sb.String())
 	return err
+}
+
+// keyColumns is how many leading columns label the bars: the group keys,
+// which carry no interval (a noisy aggregate carries one). A result
+// without intervals (public, or from the cache of an old version) takes
+// its first column as the label, as before, unless it has only one.
+func keyColumns(r *dpsql.Result) int {
+	noisy := func(j int) bool {
+		for i := range r.Rows {
+			if r.IntervalAt(i, j) != nil {
+				return true
+			}
+		}
+		return false
+	}
+	someNoisy := false
+	for j := range r.Columns {
+		someNoisy = someNoisy || noisy(j)
+	}
+	if !someNoisy {
+		return min(1, len(r.Columns)-1)
+	}
+	k := 0
+	for k < len(r.Columns) && !noisy(k) {
+		k++
+	}
+	return k
 }
 
 // asTable prints r as table output.

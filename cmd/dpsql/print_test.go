@@ -120,3 +120,38 @@ func TestBars(t *testing.T) {
 		t.Errorf("a result without numbers is not a table:\n%s", b.String())
 	}
 }
+
+// TestBarsLabelsAndSigns (issue 51 W4–W6): a one-row answer with two
+// aggregates draws both panels and takes no value for a label; two group
+// keys label each bar with both; a negative value is drawn in its own
+// glyph, not like a positive one.
+func TestBarsLabelsAndSigns(t *testing.T) {
+	draw := func(res *dpsql.Result) string {
+		var b strings.Builder
+		p, err := newPrinter("bars", &b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.ascii = false
+		if err := p.print(res); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	one := draw(&dpsql.Result{Columns: []string{"s", "n"}, Rows: [][]any{{1234567.891234, int64(500)}},
+		Intervals: [][]*dpsql.Interval{{{Lo: 1200000, Hi: 1269000}, {Lo: 490, Hi: 510}}}})
+	if !strings.HasPrefix(one, "s\n") || !strings.Contains(one, "\nn\n") || strings.Contains(one, "1234567.89") {
+		t.Errorf("one row, two aggregates:\n%s", one)
+	}
+	two := draw(&dpsql.Result{Columns: []string{"region", "kind", "n"},
+		Rows:      [][]any{{"North", "A", int64(10)}, {"North", "B", int64(20)}},
+		Intervals: [][]*dpsql.Interval{{nil, nil, {Lo: 8, Hi: 12}}, {nil, nil, {Lo: 18, Hi: 22}}}})
+	if !strings.Contains(two, "North · A  ") || !strings.Contains(two, "North · B  ") {
+		t.Errorf("two keys:\n%s", two)
+	}
+	neg := draw(&dpsql.Result{Columns: []string{"g", "s"}, Rows: [][]any{{"a", -100.0}, {"b", 50.0}},
+		Intervals: [][]*dpsql.Interval{{nil, {Lo: -110, Hi: -90}}, {nil, {Lo: 40, Hi: 60}}}})
+	if !strings.Contains(neg, "a  "+strings.Repeat("░", 36)) || strings.Contains(neg, "a  █") || !strings.Contains(neg, "(negative)") {
+		t.Errorf("a negative value:\n%s", neg)
+	}
+}
