@@ -69,8 +69,10 @@ func (p *printer) bars(r *dpsql.Result) error {
 		labelWidth = max(labelWidth, displayWidth(labels[i]))
 	}
 	full, negative, blank := "█", "░", " "
+	shade, whisker, end := "▒", "─", "┤"
 	if p.ascii {
 		full, negative = "#", "-"
+		shade, whisker, end = "=", "-", "|"
 	}
 	var sb strings.Builder
 	for n, j := range numeric {
@@ -106,6 +108,20 @@ func (p *printer) bars(r *dpsql.Result) error {
 						} else {
 							bar += eighths[rest]
 						}
+					}
+				}
+			}
+			// Its 95% interval as a whisker on the same axis: the bar shaded
+			// from the interval's lower end, a line on to its upper end
+			// (values ≥ 0 with an interval narrower than the bounds' range).
+			if x, ok := number(row[j]); ok && x >= 0 && scale > 0 && !math.IsInf(scale, 0) && !p.noIntervals {
+				if iv := r.IntervalAt(i, j); iv != nil && !iv.Wide {
+					cells := []rune(bar)
+					if lo := int(math.Round(math.Max(0, iv.Lo) / scale * barWidth)); lo < len(cells)-1 {
+						bar = string(cells[:lo]) + strings.Repeat(shade, len(cells)-lo)
+					}
+					if hi := int(math.Round(iv.Hi / scale * barWidth)); hi > len(cells) {
+						bar += strings.Repeat(whisker, hi-len(cells)-1) + end
 					}
 				}
 			}

@@ -92,7 +92,7 @@ func TestBars(t *testing.T) {
 		"",
 		"AVG(Age)",
 		"HS-grad    " + strings.Repeat("█", 31) + "▉" + strings.Repeat(" ", 9) + " 38.6 ± 0.4",
-		"Doctorate  " + strings.Repeat("█", 39) + strings.Repeat(" ", 2) + " 47.2 ± 1.2",
+		"Doctorate  " + strings.Repeat("█", 39) + "┤" + " " + " 47.2 ± 1.2", // its interval's upper end, 48.4, is the axis's end
 		"Preschool  " + strings.Repeat(" ", 41) + " NULL",
 	}
 	for i, w := range want {
@@ -121,10 +121,10 @@ func TestBars(t *testing.T) {
 	}
 }
 
-// TestBarsLabelsAndSigns (issue 51 W4–W6): a one-row answer with two
+// TestBarsLabelsAndSigns (issue 51 W4–W7): a one-row answer with two
 // aggregates draws both panels and takes no value for a label; two group
 // keys label each bar with both; a negative value is drawn in its own
-// glyph, not like a positive one.
+// glyph, not like a positive one; a wide interval shows as a whisker.
 func TestBarsLabelsAndSigns(t *testing.T) {
 	draw := func(res *dpsql.Result) string {
 		var b strings.Builder
@@ -153,5 +153,12 @@ func TestBarsLabelsAndSigns(t *testing.T) {
 		Intervals: [][]*dpsql.Interval{{nil, {Lo: -110, Hi: -90}}, {nil, {Lo: 40, Hi: 60}}}})
 	if !strings.Contains(neg, "a  "+strings.Repeat("░", 36)) || strings.Contains(neg, "a  █") || !strings.Contains(neg, "(negative)") {
 		t.Errorf("a negative value:\n%s", neg)
+	}
+	// 50 in [30, 70] on an axis to 70: solid to 30 (17 cells), shaded to
+	// 50 (28 cells and 5/8), a whisker on to 70 (40 cells).
+	w := draw(&dpsql.Result{Columns: []string{"g", "s"}, Rows: [][]any{{"a", 50.0}},
+		Intervals: [][]*dpsql.Interval{{nil, {Lo: 30, Hi: 70}}}})
+	if want := "a  " + strings.Repeat("█", 17) + strings.Repeat("▒", 12) + strings.Repeat("─", 10) + "┤"; !strings.Contains(w, want) {
+		t.Errorf("whiskers:\n%s\nwant a line with %s", w, want)
 	}
 }
