@@ -133,7 +133,10 @@ func FromResult(r *dpsql.Result) Spec {
 		spec.Key = strings.Join(names, " · ")
 	}
 	for i, row := range r.Rows {
-		label := r.Columns[0]
+		// A single row without a key: each panel's title names its
+		// aggregate, and the bar needs no label (the first column's name
+		// labelled the other panels' bars too).
+		label := ""
 		if first == 1 {
 			parts := make([]string, len(keys))
 			for n, j := range keys {
