@@ -109,9 +109,27 @@ func cancelled(ctx context.Context, err error, charged *budget.Cost) error {
 		return err
 	}
 	if charged == nil {
-		return fmt.Errorf("%w; nothing was charged (%w)", ErrCancelled, ctx.Err())
+		return &stopped{msg: ErrCancelled.Error() + stopReason(ctx) + "; nothing was charged", cause: ctx.Err()}
 	}
-	return fmt.Errorf("%w; its ε=%g, δ=%g was charged (%w)", ErrCancelled, charged.Epsilon, charged.Delta, ctx.Err())
+	return &stopped{msg: fmt.Sprintf("%s%s; its ε=%g, δ=%g was charged", ErrCancelled.Error(), stopReason(ctx), charged.Epsilon, charged.Delta), cause: ctx.Err()}
+}
+
+// stopped is a statement stopped by its context: a message in words (not
+// Go's "context canceled"), that is ErrCancelled and the context's error.
+type stopped struct {
+	msg   string
+	cause error
+}
+
+func (e *stopped) Error() string   { return e.msg }
+func (e *stopped) Unwrap() []error { return []error{ErrCancelled, e.cause} }
+
+// stopReason says why ctx ended, for a message: a deadline, or a cancel.
+func stopReason(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return " (its time ran out)"
+	}
+	return ""
 }
 
 // chargedError is the error of a query that failed after its cost was

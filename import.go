@@ -30,7 +30,7 @@ func (e *Engine) ImportCSV(ctx context.Context, table, path string, opts csvimpo
 		n, cols, err = e.importSQLite(ctx, table, path, opts)
 	}
 	if err != nil && ctx.Err() != nil {
-		return 0, nil, fmt.Errorf("%w: import cancelled, nothing was imported (%v)", ErrCancelled, ctx.Err())
+		return 0, nil, &stopped{msg: ErrCancelled.Error() + stopReason(ctx) + ": import cancelled, nothing was imported", cause: ctx.Err()}
 	}
 	return n, cols, diskError(e.path, err)
 }

@@ -62,7 +62,7 @@ func (e *Engine) ImportInto(ctx context.Context, table, path string, opts csvimp
 	n, cols, err := csvimport.Import(ctx, e.db, scratch, path, opts)
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, nil, fmt.Errorf("%w: import cancelled, nothing was imported (%v)", ErrCancelled, ctx.Err())
+			return 0, nil, &stopped{msg: ErrCancelled.Error() + stopReason(ctx) + ": import cancelled, nothing was imported", cause: ctx.Err()}
 		}
 		return 0, nil, err
 	}
