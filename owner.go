@@ -245,7 +245,14 @@ func setBounds(ctx context.Context, on storesql.On, cat *catalog.Catalog, st *pa
 	if err := cat.SetBounds(ctx, on, st.Table.Name, st.Column.Name, catalog.Bounds{Lo: lo, Hi: hi}); err != nil {
 		return "", atPos(st, err)
 	}
-	return fmt.Sprintf("bounds of %s set to [%g, %g]", st.Column.Name, lo, hi), nil
+	msg := fmt.Sprintf("bounds of %s set to [%g, %g]", st.Column.Name, lo, hi)
+	if t, ok := cat.Table(st.Table.Name); ok {
+		if col, ok := t.Column(st.Column.Name); ok && catalog.Textual(col.Type) {
+			// Allowed (a date stored as text reads as its year), but rarely meant.
+			msg += fmt.Sprintf("\nwarning: column %s is %s: a SUM or AVG of it reads each text as a number (CAST AS REAL: a date gives its year, most other text 0)", col.Name, col.Type)
+		}
+	}
+	return msg, nil
 }
 
 // setDomain is ALTER PRIVACY POLICY ON t SET DOMAIN c (v, ...).

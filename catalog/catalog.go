@@ -586,18 +586,17 @@ func (c *Catalog) SetBounds(ctx context.Context, db storesql.On, table, column s
 	if span := b.Hi - b.Lo; math.IsInf(span, 0) || math.IsInf(span*span, 0) {
 		return fmt.Errorf("%w: bounds (%g, %g) are too wide: no SUM, AVG or VAR over them could be noised (hi − lo must stay below about 1e154; bounds near the data's range give far less noise)", ErrInvalidPolicy, b.Lo, b.Hi)
 	}
-	if textual(col.Type) {
-		return fmt.Errorf("%w: column %s is %s: bounds clip numbers, and its text would be read as numbers (mostly 0); change its type, or bound a numeric expression of it per query (contribution_bounds_per_row => (lo, hi))", ErrInvalidPolicy, col.Name, col.Type)
-	}
 	_, err = db.ExecContext(ctx, `INSERT INTO _dpsql_bounds (table_name, column_name, lo, hi) VALUES (?, ?, ?, ?)
 		ON CONFLICT (table_name, column_name) DO UPDATE SET lo = excluded.lo, hi = excluded.hi`, t.Name, col.Name, b.Lo, b.Hi)
 	return err
 }
 
-// textual reports whether a declared type has SQLite's TEXT affinity, or
+// Textual reports whether a declared type has SQLite's TEXT affinity, or
 // is BLOB (SQLite's rules: a type naming INT is an integer first; one
-// naming CHAR, CLOB or TEXT is text): no number is stored there as one.
-func textual(declared string) bool {
+// naming CHAR, CLOB or TEXT is text): its values are read as numbers by
+// CAST(x AS REAL) when an aggregate clips them (a date's year, else
+// mostly 0).
+func Textual(declared string) bool {
 	t := strings.ToUpper(declared)
 	if strings.Contains(t, "INT") {
 		return false
