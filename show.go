@@ -44,6 +44,18 @@ func (s *Session) show(ctx context.Context, st *parser.ShowStmt, cat *catalog.Ca
 			return nil, &Error{Pos: st.ShowPos, Kind: ErrOwnerOnly, Msg: "SHOW ANALYSTS needs owner mode; SHOW BUDGET shows your own budget"}
 		}
 		return s.showAnalysts(ctx)
+	case "ALL":
+		res := &Result{Columns: []string{"name", "setting", "description"}}
+		for _, def := range settings { // s.mu is held: the settings are read as they are
+			res.Rows = append(res.Rows, []any{def.name, def.show(s.settings), "session setting (SET " + def.name + " = ...)"})
+		}
+		return res, nil
+	case "SETTING":
+		def, ok := lookupSetting(strings.ToLower(st.Name))
+		if !ok {
+			return nil, &Error{Pos: st.ShowPos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown setting %q: SHOW ALL lists them (and SHOW %s are dpsql's own)", st.Name, strings.Join(parser.ShowKinds, ", "))}
+		}
+		return &Result{Columns: []string{st.Name}, Rows: [][]any{{def.show(s.settings)}}}, nil
 	}
 	return nil, fmt.Errorf("dpsql: unknown SHOW %s", st.What)
 }

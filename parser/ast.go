@@ -344,8 +344,9 @@ type SetBudgetStmt struct {
 // WATCHES.
 type ShowStmt struct {
 	ShowPos Pos
-	What    string // "BUDGET", "TABLES", "POLICY", "LEDGER", "CACHE", "ANALYSTS", "WATCHES"
+	What    string // a ShowKinds entry, "ALL" (the session's settings) or "SETTING" (SHOW name)
 	Table   *TableRef
+	Name    string // SHOW name: the setting's name
 }
 
 // CreatePolicyStmt is CREATE PRIVACY POLICY ON t [OPTIONS (...)] (owner).

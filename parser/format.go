@@ -254,6 +254,10 @@ func FormatStmt(s Stmt) string {
 			sb.WriteString(" PURE")
 		}
 	case *ShowStmt:
+		if s.What == "SETTING" {
+			sb.WriteString("SHOW " + QuoteIdent(s.Name))
+			break
+		}
 		sb.WriteString("SHOW " + s.What)
 		if s.Table != nil {
 			sb.WriteString(" " + QuoteIdent(s.Table.Name))

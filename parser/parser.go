@@ -467,7 +467,15 @@ func (p *parser) statement() Stmt {
 				return st
 			}
 		}
-		p.fail(p.tok.pos, "expected %s or %s after SHOW, found %s", strings.Join(ShowKinds[:len(ShowKinds)-1], ", "), ShowKinds[len(ShowKinds)-1], p.tok.describe())
+		if p.accept("ALL") {
+			return &ShowStmt{ShowPos: t.pos, What: "ALL"}
+		}
+		if p.tok.kind == tokIdent {
+			// SHOW epsilon: a session setting (the engine knows which).
+			name := p.plainName("setting name")
+			return &ShowStmt{ShowPos: t.pos, What: "SETTING", Name: FoldName(name)}
+		}
+		p.fail(p.tok.pos, "expected %s, ALL or a setting's name after SHOW, found %s", strings.Join(ShowKinds, ", "), p.tok.describe())
 	case (t.is("CREATE") || t.is("ALTER") || t.is("DROP")) && p.peekIs("ANALYST"):
 		return p.analystStmt()
 	case (t.is("CREATE") || t.is("DROP")) && p.peekIs("WATCH"):
