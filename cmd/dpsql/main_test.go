@@ -688,7 +688,8 @@ func TestExitStatusesByKind(t *testing.T) {
 		code   int
 	}{
 		{"SHOW TABLES", 0},
-		{"SHOW NOTHING", 3},
+		{"SHOW 42", 3},
+		{"SHOW NOTHING", 1}, // an unknown setting, as SET NOTHING = 1 (PostgreSQL: unrecognized configuration parameter)
 		{"SELECT FROM", 3},
 		{`SELECT "Name" FROM people`, 4},
 		{"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM people", 5}, // no budget set
