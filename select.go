@@ -145,7 +145,8 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	}
 	// The tables' cache counters before any row is read: the answer is
 	// cached only if they still hold when it is stored.
-	epochs, epochsErr := cache.ReadEpochs(ctx, e.db, readTables(p))
+	tables := readTables(p)
+	epochs, epochsErr := cache.ReadEpochs(ctx, e.db, tables)
 	// The backend compiles both statements before anything is charged:
 	// a statement it rejects costs nothing.
 	prep, err := e.prepare(ctx, p, rw)
@@ -204,7 +205,7 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 		res.Notes = append(res.Notes, fmt.Sprintf("%d value(s) come from groups with too few rows for their noisy count to carry them: their interval is the whole range the bounds allow (shown as [lo, hi] (few rows)); read them as unknown", n))
 	}
 	if epochsErr == nil {
-		s.toCache(ctx, key, text, opt.plan, epochs, res)
+		s.toCache(ctx, key, text, tables, epochs, res)
 	}
 	return res, nil
 }
@@ -306,7 +307,7 @@ func (s *Session) checkBudget(ctx context.Context, st *parser.SelectStmt, p *pla
 // refused too), whose budget it is, and what gives it a δ.
 func (s *Session) adviseDelta(ctx context.Context, err error) error {
 	var de *dperr.Error
-	if !errors.As(err, &de) || !strings.Contains(de.Msg, "OPTIONS (delta = D)") {
+	if !errors.Is(err, planner.ErrNeedsDelta) || !errors.As(err, &de) {
 		return err
 	}
 	status, serr := s.status(ctx)
@@ -383,11 +384,11 @@ func (s *Session) fromCache(ctx context.Context, key string) (*Result, bool) {
 
 // toCache keeps a released answer for identical later queries, if the
 // tables it read are unchanged since epochs were read.
-func (s *Session) toCache(ctx context.Context, key, text string, p *planner.PrivateQuery, epochs cache.Epochs, res *Result) {
+func (s *Session) toCache(ctx context.Context, key, text string, tables []string, epochs cache.Epochs, res *Result) {
 	if s.cacheOff() {
 		return
 	}
-	s.eng.keep(ctx, key, &unstored{statement: text, tables: readTables(p), epochs: epochs, answer: &cache.Answer{Columns: res.Columns, Rows: res.Rows,
+	s.eng.keep(ctx, key, &unstored{statement: text, tables: tables, epochs: epochs, answer: &cache.Answer{Columns: res.Columns, Rows: res.Rows,
 		ErrorBounds: res.ErrorBounds, Intervals: toCache(res.Intervals), Notes: res.Notes, Epsilon: res.Cost.Epsilon, Delta: res.Cost.Delta, Created: time.Now().UTC()}})
 }
 

@@ -241,22 +241,35 @@ const (
 	CoarseScales = 2
 )
 
-// walk is how the search moves for a threshold of t rows: the step in
-// candidates, the threshold in noise scales, and how many candidates the
-// bound is widened by after the stop.
-func walk(scale float64) (step int, scales float64, widen int) {
-	if ThresholdScales*scale > CoarseRows {
-		return perOctave, CoarseScales, perOctave
+// Walk is how the search runs for its ε and sensitivity (public
+// parameters only): the query noise scale, whether it walks an octave at
+// a time, its step in candidates, its threshold in noise scales and in
+// rows, and how many candidates the bound is widened by after the stop.
+type Walk struct {
+	Scale, Scales, Threshold float64
+	Coarse                   bool
+	Step, Widen              int
+}
+
+// walkFor is the Walk of a search run at epsilon itself (Search's).
+func walkFor(epsilon, sensitivity float64) Walk {
+	w := Walk{Scale: mechanism.SparseQueryScale(searchOptions(epsilon, sensitivity)), Scales: ThresholdScales, Step: 1}
+	if ThresholdScales*w.Scale > CoarseRows {
+		w.Coarse, w.Scales, w.Step, w.Widen = true, CoarseScales, perOctave, perOctave
 	}
-	return 1, ThresholdScales, 0
+	w.Threshold = w.Scales * w.Scale
+	return w
+}
+
+// WalkFor is the Walk of Choose's search for a bound search of epsilon.
+func WalkFor(epsilon, sensitivity float64) Walk {
+	return walkFor(Parts(epsilon)[0], sensitivity)
 }
 
 // Threshold is the threshold in rows of Choose's search for these
 // options: about how many values may lie beyond a bound where it stops.
 func Threshold(epsilon, sensitivity float64) float64 {
-	scale := mechanism.SparseQueryScale(searchOptions(epsilon*SearchShare, sensitivity))
-	_, scales, _ := walk(scale)
-	return scales * scale
+	return WalkFor(epsilon, sensitivity).Threshold
 }
 
 func searchOptions(epsilon, sensitivity float64) mechanism.SparseOptions {
@@ -290,9 +303,9 @@ func Search(h *Histogram, epsilon, sensitivity float64, noise mechanism.Noiser) 
 	if epsilon <= 0 || math.IsNaN(epsilon) || math.IsInf(epsilon, 0) {
 		return Result{}, fmt.Errorf("%w: bound search epsilon %v", mechanism.ErrInvalidParameter, epsilon)
 	}
-	scale := mechanism.SparseQueryScale(opts)
-	step, scales, widen := walk(scale)
-	opts.Threshold = -scales * scale
+	w := walkFor(epsilon, sensitivity)
+	step, widen := w.Step, w.Widen
+	opts.Threshold = -w.Threshold
 	sv, err := noise.NewSparse(opts)
 	if err != nil {
 		return Result{}, err
@@ -371,11 +384,12 @@ func (c Clipped) MaxShare() float64 {
 // each with Laplace noise at half the rest (sequential composition: the
 // parts add up to epsilon; each count moves by at most sensitivity).
 func Choose(h *Histogram, epsilon, sensitivity float64, noise mechanism.Noiser) (Result, Clipped, error) {
-	r, err := Search(h, epsilon*SearchShare, sensitivity, noise)
+	parts := Parts(epsilon)
+	r, err := Search(h, parts[0], sensitivity, noise)
 	if err != nil {
 		return Result{}, Clipped{}, err
 	}
-	each := epsilon * (1 - SearchShare) / 2
+	each := parts[1]
 	lo, hi := h.beyond(1), h.beyond(0)
 	beyond := lo[r.LoIdx] + hi[r.HiIdx]
 	var c Clipped
@@ -392,12 +406,22 @@ func Choose(h *Histogram, epsilon, sensitivity float64, noise mechanism.Noiser) 
 // Check reports whether Choose accepts these parameters for every
 // histogram (the planner calls it before the charge).
 func Check(epsilon, sensitivity float64) error {
-	opts := searchOptions(epsilon*SearchShare, sensitivity)
+	parts := Parts(epsilon)
+	opts := searchOptions(parts[0], sensitivity)
 	opts.Threshold = -Threshold(epsilon, sensitivity)
 	if err := mechanism.CheckSparse(opts); err != nil {
 		return err
 	}
-	return mechanism.CheckLaplace(sensitivity, epsilon*(1-SearchShare)/2)
+	return mechanism.CheckLaplace(sensitivity, parts[1])
+}
+
+// Parts are the ε of Choose's three mechanisms for a bound search of
+// epsilon, in order: the sparse vector search, the count of the values
+// beyond the bounds, the count of all values (they add up to epsilon;
+// the ledger composes them as three pure parts).
+func Parts(epsilon float64) []float64 {
+	each := epsilon * (1 - SearchShare) / 2
+	return []float64{epsilon * SearchShare, each, each}
 }
 
 // UnitsFor is about how many values a column needs for bounds chosen

@@ -1218,19 +1218,18 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 	}
 	add("measurements", fmt.Sprintf("%s per group (argument i of the call is a<i>; values converted as CAST(x AS REAL), clipped, summed exactly)", strings.Join(measure.Strings(rw.Measured), "; ")))
 	for i, sr := range q.Searches {
-		opts := mechanism.SparseOptions{Epsilon: sr.Epsilon * autobound.SearchShare, Sensitivity: sr.Sensitivity, Cutoff: 2, Monotonic: true}
+		w := autobound.WalkFor(sr.Epsilon, sr.Sensitivity)
 		share := fmt.Sprintf("%.3g of the query's ε", q.BoundsFraction)
 		if len(q.Cells) > 0 && q.Cells[0].Gaussian {
 			share = fmt.Sprintf("√(2ρ_k): the searches take %.3g of the query's ρ", q.BoundsFraction)
 		}
-		t := autobound.Threshold(sr.Epsilon, sr.Sensitivity)
 		walk := "every candidate"
-		if t > autobound.CoarseRows {
+		if w.Coarse {
 			walk = "one candidate per octave (the threshold is large in rows), the bound then widened by an octave"
 		}
 		add(fmt.Sprintf("bounds search s%d", i), fmt.Sprintf(
 			"%s: no declared bounds, chosen privately from one histogram scan (%s), ε=%.6g (%s): %.3g of it for the sparse vector technique (cutoff 2, monotonic counts, query noise scale %.4g, walking %s; it stops where about %.3g values lie beyond a candidate), the rest for two Laplace counts (the values beyond the chosen bounds, and all values: the answer's estimate of the share clipped, with a warning from %.3g%%); candidates 0 and (1 + k/8)·2^e for e in [%d, %d]; so that at most 5%% of the values are clipped the column needs about %.3g values (rows kept by contribution bounding) — with fewer, expect a warning and an answer that reflects the bounds more than the data",
-			sr.Label, rewrite.MeasureFunction, sr.Epsilon, share, autobound.SearchShare, mechanism.SparseQueryScale(opts), walk, t, 100*autobound.WarnShare, autobound.MinExp, autobound.MaxExp-1, autobound.UnitsFor(sr.Epsilon, sr.Sensitivity, 0.05)))
+			sr.Label, rewrite.MeasureFunction, sr.Epsilon, share, autobound.SearchShare, w.Scale, walk, w.Threshold, 100*autobound.WarnShare, autobound.MinExp, autobound.MaxExp-1, autobound.UnitsFor(sr.Epsilon, sr.Sensitivity, 0.05)))
 	}
 	for i, c := range q.Cells {
 		name := fmt.Sprintf("noise c%d", i)

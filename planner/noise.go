@@ -87,8 +87,7 @@ func (q *PrivateQuery) SearchParts() []float64 {
 	for _, s := range q.Searches {
 		// autobound.Choose: the search, then two counts of what its
 		// bounds clip.
-		each := s.Epsilon * (1 - autobound.SearchShare) / 2
-		out = append(out, s.Epsilon*autobound.SearchShare, each, each)
+		out = append(out, autobound.Parts(s.Epsilon)...)
 	}
 	if q.Selection != nil {
 		out = append(out, q.Selection.Epsilon)

@@ -50,6 +50,17 @@ func errorf(pos parser.Pos, kind *dperr.Kind, format string, args ...any) *Error
 	return dperr.New(pos, kind, format, args...)
 }
 
+// ErrNeedsDelta marks a refusal whose way out is OPTIONS (delta = D)
+// (groups without a public domain): the engine, which knows the budget,
+// says when that budget allows no δ.
+var ErrNeedsDelta = errors.New("planner: the groups need a public domain, or OPTIONS (delta = D)")
+
+// needsDelta marks e as ErrNeedsDelta (its message stays).
+func needsDelta(e *Error) *Error {
+	e.Err = ErrNeedsDelta
+	return e
+}
+
 // Plan is the result of planning a SELECT: *PublicQuery or *PrivateQuery.
 type Plan interface{ planNode() }
 
@@ -1344,9 +1355,9 @@ func (b *builder) groupKey(g parser.Expr) error {
 		if b.rel.base != nil {
 			table = parser.QuoteIdent(b.rel.base.Name)
 		}
-		return errorf(c.NamePos, ErrNotPrivate,
+		return needsDelta(errorf(c.NamePos, ErrNotPrivate,
 			"GROUP BY %q would release values that depend on private data: either the owner declares its public domain with ALTER PRIVACY POLICY ON %s SET DOMAIN %s (...), or the query sets OPTIONS (delta = D) so that groups are chosen by private partition selection",
-			col.name, table, parser.QuoteIdent(col.name))
+			col.name, table, parser.QuoteIdent(col.name)))
 	}
 	b.q.Keys = append(b.q.Keys, GroupKey{Column: col.name, SQL: col.sql, Domain: dom, Base: col.column, Ref: col.ref, Derived: b.rel.rn.derived[col], Output: outputOf(b.rel.rn, col)})
 	return nil
@@ -1410,8 +1421,8 @@ func (b *builder) expressionKey(g parser.Expr) error {
 		return err
 	}
 	if !ok && b.delta <= 0 {
-		return errorf(g.Pos(), ErrNotPrivate,
-			"GROUP BY %s would release values that depend on private data: dpsql enumerates the groups of FLOOR(c / w) [* m], CEIL and ROUND(c) over a column with declared bounds, and of a CASE whose results are constants; for anything else set OPTIONS (delta = D) so that groups are chosen by private partition selection", text)
+		return needsDelta(errorf(g.Pos(), ErrNotPrivate,
+			"GROUP BY %s would release values that depend on private data: dpsql enumerates the groups of FLOOR(c / w) [* m], CEIL and ROUND(c) over a column with declared bounds, and of a CASE whose results are constants; for anything else set OPTIONS (delta = D) so that groups are chosen by private partition selection", text))
 	}
 	// Enumerated bins are public whatever they are computed from; values
 	// chosen by partition selection from the unit would be units' ids.
