@@ -13,6 +13,7 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/csvimport"
+	"github.com/dpsql/dpsql/planner"
 )
 
 // adultDB imports ../shared/data/adult.csv into a fresh database with a
@@ -83,29 +84,48 @@ func BenchmarkAutoBoundsAccuracyAdult(b *testing.B) {
 		{"avg_age_abs", `AVG("Age")`, 38.58164675532078, false},
 		{"avg_capital_gain_rel", `AVG("Capital Gain")`, 1077.6488437087312, true},
 		{"stddev_age_rel", `STDDEV_POP("Age")`, math.Sqrt(186.05568600783084), true},
+		// The baselines in the same run: the true bounds declared, at the
+		// whole ε and at the share the cells get beside a bound search
+		// (1 − bounds_epsilon_fraction): no automatic choice can beat the
+		// latter, whatever bounds it finds.
+		{"avg_age_true_bounds_abs", `AVG("Age", contribution_bounds_per_row => (17, 90))`, 38.58164675532078, false},
+		{"avg_age_true_bounds_at_cells_share_abs", `AVG("Age", contribution_bounds_per_row => (17, 90))`, 38.58164675532078, false},
 	} {
 		var errs []float64
-		inRange := 0
+		inRange, covered := 0, 0
+		eps := "1"
+		if tg.name == "avg_age_true_bounds_at_cells_share_abs" {
+			f := planner.DefaultBoundsFraction
+			if v := os.Getenv("DPSQL_FRACTION"); v != "" {
+				fmt.Sscan(v, &f)
+			}
+			eps = fmt.Sprint(1 - f)
+		}
 		for i := 0; i < b.N*runs; i++ {
-			r, err := eng.Query(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1`+frac+`) `+tg.agg+` FROM adult`)
+			r, err := eng.Query(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = `+eps+frac+`) `+tg.agg+` FROM adult`)
 			if err != nil {
 				b.Fatal(err)
 			}
 			v := r.Rows[0][0].(float64)
 			e := math.Abs(v - tg.truth)
+			if iv := r.Intervals[0][0]; iv != nil && iv.Lo <= tg.truth && tg.truth <= iv.Hi {
+				covered++
+			}
 			if tg.relative {
 				e /= tg.truth
 			}
 			errs = append(errs, e)
-			var lo, hi float64
-			if len(r.Notes) == 1 {
-				n, _ := fmt.Sscanf(r.Notes[0][strings.Index(r.Notes[0], "[")+1:], "%g, %g]", &lo, &hi)
-				if n == 2 && hi >= 64 && hi <= 256 {
-					inRange++
+			for _, n := range r.Notes { // values clipped to bounds: AVG("Age") [lo, hi] (chosen privately) …
+				var lo, hi float64
+				if i := strings.Index(n, "["); strings.HasPrefix(n, "values clipped to bounds") && i > 0 {
+					if k, _ := fmt.Sscanf(n[i+1:], "%g, %g]", &lo, &hi); k == 2 && hi >= 64 && hi <= 256 {
+						inRange++
+					}
 				}
 			}
 		}
 		b.ReportMetric(median(errs), tg.name+"-median")
+		b.ReportMetric(float64(covered)/float64(len(errs)), tg.name+"-covered")
 		if tg.name == "avg_age_abs" {
 			b.ReportMetric(float64(inRange)/float64(len(errs)), "age_hi_in_64_256")
 		}
@@ -118,7 +138,10 @@ func BenchmarkAutoBoundsAccuracyAdult(b *testing.B) {
 // ε = 0.01 / 0.03 / 0.1 / 1, against the same queries with bounds declared
 // as [0, max(z)], over DPSQL_RUNS runs (default 10) with crypto/rand's
 // noise. It logs the median relative errors (automatic, declared) per
-// cell, and how many automatic answers carried a clipping warning;
+// cell, how many automatic answers carried a clipping warning, how many
+// fell below half the truth without one (and of those, how many had a
+// 95% interval that missed the truth: silently wrong), and how many
+// automatic answers' 95% intervals covered the truth;
 // docs/accuracy.md quotes them. Run with
 //
 //	go test -run XXX -bench AutoBoundsGrid -benchtime 1x -v .
@@ -128,7 +151,13 @@ func BenchmarkAutoBoundsGrid(b *testing.B) {
 		fmt.Sscan(v, &runs)
 	}
 	ctx := context.Background()
-	for _, units := range []int{1000, 10000, 100000} {
+	sizes := []int{1000, 10000, 100000}
+	if v := os.Getenv("DPSQL_UNITS"); v != "" { // one size
+		var n int
+		fmt.Sscan(v, &n)
+		sizes = []int{n}
+	}
+	for _, units := range sizes {
 		r := rand.New(rand.NewPCG(uint64(units), 5))
 		var sb strings.Builder
 		sb.WriteString("CREATE TABLE za (z REAL); CREATE TABLE zd (z REAL); INSERT INTO za VALUES ")
@@ -151,7 +180,7 @@ func BenchmarkAutoBoundsGrid(b *testing.B) {
 		mean := sum / float64(units)
 		for _, eps := range []float64{0.01, 0.03, 0.1, 1} {
 			var autoSum, autoAvg, declSum, declAvg []float64
-			warned, low := 0, 0
+			warned, low, silent, coverSum, coverAvg, declCoverSum, declCoverAvg := 0, 0, 0, 0, 0, 0, 0
 			for i := 0; i < runs*b.N; i++ {
 				for _, table := range []string{"za", "zd"} {
 					res, err := eng.Query(ctx, fmt.Sprintf(`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = %v) SUM(z), AVG(z) FROM %s`, eps, table))
@@ -160,8 +189,18 @@ func BenchmarkAutoBoundsGrid(b *testing.B) {
 					}
 					s, a := num(res.Rows[0][0]), num(res.Rows[0][1])
 					es, ea := math.Abs(s-sum)/sum, math.Abs(a-mean)/mean
+					in := func(j int, truth float64) bool {
+						iv := res.Intervals[0][j]
+						return iv != nil && iv.Lo <= truth && truth <= iv.Hi
+					}
 					if table == "zd" {
 						declSum, declAvg = append(declSum, es), append(declAvg, ea)
+						if in(0, sum) {
+							declCoverSum++
+						}
+						if in(1, mean) {
+							declCoverAvg++
+						}
 						continue
 					}
 					autoSum, autoAvg = append(autoSum, es), append(autoAvg, ea)
@@ -169,13 +208,22 @@ func BenchmarkAutoBoundsGrid(b *testing.B) {
 					if w {
 						warned++
 					}
+					if in(0, sum) {
+						coverSum++
+					}
+					if in(1, mean) {
+						coverAvg++
+					}
 					if s < sum/2 && !w {
 						low++
+						if !in(0, sum) {
+							silent++ // neither a warning nor an interval that says so
+						}
 					}
 				}
 			}
-			b.Logf("units %6d ε %-4v SUM auto %6.1f%% declared %6.1f%% | AVG auto %6.1f%% declared %6.1f%% | warned %d/%d, below half unwarned %d",
-				units, eps, 100*median(autoSum), 100*median(declSum), 100*median(autoAvg), 100*median(declAvg), warned, len(autoSum), low)
+			b.Logf("units %6d ε %-4v SUM auto %6.3g%% declared %6.3g%% | AVG auto %6.3g%% declared %6.3g%% | warned %d/%d, below half unwarned %d (its interval missing the truth %d) | 95%% intervals cover SUM %d, AVG %d (declared: %d, %d)",
+				units, eps, 100*median(autoSum), 100*median(declSum), 100*median(autoAvg), 100*median(declAvg), warned, len(autoSum), low, silent, coverSum, coverAvg, declCoverSum, declCoverAvg)
 		}
 		eng.Close()
 	}

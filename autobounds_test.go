@@ -1,6 +1,7 @@
 package dpsql_test
 
 import (
+	"context"
 	"database/sql"
 	"math"
 	"math/rand/v2"
@@ -40,9 +41,12 @@ func TestVarianceAndStddevExact(t *testing.T) {
 
 // TestAutoBoundsWithoutNoise: with the noise switched off the search is a
 // plain threshold test, so the chosen bounds and the clipped answers are
-// exact: for x = i % 100 (ten rows per value) and the default ε share, the
-// threshold is 3 query-noise scales ≈ 48.9 rows, so the upper bound is the
-// first candidate with at most 48 rows above it, 96, and the lower bound 0.
+// exact. For x = i % 100 (ten rows per value, 1,000 rows) and the default
+// ε share the walk is fine, with a query-noise scale σ = 18.51 rows: no
+// value is negative (at most 5σ), so lo = 0; stage one stops at the first
+// candidate with at most 16σ ≈ 296 rows above it, 72 (270 above); stage
+// two at the first from there with at most σ, 104 (none above, where 96
+// has 30); the bound is then widened by ⌊0.8 × 4⌋ = 3 candidates, to 128.
 func TestAutoBoundsWithoutNoise(t *testing.T) {
 	parallel(t)
 	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
@@ -51,7 +55,7 @@ func TestAutoBoundsWithoutNoise(t *testing.T) {
 	r := query(t, e, `SELECT AVG(i % 100), SUM(i % 100), COUNT(i % 100) FROM t`)
 	var sum float64
 	for i := 0; i < 1000; i++ {
-		sum += math.Min(96, float64(i%100))
+		sum += math.Min(128, float64(i%100))
 	}
 	if got := r.Rows[0][0].(float64); math.Abs(got-sum/1000) > 1e-9 {
 		t.Errorf("AVG = %v, want %v", got, sum/1000)
@@ -62,8 +66,15 @@ func TestAutoBoundsWithoutNoise(t *testing.T) {
 	if got := r.Rows[0][2].(int64); got != 1000 {
 		t.Errorf("COUNT = %v", got)
 	}
-	if len(r.Notes) != 2 || !strings.Contains(r.Notes[0], "chosen privately: [0, 96]") || !strings.Contains(r.Notes[1], "clipped to bounds") {
-		t.Errorf("notes %q, want the chosen bounds [0, 96] and the clipping note", r.Notes)
+	if len(r.Notes) != 2 || !strings.Contains(r.Notes[0], "chosen privately: [0, 128]") || !strings.Contains(r.Notes[1], "clipped to bounds") {
+		t.Errorf("notes %q, want the chosen bounds [0, 128] and the clipping note", r.Notes)
+	}
+	// A column capped at a value: 0..89 ten rows each and 100 rows of 90.
+	// Stage one stops at 72 (270 above), stage two at 96 (88 has 110
+	// above): three candidates apart, widened by ⌊2.4⌋ = 2, to 112.
+	r = query(t, e, `SELECT SUM(CASE WHEN i % 100 < 90 THEN i % 100 ELSE 90 END) FROM t`)
+	if len(r.Notes) != 2 || !strings.Contains(r.Notes[0], "chosen privately: [0, 112]") {
+		t.Errorf("capped column: notes %q, want the chosen bounds [0, 112]", r.Notes)
 	}
 	// A column with negative values gets a negative lower bound.
 	r = query(t, e, `SELECT AVG(x - 50) FROM t`)
@@ -76,7 +87,7 @@ func TestAutoBoundsWithoutNoise(t *testing.T) {
 	for _, row := range r.Rows {
 		text.WriteString(row[0].(string) + ": " + row[1].(string) + "\n")
 	}
-	for _, want := range []string{"bounds search s0", "ε=0.2 (0.2 of the query's ε)", "dpsql_measure(?1, \"_dpsql_t0\".\"y\"", "measurements: h0 per group", "sensitivity from the bounds chosen by s0"} {
+	for _, want := range []string{"bounds search s0", "ε=0.3 (0.3 of the query's ε)", "dpsql_measure(?1, \"_dpsql_t0\".\"y\"", "measurements: h0 per group", "sensitivity from the bounds chosen by s0"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("EXPLAIN lacks %q:\n%s", want, text.String())
 		}
@@ -140,5 +151,49 @@ func TestAutoBoundsAccuracy(t *testing.T) {
 	}
 	if m := median(sdErr); m > 0.02 {
 		t.Errorf("median STDDEV relative error %v", m)
+	}
+}
+
+// TestOwnerRefusesWarnedAnswers: with the policy option bounds_warnings =
+// 'error', an answer whose privately chosen bounds warn is refused after
+// the charge, and says so; answers without a warning, and aggregates with
+// declared bounds, are answered as before. Without noise the search is
+// deterministic, and at ε = 0.01 the 500 values of y (1,000 rows, half
+// NULL) are too few for its clipped-share estimate to rule out a half
+// (its 95% figure is 100%): a warning.
+func TestOwnerRefusesWarnedAnswers(t *testing.T) {
+	parallel(t)
+	path := newDB(t)
+	owner := open(t, path, dpsql.Options{Owner: true})
+	if _, err := owner.Query(context.Background(), "CREATE PRIVACY POLICY ON t OPTIONS (bounds_warnings = 'loud')"); err == nil || !strings.Contains(err.Error(), "'note'") {
+		t.Errorf("bounds_warnings = 'loud': %v", err)
+	}
+	r := mustRun(t, owner, "CREATE PRIVACY POLICY ON t OPTIONS (bounds_warnings = 'error')")
+	if !strings.Contains(r[0].Message, "bounds_warnings note → error") {
+		t.Errorf("policy change message %q", r[0].Message)
+	}
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	before, _ := e.Budget(context.Background())
+	_, err := e.Query(context.Background(), "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01) SUM(y) FROM t")
+	if err == nil || !strings.Contains(err.Error(), "answer refused") || !strings.Contains(err.Error(), "bounds_warnings = 'error'") || !strings.Contains(err.Error(), "ε=0.01") {
+		t.Fatalf("warned answer under bounds_warnings = 'error': %v", err)
+	}
+	after, _ := e.Budget(context.Background())
+	if d := after.Spent.Epsilon - before.Spent.Epsilon; math.Abs(d-0.01) > 1e-12 {
+		t.Errorf("the refused answer charged ε=%v, want 0.01 (the charge comes first)", d)
+	}
+	// Declared bounds: answered.
+	if got := query(t, e, "SELECT SUM(x) FROM t"); len(got.Rows) != 1 {
+		t.Errorf("SUM(x): %v", got.Rows)
+	}
+	// Bounds chosen privately without a warning: answered.
+	if got := query(t, e, "SELECT AVG(i % 100) FROM t"); len(got.Rows) != 1 {
+		t.Errorf("AVG(i %% 100): %v", got.Rows)
+	}
+	// Back to the default: the warned answer is given, with its warning.
+	mustRun(t, owner, "CREATE PRIVACY POLICY ON t OPTIONS (bounds_warnings = 'note')")
+	got := query(t, e, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01) SUM(y) FROM t")
+	if !strings.Contains(strings.Join(got.Notes, "\n"), "warning: the bounds of") {
+		t.Errorf("notes %q, want the collapse warning", got.Notes)
 	}
 }

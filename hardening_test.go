@@ -48,24 +48,39 @@ type recorder struct {
 	exactSparse
 	mu    sync.Mutex
 	calls []recorded
+	clip  *exec.NoiseCall // announced for the next call: a bound search's count
 }
 
 type recorded struct {
 	value *big.Float
 	sens  float64
+	// beyond marks a bound search's count of the values beyond its chosen
+	// bounds: comparable between neighbours only when both chose the same.
+	beyond bool
+}
+
+// ObserveNoiseCall hears the bound searches' counts announced (exec.CallObserver).
+func (r *recorder) ObserveNoiseCall(c exec.NoiseCall) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c.Clip {
+		r.clip = &c
+	}
 }
 
 func (r *recorder) AddLaplace(v, sens, _ float64) (float64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls = append(r.calls, recorded{new(big.Float).SetPrec(4096).SetFloat64(v), sens})
+	beyond := r.clip != nil && r.clip.Round == 1 // autobound.Choose: all values, then those beyond
+	r.clip = nil
+	r.calls = append(r.calls, recorded{new(big.Float).SetPrec(4096).SetFloat64(v), sens, beyond})
 	return v, nil
 }
 
 func (r *recorder) AddLaplaceExact(v *big.Float, sens, _ float64) (float64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls = append(r.calls, recorded{new(big.Float).SetPrec(4096).Set(v), sens})
+	r.calls = append(r.calls, recorded{value: new(big.Float).SetPrec(4096).Set(v), sens: sens})
 	f, _ := v.Float64()
 	return f, nil
 }
@@ -105,12 +120,13 @@ func checkNeighbourSensitivities(t *testing.T, d, d2 string, qs []string) {
 	ra, rb := &recorder{}, &recorder{}
 	ea, eb := recordingEngine(t, d, ra), recordingEngine(t, d2, rb)
 	for _, q := range qs {
-		a, b := exactValuesOf(t, ea, ra, q), exactValuesOf(t, eb, rb, q)
+		a, chosenA := exactValuesOf(t, ea, ra, q)
+		b, chosenB := exactValuesOf(t, eb, rb, q)
 		if len(a) != len(b) {
 			t.Fatalf("%s: %d noisy cells on D, %d on D'", q, len(a), len(b))
 		}
 		for i := range a {
-			if a[i].sens != b[i].sens {
+			if a[i].sens != b[i].sens || (a[i].beyond && chosenA != chosenB) {
 				continue // bounds chosen privately differ: that choice is the search's release, paid for by its ε
 			}
 			diff := new(big.Float).SetPrec(4096).Sub(a[i].value, b[i].value)
@@ -134,18 +150,26 @@ func recordingEngine(t *testing.T, path string, r *recorder) *dpsql.Engine {
 }
 
 // exactValuesOf runs q on e and returns the exact values it handed to the
-// noise (r, e's recorder).
-func exactValuesOf(t *testing.T, e *dpsql.Engine, r *recorder, q string) []recorded {
+// noise (r, e's recorder), and the bounds it chose privately (its notes
+// that say so: the clipping note).
+func exactValuesOf(t *testing.T, e *dpsql.Engine, r *recorder, q string) ([]recorded, string) {
 	t.Helper()
 	r.mu.Lock()
 	r.calls = nil
 	r.mu.Unlock()
-	if _, err := e.Query(context.Background(), q); err != nil {
+	res, err := e.Query(context.Background(), q)
+	if err != nil {
 		t.Fatalf("%s: %v", q, err)
+	}
+	var chosen []string
+	for _, n := range res.Notes { // the clipping note names every bound, chosen ones marked
+		if strings.HasPrefix(n, "values clipped to bounds") && strings.Contains(n, "(chosen privately)") {
+			chosen = append(chosen, n)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]recorded(nil), r.calls...)
+	return append([]recorded(nil), r.calls...), strings.Join(chosen, "; ")
 }
 
 // empiricalNeighbours runs q n times on D and on D' with real noise, bins

@@ -225,8 +225,19 @@ func unitOptions(options []parser.Option) (catalog.Unit, error) {
 			} else {
 				u.MaxRows = n
 			}
+		case "bounds_warnings":
+			v, err := parser.LiteralValue(o.Value)
+			s, ok := v.(string)
+			if err != nil || !ok || (!strings.EqualFold(s, "note") && !strings.EqualFold(s, "error")) {
+				bad.Msg = "bounds_warnings is 'note' (answers whose privately chosen bounds may clip much of the data carry a warning; the default) or 'error' (they are refused, after the charge)"
+				return u, bad
+			}
+			u.BoundsWarnings = catalog.BoundsWarningsNote
+			if strings.EqualFold(s, "error") {
+				u.BoundsWarnings = catalog.BoundsWarningsError
+			}
 		default:
-			return u, &Error{Pos: o.NamePos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown policy option %q (known: privacy_unit_column, max_groups_contributed, max_rows_contributed)", o.Name)}
+			return u, &Error{Pos: o.NamePos, Kind: planner.ErrInvalidOption, Msg: fmt.Sprintf("unknown policy option %q (known: privacy_unit_column, max_groups_contributed, max_rows_contributed, bounds_warnings)", o.Name)}
 		}
 	}
 	return u, nil
@@ -334,7 +345,16 @@ func policyChange(t *catalog.Table, u catalog.Unit) string {
 		}
 		return c
 	}
+	warnings := func(w string) string {
+		if w == catalog.BoundsWarningsNote {
+			return "note"
+		}
+		return w
+	}
 	now := fmt.Sprintf("privacy_unit_column = %s, max_groups_contributed = %d, max_rows_contributed = %d", unit(u.Column), u.MaxGroups, u.MaxRows)
+	if u.BoundsWarnings != catalog.BoundsWarningsNote {
+		now += ", bounds_warnings = '" + warnings(u.BoundsWarnings) + "'"
+	}
 	switch {
 	case t.Public:
 		return "privacy policy created on " + t.Name + " (" + now + "); the table is private again"
@@ -350,6 +370,9 @@ func policyChange(t *catalog.Table, u catalog.Unit) string {
 	}
 	if t.Unit.MaxRows != u.MaxRows {
 		changes = append(changes, fmt.Sprintf("max_rows_contributed %d → %d", t.Unit.MaxRows, u.MaxRows))
+	}
+	if t.Unit.BoundsWarnings != u.BoundsWarnings {
+		changes = append(changes, fmt.Sprintf("bounds_warnings %s → %s", warnings(t.Unit.BoundsWarnings), warnings(u.BoundsWarnings)))
 	}
 	if len(changes) == 0 {
 		return "privacy policy on " + t.Name + " unchanged (" + now + ")"

@@ -183,6 +183,18 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	for _, c := range chosen {
 		res.Notes = append(res.Notes, chosenBoundNotes(c, s.settings.ShowBounds)...)
 	}
+	if opt.plan.Unit.BoundsWarnings == catalog.BoundsWarningsError {
+		// The owner refuses answers whose bounds warn: the refusal reads
+		// only the bounds and the clipped-share estimate, both released by
+		// the search (post-processing), and comes after the charge.
+		for _, c := range chosen {
+			if warns(c) {
+				_ = budget.MarkUnanswered(context.Background(), e.ledger, id, "refused: privately chosen bounds warned (bounds_warnings = 'error')")
+				return nil, &chargedError{cost: cost, err: fmt.Errorf("answer refused: the bounds of %s chosen privately, [%g, %g], may have clipped much of the data (an estimated %.3g%% of its values lie beyond them; 95%%: up to %.3g%%), and the owner's policy refuses such answers (bounds_warnings = 'error'); declare bounds (contribution_bounds_per_row => (lo, hi)), or spend more ε",
+					c.Label, c.Lo, c.Hi, 100*c.Clipped.Share(), 100*c.Clipped.MaxShare())}
+			}
+		}
+	}
 	if why := prep.FellBack(); why != nil {
 		// Whether the engine ran out of resources can depend on the rows
 		// the query selects: told to whoever holds the file (the shell,
@@ -215,13 +227,20 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 // clipped, when that share is autobound.WarnShare or more, when the estimate
 // cannot rule out half (too few rows for the ε), or when the bounds
 // collapsed; else, with show_bounds, the bounds and the estimate.
+// warns reports whether an answer with bounds c carries a warning: they
+// collapsed, or the estimated share of values beyond them is WarnShare
+// or more, or its 95% figure reaches a half.
+func warns(c exec.ChosenBound) bool {
+	return c.Collapsed || c.Clipped.Share() >= autobound.WarnShare || c.Clipped.MaxShare() >= 0.5
+}
+
 func chosenBoundNotes(c exec.ChosenBound, show bool) []string {
 	est := fmt.Sprintf("an estimated %.3g%% of its values lie beyond them (95%%: up to %.3g%%; counted privately, from the query's ε)", 100*c.Clipped.Share(), 100*c.Clipped.MaxShare())
 	fix := "declare bounds (ALTER PRIVACY POLICY ... SET BOUNDS, or contribution_bounds_per_row => (lo, hi)) or spend more ε"
 	switch {
 	case c.Collapsed:
 		return []string{fmt.Sprintf("warning: the bounds of %s chosen privately collapsed to [%g, %g]: too few rows stood above the search's noise threshold (about %.3g rows), so the answer reflects the bounds, not the data; %s; %s", c.Label, c.Lo, c.Hi, c.Threshold, est, fix)}
-	case c.Clipped.Share() >= autobound.WarnShare || c.Clipped.MaxShare() >= 0.5:
+	case warns(c):
 		return []string{fmt.Sprintf("warning: the bounds of %s chosen privately, [%g, %g], clip: %s, so the answer may be well below (or above) the data's; %s", c.Label, c.Lo, c.Hi, est, fix)}
 	case show:
 		return []string{fmt.Sprintf("bounds of %s chosen privately: [%g, %g]; %s", c.Label, c.Lo, c.Hi, est)}

@@ -204,6 +204,9 @@ func policyResult(t *catalog.Table) *Result {
 		add("max_groups_contributed", "", fmt.Sprint(t.Unit.MaxGroups))
 		add("max_rows_contributed", "", fmt.Sprint(t.Unit.MaxRows))
 	}
+	if t.Unit.BoundsWarnings == catalog.BoundsWarningsError {
+		add("bounds_warnings", "", "error: answers whose privately chosen bounds warn are refused (after the charge)")
+	}
 	for _, c := range catalog.SortedColumns(t.Bounds) {
 		b := t.Bounds[c]
 		add("bounds", c, fmt.Sprintf("[%g, %g]", b.Lo, b.Hi))

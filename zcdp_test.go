@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/planner"
 )
 
 // TestSingleQueryNeverNoisier: on a fresh budget, whatever its total,
@@ -103,8 +104,12 @@ func TestPureBudgetAndRecordedRho(t *testing.T) {
 		t.Errorf("a refused query was charged: %+v", st)
 	}
 	res := query(t, e, "SELECT SUM(i) FROM t")
-	if res.Mechanism != budget.Laplace || math.Abs(res.Rho-0.3332) > 1e-9 {
-		t.Errorf("Laplace with a search: %s ρ=%v, want 0.3332", res.Mechanism, res.Rho)
+	// Pure parts, ε²/2 each: the search's three (0.8, 0.1 and 0.1 of the
+	// bounds' share f) and the sum's cell (1 − f).
+	f := planner.DefaultBoundsFraction
+	wantRho := (math.Pow(0.8*f, 2) + 2*math.Pow(0.1*f, 2) + math.Pow(1-f, 2)) / 2
+	if res.Mechanism != budget.Laplace || math.Abs(res.Rho-wantRho) > 1e-9 {
+		t.Errorf("Laplace with a search: %s ρ=%v, want %v", res.Mechanism, res.Rho, wantRho)
 	}
 	mustRun(t, owner, "SET BUDGET epsilon = 10, delta = 1e-6")
 	res = query(t, e, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = 'gaussian') SUM(i) FROM t")

@@ -208,56 +208,120 @@ func negated(a *exactsum.Acc) *exactsum.Acc {
 	return &n
 }
 
-// ThresholdScales is the default threshold in units of the query noise
-// scale: the search stops at the first candidate beyond which at most about
-// this many noise scales' worth of values lie. Chosen by measurement
-// (docs/benchmarks.md).
-const ThresholdScales = 3
-
 // Result is a chosen pair of bounds.
 type Result struct {
 	Lo, Hi       float64
 	LoIdx, HiIdx int // candidate indexes: Lo = −Candidate(LoIdx), Hi = Candidate(HiIdx)
+	// Threshold is the walk's threshold in rows: about how many values
+	// may lie beyond a bound where it stops.
+	Threshold float64
 }
 
 // The walk. Each comparison of the search is a chance to stop early,
 // which the noise gives more often the more comparisons lie below the
-// data and the larger the noise is beside the number of rows: with
-// 1,000 rows at ε = 0.1 the fine walk (eight candidates per octave, from
-// 2^-20 up) stopped below the data nearly every time, and the answer
-// collapsed to about zero. So when the threshold is large in rows
-// (above CoarseRows), the walk moves an octave at a time — 8× fewer
-// comparisons below the data — at a lower threshold (CoarseScales), and
-// the bound it stops at is widened by one octave (post-processing): the
-// values beyond the stop (up to about the threshold's number) are then
-// mostly inside. With a small threshold (a large ε·rows), the fine walk
-// finds bounds within 12.5% of the data's (Adult's ages 17..90 at
-// ε = 1), where a coarse bound would double the noise. Measured in
-// docs/accuracy.md (BenchmarkAutoBoundsGrid, BenchmarkAutoBoundsAccuracyAdult).
+// data and the larger the noise is beside the number of rows.
+//
+// Where rows are many for the noise (a threshold of three query noise
+// scales is at most CoarseRows rows, or the noisy count of all values is
+// large: walkForCount), the walk is fine: eight candidates per octave,
+// and the upper bound is found in two stages, so that it follows the
+// data's tail rather than stopping where a fixed number of values lie
+// beyond it. Stage one stops at the first candidate beyond which about
+// TailScales noise scales' worth of values lie, stage two walks on from
+// there to about one noise scale's worth, and the bound is then widened
+// (post-processing, tailWiden) by TailReach times the distance between
+// the two stops, in candidates: where the count beyond falls steadily
+// near the top (a log-normal tail) the bound follows it on; where it
+// drops at once (ages to 90) the two stops meet and the bound is not
+// widened. A single stop at three noise scales (the walk before) left
+// about 61 values beyond the bound at ε = 1, and their clipping was the
+// error (docs/accuracy.md).
+//
+// Where rows are few for the noise, the walk is coarse: one candidate per
+// octave — 8× fewer comparisons below the data — at CoarseScales noise
+// scales, and the bound it stops at is widened by one octave; the values
+// beyond the stop (up to about the threshold's number) are then mostly
+// inside. Measured in docs/accuracy.md (BenchmarkAutoBoundsGrid,
+// BenchmarkAutoBoundsAccuracyAdult, BenchmarkChooseSimulated).
 const (
 	// CoarseRows is the threshold, in rows, above which the walk is coarse.
 	CoarseRows = 100
 	// CoarseScales is the coarse walk's threshold in noise scales.
 	CoarseScales = 2
+	// FineScales is the fine walk's threshold in noise scales (its second
+	// stage, and its lower bound).
+	FineScales = 1
+	// TailScales is the fine walk's first-stage threshold in noise scales.
+	TailScales = 16
+	// ZeroScales is the threshold in noise scales of the lower side's
+	// first question, whether any values are negative.
+	ZeroScales = 5
+	// TailReach is how far past its second stop the fine walk widens the
+	// upper bound, in units of the distance between its two stops.
+	TailReach = 0.8
 )
 
 // Walk is how the search runs for its ε and sensitivity (public
 // parameters only): the query noise scale, whether it walks an octave at
 // a time, its step in candidates, its threshold in noise scales and in
-// rows, and how many candidates the bound is widened by after the stop.
+// rows, how many candidates the bound is widened by after the stop (the
+// coarse walk), and the sparse vector run's cutoff (2 for the coarse
+// walk, 3 for the fine walk's two-stage upper bound).
 type Walk struct {
 	Scale, Scales, Threshold float64
 	Coarse                   bool
-	Step, Widen              int
+	Step, Widen, Cutoff      int
 }
 
-// walkFor is the Walk of a search run at epsilon itself (Search's).
+// walkFor is the Walk of a search run at epsilon itself (Search's). The
+// choice between the two walks is made at cutoff 2 and three noise
+// scales, as it always was, so that it depends on ε and the sensitivity
+// alone.
 func walkFor(epsilon, sensitivity float64) Walk {
-	w := Walk{Scale: mechanism.SparseQueryScale(searchOptions(epsilon, sensitivity)), Scales: ThresholdScales, Step: 1}
-	if ThresholdScales*w.Scale > CoarseRows {
-		w.Coarse, w.Scales, w.Step, w.Widen = true, CoarseScales, perOctave, perOctave
+	if 3*mechanism.SparseQueryScale(searchOptions(epsilon, sensitivity, 2)) > CoarseRows {
+		return coarseWalk(epsilon, sensitivity)
 	}
+	return fineWalk(epsilon, sensitivity)
+}
+
+func coarseWalk(epsilon, sensitivity float64) Walk {
+	w := Walk{Scale: mechanism.SparseQueryScale(searchOptions(epsilon, sensitivity, 2)), Scales: CoarseScales,
+		Coarse: true, Step: perOctave, Widen: perOctave, Cutoff: 2}
 	w.Threshold = w.Scales * w.Scale
+	return w
+}
+
+func fineWalk(epsilon, sensitivity float64) Walk {
+	w := Walk{Scale: mechanism.SparseQueryScale(searchOptions(epsilon, sensitivity, 3)), Scales: FineScales, Step: 1, Cutoff: 3}
+	w.Threshold = w.Scales * w.Scale
+	return w
+}
+
+// FineScalesOfRows is how many of the fine walk's noise scales σ the
+// noisy count of all values must reach for Choose to walk fine where ε
+// alone would walk coarse. The fine walk stops where about σ values lie
+// beyond its bound, unwidened when its two stops meet: at 100σ that is
+// about 1% of the values (at 16σ, 10,000 values at ε = 0.03, it clipped
+// 6% and the answers' error doubled); and an early stop below the data
+// would need a query noise of about 100σ, which never comes.
+const FineScalesOfRows = 100
+
+// CountForFine is the noisy count of all values from which Choose walks
+// fine where ε alone would walk coarse (for a bound search of epsilon): a
+// public figure, for EXPLAIN.
+func CountForFine(epsilon, sensitivity float64) float64 {
+	return FineScalesOfRows * fineWalk(Parts(epsilon)[0], sensitivity).Scale
+}
+
+// walkForCount is Choose's walk: the fine walk when ε alone allows it,
+// or when the noisy count of all values is at least FineScalesOfRows of
+// its noise scales (many rows: comparisons below the data cannot stop
+// early); else the coarse walk.
+func walkForCount(epsilon, sensitivity, count float64) Walk {
+	w := walkFor(epsilon, sensitivity)
+	if f := fineWalk(epsilon, sensitivity); w.Coarse && count >= FineScalesOfRows*f.Scale {
+		return f
+	}
 	return w
 }
 
@@ -272,8 +336,8 @@ func Threshold(epsilon, sensitivity float64) float64 {
 	return WalkFor(epsilon, sensitivity).Threshold
 }
 
-func searchOptions(epsilon, sensitivity float64) mechanism.SparseOptions {
-	return mechanism.SparseOptions{Epsilon: epsilon, Sensitivity: sensitivity, Cutoff: 2, Monotonic: true}
+func searchOptions(epsilon, sensitivity float64, cutoff int) mechanism.SparseOptions {
+	return mechanism.SparseOptions{Epsilon: epsilon, Sensitivity: sensitivity, Cutoff: cutoff, Monotonic: true}
 }
 
 // next is the candidate the walk compares after j.
@@ -286,34 +350,48 @@ func next(j, step int) int {
 
 // Search chooses bounds with ε-DP, where sensitivity is how many rows one
 // privacy unit can add (1 when a row is a unit; l0·l∞ after contribution
-// bounding), so that every count moves by at most that: one Sparse run with cutoff 2 over
-// monotonic counting queries, first the negative side −q⁻_0, −q⁻_1, ...
-// until the first ⊤, then the positive side, walked as walk says (every
-// candidate, or one per octave). The threshold is −t with t = a number of
-// query noise scales (Threshold).
+// bounding), so that every count moves by at most that: one Sparse run
+// over monotonic counting queries, first the negative side −q⁻_0, −q⁻_1,
+// ... until the first ⊤, then the positive side, walked as its Walk says
+// (coarse: one stage, cutoff 2; fine: two stages, cutoff 3). Each query is
+// compared with the run's noisy threshold −T + ρ after a public shift: a
+// stage whose threshold is t rows asks −q_j + (t − T), so that ⊤ means
+// about "at most t values beyond candidate j".
 //
-// Why it is private: the stream's queries are counts with sensitivity 1,
-// all moving in the same direction when a row is added (monotonic), chosen
-// adaptively from earlier ⊥/⊤ answers and public parameters only (the
-// walk depends on ε and the sensitivity); this is exactly the setting of
-// Lyu et al.'s Algorithm 1 with c = 2. Only the two ⊤ positions leave,
-// and the widening after them is post-processing.
+// Why it is private: the stream's queries are counts with sensitivity 1
+// (shifted by public constants), all moving in the same direction when a
+// row is added (monotonic), chosen adaptively from earlier ⊥/⊤ answers and
+// public parameters only (the walk depends on ε and the sensitivity);
+// this is exactly the setting of Lyu et al.'s Algorithm 1, whose
+// thresholds may differ per query, with c = the walk's cutoff. Only the ⊤
+// positions leave, and the widening after them is post-processing.
 func Search(h *Histogram, epsilon, sensitivity float64, noise mechanism.Noiser) (Result, error) {
-	opts := searchOptions(epsilon, sensitivity)
 	if epsilon <= 0 || math.IsNaN(epsilon) || math.IsInf(epsilon, 0) {
 		return Result{}, fmt.Errorf("%w: bound search epsilon %v", mechanism.ErrInvalidParameter, epsilon)
 	}
-	w := walkFor(epsilon, sensitivity)
-	step, widen := w.Step, w.Widen
+	return search(h, epsilon, sensitivity, walkFor(epsilon, sensitivity), noise)
+}
+
+// search is Search with its walk given (public, or chosen from an
+// earlier DP release: adaptive composition).
+func search(h *Histogram, epsilon, sensitivity float64, w Walk, noise mechanism.Noiser) (Result, error) {
+	opts := searchOptions(epsilon, sensitivity, w.Cutoff)
 	opts.Threshold = -w.Threshold
 	sv, err := noise.NewSparse(opts)
 	if err != nil {
 		return Result{}, err
 	}
-	pick := func(side int) (int, error) {
+	// pick walks one side from candidate from, step candidates at a time,
+	// and returns the first candidate beyond which about rows values lie.
+	//
+	// The shift is rounded to a whole number of rows, so that −q + shift
+	// is exact in float64 and neighbours' queries differ by exactly what
+	// their counts do.
+	pick := func(side, from, step int, rows float64) (int, error) {
 		q := h.beyond(side)
-		for j := 0; j < NumBuckets; j = next(j, step) {
-			above, err := sv.Next(-float64(q[j]))
+		shift := math.Round(rows - w.Threshold)
+		for j := from; j < NumBuckets; j = next(j, step) {
+			above, err := sv.Next(-float64(q[j]) + shift)
 			if err != nil {
 				return 0, err
 			}
@@ -323,22 +401,45 @@ func Search(h *Histogram, epsilon, sensitivity float64, noise mechanism.Noiser) 
 		}
 		return NumBuckets - 1, nil // nothing reported: the widest bound
 	}
-	jl, err := pick(1)
+	// The lower side asks first whether about no values are negative, at
+	// ZeroScales noise scales: a column without negative values then gets
+	// the lower bound 0 nearly always, not a tiny negative one.
+	jl := 0
+	zero, err := sv.Next(-float64(h.beyond(1)[0]) + math.Round(max(w.Threshold, ZeroScales*w.Scale)-w.Threshold))
 	if err != nil {
 		return Result{}, err
 	}
-	jh, err := pick(0)
-	if err != nil {
-		return Result{}, err
+	if !zero {
+		if jl, err = pick(1, 1, w.Step, w.Threshold); err != nil {
+			return Result{}, err
+		}
 	}
-	if jl > 0 {
-		jl = min(jl+widen, NumBuckets-1)
+	var jh int
+	if w.Coarse {
+		if jh, err = pick(0, 0, w.Step, w.Threshold); err != nil {
+			return Result{}, err
+		}
+		if jl > 0 {
+			jl = min(jl+w.Widen, NumBuckets-1)
+		}
+		if jh > 0 {
+			jh = min(jh+w.Widen, NumBuckets-1)
+		}
+	} else {
+		tail, err := pick(0, 0, w.Step, TailScales*w.Scale)
+		if err != nil {
+			return Result{}, err
+		}
+		jh = tail
+		if tail < NumBuckets-1 {
+			if jh, err = pick(0, tail, w.Step, w.Threshold); err != nil {
+				return Result{}, err
+			}
+		}
+		jh = min(jh+tailWiden(jh-tail), NumBuckets-1)
 	}
-	if jh > 0 {
-		jh = min(jh+widen, NumBuckets-1)
-	}
-	r := Result{Lo: 0 - Candidate(jl), Hi: Candidate(jh), LoIdx: jl, HiIdx: jh} // 0 − x, not −x: no −0
-	if r.Lo == r.Hi {                                                           // both at 0: keep a non-empty interval
+	r := Result{Lo: 0 - Candidate(jl), Hi: Candidate(jh), LoIdx: jl, HiIdx: jh, Threshold: w.Threshold} // 0 − x, not −x: no −0
+	if r.Lo == r.Hi {                                                                                   // both at 0: keep a non-empty interval
 		r.HiIdx = 1
 		r.Hi = Candidate(1)
 	}
@@ -379,24 +480,30 @@ func (c Clipped) MaxShare() float64 {
 	return math.Max(0, math.Min(1, (c.Beyond+c.ErrorBound)/(c.Total-c.ErrorBound)))
 }
 
-// Choose chooses bounds with ε-DP: Search at SearchShare of epsilon, then
-// the counts of the values beyond the chosen bounds and of all values,
-// each with Laplace noise at half the rest (sequential composition: the
-// parts add up to epsilon; each count moves by at most sensitivity).
+// Choose chooses bounds with ε-DP: first the count of all values, with
+// Laplace noise at half of (1 − SearchShare) of epsilon; then the search,
+// at SearchShare of epsilon, walking as walkForCount says for that noisy
+// count; then the count of the values beyond the chosen bounds, at the
+// other half (sequential composition, adaptive: each part's parameters
+// depend only on earlier releases; the parts add up to epsilon; each
+// count moves by at most sensitivity).
 func Choose(h *Histogram, epsilon, sensitivity float64, noise mechanism.Noiser) (Result, Clipped, error) {
+	if epsilon <= 0 || math.IsNaN(epsilon) || math.IsInf(epsilon, 0) {
+		return Result{}, Clipped{}, fmt.Errorf("%w: bound search epsilon %v", mechanism.ErrInvalidParameter, epsilon)
+	}
 	parts := Parts(epsilon)
-	r, err := Search(h, parts[0], sensitivity, noise)
+	each := parts[1]
+	var c Clipped
+	var err error
+	if c.Total, err = noise.AddLaplace(float64(h.Count()), sensitivity, each); err != nil {
+		return Result{}, Clipped{}, err
+	}
+	r, err := search(h, parts[0], sensitivity, walkForCount(parts[0], sensitivity, c.Total), noise)
 	if err != nil {
 		return Result{}, Clipped{}, err
 	}
-	each := parts[1]
 	lo, hi := h.beyond(1), h.beyond(0)
-	beyond := lo[r.LoIdx] + hi[r.HiIdx]
-	var c Clipped
-	if c.Beyond, err = noise.AddLaplace(float64(beyond), sensitivity, each); err != nil {
-		return Result{}, Clipped{}, err
-	}
-	if c.Total, err = noise.AddLaplace(float64(h.Count()), sensitivity, each); err != nil {
+	if c.Beyond, err = noise.AddLaplace(float64(lo[r.LoIdx]+hi[r.HiIdx]), sensitivity, each); err != nil {
 		return Result{}, Clipped{}, err
 	}
 	c.ErrorBound = mechanism.LaplaceErrorBound(mechanism.LaplaceScale(sensitivity, each), 0.05)
@@ -407,17 +514,19 @@ func Choose(h *Histogram, epsilon, sensitivity float64, noise mechanism.Noiser) 
 // histogram (the planner calls it before the charge).
 func Check(epsilon, sensitivity float64) error {
 	parts := Parts(epsilon)
-	opts := searchOptions(parts[0], sensitivity)
-	opts.Threshold = -Threshold(epsilon, sensitivity)
-	if err := mechanism.CheckSparse(opts); err != nil {
-		return err
+	for _, w := range []Walk{coarseWalk(parts[0], sensitivity), fineWalk(parts[0], sensitivity)} { // walkForCount may take either
+		opts := searchOptions(parts[0], sensitivity, w.Cutoff)
+		opts.Threshold = -w.Threshold
+		if err := mechanism.CheckSparse(opts); err != nil {
+			return err
+		}
 	}
 	return mechanism.CheckLaplace(sensitivity, parts[1])
 }
 
 // Parts are the ε of Choose's three mechanisms for a bound search of
-// epsilon, in order: the sparse vector search, the count of the values
-// beyond the bounds, the count of all values (they add up to epsilon;
+// epsilon: the sparse vector search, and the two counts (all values, the
+// values beyond the bounds), each half the rest (they add up to epsilon;
 // the ledger composes them as three pure parts).
 func Parts(epsilon float64) []float64 {
 	each := epsilon * (1 - SearchShare) / 2
@@ -430,4 +539,20 @@ func Parts(epsilon float64) []float64 {
 // (EXPLAIN shows it before anything is spent).
 func UnitsFor(epsilon, sensitivity, share float64) float64 {
 	return Threshold(epsilon, sensitivity) / share
+}
+
+// tailWiden is how many candidates the fine walk widens its upper bound
+// by, for gap candidates between its two stops: TailReach·gap, at most an
+// octave, where the count beyond falls steadily between the stops (a
+// smooth tail thins from 16 noise scales' worth to one within an octave
+// or two); none where the stops lie more than two octaves apart — the
+// values between them are then sparse, and the second stop is at a
+// cluster of the largest values (Adult's capital gains: 159 of 99,999
+// above a few hundred spread over three octaves), past which there is
+// nothing to follow.
+func tailWiden(gap int) int {
+	if gap > 2*perOctave {
+		return 0
+	}
+	return min(int(TailReach*float64(gap)), perOctave)
 }

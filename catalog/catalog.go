@@ -61,7 +61,8 @@ CREATE TABLE IF NOT EXISTS _dpsql_tables (
 	has_policy INTEGER NOT NULL DEFAULT 0,
 	unit_column TEXT,
 	max_groups INTEGER NOT NULL DEFAULT 1,
-	max_rows   INTEGER NOT NULL DEFAULT 1
+	max_rows   INTEGER NOT NULL DEFAULT 1,
+	bounds_warnings TEXT
 );
 CREATE TABLE IF NOT EXISTS _dpsql_bounds (
 	table_name  TEXT NOT NULL COLLATE NOCASE,
@@ -86,10 +87,10 @@ func Init(ctx context.Context, db *sql.DB) error {
 	// for another process's write lock (an owner's import).
 	var current int
 	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_dpsql_tables', '_dpsql_bounds', '_dpsql_domains'))
-		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_tables') WHERE name IN ('unit_column', 'max_groups', 'max_rows'))`).Scan(&current); err != nil {
+		+ (SELECT COUNT(*) FROM pragma_table_info('_dpsql_tables') WHERE name IN ('unit_column', 'max_groups', 'max_rows', 'bounds_warnings'))`).Scan(&current); err != nil {
 		return err
 	}
-	if current == 6 {
+	if current == 7 {
 		return nil
 	}
 	if _, err := db.ExecContext(ctx, schema); err != nil {
@@ -107,6 +108,7 @@ func Init(ctx context.Context, db *sql.DB) error {
 		{"unit_column", "TEXT"},
 		{"max_groups", "INTEGER NOT NULL DEFAULT 1"},
 		{"max_rows", "INTEGER NOT NULL DEFAULT 1"},
+		{"bounds_warnings", "TEXT"},
 	} {
 		if !have[add.name] {
 			if _, err := db.ExecContext(ctx, "ALTER TABLE _dpsql_tables ADD COLUMN "+add.name+" "+add.def); err != nil {
@@ -178,7 +180,19 @@ type Unit struct {
 	Column    string // "" when each row is its own unit
 	MaxGroups int64  // l0: groups one unit may contribute to
 	MaxRows   int64  // l∞: rows one unit may contribute per group
+	// BoundsWarnings is what becomes of an answer whose privately chosen
+	// bounds carry a warning (collapsed, or clipping a share the answer
+	// estimates at 5% or more): BoundsWarningsNote ("", the default) keeps
+	// the answer with the warning in its notes, BoundsWarningsError
+	// refuses it after the charge (policy option bounds_warnings).
+	BoundsWarnings string
 }
+
+// The values of Unit.BoundsWarnings.
+const (
+	BoundsWarningsNote  = ""
+	BoundsWarningsError = "error"
+)
 
 // Catalog is a snapshot of all user tables and their policies.
 type Catalog struct {
@@ -392,7 +406,7 @@ func loadColumns(ctx context.Context, q Querier, t *Table) error {
 
 // loadUnits reads each table's privacy (public, policy, unit).
 func loadUnits(ctx context.Context, policies storesql.On, byName map[string]*Table) error {
-	rows, err := policies.QueryContext(ctx, `SELECT table_name, public, has_policy, COALESCE(unit_column, ''), max_groups, max_rows FROM _dpsql_tables`)
+	rows, err := policies.QueryContext(ctx, `SELECT table_name, public, has_policy, COALESCE(unit_column, ''), max_groups, max_rows, COALESCE(bounds_warnings, '') FROM _dpsql_tables`)
 	if err != nil {
 		return err
 	}
@@ -401,7 +415,7 @@ func loadUnits(ctx context.Context, policies storesql.On, byName map[string]*Tab
 		var name string
 		var public, has bool
 		var u Unit
-		if err := rows.Scan(&name, &public, &has, &u.Column, &u.MaxGroups, &u.MaxRows); err != nil {
+		if err := rows.Scan(&name, &public, &has, &u.Column, &u.MaxGroups, &u.MaxRows, &u.BoundsWarnings); err != nil {
 			return err
 		}
 		if t := byName[FoldName(name)]; t != nil {
@@ -502,9 +516,16 @@ func (c *Catalog) CreatePolicy(ctx context.Context, db storesql.On, table string
 	if u.MaxGroups < 1 || u.MaxRows < 1 {
 		return fmt.Errorf("%w: max_groups_contributed and max_rows_contributed must be at least 1", ErrInvalidPolicy)
 	}
-	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_tables (table_name, public, has_policy, unit_column, max_groups, max_rows) VALUES (?, 0, 1, ?, ?, ?)
+	if u.BoundsWarnings != BoundsWarningsNote && u.BoundsWarnings != BoundsWarningsError {
+		return fmt.Errorf("%w: bounds_warnings is 'note' or 'error'", ErrInvalidPolicy)
+	}
+	var warnings any
+	if u.BoundsWarnings != BoundsWarningsNote {
+		warnings = u.BoundsWarnings
+	}
+	_, err := db.ExecContext(ctx, `INSERT INTO _dpsql_tables (table_name, public, has_policy, unit_column, max_groups, max_rows, bounds_warnings) VALUES (?, 0, 1, ?, ?, ?, ?)
 		ON CONFLICT (table_name) DO UPDATE SET public = 0, has_policy = 1, unit_column = excluded.unit_column,
-		max_groups = excluded.max_groups, max_rows = excluded.max_rows`, t.Name, unitCol, u.MaxGroups, u.MaxRows)
+		max_groups = excluded.max_groups, max_rows = excluded.max_rows, bounds_warnings = excluded.bounds_warnings`, t.Name, unitCol, u.MaxGroups, u.MaxRows, warnings)
 	return err
 }
 

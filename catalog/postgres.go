@@ -25,8 +25,11 @@ var postgresSchema = []string{
 	has_policy  integer NOT NULL DEFAULT 0,
 	unit_column text,
 	max_groups  bigint NOT NULL DEFAULT 1,
-	max_rows    bigint NOT NULL DEFAULT 1
+	max_rows    bigint NOT NULL DEFAULT 1,
+	bounds_warnings text
 )`,
+	// A catalog made before the policy option bounds_warnings.
+	`ALTER TABLE dpsql.tables ADD COLUMN IF NOT EXISTS bounds_warnings text`,
 	`CREATE TABLE IF NOT EXISTS dpsql.bounds (
 	table_name  text NOT NULL,
 	column_name text NOT NULL,
@@ -51,10 +54,11 @@ var PostgresTables = []string{"tables", "bounds", "domains"}
 // when they are missing, in one transaction.
 func InitPostgres(ctx context.Context, db *sql.DB) error {
 	var n int
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_catalog.pg_tables WHERE schemaname = 'dpsql' AND tablename = ANY($1)`, PostgresTables).Scan(&n); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM pg_catalog.pg_tables WHERE schemaname = 'dpsql' AND tablename = ANY($1))
+		+ (SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = 'dpsql' AND table_name = 'tables' AND column_name = 'bounds_warnings')`, PostgresTables).Scan(&n); err != nil {
 		return fmt.Errorf("catalog: reading the schema dpsql: %w", err)
 	}
-	if n == len(PostgresTables) {
+	if n == len(PostgresTables)+1 {
 		return nil
 	}
 	tx, err := db.BeginTx(ctx, nil)
@@ -167,15 +171,25 @@ func Adopt(ctx context.Context, from *sql.DB, to *sql.DB) ([]string, error) {
 		name, unit         string
 		public, has        int64
 		maxGroups, maxRows int64
+		warnings           sql.NullString
 	}
 	var policies []policy
-	rows, err := from.QueryContext(ctx, `SELECT table_name, public, has_policy, COALESCE(unit_column, ''), max_groups, max_rows FROM _dpsql_tables ORDER BY table_name`)
+	// A state file of a version before bounds_warnings has no such column.
+	var hasWarnings int
+	if err := from.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('_dpsql_tables') WHERE name = 'bounds_warnings'`).Scan(&hasWarnings); err != nil {
+		return nil, err
+	}
+	warnings := "NULL"
+	if hasWarnings > 0 {
+		warnings = "bounds_warnings"
+	}
+	rows, err := from.QueryContext(ctx, `SELECT table_name, public, has_policy, COALESCE(unit_column, ''), max_groups, max_rows, `+warnings+` FROM _dpsql_tables ORDER BY table_name`)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		var p policy
-		if err := rows.Scan(&p.name, &p.public, &p.has, &p.unit, &p.maxGroups, &p.maxRows); err != nil {
+		if err := rows.Scan(&p.name, &p.public, &p.has, &p.unit, &p.maxGroups, &p.maxRows, &p.warnings); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -197,8 +211,8 @@ func Adopt(ctx context.Context, from *sql.DB, to *sql.DB) ([]string, error) {
 		if p.unit != "" {
 			unit = p.unit
 		}
-		res, err := pg.ExecContext(ctx, `INSERT INTO _dpsql_tables (table_name, public, has_policy, unit_column, max_groups, max_rows) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (table_name) DO NOTHING`, p.name, p.public, p.has, unit, p.maxGroups, p.maxRows)
+		res, err := pg.ExecContext(ctx, `INSERT INTO _dpsql_tables (table_name, public, has_policy, unit_column, max_groups, max_rows, bounds_warnings) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (table_name) DO NOTHING`, p.name, p.public, p.has, unit, p.maxGroups, p.maxRows, p.warnings)
 		if err != nil {
 			return nil, err
 		}

@@ -448,7 +448,7 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 		}
 		chosen[i] = r
 		notes = append(notes, ChosenBound{Label: sr.Label, Lo: r.Lo, Hi: r.Hi, Collapsed: r.LoIdx <= 1 && r.HiIdx <= 1,
-			Threshold: autobound.Threshold(sr.Epsilon, sr.Sensitivity), Clipped: clipped})
+			Threshold: r.Threshold, Clipped: clipped})
 	}
 	if err := selectGroups(sc, q, rw, noise); err != nil {
 		return nil, nil, err
@@ -634,9 +634,9 @@ type NoiseCall struct {
 	Round       int
 	Sensitivity float64
 	Monotonic   bool
-	// Clip marks a count of bound search Cell's values: of those beyond
-	// its chosen bounds (Round 0) or of all (Round 1); the share clipped
-	// the answer reports (autobound.Choose).
+	// Clip marks a count of bound search Cell's values: of all (Round 0,
+	// made before the search) or of those beyond its chosen bounds (Round
+	// 1); the share clipped the answer reports (autobound.Choose).
 	Clip bool
 }
 
@@ -1223,13 +1223,13 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 		if len(q.Cells) > 0 && q.Cells[0].Gaussian {
 			share = fmt.Sprintf("√(2ρ_k): the searches take %.3g of the query's ρ", q.BoundsFraction)
 		}
-		walk := "every candidate"
+		walk := fmt.Sprintf("every candidate; the upper bound in two stages, to about %.3g values beyond a candidate and then to about %.3g, widened past the second stop by %.2g times the distance between the two, at most an octave", autobound.TailScales*w.Scale, w.Threshold, autobound.TailReach)
 		if w.Coarse {
-			walk = "one candidate per octave (the threshold is large in rows), the bound then widened by an octave"
+			walk = fmt.Sprintf("one candidate per octave (the threshold is large in rows); it stops where about %.3g values lie beyond a candidate, and the bound is then widened by an octave — unless the noisy count of all values, made first, is at least %.3g: then it walks every candidate in two stages, with cutoff 3, as at a larger ε", w.Threshold, autobound.CountForFine(sr.Epsilon, sr.Sensitivity))
 		}
 		add(fmt.Sprintf("bounds search s%d", i), fmt.Sprintf(
-			"%s: no declared bounds, chosen privately from one histogram scan (%s), ε=%.6g (%s): %.3g of it for the sparse vector technique (cutoff 2, monotonic counts, query noise scale %.4g, walking %s; it stops where about %.3g values lie beyond a candidate), the rest for two Laplace counts (the values beyond the chosen bounds, and all values: the answer's estimate of the share clipped, with a warning from %.3g%%); candidates 0 and (1 + k/8)·2^e for e in [%d, %d]; so that at most 5%% of the values are clipped the column needs about %.3g values (rows kept by contribution bounding) — with fewer, expect a warning and an answer that reflects the bounds more than the data",
-			sr.Label, rewrite.MeasureFunction, sr.Epsilon, share, autobound.SearchShare, w.Scale, walk, w.Threshold, 100*autobound.WarnShare, autobound.MinExp, autobound.MaxExp-1, autobound.UnitsFor(sr.Epsilon, sr.Sensitivity, 0.05)))
+			"%s: no declared bounds, chosen privately from one histogram scan (%s), ε=%.6g (%s): %.3g of it for the sparse vector technique (cutoff %d, monotonic counts, query noise scale %.4g, walking %s), the rest for two Laplace counts (all values, before the walk, and the values beyond the chosen bounds, after it: the answer's estimate of the share clipped, with a warning from %.3g%%); candidates 0 and (1 + k/8)·2^e for e in [%d, %d]; so that at most 5%% of the values are clipped the column needs about %.3g values (rows kept by contribution bounding) — with fewer, expect a warning and an answer that reflects the bounds more than the data",
+			sr.Label, rewrite.MeasureFunction, sr.Epsilon, share, autobound.SearchShare, w.Cutoff, w.Scale, walk, 100*autobound.WarnShare, autobound.MinExp, autobound.MaxExp-1, autobound.UnitsFor(sr.Epsilon, sr.Sensitivity, 0.05)))
 	}
 	for i, c := range q.Cells {
 		name := fmt.Sprintf("noise c%d", i)

@@ -305,7 +305,7 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 			// source that names its rows says so in a hidden column.
 			r.unitSQL = prefix + parser.QuoteIdent(catalog.IdentityColumn)
 			r.unitBase = parser.QuoteIdent(t.Name) + "." + parser.QuoteIdent(catalog.IdentityColumn)
-			r.unit = catalog.Unit{MaxGroups: 1, MaxRows: 1}
+			r.unit = catalog.Unit{MaxGroups: 1, MaxRows: 1, BoundsWarnings: t.Unit.BoundsWarnings}
 			r.joined.Unit = TableColumn{Ref: fb.refs} // the row's identity
 			fb.rn.read(t.Name, catalog.IdentityColumn)
 		case fb.joined:
@@ -323,7 +323,7 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 			}
 			r.unitSQL = prefix + name
 			r.unitBase = parser.QuoteIdent(t.Name) + "." + name
-			r.unit = catalog.Unit{MaxGroups: 1, MaxRows: 1}
+			r.unit = catalog.Unit{MaxGroups: 1, MaxRows: 1, BoundsWarnings: t.Unit.BoundsWarnings}
 			fb.rn.read(t.Name, "ROWID")
 			// SQLite reports a rowid read under the name of an INTEGER
 			// PRIMARY KEY column, if the table has one.
@@ -852,6 +852,9 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 			return nil, errorf(j.JoinPos, ErrNotPrivate, "two private relations may only be joined on their privacy unit columns: add %s = %s to ON", l.unitBase, r.unitBase)
 		}
 		out.unit, out.unitSQL, out.unitBase = l.unit, l.unitSQL, l.unitBase
+		if r.unit.BoundsWarnings == catalog.BoundsWarningsError {
+			out.unit.BoundsWarnings = r.unit.BoundsWarnings // either table's owner may refuse warned answers
+		}
 		if out.joined != nil {
 			out.joined.Unit = l.joined.Unit
 		}

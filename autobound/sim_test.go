@@ -1,0 +1,129 @@
+package autobound
+
+import (
+	"encoding/csv"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/dpsql/dpsql/mechanism"
+)
+
+func simMedian(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// simErrors returns the relative errors of SUM and AVG for one chosen bound
+// pair, with the cells' noise drawn as the engine would (eps per cell).
+func simErrors(h *Histogram, xs []float64, r Result, epsCell float64, rng *rand.Rand, sum float64) (float64, float64) {
+	lap := func(b float64) float64 { return b * (rng.ExpFloat64() - rng.ExpFloat64()) }
+	var cs, cc float64
+	mid := (r.Lo + r.Hi) / 2
+	for _, x := range xs {
+		c := math.Min(r.Hi, math.Max(r.Lo, x))
+		cs += c
+		cc += c - mid
+	}
+	n := float64(len(xs))
+	s := cs + lap(math.Max(-r.Lo, r.Hi)/epsCell)
+	cnt := math.Max(1, n+lap(1/epsCell))
+	a := (cc+lap((r.Hi-r.Lo)/2/epsCell))/cnt + mid
+	return math.Abs(s-sum) / sum, math.Abs(a-sum/n) / (sum / n)
+}
+
+// BenchmarkChooseSimulated measures Choose's bounds without the engine:
+// the grid of BenchmarkAutoBoundsGrid (log-normal z, 1,000 / 10,000 /
+// 100,000 values, ε = 0.01 / 0.03 / 0.1 / 1 for SUM(z), AVG(z)) and
+// Adult's ages (when ../shared/data/adult.csv is there), the cells'
+// Laplace noise drawn as the engine draws it (1 − fraction of ε, split
+// across the query's cells), against [0, max] bounds at the whole ε. It
+// logs median relative errors (automatic / declared) over DPSQL_RUNS runs
+// (default 300); seeded, so a change to the search shows as a change in
+// the table. Seconds, where the engine's benchmark takes minutes:
+//
+//	go test -run XXX -bench ChooseSimulated -benchtime 1x -v ./autobound
+//
+// DPSQL_FRACTION sets the bounds' share of ε (default 0.3).
+func BenchmarkChooseSimulated(b *testing.B) {
+	runs := 300
+	frac := 0.3 // planner.DefaultBoundsFraction (autobound cannot import the planner)
+	if v := os.Getenv("DPSQL_FRACTION"); v != "" {
+		fmt.Sscan(v, &frac)
+	}
+	if v := os.Getenv("DPSQL_RUNS"); v != "" {
+		fmt.Sscan(v, &runs)
+	}
+	type shape struct {
+		name  string
+		xs    []float64
+		eps   []float64
+		cells int
+	}
+	var shapes []shape
+	for _, units := range []int{1000, 10000, 100000} {
+		r := rand.New(rand.NewPCG(uint64(units), 5))
+		xs := make([]float64, units)
+		for i := range xs {
+			xs[i] = math.Exp(math.Log(23) - 0.5 + r.NormFloat64())
+		}
+		shapes = append(shapes, shape{fmt.Sprintf("lognormal %d", units), xs, []float64{0.01, 0.03, 0.1, 1}, 3})
+	}
+	if f, err := os.Open(filepath.Join("..", "..", "shared", "data", "adult.csv")); err == nil {
+		recs, _ := csv.NewReader(f).ReadAll()
+		f.Close()
+		for _, col := range []struct {
+			name  string
+			index int
+		}{{"adult age", 11}, {"adult gain", 12}} {
+			var xs []float64
+			for _, rec := range recs[1:] {
+				v, _ := strconv.ParseFloat(rec[col.index], 64)
+				xs = append(xs, v)
+			}
+			shapes = append(shapes, shape{col.name, xs, []float64{0.1, 1}, 2})
+		}
+	}
+	for _, sh := range shapes {
+		var h Histogram
+		sum, mx := 0.0, 0.0
+		for _, x := range sh.xs {
+			h.Add(x)
+			sum += x
+			mx = math.Max(mx, x)
+		}
+		for _, eps := range sh.eps {
+			epsB := frac * eps
+			epsCell := (1 - frac) * eps / float64(sh.cells)
+			rng := rand.New(rand.NewPCG(1, uint64(eps*1000)))
+			noise := mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(2, uint64(eps*1000)))})
+			var as, aa, ds, da, his []float64
+			low := 0
+			for i := 0; i < runs; i++ {
+				res, _, err := Choose(&h, epsB, 1, noise)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s, a := simErrors(&h, sh.xs, res, epsCell, rng, sum)
+				as, aa = append(as, s), append(aa, a)
+				if s > 0.5 {
+					low++
+					if os.Getenv("DPSQL_SHOW") != "" {
+						b.Logf("  far off: %s ε %v %+v", sh.name, eps, res)
+					}
+				}
+				his = append(his, res.Hi)
+				s, a = simErrors(&h, sh.xs, Result{Lo: 0, Hi: mx}, eps/float64(sh.cells), rng, sum)
+				ds, da = append(ds, s), append(da, a)
+			}
+			b.Logf("%-17s ε %-5v SUM %7.2f%% / %7.2f%% (%4.1f×)  AVG %7.3f%% / %7.3f%% (%4.1f×)  hi median %.4g (max %.4g), off by half %d", sh.name, eps,
+				100*simMedian(as), 100*simMedian(ds), simMedian(as)/simMedian(ds), 100*simMedian(aa), 100*simMedian(da), simMedian(aa)/simMedian(da), simMedian(his), mx, low)
+		}
+	}
+}
