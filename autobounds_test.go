@@ -76,6 +76,23 @@ func TestAutoBoundsWithoutNoise(t *testing.T) {
 	if len(r.Notes) != 2 || !strings.Contains(r.Notes[0], "chosen privately: [0, 112]") {
 		t.Errorf("capped column: notes %q, want the chosen bounds [0, 112]", r.Notes)
 	}
+	// A column far from 0 gets a positive lower bound: years 1990..2020
+	// (about 32 rows each). Stage one and two stop at 2048 (nothing above;
+	// 1920, the candidate below, has all 1,000), no widening; down from
+	// 1920, nothing lies at or below it: lo = 1920, and 1920 × 16 ≥ 2048
+	// keeps it. The centred sum's range is [1920, 2048], not [0, 2048]:
+	// 16 times less noise.
+	r = query(t, e, `SELECT AVG(1990 + i % 31) FROM t`)
+	var years float64
+	for i := 0; i < 1000; i++ {
+		years += float64(1990 + i%31)
+	}
+	if got := r.Rows[0][0].(float64); math.Abs(got-years/1000) > 1e-9 {
+		t.Errorf("AVG(1990 + i %% 31) = %v, want %v", got, years/1000)
+	}
+	if len(r.Notes) != 2 || !strings.Contains(r.Notes[0], "chosen privately: [1920, 2048]") {
+		t.Errorf("years: notes %q, want the chosen bounds [1920, 2048]", r.Notes)
+	}
 	// A column with negative values gets a negative lower bound.
 	r = query(t, e, `SELECT AVG(x - 50) FROM t`)
 	if got := r.Rows[0][0].(float64); math.Abs(got-(-0.5)) > 1 {

@@ -201,6 +201,35 @@ func (h *Histogram) Moments(jl, jh int) *Moments {
 	return m
 }
 
+// MomentsOf returns the moments of the values clipped to r's bounds,
+// exactly (Moments, and for a positive lower bound every value at or below
+// it counted at it).
+func (h *Histogram) MomentsOf(r Result) *Moments {
+	if !r.LoUp {
+		return h.Moments(r.LoIdx, r.HiIdx)
+	}
+	lo, hi := Candidate(r.LoIdx), Candidate(r.HiIdx)
+	m := &Moments{}
+	low := h.atOrBelow()[r.LoIdx]
+	high := h.Over[0]
+	for j := 1; j < NumBuckets; j++ {
+		switch {
+		case j > r.HiIdx:
+			high += h.N[0][j]
+		case j > r.LoIdx:
+			m.Sum.AddAcc(&h.Sum[0][j])
+			m.SumSq.AddAcc(&h.SumSq[0][j])
+			m.N += h.N[0][j]
+		}
+	}
+	m.N += low + high
+	m.Sum.AddScaled(lo, low)
+	m.Sum.AddScaled(hi, high)
+	m.SumSq.AddScaled(lo*lo, low)
+	m.SumSq.AddScaled(hi*hi, high)
+	return m
+}
+
 // negated returns −a.
 func negated(a *exactsum.Acc) *exactsum.Acc {
 	var n exactsum.Acc
@@ -211,10 +240,42 @@ func negated(a *exactsum.Acc) *exactsum.Acc {
 // Result is a chosen pair of bounds.
 type Result struct {
 	Lo, Hi       float64
-	LoIdx, HiIdx int // candidate indexes: Lo = −Candidate(LoIdx), Hi = Candidate(HiIdx)
+	LoIdx, HiIdx int // candidate indexes: Lo = −Candidate(LoIdx) (+Candidate(LoIdx) when LoUp), Hi = Candidate(HiIdx)
+	// LoUp marks a positive lower bound (the fine walk's, for a column
+	// whose values all lie well above 0: years, ages).
+	LoUp bool
 	// Threshold is the walk's threshold in rows: about how many values
 	// may lie beyond a bound where it stops.
 	Threshold float64
+}
+
+// Collapsed reports whether the bounds closed on both sides at once (at
+// most the first candidate from 0): too few rows stood above the search's
+// noise threshold, so an answer reflects the bounds more than the data.
+func (r Result) Collapsed() bool { return !r.LoUp && r.LoIdx <= 1 && r.HiIdx <= 1 }
+
+// clippedBelow is how many values the lower bound of r clips (for a
+// positive one, those at or below it: an upper estimate).
+func (h *Histogram) clippedBelow(r Result) int64 {
+	if r.LoUp {
+		return h.atOrBelow()[r.LoIdx]
+	}
+	return h.beyond(1)[r.LoIdx]
+}
+
+// atOrBelow returns, for every j ≥ 1, #{values ≤ Candidate(j)}: the zeros,
+// every negative value and the positive ones up to Candidate(j).
+func (h *Histogram) atOrBelow() []int64 {
+	q := make([]int64, NumBuckets)
+	n := h.Zeros + h.Over[1]
+	for _, c := range h.N[1] {
+		n += c
+	}
+	for j := 1; j < NumBuckets; j++ {
+		n += h.N[0][j]
+		q[j] = n
+	}
+	return q
 }
 
 // The walk. Each comparison of the search is a chance to stop early,
@@ -235,7 +296,9 @@ type Result struct {
 // drops at once (ages to 90) the two stops meet and the bound is not
 // widened. A single stop at three noise scales (the walk before) left
 // about 61 values beyond the bound at ε = 1, and their clipping was the
-// error (docs/accuracy.md).
+// error (docs/accuracy.md). The fine walk's lower bound comes last, down
+// from below the upper stop: a column far from 0 (years) gets a positive
+// lower bound, and with it a range, and a noise, many times smaller.
 //
 // Where rows are few for the noise, the walk is coarse: one candidate per
 // octave — 8× fewer comparisons below the data — at CoarseScales noise
@@ -253,9 +316,13 @@ const (
 	FineScales = 1
 	// TailScales is the fine walk's first-stage threshold in noise scales.
 	TailScales = 16
-	// ZeroScales is the threshold in noise scales of the lower side's
+	// ZeroScales is the threshold in noise scales of the negative side's
 	// first question, whether any values are negative.
 	ZeroScales = 5
+	// LowReach: the fine walk keeps a positive lower bound lo only where
+	// lo·LowReach ≥ hi (it then narrows [0, hi] by at least 1/LowReach);
+	// below that it takes 0.
+	LowReach = 16
 	// TailReach is how far past its second stop the fine walk widens the
 	// upper bound, in units of the distance between its two stops.
 	TailReach = 0.8
@@ -351,9 +418,12 @@ func next(j, step int) int {
 // Search chooses bounds with ε-DP, where sensitivity is how many rows one
 // privacy unit can add (1 when a row is a unit; l0·l∞ after contribution
 // bounding), so that every count moves by at most that: one Sparse run
-// over monotonic counting queries, first the negative side −q⁻_0, −q⁻_1,
-// ... until the first ⊤, then the positive side, walked as its Walk says
-// (coarse: one stage, cutoff 2; fine: two stages, cutoff 3). Each query is
+// over monotonic counting queries, walked as its Walk says — coarse
+// (cutoff 2): the negative side −q⁻_0, −q⁻_1, ... until the first ⊤, then
+// the positive side; fine (cutoff 3): the positive side in two stages,
+// then down from there −L_j, L_j = #{x ≤ Candidate(j)}, and past 0 the
+// negative side. Adding a row raises every q and every L: the queries
+// all move one way. Each query is
 // compared with the run's noisy threshold −T + ρ after a public shift: a
 // stage whose threshold is t rows asks −q_j + (t − T), so that ⊤ means
 // about "at most t values beyond candidate j".
@@ -401,21 +471,24 @@ func search(h *Histogram, epsilon, sensitivity float64, w Walk, noise mechanism.
 		}
 		return NumBuckets - 1, nil // nothing reported: the widest bound
 	}
-	// The lower side asks first whether about no values are negative, at
-	// ZeroScales noise scales: a column without negative values then gets
-	// the lower bound 0 nearly always, not a tiny negative one.
-	jl := 0
-	zero, err := sv.Next(-float64(h.beyond(1)[0]) + math.Round(max(w.Threshold, ZeroScales*w.Scale)-w.Threshold))
-	if err != nil {
-		return Result{}, err
+	// negative walks the lower side over 0 and the negative candidates:
+	// first whether about no values are negative, at ZeroScales noise
+	// scales (a column without negative values then gets the lower bound
+	// 0 nearly always, not a tiny negative one), then down the negative
+	// candidates.
+	negative := func() (int, error) {
+		zero, err := sv.Next(-float64(h.beyond(1)[0]) + math.Round(max(w.Threshold, ZeroScales*w.Scale)-w.Threshold))
+		if err != nil || zero {
+			return 0, err
+		}
+		return pick(1, 1, w.Step, w.Threshold)
 	}
-	if !zero {
-		if jl, err = pick(1, 1, w.Step, w.Threshold); err != nil {
+	var jl, jh int
+	loUp := false
+	if w.Coarse {
+		if jl, err = negative(); err != nil {
 			return Result{}, err
 		}
-	}
-	var jh int
-	if w.Coarse {
 		if jh, err = pick(0, 0, w.Step, w.Threshold); err != nil {
 			return Result{}, err
 		}
@@ -430,13 +503,37 @@ func search(h *Histogram, epsilon, sensitivity float64, w Walk, noise mechanism.
 		if err != nil {
 			return Result{}, err
 		}
-		jh = tail
+		stop := tail
 		if tail < NumBuckets-1 {
-			if jh, err = pick(0, tail, w.Step, w.Threshold); err != nil {
+			if stop, err = pick(0, tail, w.Step, w.Threshold); err != nil {
 				return Result{}, err
 			}
 		}
-		jh = min(jh+tailWiden(jh-tail), NumBuckets-1)
+		jh = min(stop+tailWiden(stop-tail), NumBuckets-1)
+		// The lower bound: down from below the upper stop, the first
+		// candidate with about at most one noise scale's worth of values
+		// at or below it; past 0, the negative side.
+		below := h.atOrBelow()
+		found := false
+		for j := stop - 1; j >= 1 && !found; j-- {
+			if found, err = sv.Next(-float64(below[j])); err != nil {
+				return Result{}, err
+			}
+			if found && Candidate(j)*LowReach >= Candidate(jh) {
+				jl, loUp = j, true
+			}
+		}
+		// A positive bound far below the upper one narrows the range by
+		// little and lifts the values under it: 0 instead
+		// (post-processing). Not found: the negative side.
+		if !found {
+			if jl, err = negative(); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+	if loUp {
+		return Result{Lo: Candidate(jl), Hi: Candidate(jh), LoIdx: jl, HiIdx: jh, LoUp: true, Threshold: w.Threshold}, nil
 	}
 	r := Result{Lo: 0 - Candidate(jl), Hi: Candidate(jh), LoIdx: jl, HiIdx: jh, Threshold: w.Threshold} // 0 − x, not −x: no −0
 	if r.Lo == r.Hi {                                                                                   // both at 0: keep a non-empty interval
@@ -502,8 +599,7 @@ func Choose(h *Histogram, epsilon, sensitivity float64, noise mechanism.Noiser) 
 	if err != nil {
 		return Result{}, Clipped{}, err
 	}
-	lo, hi := h.beyond(1), h.beyond(0)
-	if c.Beyond, err = noise.AddLaplace(float64(lo[r.LoIdx]+hi[r.HiIdx]), sensitivity, each); err != nil {
+	if c.Beyond, err = noise.AddLaplace(float64(h.clippedBelow(r)+h.beyond(0)[r.HiIdx]), sensitivity, each); err != nil {
 		return Result{}, Clipped{}, err
 	}
 	c.ErrorBound = mechanism.LaplaceErrorBound(mechanism.LaplaceScale(sensitivity, each), 0.05)

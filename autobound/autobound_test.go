@@ -83,15 +83,58 @@ func TestMomentsMatchBruteForce(t *testing.T) {
 	}
 }
 
+// TestMomentsOfPositiveLowerBound: MomentsOf with a positive lower bound
+// (every value at or below it counted at it) equals a direct clip-and-sum
+// exactly, for pairs of candidates 0 < lo < hi across the range.
+func TestMomentsOfPositiveLowerBound(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var xs []float64
+	var h Histogram
+	for i := 0; i < 3000; i++ {
+		var x float64
+		switch i % 4 {
+		case 0:
+			x = float64(1990 + r.IntN(31)) // years: many on and near candidates
+		case 1:
+			x = -r.ExpFloat64() * 50
+		case 2:
+			x = 0
+		default:
+			x = math.Ldexp(1+r.Float64(), r.IntN(40)-10)
+		}
+		xs = append(xs, x)
+		h.AddSquared(x)
+	}
+	for jl := 1; jl < NumBuckets; jl += 13 {
+		for jh := jl + 1; jh < NumBuckets; jh += 11 {
+			lo, hi := Candidate(jl), Candidate(jh)
+			var n int64
+			s, s2 := new(big.Float).SetPrec(4096), new(big.Float).SetPrec(4096)
+			for _, x := range xs {
+				c := new(big.Float).SetPrec(4096).SetFloat64(math.Min(hi, math.Max(lo, x)))
+				n++
+				s.Add(s, c)
+				s2.Add(s2, new(big.Float).SetPrec(4096).Mul(c, c))
+			}
+			m := h.MomentsOf(Result{Lo: lo, Hi: hi, LoIdx: jl, HiIdx: jh, LoUp: true})
+			if m.N != n || m.Sum.Big().Cmp(s) != 0 || m.SumSq.Big().Cmp(s2) != 0 {
+				t.Fatalf("bounds [%g, %g]: moments N=%d Σ=%s Σ²=%s, exact N=%d Σ=%s Σ²=%s", lo, hi,
+					m.N, m.Sum.Big().Text('g', 30), m.SumSq.Big().Text('g', 30), n, s.Text('g', 30), s2.Text('g', 30))
+			}
+		}
+	}
+}
+
 type seeded struct{ r *rand.Rand }
 
 func (s seeded) Uint64() uint64 { return s.r.Uint64() }
 
 // TestSearchFindsTheTail: on ages in [17, 90] with a thin tail, the chosen
-// upper bound lies in [64, 256] and the lower bound is 0, in at least 95%
-// of 200 seeded runs at ε = 0.2 (the default share of ε = 1). A correct
-// search fails this with tiny probability (the bound misses only when the
-// threshold noise exceeds several scales).
+// upper bound lies in [64, 256] and the lower bound in [12, 17] (the
+// fine walk's positive lower bound, at most the smallest age), in at
+// least 95% of 200 seeded runs at ε = 0.2 (the default share of ε = 1).
+// A correct search fails this with tiny probability (a bound misses only
+// when the noise exceeds several scales).
 func TestSearchFindsTheTail(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	var h Histogram
@@ -105,7 +148,7 @@ func TestSearchFindsTheTail(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Lo == 0 && res.Hi >= 64 && res.Hi <= 256 {
+		if res.Lo >= 12 && res.Lo <= 17 && res.Hi >= 64 && res.Hi <= 256 {
 			good++
 		}
 	}

@@ -75,6 +75,14 @@ func BenchmarkChooseSimulated(b *testing.B) {
 		}
 		shapes = append(shapes, shape{fmt.Sprintf("lognormal %d", units), xs, []float64{0.01, 0.03, 0.1, 1}, 3})
 	}
+	{
+		r := rand.New(rand.NewPCG(31, 5))
+		xs := make([]float64, 10000)
+		for i := range xs {
+			xs[i] = float64(1990 + r.IntN(31)) // years: far from 0
+		}
+		shapes = append(shapes, shape{"years 10000", xs, []float64{0.1, 1}, 3})
+	}
 	if f, err := os.Open(filepath.Join("..", "..", "shared", "data", "adult.csv")); err == nil {
 		recs, _ := csv.NewReader(f).ReadAll()
 		f.Close()

@@ -447,7 +447,7 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 			return nil, nil, err
 		}
 		chosen[i] = r
-		notes = append(notes, ChosenBound{Label: sr.Label, Lo: r.Lo, Hi: r.Hi, Collapsed: r.LoIdx <= 1 && r.HiIdx <= 1,
+		notes = append(notes, ChosenBound{Label: sr.Label, Lo: r.Lo, Hi: r.Hi, Collapsed: r.Collapsed(),
 			Threshold: r.Threshold, Clipped: clipped})
 	}
 	if err := selectGroups(sc, q, rw, noise); err != nil {
@@ -674,7 +674,7 @@ func (sc *scanned) exactCells(q *planner.PrivateQuery, rw *rewrite.Rewritten, g 
 			continue
 		}
 		r := chosen[src.Search]
-		m := sc.hists[g][src.Search].Moments(r.LoIdx, r.HiIdx)
+		m := sc.hists[g][src.Search].MomentsOf(r)
 		mid := planner.Midpoint(cells[i].lo, cells[i].hi)
 		counts[i] = m.N
 		switch c.Kind {
@@ -1223,7 +1223,7 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 		if len(q.Cells) > 0 && q.Cells[0].Gaussian {
 			share = fmt.Sprintf("√(2ρ_k): the searches take %.3g of the query's ρ", q.BoundsFraction)
 		}
-		walk := fmt.Sprintf("every candidate; the upper bound in two stages, to about %.3g values beyond a candidate and then to about %.3g, widened past the second stop by %.2g times the distance between the two, at most an octave", autobound.TailScales*w.Scale, w.Threshold, autobound.TailReach)
+		walk := fmt.Sprintf("every candidate; the upper bound in two stages, to about %.3g values beyond a candidate and then to about %.3g, widened past the second stop by %.2g times the distance between the two, at most an octave; then the lower bound, down from the upper, where about %.3g values lie at or below a candidate (a positive bound when the column lies well above 0)", autobound.TailScales*w.Scale, w.Threshold, autobound.TailReach, w.Threshold)
 		if w.Coarse {
 			walk = fmt.Sprintf("one candidate per octave (the threshold is large in rows); it stops where about %.3g values lie beyond a candidate, and the bound is then widened by an octave — unless the noisy count of all values, made first, is at least %.3g: then it walks every candidate in two stages, with cutoff 3, as at a larger ε", w.Threshold, autobound.CountForFine(sr.Epsilon, sr.Sensitivity))
 		}

@@ -1592,6 +1592,10 @@ func (b *builder) aggregate(call *parser.CallExpr) error {
 // parameters and bounds.
 func (b *builder) readAggCall(call *parser.CallExpr) (*aggCall, error) {
 	kind, ok := aggKinds[call.Name]
+	if !ok && (call.Name == "MIN" || call.Name == "MAX") {
+		p := map[string]string{"MIN": "0.01", "MAX": "0.99"}[call.Name]
+		return nil, errorf(call.NamePos, ErrUnsupported, "%s of private values is one row's value, which no differentially private answer can give; ask for a percentile near it instead, chosen privately within the column's bounds: PERCENTILE_CONT(x, %s) (or APPROX_QUANTILES(x, 100) for all of them)", call.Name, p)
+	}
 	if !ok {
 		return nil, errorf(call.NamePos, ErrUnsupported, "aggregate %s is not supported yet (supported: COUNT, SUM, AVG, VAR_POP, VARIANCE, VAR, VAR_SAMP, STDDEV_POP, STDDEV, STD, STDDEV_SAMP, MEDIAN, PERCENTILE_CONT, APPROX_QUANTILES)", call.Name)
 	}

@@ -20,6 +20,8 @@ type chartFile struct {
 	n      int
 	// done is told each file written.
 	done func(path string)
+	// skipped is told why an answer of a private query got no chart.
+	skipped func(why string)
 }
 
 // newChartFile checks path's extension.
@@ -28,6 +30,21 @@ func newChartFile(path string, done func(string)) (*chartFile, error) {
 	if format != chart.SVG && format != chart.PNG {
 		return nil, fmt.Errorf("--chart %s: the file name must end in .svg or .png (the image's format)", path)
 	}
+	// A chart that cannot be written must be found out before a query is
+	// charged: the directory must exist and take a new file.
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("--chart %s: is a directory; give the image's file name", path)
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("--chart %s: the directory %s does not exist", path, dir)
+	}
+	probe, err := os.CreateTemp(dir, ".dpsql-chart-*")
+	if err != nil {
+		return nil, fmt.Errorf("--chart %s: cannot write in %s: %v", path, dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
 	return &chartFile{path: path, format: format, done: done}, nil
 }
 
@@ -36,6 +53,9 @@ func newChartFile(path string, done func(string)) (*chartFile, error) {
 func (c *chartFile) write(r *dpsql.Result) (bool, error) {
 	spec := chart.FromResult(r)
 	if spec.Kind == chart.None {
+		if r.Intervals != nil && len(r.Rows) > 0 && c.skipped != nil {
+			c.skipped("no chart for this answer: a chart needs numeric columns, after the key column when there is one (SELECT key, COUNT(*) ... GROUP BY key)")
+		}
 		return false, nil
 	}
 	img, err := chart.Render(spec, c.format, 0)

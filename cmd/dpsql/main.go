@@ -152,6 +152,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 			fmt.Fprintln(stderr, "error:", err)
 			return 2
 		}
+		c.skipped = func(why string) { fmt.Fprintln(stderr, "note: "+why) }
 		charts = c
 	}
 	if *command != "" && *file != "" {

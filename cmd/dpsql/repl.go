@@ -280,6 +280,7 @@ var dotCommands = []dotCommand{
 			s.fail("%v", err)
 			return false
 		}
+		c.skipped = func(why string) { fmt.Fprintln(s.errw, "note: "+why) }
 		s.pr.charts = c
 		return false
 	}},

@@ -247,6 +247,19 @@ func TestChartOption(t *testing.T) {
 	if _, errOut, code := runCLI(t, "", "--db", db, "--chart", filepath.Join(dir, "x.gif"), "-c", "SHOW TABLES"); code != 2 || !strings.Contains(errOut, ".svg or .png") {
 		t.Errorf("--chart x.gif: %d %q", code, errOut)
 	}
+	// An answer whose key is not first gets no chart, and a note says why.
+	if _, errOut, code := runCLI(t, "", "--db", db, "--epsilon", "0.5", "--chart", filepath.Join(dir, "late.svg"), "-c", "SELECT COUNT(*) AS n, region FROM patients GROUP BY region"); code != 0 || !strings.Contains(errOut, "no chart for this answer") {
+		t.Errorf("key not first: %d %q", code, errOut)
+	}
+	// A chart that cannot be written is refused before the query runs:
+	// nothing is charged.
+	before, _, _ := runCLI(t, "", "--db", db, "-c", "SHOW BUDGET")
+	if _, errOut, code := runCLI(t, "", "--db", db, "--epsilon", "0.5", "--chart", filepath.Join(dir, "missing", "x.svg"), "-c", "SELECT region, COUNT(*) FROM patients GROUP BY region"); code != 2 || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("--chart in a missing directory: %d %q", code, errOut)
+	}
+	if after, _, _ := runCLI(t, "", "--db", db, "-c", "SHOW BUDGET"); after != before {
+		t.Errorf("a refused --chart charged the budget:\n%s\n%s", before, after)
+	}
 }
 
 // TestServeConsoleTLS: with --tls-cert and --tls-key the console is HTTPS
