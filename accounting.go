@@ -33,6 +33,9 @@ type option struct {
 func noiseOptions(p *planner.PrivateQuery, st budget.Status) ([]option, string, error) {
 	laplace := option{plan: p, charge: budget.LaplaceCharge(p.Epsilon, p.Delta, p.Parts())}
 	if p.Noise == planner.NoiseLaplace {
+		if p.NoiseWhy != "" {
+			return []option{laplace}, "Laplace: " + p.NoiseWhy, nil
+		}
 		return []option{laplace}, "Laplace: the query asks for it (noise = 'laplace')", nil
 	}
 	rho := st.GaussianRho(p.Epsilon)

@@ -277,6 +277,12 @@ func TestExplainShowsCells(t *testing.T) {
 			t.Errorf("EXPLAIN lacks %q:\n%s", want, text)
 		}
 	}
+	// A threshold query runs with Laplace noise because of its form, not
+	// because it asked: EXPLAIN says so (issue 51).
+	text = explain(`EXPLAIN SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_above = 1) g, COUNT(*) FROM t GROUP BY g HAVING COUNT(*) > 100`)
+	if !strings.Contains(text, "noise choice: Laplace: the sparse vector technique") || strings.Contains(text, "asks for it") {
+		t.Errorf("EXPLAIN of a threshold query:\n%s", text)
+	}
 	// The budget (100, 1e-6) lets zCDP give this ε = 1 query Gaussian
 	// noise: ρ = ρ_T/100, a third per cell, σ = 1/√(2ρ/3) for the counts.
 	rho := budget.RhoFor(100, 5e-7) / 100

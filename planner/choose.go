@@ -122,7 +122,7 @@ func (b *builder) choose(opts options) error {
 			Sparse:     mechanism.SparseOptions{Sensitivity: c.L1Sensitivity, Threshold: st, Cutoff: int(opts.maxAbove), Monotonic: monotonic(c)},
 			Candidates: q.Groups()}
 		q.Having = nil // decided by the sparse vector run, not after the noise
-		q.Noise = NoiseLaplace
+		q.Noise, q.NoiseWhy = NoiseLaplace, "the sparse vector technique (max_groups_above) compares with Laplace noise, and the released values are measured with it too"
 		return nil
 	}
 	// ORDER BY agg DESC LIMIT k over public groups.
@@ -155,7 +155,7 @@ func (b *builder) choose(opts options) error {
 	b.perGroup()
 	q.TopK = &TopKChoice{Aggregate: agg, Cell: cell, Text: fmt.Sprintf("ORDER BY %s DESC LIMIT %d", a.Text, k),
 		TopK: mechanism.TopKOptions{Sensitivity: q.Cells[cell].L1Sensitivity, K: int(k), Monotonic: rnm.Monotonic}, Candidates: q.Groups(), HistogramScale: hist}
-	q.Noise = NoiseLaplace
+	q.Noise, q.NoiseWhy = NoiseLaplace, "report noisy max (ORDER BY ... DESC LIMIT k) chooses with Laplace noise, and the released values are measured with it too"
 	return nil
 }
 

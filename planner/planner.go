@@ -404,6 +404,9 @@ type PrivateQuery struct {
 	// the session): "" lets the engine choose, or NoiseLaplace,
 	// NoiseGaussian.
 	Noise string
+	// NoiseWhy says why Noise is NoiseLaplace when the query's form, not
+	// its options, requires it ("" when the query or session asked).
+	NoiseWhy string
 	// AggOf maps every aggregate call of the statement to its Aggregate.
 	AggOf map[*parser.CallExpr]int
 	// KeyOf maps every reference to a GROUP BY column outside aggregates
@@ -925,6 +928,7 @@ func (b *builder) epsilonForTarget(opts options) (float64, error) {
 		return 0, errorf(s.SelectPos, ErrInvalidOption, "target_error = %g is larger than needed: ε = %.6g would do, less than the smallest ε a query may ask (%g); ask for an error of at most %.3g", opts.target, eps, MinEpsilon, opts.target*eps/MinEpsilon)
 	}
 	b.q.TargetError, b.q.Noise = opts.target, NoiseLaplace
+	b.q.NoiseWhy = "target_error is met with Laplace noise, whose error does not depend on the budget's accounting"
 	return eps, nil
 }
 

@@ -74,6 +74,7 @@ func (b *builder) watchQuery(name string) error {
 	}
 	q.Watch = &WatchQuery{Name: name, Aggregate: agg, Cell: cell}
 	q.Epsilon, q.Noise = 0, NoiseLaplace
+	q.NoiseWhy = "a watch answers from its sparse vector run, with Laplace noise"
 	for _, c := range q.Cells {
 		c.Epsilon = 0
 	}
