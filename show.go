@@ -85,6 +85,9 @@ func (s *Session) showBudget(ctx context.Context) (*Result, error) {
 		{"remaining", sig6(rem.Epsilon), sig6(rem.Delta)},
 	}}
 	res.Notes = append(res.Notes, budgetNote(st))
+	if why := st.Stuck(); why != "" {
+		res.Notes = append(res.Notes, "nothing more fits: "+why)
+	}
 	if db := st.Database; db != nil {
 		// An analyst's: the database's total caps what all spend.
 		dr := db.Remaining()

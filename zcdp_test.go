@@ -144,3 +144,27 @@ func TestCachedRepeatSaysNothingWasSpent(t *testing.T) {
 		t.Errorf("the repeat: cost %+v, notes %q", again.Cost, again.Notes)
 	}
 }
+
+// TestShowBudgetSaysWhyNothingFits: after a Gaussian query, a budget whose
+// δ the owner set to 0 fits nothing although its ε is not spent; SHOW
+// BUDGET says why, as a refused query does (issue 51).
+func TestShowBudgetSaysWhyNothingFits(t *testing.T) {
+	parallel(t)
+	path := newDB(t)
+	owner := open(t, path, dpsql.Options{Owner: true})
+	e := open(t, path, dpsql.Options{Epsilon: 1})
+	query(t, e, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = 'gaussian') COUNT(*) FROM t")
+	mustRun(t, owner, "SET BUDGET epsilon = 100")
+	_, err := e.Query(context.Background(), "SELECT COUNT(*) FROM t")
+	if err == nil || !strings.Contains(err.Error(), "accounted in zCDP") {
+		t.Fatalf("query on a stuck budget: %v", err)
+	}
+	r := query(t, e, "SHOW BUDGET")
+	if !strings.Contains(strings.Join(r.Notes, "\n"), "nothing more fits: queries with Gaussian noise were charged") {
+		t.Errorf("SHOW BUDGET notes %q lack why nothing fits", r.Notes)
+	}
+	mustRun(t, owner, "SET BUDGET epsilon = 100, delta = 1e-6")
+	if r := query(t, e, "SHOW BUDGET"); strings.Contains(strings.Join(r.Notes, "\n"), "nothing more fits") {
+		t.Errorf("SHOW BUDGET of a budget that fits says it does not: %q", r.Notes)
+	}
+}

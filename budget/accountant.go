@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strings"
 	"sync"
 )
 
@@ -155,6 +156,13 @@ func (l ledger) stuckWhy() string {
 		return ""
 	}
 	return " (queries with Gaussian noise were charged to this budget, so its spending is accounted in zCDP, which needs a total δ > 0; with δ = 0 nothing more fits: the owner can SET BUDGET again with delta > 0, or RESET BUDGET to start a new budget)"
+}
+
+// Stuck says why nothing fits a budget whose ε is not all spent (a
+// Gaussian query was charged, and the total's δ is now 0), with what the
+// owner can do; "" when that is not so.
+func (s Status) Stuck() string {
+	return strings.TrimSuffix(strings.TrimPrefix(s.l.stuckWhy(), " ("), ")")
 }
 
 func (l ledger) status() Status {
