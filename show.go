@@ -26,6 +26,12 @@ func (s *Session) show(ctx context.Context, st *parser.ShowStmt, cat *catalog.Ca
 			return nil, &Error{Pos: st.Table.NamePos, Kind: planner.ErrUnknownName, Msg: fmt.Sprintf("unknown table %q", st.Table.Name)}
 		}
 		return policyResult(t), nil
+	case "COLUMNS":
+		t, ok := cat.Table(st.Table.Name)
+		if !ok || catalog.IsInternalName(st.Table.Name) {
+			return nil, &Error{Pos: st.Table.NamePos, Kind: planner.ErrUnknownName, Msg: fmt.Sprintf("unknown table %q", st.Table.Name)}
+		}
+		return columnsResult(t), nil
 	case "CACHE":
 		if !s.owner {
 			return nil, &Error{Pos: st.ShowPos, Kind: ErrOwnerOnly, Msg: "SHOW CACHE needs owner mode (dpsql --owner): it lists the statements analysts asked"}
@@ -188,6 +194,32 @@ func (s *Session) showAnalysts(ctx context.Context) (*Result, error) {
 }
 
 // policyResult is SHOW POLICY t.
+// columnsResult is DESCRIBE t (SHOW COLUMNS FROM t): each column, its
+// type, and what the policy says of it — public facts, as SHOW POLICY.
+func columnsResult(t *catalog.Table) *Result {
+	res := &Result{Columns: []string{"column", "type", "policy"}}
+	for _, c := range t.Columns {
+		var says []string
+		switch {
+		case t.Public:
+			says = append(says, "public table")
+		case catalog.SameName(c.Name, t.Unit.Column):
+			says = append(says, "privacy unit")
+		}
+		if b, ok := t.Bounds[c.Name]; ok {
+			says = append(says, fmt.Sprintf("bounds [%g, %g]", b.Lo, b.Hi))
+		}
+		if d, ok := t.Domains[c.Name]; ok {
+			says = append(says, fmt.Sprintf("domain of %d values (GROUP BY without δ)", len(d)))
+		}
+		if len(says) == 0 && !t.Public {
+			says = append(says, "private: in aggregates only; bounds chosen privately when a SUM or AVG needs them")
+		}
+		res.Rows = append(res.Rows, []any{c.Name, c.Type, strings.Join(says, "; ")})
+	}
+	return res
+}
+
 func policyResult(t *catalog.Table) *Result {
 	res := &Result{Columns: []string{"setting", "column", "value"}}
 	add := func(a, b, c string) { res.Rows = append(res.Rows, []any{a, b, c}) }

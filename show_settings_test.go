@@ -2,6 +2,7 @@ package dpsql_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -30,5 +31,26 @@ func TestShowSettings(t *testing.T) {
 	}
 	if _, err := e.Query(context.Background(), "SHOW users"); err == nil || !strings.Contains(err.Error(), `unknown setting "users"`) || !strings.Contains(err.Error(), "SHOW ALL") {
 		t.Errorf("SHOW users: %v", err)
+	}
+}
+
+// TestDescribeTable: DESCRIBE t, DESC t and SHOW COLUMNS FROM t (DuckDB's
+// and MySQL's habits) list each column with its type and what the policy
+// says of it, for analysts as for the owner; an unknown table is named.
+func TestDescribeTable(t *testing.T) {
+	parallel(t)
+	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	want := "[[i INTEGER private: in aggregates only; bounds chosen privately when a SUM or AVG needs them] [x INTEGER bounds [0, 100]] [g TEXT domain of 4 values (GROUP BY without δ)] [y REAL private: in aggregates only; bounds chosen privately when a SUM or AVG needs them]]"
+	for _, q := range []string{"DESCRIBE t", "DESC t", "SHOW COLUMNS FROM t", "show columns in t"} {
+		r := query(t, e, q)
+		if got := fmt.Sprint(r.Rows); got != want || strings.Join(r.Columns, ",") != "column,type,policy" {
+			t.Errorf("%s: %v %v", q, r.Columns, got)
+		}
+	}
+	if r := query(t, e, "DESCRIBE lookup"); !strings.Contains(fmt.Sprint(r.Rows), "public table") {
+		t.Errorf("DESCRIBE of a public table: %v", r.Rows)
+	}
+	if _, err := e.Query(context.Background(), "DESCRIBE nosuch"); err == nil || !strings.Contains(err.Error(), `unknown table "nosuch"`) {
+		t.Errorf("DESCRIBE nosuch: %v", err)
 	}
 }

@@ -259,6 +259,9 @@ func FormatStmt(s Stmt) string {
 			break
 		}
 		sb.WriteString("SHOW " + s.What)
+		if s.What == "COLUMNS" {
+			sb.WriteString(" FROM")
+		}
 		if s.Table != nil {
 			sb.WriteString(" " + QuoteIdent(s.Table.Name))
 		}

@@ -348,7 +348,7 @@ func (p *parser) peekIs(s string) bool {
 // ShowKinds are dpsql's own SHOW statements (SHOW POLICY takes a table):
 // the one list the parser, the wire server (which answers every other
 // SHOW as a PostgreSQL setting) and the error messages read.
-var ShowKinds = []string{"BUDGET", "TABLES", "POLICY", "LEDGER", "CACHE", "ANALYSTS", "WATCHES"}
+var ShowKinds = []string{"BUDGET", "TABLES", "POLICY", "COLUMNS", "LEDGER", "CACHE", "ANALYSTS", "WATCHES"}
 
 // MaxDepth bounds how deeply expressions and subqueries may nest (and how
 // long a chain of binary operators may be, since each link nests the
@@ -456,12 +456,22 @@ func (p *parser) statement() Stmt {
 		}
 		p.expect("BUDGET")
 		return &ResetBudgetStmt{ResetPos: t.pos}
+	case t.is("DESCRIBE") || t.is("DESC"):
+		// DESCRIBE t, DESC t: SHOW COLUMNS FROM t (DuckDB's and MySQL's).
+		p.next()
+		return &ShowStmt{ShowPos: t.pos, What: "COLUMNS", Table: p.tableRef()}
 	case t.is("SHOW"):
 		p.next()
 		for _, kind := range ShowKinds {
 			if p.accept(kind) {
 				st := &ShowStmt{ShowPos: t.pos, What: kind}
-				if kind == "POLICY" {
+				switch kind {
+				case "POLICY":
+					st.Table = p.tableRef()
+				case "COLUMNS": // SHOW COLUMNS FROM t (MySQL's, DuckDB's)
+					if !p.accept("FROM") {
+						p.expect("IN")
+					}
 					st.Table = p.tableRef()
 				}
 				return st
@@ -552,7 +562,7 @@ func (p *parser) statement() Stmt {
 		return &DropPolicyStmt{DropPos: t.pos, Table: p.tableRef()}
 	}
 	if t.kind == tokIdent {
-		p.fail(t.pos, "unsupported statement %s: dpsql accepts SELECT, EXPLAIN, SET, SHOW and the owner's policy statements", upperASCII(t.text))
+		p.fail(t.pos, "unsupported statement %s: dpsql accepts SELECT, EXPLAIN, SET, SHOW, DESCRIBE and the owner's policy statements", upperASCII(t.text))
 	}
 	p.fail(t.pos, "expected a statement, found %s", t.describe())
 	return nil

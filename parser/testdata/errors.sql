@@ -24,13 +24,13 @@ SELECT ROW_NUMBER /* ERROR "needs OVER" */ () FROM t
 SELECT UPPER(a) OVER /* ERROR "not a window or aggregate function" */ () FROM t
 SELECT LAG /* ERROR "wrong arguments to LAG" */ () OVER (ORDER BY a) FROM t
 SELECT a @ /* ERROR "unexpected character '@'" */ b FROM t
-SHOW 'users' /* ERROR "expected BUDGET, TABLES, POLICY, LEDGER, CACHE, ANALYSTS, WATCHES, ALL or a setting's name" */
+SHOW 'users' /* ERROR "expected BUDGET, TABLES, POLICY, COLUMNS, LEDGER, CACHE, ANALYSTS, WATCHES, ALL or a setting's name" */
 SELECT a FROM t, /* ERROR "only \[INNER\] JOIN" */ u
 SELECT a FROM (t /* ERROR "expected a subquery" */)
 WITH v AS (SELECT a FROM t) DELETE /* ERROR "expected SELECT" */ FROM v
 CREATE ANALYST alice BUDGET /* ERROR "expected PASSWORD 'password' after CREATE ANALYST alice, found \"BUDGET\"" */ epsilon = 1
 ALTER ANALYST alice /* ERROR "expected PASSWORD or BUDGET after ALTER ANALYST alice, found end of input" */
-SHOW 42 /* ERROR "expected BUDGET, TABLES, POLICY, LEDGER, CACHE, ANALYSTS, WATCHES, ALL or a setting's name after SHOW" */
+SHOW 42 /* ERROR "expected BUDGET, TABLES, POLICY, COLUMNS, LEDGER, CACHE, ANALYSTS, WATCHES, ALL or a setting's name after SHOW" */
 SELECT COUNT(*) FROM a JOIN b /* ERROR "expected ON or USING after the joined table, found end of input" */
 SELECT COUNT(*) FROM a JOIN b USING () /* ERROR "expected a column name in USING, found \"\)\"" */
 SELECT COUNT(*) FROM pums.pums. /* ERROR "expected" */ x
