@@ -157,5 +157,19 @@ func checkColumns(t *catalog.Table, cols []csvimport.Column, mode ImportMode) er
 			return fmt.Errorf("the policy of table %s names column %q, which the file lacks: nothing was replaced (fix the file, or change the policy first)", t.Name, c)
 		}
 	}
+	// A bounded numeric column must stay numeric: as TEXT its values
+	// would be read by their numeric prefix (most of them 0), and every
+	// SUM and AVG of it would quietly change meaning.
+	numeric := func(typ string) bool { typ = strings.ToUpper(typ); return typ == "INTEGER" || typ == "REAL" }
+	for _, c := range cols {
+		have, ok := t.Column(c.Name)
+		if !ok {
+			continue
+		}
+		b, bounded := t.Bounds[have.Name] // by the catalog's spelling
+		if bounded && numeric(have.Type) && !numeric(c.Type) {
+			return fmt.Errorf("column %q of table %s has bounds [%g, %g] and holds %s values, but the file's are %s (some are not numbers): nothing was replaced (fix those values, or drop the policy's bounds first)", c.Name, t.Name, b.Lo, b.Hi, strings.ToUpper(have.Type), c.Type)
+		}
+	}
 	return nil
 }

@@ -66,6 +66,7 @@ func TestImportReplaceAndAppend(t *testing.T) {
 		{"e.csv", "g,x\na,1\n", dpsql.ImportAppend, "same columns in the same order"},
 		{"f.csv", "g\na\n", dpsql.ImportReplace, `names column "x"`},
 		{"g.csv", "x,g\n1,a\n2,b,extra\n", dpsql.ImportReplace, "line 3"},
+		{"i.csv", "x,g\n1,a\nn/a,b\n", dpsql.ImportReplace, `column "x" of table t has bounds [0, 10]`}, // a bounded INTEGER column turned TEXT (issue 51)
 	} {
 		_, _, err := owner.ImportInto(ctx, "t", write(c.name, c.text), csvimport.Options{}, c.mode)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -489,7 +489,8 @@ file is read and checked into a scratch table first, then the table's rows are
 replaced or added to in one transaction, which also drops the cached answers
 that read the table; on any error the table is as it was. --append needs the
 table's columns, in order, of the same types (INTEGER into REAL is fine);
---replace needs every column the table's policy names.
+--replace needs every column the table's policy names, and numbers in every
+column the policy bounds.
 
 Options:
 `)
