@@ -112,15 +112,21 @@ func (p *printer) bars(r *dpsql.Result) error {
 				}
 			}
 			// Its 95% interval as a whisker on the same axis: the bar shaded
-			// from the interval's lower end, a line on to its upper end
-			// (values ≥ 0 with an interval narrower than the bounds' range).
-			if x, ok := number(row[j]); ok && x >= 0 && scale > 0 && !math.IsInf(scale, 0) && !p.noIntervals {
+			// from the interval's near end, a line on to its far end (an
+			// interval narrower than the bounds' range). A negative value's
+			// bar is its magnitude, so its interval [lo, hi] is drawn as the
+			// magnitudes [−hi, −lo].
+			if x, ok := number(row[j]); ok && scale > 0 && !math.IsInf(scale, 0) && !p.noIntervals {
 				if iv := r.IntervalAt(i, j); iv != nil && !iv.Wide {
+					near, far := math.Max(0, iv.Lo), iv.Hi
+					if x < 0 {
+						near, far = math.Max(0, -iv.Hi), -iv.Lo
+					}
 					cells := []rune(bar)
-					if lo := int(math.Round(math.Max(0, iv.Lo) / scale * barWidth)); lo < len(cells)-1 {
+					if lo := int(math.Round(near / scale * barWidth)); lo < len(cells)-1 {
 						bar = string(cells[:lo]) + strings.Repeat(shade, len(cells)-lo)
 					}
-					if hi := int(math.Round(iv.Hi / scale * barWidth)); hi > len(cells) {
+					if hi := int(math.Round(far / scale * barWidth)); hi > len(cells) {
 						bar += strings.Repeat(whisker, hi-len(cells)-1) + end
 					}
 				}

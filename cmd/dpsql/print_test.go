@@ -124,7 +124,8 @@ func TestBars(t *testing.T) {
 // TestBarsLabelsAndSigns (issue 51 W4–W7): a one-row answer with two
 // aggregates draws both panels and takes no value for a label; two group
 // keys label each bar with both; a negative value is drawn in its own
-// glyph, not like a positive one; a wide interval shows as a whisker.
+// glyph, not like a positive one; an interval shows as a whisker, for
+// negative values too.
 func TestBarsLabelsAndSigns(t *testing.T) {
 	draw := func(res *dpsql.Result) string {
 		var b strings.Builder
@@ -151,8 +152,10 @@ func TestBarsLabelsAndSigns(t *testing.T) {
 	}
 	neg := draw(&dpsql.Result{Columns: []string{"g", "s"}, Rows: [][]any{{"a", -100.0}, {"b", 50.0}},
 		Intervals: [][]*dpsql.Interval{{nil, {Lo: -110, Hi: -90}}, {nil, {Lo: 40, Hi: 60}}}})
-	if !strings.Contains(neg, "a  "+strings.Repeat("░", 36)) || strings.Contains(neg, "a  █") || !strings.Contains(neg, "(negative)") {
-		t.Errorf("a negative value:\n%s", neg)
+	// −100 in [−110, −90] on an axis to 110: its magnitude in the negative
+	// glyph to 90 (33 cells), shaded to 100 (36), a whisker on to 110 (40).
+	if want := "a  " + strings.Repeat("░", 33) + strings.Repeat("▒", 3) + strings.Repeat("─", 3) + "┤"; !strings.Contains(neg, want) || strings.Contains(neg, "a  █") || !strings.Contains(neg, "(negative)") {
+		t.Errorf("a negative value:\n%s\nwant a line with %s", neg, want)
 	}
 	// 50 in [30, 70] on an axis to 70: solid to 30 (17 cells), shaded to
 	// 50 (28 cells and 5/8), a whisker on to 70 (40 cells).
