@@ -177,7 +177,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if cfg.TLS != nil {
 			tlsNote = "TLS required"
 		}
-		fmt.Fprintf(stderr, "dpsql serve: %s on %s, %s; connect with: psql \"host=%s port=%s user=ANALYST\"\n", *db, ln.Addr(), tlsNote, hostOf(ln.Addr()), portOf(ln.Addr()))
+		fmt.Fprintf(stderr, "dpsql serve: %s on %s, %s; connect with: psql \"host=%s port=%s user=ANALYST\"\n", *db, ln.Addr(), tlsNote, reachableHost(ln.Addr()), portOf(ln.Addr()))
 	}
 	var web *console.Console
 	var hsrv *http.Server
@@ -199,7 +199,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 			done <- server.ErrServerClosed
 		}()
-		fmt.Fprintf(stderr, "dpsql serve: web console for analysts at %s://%s/\n", scheme, hln.Addr())
+		fmt.Fprintln(stderr, "dpsql serve: "+consoleLine(scheme, hln.Addr()))
 	}
 	select {
 	case err := <-done:
@@ -234,6 +234,32 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 func hostOf(a net.Addr) string {
 	h, _, _ := net.SplitHostPort(a.String())
 	return h
+}
+
+// reachableHost is a host a user on this machine can connect to at a:
+// localhost when a listens on every address (0.0.0.0, ::), whose
+// printed form is no address to type.
+func reachableHost(a net.Addr) string {
+	h := hostOf(a)
+	if ip := net.ParseIP(h); ip != nil && ip.IsUnspecified() {
+		return "localhost"
+	}
+	return h
+}
+
+// consoleLine is what serve says of its web console at a: the address to
+// open (localhost, and that every address listens, when it does), and,
+// without TLS, that log-in passwords travel in clear.
+func consoleLine(scheme string, a net.Addr) string {
+	host, every := reachableHost(a), ""
+	if host != hostOf(a) {
+		every = " (listening on every address of this machine)"
+	}
+	line := fmt.Sprintf("web console for analysts at %s://%s/%s", scheme, net.JoinHostPort(host, portOf(a)), every)
+	if scheme == "http" {
+		line += "; without TLS the analysts' passwords and answers cross the network in clear: give --tls-cert and --tls-key beyond this machine"
+	}
+	return line
 }
 
 func portOf(a net.Addr) string {

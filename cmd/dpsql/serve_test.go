@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
@@ -315,4 +316,33 @@ func writeSelfSignedCert(t *testing.T, dir string) (certPath, keyPath string, po
 	pool = x509.NewCertPool()
 	pool.AddCert(cert)
 	return certPath, keyPath, pool
+}
+
+// TestConsoleLine: serve's start-up line names an address to open (not
+// http://[::]:PORT/ for a console on every address) and, without TLS,
+// says that passwords cross the network in clear (issue 51).
+func TestConsoleLine(t *testing.T) {
+	for _, c := range []struct {
+		scheme string
+		addr   net.Addr
+		want   []string
+		not    []string
+	}{
+		{"http", &net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}, []string{"http://localhost:8080/", "every address", "in clear"}, []string{"[::]"}},
+		{"http", &net.TCPAddr{IP: net.IPv4zero, Port: 8080}, []string{"http://localhost:8080/", "every address"}, []string{"0.0.0.0"}},
+		{"http", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}, []string{"http://127.0.0.1:8080/", "in clear"}, []string{"every address"}},
+		{"https", &net.TCPAddr{IP: net.IPv6loopback, Port: 443}, []string{"https://[::1]:443/"}, []string{"in clear"}},
+	} {
+		line := consoleLine(c.scheme, c.addr)
+		for _, w := range c.want {
+			if !strings.Contains(line, w) {
+				t.Errorf("%s %v: %q lacks %q", c.scheme, c.addr, line, w)
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(line, n) {
+				t.Errorf("%s %v: %q has %q", c.scheme, c.addr, line, n)
+			}
+		}
+	}
 }
