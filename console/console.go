@@ -275,7 +275,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if until, locked := c.lockout.Locked(keys...); locked {
 		c.log.Warn("console log-in refused: locked out", "remote", r.RemoteAddr, "user", req.User)
 		mins := int(until.Sub(c.cfg.Now()).Minutes()) + 1
-		writeError(w, &apiError{http.StatusTooManyRequests, fmt.Sprintf("too many failed log-ins: try again in %d minute%s", mins, map[bool]string{true: "", false: "s"}[mins == 1])})
+		// As the wire listener says it: which pair is locked is not told
+		// (it would say whether a name is being guessed at), but that the
+		// lock is on the name or the address — a colleague behind the same
+		// address is locked out too — and when it ends.
+		writeError(w, &apiError{http.StatusTooManyRequests, fmt.Sprintf("too many failed log-ins for this analyst name or from this address (a colleague's guesses from the same network count too), so this log-in was not checked: try again after %s (in %d minute%s)",
+			until.UTC().Format("15:04 UTC"), mins, map[bool]string{true: "", false: "s"}[mins == 1])})
 		return
 	}
 	ok, err := c.accounts.CheckAnalyst(r.Context(), req.User, req.Password)

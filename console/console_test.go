@@ -315,7 +315,7 @@ func TestLoginFailuresAndLockOut(t *testing.T) {
 	for range 3 {
 		login("alice", "guess", "10.0.0.3")
 	}
-	if code, msg := login("alice", "wonderland", "10.0.0.3"); code != 429 || !strings.Contains(msg, "try again") {
+	if code, msg := login("alice", "wonderland", "10.0.0.3"); code != 429 || !strings.Contains(msg, "try again after") || !strings.Contains(msg, "from this address") || !strings.Contains(msg, " UTC") {
 		t.Errorf("the right password from the guessing address during its lock-out: %d %q, want 429", code, msg)
 	}
 	if code, msg := login("alice", "wonderland", "10.0.0.5"); code != 200 {
