@@ -277,6 +277,11 @@ func TestExplainShowsCells(t *testing.T) {
 			t.Errorf("EXPLAIN lacks %q:\n%s", want, text)
 		}
 	}
+	// The rows an analyst reads to judge the answer come first, the
+	// engine's statements after them (issue 51).
+	if a, b, c := strings.Index(text, "accuracy a0:"), strings.Index(text, "accounting:"), strings.Index(text, "backend SQL:"); a < 0 || b < 0 || c < a || c < b {
+		t.Errorf("EXPLAIN's backend SQL comes before its accuracy or accounting:\n%s", text)
+	}
 	// A threshold query runs with Laplace noise because of its form, not
 	// because it asked: EXPLAIN says so (issue 51).
 	text = explain(`EXPLAIN SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_above = 1) g, COUNT(*) FROM t GROUP BY g HAVING COUNT(*) > 100`)

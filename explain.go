@@ -107,7 +107,7 @@ func (s *Session) explainPrivate(ctx context.Context, st *parser.SelectStmt, p *
 			}
 		}
 		r.Rows = append(rows, []any{"privacy cost", "nothing: the watch was charged when it opened"})
-		return &Result{Columns: r.Columns, Rows: r.Rows}, nil
+		return &Result{Columns: r.Columns, Rows: implementationLast(r.Rows)}, nil
 	}
 	status, err := s.status(ctx)
 	if err != nil {
@@ -141,5 +141,24 @@ func (s *Session) explainPrivate(ctx context.Context, st *parser.SelectStmt, p *
 	} else if a, ok := s.eng.cachedAnswer(ctx, s.cacheKey(parser.FormatStmt(st), p)); ok && !s.cacheOff() {
 		r.Rows = append(r.Rows, []any{"cache", fmt.Sprintf("an identical query was answered on %s: it would get that answer again, free", a.Created.Format("2006-01-02 15:04:05 UTC"))})
 	}
-	return &Result{Columns: r.Columns, Rows: r.Rows}, nil
+	return &Result{Columns: r.Columns, Rows: implementationLast(r.Rows)}, nil
+}
+
+// implementationSteps are EXPLAIN's rows about how the engine measures
+// (its statements), which come after every row an analyst reads to judge
+// the answer: the noise, the accuracy, the cost (issue 51).
+var implementationSteps = map[string]bool{"backend SQL": true, "source": true, "measurements": true, "post-processing SQL": true, "engine": true}
+
+// implementationLast moves the implementation rows to the end, each
+// group keeping its order.
+func implementationLast(rows [][]any) [][]any {
+	var first, last [][]any
+	for _, row := range rows {
+		if step, _ := row[0].(string); implementationSteps[step] {
+			last = append(last, row)
+		} else {
+			first = append(first, row)
+		}
+	}
+	return append(first, last...)
 }
