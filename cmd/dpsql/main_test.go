@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -585,15 +587,28 @@ func TestMachineReadableOutput(t *testing.T) {
 	resetCache()
 	out, _, _ = runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "csv", "--with-cost", "-c", script)
 	sets := strings.Split(out, "\n\n")
-	if len(sets) != 2 || !strings.HasPrefix(sets[0], "n,dpsql_epsilon,dpsql_delta,dpsql_error95(n)\n") || !strings.HasSuffix(sets[0], ",0.25,0,11.982929094215965") ||
+	if len(sets) != 2 || !strings.HasPrefix(sets[0], "n,n_lo95,n_hi95,dpsql_epsilon,dpsql_delta,dpsql_error95(n)\n") || !strings.HasSuffix(sets[0], ",0.25,0,11.982929094215965") ||
 		sets[1] != "a,b,dpsql_epsilon,dpsql_delta\nx,2,0,0\n" {
 		t.Errorf("csv --with-cost: %q", out)
 	}
 	// Bounds chosen privately from 50 rows at ε = 0.25 cannot find the
 	// data: the csv row carries the warning with the share clipped.
 	out, errOut, _ = runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "csv", "--with-cost", "-c", `SELECT SUM("Age" + 0) AS s FROM people`)
-	if !strings.HasPrefix(out, "s,dpsql_epsilon,dpsql_delta,dpsql_notes\n") || !strings.Contains(out, "warning: the bounds of") || !strings.Contains(out, "of its values lie beyond them") {
-		t.Errorf("csv --with-cost drops the clipping warning: %q %q", out, errOut)
+	if !strings.HasPrefix(out, "s,s_lo95,s_hi95,dpsql_epsilon,dpsql_delta,dpsql_notes\n") || !strings.Contains(out, "warning: the bounds of") || !strings.Contains(out, "of its values lie beyond them") {
+		t.Errorf("csv --with-cost drops the clipping warning or the interval: %q %q", out, errOut)
+	}
+	// AVG's interval, with bounds declared or chosen, comes row by row,
+	// beside the value it qualifies (issue 51).
+	out, errOut, _ = runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "csv", "--with-cost", "-c", `SELECT AVG("Age") AS a FROM people`)
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) != 2 || strings.Join(rows[0][:3], ",") != "a,a_lo95,a_hi95" {
+		t.Fatalf("csv --with-cost AVG: %q %q %v", out, errOut, err)
+	}
+	a, _ := strconv.ParseFloat(rows[1][0], 64)
+	lo, _ := strconv.ParseFloat(rows[1][1], 64)
+	hi, _ := strconv.ParseFloat(rows[1][2], 64)
+	if !(lo <= a && a <= hi && lo < hi) {
+		t.Errorf("csv --with-cost AVG: %v not in [%v, %v]", a, lo, hi)
 	}
 	resetCache()
 	out, _, _ = runCLI(t, "", "--db", db, "--epsilon", "0.25", "--format", "line", "--with-cost", "-c", "SELECT COUNT(*) AS n FROM people")

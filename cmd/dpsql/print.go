@@ -117,14 +117,21 @@ func (p *printer) printText(r *dpsql.Result) error {
 		}
 		cw := csv.NewWriter(p.w)
 		costNames, costValues := costColumns(r)
+		var ivCols []int
 		if !p.withCost {
 			costNames, costValues = nil, nil
+		} else {
+			ivCols = intervalColumns(r)
 		}
 		if !p.noHeaders {
-			cw.Write(append(append([]string(nil), r.Columns...), costNames...))
+			head := append([]string(nil), r.Columns...)
+			for _, j := range ivCols {
+				head = append(head, r.Columns[j]+"_lo95", r.Columns[j]+"_hi95")
+			}
+			cw.Write(append(head, costNames...))
 		}
-		for _, row := range r.Rows {
-			rec := make([]string, len(row), len(row)+len(costValues))
+		for i, row := range r.Rows {
+			rec := make([]string, len(row), len(row)+2*len(ivCols)+len(costValues))
 			for i, v := range row {
 				if v == nil && p.nullSet {
 					rec[i] = p.null
@@ -135,6 +142,13 @@ func (p *printer) printText(r *dpsql.Result) error {
 						rec[i] = strconv.FormatFloat(f, 'g', -1, 64) // full precision for machines
 					}
 				}
+			}
+			for _, j := range ivCols {
+				lo, hi := "", ""
+				if iv := r.IntervalAt(i, j); iv != nil {
+					lo, hi = strconv.FormatFloat(iv.Lo, 'g', -1, 64), strconv.FormatFloat(iv.Hi, 'g', -1, 64)
+				}
+				rec = append(rec, lo, hi)
 			}
 			cw.Write(append(rec, costValues...))
 		}
@@ -347,6 +361,22 @@ func boundNames(r *dpsql.Result) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// intervalColumns are the columns of r whose values carry a 95% interval
+// in some row (the noisy aggregates, declared or chosen bounds alike):
+// --with-cost adds <col>_lo95 and <col>_hi95 for each, row by row.
+func intervalColumns(r *dpsql.Result) []int {
+	var cols []int
+	for j := range r.Columns {
+		for i := range r.Rows {
+			if r.IntervalAt(i, j) != nil {
+				cols = append(cols, j)
+				break
+			}
+		}
+	}
+	return cols
 }
 
 // costColumns are the columns --with-cost adds to csv rows: the ε and δ
