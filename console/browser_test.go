@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/dpsql/dpsql"
 )
 
@@ -149,6 +150,25 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#completions li.active")))
 	if got := text("#completions li.active"); got != "visits" {
 		t.Errorf("the completion of vis is %q", got)
+	}
+	// Enter is a new line while the list shows: "AS n⏎" stays "AS n"
+	// (issue 51: it became "AS NOT"); after an arrow key, Enter takes the
+	// completion chosen.
+	run("Enter after an alias",
+		setValue("sql", ""),
+		chromedp.SendKeys(chromedp.ID("sql"), "SELECT COUNT(*) AS n"),
+		chromedp.WaitVisible(chromedp.CSS("#completions li.active")),
+		chromedp.SendKeys(chromedp.ID("sql"), "\r"))
+	if sql, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("sql").value`)); err != nil || sql != "SELECT COUNT(*) AS n\n" {
+		t.Errorf("after Enter the editor holds %q (%v), want the alias kept and a new line", sql, err)
+	}
+	run("Enter after an arrow",
+		setValue("sql", ""),
+		chromedp.SendKeys(chromedp.ID("sql"), "SEL"),
+		chromedp.WaitVisible(chromedp.CSS("#completions li.active")),
+		chromedp.SendKeys(chromedp.ID("sql"), kb.ArrowDown+kb.ArrowUp+"\r"))
+	if sql, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("sql").value`)); err != nil || sql != "SELECT " {
+		t.Errorf("after an arrow and Enter the editor holds %q (%v), want the completion taken", sql, err)
 	}
 
 	// A grouped query: a table with intervals and a chart with error bars.

@@ -4,7 +4,7 @@
 // textContent (never parsed as HTML); charts are SVG images in <img>.
 "use strict";
 
-const state = { csrf: "", schema: null, completions: [], active: -1, released: null };
+const state = { csrf: "", schema: null, completions: [], active: -1, navigated: false, released: null };
 const $ = (id) => document.getElementById(id);
 
 async function api(method, path, body) {
@@ -243,6 +243,7 @@ function updateCompletions() {
   list.textContent = "";
   state.completions = [];
   state.active = -1;
+  state.navigated = false;
   if (word.length < 1) { list.hidden = true; return; }
   const w = word.toLowerCase();
   state.completions = words().filter((c) => c.toLowerCase().startsWith(w) && c.toLowerCase() !== w).slice(0, 12);
@@ -279,15 +280,26 @@ function take(i) {
 }
 
 $("sql").addEventListener("input", updateCompletions);
+$("sql").addEventListener("beforeinput", (ev) => {
+  if (state.swallowNewline && (ev.inputType === "insertLineBreak" || ev.inputType === "insertParagraph" || (ev.inputType === "insertText" && /^[\r\n]$/.test(ev.data || "")))) ev.preventDefault();
+  state.swallowNewline = false;
+});
+$("sql").addEventListener("keyup", () => { state.swallowNewline = false; });
 $("sql").addEventListener("blur", () => setTimeout(hideCompletions, 100));
 $("sql").addEventListener("keydown", (ev) => {
   if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); run("/api/query"); return; }
   if ($("completions").hidden) return;
   const n = state.completions.length;
-  if (ev.key === "ArrowDown") { ev.preventDefault(); setActive((state.active + 1) % n); }
-  else if (ev.key === "ArrowUp") { ev.preventDefault(); setActive((state.active + n - 1) % n); }
-  else if (ev.key === "Tab" || ev.key === "Enter") { ev.preventDefault(); take(Math.max(0, state.active)); }
-  else if (ev.key === "Escape") { hideCompletions(); }
+  if (ev.key === "ArrowDown") { ev.preventDefault(); state.navigated = true; setActive((state.active + 1) % n); }
+  else if (ev.key === "ArrowUp") { ev.preventDefault(); state.navigated = true; setActive((state.active + n - 1) % n); }
+  // Tab takes the highlighted completion; Enter only one chosen with the
+  // arrows — else it is a new line ("AS n⏎" must not become "AS NOT").
+  else if (ev.key === "Tab" || (ev.key === "Enter" && state.navigated)) {
+    ev.preventDefault();
+    state.swallowNewline = ev.key === "Enter"; // some input paths still insert it
+    take(Math.max(0, state.active));
+  }
+  else if (ev.key === "Enter" || ev.key === "Escape") { hideCompletions(); }
 });
 
 start();
