@@ -242,6 +242,19 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("after the refusal spent shows %q", got)
 	}
 
+	// An empty ε field is said, not filled with the last ε (issue 51):
+	// nothing is sent, nothing spent.
+	run("empty ε",
+		setSQL("SELECT COUNT(*) FROM visits", ""),
+		chromedp.Click(chromedp.ID("run")),
+		chromedp.WaitVisible(chromedp.CSS("#error:not(:empty)")))
+	if got := text("#error"); !strings.Contains(got, "ε per query is empty") {
+		t.Errorf("an empty ε field says %q", got)
+	}
+	if got := text("#budget-own-spent"); got != "0.2" {
+		t.Errorf("after the empty ε spent shows %q", got)
+	}
+
 	// The budget runs out: 0.2 + 0.5 fits, the next 0.5 does not.
 	run("spend", setSQL("SELECT COUNT(*) FROM visits WHERE age > 50", "0.5"), chromedp.Click(chromedp.ID("run")),
 		poll(`document.getElementById("budget-own-spent").textContent === "0.7"`))

@@ -117,6 +117,13 @@ function accuracy() {
 async function run(path) {
   hideCompletions();
   $("error").textContent = "";
+  // An empty ε field is not "the last ε again": a query runs with the ε
+  // it names, in the field or in its OPTIONS (EXPLAIN needs none).
+  if (path === "/api/query" && $("epsilon").value.trim() === "" && $("target-error").value.trim() === "" &&
+      !/\b(epsilon|target_error)\s*=/i.test($("sql").value)) {
+    $("error").textContent = "ε per query is empty: give one (or a target error), or write OPTIONS (epsilon = …) in the query";
+    return;
+  }
   $("status").textContent = "running…";
   $("cancel").disabled = false;
   $("run").disabled = true; $("explain").disabled = true;
