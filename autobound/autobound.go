@@ -210,8 +210,7 @@ func (h *Histogram) MomentsOf(r Result) *Moments {
 	}
 	lo, hi := Candidate(r.LoIdx), Candidate(r.HiIdx)
 	m := &Moments{}
-	low := h.atOrBelow()[r.LoIdx]
-	high := h.Over[0]
+	low, high := h.nonPositive(), h.Over[0]
 	for j := 1; j < NumBuckets; j++ {
 		switch {
 		case j > r.HiIdx:
@@ -220,6 +219,8 @@ func (h *Histogram) MomentsOf(r Result) *Moments {
 			m.Sum.AddAcc(&h.Sum[0][j])
 			m.SumSq.AddAcc(&h.SumSq[0][j])
 			m.N += h.N[0][j]
+		default:
+			low += h.N[0][j]
 		}
 	}
 	m.N += low + high
@@ -263,14 +264,20 @@ func (h *Histogram) clippedBelow(r Result) int64 {
 	return h.beyond(1)[r.LoIdx]
 }
 
-// atOrBelow returns, for every j ≥ 1, #{values ≤ Candidate(j)}: the zeros,
-// every negative value and the positive ones up to Candidate(j).
-func (h *Histogram) atOrBelow() []int64 {
-	q := make([]int64, NumBuckets)
+// nonPositive is the number of zeros and negative values.
+func (h *Histogram) nonPositive() int64 {
 	n := h.Zeros + h.Over[1]
 	for _, c := range h.N[1] {
 		n += c
 	}
+	return n
+}
+
+// atOrBelow returns, for every j ≥ 1, #{values ≤ Candidate(j)}: the zeros,
+// every negative value and the positive ones up to Candidate(j).
+func (h *Histogram) atOrBelow() []int64 {
+	q := make([]int64, NumBuckets)
+	n := h.nonPositive()
 	for j := 1; j < NumBuckets; j++ {
 		n += h.N[0][j]
 		q[j] = n

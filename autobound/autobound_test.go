@@ -66,20 +66,26 @@ func TestMomentsMatchBruteForce(t *testing.T) {
 	for jl := 0; jl < NumBuckets; jl += 13 {
 		for jh := 0; jh < NumBuckets; jh += 11 {
 			lo, hi := -Candidate(jl), Candidate(jh)
-			var n int64
-			s, s2 := new(big.Float).SetPrec(4096), new(big.Float).SetPrec(4096)
-			for _, x := range xs {
-				c := new(big.Float).SetPrec(4096).SetFloat64(math.Min(hi, math.Max(lo, x)))
-				n++
-				s.Add(s, c)
-				s2.Add(s2, new(big.Float).SetPrec(4096).Mul(c, c))
-			}
-			m := h.Moments(jl, jh)
-			if m.N != n || m.Sum.Big().Cmp(s) != 0 || m.SumSq.Big().Cmp(s2) != 0 {
-				t.Fatalf("bounds [%g, %g]: moments N=%d Σ=%s Σ²=%s, exact N=%d Σ=%s Σ²=%s", lo, hi,
-					m.N, m.Sum.Big().Text('g', 30), m.SumSq.Big().Text('g', 30), n, s.Text('g', 30), s2.Text('g', 30))
-			}
+			checkMoments(t, h.Moments(jl, jh), xs, lo, hi)
 		}
+	}
+}
+
+// checkMoments fails t unless m are exactly the count, sum and sum of
+// squares of xs clipped to [lo, hi], summed in 4096-bit arithmetic.
+func checkMoments(t *testing.T, m *Moments, xs []float64, lo, hi float64) {
+	t.Helper()
+	var n int64
+	s, s2 := new(big.Float).SetPrec(4096), new(big.Float).SetPrec(4096)
+	for _, x := range xs {
+		c := new(big.Float).SetPrec(4096).SetFloat64(math.Min(hi, math.Max(lo, x)))
+		n++
+		s.Add(s, c)
+		s2.Add(s2, new(big.Float).SetPrec(4096).Mul(c, c))
+	}
+	if m.N != n || m.Sum.Big().Cmp(s) != 0 || m.SumSq.Big().Cmp(s2) != 0 {
+		t.Fatalf("bounds [%g, %g]: moments N=%d Σ=%s Σ²=%s, exact N=%d Σ=%s Σ²=%s", lo, hi,
+			m.N, m.Sum.Big().Text('g', 30), m.SumSq.Big().Text('g', 30), n, s.Text('g', 30), s2.Text('g', 30))
 	}
 }
 
@@ -108,19 +114,7 @@ func TestMomentsOfPositiveLowerBound(t *testing.T) {
 	for jl := 1; jl < NumBuckets; jl += 13 {
 		for jh := jl + 1; jh < NumBuckets; jh += 11 {
 			lo, hi := Candidate(jl), Candidate(jh)
-			var n int64
-			s, s2 := new(big.Float).SetPrec(4096), new(big.Float).SetPrec(4096)
-			for _, x := range xs {
-				c := new(big.Float).SetPrec(4096).SetFloat64(math.Min(hi, math.Max(lo, x)))
-				n++
-				s.Add(s, c)
-				s2.Add(s2, new(big.Float).SetPrec(4096).Mul(c, c))
-			}
-			m := h.MomentsOf(Result{Lo: lo, Hi: hi, LoIdx: jl, HiIdx: jh, LoUp: true})
-			if m.N != n || m.Sum.Big().Cmp(s) != 0 || m.SumSq.Big().Cmp(s2) != 0 {
-				t.Fatalf("bounds [%g, %g]: moments N=%d Σ=%s Σ²=%s, exact N=%d Σ=%s Σ²=%s", lo, hi,
-					m.N, m.Sum.Big().Text('g', 30), m.SumSq.Big().Text('g', 30), n, s.Text('g', 30), s2.Text('g', 30))
-			}
+			checkMoments(t, h.MomentsOf(Result{Lo: lo, Hi: hi, LoIdx: jl, HiIdx: jh, LoUp: true}), xs, lo, hi)
 		}
 	}
 }

@@ -54,6 +54,21 @@ func TestAlignedFormats(t *testing.T) {
 	}
 }
 
+// drawBars prints res in --format bars, in ASCII or Unicode glyphs.
+func drawBars(t *testing.T, res *dpsql.Result, ascii bool) string {
+	t.Helper()
+	var b strings.Builder
+	p, err := newPrinter("bars", &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ascii = ascii
+	if err := p.print(res); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
 // TestBars draws a grouped count and an average as bars: one chart per
 // numeric column, each bar's length its value's share of the column's
 // largest value or interval end (40 cells), the value and its interval
@@ -70,16 +85,8 @@ func TestBars(t *testing.T) {
 		},
 		Cost: budget.Cost{Epsilon: 1},
 	}
-	var b strings.Builder
-	p, err := newPrinter("bars", &b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.ascii = false
-	if err := p.print(res); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(b.String(), "\n")
+	out := drawBars(t, res, false)
+	lines := strings.Split(out, "\n")
 	// Bars in eighths of a cell: COUNT's axis ends at 10630 (HS-grad's
 	// interval), 10540/10630·320 = 317.3 → 39 cells and 5/8, 2635/10630·320
 	// = 79.3 → 9 and 7/8; AVG's at 48.4 (the whole-range interval does not
@@ -97,27 +104,19 @@ func TestBars(t *testing.T) {
 	}
 	for i, w := range want {
 		if i >= len(lines) || lines[i] != w {
-			t.Errorf("line %d:\n got %q\nwant %q\n%s", i, lines[min(i, len(lines)-1)], w, b.String())
+			t.Errorf("line %d:\n got %q\nwant %q\n%s", i, lines[min(i, len(lines)-1)], w, out)
 			break
 		}
 	}
-	if !strings.Contains(b.String(), "spent ε=1") {
-		t.Errorf("no footer:\n%s", b.String())
+	if !strings.Contains(out, "spent ε=1") {
+		t.Errorf("no footer:\n%s", out)
 	}
-	b.Reset()
-	p.ascii = true
-	if err := p.print(res); err != nil {
-		t.Fatal(err)
+	ascii := drawBars(t, res, true)
+	if strings.ContainsAny(ascii, "█▏▊") || !strings.Contains(ascii, "HS-grad    "+strings.Repeat("#", 40)+"  10540 ± 90") {
+		t.Errorf("ASCII bars:\n%s", ascii)
 	}
-	if strings.ContainsAny(b.String(), "█▏▊") || !strings.Contains(b.String(), "HS-grad    "+strings.Repeat("#", 40)+"  10540 ± 90") {
-		t.Errorf("ASCII bars:\n%s", b.String())
-	}
-	b.Reset()
-	if err := p.print(&dpsql.Result{Columns: []string{"code", "label"}, Rows: [][]any{{"a", "Alpha"}}}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(b.String(), "code | label\n") {
-		t.Errorf("a result without numbers is not a table:\n%s", b.String())
+	if table := drawBars(t, &dpsql.Result{Columns: []string{"code", "label"}, Rows: [][]any{{"a", "Alpha"}}}, true); !strings.HasPrefix(table, "code | label\n") {
+		t.Errorf("a result without numbers is not a table:\n%s", table)
 	}
 }
 
@@ -127,18 +126,7 @@ func TestBars(t *testing.T) {
 // glyph, not like a positive one; an interval shows as a whisker, for
 // negative values too.
 func TestBarsLabelsAndSigns(t *testing.T) {
-	draw := func(res *dpsql.Result) string {
-		var b strings.Builder
-		p, err := newPrinter("bars", &b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.ascii = false
-		if err := p.print(res); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
+	draw := func(res *dpsql.Result) string { return drawBars(t, res, false) }
 	one := draw(&dpsql.Result{Columns: []string{"s", "n"}, Rows: [][]any{{1234567.891234, int64(500)}},
 		Intervals: [][]*dpsql.Interval{{{Lo: 1200000, Hi: 1269000}, {Lo: 490, Hi: 510}}}})
 	if !strings.HasPrefix(one, "s\n") || !strings.Contains(one, "\nn\n") || strings.Contains(one, "1234567.89") {
