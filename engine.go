@@ -413,12 +413,17 @@ func (e *Engine) Path() string { return e.path }
 // Owner reports whether the engine is in owner mode.
 func (e *Engine) Owner() bool { return e.owner }
 
-// TableInfo describes a user table: names and declared types only, which
-// are not private data.
+// TableInfo describes a user table: names, declared types and policy,
+// which are not private data.
 type TableInfo struct {
 	Name    string
 	Public  bool
 	Columns []catalog.Column
+	// Policy sums up the table's privacy policy in a line, and
+	// ColumnPolicies says, column by column, what it says of each (as
+	// DESCRIBE does): public facts an analyst may read.
+	Policy         string
+	ColumnPolicies []string
 }
 
 // Tables lists the user tables (dpsql's own are hidden).
@@ -429,7 +434,11 @@ func (e *Engine) Tables(ctx context.Context) ([]TableInfo, error) {
 	}
 	var out []TableInfo
 	for _, t := range cat.Tables() {
-		out = append(out, TableInfo{Name: t.Name, Public: t.Public, Columns: t.Columns})
+		info := TableInfo{Name: t.Name, Public: t.Public, Columns: t.Columns, Policy: tablePolicy(t)}
+		for _, c := range t.Columns {
+			info.ColumnPolicies = append(info.ColumnPolicies, columnPolicy(t, c.Name))
+		}
+		out = append(out, info)
 	}
 	return out, nil
 }

@@ -193,33 +193,52 @@ func (s *Session) showAnalysts(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-// policyResult is SHOW POLICY t.
 // columnsResult is DESCRIBE t (SHOW COLUMNS FROM t): each column, its
 // type, and what the policy says of it — public facts, as SHOW POLICY.
 func columnsResult(t *catalog.Table) *Result {
 	res := &Result{Columns: []string{"column", "type", "policy"}}
 	for _, c := range t.Columns {
-		var says []string
-		switch {
-		case t.Public:
-			says = append(says, "public table")
-		case catalog.SameName(c.Name, t.Unit.Column):
-			says = append(says, "privacy unit")
-		}
-		if b, ok := t.Bounds[c.Name]; ok {
-			says = append(says, fmt.Sprintf("bounds [%g, %g]", b.Lo, b.Hi))
-		}
-		if d, ok := t.Domains[c.Name]; ok {
-			says = append(says, fmt.Sprintf("domain of %d values (GROUP BY without δ)", len(d)))
-		}
-		if len(says) == 0 && !t.Public {
-			says = append(says, "private: in aggregates only; bounds chosen privately when a SUM or AVG needs them")
-		}
-		res.Rows = append(res.Rows, []any{c.Name, c.Type, strings.Join(says, "; ")})
+		res.Rows = append(res.Rows, []any{c.Name, c.Type, columnPolicy(t, c.Name)})
 	}
 	return res
 }
 
+// columnPolicy says what t's policy says of one column (DESCRIBE's policy
+// column, the console's explorer).
+func columnPolicy(t *catalog.Table, name string) string {
+	var says []string
+	switch {
+	case t.Public:
+		says = append(says, "public table")
+	case catalog.SameName(name, t.Unit.Column):
+		says = append(says, "privacy unit")
+	}
+	if b, ok := t.Bounds[name]; ok {
+		says = append(says, fmt.Sprintf("bounds [%g, %g]", b.Lo, b.Hi))
+	}
+	if d, ok := t.Domains[name]; ok {
+		says = append(says, fmt.Sprintf("domain of %d values (GROUP BY without δ)", len(d)))
+	}
+	if len(says) == 0 && !t.Public {
+		says = append(says, "private: in aggregates only; bounds chosen privately when a SUM or AVG needs them")
+	}
+	return strings.Join(says, "; ")
+}
+
+// tablePolicy sums up t's policy in a line: public, or private with its
+// unit and contribution bounds.
+func tablePolicy(t *catalog.Table) string {
+	switch {
+	case t.Public:
+		return "public: queried without noise"
+	case t.Unit.Column == "":
+		return "private; each row is a privacy unit"
+	default:
+		return fmt.Sprintf("private; privacy unit %s: at most %d groups, %d rows per group", t.Unit.Column, t.Unit.MaxGroups, t.Unit.MaxRows)
+	}
+}
+
+// policyResult is SHOW POLICY t.
 func policyResult(t *catalog.Table) *Result {
 	res := &Result{Columns: []string{"setting", "column", "value"}}
 	add := func(a, b, c string) { res.Rows = append(res.Rows, []any{a, b, c}) }

@@ -75,23 +75,27 @@ func (s Spec) Whiskers() int {
 	return n
 }
 
-// FromResult chooses a chart for r from its shape: Line when the first
-// column is the only key, numeric (three rows or more, none NULL), Bars
-// when a key (its label joins every non-numeric column's value: "North ·
-// flu") or a single row comes with numeric columns, None otherwise.
+// FromResult chooses a chart for r from its shape. Its series are the
+// columns of noisy values (those with intervals), its keys every other
+// column: Line when the only key is numeric (three rows or more, none
+// NULL), Bars otherwise (a bar's label joins its keys' values: "North ·
+// flu"), None when nothing in r is noisy (SHOW answers, public tables,
+// key-only answers).
 func FromResult(r *dpsql.Result) Spec {
 	if r == nil || len(r.Columns) == 0 || len(r.Rows) == 0 {
 		return Spec{Kind: None}
 	}
-	first := 1
-	if len(r.Columns) == 1 || (len(r.Rows) == 1 && allNumeric(r, 0)) {
-		first = 0 // no key: one bar per aggregate's row
-	}
+	// Only a private query's noisy values are drawn: a column is a series
+	// when some value in it has an interval, and every other column is a
+	// key. SHOW answers, public tables and key-only answers (no noisy
+	// value, so no interval) are not charts of released values.
 	spec := Spec{Kind: Bars}
-	if first == 1 {
-		spec.Key = r.Columns[0]
-	}
-	for j := first; j < len(r.Columns); j++ {
+	var keys []int
+	for j := range r.Columns {
+		if !noisy(r, j) {
+			keys = append(keys, j)
+			continue
+		}
 		if !allNumeric(r, j) {
 			continue
 		}
@@ -116,16 +120,10 @@ func FromResult(r *dpsql.Result) Spec {
 	if len(spec.Series) == 0 {
 		return Spec{Kind: None}
 	}
-	// The key columns: the first, and every other that is not numeric (a
-	// second key); a row's label joins their values.
-	keys := []int{}
-	if first == 1 {
-		keys = append(keys, 0)
-		for j := 1; j < len(r.Columns); j++ {
-			if !allNumeric(r, j) {
-				keys = append(keys, j)
-			}
-		}
+	// A row's label joins its keys' values.
+	first := 0
+	if len(keys) > 0 {
+		first = 1
 		names := make([]string, len(keys))
 		for n, j := range keys {
 			names[n] = r.Columns[j]
@@ -149,10 +147,11 @@ func FromResult(r *dpsql.Result) Spec {
 		spec.Labels = append(spec.Labels, label)
 	}
 	if len(keys) == 1 && len(r.Rows) >= 3 {
+		key := keys[0]
 		keys := make([]float64, len(r.Rows))
 		numeric := true
 		for i, row := range r.Rows {
-			x, ok := number(row[0])
+			x, ok := number(row[key])
 			if !ok {
 				numeric = false
 				break
@@ -213,6 +212,17 @@ func caption(r *dpsql.Result, kind Kind) string {
 		s = spent + "; " + s
 	}
 	return s
+}
+
+// noisy reports whether column j holds released noisy values: some value
+// in it has an interval.
+func noisy(r *dpsql.Result, j int) bool {
+	for i := range r.Rows {
+		if r.IntervalAt(i, j) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func allNumeric(r *dpsql.Result, j int) bool {

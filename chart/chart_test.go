@@ -30,7 +30,16 @@ var results = map[string]*dpsql.Result{
 		Intervals: [][]*dpsql.Interval{{nil, iv(5, 9)}, {nil, iv(3, 7)}, {nil, nil}}},
 	"text_only": {Columns: []string{"table", "privacy"}, Rows: [][]any{{"adult", "private"}}},
 	"message":   {Message: "budget set"},
-	"nan":       {Columns: []string{"k", "v"}, Rows: [][]any{{"a", math.NaN()}, {"b", 2.0}}},
+	"nan": {Columns: []string{"k", "v"}, Rows: [][]any{{"a", math.NaN()}, {"b", 2.0}},
+		Intervals: [][]*dpsql.Interval{{nil, nil}, {nil, iv(1, 3)}}},
+	// Numbers without intervals are not released noisy values: no chart.
+	"show_budget": {Columns: []string{"budget", "epsilon", "delta"}, Rows: [][]any{{"total", 1.0, 1e-6}, {"spent", 0.5, 0.0}}},
+	"public":      {Columns: []string{"code", "rate"}, Rows: [][]any{{"a", 0.25}, {"b", 0.5}, {"c", 0.75}}},
+	"key_only": {Columns: []string{"age"}, Rows: [][]any{{int64(20)}, {int64(30)}, {int64(40)}},
+		Intervals: [][]*dpsql.Interval{{nil}, {nil}, {nil}}},
+	// The key needs not come first.
+	"key_last": {Columns: []string{"n", "age"}, Rows: [][]any{{int64(7), int64(40)}, {int64(5), int64(20)}, {int64(6), int64(30)}},
+		Intervals: [][]*dpsql.Interval{{iv(5, 9), nil}, {iv(3, 7), nil}, {iv(4, 8), nil}}},
 	"two_keys": {Columns: []string{"region", "n", "diagnosis"}, Rows: [][]any{{"North", int64(5), "flu"}, {"North", int64(7), "none"}, {int64(3), int64(1), nil}},
 		Intervals: [][]*dpsql.Interval{{nil, iv(3, 7), nil}, {nil, iv(5, 9), nil}, {nil, iv(0, 3), nil}}},
 }

@@ -43,11 +43,23 @@ func (c *Console) static(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
-// Answer is what /api/query and /api/explain return.
+// Answer is what /api/query and /api/explain return: the answer of the
+// statement sent, or of the last of several.
 type Answer struct {
-	Released *dpsql.Released `json:"released"`
-	Chart    ChartView       `json:"chart"`
-	Budget   *BudgetView     `json:"budget,omitempty"`
+	Part
+	Budget *BudgetView `json:"budget,omitempty"`
+	// Parts, when several statements were sent, are their answers in
+	// order (the last is the Answer's own), and Error what stopped the
+	// run at the statement after the last answered one.
+	Parts []Part `json:"parts,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// Part is one statement's answer.
+type Part struct {
+	Statement string          `json:"statement"`
+	Released  *dpsql.Released `json:"released"`
+	Chart     ChartView       `json:"chart"`
 }
 
 // ChartView is an answer's chart: its kind (bars, line, or table when the
@@ -98,8 +110,10 @@ func (c *Console) statement(w http.ResponseWriter, r *http.Request, s *session, 
 	writeJSON(w, http.StatusOK, ans)
 }
 
-// answer runs the statement, one at a time in a session, and records it
-// in the session's history.
+// answer runs the statements sent, in order, one run at a time in a
+// session, each recorded in the session's history. A statement's error
+// ends the run: the first's is the request's error, a later one's comes
+// with the answers before it (they were charged and released).
 func (c *Console) answer(r *http.Request, s *session, req queryRequest, explain bool) (*Answer, error) {
 	if !s.run.TryLock() {
 		return nil, &apiError{http.StatusConflict, "a statement is already running in this session (cancel it, or wait)"}
@@ -108,13 +122,44 @@ func (c *Console) answer(r *http.Request, s *session, req queryRequest, explain 
 	if err := applyAccuracy(r.Context(), s.db, req); err != nil {
 		return nil, err
 	}
-	st := access.Statement{Who: s.analyst, Remote: r.RemoteAddr, Via: "console", Text: req.SQL, Timeout: c.cfg.StatementTimeout, Track: s.track}
-	entry := HistoryEntry{Statement: req.SQL, At: c.cfg.Now().UTC(), Explain: explain}
+	texts := parser.Split(req.SQL)
+	if len(texts) == 0 {
+		texts = []string{req.SQL} // comments only: the engine says so
+	}
+	ans := &Answer{}
+	for i, text := range texts {
+		part, err := c.part(r, s, text, explain)
+		if err != nil && i == 0 {
+			return nil, err
+		}
+		if err != nil {
+			ans.Error = fmt.Sprintf("statement %d of %d: %s", i+1, len(texts), err)
+			if i+1 < len(texts) {
+				ans.Error += " (the statements after it did not run)"
+			}
+			break
+		}
+		ans.Parts = append(ans.Parts, *part)
+	}
+	ans.Part = ans.Parts[len(ans.Parts)-1]
+	if len(texts) == 1 {
+		ans.Parts = nil
+	}
+	if b, err := budgetOf(r.Context(), s); err == nil {
+		ans.Budget = b
+	}
+	return ans, nil
+}
+
+// part runs one statement and records it in the history.
+func (c *Console) part(r *http.Request, s *session, text string, explain bool) (*Part, error) {
+	st := access.Statement{Who: s.analyst, Remote: r.RemoteAddr, Via: "console", Text: text, Timeout: c.cfg.StatementTimeout, Track: s.track}
+	entry := HistoryEntry{Statement: text, At: c.cfg.Now().UTC(), Explain: explain}
 	res, err := access.Run(r.Context(), c.log, st, func(ctx context.Context) (*dpsql.Result, error) {
 		if explain {
-			return s.db.Explain(ctx, req.SQL)
+			return s.db.Explain(ctx, text)
 		}
-		return s.db.Query(ctx, req.SQL)
+		return s.db.Query(ctx, text)
 	}, nil)
 	var stopped *access.Cancelled
 	if errors.As(err, &stopped) {
@@ -134,18 +179,15 @@ func (c *Console) answer(r *http.Request, s *session, req queryRequest, explain 
 	}
 	entry.Epsilon, entry.Delta, entry.Cached = res.Cost.Epsilon, res.Cost.Delta, res.Cached
 	s.record(entry)
-	ans := &Answer{Released: res.Released(), Chart: ChartView{Kind: chart.None}}
+	p := &Part{Statement: text, Released: res.Released(), Chart: ChartView{Kind: chart.None}}
 	if !explain {
 		if spec := chart.FromResult(res); spec.Kind != chart.None {
 			if img, err := chart.Render(spec, chart.SVG, 760); err == nil {
-				ans.Chart = ChartView{Kind: spec.Kind, Whiskers: spec.Whiskers(), Image: "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(img)}
+				p.Chart = ChartView{Kind: spec.Kind, Whiskers: spec.Whiskers(), Image: "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(img)}
 			}
 		}
 	}
-	if b, err := budgetOf(r.Context(), s); err == nil {
-		ans.Budget = b
-	}
-	return ans, nil
+	return p, nil
 }
 
 // applyAccuracy sets the session's ε or target error from the request:
@@ -256,12 +298,14 @@ func (c *Console) schema(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	type column struct {
-		Name string `json:"name"`
-		Type string `json:"type"`
+		Name   string `json:"name"`
+		Type   string `json:"type"`
+		Policy string `json:"policy"`
 	}
 	type table struct {
 		Name    string   `json:"name"`
 		Public  bool     `json:"public"`
+		Policy  string   `json:"policy"`
 		Columns []column `json:"columns"`
 	}
 	out := struct {
@@ -269,9 +313,9 @@ func (c *Console) schema(w http.ResponseWriter, r *http.Request, s *session) {
 		Keywords []string `json:"keywords"`
 	}{Tables: []table{}, Keywords: parser.AnalystCompletions}
 	for _, t := range tables {
-		tb := table{Name: t.Name, Public: t.Public, Columns: []column{}}
-		for _, col := range t.Columns {
-			tb.Columns = append(tb.Columns, column{Name: col.Name, Type: col.Type})
+		tb := table{Name: t.Name, Public: t.Public, Policy: t.Policy, Columns: []column{}}
+		for j, col := range t.Columns {
+			tb.Columns = append(tb.Columns, column{Name: col.Name, Type: col.Type, Policy: t.ColumnPolicies[j]})
 		}
 		out.Tables = append(out.Tables, tb)
 	}

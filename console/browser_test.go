@@ -205,16 +205,25 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(csvText), "\n")
-	if len(lines) != 5 || lines[0] != "dept,dept_lo95,dept_hi95,n,n_lo95,n_hi95,mean_age,mean_age_lo95,mean_age_hi95" {
-		t.Errorf("CSV:\n%s", csvText)
+	if len(lines) != 5 || lines[0] != "dept,n,n_lo95,n_hi95,mean_age,mean_age_lo95,mean_age_hi95" {
+		t.Errorf("CSV (a key has no interval columns):\n%s", csvText)
 	} else {
 		for r, line := range lines[1:] {
 			f := strings.Split(line, ",")
 			lo, hi := strings.Split(cells[3*r+1], "|")[1], strings.Split(cells[3*r+1], "|")[2]
-			if len(f) != 9 || f[1] != "" || f[4] != lo || f[5] != hi {
+			if len(f) != 7 || f[2] != lo || f[3] != hi {
 				t.Errorf("CSV row %d %q, want the count's interval [%s, %s] as the table has it", r, line, lo, hi)
 			}
 		}
+	}
+	// CSV as shown: each value as the table shows it.
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[string](`toCSV(state.released, true)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(shown), "\n"); len(lines) != 5 || lines[0] != "dept,n,mean_age" ||
+		lines[1] != strings.Split(cells[0], "|")[0]+","+strings.Split(cells[1], "|")[0]+","+strings.Split(cells[2], "|")[0] {
+		t.Errorf("CSV as shown:\n%s\nwant the table's text %q", shown, cells[:3])
 	}
 	if whiskers != "8" {
 		t.Errorf("the chart draws %s error bars, want 8 (4 groups × 2 aggregates)", whiskers)
@@ -227,6 +236,25 @@ func TestBrowser(t *testing.T) {
 	}
 	if got := text("#queries-left"); got != "4" {
 		t.Errorf("queries left at ε 0.2 shows %q, want 4", got)
+	}
+
+	// A reload keeps the editor's text and the last answer; the explorer
+	// lists the tables with their policies.
+	run("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("work-view")),
+		chromedp.WaitVisible(chromedp.CSS(`#chart[data-kind="bars"]`)),
+		poll(`document.querySelectorAll("#explorer summary").length === 2`))
+	if sql, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("sql").value`)); err != nil || !strings.HasPrefix(sql, "SELECT dept, COUNT(*)") {
+		t.Errorf("after a reload the editor holds %q (%v)", sql, err)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#result-table tbody td").length`)); err != nil || n != 12 {
+		t.Errorf("after a reload the answer has %d cells (%v), want the 12 it had", n, err)
+	}
+	explorer, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#explorer summary, #explorer li")).map(e => e.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(explorer, "|"); !strings.Contains(got, "visits private; each row is a privacy unit") || !strings.Contains(got, "age INTEGER — bounds [0, 100]") {
+		t.Errorf("the explorer shows %q", explorer)
 	}
 
 	// A refused query: its message, nothing spent.
@@ -308,9 +336,31 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("after Cancel the page shows %q and the history %q: the statement ran again", running, history)
 	}
 
+	// A history entry goes back into the editor.
+	run("recall", chromedp.Click(chromedp.CSS("#history li:nth-child(3)")),
+		poll(`document.getElementById("sql").value === "SELECT COUNT(*) FROM visits WHERE age > 50"`))
+
+	// Several statements: each answered in order, the error of the one
+	// that stops the run said under the editor.
+	run("several statements",
+		setSQL("SHOW BUDGET; SHOW TABLES;\nSELECT age FROM visits", "0.1"),
+		chromedp.Click(chromedp.ID("run")),
+		chromedp.WaitVisible(chromedp.CSS("#error:not(:empty)")),
+		poll(`document.querySelectorAll("#earlier .answer").length === 1`),
+		shot("06 several statements"))
+	if got := text("#error"); !strings.HasPrefix(got, "statement 3 of 3: ") {
+		t.Errorf("the third statement's error says %q", got)
+	}
+	if got := text("#earlier .statement"); got != "SHOW BUDGET" {
+		t.Errorf("the first answer is headed %q", got)
+	}
+	if hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("chart").hidden`)); err != nil || !hidden {
+		t.Errorf("SHOW TABLES is drawn as a chart (%v)", err)
+	}
+
 	// Log-out: back to the log-in form, and a reload stays there.
 	run("log out", chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("login-view")),
-		chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("login-view")), shot("06 logged out"))
+		chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("login-view")), shot("07 logged out"))
 	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("work-view").hidden`))
 	if err != nil {
 		t.Fatal(err)

@@ -265,7 +265,7 @@ func TestRefusalsChargeNothing(t *testing.T) {
 		{"owner statement", map[string]any{"sql": "SET BUDGET epsilon = 100", "epsilon": 0.1}, 400, "owner"},
 		{"analyst accounts", map[string]any{"sql": "CREATE ANALYST mallory PASSWORD 'x' BUDGET epsilon = 5"}, 400, "owner"},
 		{"the ledger", map[string]any{"sql": "SHOW LEDGER"}, 400, "owner"},
-		{"two statements", map[string]any{"sql": "SELECT COUNT(*) FROM visits; SELECT COUNT(*) FROM visits", "epsilon": 0.1}, 400, ""},
+		{"a refused first of two statements", map[string]any{"sql": "SELECT age FROM visits; SELECT COUNT(*) FROM visits", "epsilon": 0.1}, 400, "visits"},
 		{"empty", map[string]any{"sql": "  "}, 400, "no statement"},
 		{"unknown field", map[string]any{"sql": "SELECT COUNT(*) FROM visits", "eps": 1}, 400, "malformed"},
 		{"bad epsilon", map[string]any{"sql": "SELECT COUNT(*) FROM visits", "epsilon": -1}, 400, "ε"},
@@ -505,6 +505,57 @@ func TestConcurrentSessionsOneBudget(t *testing.T) {
 	}
 }
 
+// TestSeveralStatements: statements separated by ; run in order, each
+// answered and recorded under its own text; an error stops the run, and
+// the answers before it (charged) come with it. SHOW and public answers
+// are not drawn as charts of released values.
+func TestSeveralStatements(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, dpsql.Options{}, nil)
+	c := h.client(t)
+	c.mustLogin("alice")
+	code, out := c.query("SELECT COUNT(*) FROM visits; SHOW BUDGET;\n SELECT age FROM visits; SELECT COUNT(*) FROM visits WHERE age > 3", 0.1)
+	if code != http.StatusOK {
+		t.Fatalf("script: %d %v", code, out)
+	}
+	parts, _ := out["parts"].([]any)
+	if len(parts) != 2 || !strings.HasPrefix(out["error"].(string), "statement 3 of 4: ") || !strings.Contains(out["error"].(string), "can only appear inside an aggregate") {
+		t.Fatalf("parts %v, error %v: want two answers and the third statement's error", parts, out["error"])
+	}
+	first, second := parts[0].(map[string]any), parts[1].(map[string]any)
+	if first["statement"] != "SELECT COUNT(*) FROM visits" || first["chart"].(map[string]any)["kind"] != "bars" {
+		t.Errorf("first part: %v", first)
+	}
+	if second["statement"] != "SHOW BUDGET" || second["chart"].(map[string]any)["kind"] != "table" || out["statement"] != "SHOW BUDGET" {
+		t.Errorf("SHOW BUDGET's part: %v %v (a budget is not a chart of released values)", second["statement"], second["chart"])
+	}
+	if got := h.spent(t, "alice"); got < 0.1-1e-9 || got > 0.1+1e-9 {
+		t.Errorf("spent %v, want the first statement's 0.1 only", got)
+	}
+	_, hist := c.do("GET", "/api/history", nil, nil)
+	var texts []string
+	for _, e := range hist["history"].([]any) {
+		texts = append(texts, e.(map[string]any)["statement"].(string))
+	}
+	if strings.Join(texts, "|") != "SELECT COUNT(*) FROM visits|SHOW BUDGET|SELECT age FROM visits" {
+		t.Errorf("history %q, want each statement that ran, under its own text", texts)
+	}
+	// One statement: no parts. Its error is the request's.
+	if code, out := c.query("SELECT COUNT(*) FROM visits;", 0.1); code != http.StatusOK || out["parts"] != nil {
+		t.Errorf("one statement: %d %v", code, out["parts"])
+	}
+	if code, out := c.query("SELECT age FROM visits; SELECT COUNT(*) FROM visits", 0.1); code != http.StatusBadRequest || out["parts"] != nil {
+		t.Errorf("a first statement's error: %d %v", code, out)
+	}
+	if got := h.spent(t, "alice"); got > 0.2+1e-9 {
+		t.Errorf("spent %v: a statement after a failed first one ran", got)
+	}
+	// A public table's answer is a table, not a chart.
+	if code, out := c.query("SELECT n, k FROM big WHERE n < 5", 0.1); code != http.StatusOK || out["chart"].(map[string]any)["kind"] != "table" {
+		t.Errorf("public answer: %d chart %v", code, out["chart"])
+	}
+}
+
 func TestPageAndSchema(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, dpsql.Options{}, nil)
@@ -532,6 +583,14 @@ func TestPageAndSchema(t *testing.T) {
 	tables := s["tables"].([]any)
 	if len(tables) != 2 || tables[1].(map[string]any)["name"] != "visits" || len(tables[1].(map[string]any)["columns"].([]any)) != 3 {
 		t.Errorf("schema: %v", s)
+	}
+	// The explorer's policy facts: the table's unit, each column's bounds
+	// or domain.
+	visits := tables[1].(map[string]any)
+	cols := visits["columns"].([]any)
+	if visits["policy"] != "private; each row is a privacy unit" || tables[0].(map[string]any)["policy"] != "public: queried without noise" ||
+		cols[1].(map[string]any)["policy"] != "domain of 4 values (GROUP BY without δ)" || cols[2].(map[string]any)["policy"] != "bounds [0, 100]" {
+		t.Errorf("explorer facts: %v", tables)
 	}
 	for _, k := range s["keywords"].([]any) {
 		if strings.Contains(k.(string), "BUDGET epsilon") || strings.Contains(k.(string), "POLICY ON") {

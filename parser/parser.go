@@ -163,6 +163,32 @@ func Complete(src string) bool {
 	}
 }
 
+// Split cuts a script into its statements' texts at the semicolons
+// between them (not those in strings, quoted names or comments), each
+// without its ';' and the space around it; blank pieces are dropped. A
+// console that runs several statements records each under its own text.
+func Split(src string) []string {
+	var out []string
+	l := newLexer(src)
+	start := 0
+	cut := func(end int) {
+		if piece := strings.TrimSpace(src[start:end]); !Blank(piece) {
+			out = append(out, piece)
+		}
+	}
+	for {
+		t := l.next()
+		if t.kind == tokEOF || t.kind == tokIllegal && strings.HasPrefix(t.text, "unterminated") {
+			cut(len(src))
+			return out
+		}
+		if t.kind == tokOp && t.text == ";" {
+			cut(t.pos.Offset)
+			start = t.pos.Offset + 1
+		}
+	}
+}
+
 // Blank reports whether src holds nothing but whitespace and complete
 // comments: no statement has begun.
 func Blank(src string) bool { return newLexer(src).next().kind == tokEOF }

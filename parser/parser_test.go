@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -233,6 +234,25 @@ func TestComplete(t *testing.T) {
 	} {
 		if got := Complete(src); got != want {
 			t.Errorf("Complete(%q) = %v, want %v", src, got, want)
+		}
+	}
+}
+
+func TestSplit(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want []string
+	}{
+		{"SELECT 1", []string{"SELECT 1"}},
+		{"SELECT 1;  \n SELECT 2;", []string{"SELECT 1", "SELECT 2"}},
+		{"SELECT ';'; SELECT \"a;b\" FROM t", []string{"SELECT ';'", `SELECT "a;b" FROM t`}},
+		{"SELECT 1 /* ; */; -- ;\n", []string{"SELECT 1 /* ; */"}},
+		{"-- first\nSELECT 1;;\n;SELECT 2", []string{"-- first\nSELECT 1", "SELECT 2"}},
+		{"SELECT 'open; still", []string{"SELECT 'open; still"}},
+		{"  ; -- nothing", nil},
+	} {
+		if got := Split(tc.src); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Split(%q) = %q, want %q", tc.src, got, tc.want)
 		}
 	}
 }

@@ -48,13 +48,13 @@ func newChartFile(path string, done func(string)) (*chartFile, error) {
 	return &chartFile{path: path, format: format, done: done}, nil
 }
 
-// write draws r's chart, if its shape has one (a key and numeric columns,
-// or numeric columns alone), and reports whether it did.
+// write draws r's chart, if it has one (noisy numeric values, with or
+// without keys), and reports whether it did.
 func (c *chartFile) write(r *dpsql.Result) (bool, error) {
 	spec := chart.FromResult(r)
 	if spec.Kind == chart.None {
 		if r.Intervals != nil && len(r.Rows) > 0 && c.skipped != nil {
-			c.skipped("no chart for this answer: a chart needs numeric columns, after the key column when there is one (SELECT key, COUNT(*) ... GROUP BY key)")
+			c.skipped("no chart for this answer: a chart draws aggregates (COUNT, SUM, AVG ...) with their intervals, and it has none")
 		}
 		return false, nil
 	}

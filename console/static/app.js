@@ -34,12 +34,74 @@ async function start() {
 
 async function loggedIn(data) {
   state.csrf = data.csrf;
+  state.analyst = data.analyst;
   $("who").textContent = "analyst " + data.analyst;
   show("work");
+  restore();
   const s = await api("GET", "/api/schema");
-  if (s.ok) state.schema = s.data;
+  if (s.ok) { state.schema = s.data; explorer(); }
   await refreshBudget();
   await refreshHistory();
+}
+
+// The editor's text and the last answer are kept in this tab's session
+// storage across a reload (for the analyst who left them; cleared at
+// log-out).
+function save(key, value) {
+  try { sessionStorage.setItem("dpsql." + key, JSON.stringify({ analyst: state.analyst, value })); } catch (e) { /* full or off: not kept */ }
+}
+
+function saved(key) {
+  try {
+    const v = JSON.parse(sessionStorage.getItem("dpsql." + key));
+    return v && v.analyst === state.analyst ? v.value : null;
+  } catch (e) { return null; }
+}
+
+function restore() {
+  const sql = saved("sql");
+  if (sql !== null) $("sql").value = sql;
+  const last = saved("answer");
+  if (last) render(last.answer, last.explain);
+}
+
+// The explorer: each table with its policy, each column with its type
+// and what the policy says of it; a column's name goes into the editor.
+function explorer() {
+  const box = $("explorer");
+  box.textContent = "";
+  for (const t of state.schema.tables) {
+    const d = document.createElement("details");
+    const sum = document.createElement("summary");
+    sum.textContent = t.name + " ";
+    const pol = document.createElement("span");
+    pol.className = "policy"; pol.textContent = t.policy;
+    sum.appendChild(pol);
+    d.appendChild(sum);
+    const ul = document.createElement("ul");
+    for (const c of t.columns) {
+      const li = document.createElement("li");
+      const b = document.createElement("button");
+      b.type = "button"; b.className = "column"; b.textContent = c.name;
+      b.title = "put " + quoteName(c.name) + " in the editor";
+      b.addEventListener("click", () => insert(quoteName(c.name)));
+      const what = document.createElement("span");
+      what.className = "policy"; what.textContent = " " + c.type + (c.policy ? " — " + c.policy : "");
+      li.append(b, what);
+      ul.appendChild(li);
+    }
+    d.appendChild(ul);
+    box.appendChild(d);
+  }
+}
+
+function insert(text) {
+  const ta = $("sql");
+  const at = ta.selectionStart, end = ta.selectionEnd;
+  ta.value = ta.value.slice(0, at) + text + ta.value.slice(end);
+  ta.setSelectionRange(at + text.length, at + text.length);
+  ta.focus();
+  save("sql", ta.value);
 }
 
 $("login-form").addEventListener("submit", async (ev) => {
@@ -54,6 +116,7 @@ $("login-form").addEventListener("submit", async (ev) => {
 $("logout").addEventListener("click", async () => {
   await api("POST", "/api/logout", {});
   state.csrf = ""; state.released = null;
+  try { sessionStorage.removeItem("dpsql.sql"); sessionStorage.removeItem("dpsql.answer"); } catch (e) { /* nothing kept */ }
   $("result").hidden = true;
   $("history").textContent = "";
   show("login");
@@ -96,11 +159,16 @@ async function refreshHistory() {
   ol.textContent = "";
   for (const h of r.data.history.slice().reverse()) {
     const li = document.createElement("li");
-    let cost = h.explain ? "explain, free" : h.cached ? "cached, free" : "ε " + num(h.epsilon);
+    let cost = h.explain ? "explain, free" : h.cached ? "cached, free" : h.epsilon > 0 ? "ε " + num(h.epsilon) : "free";
     if (h.error) { cost = "failed"; li.className = "failed"; }
     else if (h.explain || h.cached || h.epsilon === 0) li.className = "free";
     li.textContent = h.statement + " — " + cost;
-    li.title = h.error || "";
+    li.title = (h.error ? h.error + "\n" : "") + "click: put it back in the editor";
+    li.classList.add("recall");
+    li.tabIndex = 0;
+    const recall = () => { $("sql").value = h.statement; save("sql", h.statement); $("sql").focus(); };
+    li.addEventListener("click", recall);
+    li.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); recall(); } });
     ol.appendChild(li);
   }
 }
@@ -117,6 +185,7 @@ function accuracy() {
 async function run(path) {
   hideCompletions();
   $("error").textContent = "";
+  save("sql", $("sql").value);
   // An empty ε field is not "the last ε again": a query runs with the ε
   // it names, in the field or in its OPTIONS (EXPLAIN needs none).
   if (path === "/api/query" && $("epsilon").value.trim() === "" && $("target-error").value.trim() === "" &&
@@ -131,8 +200,13 @@ async function run(path) {
     const r = await api("POST", path, accuracy());
     if (r.status === 401) { show("login"); $("login-error").textContent = r.data.error; return; }
     if (!r.ok) { $("error").textContent = r.data.error; $("result").hidden = true; return; }
-    render(r.data, path === "/api/explain");
+    const explain = path === "/api/explain";
+    render(r.data, explain);
+    save("answer", { answer: r.data, explain });
     setBudget(r.data.budget);
+    // A later statement's error: said under the editor, the answers
+    // before it shown (they were charged).
+    if (r.data.error) $("error").textContent = r.data.error;
   } finally {
     $("status").textContent = "";
     $("cancel").disabled = true;
@@ -145,20 +219,45 @@ $("run").addEventListener("click", () => run("/api/query"));
 $("explain").addEventListener("click", () => run("/api/explain"));
 $("cancel").addEventListener("click", () => api("POST", "/api/cancel", {}));
 
+// render shows an answer: the last statement's in the main block (with
+// the downloads), the statements' before it above, each with its text.
 function render(ans, explain) {
-  const rel = ans.released;
-  state.released = rel;
+  state.released = ans.released;
   $("result").hidden = false;
+  const earlier = $("earlier");
+  earlier.textContent = "";
+  const parts = ans.parts || [];
+  for (const p of parts.slice(0, -1)) {
+    const block = $("part-template").content.firstElementChild.cloneNode(true);
+    fill(block, p, explain);
+    earlier.appendChild(block);
+  }
+  fill($("answer"), ans, explain);
+  const stmt = $("answer").querySelector(".statement");
+  stmt.hidden = parts.length < 2;
+}
+
+// fill draws one statement's answer into block: its cost, its table
+// (values with their intervals), its notes and its chart.
+function fill(block, part, explain) {
+  const rel = part.released;
+  const q = (c) => block.querySelector("." + c);
+  q("statement").textContent = part.statement || "";
   let cost = explain ? "EXPLAIN: nothing spent" : rel.cached ? "answered from the cache: nothing spent"
     : (rel.epsilon > 0 || rel.delta > 0) ? "spent ε=" + num(rel.epsilon) + (rel.delta > 0 ? ", δ=" + num(rel.delta, 3) : "") : "";
   if (rel.message) cost = rel.message + (cost ? " — " + cost : "");
-  $("cost").textContent = cost;
-  const fig = $("chart");
-  fig.hidden = ans.chart.kind === "table";
-  fig.dataset.kind = ans.chart.kind;
-  fig.dataset.whiskers = String(ans.chart.whiskers);
-  if (ans.chart.image) $("chart-image").src = ans.chart.image; else $("chart-image").removeAttribute("src");
-  const table = $("result-table");
+  q("cost").textContent = cost;
+  const fig = q("chart");
+  const chart = part.chart || { kind: "table", whiskers: 0 };
+  fig.hidden = chart.kind === "table";
+  fig.dataset.kind = chart.kind;
+  fig.dataset.whiskers = String(chart.whiskers);
+  const img = fig.querySelector("img");
+  if (chart.image) img.src = chart.image; else img.removeAttribute("src");
+  fig.querySelector("figcaption").textContent = chart.kind === "line"
+    ? "Line: the released values; band: their 95% intervals."
+    : "Bars: the released values; whiskers: their 95% intervals.";
+  const table = q("result-table");
   table.textContent = "";
   if (rel.columns) {
     const head = table.createTHead().insertRow();
@@ -179,7 +278,7 @@ function render(ans, explain) {
       });
     });
   }
-  const notes = $("notes");
+  const notes = q("notes");
   notes.textContent = "";
   for (const n of rel.notes || []) { const li = document.createElement("li"); li.textContent = n; notes.appendChild(li); }
 }
@@ -197,17 +296,22 @@ function csvField(s) {
   return /[",\n\r]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
 }
 
-// toCSV is what Download CSV saves: a header, then each row, each value
-// with its 95% interval's ends (empty where it has none).
-function toCSV(rel) {
+// toCSV is what Download CSV saves: a header, then each row. In full,
+// each value as released, with its 95% interval's ends in COLUMN_lo95 and
+// COLUMN_hi95 for the columns that have intervals (not keys); shown, each
+// value as the table shows it, to the digits its noise justifies.
+function toCSV(rel, shown) {
+  const ivAt = (i, j) => rel.noise_confidence_intervals[i] && rel.noise_confidence_intervals[i][j];
+  const withIv = rel.columns.map((c, j) => !shown && rel.rows.some((row, i) => ivAt(i, j)));
   const head = [];
-  rel.columns.forEach((c) => head.push(c, c + "_lo95", c + "_hi95"));
+  rel.columns.forEach((c, j) => { head.push(c); if (withIv[j]) head.push(c + "_lo95", c + "_hi95"); });
   const lines = [head.map(csvField).join(",")];
   rel.rows.forEach((row, i) => {
     const out = [];
     row.forEach((v, j) => {
-      const iv = rel.noise_confidence_intervals[i] && rel.noise_confidence_intervals[i][j];
-      out.push(v, iv ? iv.lower_bound : "", iv ? iv.upper_bound : "");
+      if (shown) { out.push(rel.text[i][j]); return; }
+      out.push(v);
+      if (withIv[j]) { const iv = ivAt(i, j); out.push(iv ? iv.lower_bound : "", iv ? iv.upper_bound : ""); }
     });
     lines.push(out.map(csvField).join(","));
   });
@@ -216,7 +320,12 @@ function toCSV(rel) {
 
 $("download-csv").addEventListener("click", () => {
   const rel = state.released;
-  if (rel && rel.columns) download("answer.csv", "text/csv", toCSV(rel));
+  if (rel && rel.columns) download("answer.csv", "text/csv", toCSV(rel, false));
+});
+
+$("download-csv-shown").addEventListener("click", () => {
+  const rel = state.released;
+  if (rel && rel.columns) download("answer-shown.csv", "text/csv", toCSV(rel, true));
 });
 
 $("download-json").addEventListener("click", () => {
@@ -286,7 +395,7 @@ function take(i) {
   ta.focus();
 }
 
-$("sql").addEventListener("input", updateCompletions);
+$("sql").addEventListener("input", () => { updateCompletions(); save("sql", $("sql").value); });
 $("sql").addEventListener("beforeinput", (ev) => {
   if (state.swallowNewline && (ev.inputType === "insertLineBreak" || ev.inputType === "insertParagraph" || (ev.inputType === "insertText" && /^[\r\n]$/.test(ev.data || "")))) ev.preventDefault();
   state.swallowNewline = false;
