@@ -53,6 +53,7 @@ var serverSettings = map[string]string{
 	"default_transaction_read_only": "on",
 	"transaction_read_only":         "on",
 	"max_identifier_length":         "63",
+	"max_index_keys":                "32",
 	"search_path":                   "main",
 	"is_superuser":                  "off",
 	"lc_collate":                    "C",
@@ -310,6 +311,21 @@ func (c *conn) catalogQuery(q, lower string) (*answer, error, bool) {
 		// description), each present only when named: psql reads them by
 		// position, so the answer has exactly the columns asked for.
 		return c.attributes(q, lower)
+	case reJDBCNone.MatchString(lower):
+		// pgjdbc's getPrimaryKeys, getIndexInfo, getImportedKeys,
+		// getExportedKeys, getCrossReference, getFunctions and
+		// getProcedures (DBeaver calls them opening a table): a dpsql
+		// table has no keys or indexes and analysts no functions to list,
+		// so each answers no rows, with the columns it names.
+		return &answer{desc: text(selectNames(q)...), tag: "SELECT"}, nil, true
+	case strings.HasPrefix(lower, "select typinput='pg_catalog.array_in'::regproc as is_array, typtype, typname, pg_type.oid from pg_catalog.pg_type"):
+		// pgjdbc's type cache (getTypeInfo reads it): the emulated types.
+		a := &answer{desc: text("is_array", "typtype", "typname", "oid"), tag: "SELECT"}
+		a.desc.types[0], a.desc.types[3] = typeBool, dpsql.TypeInteger
+		for _, t := range pgTypes {
+			a.rows = append(a.rows, []any{false, "b", t.name, t.oid})
+		}
+		return a, nil, true
 	case reTableFollowUp.MatchString(q):
 		// \d NAME, the rest: policies, statistics, publications, inherited
 		// tables, triggers... — a dpsql table has none.
@@ -324,6 +340,58 @@ var (
 	reColumnAlias = regexp.MustCompile(`(?i)\bas\s+"([^"]+)"`)
 	reRelkinds    = regexp.MustCompile(`c\.relkind in \(([^)]*)\)`)
 )
+
+// reJDBCNone matches pgjdbc's metadata queries about keys, indexes and
+// functions: the select list names a JDBC column of theirs and the query
+// reads the catalog table that has none in dpsql.
+var reJDBCNone = regexp.MustCompile(`(?s)^select .*\bas (?:pk_name|index_name|fk_name|function_cat|procedure_cat)\b.*\bpg_catalog\.(?:pg_index|pg_constraint|pg_proc)\b`)
+
+// selectNames are the names of a SELECT's outputs, from its top-level
+// select list: an item's alias (folded to lower case unless quoted), or
+// else the last name of a column reference.
+func selectNames(q string) []string {
+	var items []string
+	depth, start := 0, len("select ")
+	for i := start; i < len(q); i++ {
+		switch c := q[i]; {
+		case c == '\'' || c == '"':
+			if j := strings.IndexByte(q[i+1:], c); j >= 0 {
+				i += j + 1
+			}
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case depth == 0 && c == ',':
+			items = append(items, q[start:i])
+			start = i + 1
+		case depth == 0 && (c == ' ') && strings.HasPrefix(strings.ToLower(q[i:]), " from "):
+			items = append(items, q[start:i])
+			return itemNames(items)
+		}
+	}
+	return itemNames(append(items, q[start:]))
+}
+
+var reItemAlias = regexp.MustCompile(`(?is)\bas\s+("(?:[^"]|"")+"|[a-z_][a-z0-9_]*)\s*$`)
+
+func itemNames(items []string) []string {
+	names := make([]string, len(items))
+	for k, it := range items {
+		it = strings.TrimSpace(it)
+		if m := reItemAlias.FindStringSubmatch(it); m != nil {
+			it = m[1]
+		} else if dot := strings.LastIndexByte(it, '.'); dot >= 0 {
+			it = it[dot+1:]
+		}
+		if strings.HasPrefix(it, `"`) {
+			names[k] = strings.ReplaceAll(strings.Trim(it, `"`), `""`, `"`)
+		} else {
+			names[k] = strings.ToLower(it)
+		}
+	}
+	return names
+}
 
 // reTableFollowUp matches the queries psql's \d sends after the columns,
 // about the objects attached to the table: it has none of them.

@@ -1287,7 +1287,9 @@ func TestCatalogQueriesOfTools(t *testing.T) {
 // TestJDBC drives the server from PostgreSQL's JDBC driver (Debian's
 // libpostgresql-jdbc-java with a headless JDK), which BI tools use:
 // DatabaseMetaData.getSchemas/getTables/getColumns (answered by the
-// emulated catalog), a PreparedStatement with a parameter, and
+// emulated catalog), the calls DBeaver makes opening a table
+// (getPrimaryKeys, getIndexInfo, getImportedKeys/getExportedKeys:
+// none; getTypeInfo; getFunctions: none), a PreparedStatement with a parameter, and
 // ResultSetMetaData types. It skips without Java and the driver, except
 // in CI, whose script installs them.
 func TestJDBC(t *testing.T) {
@@ -1318,6 +1320,12 @@ column i int8 -5
 column x int8 -5
 column g text 12
 column y float8 8
+primary keys 0
+indexes 0
+imported keys 0
+exported keys 0
+types true text true
+functions true
 meta n int8
 meta avg float8
 row true
