@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dpsql/dpsql/catalog"
@@ -116,6 +117,11 @@ func (s *Session) describeSelect(ctx context.Context, st *parser.SelectStmt, d *
 				d.Types = append(d.Types, TypeReal, TypeReal)
 				d.intervalCols = append(d.intervalCols, true, true)
 			}
+		}
+		if s.Settings().IntervalColumns && slices.Contains(has, true) {
+			d.Columns = append(d.Columns, FewRowsColumn)
+			d.Types = append(d.Types, TypeText)
+			d.intervalCols = append(d.intervalCols, true)
 		}
 	}
 	return d, nil

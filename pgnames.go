@@ -20,6 +20,10 @@ func postgresNames(st *parser.SelectStmt, columns []string, interval []bool) []s
 	out := make([]string, len(columns))
 	item, base := 0, ""
 	for i, c := range columns {
+		if i < len(interval) && interval[i] && c == FewRowsColumn {
+			out[i] = c
+			continue
+		}
 		if i < len(interval) && interval[i] {
 			suffix := "_hi"
 			if strings.HasSuffix(c, "_lo") {

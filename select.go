@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -67,10 +68,20 @@ func intervalOutputs(p *planner.PrivateQuery) []bool {
 	return out
 }
 
+// FewRowsColumn is the column SET interval_columns = on adds at the end
+// of a private query's answer that has intervals: the names of the row's
+// columns whose value has too few rows to mean anything (its interval is
+// the whole range the bounds allow; the shell's "(few rows)"), NULL when
+// none — the mark a client that reads only rows gets.
+const FewRowsColumn = "few_rows"
+
 // addIntervalColumns puts <col>_lo and <col>_hi after each output that
-// has an interval (SET interval_columns = on); a value without one gets
-// NULLs.
+// has an interval (SET interval_columns = on), and FewRowsColumn at the
+// end; a value without one gets NULLs.
 func addIntervalColumns(res *Result, has []bool) {
+	if !slices.Contains(has, true) {
+		return
+	}
 	var cols []string
 	res.intervalCols = nil
 	for j, c := range res.Columns {
@@ -81,19 +92,29 @@ func addIntervalColumns(res *Result, has []bool) {
 			res.intervalCols = append(res.intervalCols, true, true)
 		}
 	}
+	cols = append(cols, FewRowsColumn)
+	res.intervalCols = append(res.intervalCols, true)
 	for r, row := range res.Rows {
 		var out []any
+		var few []string
 		for j, v := range row {
 			out = append(out, v)
 			if j < len(has) && has[j] {
 				var lo, hi any
-				if r < len(res.Intervals) && j < len(res.Intervals[r]) && res.Intervals[r][j] != nil {
-					lo, hi = res.Intervals[r][j].Lo, res.Intervals[r][j].Hi
+				if iv := res.IntervalAt(r, j); iv != nil {
+					lo, hi = iv.Lo, iv.Hi
+					if iv.Wide {
+						few = append(few, res.Columns[j])
+					}
 				}
 				out = append(out, lo, hi)
 			}
 		}
-		res.Rows[r] = out
+		var mark any
+		if len(few) > 0 {
+			mark = strings.Join(few, ", ")
+		}
+		res.Rows[r] = append(out, mark)
 	}
 	for r, ivs := range res.Intervals {
 		var out []*Interval
@@ -103,7 +124,7 @@ func addIntervalColumns(res *Result, has []bool) {
 				out = append(out, nil, nil)
 			}
 		}
-		res.Intervals[r] = out
+		res.Intervals[r] = append(out, nil)
 	}
 	res.Columns = cols
 }

@@ -165,7 +165,7 @@ func TestIntervalsReachEveryClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	two := `SELECT COUNT(*) AS n, AVG(x) AS a, g FROM t GROUP BY g`
-	const wantNames = "n,n_lo,n_hi,a,a_lo,a_hi,g"
+	const wantNames = "n,n_lo,n_hi,a,a_lo,a_hi,g,few_rows"
 	res, err := sess.Query(ctx, two)
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +183,12 @@ func TestIntervalsReachEveryClient(t *testing.T) {
 	for _, row := range res.Rows {
 		if n := float64(row[0].(int64)); !(row[1].(float64) <= n && n <= row[2].(float64)) {
 			t.Errorf("n %v outside n_lo, n_hi of %v", n, row)
+		}
+		// The last column marks the values with too few rows (the shell's
+		// "(few rows)"): group d has no rows, so its average is the
+		// bounds' whole range; the others' 250 rows are plenty.
+		if want := map[bool]any{true: "a", false: nil}[row[6] == "d"]; row[7] != want {
+			t.Errorf("group %v: few_rows %v, want %v", row[6], row[7], want)
 		}
 	}
 
@@ -205,13 +211,14 @@ func TestIntervalsReachEveryClient(t *testing.T) {
 	}
 	defer rows.Close()
 	cols, _ := rows.Columns()
-	if strings.Join(cols, ",") != "n,n_lo,n_hi" {
+	if strings.Join(cols, ",") != "n,n_lo,n_hi,few_rows" {
 		t.Fatalf("columns %v", cols)
 	}
 	for rows.Next() {
 		var n int64
 		var lo, hi float64
-		if err := rows.Scan(&n, &lo, &hi); err != nil {
+		var few sql.NullString
+		if err := rows.Scan(&n, &lo, &hi, &few); err != nil {
 			t.Fatal(err)
 		}
 		if !(lo <= float64(n) && float64(n) <= hi) {

@@ -332,7 +332,11 @@ func costNotice(res *dpsql.Result) string {
 		var parts []string
 		for j, iv := range ivs {
 			if iv != nil && j < len(res.Columns) {
-				parts = append(parts, fmt.Sprintf("%s [%.6g, %.6g]", res.Columns[j], iv.Lo, iv.Hi))
+				part := fmt.Sprintf("%s [%.6g, %.6g]", res.Columns[j], iv.Lo, iv.Hi)
+				if iv.Wide {
+					part += " (few rows)"
+				}
+				parts = append(parts, part)
 			}
 		}
 		if len(parts) > 0 {

@@ -651,6 +651,7 @@ SELECT version();
 SHOW BUDGET;
 SET interval_columns = on;
 SELECT COUNT(*) AS m FROM t WHERE x > 0;
+SELECT g, AVG(x) AS a FROM t WHERE g = 'a' GROUP BY g ORDER BY g;
 SHOW epsilon;
 SHOW ALL;
 `
@@ -670,6 +671,9 @@ SHOW ALL;
 		// Each private query's cost and 95% intervals as a NOTICE; the
 		// intervals as columns after SET interval_columns = on.
 		"NOTICE:  spent ε=0.1, δ=0; 95% intervals: row 1: n [", "| m_lo | m_hi",
+		// Groups the WHERE leaves without rows are marked, in a column and
+		// in the NOTICE.
+		"| few_rows \n", "100 | a\n", "a [0, 100] (few rows)",
 		// \d+ gets the columns it reads (psql 15 crashed on \d's shape).
 		"| Storage  | Compression | Stats target | Description", "| extended |", "Access method: heap",
 		// SHOW of dpsql's settings, one or all.
