@@ -1,9 +1,12 @@
 // Command svt measures the tutorial's sparse vector technique examples on
 // the Adult census (docs/tutorial.md, "Questions that overlap: the sparse
 // vector technique"), each beside the per-query Laplace answer at the same
-// total ε, and prints the table of measured errors pasted there:
+// total ε, and prints the tables pasted there: the long-run expectations,
+// each mechanism simulated many times on the true counts with the engine's
+// own samplers (simulate.go), then a few runs of the statements on the
+// engine itself:
 //
-//	go run ./examples/svt --csv ../shared/data/adult.csv --runs 5
+//	go run ./examples/svt --csv ../shared/data/adult.csv --simulate 20000 --runs 5
 //
 // It builds a database in a temporary directory: the adult table (each
 // row a person, Age bounded to [0, 125]) and two public tables, the
@@ -30,9 +33,11 @@ import (
 
 func main() {
 	csvPath := flag.String("csv", filepath.Join("..", "shared", "data", "adult.csv"), "the Adult census CSV `FILE`")
-	runs := flag.Int("runs", 5, "repetitions of each measurement")
+	runs := flag.Int("runs", 5, "runs of each statement on the engine (0: none)")
+	simulate := flag.Int("simulate", 20000, "simulated runs of each mechanism on the true counts (0: none)")
+	seed := flag.Uint64("seed", 1, "the simulation's seed")
 	flag.Parse()
-	if err := run(*csvPath, *runs); err != nil {
+	if err := run(*csvPath, *runs, *simulate, *seed); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -45,7 +50,7 @@ type lab struct {
 	ranges         [][2]int
 }
 
-func run(csvPath string, runs int) error {
+func run(csvPath string, runs, simulate int, seed uint64) error {
 	dir, err := os.MkdirTemp("", "dpsql-svt")
 	if err != nil {
 		return err
@@ -57,7 +62,15 @@ func run(csvPath string, runs int) error {
 	}
 	defer l.owner.Close()
 	defer l.analyst.Close()
-	fmt.Printf("| example | mechanism at ε = 1 | measured over %d runs |\n|---|---|---|\n", runs)
+	if simulate > 0 {
+		if err := l.simulate(simulate, seed); err != nil {
+			return err
+		}
+	}
+	if runs == 0 {
+		return nil
+	}
+	fmt.Printf("\n| example | mechanism at ε = 1 | measured over %d runs |\n|---|---|---|\n", runs)
 	if err := l.clipBound(runs); err != nil {
 		return err
 	}
