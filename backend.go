@@ -32,7 +32,7 @@ type backend interface {
 type measuringBackend interface {
 	backend
 	measurer(state *sql.DB) exec.Measurer
-	explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error)
+	explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (where, statement string, err error)
 }
 
 // importingBackend loads a file into a new table where the tables live,

@@ -42,7 +42,7 @@ type duckBackend interface {
 	// measurer runs compiled measurements in DuckDB.
 	measurer(state *sql.DB) exec.Measurer
 	// explain says where a scan with this plan runs (EXPLAIN).
-	explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error)
+	explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (where, statement string, err error)
 	// importFile loads a CSV (checked by csvimport into scratch) or a
 	// Parquet file into a new DuckDB table.
 	importFile(ctx context.Context, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error)
@@ -100,7 +100,7 @@ func (d duckdbBackend) shutdown() { _ = d.duck.close() }
 
 func (d duckdbBackend) measurer(state *sql.DB) exec.Measurer { return d.duck.measurer(state) }
 
-func (d duckdbBackend) explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error) {
+func (d duckdbBackend) explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (where, statement string, err error) {
 	return d.duck.explain(ctx, state, m, noPlan)
 }
 

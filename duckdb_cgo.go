@@ -38,7 +38,7 @@ func (d *duckSource) mirror(ctx context.Context, db *sql.DB) ([]string, []string
 
 func (d *duckSource) close() error { return d.src.Close() }
 
-func (d *duckSource) explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error) {
+func (d *duckSource) explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (where, statement string, err error) {
 	return d.src.Explain(ctx, state, m, noPlan)
 }
 

@@ -130,11 +130,22 @@ func (s *Session) explainPrivate(ctx context.Context, st *parser.SelectStmt, p *
 	}
 	r.Rows = append(r.Rows, []any{"noise choice", why}, []any{"accounting", costNote(opts[i].charge, status) + "; admitted by " + acct})
 	if m, ok := s.eng.be.(measuringBackend); ok {
-		where, err := m.explain(ctx, s.eng.db, rw.Measurement, rw.NoPlan)
+		where, statement, err := m.explain(ctx, s.eng.db, rw.Measurement, rw.NoPlan)
 		if err != nil {
 			return nil, err
 		}
 		r.Rows = append(r.Rows, []any{"engine", where})
+		if statement != "" {
+			// The statement that runs is the backend's; the reference
+			// evaluator's, which the differential tests check it against,
+			// follows it.
+			for _, row := range r.Rows {
+				if row[0] == "backend SQL" {
+					r.Rows = append(r.Rows, []any{"reference SQL", "SQLite's reference evaluator, which the differential tests check the backend's statement against: " + fmt.Sprint(row[1])})
+					row[1] = statement
+				}
+			}
+		}
 	}
 	if assumed {
 		r.Rows = append(r.Rows, []any{"epsilon", "no epsilon was set: the plan is shown at ε = 1 (SET epsilon = E, or OPTIONS (epsilon = E), to choose)"})
@@ -147,7 +158,7 @@ func (s *Session) explainPrivate(ctx context.Context, st *parser.SelectStmt, p *
 // implementationSteps are EXPLAIN's rows about how the engine measures
 // (its statements), which come after every row an analyst reads to judge
 // the answer: the noise, the accuracy, the cost (issue 51).
-var implementationSteps = map[string]bool{"backend SQL": true, "source": true, "measurements": true, "post-processing SQL": true, "engine": true}
+var implementationSteps = map[string]bool{"backend SQL": true, "reference SQL": true, "source": true, "measurements": true, "post-processing SQL": true, "engine": true}
 
 // implementationLast moves the implementation rows to the end, each
 // group keeping its order.

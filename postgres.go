@@ -58,7 +58,7 @@ func (p *pgSource) policyStore() (*sql.DB, bool) { return p.ledger, true }
 // measurer runs compiled measurements in PostgreSQL.
 func (p *pgSource) measurer(state *sql.DB) exec.Measurer { return stateMeasurer{p.src, state} }
 
-func (p *pgSource) explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error) {
+func (p *pgSource) explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (where, statement string, err error) {
 	return p.src.Explain(ctx, state, m, noPlan)
 }
 

@@ -358,3 +358,22 @@ func (c *compiler) compile() *Statement {
 	}
 	return &c.st
 }
+
+// Shown is the statement as EXPLAIN shows it: compiled as a query would
+// be (Compile with key 0 and 1: where the two differ, the statement holds
+// the per-query bounding key, drawn afresh for each query and shown as
+// 0), with the values of its parameters after it.
+func Shown(m *measure.Plan, types map[string]Type, d Dialect) (string, bool) {
+	st, ok := Compile(m, types, d, 0)
+	if !ok {
+		return "", false
+	}
+	text := st.SQL
+	for i, a := range st.Args {
+		text += fmt.Sprintf(" -- $%d = %v", i+1, a)
+	}
+	if other, _ := Compile(m, types, d, 1); other != nil && other.SQL != st.SQL {
+		text += " -- the bounding key, drawn afresh for each query, is shown as 0"
+	}
+	return text, true
+}

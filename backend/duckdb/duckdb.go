@@ -419,23 +419,25 @@ func IsMirror(ctx context.Context, db *sql.DB, name string) (bool, error) {
 
 // Explain says where a scan with this measurement plan runs: in DuckDB as
 // one statement, or through the reference evaluator over the mirror, and
-// why (m nil: the scan has no plan, for the reason noPlan).
-func (s *Source) Explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error) {
+// why (m nil: the scan has no plan, for the reason noPlan); statement is
+// the one it runs in DuckDB (measuresql.Shown), "" on the mirror.
+func (s *Source) Explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (where, statement string, err error) {
 	const reference = "the reference evaluator (dpsql_measure in SQLite) over the rows the mirror reads from DuckDB"
 	if m == nil {
-		return reference + ": " + noPlan, nil
+		return reference + ": " + noPlan, "", nil
 	}
 	types, ok, err := s.types(ctx, state, m)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if !ok {
-		return reference + ": a table it reads is not one of the DuckDB file's", nil
+		return reference + ": a table it reads is not one of the DuckDB file's", "", nil
 	}
 	if why := measuresql.WhyNot(m, types, measuresql.DuckDB{}); why != "" {
-		return reference + ": the DuckDB printer does not compile " + why, nil
+		return reference + ": the DuckDB printer does not compile " + why, "", nil
 	}
-	return "one DuckDB statement (measuresql): DuckDB measures every group where the data is and returns only per-group aggregates", nil
+	statement, _ = measuresql.Shown(m, types, measuresql.DuckDB{})
+	return "one DuckDB statement (measuresql): DuckDB measures every group where the data is and returns only per-group aggregates", statement, nil
 }
 
 // types are the classes of the columns of every table the plan reads,

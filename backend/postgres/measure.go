@@ -46,8 +46,10 @@ func classOf(typname string) measuresql.Type {
 
 // compiled is a plan's statement for PostgreSQL, or why there is none.
 type compiled struct {
-	st  *measuresql.Statement
-	why string
+	st      *measuresql.Statement
+	why     string
+	types   map[string]measuresql.Type
+	dialect measuresql.Postgres
 }
 
 // compile prints the plan in PostgreSQL's dialect, for the mirrors of
@@ -88,7 +90,7 @@ func (s *Source) compile(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 	if !ok {
 		return compiled{why: measuresql.WhyNot(m, types, d)}, nil
 	}
-	return compiled{st: st}, nil
+	return compiled{st: st, types: types, dialect: d}, nil
 }
 
 // WhyNot says why Measure would decline the plan ("": it runs it).
@@ -100,20 +102,22 @@ func (s *Source) WhyNot(ctx context.Context, state *sql.DB, m *measure.Plan) (st
 // Explain says where a scan with this measurement plan runs: in
 // PostgreSQL as one statement, or through the reference evaluator over
 // the mirror, and why (m nil: the scan has no plan, for the reason
-// noPlan).
-func (s *Source) Explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (string, error) {
+// noPlan); statement is the one it runs there (measuresql.Shown), "" on
+// the mirror.
+func (s *Source) Explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (where, statement string, err error) {
 	const reference = "the reference evaluator (dpsql_measure in SQLite) over the rows the mirror reads from PostgreSQL"
 	if m == nil {
-		return reference + ": " + noPlan, nil
+		return reference + ": " + noPlan, "", nil
 	}
-	why, err := s.WhyNot(ctx, state, m)
+	c, err := s.compile(ctx, state, m, 0)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	if why != "" {
-		return reference + ": the PostgreSQL printer does not compile " + why, nil
+	if c.why != "" {
+		return reference + ": the PostgreSQL printer does not compile " + c.why, "", nil
 	}
-	return "one PostgreSQL statement (measuresql): PostgreSQL measures every group where the data is and returns only per-group aggregates", nil
+	statement, _ = measuresql.Shown(m, c.types, c.dialect)
+	return "one PostgreSQL statement (measuresql): PostgreSQL measures every group where the data is and returns only per-group aggregates", statement, nil
 }
 
 // Measure runs a scan's measurement plan as one PostgreSQL statement

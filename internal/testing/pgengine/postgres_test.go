@@ -258,7 +258,7 @@ func sameAnswers(t *testing.T, native, pg *dpsql.Engine, compiled bool) {
 func withoutSource(rows [][]any) [][]any {
 	var out [][]any
 	for _, r := range rows {
-		if r[0] != "backend SQL" && r[0] != "source" && r[0] != "pushdown" && r[0] != "engine" {
+		if r[0] != "backend SQL" && r[0] != "reference SQL" && r[0] != "source" && r[0] != "pushdown" && r[0] != "engine" {
 			out = append(out, r)
 		}
 	}
@@ -1147,6 +1147,22 @@ func TestPostgresMeasuresWhereTheDataIs(t *testing.T) {
 		}
 		if !reflect.DeepEqual(answers[0], answers[1]) {
 			t.Errorf("%s: %v aggregated in PostgreSQL, %v scanned", c.query, answers[0], answers[1])
+		}
+		// EXPLAIN shows the statement that runs: PostgreSQL's when it
+		// compiles (the reference evaluator's after it), else the
+		// reference evaluator's.
+		hooks.PostgresGrouping = 0
+		var backend, reference string
+		for _, row := range query(t, e, "EXPLAIN "+c.query).Rows {
+			switch row[0] {
+			case "backend SQL":
+				backend = row[1].(string)
+			case "reference SQL":
+				reference = row[1].(string)
+			}
+		}
+		if c.compiled != (strings.Contains(backend, ")::text") && !strings.Contains(backend, "dpsql_measure(") && strings.Contains(reference, "dpsql_measure(")) {
+			t.Errorf("EXPLAIN %s (compiled %v): backend SQL %.100q, reference SQL %.100q", c.query, c.compiled, backend, reference)
 		}
 		if c.check != nil && !c.check(answers[0][0]) {
 			t.Errorf("%s: %v", c.query, answers[0])
