@@ -131,7 +131,40 @@ var compileCases = []struct {
 		Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}}, Specs: measure.MustParse("d0", "n")}},
 	{"distinct values under bounding with partition selection's unit counts", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"x"},
 		Keys: []measure.Key{{Column: "g"}}, Specs: measure.MustParse("d0", "u")}},
+	// The fourth privacy review's statement: y * 1.5 * ... six deep over a
+	// float column printed 507 MB for PostgreSQL (each guard repeated its
+	// operand); bound once per level, it is linear (TestDepthSix).
+	{"float arithmetic six deep: y * 1.5 * 1.5 * 1.5 * 1.5 * 1.5 * 1.5", measure.Plan{Table: "t", Args: []string{""},
+		Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: timesOneAndAHalf(6)}}}, Specs: measure.MustParse("s0:0:100")}},
 	{"declines: histogram under bounding with per-unit sums", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"y", "x"}, Specs: measure.MustParse("h0", "S1:0:5")}},
+}
+
+// timesOneAndAHalf is y * 1.5 * ... * 1.5 with depth factors.
+func timesOneAndAHalf(depth int) *measure.Arith {
+	e := &measure.Arith{Column: "y"}
+	for range depth {
+		e = &measure.Arith{Op: '*', X: e, Y: &measure.Arith{Float: 1.5, IsFloat: true}}
+	}
+	return e
+}
+
+// TestDepthSix: the review's six-deep product and the analyst's
+// (x * y + x) nested five deep (which grew dpsql to 24 GB) print under
+// 10 KB in every dialect.
+func TestDepthSix(t *testing.T) {
+	t.Parallel()
+	for _, d := range []Dialect{DuckDB{}, Postgres{}} {
+		for name, e := range map[string]*measure.Arith{"y * 1.5 six deep": timesOneAndAHalf(6), "(y * y + i) five deep": nested(5, false)} {
+			m := measure.Plan{Table: "t", Args: []string{""}, Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: e}}}, Specs: measure.MustParse("s0:0:100")}
+			st, ok := Compile(&m, types, d, 1)
+			if !ok {
+				t.Fatalf("%T %s: not compiled: %s", d, name, WhyNot(&m, types, d))
+			}
+			if n := len(st.SQL); n >= 10000 {
+				t.Errorf("%T %s: %d bytes, want under 10,000", d, name, n)
+			}
+		}
+	}
 }
 
 // TestPrinters prints each plan in each dialect (golden files

@@ -30,7 +30,9 @@ func TestPostgresFloatOpIsIEEE(t *testing.T) {
 	edges := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 3, -2.5, 1e308, -1e308, math.MaxFloat64, -math.MaxFloat64,
 		0x1p1022, 0x1p1023, -0x1p1023, 0x1p500, 0x1p-500, 0x1p600, 0x1p-600, 0x1p-1074, -0x1p-1074, 0x1p-1022, 1e-308,
 		0x1p-537, 0x1p-538, 0x1.0000000000001p-538, 0x1.8p-538, 1e-300, -1e-300, 1e300, 0x1.fffffffffffffp511,
-		math.Inf(1), math.Inf(-1), math.NaN()}
+		math.Inf(1), math.Inf(-1), math.NaN(),
+		// The plain product's range [1e-150, 1e150] and its neighbours.
+		1e150, -1e150, math.Nextafter(1e150, math.Inf(1)), 1e-150, math.Nextafter(1e-150, 0), -math.Nextafter(1e-150, 0), 1e158, 1e-158}
 	p := Postgres{}
 	ops := map[byte]func(x, y float64) float64{
 		'+': func(x, y float64) float64 { return x + y },

@@ -92,7 +92,7 @@ func (Postgres) ToText(x string) string { return "(" + x + ")::text" }
 //     are at least 1/2, their sum h = round(x + y)/2 is finite, and the
 //     sum overflows exactly when |h| ≥ 2^1023.
 //   - x × y: plain when either is 0 or not finite, or both lie in
-//     [2^-500, 2^500]; when both are at least 1, p = (x·2^-600)(y·2^-600)
+//     [10^-150, 10^150]; when both are at least 1, p = (x·2^-600)(y·2^-600)
 //     is normal and the product overflows exactly when |p| ≥ 2^-176; when
 //     both are at most 1, p = (x·2^600)(y·2^600) is normal and the product
 //     rounds to 0 when |p| < 2^125 (and, a gap: when |p| = 2^125 exactly,
@@ -112,8 +112,10 @@ func (p Postgres) FloatOp(x string, op byte, y string) (string, bool) {
 		return "", false
 	}
 	if compound(x) || compound(y) {
-		body, _ := p.floatOp("dpsql_let.a", op, "dpsql_let.b")
-		return "(SELECT " + body + " FROM (SELECT " + x + " AS a, " + y + " AS b OFFSET 0) AS dpsql_let)", true
+		// The alias is short (the body names it about 40 times) and none
+		// of the printer's relations is named so.
+		body, _ := p.floatOp("_f.a", op, "_f.b")
+		return "(SELECT " + body + " FROM (SELECT " + x + " AS a, " + y + " AS b OFFSET 0) AS _f)", true
 	}
 	return p.floatOp(x, op, y)
 }
@@ -139,9 +141,15 @@ func compound(x string) bool {
 func (p Postgres) floatOp(x string, op byte, y string) (string, bool) {
 	f := p.Float
 	inf := "'Infinity'::float8"
-	finite := func(v string) string { return "pg_catalog.abs(" + v + ") < " + inf }
-	abs := func(v string) string { return "pg_catalog.abs(" + v + ")" }
+	// @ is PostgreSQL's absolute value (the measuring transaction pins
+	// the search path to pg_catalog: it is the built-in one), shorter
+	// than abs(): the forms name it a dozen times.
+	abs := func(v string) string { return "(@ " + v + ")" }
 	sign := func(v string) string { return "pg_catalog.sign(" + v + ")" }
+	// The larger and the smaller magnitude (NaN counts as the largest,
+	// as PostgreSQL orders it: a NaN operand takes the plain branch).
+	most := "GREATEST(" + abs(x) + ", " + abs(y) + ")"
+	least := "LEAST(" + abs(x) + ", " + abs(y) + ")"
 	switch op {
 	case '+', '-':
 		yy := y
@@ -150,20 +158,21 @@ func (p Postgres) floatOp(x string, op byte, y string) (string, bool) {
 		}
 		sum := "(" + x + " " + string(op) + " " + y + ")"
 		h := "(" + x + " * " + f(0.5) + " + " + yy + " * " + f(0.5) + ")"
-		return "(CASE WHEN NOT (" + finite(x) + " AND " + finite(y) + ") OR (" + abs(x) + " < " + f(0x1p1022) + " AND " + abs(y) + " < " + f(0x1p1022) + ") THEN " + sum +
+		return "(CASE WHEN " + most + " >= " + inf + " OR " + most + " < " + f(0x1p1022) + " THEN " + sum +
 			" WHEN " + abs(y) + " < " + f(1) + " THEN " + x +
 			" WHEN " + abs(x) + " < " + f(1) + " THEN " + yy +
 			" WHEN " + abs(h) + " >= " + f(0x1p1023) + " THEN " + sign(h) + " * " + inf +
 			" ELSE " + sum + " END)", true
 	case '*':
 		prod := "(" + x + " * " + y + ")"
-		in := func(v string) string { return abs(v) + " BETWEEN " + f(0x1p-500) + " AND " + f(0x1p500) }
 		down := "((" + x + " * " + f(0x1p-600) + ") * (" + y + " * " + f(0x1p-600) + "))"
 		up := "((" + x + " * " + f(0x1p600) + ") * (" + y + " * " + f(0x1p600) + "))"
 		signs := "(" + sign(x) + " * " + sign(y) + ")"
-		return "(CASE WHEN NOT (" + finite(x) + " AND " + finite(y) + ") OR " + x + " = 0 OR " + y + " = 0 OR (" + in(x) + " AND " + in(y) + ") THEN " + prod +
-			" WHEN " + abs(x) + " >= " + f(1) + " AND " + abs(y) + " >= " + f(1) + " THEN (CASE WHEN " + abs(down) + " >= " + f(0x1p-176) + " THEN " + signs + " * " + inf + " ELSE " + prod + " END)" +
-			" WHEN " + abs(x) + " <= " + f(1) + " AND " + abs(y) + " <= " + f(1) + " THEN (CASE WHEN " + abs(up) + " <= " + f(0x1p125) + " THEN " + signs + " * " + f(0) + " ELSE " + prod + " END)" +
+		// Products of magnitudes in [1e-150, 1e150] lie in [1e-300,
+		// 1e300]: normal, so neither overflows nor underflows.
+		return "(CASE WHEN " + most + " >= " + inf + " OR " + least + " = " + f(0) + " OR (" + least + " >= " + f(1e-150) + " AND " + most + " <= " + f(1e150) + ") THEN " + prod +
+			" WHEN " + least + " >= " + f(1) + " THEN (CASE WHEN " + abs(down) + " >= " + f(0x1p-176) + " THEN " + signs + " * " + inf + " ELSE " + prod + " END)" +
+			" WHEN " + most + " <= " + f(1) + " THEN (CASE WHEN " + abs(up) + " <= " + f(0x1p125) + " THEN " + signs + " * " + f(0) + " ELSE " + prod + " END)" +
 			" ELSE " + prod + " END)", true
 	}
 	return "", false
