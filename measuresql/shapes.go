@@ -174,72 +174,57 @@ func (c *compiler) squares(items *[]string, sp measure.Spec, sum string) specOut
 	return specOut{col: col, q: true, mid: sp.Lo/2 + sp.Hi/2, shift: f}
 }
 
+// bounded prints a plan under contribution bounding: per unit and group
+// the row-level measurements over its l∞ rows ranked first and the
+// per-unit ones over all its rows there (perUnit), then per unit its l0
+// groups ranked first (keptGroups), summed per group.
 func (c *compiler) bounded(rows *query, keyNames []string, specs []measure.Spec) string {
-	m := c.m
-	ks := strings.Join(keyNames, ", ")
-	var rowVals []string
-	for i := range m.Args {
-		rowVals = append(rowVals, "a"+strconv.Itoa(i))
-	}
-	// Per unit and group: the row-level measurements over the l∞ rows
-	// ranked first, the per-unit ones over all the unit's rows there.
-	needRank := false
-	var ug, final []string  // ug: per-unit aggregates ("expr AS name")
-	var rowAggs [][2]string // row-level aggregates over a unit's kept rows: {expr, name}
+	b := c.boundedSpecs(specs)
+	partCols := append([]string{"u"}, keyNames...)
+	with, from := c.perUnit(rows, partCols, b)
+	return (&query{with: with, items: append(append([]string(nil), keyNames...), b.final...), from: c.keptGroups(from, keyNames), groupBy: keyNames}).text(c.d)
+}
+
+// boundedMeasures are a bounded plan's measurements at each level.
+type boundedMeasures struct {
+	ug       []string    // per unit and group, over all its rows: "expr AS name"
+	rowAggs  [][2]string // per unit and group, over its l∞ kept rows: {expr, name}
+	final    []string    // per group, over the units' kept groups
+	needRank bool        // some measurement is row-level: the rows are ranked
+}
+
+// boundedSpecs prints each spec's measurements at the levels of the
+// bounded form (and sets the outputs' places).
+func (c *compiler) boundedSpecs(specs []measure.Spec) boundedMeasures {
+	var b boundedMeasures
+	sum := func(x string) string { return c.d.Func("sum") + "(" + x + ")" }
 	c.st.outs = make([]specOut, len(specs))
-	kept := "rn <= " + strconv.FormatInt(m.MaxRows, 10)
 	for i, sp := range specs {
 		v := "v" + strconv.Itoa(i)
 		switch sp.Kind {
-		case measure.Rows:
-			needRank = true
-			rowAggs = append(rowAggs, [2]string{c.d.Func("count") + "(*)", v})
-			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+v+")")}
-		case measure.Values:
-			needRank = true
-			rowAggs = append(rowAggs, [2]string{c.count(sp.Arg), v})
-			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+v+")")}
-		case measure.Sum:
-			needRank = true
-			e, f := c.clipped(sp.Arg, sp.Lo, sp.Hi)
-			rowAggs = append(rowAggs, [2]string{c.d.Func("sum") + "(" + e + ")", v})
-			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+v+")"), shift: f}
+		case measure.Rows, measure.Values, measure.Sum:
+			b.needRank = true
+			agg, f := c.d.Func("count")+"(*)", 0
+			switch sp.Kind {
+			case measure.Values:
+				agg = c.count(sp.Arg)
+			case measure.Sum:
+				var e string
+				e, f = c.clipped(sp.Arg, sp.Lo, sp.Hi)
+				agg = sum(e)
+			}
+			b.rowAggs = append(b.rowAggs, [2]string{agg, v})
+			c.st.outs[i] = specOut{col: c.out(&b.final, sum(v)), shift: f}
 		case measure.Squares:
-			needRank = true
+			b.needRank = true
 			e, sq, f := c.squareTerms(sp)
-			rowAggs = append(rowAggs, [2]string{c.d.Func("sum") + "(" + e + ")", v + "s"}, [2]string{c.d.Func("sum") + "(" + sq + ")", v + "q"},
-				[2]string{c.count(sp.Arg), v + "c"})
-			col := c.out(&final, c.d.Func("sum")+"("+v+"s)", c.d.Func("sum")+"("+v+"q)", c.d.Func("sum")+"("+v+"c)")
+			b.rowAggs = append(b.rowAggs, [2]string{sum(e), v + "s"}, [2]string{sum(sq), v + "q"}, [2]string{c.count(sp.Arg), v + "c"})
+			col := c.out(&b.final, sum(v+"s"), sum(v+"q"), sum(v+"c"))
 			c.st.outs[i] = specOut{col: col, q: true, mid: sp.Lo/2 + sp.Hi/2, shift: f}
 		case measure.Units:
-			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("count")+"(*)")}
+			c.st.outs[i] = specOut{col: c.out(&b.final, c.d.Func("count")+"(*)")}
 		case measure.UnitSum, measure.UnitMean:
-			// Σ over units of clip(the unit's exact sum of its rows' terms
-			// on the grid), as integers (measure.UnitGrid).
-			f := unitGrid(sp)
-			_, r, _ := measure.UnitGrid(sp.Lo, sp.Hi)
-			if sp.Kind == measure.UnitMean {
-				// The unit's sum clipped to n times the bounds, then over n
-				// on the finer grid (measure.MeanBits), truncated.
-				ug = append(ug, c.d.Func("sum")+"(CAST("+c.onGrid(sp.Arg, -r, r, f)+" AS "+c.d.Wide()+")) AS "+v+"s", c.count(sp.Arg)+" AS "+v+"n")
-				l, h := strconv.FormatFloat(math.Ldexp(sp.Lo, f), 'f', 0, 64), strconv.FormatFloat(math.Ldexp(sp.Hi, f), 'f', 0, 64)
-				n := "CAST(" + v + "n AS " + c.d.Wide() + ")"
-				clipped := "CASE WHEN " + v + "s < " + n + " * " + l + " THEN " + n + " * " + l + " WHEN " + v + "s > " + n + " * " + h + " THEN " + n + " * " + h + " ELSE " + v + "s END"
-				mean := c.d.WideDiv("("+clipped+") * "+strconv.FormatInt(1<<measure.MeanBits, 10), "NULLIF("+v+"n, 0)")
-				c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+mean+")"), shift: f + measure.MeanBits}
-				break
-			}
-			if isInt(c.argType(sp.Arg)) && integerBounds(sp.Lo, sp.Hi) && f >= 0 {
-				// An integer column on a grid of F ≥ 0: each term is 2^F
-				// times the value as a double clamped to ±r (r is a power
-				// of 2 below 2^63, so clamping the integer first is the
-				// same), summed and clipped as integers at F = 0.
-				ug = append(ug, c.d.Func("sum")+"(CAST("+c.d.ToDouble(intClip("a"+strconv.Itoa(sp.Arg), -r, r))+" AS "+c.d.Wide()+")) AS "+v)
-				c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+intClip(v, sp.Lo, sp.Hi)+")")}
-				break
-			}
-			ug = append(ug, c.d.Func("sum")+"(CAST("+c.onGrid(sp.Arg, -r, r, f)+" AS "+c.d.Wide()+")) AS "+v)
-			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+intClip(v, math.Ldexp(sp.Lo, f), math.Ldexp(sp.Hi, f))+")"), shift: f}
+			c.st.outs[i] = c.unitSum(&b, sp, v)
 		case measure.UnitRows, measure.UnitValues:
 			if !integerBounds(sp.Lo, sp.Hi) {
 				panic(decline("per-unit count bounds"))
@@ -248,74 +233,136 @@ func (c *compiler) bounded(rows *query, keyNames []string, specs []measure.Spec)
 			if sp.Kind == measure.UnitValues {
 				cnt = c.count(sp.Arg)
 			}
-			ug = append(ug, cnt+" AS "+v)
-			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("sum")+"("+intClip(v, sp.Lo, sp.Hi)+")")}
+			b.ug = append(b.ug, cnt+" AS "+v)
+			c.st.outs[i] = specOut{col: c.out(&b.final, sum(intClip(v, sp.Lo, sp.Hi)))}
 		case measure.UnitsWithValue:
-			ug = append(ug, c.count(sp.Arg)+" AS "+v)
-			c.st.outs[i] = specOut{col: c.out(&final, c.d.Func("count")+"(*) FILTER (WHERE "+v+" > 0)")}
+			b.ug = append(b.ug, c.count(sp.Arg)+" AS "+v)
+			c.st.outs[i] = specOut{col: c.out(&b.final, c.d.Func("count")+"(*) FILTER (WHERE "+v+" > 0)")}
 		default:
 			panic(decline("spec " + sp.String()))
 		}
 	}
-	partCols := append([]string{"u"}, keyNames...)
-	var with []named
-	var from rel
-	if !needRank {
-		from = &query{items: append(append([]string{}, partCols...), ug...), from: rows.as("r"), groupBy: partCols, alias: "ug"}
-	} else {
-		// l∞: per unit and group, the rows ranked first by a keyed hash of
-		// their values. Most groups of a unit have at most l∞ rows and keep
-		// them all, so the rows are ranked (a window, which sorts) only in
-		// the groups that have more: their measurements replace the rest.
-		order := c.d.Hash(append([]string{"u"}, append(keyNames, rowVals...)...), c.key)
-		if tie := strings.Join(rowVals, ", "); tie != "" {
-			order += ", " + tie
-		}
-		l := strconv.FormatInt(m.MaxRows, 10)
-		var all, filtered, picked, names []string
-		for _, ra := range rowAggs {
-			all = append(all, ra[0]+" AS "+ra[1])
-			filtered = append(filtered, ra[0]+" FILTER (WHERE "+kept+") AS "+ra[1])
-			picked = append(picked, "CASE WHEN ug._n > "+l+" THEN heavy."+ra[1]+" ELSE ug."+ra[1]+" END AS "+ra[1])
-			names = append(names, ra[1])
-		}
-		var unitNames []string
-		for _, u := range ug {
-			unitNames = append(unitNames, "ug."+u[strings.LastIndex(u, " AS ")+4:])
-		}
-		perGroup := &query{items: append(append(append(append([]string{}, partCols...), c.d.Func("count")+"(*) AS _n"), all...), ug...), from: withName{name: "r"}, groupBy: partCols}
-		heavyGroups := &query{items: partCols, from: withName{name: "ug"}, where: []string{"_n > " + l}, alias: "h"}
-		ranked := &query{items: []string{"r.*", c.d.Func("row_number") + "() OVER (PARTITION BY " + strings.Join(partCols, ", ") + " ORDER BY " + order + ") AS rn"},
-			from: join{kind: semiJoin, left: withName{name: "r"}, right: heavyGroups, on: same("h", "r", partCols)}, alias: "r"}
-		heavy := &query{items: append(append([]string{}, partCols...), filtered...), from: ranked, groupBy: partCols}
-		with = []named{{"r", rows, true}, {"ug", perGroup, false}, {"heavy", heavy, false}}
-		if len(ug) == 0 {
-			// Only row-level measurements: the light groups and the heavy
-			// ones (a join of every group with the few heavy ones costs more).
-			light := &query{items: append(append([]string{}, partCols...), names...), from: withName{name: "ug"}, where: []string{"_n <= " + l}}
-			from = union{parts: []*query{light, {items: []string{"*"}, from: withName{name: "heavy"}}}, alias: "ug"}
-		} else {
-			var ugCols []string
-			for _, col := range partCols {
-				ugCols = append(ugCols, "ug."+col)
-			}
-			from = &query{items: append(append(ugCols, picked...), unitNames...), from: join{kind: leftJoin, left: withName{name: "ug"}, right: withName{name: "heavy"}, on: same("ug", "heavy", partCols)}, alias: "ug"}
-		}
-	}
-	// Per unit: its l0 groups ranked first.
-	gorder := c.d.Hash(append([]string{"u"}, keyNames...), c.key^0x9e3779b97f4a7c15)
-	if ks != "" {
-		gorder += ", " + ks
-	}
-	ranks := &query{items: []string{"*", c.d.Func("row_number") + "() OVER (PARTITION BY u ORDER BY " + gorder + ") AS gn"}, from: from, alias: "g"}
-	keptGroups := &query{items: []string{"*"}, from: ranks, where: []string{"gn <= " + strconv.FormatInt(m.MaxGroups, 10)}, alias: "kept"}
-	if groups, ok := domainGroups(m.Keys); ok && groups <= m.MaxGroups {
-		// No unit can have more groups than l0 (the public domains allow at
-		// most that many): every unit keeps all of its groups.
-		keptGroups = &query{items: []string{"*"}, from: from, alias: "kept"}
-	}
-	return (&query{with: with, items: append(append([]string(nil), keyNames...), final...), from: keptGroups, groupBy: keyNames}).text(c.d)
+	return b
 }
+
+// unitSum prints a per-unit sum or mean spec: Σ over units of clip(the
+// unit's exact sum of its rows' terms on the grid), as integers
+// (measure.UnitGrid).
+func (c *compiler) unitSum(b *boundedMeasures, sp measure.Spec, v string) specOut {
+	sum := func(x string) string { return c.d.Func("sum") + "(" + x + ")" }
+	f := unitGrid(sp)
+	_, r, _ := measure.UnitGrid(sp.Lo, sp.Hi)
+	if sp.Kind == measure.UnitMean {
+		// The unit's sum clipped to n times the bounds, then over n on
+		// the finer grid (measure.MeanBits), truncated.
+		b.ug = append(b.ug, sum("CAST("+c.onGrid(sp.Arg, -r, r, f)+" AS "+c.d.Wide()+")")+" AS "+v+"s", c.count(sp.Arg)+" AS "+v+"n")
+		l, h := strconv.FormatFloat(math.Ldexp(sp.Lo, f), 'f', 0, 64), strconv.FormatFloat(math.Ldexp(sp.Hi, f), 'f', 0, 64)
+		n := "CAST(" + v + "n AS " + c.d.Wide() + ")"
+		clipped := "CASE WHEN " + v + "s < " + n + " * " + l + " THEN " + n + " * " + l + " WHEN " + v + "s > " + n + " * " + h + " THEN " + n + " * " + h + " ELSE " + v + "s END"
+		mean := c.d.WideDiv("("+clipped+") * "+strconv.FormatInt(1<<measure.MeanBits, 10), "NULLIF("+v+"n, 0)")
+		return specOut{col: c.out(&b.final, sum(mean)), shift: f + measure.MeanBits}
+	}
+	if isInt(c.argType(sp.Arg)) && integerBounds(sp.Lo, sp.Hi) && f >= 0 {
+		// An integer column on a grid of F ≥ 0: each term is 2^F times the
+		// value as a double clamped to ±r (r is a power of 2 below 2^63,
+		// so clamping the integer first is the same), summed and clipped
+		// as integers at F = 0.
+		b.ug = append(b.ug, sum("CAST("+c.d.ToDouble(intClip("a"+strconv.Itoa(sp.Arg), -r, r))+" AS "+c.d.Wide()+")")+" AS "+v)
+		return specOut{col: c.out(&b.final, sum(intClip(v, sp.Lo, sp.Hi)))}
+	}
+	b.ug = append(b.ug, sum("CAST("+c.onGrid(sp.Arg, -r, r, f)+" AS "+c.d.Wide()+")")+" AS "+v)
+	return specOut{col: c.out(&b.final, sum(intClip(v, math.Ldexp(sp.Lo, f), math.Ldexp(sp.Hi, f)))), shift: f}
+}
+
+// perUnit is the relation of each unit's measurements per group (alias
+// ug), with the relations it reads (WITH). Under l∞ the rows are ranked
+// first by a keyed hash of their values (rowRank) — only in the groups
+// of a unit that have more than l∞ rows (the others keep them all): their
+// measurements replace the rest.
+func (c *compiler) perUnit(rows *query, partCols []string, b boundedMeasures) ([]named, rel) {
+	if !b.needRank {
+		return nil, &query{items: append(append([]string{}, partCols...), b.ug...), from: rows.as("r"), groupBy: partCols, alias: "ug"}
+	}
+	l := strconv.FormatInt(c.m.MaxRows, 10)
+	var all, filtered, picked, names []string
+	for _, ra := range b.rowAggs {
+		all = append(all, ra[0]+" AS "+ra[1])
+		filtered = append(filtered, ra[0]+" FILTER (WHERE "+c.rowKept()+") AS "+ra[1])
+		picked = append(picked, "CASE WHEN ug._n > "+l+" THEN heavy."+ra[1]+" ELSE ug."+ra[1]+" END AS "+ra[1])
+		names = append(names, ra[1])
+	}
+	var unitNames []string
+	for _, u := range b.ug {
+		unitNames = append(unitNames, "ug."+u[strings.LastIndex(u, " AS ")+4:])
+	}
+	perGroup := &query{items: append(append(append(append([]string{}, partCols...), c.d.Func("count")+"(*) AS _n"), all...), b.ug...), from: withName{name: "r"}, groupBy: partCols}
+	heavyGroups := &query{items: partCols, from: withName{name: "ug"}, where: []string{"_n > " + l}, alias: "h"}
+	ranked := &query{items: []string{"r.*", c.rowRank(partCols)},
+		from: join{kind: semiJoin, left: withName{name: "r"}, right: heavyGroups, on: same("h", "r", partCols)}, alias: "r"}
+	heavy := &query{items: append(append([]string{}, partCols...), filtered...), from: ranked, groupBy: partCols}
+	with := []named{{"r", rows, true}, {"ug", perGroup, false}, {"heavy", heavy, false}}
+	if len(b.ug) == 0 {
+		// Only row-level measurements: the light groups and the heavy ones
+		// (a join of every group with the few heavy ones costs more).
+		light := &query{items: append(append([]string{}, partCols...), names...), from: withName{name: "ug"}, where: []string{"_n <= " + l}}
+		return with, union{parts: []*query{light, {items: []string{"*"}, from: withName{name: "heavy"}}}, alias: "ug"}
+	}
+	var ugCols []string
+	for _, col := range partCols {
+		ugCols = append(ugCols, "ug."+col)
+	}
+	return with, &query{items: append(append(ugCols, picked...), unitNames...), from: join{kind: leftJoin, left: withName{name: "ug"}, right: withName{name: "heavy"}, on: same("ug", "heavy", partCols)}, alias: "ug"}
+}
+
+// keptGroups keeps, per unit, its l0 groups ranked first (groupRank) —
+// all of them when the public domains allow no more than l0 groups.
+func (c *compiler) keptGroups(from rel, keyNames []string) rel {
+	if groups, ok := domainGroups(c.m.Keys); ok && groups <= c.m.MaxGroups {
+		return &query{items: []string{"*"}, from: from, alias: "kept"}
+	}
+	ranks := &query{items: []string{"*", c.groupRank(keyNames)}, from: from, alias: "g"}
+	return &query{items: []string{"*"}, from: ranks, where: []string{c.groupKept()}, alias: "kept"}
+}
+
+// groupKeyMix is xored into the query's key for the ranks of a unit's
+// groups, so that they are drawn apart from the ranks of its rows.
+const groupKeyMix = 0x9e3779b97f4a7c15
+
+// argNames are the plan's arguments as the rows name them: a0, a1, ...
+func (c *compiler) argNames() []string {
+	var out []string
+	for i := range c.m.Args {
+		out = append(out, "a"+strconv.Itoa(i))
+	}
+	return out
+}
+
+// rowRank is the rank rn of a row among its unit's rows in a group
+// (part: u and the keys): by a keyed hash of the unit, keys and values,
+// ties broken by the values.
+func (c *compiler) rowRank(part []string) string {
+	vals := c.argNames()
+	order := c.d.Hash(append(append([]string{}, part...), vals...), c.key)
+	if tie := strings.Join(vals, ", "); tie != "" {
+		order += ", " + tie
+	}
+	return c.d.Func("row_number") + "() OVER (PARTITION BY " + strings.Join(part, ", ") + " ORDER BY " + order + ") AS rn"
+}
+
+// groupRank is the rank gn of a group among its unit's groups: by a
+// keyed hash of the unit and keys, ties broken by the keys.
+func (c *compiler) groupRank(keyNames []string) string {
+	order := c.d.Hash(append([]string{"u"}, keyNames...), c.key^groupKeyMix)
+	if ks := strings.Join(keyNames, ", "); ks != "" {
+		order += ", " + ks
+	}
+	return c.d.Func("row_number") + "() OVER (PARTITION BY u ORDER BY " + order + ") AS gn"
+}
+
+// rowKept and groupKept are the conditions on the ranks that bounding
+// keeps: the first l∞ rows, the first l0 groups.
+func (c *compiler) rowKept() string   { return "rn <= " + strconv.FormatInt(c.m.MaxRows, 10) }
+func (c *compiler) groupKept() string { return "gn <= " + strconv.FormatInt(c.m.MaxGroups, 10) }
 
 // detailBoundable reports whether every measurement of the plan is
 // row-level (rows, values, sums, squares), computed from the distinct
@@ -341,32 +388,19 @@ func (c *compiler) detailBoundable() bool {
 // values (ties broken by the keys, the values) — the choices the
 // bounded form makes, which depend on the unit's own rows alone.
 func (c *compiler) keptRows(rows *query, keyNames []string) *query {
-	m := c.m
 	part := append([]string{"u"}, keyNames...)
-	var rowVals []string
-	for i := range m.Args {
-		rowVals = append(rowVals, "a"+strconv.Itoa(i))
-	}
-	order := c.d.Hash(append(append([]string{}, part...), rowVals...), c.key)
-	if tie := strings.Join(rowVals, ", "); tie != "" {
-		order += ", " + tie
-	}
 	rank := func(from rel) *query {
-		return &query{items: []string{"r.*", c.d.Func("row_number") + "() OVER (PARTITION BY " + strings.Join(part, ", ") + " ORDER BY " + order + ") AS rn"}, from: from, alias: "r"}
+		return &query{items: []string{"r.*", c.rowRank(part)}, from: from, alias: "r"}
 	}
-	rowsKept := []string{"rn <= " + strconv.FormatInt(m.MaxRows, 10)}
-	if groups, ok := domainGroups(m.Keys); ok && groups <= m.MaxGroups {
+	rowsKept := []string{c.rowKept()}
+	if groups, ok := domainGroups(c.m.Keys); ok && groups <= c.m.MaxGroups {
 		// No unit can have more groups than l0.
 		return &query{items: []string{"r.*"}, from: rank(rows.as("r")), where: rowsKept}
 	}
-	gorder := c.d.Hash(part, c.key^0x9e3779b97f4a7c15)
-	if ks := strings.Join(keyNames, ", "); ks != "" {
-		gorder += ", " + ks
-	}
 	// The rows are read once (WITH b), ranked within their groups, and
 	// the groups ranked within their unit.
-	ranks := &query{items: append(append([]string{}, part...), c.d.Func("row_number")+"() OVER (PARTITION BY u ORDER BY "+gorder+") AS gn"), from: withName{name: "b", alias: "r"}, groupBy: part, alias: "g"}
-	groups := &query{items: part, from: ranks, where: []string{"gn <= " + strconv.FormatInt(m.MaxGroups, 10)}, alias: "g"}
+	ranks := &query{items: append(append([]string{}, part...), c.groupRank(keyNames)), from: withName{name: "b", alias: "r"}, groupBy: part, alias: "g"}
+	groups := &query{items: part, from: ranks, where: []string{c.groupKept()}, alias: "g"}
 	return &query{with: []named{{"b", rows, false}}, items: []string{"r.*"}, from: join{kind: semiJoin, left: rank(withName{name: "b", alias: "r"}), right: groups, on: same("g", "r", part)}, where: rowsKept}
 }
 
