@@ -71,8 +71,12 @@ func (m stateMeasurer) WhyNot(ctx context.Context, plan *measure.Plan) (string, 
 	return m.src.WhyNot(ctx, m.state, plan)
 }
 
-func (m stateMeasurer) Measure(ctx context.Context, plan *measure.Plan, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error) {
-	return m.src.Measure(ctx, m.state, plan, key)
+func (m stateMeasurer) Measure(ctx context.Context, plan *measure.Plan, key uint64) (*measure.Measured, bool, error) {
+	st, groups, ok, err := m.src.Measure(ctx, m.state, plan, key)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	return st.Measured(groups), true, nil
 }
 
 // The backends and their capabilities.

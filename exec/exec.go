@@ -28,7 +28,6 @@ import (
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/exactsum"
 	"github.com/dpsql/dpsql/measure"
-	"github.com/dpsql/dpsql/measuresql"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
@@ -302,7 +301,7 @@ func (p *Prepared) FellBack() error { return p.fellBack }
 // reference evaluator); the decision depends only on the plan and the
 // schema. It runs after the charge, like the scan.
 type Measurer interface {
-	Measure(ctx context.Context, m *measure.Plan, key uint64) (st *measuresql.Statement, groups []*measuresql.Group, ok bool, err error)
+	Measure(ctx context.Context, m *measure.Plan, key uint64) (measured *measure.Measured, ok bool, err error)
 	// WhyNot says why Measure would decline m ("": it runs it), from
 	// the plan and the schema, before anything is read.
 	WhyNot(ctx context.Context, m *measure.Plan) (string, error)
@@ -827,9 +826,9 @@ func (p *Prepared) compiled(ctx context.Context, specs []spec) (*measured, error
 		p.q.Knobs.NoteNotCompiled(p.rw.NoPlan)
 		return nil, nil
 	}
-	st, groups, ok, err := p.measurer.Measure(ctx, p.rw.Measurement, randomKey(p.q.Knobs.Fixed()))
+	got, ok, err := p.measurer.Measure(ctx, p.rw.Measurement, randomKey(p.q.Knobs.Fixed()))
 	if err != nil {
-		if ctx.Err() != nil || !errors.Is(err, measuresql.ErrEngineResources) {
+		if ctx.Err() != nil || !errors.Is(err, measure.ErrEngineResources) {
 			// Any other failure is the query's: never retried on another
 			// path (whether, and how, a retry ran could tell of a row).
 			p.q.Knobs.NoteCompiledFailed()
@@ -852,7 +851,7 @@ func (p *Prepared) compiled(ctx context.Context, specs []spec) (*measured, error
 		return nil, nil
 	}
 	p.q.Knobs.NoteCompiled()
-	return fromCompiled(st, groups, specs), nil
+	return fromCompiled(got, specs), nil
 }
 
 // nativeExact reports whether native measurements are exact: no sum came

@@ -16,7 +16,6 @@ import (
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/exactsum"
 	"github.com/dpsql/dpsql/measure"
-	"github.com/dpsql/dpsql/measuresql"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/rewrite"
@@ -1078,7 +1077,7 @@ func (g *groupAcc) measured(specs []spec) *measuredGroup {
 // fromCompiled turns a compiled measurement's groups into the scan's
 // measurements. The detail specs are measured here from each group's
 // distinct values and their row counts, as weighted rows are.
-func fromCompiled(st *measuresql.Statement, groups []*measuresql.Group, specs []spec) *measured {
+func fromCompiled(st *measure.Measured, specs []spec) *measured {
 	pos := map[int]int{} // plan argument → position in a detail tuple
 	for j, a := range st.Detail {
 		pos[a] = j
@@ -1093,7 +1092,7 @@ func fromCompiled(st *measuresql.Statement, groups []*measuresql.Group, specs []
 		}
 	}
 	res := &measured{}
-	for _, g := range groups {
+	for _, g := range st.Groups {
 		mg := &measuredGroup{keys: g.Keys, values: g.Values}
 		if len(dspecs) > 0 {
 			a := &measureAgg{specs: dspecs, groups: map[string]*groupAcc{}}

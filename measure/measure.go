@@ -13,8 +13,10 @@
 package measure
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 )
@@ -474,3 +476,34 @@ func UnitGrid(lo, hi float64) (f int, r float64, ok bool) {
 // measures the same integers; relative to the exact sum each term moves
 // by at most 2^-63 of the larger bound.
 func FixedPoint(lo, hi float64) (f int, ok bool) { return grid(lo, hi, termBits, math.MinInt) }
+
+// Measured is a plan's measurements as an engine computed them (package
+// measuresql's statement, decoded): each group's keys and exact values,
+// and for the detail specs (DetailSpec) the distinct tuples of the
+// detail arguments (Detail: the plan's argument indices) with their row
+// counts, which the caller measures itself.
+type Measured struct {
+	Detail     []int
+	DetailSpec []bool
+	Groups     []*MeasuredGroup
+}
+
+// MeasuredGroup is one group's measurements: its keys as the reference's
+// scan gives them (a domain position as an int64, or the key's value),
+// one exact value per spec (nil for detail specs), and, with Detail, each
+// distinct tuple of the detail arguments' values with its row count.
+type MeasuredGroup struct {
+	Keys    []any
+	Values  []*big.Float
+	Details [][]any
+	Weights []int64
+}
+
+// ErrEngineResources wraps an engine's failure to run a compiled
+// statement for want of resources (memory under its cap, temporary
+// disk): the only failure after which the reference evaluator measures
+// the same rows instead. Any other failure of a compiled statement is the
+// query's error, never retried on another path (a retry would make the
+// path taken, and its timing, tell whether some row made the statement
+// fail).
+var ErrEngineResources = errors.New("the engine ran out of resources")

@@ -6,25 +6,18 @@ import (
 	"math/big"
 
 	"github.com/dpsql/dpsql/exactsum"
+	"github.com/dpsql/dpsql/measure"
 )
 
-// Group is one group's measurements: its keys as the reference's scan
-// gives them (a domain position as an int64, or the key's value), one
-// exact value per spec (nil for detail specs), and, with Detail, each
-// distinct tuple of the detail arguments' values with its row count.
-type Group struct {
-	Keys    []any
-	Values  []*big.Float
-	Details [][]any
-	Weights []int64
-	sums    [][3]*big.Int // per spec: its columns, added over the group's rows
-}
+// Group is one group's measurements (measure.MeasuredGroup).
+type Group = measure.MeasuredGroup
 
 // Decode reads the statement's rows (each value as the driver gives it:
 // int64, float64, string, nil) into groups, in the order first met.
 func (st *Statement) Decode(rows [][]any) ([]*Group, error) {
 	var out []*Group
 	index := map[string]*Group{}
+	sums := map[*Group][][3]*big.Int{} // per group and spec: its columns, added over the group's rows
 	nk, nd, width := len(st.keys), len(st.Detail), st.width()
 	for _, row := range rows {
 		if len(row) < width {
@@ -44,7 +37,8 @@ func (st *Statement) Decode(rows [][]any) ([]*Group, error) {
 		id := fmt.Sprintf("%#v", keys)
 		g := index[id]
 		if g == nil {
-			g = &Group{Keys: keys, Values: make([]*big.Float, len(st.Specs)), sums: make([][3]*big.Int, len(st.Specs))}
+			g = &Group{Keys: keys, Values: make([]*big.Float, len(st.Specs))}
+			sums[g] = make([][3]*big.Int, len(st.Specs))
 			index[id] = g
 			out = append(out, g)
 		}
@@ -65,20 +59,20 @@ func (st *Statement) Decode(rows [][]any) ([]*Group, error) {
 				if err != nil {
 					return nil, err
 				}
-				if g.sums[i][j] == nil {
-					g.sums[i][j] = new(big.Int)
+				s := sums[g]
+				if s[i][j] == nil {
+					s[i][j] = new(big.Int)
 				}
-				g.sums[i][j].Add(g.sums[i][j], x)
+				s[i][j].Add(s[i][j], x)
 			}
 		}
 	}
 	for _, g := range out {
 		for i, o := range st.outs {
 			if !st.DetailSpec[i] {
-				g.Values[i] = o.value(g.sums[i])
+				g.Values[i] = o.value(sums[g][i])
 			}
 		}
-		g.sums = nil
 	}
 	return out, nil
 }
@@ -212,4 +206,9 @@ func Normalize(v any) any {
 		return x
 	}
 	return v
+}
+
+// Measured is the statement's groups as a measure.Measured.
+func (st *Statement) Measured(groups []*Group) *measure.Measured {
+	return &measure.Measured{Detail: st.Detail, DetailSpec: st.DetailSpec, Groups: groups}
 }

@@ -36,7 +36,6 @@
 package measuresql
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -191,14 +190,8 @@ func WhyNot(m *measure.Plan, types map[string]Type, d Dialect) string {
 	return why
 }
 
-// ErrEngineResources wraps an engine's failure to run a compiled
-// statement for want of resources (memory under its cap, temporary
-// disk): the only failure after which the reference evaluator measures
-// the same rows instead. Any other failure of a compiled statement is the
-// query's error, never retried on another path (a retry would make the
-// path taken, and its timing, tell whether some row made the statement
-// fail).
-var ErrEngineResources = errors.New("the engine ran out of resources")
+// ErrEngineResources is measure.ErrEngineResources, for the backends.
+var ErrEngineResources = measure.ErrEngineResources
 
 // MaxStatementBytes caps a compiled statement: a longer one is declined
 // before anything runs (the plan's size decides it, never the rows), and
