@@ -2,67 +2,8 @@ package dpsql
 
 import (
 	"github.com/dpsql/dpsql/budget"
-	"github.com/dpsql/dpsql/cache"
-	"github.com/dpsql/dpsql/exec"
+	"github.com/dpsql/dpsql/interval"
 )
-
-// fromExec converts exec's intervals.
-func fromExec(in [][]*exec.Interval) [][]*Interval {
-	if in == nil {
-		return nil
-	}
-	out := make([][]*Interval, len(in))
-	for r, row := range in {
-		out[r] = make([]*Interval, len(row))
-		for j, iv := range row {
-			if iv != nil {
-				x := &Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide, Clipped: iv.Clipped, ClipLo: iv.ClipLo, ClipHi: iv.ClipHi, Bounded: iv.Bounded}
-				for _, e := range iv.Each {
-					x.Each = append(x.Each, Interval{Lo: e.Lo, Hi: e.Hi, Wide: e.Wide})
-				}
-				out[r][j] = x
-			}
-		}
-	}
-	return out
-}
-
-// toCache and fromCache convert intervals for the answer cache.
-func toCache(in [][]*Interval) [][]*cache.Interval {
-	var out [][]*cache.Interval
-	for _, row := range in {
-		r := make([]*cache.Interval, len(row))
-		for j, iv := range row {
-			if iv != nil {
-				x := &cache.Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide, Clipped: iv.Clipped, ClipLo: iv.ClipLo, ClipHi: iv.ClipHi, Bounded: iv.Bounded}
-				for _, e := range iv.Each {
-					x.Each = append(x.Each, cache.Interval{Lo: e.Lo, Hi: e.Hi, Wide: e.Wide})
-				}
-				r[j] = x
-			}
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-func fromCached(in [][]*cache.Interval) [][]*Interval {
-	var out [][]*Interval
-	for _, row := range in {
-		r := make([]*Interval, len(row))
-		for j, iv := range row {
-			if iv != nil {
-				x := &Interval{Lo: iv.Lo, Hi: iv.Hi, Wide: iv.Wide, Clipped: iv.Clipped, ClipLo: iv.ClipLo, ClipHi: iv.ClipHi, Bounded: iv.Bounded}
-				for _, e := range iv.Each {
-					x.Each = append(x.Each, Interval{Lo: e.Lo, Hi: e.Hi, Wide: e.Wide})
-				}
-				r[j] = x
-			}
-		}
-		out = append(out, r)
-	}
-	return out
-}
 
 // Result is the outcome of one statement: a table, or a message for
 // statements that return none.
@@ -109,28 +50,9 @@ type Result struct {
 
 // Interval is a released value's 95% interval: the true value of the
 // measured (clipped, contribution-bounded) data lies in [Lo, Hi] with
-// probability about 0.95 over the noise. Wide marks an interval that is
-// the whole range the bounds allow, because the group's noisy count is too
-// small to say more.
-type Interval struct {
-	Lo, Hi float64
-	Wide   bool
-	// Each holds, for APPROX_QUANTILES' array of values, one interval per
-	// value (Lo and Hi then span them).
-	Each []Interval
-	// Clipped says the value is computed from values clipped to [ClipLo,
-	// ClipHi] (declared or privately chosen bounds): where the table has
-	// values beyond them, its raw value may lie outside [Lo, Hi], pulled
-	// toward the bounds. Set for every aggregate but COUNT; a public fact
-	// of the query, not a measurement (no ε is spent to say how many
-	// values were clipped).
-	Clipped        bool
-	ClipLo, ClipHi float64
-	// Bounded says contribution bounding may have dropped rows: the
-	// policy has a privacy unit, and a unit's rows beyond its l0 groups
-	// and l∞ rows per group are not measured.
-	Bounded bool
-}
+// probability about 0.95 over the noise (package interval documents each
+// field).
+type Interval = interval.Interval
 
 // addCharge adds one DP query's cost, mechanism and notes (each after
 // prefix) to a statement's result.

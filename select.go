@@ -15,6 +15,7 @@ import (
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/dperr"
 	"github.com/dpsql/dpsql/exec"
+	"github.com/dpsql/dpsql/interval"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/rewrite"
@@ -190,7 +191,7 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 		_ = budget.MarkUnanswered(context.Background(), e.ledger, id, "unanswered: "+unansweredWhy(ctx))
 		return nil, err
 	}
-	res := &Result{Columns: r.Columns, Rows: r.Rows, Intervals: fromExec(r.Intervals), Cost: cost, Mechanism: opt.charge.Mechanism, Rho: opt.charge.Rho, ErrorBounds: errorBounds(opt.plan), charges: []int64{id}}
+	res := &Result{Columns: r.Columns, Rows: r.Rows, Intervals: interval.Copy(r.Intervals), Cost: cost, Mechanism: opt.charge.Mechanism, Rho: opt.charge.Rho, ErrorBounds: errorBounds(opt.plan), charges: []int64{id}}
 	if opt.reused {
 		// The same query was charged, then cancelled before anything
 		// was released: that charge pays for this answer.
@@ -419,7 +420,7 @@ func (s *Session) fromCache(ctx context.Context, key string) (*Result, bool) {
 		}
 	}
 	notes = append(notes, fmt.Sprintf("answered from the cache: the answer released on %s (ε=%g then), nothing charged", a.Created.Format("2006-01-02 15:04:05 UTC"), a.Epsilon))
-	return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Intervals: fromCached(a.Intervals), Notes: notes, Cached: true}, true
+	return &Result{Columns: a.Columns, Rows: a.Rows, ErrorBounds: a.ErrorBounds, Intervals: interval.Copy(a.Intervals), Notes: notes, Cached: true}, true
 }
 
 // toCache keeps a released answer for identical later queries, if the
@@ -429,7 +430,7 @@ func (s *Session) toCache(ctx context.Context, key, text string, tables []string
 		return
 	}
 	s.eng.keep(ctx, key, &unstored{statement: text, tables: tables, epochs: epochs, answer: &cache.Answer{Columns: res.Columns, Rows: res.Rows,
-		ErrorBounds: res.ErrorBounds, Intervals: toCache(res.Intervals), Notes: res.Notes, Epsilon: res.Cost.Epsilon, Delta: res.Cost.Delta, Created: time.Now().UTC()}})
+		ErrorBounds: res.ErrorBounds, Intervals: interval.Copy(res.Intervals), Notes: res.Notes, Epsilon: res.Cost.Epsilon, Delta: res.Cost.Delta, Created: time.Now().UTC()}})
 }
 
 // readTables are the tables p reads, sorted.

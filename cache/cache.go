@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dpsql/dpsql/interval"
 )
 
 const schema = `
@@ -79,19 +81,9 @@ type value struct {
 	S *string  `json:"s,omitempty"`
 }
 
-// Interval is a released value's 95% interval, kept with its answer.
-type Interval struct {
-	Lo   float64    `json:"lo"`
-	Hi   float64    `json:"hi"`
-	Wide bool       `json:"wide,omitempty"`
-	Each []Interval `json:"each,omitempty"` // APPROX_QUANTILES: one per value
-	// Clipped, ClipLo, ClipHi and Bounded are the value's bias flags
-	// (dpsql.Interval).
-	Clipped bool    `json:"clipped,omitempty"`
-	ClipLo  float64 `json:"clip_lo,omitempty"`
-	ClipHi  float64 `json:"clip_hi,omitempty"`
-	Bounded bool    `json:"bounded,omitempty"`
-}
+// Interval is a released value's 95% interval, kept with its answer
+// (package interval; its JSON form is the cache's).
+type Interval = interval.Interval
 
 type stored struct {
 	Columns     []string           `json:"columns"`

@@ -44,7 +44,9 @@ func derivedInterval(q *planner.PrivateQuery, e parser.Expr, ivOf func(agg int) 
 	if !ok || r.agg < 0 {
 		return nil
 	}
-	return &Interval{Lo: r.lo, Hi: r.hi, Wide: r.wide, Bias: r.bias}
+	iv := &Interval{Lo: r.lo, Hi: r.hi, Wide: r.wide}
+	iv.SetBias(r.bias)
+	return iv
 }
 
 func outputRange(q *planner.PrivateQuery, e parser.Expr, ivOf func(agg int) *Interval) (derivedRange, bool) {
@@ -91,7 +93,7 @@ func outputRange(q *planner.PrivateQuery, e parser.Expr, ivOf func(agg int) *Int
 			if a.Quantiles > 0 || a.Report || iv == nil {
 				return derivedRange{}, false
 			}
-			return derivedRange{lo: iv.Lo, hi: iv.Hi, agg: i, wide: iv.Wide, bias: iv.Bias}, true
+			return derivedRange{lo: iv.Lo, hi: iv.Hi, agg: i, wide: iv.Wide, bias: iv.Bias()}, true
 		}
 		return callRange(q, e, ivOf)
 	}

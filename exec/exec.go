@@ -510,7 +510,7 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 					var iv *Interval
 					if iv, err = tr.intervals(ps, cells[i].lo, cells[i].hi, len(c.Ps) > 0); err == nil {
 						if c.Search >= 0 {
-							iv.widenForBuckets(cells[i].lo, cells[i].hi)
+							widenForBuckets(iv, cells[i].lo, cells[i].hi)
 						}
 						quantileIvs[g*nc+i] = iv
 					}
@@ -560,7 +560,7 @@ func groupIntervals(q *planner.PrivateQuery, noisy []float64, ns []noiseOf, aggB
 				iv = &v
 			}
 			if iv != nil {
-				iv.Bias = aggregateBias(q, a, aggBounds[i])
+				iv.SetBias(aggregateBias(q, a, aggBounds[i]))
 			}
 			out[g*na+i] = iv
 		}

@@ -5,39 +5,17 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dpsql/dpsql/interval"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/planner"
 )
 
-// Interval is a 95% interval for a released value: the range the true
-// value (of the clipped, bounded data the cells measure) lies in, with
-// probability about 0.95 over the noise. It is computed from the noisy
-// cells and public parameters only: post-processing, free.
-type Interval struct {
-	Lo, Hi float64
-	// Wide marks an interval that is the whole range the bounds allow,
-	// because the group's noisy count is too small to say more.
-	Wide bool
-	// Each holds, for APPROX_QUANTILES' array of values, one interval per
-	// value (Lo and Hi then span them).
-	Each []Interval
-	// Bias says how the measured data may differ from the table's: a
-	// public fact of the query, not a measurement of the data.
-	Bias
-}
+// Interval is a released value's 95% interval (package interval).
+type Interval = interval.Interval
 
-// Bias flags a value whose measured data may differ from the raw table's,
-// so that the raw table's value may lie outside the interval.
-type Bias struct {
-	// Clipped: the value is computed from values clipped to [ClipLo,
-	// ClipHi] (declared or chosen bounds): values beyond pull it toward
-	// them.
-	Clipped        bool
-	ClipLo, ClipHi float64
-	// Bounded: contribution bounding may have dropped rows (a unit's rows
-	// beyond its l0 groups and l∞ rows per group).
-	Bounded bool
-}
+// Bias flags a value whose measured data may differ from the raw table's
+// (package interval).
+type Bias = interval.Bias
 
 // intervalLevel is the intervals' confidence level.
 const intervalLevel = 0.95

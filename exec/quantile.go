@@ -313,7 +313,7 @@ func (tr *noisyTree) intervals(ps []float64, lo, hi float64, each bool) (*Interv
 // within |v|/(2·BucketsPerBinade) of it, so the tree's quantile is within
 // that much of the data's; the ends move out by twice that, inside
 // [lo, hi].
-func (iv *Interval) widenForBuckets(lo, hi float64) {
+func widenForBuckets(iv *Interval, lo, hi float64) {
 	widen := func(e *Interval) {
 		e.Lo = math.Max(lo, e.Lo-math.Abs(e.Lo)/BucketsPerBinade)
 		e.Hi = math.Min(hi, e.Hi+math.Abs(e.Hi)/BucketsPerBinade)
