@@ -81,65 +81,13 @@ func (f formatter) expr(e Expr) {
 		f.expr(e.Y)
 		f.w(")")
 	case *CallExpr:
-		f.w(e.Name + "(")
-		if e.Distinct {
-			f.w("DISTINCT ")
-		}
-		if e.Star {
-			f.w("*")
-		}
-		f.list(e.Args)
-		for i, a := range e.Named {
-			if i > 0 || len(e.Args) > 0 || e.Star {
-				f.w(", ")
-			}
-			f.w(a.Name + " => ")
-			f.expr(a.Value)
-		}
-		f.w(")")
-		if w := e.Over; w != nil {
-			f.w(" OVER (")
-			if len(w.PartitionBy) > 0 {
-				f.w("PARTITION BY ")
-				f.list(w.PartitionBy)
-			}
-			for i, o := range w.OrderBy {
-				if i == 0 {
-					if len(w.PartitionBy) > 0 {
-						f.w(" ")
-					}
-					f.w("ORDER BY ")
-				} else {
-					f.w(", ")
-				}
-				f.expr(o.Expr)
-				if o.Desc {
-					f.w(" DESC")
-				}
-			}
-			f.w(")")
-		}
+		f.call(e)
 	case *TupleExpr:
 		f.w("(")
 		f.list(e.Elems)
 		f.w(")")
 	case *CaseExpr:
-		f.w("CASE")
-		if e.Operand != nil {
-			f.w(" ")
-			f.expr(e.Operand)
-		}
-		for _, wc := range e.Whens {
-			f.w(" WHEN ")
-			f.expr(wc.Cond)
-			f.w(" THEN ")
-			f.expr(wc.Result)
-		}
-		if e.Else != nil {
-			f.w(" ELSE ")
-			f.expr(e.Else)
-		}
-		f.w(" END")
+		f.caseExpr(e)
 	case *CastExpr:
 		f.w("CAST(")
 		f.expr(e.X)
@@ -189,6 +137,71 @@ func (f formatter) expr(e Expr) {
 			f.w("$" + strconv.Itoa(e.Index))
 		}
 	}
+}
+
+// call prints a function call: its arguments, named ones after them,
+// and its OVER clause.
+func (f formatter) call(e *CallExpr) {
+	f.w(e.Name + "(")
+	if e.Distinct {
+		f.w("DISTINCT ")
+	}
+	if e.Star {
+		f.w("*")
+	}
+	f.list(e.Args)
+	for i, a := range e.Named {
+		if i > 0 || len(e.Args) > 0 || e.Star {
+			f.w(", ")
+		}
+		f.w(a.Name + " => ")
+		f.expr(a.Value)
+	}
+	f.w(")")
+	w := e.Over
+	if w == nil {
+		return
+	}
+	f.w(" OVER (")
+	if len(w.PartitionBy) > 0 {
+		f.w("PARTITION BY ")
+		f.list(w.PartitionBy)
+	}
+	for i, o := range w.OrderBy {
+		if i == 0 {
+			if len(w.PartitionBy) > 0 {
+				f.w(" ")
+			}
+			f.w("ORDER BY ")
+		} else {
+			f.w(", ")
+		}
+		f.expr(o.Expr)
+		if o.Desc {
+			f.w(" DESC")
+		}
+	}
+	f.w(")")
+}
+
+// caseExpr prints CASE [operand] WHEN ... THEN ... [ELSE ...] END.
+func (f formatter) caseExpr(e *CaseExpr) {
+	f.w("CASE")
+	if e.Operand != nil {
+		f.w(" ")
+		f.expr(e.Operand)
+	}
+	for _, wc := range e.Whens {
+		f.w(" WHEN ")
+		f.expr(wc.Cond)
+		f.w(" THEN ")
+		f.expr(wc.Result)
+	}
+	if e.Else != nil {
+		f.w(" ELSE ")
+		f.expr(e.Else)
+	}
+	f.w(" END")
 }
 
 func not(b bool) string {

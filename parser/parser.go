@@ -458,23 +458,7 @@ func (p *parser) statement() Stmt {
 		}
 		return &ExplainStmt{ExplainPos: t.pos, Query: p.selectStmt()}
 	case t.is("SET"):
-		p.next()
-		if p.tok.is("BUDGET") {
-			p.next()
-			st := &SetBudgetStmt{SetPos: t.pos, Options: p.optionList(false)}
-			st.Pure = p.accept("PURE")
-			return st
-		}
-		namePos := p.tok.pos
-		name := p.plainName("parameter name")
-		p.expect("=")
-		_ = namePos
-		if p.tok.is("ON") || p.tok.is("OFF") {
-			v := &Literal{ValuePos: p.tok.pos, Kind: BoolLit, Raw: map[bool]string{true: "TRUE", false: "FALSE"}[p.tok.is("ON")]}
-			p.next()
-			return &SetStmt{SetPos: t.pos, Name: FoldName(name), Value: v}
-		}
-		return &SetStmt{SetPos: t.pos, Name: FoldName(name), Value: p.expr()}
+		return p.setStmt()
 	case t.is("RESET"):
 		p.next()
 		if p.accept("CACHE") {
@@ -487,111 +471,160 @@ func (p *parser) statement() Stmt {
 		p.next()
 		return &ShowStmt{ShowPos: t.pos, What: "COLUMNS", Table: p.tableRef()}
 	case t.is("SHOW"):
-		p.next()
-		for _, kind := range ShowKinds {
-			if p.accept(kind) {
-				st := &ShowStmt{ShowPos: t.pos, What: kind}
-				switch kind {
-				case "POLICY":
-					st.Table = p.tableRef()
-				case "COLUMNS": // SHOW COLUMNS FROM t (MySQL's, DuckDB's)
-					if !p.accept("FROM") {
-						p.expect("IN")
-					}
-					st.Table = p.tableRef()
-				}
-				return st
-			}
-		}
-		if p.accept("ALL") {
-			return &ShowStmt{ShowPos: t.pos, What: "ALL"}
-		}
-		if p.tok.kind == tokIdent {
-			// SHOW epsilon: a session setting (the engine knows which).
-			name := p.plainName("setting name")
-			return &ShowStmt{ShowPos: t.pos, What: "SETTING", Name: FoldName(name)}
-		}
-		p.fail(p.tok.pos, "expected %s, ALL or a setting's name after SHOW, found %s", strings.Join(ShowKinds, ", "), p.tok.describe())
+		return p.showStmt()
 	case (t.is("CREATE") || t.is("ALTER") || t.is("DROP")) && p.peekIs("ANALYST"):
 		return p.analystStmt()
 	case (t.is("CREATE") || t.is("DROP")) && p.peekIs("WATCH"):
 		return p.watchStmt()
 	case t.is("CREATE"):
-		p.next()
-		if !p.tok.is("PRIVACY") {
-			p.fail(p.tok.pos, "expected PRIVACY POLICY, ANALYST or WATCH after CREATE (dpsql does not create tables with SQL; use 'dpsql import'), found %s", p.tok.describe())
-		}
-		p.next()
-		p.expect("POLICY")
-		p.expect("ON")
-		s := &CreatePolicyStmt{CreatePos: t.pos, Table: p.tableRef()}
-		if p.accept("OPTIONS") {
-			s.Options = p.optionList(true)
-		}
-		return s
+		return p.createPolicyStmt()
 	case t.is("ALTER"):
-		p.next()
-		if p.accept("TABLE") {
-			tbl := p.tableRef()
-			p.expect("SET")
-			if p.accept("PRIVATE") {
-				return &SetPublicStmt{AlterPos: t.pos, Table: tbl, Private: true}
-			}
-			p.expect("PUBLIC")
-			return &SetPublicStmt{AlterPos: t.pos, Table: tbl}
-		}
-		if !p.tok.is("PRIVACY") {
-			p.fail(p.tok.pos, "expected PRIVACY POLICY or TABLE after ALTER, found %s", p.tok.describe())
-		}
-		p.next()
-		p.expect("POLICY")
-		p.expect("ON")
-		tbl := p.tableRef()
-		p.expect("SET")
-		switch {
-		case p.accept("BOUNDS"):
-			col := p.columnName()
-			p.expect("(")
-			lo := p.expr()
-			p.expect(",")
-			hi := p.expr()
-			p.expect(")")
-			return &SetBoundsStmt{AlterPos: t.pos, Table: tbl, Column: col, Lo: lo, Hi: hi}
-		case p.accept("DOMAIN"):
-			col := p.columnName()
-			p.expect("(")
-			vals := []Expr{p.expr()}
-			for p.accept(",") {
-				vals = append(vals, p.expr())
-			}
-			p.expect(")")
-			return &SetDomainStmt{AlterPos: t.pos, Table: tbl, Column: col, Values: vals}
-		}
-		p.fail(p.tok.pos, "expected BOUNDS or DOMAIN after SET, found %s", p.tok.describe())
+		return p.alterStmt()
 	case t.is("DROP"):
-		p.next()
-		if p.accept("TABLE") {
-			st := &DropTableStmt{DropPos: t.pos}
-			if p.accept("IF") {
-				p.expect("EXISTS")
-				st.IfExists = true
-			}
-			st.Table = p.tableRef()
-			return st
-		}
-		if !p.tok.is("PRIVACY") {
-			p.fail(p.tok.pos, "expected PRIVACY POLICY or TABLE after DROP, found %s", p.tok.describe())
-		}
-		p.next()
-		p.expect("POLICY")
-		p.expect("ON")
-		return &DropPolicyStmt{DropPos: t.pos, Table: p.tableRef()}
+		return p.dropStmt()
 	}
 	if t.kind == tokIdent {
 		p.fail(t.pos, "unsupported statement %s: dpsql accepts SELECT, EXPLAIN, SET, SHOW, DESCRIBE and the owner's policy statements", upperASCII(t.text))
 	}
 	p.fail(t.pos, "expected a statement, found %s", t.describe())
 	return nil
+}
+
+// setStmt parses SET BUDGET ... [PURE] or SET name = value (ON and OFF
+// as TRUE and FALSE).
+func (p *parser) setStmt() Stmt {
+	pos := p.tok.pos
+	p.next()
+	if p.tok.is("BUDGET") {
+		p.next()
+		st := &SetBudgetStmt{SetPos: pos, Options: p.optionList(false)}
+		st.Pure = p.accept("PURE")
+		return st
+	}
+	name := p.plainName("parameter name")
+	p.expect("=")
+	if p.tok.is("ON") || p.tok.is("OFF") {
+		v := &Literal{ValuePos: p.tok.pos, Kind: BoolLit, Raw: map[bool]string{true: "TRUE", false: "FALSE"}[p.tok.is("ON")]}
+		p.next()
+		return &SetStmt{SetPos: pos, Name: FoldName(name), Value: v}
+	}
+	return &SetStmt{SetPos: pos, Name: FoldName(name), Value: p.expr()}
+}
+
+// showStmt parses SHOW kind (ShowKinds; POLICY t, COLUMNS FROM|IN t),
+// SHOW ALL or SHOW setting.
+func (p *parser) showStmt() Stmt {
+	pos := p.tok.pos
+	p.next()
+	for _, kind := range ShowKinds {
+		if p.accept(kind) {
+			st := &ShowStmt{ShowPos: pos, What: kind}
+			switch kind {
+			case "POLICY":
+				st.Table = p.tableRef()
+			case "COLUMNS": // SHOW COLUMNS FROM t (MySQL's, DuckDB's)
+				if !p.accept("FROM") {
+					p.expect("IN")
+				}
+				st.Table = p.tableRef()
+			}
+			return st
+		}
+	}
+	if p.accept("ALL") {
+		return &ShowStmt{ShowPos: pos, What: "ALL"}
+	}
+	if p.tok.kind == tokIdent {
+		// SHOW epsilon: a session setting (the engine knows which).
+		name := p.plainName("setting name")
+		return &ShowStmt{ShowPos: pos, What: "SETTING", Name: FoldName(name)}
+	}
+	p.fail(p.tok.pos, "expected %s, ALL or a setting's name after SHOW, found %s", strings.Join(ShowKinds, ", "), p.tok.describe())
+	return nil
+}
+
+// createPolicyStmt parses CREATE PRIVACY POLICY ON t [OPTIONS (...)].
+func (p *parser) createPolicyStmt() Stmt {
+	pos := p.tok.pos
+	p.next()
+	if !p.tok.is("PRIVACY") {
+		p.fail(p.tok.pos, "expected PRIVACY POLICY, ANALYST or WATCH after CREATE (dpsql does not create tables with SQL; use 'dpsql import'), found %s", p.tok.describe())
+	}
+	p.next()
+	p.expect("POLICY")
+	p.expect("ON")
+	s := &CreatePolicyStmt{CreatePos: pos, Table: p.tableRef()}
+	if p.accept("OPTIONS") {
+		s.Options = p.optionList(true)
+	}
+	return s
+}
+
+// alterStmt parses ALTER TABLE t SET PUBLIC|PRIVATE and ALTER PRIVACY
+// POLICY ON t SET BOUNDS col (lo, hi) | DOMAIN col (v, ...).
+func (p *parser) alterStmt() Stmt {
+	pos := p.tok.pos
+	p.next()
+	if p.accept("TABLE") {
+		tbl := p.tableRef()
+		p.expect("SET")
+		if p.accept("PRIVATE") {
+			return &SetPublicStmt{AlterPos: pos, Table: tbl, Private: true}
+		}
+		p.expect("PUBLIC")
+		return &SetPublicStmt{AlterPos: pos, Table: tbl}
+	}
+	if !p.tok.is("PRIVACY") {
+		p.fail(p.tok.pos, "expected PRIVACY POLICY or TABLE after ALTER, found %s", p.tok.describe())
+	}
+	p.next()
+	p.expect("POLICY")
+	p.expect("ON")
+	tbl := p.tableRef()
+	p.expect("SET")
+	switch {
+	case p.accept("BOUNDS"):
+		col := p.columnName()
+		p.expect("(")
+		lo := p.expr()
+		p.expect(",")
+		hi := p.expr()
+		p.expect(")")
+		return &SetBoundsStmt{AlterPos: pos, Table: tbl, Column: col, Lo: lo, Hi: hi}
+	case p.accept("DOMAIN"):
+		col := p.columnName()
+		p.expect("(")
+		vals := []Expr{p.expr()}
+		for p.accept(",") {
+			vals = append(vals, p.expr())
+		}
+		p.expect(")")
+		return &SetDomainStmt{AlterPos: pos, Table: tbl, Column: col, Values: vals}
+	}
+	p.fail(p.tok.pos, "expected BOUNDS or DOMAIN after SET, found %s", p.tok.describe())
+	return nil
+}
+
+// dropStmt parses DROP TABLE [IF EXISTS] t and DROP PRIVACY POLICY ON t.
+func (p *parser) dropStmt() Stmt {
+	pos := p.tok.pos
+	p.next()
+	if p.accept("TABLE") {
+		st := &DropTableStmt{DropPos: pos}
+		if p.accept("IF") {
+			p.expect("EXISTS")
+			st.IfExists = true
+		}
+		st.Table = p.tableRef()
+		return st
+	}
+	if !p.tok.is("PRIVACY") {
+		p.fail(p.tok.pos, "expected PRIVACY POLICY or TABLE after DROP, found %s", p.tok.describe())
+	}
+	p.next()
+	p.expect("POLICY")
+	p.expect("ON")
+	return &DropPolicyStmt{DropPos: pos, Table: p.tableRef()}
 }
 
 // watchStmt parses CREATE WATCH name OPTIONS (...) or DROP WATCH name.

@@ -87,69 +87,16 @@ func (c *conn) emulate(text string) (a *answer, err error, ok bool) {
 		return &answer{desc: &description{columns: []string{col}, types: []string{t}}, rows: [][]any{{v}}, tag: "SELECT"}
 	}
 	if m := reSet.FindStringSubmatch(q); m != nil && !strings.EqualFold(m[1], "budget") {
-		name := strings.ToLower(m[1])
-		if name == "statement_timeout" {
-			if err := c.setStatementTimeout(m[2]); err != nil {
-				return nil, err, true
-			}
-			return &answer{tag: "SET"}, nil, true
-		}
-		if !engineSettings[name] {
-			return &answer{tag: "SET"}, nil, true
-		}
-		return nil, nil, false
+		return c.emulateSet(strings.ToLower(m[1]), m[2])
 	}
 	if reSetTZ.MatchString(q) {
 		return &answer{tag: "SET"}, nil, true
 	}
 	if m := reReset.FindStringSubmatch(q); m != nil {
-		switch name := strings.ToLower(m[1]); name {
-		case "budget", "cache":
-			return nil, nil, false
-		case "all":
-			return &answer{tag: "RESET", notices: []string{"RESET ALL resets client settings only; SET epsilon and the other dpsql settings keep their values (RESET epsilon resets one)"}}, nil, true
-		case "statement_timeout":
-			c.mu.Lock()
-			c.statementTimeout = 0
-			c.mu.Unlock()
-			return &answer{tag: "RESET"}, nil, true
-		default:
-			if engineSettings[name] {
-				res, err := c.sess.ResetSetting(name)
-				if err != nil {
-					return nil, err, true
-				}
-				return &answer{tag: "RESET", notices: []string{res.Message}}, nil, true
-			}
-			return &answer{tag: "RESET"}, nil, true
-		}
+		return c.emulateReset(strings.ToLower(m[1]))
 	}
 	if m := reShow.FindStringSubmatch(q); m != nil {
-		name := strings.ToLower(m[1])
-		if engineShows[name] {
-			return nil, nil, false
-		}
-		if v, ok := c.sess.Setting(name); ok { // a dpsql setting: SHOW epsilon
-			return &answer{desc: &description{columns: []string{name}, types: []string{dpsql.TypeText}}, rows: [][]any{{v}}, tag: "SHOW"}, nil, true
-		}
-		if name == "all" {
-			return c.showAll(), nil, true
-		}
-		if name == "statement_timeout" {
-			v := "0"
-			if d := c.timeout(); d > 0 {
-				v = fmt.Sprintf("%dms", d.Milliseconds())
-			}
-			return &answer{desc: &description{columns: []string{name}, types: []string{dpsql.TypeText}}, rows: [][]any{{v}}, tag: "SHOW"}, nil, true
-		}
-		if name == "application_name" {
-			return &answer{desc: &description{columns: []string{name}, types: []string{dpsql.TypeText}}, rows: [][]any{{c.params["application_name"]}}, tag: "SHOW"}, nil, true
-		}
-		v, known := serverSettings[name]
-		if !known {
-			return nil, &wireError{code: "42704", msg: fmt.Sprintf("unrecognized configuration parameter %q (dpsql's own: SHOW %s; SHOW POLICY takes a table)", m[1], strings.Join(parser.ShowKinds, ", "))}, true
-		}
-		return &answer{desc: &description{columns: []string{name}, types: []string{dpsql.TypeText}}, rows: [][]any{{v}}, tag: "SHOW"}, nil, true
+		return c.emulateShow(m[1])
 	}
 	if m := reTx.FindStringSubmatch(q); m != nil {
 		word := strings.ToUpper(strings.Fields(m[1])[0])
@@ -208,6 +155,77 @@ func (c *conn) emulate(text string) (a *answer, err error, ok bool) {
 		return a, err, true
 	}
 	return nil, nil, false
+}
+
+// emulateSet answers SET name = value for a client setting (accepted,
+// ignored) and statement_timeout; the engine's own settings are not
+// emulated (ok false: the engine runs them).
+func (c *conn) emulateSet(name, value string) (*answer, error, bool) {
+	if name == "statement_timeout" {
+		if err := c.setStatementTimeout(value); err != nil {
+			return nil, err, true
+		}
+		return &answer{tag: "SET"}, nil, true
+	}
+	if !engineSettings[name] {
+		return &answer{tag: "SET"}, nil, true
+	}
+	return nil, nil, false
+}
+
+// emulateReset answers RESET name (RESET ALL resets client settings
+// only); RESET BUDGET and RESET CACHE are the engine's.
+func (c *conn) emulateReset(name string) (*answer, error, bool) {
+	switch name {
+	case "budget", "cache":
+		return nil, nil, false
+	case "all":
+		return &answer{tag: "RESET", notices: []string{"RESET ALL resets client settings only; SET epsilon and the other dpsql settings keep their values (RESET epsilon resets one)"}}, nil, true
+	case "statement_timeout":
+		c.mu.Lock()
+		c.statementTimeout = 0
+		c.mu.Unlock()
+		return &answer{tag: "RESET"}, nil, true
+	}
+	if engineSettings[name] {
+		res, err := c.sess.ResetSetting(name)
+		if err != nil {
+			return nil, err, true
+		}
+		return &answer{tag: "RESET", notices: []string{res.Message}}, nil, true
+	}
+	return &answer{tag: "RESET"}, nil, true
+}
+
+// emulateShow answers SHOW name: a dpsql setting, ALL, the connection's
+// statement_timeout and application_name, or a PostgreSQL setting;
+// dpsql's own SHOW statements are the engine's (ok false).
+func (c *conn) emulateShow(raw string) (*answer, error, bool) {
+	name := strings.ToLower(raw)
+	one := func(v any) *answer {
+		return &answer{desc: &description{columns: []string{name}, types: []string{dpsql.TypeText}}, rows: [][]any{{v}}, tag: "SHOW"}
+	}
+	switch v, isSetting := c.sess.Setting(name); {
+	case engineShows[name]:
+		return nil, nil, false
+	case isSetting: // a dpsql setting: SHOW epsilon
+		return one(v), nil, true
+	case name == "all":
+		return c.showAll(), nil, true
+	case name == "statement_timeout":
+		v := "0"
+		if d := c.timeout(); d > 0 {
+			v = fmt.Sprintf("%dms", d.Milliseconds())
+		}
+		return one(v), nil, true
+	case name == "application_name":
+		return one(c.params["application_name"]), nil, true
+	}
+	v, known := serverSettings[name]
+	if !known {
+		return nil, &wireError{code: "42704", msg: fmt.Sprintf("unrecognized configuration parameter %q (dpsql's own: SHOW %s; SHOW POLICY takes a table)", raw, strings.Join(parser.ShowKinds, ", "))}, true
+	}
+	return one(v), nil, true
 }
 
 // tables lists the user tables, by name.
