@@ -168,6 +168,29 @@ func (c *conn) sessionCommand(text string) (a *answer, err error, ok bool) {
 		}
 	}
 	switch re {
+	case rePrepare, reExecute, reDeallocate:
+		return c.preparedCommand(re, m)
+	case reDeclare, reFetch, reClose:
+		return c.cursorCommand(re, m)
+	case reCopy:
+		csvFormat, header, err := copyOptions(m[2])
+		if err != nil {
+			return nil, err, true
+		}
+		res, err := c.run(m[1], nil)
+		if err != nil {
+			return nil, err, true
+		}
+		res.copyOut = &copyOut{csv: csvFormat, header: header}
+		return res, nil, true
+	}
+	return nil, nil, false
+}
+
+// preparedCommand runs PREPARE name AS query, EXECUTE name (args) and
+// DEALLOCATE name|ALL (m: re's match).
+func (c *conn) preparedCommand(re *regexp.Regexp, m []string) (*answer, error, bool) {
+	switch re {
 	case rePrepare:
 		if c.sqlPrepared == nil {
 			c.sqlPrepared = map[string]string{}
@@ -189,13 +212,19 @@ func (c *conn) sessionCommand(text string) (a *answer, err error, ok bool) {
 		}
 		a, err := c.run(stmt, args)
 		return a, err, true
-	case reDeallocate:
-		if strings.EqualFold(m[1], "all") {
-			c.sqlPrepared = nil
-		} else {
-			delete(c.sqlPrepared, identName(m[1]))
-		}
-		return &answer{tag: "DEALLOCATE"}, nil, true
+	}
+	if strings.EqualFold(m[1], "all") {
+		c.sqlPrepared = nil
+	} else {
+		delete(c.sqlPrepared, identName(m[1]))
+	}
+	return &answer{tag: "DEALLOCATE"}, nil, true
+}
+
+// cursorCommand runs DECLARE name CURSOR FOR query, FETCH|MOVE [count]
+// [FROM|IN] name and CLOSE name|ALL (m: re's match).
+func (c *conn) cursorCommand(re *regexp.Regexp, m []string) (*answer, error, bool) {
+	switch re {
 	case reDeclare:
 		name := identName(m[1])
 		if _, dup := c.cursors[name]; dup {
@@ -216,8 +245,7 @@ func (c *conn) sessionCommand(text string) (a *answer, err error, ok bool) {
 			return nil, &wireError{code: "34000", msg: fmt.Sprintf("cursor %q does not exist", identName(m[3]))}, true
 		}
 		rows := cur.move(m[2])
-		verb := strings.ToUpper(m[1])
-		if verb == "MOVE" {
+		if strings.EqualFold(m[1], "MOVE") {
 			return &answer{tag: fmt.Sprintf("MOVE %d", len(rows))}, nil, true
 		}
 		desc := cur.a.desc
@@ -225,26 +253,13 @@ func (c *conn) sessionCommand(text string) (a *answer, err error, ok bool) {
 			desc = &description{}
 		}
 		return &answer{desc: desc, rows: rows, tag: fmt.Sprintf("FETCH %d", len(rows))}, nil, true
-	case reClose:
-		if strings.EqualFold(m[1], "all") {
-			c.cursors = nil
-		} else {
-			delete(c.cursors, identName(m[1]))
-		}
-		return &answer{tag: "CLOSE CURSOR"}, nil, true
-	case reCopy:
-		csvFormat, header, err := copyOptions(m[2])
-		if err != nil {
-			return nil, err, true
-		}
-		res, err := c.run(m[1], nil)
-		if err != nil {
-			return nil, err, true
-		}
-		res.copyOut = &copyOut{csv: csvFormat, header: header}
-		return res, nil, true
 	}
-	return nil, nil, false
+	if strings.EqualFold(m[1], "all") {
+		c.cursors = nil
+	} else {
+		delete(c.cursors, identName(m[1]))
+	}
+	return &answer{tag: "CLOSE CURSOR"}, nil, true
 }
 
 // sessionWord is the session command that text starts with (PREPARE,

@@ -86,125 +86,142 @@ func (p *printer) printText(r *dpsql.Result) error {
 	case "bars":
 		return p.bars(r)
 	case "line":
-		// One "column = value" line per column, a blank line between rows.
-		if r.Columns == nil {
-			return p.table(r) // the message, if any
-		}
-		w := 0
-		for _, c := range r.Columns {
-			w = max(w, utf8.RuneCountInString(c))
-		}
-		var sb strings.Builder
-		for i, row := range r.Rows {
-			if i > 0 {
-				sb.WriteString("\n")
-			}
-			for j, v := range row {
-				fmt.Fprintf(&sb, "%*s = %s\n", w, r.Columns[j], p.showAt(r, i, j, v))
-			}
-		}
-		if p.withCost || p.interactive {
-			sb.WriteString(footer(r))
-		}
-		_, err := io.WriteString(p.w, sb.String())
-		return err
+		return p.printLines(r)
 	case "csv":
-		if r.Columns == nil {
-			return nil
-		}
-		if p.results++; p.results > 1 {
-			io.WriteString(p.w, "\n") // an empty line between result sets
-		}
-		cw := csv.NewWriter(p.w)
-		costNames, costValues := costColumns(r)
-		var ivCols []int
-		if !p.withCost {
-			costNames, costValues = nil, nil
-		} else {
-			ivCols = intervalColumns(r)
-		}
-		if !p.noHeaders {
-			head := append([]string(nil), r.Columns...)
-			for _, j := range ivCols {
-				head = append(head, r.Columns[j]+"_lo95", r.Columns[j]+"_hi95")
-			}
-			cw.Write(append(head, costNames...))
-		}
-		for i, row := range r.Rows {
-			rec := make([]string, len(row), len(row)+2*len(ivCols)+len(costValues))
-			for i, v := range row {
-				if v == nil && p.nullSet {
-					rec[i] = p.null
-				}
-				if v != nil {
-					rec[i] = dpsql.FormatValue(v)
-					if f, ok := v.(float64); ok {
-						rec[i] = strconv.FormatFloat(f, 'g', -1, 64) // full precision for machines
-					}
-				}
-			}
-			for _, j := range ivCols {
-				lo, hi := "", ""
-				if iv := r.IntervalAt(i, j); iv != nil {
-					lo, hi = strconv.FormatFloat(iv.Lo, 'g', -1, 64), strconv.FormatFloat(iv.Hi, 'g', -1, 64)
-				}
-				rec = append(rec, lo, hi)
-			}
-			cw.Write(append(rec, costValues...))
-		}
-		cw.Flush()
-		return cw.Error()
+		return p.printCSV(r)
 	case "json":
-		if r.Columns == nil {
-			return nil
+		return p.printJSON(r)
+	}
+	return p.table(r)
+}
+
+// printLines prints one "column = value" line per column, a blank line
+// between rows.
+func (p *printer) printLines(r *dpsql.Result) error {
+	if r.Columns == nil {
+		return p.table(r) // the message, if any
+	}
+	w := 0
+	for _, c := range r.Columns {
+		w = max(w, utf8.RuneCountInString(c))
+	}
+	var sb strings.Builder
+	for i, row := range r.Rows {
+		if i > 0 {
+			sb.WriteString("\n")
 		}
-		// One JSON array of row objects per result, keys in column order.
-		var sb strings.Builder
-		sb.WriteString("[")
-		for i, row := range r.Rows {
-			if i > 0 {
+		for j, v := range row {
+			fmt.Fprintf(&sb, "%*s = %s\n", w, r.Columns[j], p.showAt(r, i, j, v))
+		}
+	}
+	if p.withCost || p.interactive {
+		sb.WriteString(footer(r))
+	}
+	_, err := io.WriteString(p.w, sb.String())
+	return err
+}
+
+// printCSV prints the rows as CSV, floats in full; with the cost, each noisy
+// column's 95% interval (COLUMN_lo95, COLUMN_hi95) and the cost columns.
+func (p *printer) printCSV(r *dpsql.Result) error {
+	if r.Columns == nil {
+		return nil
+	}
+	if p.results++; p.results > 1 {
+		io.WriteString(p.w, "\n") // an empty line between result sets
+	}
+	cw := csv.NewWriter(p.w)
+	costNames, costValues := costColumns(r)
+	var ivCols []int
+	if !p.withCost {
+		costNames, costValues = nil, nil
+	} else {
+		ivCols = intervalColumns(r)
+	}
+	if !p.noHeaders {
+		head := append([]string(nil), r.Columns...)
+		for _, j := range ivCols {
+			head = append(head, r.Columns[j]+"_lo95", r.Columns[j]+"_hi95")
+		}
+		cw.Write(append(head, costNames...))
+	}
+	for i, row := range r.Rows {
+		rec := make([]string, len(row), len(row)+2*len(ivCols)+len(costValues))
+		for i, v := range row {
+			if v == nil && p.nullSet {
+				rec[i] = p.null
+			}
+			if v != nil {
+				rec[i] = dpsql.FormatValue(v)
+				if f, ok := v.(float64); ok {
+					rec[i] = strconv.FormatFloat(f, 'g', -1, 64) // full precision for machines
+				}
+			}
+		}
+		for _, j := range ivCols {
+			lo, hi := "", ""
+			if iv := r.IntervalAt(i, j); iv != nil {
+				lo, hi = strconv.FormatFloat(iv.Lo, 'g', -1, 64), strconv.FormatFloat(iv.Hi, 'g', -1, 64)
+			}
+			rec = append(rec, lo, hi)
+		}
+		cw.Write(append(rec, costValues...))
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// printJSON prints one JSON array of row objects per result, keys in column
+// order; with the cost, an object of the rows, the cost, the intervals
+// and the notes.
+func (p *printer) printJSON(r *dpsql.Result) error {
+	if r.Columns == nil {
+		return nil
+	}
+	var sb strings.Builder
+	sb.WriteString("[")
+	for i, row := range r.Rows {
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		sb.WriteString("{")
+		for j, v := range row {
+			if j > 0 {
 				sb.WriteString(",")
 			}
-			sb.WriteString("{")
-			for j, v := range row {
-				if j > 0 {
-					sb.WriteString(",")
-				}
-				k, _ := json.Marshal(r.Columns[j])
-				if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
-					v = nil
-				}
-				val, err := json.Marshal(v)
-				if err != nil {
-					return err
-				}
-				sb.Write(k)
-				sb.WriteString(":")
-				sb.Write(val)
+			k, _ := json.Marshal(r.Columns[j])
+			if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+				v = nil
 			}
-			sb.WriteString("}")
-		}
-		sb.WriteString("]")
-		if p.withCost {
-			b, err := json.Marshal(struct {
-				Epsilon     float64                       `json:"epsilon"`
-				Delta       float64                       `json:"delta"`
-				ErrorBounds map[string]float64            `json:"error_bounds_95"`
-				Intervals   [][]*dpsql.ConfidenceInterval `json:"noise_confidence_intervals"`
-				Notes       []string                      `json:"notes"`
-			}{r.Cost.Epsilon, r.Cost.Delta, nonNil(r.ErrorBounds), r.ConfidenceIntervals(), append([]string{}, r.Notes...)})
+			val, err := json.Marshal(v)
 			if err != nil {
 				return err
 			}
-			rows := sb.String()
-			sb.Reset()
-			sb.WriteString(`{"rows":` + rows + "," + string(b[1:]))
+			sb.Write(k)
+			sb.WriteString(":")
+			sb.Write(val)
 		}
-		sb.WriteString("\n")
-		_, err := io.WriteString(p.w, sb.String())
-		return err
+		sb.WriteString("}")
 	}
-	return p.table(r)
+	sb.WriteString("]")
+	if p.withCost {
+		b, err := json.Marshal(struct {
+			Epsilon     float64                       `json:"epsilon"`
+			Delta       float64                       `json:"delta"`
+			ErrorBounds map[string]float64            `json:"error_bounds_95"`
+			Intervals   [][]*dpsql.ConfidenceInterval `json:"noise_confidence_intervals"`
+			Notes       []string                      `json:"notes"`
+		}{r.Cost.Epsilon, r.Cost.Delta, nonNil(r.ErrorBounds), r.ConfidenceIntervals(), append([]string{}, r.Notes...)})
+		if err != nil {
+			return err
+		}
+		rows := sb.String()
+		sb.Reset()
+		sb.WriteString(`{"rows":` + rows + "," + string(b[1:]))
+	}
+	sb.WriteString("\n")
+	_, err := io.WriteString(p.w, sb.String())
+	return err
 }
 
 // displayWidth is how many terminal columns s takes: East Asian wide
