@@ -287,68 +287,10 @@ func Adopt(ctx context.Context, from, to *Store, source string) (int, error) {
 	if err := Init(ctx, from); err != nil {
 		return 0, err
 	}
-	old := from.on(from.db)
-	total, err := readLedger(ctx, old, "")
+	st, err := readAdoptable(ctx, from.on(from.db))
 	if err != nil {
 		return 0, err
 	}
-	type charge struct {
-		id                            int64
-		charged, statement, mechanism string
-		eps, delta                    float64
-		eu, du, rho                   int64
-		analyst                       sql.NullString
-	}
-	charges, err := storesql.Collect(ctx, old, `SELECT id, charged, statement, mechanism, epsilon, delta, epsilon_units, delta_units, COALESCE(rho_units, 0), analyst
-		FROM _dpsql_ledger WHERE id > ? ORDER BY id`, []any{total.reset}, func(rows *sql.Rows) (c charge, err error) {
-		err = rows.Scan(&c.id, &c.charged, &c.statement, &c.mechanism, &c.eps, &c.delta, &c.eu, &c.du, &c.rho, &c.analyst)
-		return c, err
-	})
-	if err != nil {
-		return 0, err
-	}
-	type watch struct {
-		analyst string
-		w       Watch
-		mono    int
-		ledger  int64
-	}
-	watches, err := storesql.Collect(ctx, old, `SELECT analyst, name, threshold, sensitivity, cutoff, epsilon, monotonic, noisy_threshold, asked, above, ledger_id, created FROM _dpsql_watches ORDER BY ledger_id`, nil,
-		func(rows *sql.Rows) (w watch, err error) {
-			err = rows.Scan(&w.analyst, &w.w.Name, &w.w.Threshold, &w.w.Sensitivity, &w.w.Cutoff, &w.w.Epsilon, &w.mono, &w.w.NoisyThreshold, &w.w.Asked, &w.w.Above, &w.ledger, &w.w.Created)
-			return w, err
-		})
-	if err != nil {
-		return 0, err
-	}
-	type analyst struct {
-		name, verifier, created string
-		eps, delta              sql.NullFloat64
-		eu, du                  sql.NullInt64
-	}
-	analysts, err := storesql.Collect(ctx, old, `SELECT name, verifier, created, epsilon, delta, epsilon_units, delta_units FROM _dpsql_analysts ORDER BY name`, nil,
-		func(rows *sql.Rows) (a analyst, err error) {
-			err = rows.Scan(&a.name, &a.verifier, &a.created, &a.eps, &a.delta, &a.eu, &a.du)
-			return a, err
-		})
-	if err != nil {
-		return 0, err
-	}
-	var budgetRow struct {
-		eps, delta float64
-		eu, du     int64
-		pure       int64
-	}
-	hasTotal := total.set
-	if hasTotal {
-		if err := old.QueryRowContext(ctx, `SELECT epsilon, delta, epsilon_units, delta_units, pure FROM _dpsql_budget WHERE id = 1`).
-			Scan(&budgetRow.eps, &budgetRow.delta, &budgetRow.eu, &budgetRow.du, &budgetRow.pure); err != nil {
-			return 0, err
-		}
-	}
-	var secret []byte
-	_ = old.QueryRowContext(ctx, `SELECT secret FROM _dpsql_auth_secret WHERE id = 1`).Scan(&secret)
-
 	adopted := 0
 	err = to.locked(ctx, func(x spoken) error {
 		res, err := x.ExecContext(ctx, `INSERT INTO _dpsql_adopted (source, adopted) VALUES (?, ?) ON CONFLICT (source) DO NOTHING`,
@@ -359,44 +301,133 @@ func Adopt(ctx context.Context, from, to *Store, source string) (int, error) {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return nil // another process adopted it first
 		}
-		if hasTotal {
-			if _, err := x.ExecContext(ctx, `INSERT INTO _dpsql_budget (id, epsilon, delta, epsilon_units, delta_units, pure) VALUES (1, ?, ?, ?, ?, ?)
-				ON CONFLICT (id) DO NOTHING`, budgetRow.eps, budgetRow.delta, budgetRow.eu, budgetRow.du, budgetRow.pure); err != nil {
-				return err
-			}
-		}
-		for _, a := range analysts {
-			if _, err := x.ExecContext(ctx, `INSERT INTO _dpsql_analysts (name, verifier, epsilon, delta, epsilon_units, delta_units, created)
-				VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`, a.name, a.verifier, a.eps, a.delta, a.eu, a.du, a.created); err != nil {
-				return err
-			}
-		}
-		if len(secret) == 32 {
-			if _, err := x.ExecContext(ctx, `INSERT INTO _dpsql_auth_secret (id, secret) VALUES (1, ?) ON CONFLICT (id) DO NOTHING`, secret); err != nil {
-				return err
-			}
-		}
-		newID := map[int64]int64{} // the state file's ledger ids → PostgreSQL's
-		for _, c := range charges {
-			var id int64
-			if err := x.QueryRowContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units, mechanism, rho_units, analyst)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, c.charged, c.statement, c.eps, c.delta, c.eu, c.du, c.mechanism, c.rho, c.analyst).Scan(&id); err != nil {
-				return err
-			}
-			newID[c.id] = id
-		}
-		// A watch keeps its noisy threshold and its counts: it is not
-		// opened (nor drawn) again. Its ledger id is its adopted charge's
-		// (0 when that charge came before the state file's last reset).
-		for _, w := range watches {
-			if _, err := x.ExecContext(ctx, `INSERT INTO _dpsql_watches (analyst, name, threshold, sensitivity, cutoff, epsilon, monotonic, noisy_threshold, asked, above, ledger_id, created)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (analyst, name) DO NOTHING`,
-				w.analyst, w.w.Name, w.w.Threshold, w.w.Sensitivity, w.w.Cutoff, w.w.Epsilon, w.mono, w.w.NoisyThreshold, w.w.Asked, w.w.Above, newID[w.ledger], w.w.Created); err != nil {
-				return err
-			}
-		}
-		adopted = len(charges)
-		return nil
+		adopted = len(st.charges)
+		return st.write(ctx, x)
 	})
 	return adopted, err
+}
+
+// adoptable is what Adopt copies from a state file: the total, the
+// analysts, the ledger since its last reset, the watches and the
+// authentication secret.
+type adoptable struct {
+	hasTotal  bool
+	budgetRow struct {
+		eps, delta float64
+		eu, du     int64
+		pure       int64
+	}
+	charges  []adoptedCharge
+	watches  []adoptedWatch
+	analysts []adoptedAnalyst
+	secret   []byte
+}
+
+// adoptedCharge, adoptedWatch and adoptedAnalyst are a state file's
+// ledger, watch and analyst rows.
+type adoptedCharge struct {
+	id                            int64
+	charged, statement, mechanism string
+	eps, delta                    float64
+	eu, du, rho                   int64
+	analyst                       sql.NullString
+}
+
+type adoptedWatch struct {
+	analyst string
+	w       Watch
+	mono    int
+	ledger  int64
+}
+
+type adoptedAnalyst struct {
+	name, verifier, created string
+	eps, delta              sql.NullFloat64
+	eu, du                  sql.NullInt64
+}
+
+// readAdoptable reads a state file's budget (in the current layout).
+func readAdoptable(ctx context.Context, old spoken) (*adoptable, error) {
+	st := &adoptable{}
+	total, err := readLedger(ctx, old, "")
+	if err != nil {
+		return nil, err
+	}
+	st.charges, err = storesql.Collect(ctx, old, `SELECT id, charged, statement, mechanism, epsilon, delta, epsilon_units, delta_units, COALESCE(rho_units, 0), analyst
+		FROM _dpsql_ledger WHERE id > ? ORDER BY id`, []any{total.reset}, func(rows *sql.Rows) (c adoptedCharge, err error) {
+		err = rows.Scan(&c.id, &c.charged, &c.statement, &c.mechanism, &c.eps, &c.delta, &c.eu, &c.du, &c.rho, &c.analyst)
+		return c, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.watches, err = storesql.Collect(ctx, old, `SELECT analyst, name, threshold, sensitivity, cutoff, epsilon, monotonic, noisy_threshold, asked, above, ledger_id, created FROM _dpsql_watches ORDER BY ledger_id`, nil,
+		func(rows *sql.Rows) (w adoptedWatch, err error) {
+			err = rows.Scan(&w.analyst, &w.w.Name, &w.w.Threshold, &w.w.Sensitivity, &w.w.Cutoff, &w.w.Epsilon, &w.mono, &w.w.NoisyThreshold, &w.w.Asked, &w.w.Above, &w.ledger, &w.w.Created)
+			return w, err
+		})
+	if err != nil {
+		return nil, err
+	}
+	st.analysts, err = storesql.Collect(ctx, old, `SELECT name, verifier, created, epsilon, delta, epsilon_units, delta_units FROM _dpsql_analysts ORDER BY name`, nil,
+		func(rows *sql.Rows) (a adoptedAnalyst, err error) {
+			err = rows.Scan(&a.name, &a.verifier, &a.created, &a.eps, &a.delta, &a.eu, &a.du)
+			return a, err
+		})
+	if err != nil {
+		return nil, err
+	}
+	if st.hasTotal = total.set; st.hasTotal {
+		b := &st.budgetRow
+		if err := old.QueryRowContext(ctx, `SELECT epsilon, delta, epsilon_units, delta_units, pure FROM _dpsql_budget WHERE id = 1`).
+			Scan(&b.eps, &b.delta, &b.eu, &b.du, &b.pure); err != nil {
+			return nil, err
+		}
+	}
+	_ = old.QueryRowContext(ctx, `SELECT secret FROM _dpsql_auth_secret WHERE id = 1`).Scan(&st.secret)
+	return st, nil
+}
+
+// write inserts the adopted budget in PostgreSQL's store, in x, keeping
+// what is there: the ledger's charges get new ids, and each watch its
+// charge's.
+func (st *adoptable) write(ctx context.Context, x spoken) error {
+	if st.hasTotal {
+		b := st.budgetRow
+		if _, err := x.ExecContext(ctx, `INSERT INTO _dpsql_budget (id, epsilon, delta, epsilon_units, delta_units, pure) VALUES (1, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`, b.eps, b.delta, b.eu, b.du, b.pure); err != nil {
+			return err
+		}
+	}
+	for _, a := range st.analysts {
+		if _, err := x.ExecContext(ctx, `INSERT INTO _dpsql_analysts (name, verifier, epsilon, delta, epsilon_units, delta_units, created)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`, a.name, a.verifier, a.eps, a.delta, a.eu, a.du, a.created); err != nil {
+			return err
+		}
+	}
+	if len(st.secret) == 32 {
+		if _, err := x.ExecContext(ctx, `INSERT INTO _dpsql_auth_secret (id, secret) VALUES (1, ?) ON CONFLICT (id) DO NOTHING`, st.secret); err != nil {
+			return err
+		}
+	}
+	newID := map[int64]int64{} // the state file's ledger ids → PostgreSQL's
+	for _, c := range st.charges {
+		var id int64
+		if err := x.QueryRowContext(ctx, `INSERT INTO _dpsql_ledger (charged, statement, epsilon, delta, epsilon_units, delta_units, mechanism, rho_units, analyst)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, c.charged, c.statement, c.eps, c.delta, c.eu, c.du, c.mechanism, c.rho, c.analyst).Scan(&id); err != nil {
+			return err
+		}
+		newID[c.id] = id
+	}
+	// A watch keeps its noisy threshold and its counts: it is not opened
+	// (nor drawn) again. Its ledger id is its adopted charge's (0 when
+	// that charge came before the state file's last reset).
+	for _, w := range st.watches {
+		if _, err := x.ExecContext(ctx, `INSERT INTO _dpsql_watches (analyst, name, threshold, sensitivity, cutoff, epsilon, monotonic, noisy_threshold, asked, above, ledger_id, created)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (analyst, name) DO NOTHING`,
+			w.analyst, w.w.Name, w.w.Threshold, w.w.Sensitivity, w.w.Cutoff, w.w.Epsilon, w.mono, w.w.NoisyThreshold, w.w.Asked, w.w.Above, newID[w.ledger], w.w.Created); err != nil {
+			return err
+		}
+	}
+	return nil
 }
