@@ -683,33 +683,83 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := distinctAliases(j, l, r); err != nil {
+		return nil, err
+	}
+	out := &relation{name: l.name + " joined with " + r.name, cols: append(append([]*relCol{}, l.cols...), r.cols...),
+		private: l.private || r.private, rn: fb.rn}
+	defer func(was bool) { fb.rn.private = was }(fb.rn.private)
+	fb.rn.private = out.private
+	word := " JOIN " // an outer join with a private side runs as an inner one (outerJoin)
+	if j.Kind != "" && !out.private {
+		word = " " + j.Kind + " JOIN "
+	}
+	var on joinOn
+	if j.On != nil {
+		if err := on.read(j.On, l.private != r.private, out); err != nil {
+			return nil, err
+		}
+		out.sql = l.sql + word + r.sql + " ON " + fb.rn.sql(j.On, nil)
+	} else {
+		if on.eqs, err = usingEqualities(j, l, r, out); err != nil {
+			return nil, err
+		}
+		var conds []string
+		for _, e := range on.eqs {
+			conds = append(conds, e[0].sql+" = "+e[1].sql) // resolving them recorded the reads
+		}
+		out.sql = l.sql + word + r.sql + " ON " + strings.Join(conds, " AND ")
+	}
+	if j.Kind != "" {
+		if err := outerJoin(j, l, r, out); err != nil {
+			return nil, err
+		}
+	}
+	joinedTables(j, l, r, out, on)
+	if err := joinUnit(j, l, r, out, on.eqs); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// distinctAliases refuses a FROM that names a relation twice.
+func distinctAliases(j *parser.JoinExpr, l, r *relation) error {
 	for _, rc := range r.cols {
 		if rc.qual == "" {
 			continue
 		}
 		for _, lc := range l.cols {
 			if catalog.SameName(lc.qual, rc.qual) {
-				return nil, errorf(fromItemPos(j.Right), ErrInvalidOption, "the name %q is used twice in FROM; give each table its own alias", rc.qual)
+				return errorf(fromItemPos(j.Right), ErrInvalidOption, "the name %q is used twice in FROM; give each table its own alias", rc.qual)
 			}
 		}
 	}
-	out := &relation{name: l.name + " joined with " + r.name, cols: append(append([]*relCol{}, l.cols...), r.cols...),
-		private: l.private || r.private, rn: fb.rn}
-	// ON must be a conjunction of equalities between columns, or (between
-	// a private and a public relation) of comparisons of columns: a
-	// public table of ranges joined by "x >= r.lo AND x < r.hi", whose
-	// rows each private row may fall in many of. Contribution bounding
-	// runs after the join, per unit, so any such join is bounded.
-	var eqs [][2]*relCol
-	type joinCmp struct {
-		op   string
-		x, y *relCol
-	}
-	var cmps []joinCmp
-	// columnsIf resolves expressions that are each a column reference,
-	// when cond holds (ok false when it does not, when one is not a column
+	return nil
+}
+
+// joinOn is a join's condition: equalities of columns, and (between a
+// private and a public relation) comparisons of columns — a public table
+// of ranges joined by "x >= r.lo AND x < r.hi", whose rows each private
+// row may fall in many of. Contribution bounding runs after the join, per
+// unit, so any such join is bounded.
+type joinOn struct {
+	eqs  [][2]*relCol
+	cmps []joinCmp
+}
+
+type joinCmp struct {
+	op   string
+	x, y *relCol
+}
+
+// read reads ON e, a conjunction of equalities between columns (and of
+// comparisons when mixed: a private and a public relation), resolving
+// its columns in out.
+func (on *joinOn) read(e parser.Expr, mixed bool, out *relation) error {
+	// columns resolves expressions that are each a column reference, when
+	// cond holds (ok false when it does not, when one is not a column
 	// reference, or names no column).
-	columnsIf := func(cond bool, xs ...parser.Expr) (cols []*relCol, ok bool) {
+	columns := func(cond bool, xs ...parser.Expr) (cols []*relCol, ok bool) {
 		if !cond {
 			return nil, false
 		}
@@ -726,80 +776,54 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 		}
 		return cols, true
 	}
-	var walk func(e parser.Expr) error
-	walk = func(e parser.Expr) error {
-		switch e := e.(type) {
-		case *parser.ParenExpr:
-			return walk(e.X)
-		case *parser.BinaryExpr:
-			if e.Op == "AND" {
-				if err := walk(e.X); err != nil {
+	switch e := e.(type) {
+	case *parser.ParenExpr:
+		return on.read(e.X, mixed, out)
+	case *parser.BinaryExpr:
+		if e.Op == "AND" {
+			if err := on.read(e.X, mixed, out); err != nil {
+				return err
+			}
+			return on.read(e.Y, mixed, out)
+		}
+		if e.Op == "=" {
+			a, aok := e.X.(*parser.ColumnRef)
+			b, bok := e.Y.(*parser.ColumnRef)
+			if aok && bok {
+				ca, err := out.resolve(a)
+				if err != nil {
 					return err
 				}
-				return walk(e.Y)
-			}
-			if e.Op == "=" {
-				a, aok := e.X.(*parser.ColumnRef)
-				b, bok := e.Y.(*parser.ColumnRef)
-				if aok && bok {
-					ca, err := out.resolve(a)
-					if err != nil {
-						return err
-					}
-					cb, err := out.resolve(b)
-					if err != nil {
-						return err
-					}
-					eqs = append(eqs, [2]*relCol{ca, cb})
-					return nil
+				cb, err := out.resolve(b)
+				if err != nil {
+					return err
 				}
-			}
-			switch e.Op {
-			case "<", "<=", ">", ">=":
-				if cs, ok := columnsIf(l.private != r.private, e.X, e.Y); ok {
-					cmps = append(cmps, joinCmp{op: e.Op, x: cs[0], y: cs[1]})
-					return nil
-				}
-			}
-		case *parser.BetweenExpr:
-			if cs, ok := columnsIf(l.private != r.private && !e.Not, e.X, e.Lo, e.Hi); ok {
-				cmps = append(cmps, joinCmp{op: ">=", x: cs[0], y: cs[1]}, joinCmp{op: "<=", x: cs[0], y: cs[2]})
+				on.eqs = append(on.eqs, [2]*relCol{ca, cb})
 				return nil
 			}
 		}
-		if l.private != r.private {
-			return errorf(e.Pos(), ErrUnsupported, "a JOIN condition of a private and a public relation must be column = column or a comparison of columns (<, <=, >, >=, BETWEEN), joined with AND; found %s", parser.Format(e))
+		switch e.Op {
+		case "<", "<=", ">", ">=":
+			if cs, ok := columns(mixed, e.X, e.Y); ok {
+				on.cmps = append(on.cmps, joinCmp{op: e.Op, x: cs[0], y: cs[1]})
+				return nil
+			}
 		}
-		return errorf(e.Pos(), ErrUnsupported, "a JOIN condition must be column = column, joined with AND; found %s", parser.Format(e))
-	}
-	defer func(was bool) { fb.rn.private = was }(fb.rn.private)
-	fb.rn.private = out.private
-	word := " JOIN " // an outer join with a private side runs as an inner one (outerJoin)
-	if j.Kind != "" && !out.private {
-		word = " " + j.Kind + " JOIN "
-	}
-	if j.On != nil {
-		if err := walk(j.On); err != nil {
-			return nil, err
-		}
-		out.sql = l.sql + word + r.sql + " ON " + fb.rn.sql(j.On, nil)
-	} else {
-		on, err := usingEqualities(j, l, r, out)
-		if err != nil {
-			return nil, err
-		}
-		eqs = on
-		var conds []string
-		for _, e := range eqs {
-			conds = append(conds, e[0].sql+" = "+e[1].sql) // resolving them recorded the reads
-		}
-		out.sql = l.sql + word + r.sql + " ON " + strings.Join(conds, " AND ")
-	}
-	if j.Kind != "" {
-		if err := outerJoin(j, l, r, out); err != nil {
-			return nil, err
+	case *parser.BetweenExpr:
+		if cs, ok := columns(mixed && !e.Not, e.X, e.Lo, e.Hi); ok {
+			on.cmps = append(on.cmps, joinCmp{op: ">=", x: cs[0], y: cs[1]}, joinCmp{op: "<=", x: cs[0], y: cs[2]})
+			return nil
 		}
 	}
+	if mixed {
+		return errorf(e.Pos(), ErrUnsupported, "a JOIN condition of a private and a public relation must be column = column or a comparison of columns (<, <=, >, >=, BETWEEN), joined with AND; found %s", parser.Format(e))
+	}
+	return errorf(e.Pos(), ErrUnsupported, "a JOIN condition must be column = column, joined with AND; found %s", parser.Format(e))
+}
+
+// joinedTables sets out.joined, the join as stored tables joined on
+// column equalities and comparisons, or out.notJoined, why it is not.
+func joinedTables(j *parser.JoinExpr, l, r, out *relation, on joinOn) {
 	switch {
 	case l.joined == nil || r.joined == nil:
 		out.notJoined = l.notJoined + r.notJoined
@@ -811,36 +835,39 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 	case j.Kind != "" && !out.private:
 		out.notJoined = "the scan reads an outer join of public tables"
 	}
-	if out.notJoined == "" {
-		out.joined = &Joined{Tables: append(append([]string{}, l.joined.Tables...), r.joined.Tables...),
-			On: append(append([][2]TableColumn{}, l.joined.On...), r.joined.On...)}
-		for _, e := range eqs {
-			if e[0].ref == 0 || e[1].ref == 0 {
-				out.joined, out.notJoined = nil, "the scan joins on a computed column"
-				break
-			}
-			out.joined.On = append(out.joined.On, [2]TableColumn{{e[0].ref, e[0].column}, {e[1].ref, e[1].column}})
-		}
-		if out.joined != nil {
-			out.joined.Compare = append(append([]JoinComparison{}, l.joined.Compare...), r.joined.Compare...)
-		}
-		for _, c := range cmps {
-			if out.joined == nil {
-				break
-			}
-			if c.x.ref == 0 || c.y.ref == 0 {
-				out.joined, out.notJoined = nil, "the scan joins on a computed column"
-				break
-			}
-			out.joined.Compare = append(out.joined.Compare, JoinComparison{X: TableColumn{c.x.ref, c.x.column}, Y: TableColumn{c.y.ref, c.y.column}, Op: c.op})
-		}
+	if out.notJoined != "" {
+		return
 	}
+	joined := &Joined{Tables: append(append([]string{}, l.joined.Tables...), r.joined.Tables...),
+		On: append(append([][2]TableColumn{}, l.joined.On...), r.joined.On...), Compare: append(append([]JoinComparison{}, l.joined.Compare...), r.joined.Compare...)}
+	for _, e := range on.eqs {
+		if e[0].ref == 0 || e[1].ref == 0 {
+			out.notJoined = "the scan joins on a computed column"
+			return
+		}
+		joined.On = append(joined.On, [2]TableColumn{{e[0].ref, e[0].column}, {e[1].ref, e[1].column}})
+	}
+	for _, c := range on.cmps {
+		if c.x.ref == 0 || c.y.ref == 0 {
+			out.notJoined = "the scan joins on a computed column"
+			return
+		}
+		joined.Compare = append(joined.Compare, JoinComparison{X: TableColumn{c.x.ref, c.x.column}, Y: TableColumn{c.y.ref, c.y.column}, Op: c.op})
+	}
+	out.joined = joined
+}
+
+// joinUnit gives the join its privacy unit: two private relations only
+// on their unit columns (the left's bounds apply); a private and a public
+// one, the private's (and each public column lists its values as public
+// groups).
+func joinUnit(j *parser.JoinExpr, l, r, out *relation, eqs [][2]*relCol) error {
 	switch {
 	case !l.private && !r.private:
-		return out, nil
+		return nil
 	case l.private && r.private:
 		if l.unitSQL == "" || r.unitSQL == "" || l.unit.Column == "" || r.unit.Column == "" {
-			return nil, errorf(j.JoinPos, ErrNotPrivate, "joining two private relations needs a privacy_unit_column on both, equated in ON (%s, %s)", l.name, r.name)
+			return errorf(j.JoinPos, ErrNotPrivate, "joining two private relations needs a privacy_unit_column on both, equated in ON (%s, %s)", l.name, r.name)
 		}
 		matched := false
 		for _, e := range eqs {
@@ -849,7 +876,7 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 			}
 		}
 		if !matched {
-			return nil, errorf(j.JoinPos, ErrNotPrivate, "two private relations may only be joined on their privacy unit columns: add %s = %s to ON", l.unitBase, r.unitBase)
+			return errorf(j.JoinPos, ErrNotPrivate, "two private relations may only be joined on their privacy unit columns: add %s = %s to ON", l.unitBase, r.unitBase)
 		}
 		out.unit, out.unitSQL, out.unitBase = l.unit, l.unitSQL, l.unitBase
 		if r.unit.BoundsWarnings == catalog.BoundsWarningsError {
@@ -858,27 +885,27 @@ func (fb *fromBuilder) join(j *parser.JoinExpr) (*relation, error) {
 		if out.joined != nil {
 			out.joined.Unit = l.joined.Unit
 		}
-	default:
-		p, pub := l, r
-		if r.private {
-			p, pub = r, l
-		}
-		out.unit, out.unitSQL, out.unitBase = p.unit, p.unitSQL, p.unitBase
-		if out.joined != nil && p.joined != nil {
-			out.joined.Unit = p.joined.Unit
-		}
-		// Each public column can list its values as public groups.
-		for k, c := range out.cols {
-			for _, pc := range pub.cols {
-				if c.sql == pc.sql {
-					cp := *c
-					cp.groupsSQL = "SELECT DISTINCT " + c.sql + " FROM " + pub.sql + " WHERE " + c.sql + " IS NOT NULL ORDER BY 1"
-					out.cols[k] = &cp
-				}
+		return nil
+	}
+	p, pub := l, r
+	if r.private {
+		p, pub = r, l
+	}
+	out.unit, out.unitSQL, out.unitBase = p.unit, p.unitSQL, p.unitBase
+	if out.joined != nil && p.joined != nil {
+		out.joined.Unit = p.joined.Unit
+	}
+	// Each public column can list its values as public groups.
+	for k, c := range out.cols {
+		for _, pc := range pub.cols {
+			if c.sql == pc.sql {
+				cp := *c
+				cp.groupsSQL = "SELECT DISTINCT " + c.sql + " FROM " + pub.sql + " WHERE " + c.sql + " IS NOT NULL ORDER BY 1"
+				out.cols[k] = &cp
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // outerJoin checks LEFT/RIGHT JOIN and prints it. Public ⋈ public keeps

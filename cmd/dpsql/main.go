@@ -106,19 +106,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}
 	}
 	fs := flag.NewFlagSet("dpsql", flag.ContinueOnError)
-	db := fs.String("db", "", "database `FILE`, or a PostgreSQL database postgres://USER@HOST:PORT/DBNAME (with --state) (required)")
-	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (default: one in ~/.cache/dpsql; policies, budget and ledger live in PostgreSQL, schema dpsql)")
-	owner := fs.Bool("owner", false, "owner mode: allow policy and budget statements")
-	format := fs.String("format", "table", "output `format`: table, box, markdown, csv, json, line or bars (each numeric column as horizontal bars with the values' 95% intervals); json prints JSON lines, one document per result (jsonl names it so)")
-	command := fs.String("c", "", "run the `statements` and exit")
-	file := fs.String("f", "", "run the statements of `SCRIPT` and exit (- reads them from standard input)")
-	eps := fs.Float64("epsilon", 0, "default ε per query for this session (same as SET epsilon)")
-	cont := fs.Bool("continue", false, "go on after a failing statement and print a summary at the end (exit status: the first failure's)")
-	withCost := fs.Bool("with-cost", false, "keep each result's cost in csv, json and line output: csv gains COLUMN_lo95 and COLUMN_hi95 (each noisy value's 95% interval) and the columns dpsql_epsilon, dpsql_delta, dpsql_error95(COLUMN) and dpsql_notes; json writes {\"rows\": [...], \"epsilon\", \"delta\", \"error_bounds_95\", \"noise_confidence_intervals\", \"notes\"} per result (the intervals row by row, column by column, null where a value has none); line adds the footer")
-	noCache := fs.Bool("no-cache", false, "answer every private query afresh, with new noise and a new charge, instead of giving a repeat the answer released before, free (as SET cache = off)")
-	noIntervals := fs.Bool("no-intervals", false, "show noisy values without their 95% intervals in table and line output (shown by default, e.g. 38.6 ± 0.4)")
-	chartPath := fs.String("chart", "", "also draw each result that has a key and numeric columns as a chart with 95% error bars, to the image `FILE` (.svg or .png; later results to FILE-2, FILE-3, ...)")
-	output := fs.String("output", "", "write results to `FILE` instead of standard output (opened only once the options, the script and the database have been checked)")
+	f := defineShellFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
@@ -127,64 +115,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if code, done := parseFlags(fs, "dpsql", func() (err error) { pos, err = parseInterleaved(fs, args); return err }, stdout, stderr); done {
 		return code
 	}
-	// dpsql FILE: the database as a positional argument.
-	if len(pos) > 0 && *db == "" {
-		*db, pos = pos[0], pos[1:]
+	script, charts, code, ok := f.check(pos, stdin, stderr)
+	if !ok {
+		return code
 	}
-	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "error: unexpected argument %q (see dpsql --help)\n", pos[0])
-		return 2
-	}
-	if *db == "" {
-		fmt.Fprintln(stderr, "error: --db FILE is required (or try: dpsql demo)")
-		return 2
-	}
-	// Everything is checked before --output is opened, so that a run that
-	// fails early leaves an existing output file as it was.
-	if _, err := newPrinter(*format, io.Discard); err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 2
-	}
-	var charts *chartFile
-	if *chartPath != "" {
-		c, err := newChartFile(*chartPath, func(path string) { fmt.Fprintln(stderr, "chart written to "+path) })
-		if err != nil {
-			fmt.Fprintln(stderr, "error:", err)
-			return 2
-		}
-		c.skipped = func(why string) { fmt.Fprintln(stderr, "note: "+why) }
-		charts = c
-	}
-	if *command != "" && *file != "" {
-		fmt.Fprintln(stderr, "error: use either -c or -f, not both")
-		return 2
-	}
-	var script []byte
-	if *file == "-" {
-		src, err := io.ReadAll(stdin)
-		if err != nil {
-			fmt.Fprintln(stderr, "error:", err)
-			return 1
-		}
-		script = src
-	} else if *file != "" {
-		src, err := os.ReadFile(*file)
-		if err != nil {
-			fmt.Fprintln(stderr, "error:", err)
-			return exitIO
-		}
-		script = src
-	}
-	if *eps != 0 && !planner.ValidEpsilon(*eps) {
-		fmt.Fprintf(stderr, "error: --epsilon: %s, got %v\n", planner.EpsilonRange, *eps)
-		return exitUsage
-	}
-	if err := notADirectory(*db); err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return exitUsage
-	}
-	engOpts := dpsql.Options{Owner: *owner, Epsilon: *eps, NoCache: *noCache, Notify: noteTo(stderr)}
-	path, err := stateFile(*db, *state, &engOpts)
+	engOpts := dpsql.Options{Owner: *f.owner, Epsilon: *f.eps, NoCache: *f.noCache, Notify: noteTo(stderr)}
+	path, err := stateFile(*f.db, *f.state, &engOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
@@ -196,11 +132,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	}
 	defer eng.Close()
 	out := stdout
-	if *output != "" {
+	if *f.output != "" {
 		// Opened at the first write: a run that prints nothing (a script
 		// that fails to parse, a refused first statement) leaves an
 		// existing file as it was.
-		lazy := &lazyFile{path: *output}
+		lazy := &lazyFile{path: *f.output}
 		defer func() {
 			if err := lazy.Close(); err != nil {
 				fmt.Fprintln(stderr, "error:", err)
@@ -209,21 +145,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}()
 		out = lazy
 	}
-	pr, _ := newPrinter(*format, out)
-	pr.withCost = *withCost
-	pr.noIntervals = *noIntervals
+	pr, _ := newPrinter(*f.format, out)
+	pr.withCost = *f.withCost
+	pr.noIntervals = *f.noIntervals
 	pr.charts = charts
-	b := batch{eng: eng, pr: pr, stderr: stderr, cont: *cont}
+	b := batch{eng: eng, pr: pr, stderr: stderr, cont: *f.cont}
 	switch {
-	case *command != "":
-		return b.run(ctx, *command, "")
-	case *file == "-":
+	case *f.command != "":
+		return b.run(ctx, *f.command, "")
+	case *f.file == "-":
 		return b.run(ctx, string(script), "<stdin>")
-	case *file != "":
-		return b.run(ctx, string(script), *file)
+	case *f.file != "":
+		return b.run(ctx, string(script), *f.file)
 	}
-	if f, ok := stdin.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
-		return repl(eng, pr, f, stdout, stderr)
+	if file, ok := stdin.(*os.File); ok && readline.IsTerminal(int(file.Fd())) {
+		return repl(eng, pr, file, stdout, stderr)
 	}
 	src, err := io.ReadAll(stdin)
 	if err != nil {
@@ -231,6 +167,86 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		return 1
 	}
 	return b.run(ctx, string(src), "")
+}
+
+// shellFlags are the shell's options (dpsql --help).
+type shellFlags struct {
+	db, state, format, command, file, chartPath, output *string
+	owner, cont, withCost, noCache, noIntervals         *bool
+	eps                                                 *float64
+}
+
+func defineShellFlags(fs *flag.FlagSet) *shellFlags {
+	f := &shellFlags{}
+	f.db = fs.String("db", "", "database `FILE`, or a PostgreSQL database postgres://USER@HOST:PORT/DBNAME (with --state) (required)")
+	f.state = fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (default: one in ~/.cache/dpsql; policies, budget and ledger live in PostgreSQL, schema dpsql)")
+	f.owner = fs.Bool("owner", false, "owner mode: allow policy and budget statements")
+	f.format = fs.String("format", "table", "output `format`: table, box, markdown, csv, json, line or bars (each numeric column as horizontal bars with the values' 95% intervals); json prints JSON lines, one document per result (jsonl names it so)")
+	f.command = fs.String("c", "", "run the `statements` and exit")
+	f.file = fs.String("f", "", "run the statements of `SCRIPT` and exit (- reads them from standard input)")
+	f.eps = fs.Float64("epsilon", 0, "default ε per query for this session (same as SET epsilon)")
+	f.cont = fs.Bool("continue", false, "go on after a failing statement and print a summary at the end (exit status: the first failure's)")
+	f.withCost = fs.Bool("with-cost", false, "keep each result's cost in csv, json and line output: csv gains COLUMN_lo95 and COLUMN_hi95 (each noisy value's 95% interval) and the columns dpsql_epsilon, dpsql_delta, dpsql_error95(COLUMN) and dpsql_notes; json writes {\"rows\": [...], \"epsilon\", \"delta\", \"error_bounds_95\", \"noise_confidence_intervals\", \"notes\"} per result (the intervals row by row, column by column, null where a value has none); line adds the footer")
+	f.noCache = fs.Bool("no-cache", false, "answer every private query afresh, with new noise and a new charge, instead of giving a repeat the answer released before, free (as SET cache = off)")
+	f.noIntervals = fs.Bool("no-intervals", false, "show noisy values without their 95% intervals in table and line output (shown by default, e.g. 38.6 ± 0.4)")
+	f.chartPath = fs.String("chart", "", "also draw each private answer (its noisy values, by its keys) as a chart with 95% error bars, to the image `FILE` (.svg or .png; later results to FILE-2, FILE-3, ...)")
+	f.output = fs.String("output", "", "write results to `FILE` instead of standard output (opened only once the options, the script and the database have been checked)")
+	return f
+}
+
+// check checks the options and the positional database argument, reads
+// the -f script and prepares the --chart file: everything is checked
+// before --output is opened, so that a run that fails early leaves an
+// existing output file as it was. ok false: exit with code.
+func (f *shellFlags) check(pos []string, stdin io.Reader, stderr io.Writer) (script []byte, charts *chartFile, code int, ok bool) {
+	fail := func(code int, err any) ([]byte, *chartFile, int, bool) {
+		fmt.Fprintln(stderr, "error:", err)
+		return nil, nil, code, false
+	}
+	// dpsql FILE: the database as a positional argument.
+	if len(pos) > 0 && *f.db == "" {
+		*f.db, pos = pos[0], pos[1:]
+	}
+	if len(pos) > 0 {
+		return fail(2, fmt.Sprintf("unexpected argument %q (see dpsql --help)", pos[0]))
+	}
+	if *f.db == "" {
+		return fail(2, "--db FILE is required (or try: dpsql demo)")
+	}
+	if _, err := newPrinter(*f.format, io.Discard); err != nil {
+		return fail(2, err)
+	}
+	if *f.chartPath != "" {
+		c, err := newChartFile(*f.chartPath, func(path string) { fmt.Fprintln(stderr, "chart written to "+path) })
+		if err != nil {
+			return fail(2, err)
+		}
+		c.skipped = func(why string) { fmt.Fprintln(stderr, "note: "+why) }
+		charts = c
+	}
+	if *f.command != "" && *f.file != "" {
+		return fail(2, "use either -c or -f, not both")
+	}
+	if *f.file == "-" {
+		src, err := io.ReadAll(stdin)
+		if err != nil {
+			return fail(1, err)
+		}
+		script = src
+	} else if *f.file != "" {
+		src, err := os.ReadFile(*f.file)
+		if err != nil {
+			return fail(exitIO, err)
+		}
+		script = src
+	}
+	if *f.eps != 0 && !planner.ValidEpsilon(*f.eps) {
+		return fail(exitUsage, fmt.Sprintf("--epsilon: %s, got %v", planner.EpsilonRange, *f.eps))
+	}
+	if err := notADirectory(*f.db); err != nil {
+		return fail(exitUsage, err)
+	}
+	return script, charts, 0, true
 }
 
 // batch runs scripts: it stops at the first error, or with cont goes on
@@ -468,32 +484,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	owner := fs.Bool("owner", false, "owner mode, needed by --replace and --append (they change a private table)")
 	importOptions := importFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: dpsql import --db FILE --table NAME [--owner --replace | --owner --append] [--no-header] [--delimiter C] [--sample N] CSVFILE
-       dpsql import --db postgres://... [--state FILE] --table NAME [...] CSVFILE
-
-Creates table NAME from CSVFILE in one streaming pass. The header row gives the
-column names verbatim. Column types (INTEGER, REAL, TEXT) are inferred from the
-first --sample rows. A column is INTEGER or REAL only if every value is that
-number exactly as written (02134, 0x10, 1_000 or 99999999999999999999 stay
-TEXT); when a later value does not fit, the file is read a second time with the
-wider types (INTEGER to REAL, or to TEXT), so no value is lost or changed.
-Empty fields become NULL; in a one-column file a blank line is an empty field
-(as in sqlite3 and DuckDB); in a wider file blank lines at the end are ignored
-and one before a row is an error. A malformed file fails with its line number and
-leaves no table behind. The new table is private until the owner says
-otherwise. On a terminal a progress line shows rows, rows/s and the time left.
-
-With --replace or --append (owner statements: they need --owner, as the
-shell's policy statements do) the table must exist (in a database file): the
-file is read and checked into a scratch table first, then the table's rows are
-replaced or added to in one transaction, which also drops the cached answers
-that read the table; on any error the table is as it was. --append needs the
-table's columns, in order, of the same types (INTEGER into REAL is fine);
---replace needs every column the table's policy names, and numbers in every
-column the policy bounds.
-
-Options:
-`)
+		fmt.Fprint(fs.Output(), importUsage)
 		fs.PrintDefaults()
 	}
 	var pos []string
@@ -542,24 +533,7 @@ Options:
 	}
 	// A file this import creates is removed again when the import fails:
 	// a failed first import leaves nothing behind.
-	_, statErr := os.Stat(path)
-	created := os.IsNotExist(statErr)
-	duckCreated := false
-	if engOpts.DuckDB != "" {
-		_, statErr := os.Stat(engOpts.DuckDB)
-		duckCreated = os.IsNotExist(statErr)
-	}
-	removeCreated := func() {
-		if created {
-			for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-				os.Remove(path + suffix)
-			}
-		}
-		if duckCreated {
-			os.Remove(engOpts.DuckDB)
-			os.Remove(engOpts.DuckDB + ".wal")
-		}
-	}
+	removeCreated := newFilesRemover(path, engOpts.DuckDB)
 	eng, err := dpsql.Open(path, engOpts)
 	if err != nil {
 		removeCreated()
@@ -581,13 +555,70 @@ Options:
 		return exitCode(err)
 	}
 	defer eng.Close()
+	reportImport(stdout, stderr, mode, *table, n, cols)
+	return 0
+}
+
+// importUsage is dpsql import --help's text before its options.
+const importUsage = `Usage: dpsql import --db FILE --table NAME [--owner --replace | --owner --append] [--no-header] [--delimiter C] [--sample N] CSVFILE
+       dpsql import --db postgres://... [--state FILE] --table NAME [...] CSVFILE
+
+Creates table NAME from CSVFILE in one streaming pass. The header row gives the
+column names verbatim. Column types (INTEGER, REAL, TEXT) are inferred from the
+first --sample rows. A column is INTEGER or REAL only if every value is that
+number exactly as written (02134, 0x10, 1_000 or 99999999999999999999 stay
+TEXT); when a later value does not fit, the file is read a second time with the
+wider types (INTEGER to REAL, or to TEXT), so no value is lost or changed.
+Empty fields become NULL; in a one-column file a blank line is an empty field
+(as in sqlite3 and DuckDB); in a wider file blank lines at the end are ignored
+and one before a row is an error. A malformed file fails with its line number and
+leaves no table behind. The new table is private until the owner says
+otherwise. On a terminal a progress line shows rows, rows/s and the time left.
+
+With --replace or --append (owner statements: they need --owner, as the
+shell's policy statements do) the table must exist (in a database file): the
+file is read and checked into a scratch table first, then the table's rows are
+replaced or added to in one transaction, which also drops the cached answers
+that read the table; on any error the table is as it was. --append needs the
+table's columns, in order, of the same types (INTEGER into REAL is fine);
+--replace needs every column the table's policy names, and numbers in every
+column the policy bounds.
+
+Options:
+`
+
+// newFilesRemover returns what removes the database file at path (and
+// its journals) and the DuckDB file duck, each only if it does not exist
+// yet: an import that fails leaves nothing it created.
+func newFilesRemover(path, duck string) func() {
+	missing := func(p string) bool {
+		_, err := os.Stat(p)
+		return p != "" && os.IsNotExist(err)
+	}
+	created, duckCreated := missing(path), missing(duck)
+	return func() {
+		if created {
+			for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+				os.Remove(path + suffix)
+			}
+		}
+		if duckCreated {
+			os.Remove(duck)
+			os.Remove(duck + ".wal")
+		}
+	}
+}
+
+// reportImport says what an import did: the rows, and each column's type
+// (stderr: what a script reads from stdout is the count).
+func reportImport(stdout, stderr io.Writer, mode dpsql.ImportMode, table string, n int64, cols []csvimport.Column) {
 	switch mode {
 	case dpsql.ImportReplace:
-		fmt.Fprintf(stdout, "replaced the rows of %s with %d rows\n", *table, n)
+		fmt.Fprintf(stdout, "replaced the rows of %s with %d rows\n", table, n)
 	case dpsql.ImportAppend:
-		fmt.Fprintf(stdout, "appended %d rows to %s\n", n, *table)
+		fmt.Fprintf(stdout, "appended %d rows to %s\n", n, table)
 	default:
-		fmt.Fprintf(stdout, "imported %d rows into %s\n", n, *table)
+		fmt.Fprintf(stdout, "imported %d rows into %s\n", n, table)
 	}
 	var types []string
 	for _, c := range cols {
@@ -598,7 +629,6 @@ Options:
 		types = append(types, t)
 	}
 	fmt.Fprintf(stderr, "columns: %s\n", strings.Join(types, ", "))
-	return 0
 }
 
 // versionLine is what dpsql --version prints: the module's version (or

@@ -54,19 +54,7 @@ Options:
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dpsql serve", flag.ContinueOnError)
-	db := fs.String("db", "", "database `FILE` to serve (required; it must exist), or postgres://USER@HOST:PORT/DBNAME with --state")
-	state := fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (default: one in ~/.cache/dpsql; policies, budget and analysts live in PostgreSQL, schema dpsql)")
-	listen := fs.String("listen", "127.0.0.1:5433", "`ADDRESS` of the PostgreSQL wire protocol listener (off: none, with --http)")
-	httpAddr := fs.String("http", "", "also serve the web console for analysts on `ADDRESS` (e.g. 127.0.0.1:8080)")
-	cert := fs.String("tls-cert", "", "TLS certificate `FILE` (PEM); with --tls-key, TLS is required")
-	key := fs.String("tls-key", "", "TLS private key `FILE` (PEM)")
-	ownerUser := fs.String("owner-user", "", "a user `NAME` that logs in as the owner, with the password in $DPSQL_OWNER_PASSWORD")
-	maxConns := fs.Int("max-conns", 100, "most concurrent connections")
-	idle := fs.Duration("idle-timeout", 0, "close connections idle this long (e.g. 30m; 0: never)")
-	stmtTimeout := fs.Duration("statement-timeout", 0, "cancel statements running this long (e.g. 5m; 0: never)")
-	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long running statements may finish after SIGTERM")
-	authDelay := fs.Duration("auth-failure-delay", time.Second, "wait this long before answering a failed login (slows password guessing; 0: no wait)")
-	logFile := fs.String("log", "", "write the log to `FILE` instead of standard error")
+	f := defineServeFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), serveUsage)
 		fs.PrintDefaults()
@@ -78,88 +66,147 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "error: unexpected argument %q (see dpsql serve --help)\n", fs.Arg(0))
 		return 2
 	}
-	if *db == "" {
-		fmt.Fprintln(stderr, "error: --db FILE is required")
-		return 2
+	cfg, closeLog, code, ok := f.config(stderr)
+	if !ok {
+		return code
 	}
-	if (*cert == "") != (*key == "") {
-		fmt.Fprintln(stderr, "error: --tls-cert and --tls-key go together")
-		return 2
+	defer closeLog()
+	eng, code, ok := f.open(stderr)
+	if !ok {
+		return code
 	}
-	if *listen == "off" && *httpAddr == "" {
-		fmt.Fprintln(stderr, "error: --listen off leaves nothing to serve: add --http ADDR for the web console")
-		return 2
+	defer eng.Close()
+	cfg.Engine = eng
+	return f.serve(ctx, cfg, stderr)
+}
+
+// serveFlags are dpsql serve's options.
+type serveFlags struct {
+	db          *string
+	state       *string
+	listen      *string
+	httpAddr    *string
+	cert        *string
+	key         *string
+	ownerUser   *string
+	maxConns    *int
+	idle        *time.Duration
+	stmtTimeout *time.Duration
+	grace       *time.Duration
+	authDelay   *time.Duration
+	logFile     *string
+}
+
+func defineServeFlags(fs *flag.FlagSet) *serveFlags {
+	f := &serveFlags{}
+	f.db = fs.String("db", "", "database `FILE` to serve (required; it must exist), or postgres://USER@HOST:PORT/DBNAME with --state")
+	f.state = fs.String("state", "", "with a PostgreSQL --db: the SQLite `FILE` that keeps its table mirrors and answer cache (default: one in ~/.cache/dpsql; policies, budget and analysts live in PostgreSQL, schema dpsql)")
+	f.listen = fs.String("listen", "127.0.0.1:5433", "`ADDRESS` of the PostgreSQL wire protocol listener (off: none, with --http)")
+	f.httpAddr = fs.String("http", "", "also serve the web console for analysts on `ADDRESS` (e.g. 127.0.0.1:8080)")
+	f.cert = fs.String("tls-cert", "", "TLS certificate `FILE` (PEM); with --tls-key, TLS is required")
+	f.key = fs.String("tls-key", "", "TLS private key `FILE` (PEM)")
+	f.ownerUser = fs.String("owner-user", "", "a user `NAME` that logs in as the owner, with the password in $DPSQL_OWNER_PASSWORD")
+	f.maxConns = fs.Int("max-conns", 100, "most concurrent connections")
+	f.idle = fs.Duration("idle-timeout", 0, "close connections idle this long (e.g. 30m; 0: never)")
+	f.stmtTimeout = fs.Duration("statement-timeout", 0, "cancel statements running this long (e.g. 5m; 0: never)")
+	f.grace = fs.Duration("shutdown-grace", 30*time.Second, "how long running statements may finish after SIGTERM")
+	f.authDelay = fs.Duration("auth-failure-delay", time.Second, "wait this long before answering a failed login (slows password guessing; 0: no wait)")
+	f.logFile = fs.String("log", "", "write the log to `FILE` instead of standard error")
+	return f
+}
+
+// config checks the options and builds the servers' configuration: TLS,
+// the owner user, the log (closeLog closes its file). ok false: exit
+// with code.
+func (f *serveFlags) config(stderr io.Writer) (cfg server.Config, closeLog func(), code int, ok bool) {
+	fail := func(code int, err any) (server.Config, func(), int, bool) {
+		fmt.Fprintln(stderr, "error:", err)
+		return server.Config{}, nil, code, false
+	}
+	switch {
+	case *f.db == "":
+		return fail(2, "--db FILE is required")
+	case (*f.cert == "") != (*f.key == ""):
+		return fail(2, "--tls-cert and --tls-key go together")
+	case *f.listen == "off" && *f.httpAddr == "":
+		return fail(2, "--listen off leaves nothing to serve: add --http ADDR for the web console")
 	}
 	// One count of failed log-ins for both listeners: 5 per user name or
 	// client address in 15 minutes lock it out for 15 minutes.
-	cfg := server.Config{MaxConns: *maxConns, IdleTimeout: *idle, StatementTimeout: *stmtTimeout, AuthFailureDelay: *authDelay, Lockout: &access.Lockout{}}
-	if *cert != "" {
-		pair, err := tls.LoadX509KeyPair(*cert, *key)
+	cfg = server.Config{MaxConns: *f.maxConns, IdleTimeout: *f.idle, StatementTimeout: *f.stmtTimeout, AuthFailureDelay: *f.authDelay, Lockout: &access.Lockout{}}
+	if *f.cert != "" {
+		pair, err := tls.LoadX509KeyPair(*f.cert, *f.key)
 		if err != nil {
-			fmt.Fprintln(stderr, "error:", err)
-			return 1
+			return fail(1, err)
 		}
 		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	}
-	if *ownerUser != "" {
+	if *f.ownerUser != "" {
 		pw := os.Getenv("DPSQL_OWNER_PASSWORD")
 		if pw == "" {
-			fmt.Fprintln(stderr, "error: --owner-user needs the owner's password in $DPSQL_OWNER_PASSWORD")
-			return 2
+			return fail(2, "--owner-user needs the owner's password in $DPSQL_OWNER_PASSWORD")
 		}
 		v, err := auth.NewVerifier(pw)
 		if err != nil {
-			fmt.Fprintln(stderr, "error:", err)
-			return 1
+			return fail(1, err)
 		}
-		cfg.OwnerUser, cfg.OwnerVerifier = *ownerUser, v
+		cfg.OwnerUser, cfg.OwnerVerifier = *f.ownerUser, v
 	}
-	logOut := stderr
-	if *logFile != "" {
-		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	logOut, closeLog := stderr, func() {}
+	if *f.logFile != "" {
+		file, err := os.OpenFile(*f.logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {
-			fmt.Fprintln(stderr, "error:", err)
-			return 1
+			return fail(1, err)
 		}
-		defer f.Close()
-		logOut = f
+		logOut, closeLog = file, func() { file.Close() }
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(logOut, nil))
+	return cfg, closeLog, 0, true
+}
+
+// open opens the served database as its owner: analysts' sessions are
+// analyst sessions of it, and only the owner user may run owner
+// statements. The database must exist (a PostgreSQL or DuckDB one's state
+// file is made when missing).
+func (f *serveFlags) open(stderr io.Writer) (*dpsql.Engine, int, bool) {
 	engOpts := dpsql.Options{Owner: true}
-	path, err := stateFile(*db, *state, &engOpts)
+	path, err := stateFile(*f.db, *f.state, &engOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
-		return 2
+		return nil, 2, false
 	}
 	if engOpts.DuckDB != "" {
 		if _, err := os.Stat(engOpts.DuckDB); err != nil {
 			fmt.Fprintf(stderr, "error: %v (the owner creates the database first, e.g. with 'dpsql import --db %s --table t file.csv')\n", err, engOpts.DuckDB)
-			return 1
+			return nil, 1, false
 		}
 	}
-	if _, err := os.Stat(path); err != nil && engOpts.Postgres == "" && engOpts.DuckDB == "" { // a PostgreSQL or DuckDB state file is made when missing
+	if _, err := os.Stat(path); err != nil && engOpts.Postgres == "" && engOpts.DuckDB == "" {
 		fmt.Fprintf(stderr, "error: %v (the owner creates the database first, e.g. with 'dpsql import')\n", err)
-		return 1
+		return nil, 1, false
 	}
-	// The server opens the file as its owner: analysts' sessions are
-	// analyst sessions of it, and only the owner user may run owner
-	// statements.
 	eng, err := dpsql.Open(path, engOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
-		return 1
+		return nil, 1, false
 	}
-	defer eng.Close()
-	cfg.Engine = eng
+	return eng, 0, true
+}
+
+// serve runs the wire listener and the console until a signal, then
+// shuts them down, giving running statements the grace period.
+func (f *serveFlags) serve(ctx context.Context, cfg server.Config, stderr io.Writer) int {
+	eng := cfg.Engine
+	var err error
 	var ln, hln net.Listener
-	if *listen != "off" {
-		if ln, err = net.Listen("tcp", *listen); err != nil {
+	if *f.listen != "off" {
+		if ln, err = net.Listen("tcp", *f.listen); err != nil {
 			fmt.Fprintln(stderr, "error:", err)
 			return 1
 		}
 	}
-	if *httpAddr != "" {
-		if hln, err = net.Listen("tcp", *httpAddr); err != nil {
+	if *f.httpAddr != "" {
+		if hln, err = net.Listen("tcp", *f.httpAddr); err != nil {
 			fmt.Fprintln(stderr, "error:", err)
 			return 1
 		}
@@ -177,13 +224,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if cfg.TLS != nil {
 			tlsNote = "TLS required"
 		}
-		fmt.Fprintf(stderr, "dpsql serve: %s on %s, %s; connect with: psql \"host=%s port=%s user=ANALYST\"\n", *db, ln.Addr(), tlsNote, reachableHost(ln.Addr()), portOf(ln.Addr()))
+		fmt.Fprintf(stderr, "dpsql serve: %s on %s, %s; connect with: psql \"host=%s port=%s user=ANALYST\"\n", *f.db, ln.Addr(), tlsNote, reachableHost(ln.Addr()), portOf(ln.Addr()))
 	}
 	var web *console.Console
 	var hsrv *http.Server
 	if hln != nil {
-		web = console.New(console.Config{Engine: eng, Secure: cfg.TLS != nil, StatementTimeout: *stmtTimeout, FailureDelay: *authDelay, Logger: cfg.Logger, Lockout: cfg.Lockout, OwnerUser: *ownerUser})
-		limits := console.HTTPLimits{MaxConns: *maxConns}
+		web = console.New(console.Config{Engine: eng, Secure: cfg.TLS != nil, StatementTimeout: *f.stmtTimeout, FailureDelay: *f.authDelay, Logger: cfg.Logger, Lockout: cfg.Lockout, OwnerUser: *f.ownerUser})
+		limits := console.HTTPLimits{MaxConns: *f.maxConns}
 		hsrv = console.NewHTTPServer(web, cfg.TLS, limits)
 		hln = console.Listen(hln, limits)
 		scheme := "http"
@@ -207,8 +254,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	case <-sigs.Done():
 	}
-	fmt.Fprintf(stderr, "dpsql serve: shutting down (running statements have %s to finish)\n", *grace)
-	sctx, cancel := context.WithTimeout(context.Background(), *grace)
+	fmt.Fprintf(stderr, "dpsql serve: shutting down (running statements have %s to finish)\n", *f.grace)
+	sctx, cancel := context.WithTimeout(context.Background(), *f.grace)
 	defer cancel()
 	code := 0
 	if hsrv != nil {
