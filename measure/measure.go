@@ -166,7 +166,9 @@ func Strings(specs []Spec) []string {
 // JoinCompare is a comparison X Op Y (<, <=, >, >=) of two columns of
 // joined tables (Plan.Compare).
 type JoinCompare struct {
-	X, Op, Y string
+	X  Col
+	Op string
+	Y  Col
 }
 
 // Plan is a scan's measurement plan, backend-neutral: what each
@@ -188,7 +190,7 @@ type Plan struct {
 	// columns (Column names them). A private table's rows repeat once
 	// per match; the bounding per unit keeps the sensitivity.
 	Joins []string
-	On    [][2]string
+	On    [][2]Col
 	// Compare are the join's comparisons of columns besides On (a
 	// private table joined to a public table of ranges): each must hold.
 	Compare []JoinCompare
@@ -199,7 +201,7 @@ type Plan struct {
 	PerUnit *Grouping
 	// Unit is its privacy-unit column ("": each row its own unit, no
 	// bounding). MaxGroups (l0) and MaxRows (l∞) bound each unit then.
-	Unit               string
+	Unit               Col
 	MaxGroups, MaxRows int64
 	// Keys are the group keys, in the order of the scan's key arguments.
 	Keys []Key
@@ -207,7 +209,7 @@ type Plan struct {
 	Where Filter
 	// Args are the measured columns; a spec's argument i is Args[i],
 	// or Cases[i] where Args[i] is "".
-	Args []string
+	Args []Col
 	// Cases are the measured arguments that are searched CASE
 	// expressions (by argument index).
 	Cases map[int]*Case
@@ -215,22 +217,43 @@ type Plan struct {
 	Specs []Spec
 }
 
-// Column names column name of the plan's table t (0: Table, i: Joins[i-1])
-// as every column field of a plan names it: Table's columns by their
-// name, a joined table's with the table's position before it, after a
-// NUL byte that no SQL name contains.
-func Column(t int, name string) string {
-	if t == 0 {
-		return name
-	}
-	return "\x00" + strconv.Itoa(t) + "\x00" + name
+// Col names a column in a plan's column fields: column Name of table
+// Table (0: the plan's Table, i: Joins[i-1]); output Out-1 of the plan's
+// Grouping when Out > 0 (Output); or, with Identity, table Table's row
+// identity (the engine holding the table names its rows). The zero Col
+// names no column.
+type Col struct {
+	Table    int
+	Name     string
+	Out      int
+	Identity bool
 }
+
+// IsZero reports whether c names no column.
+func (c Col) IsZero() bool { return c == Col{} }
+
+// String is c for messages: the name, table-qualified past the first.
+func (c Col) String() string {
+	switch {
+	case c.Out > 0:
+		return "output " + strconv.Itoa(c.Out-1)
+	case c.Identity:
+		return "the row identity of table " + strconv.Itoa(c.Table)
+	case c.Table > 0:
+		return "t" + strconv.Itoa(c.Table) + "." + c.Name
+	}
+	return c.Name
+}
+
+// Column names column name of the plan's table t (0: Table, i:
+// Joins[i-1]).
+func Column(t int, name string) Col { return Col{Table: t, Name: name} }
 
 // Grouping is a first aggregation of a table's rows that pass Where,
 // grouped by the columns By (the unit among them): one row per group,
 // with the Outputs.
 type Grouping struct {
-	By      []string
+	By      []Col
 	Where   Filter
 	Outputs []Aggregate
 }
@@ -238,51 +261,28 @@ type Grouping struct {
 // Aggregate is an output of a Grouping: a grouped column (Func ""), or
 // Func "count", "min" or "max" of Column (COUNT(*) with Column "").
 type Aggregate struct {
-	Func, Column string
+	Func   string
+	Column Col
 }
 
 // Output names output i of the plan's Grouping, as the plan's column
 // fields name it.
-func Output(i int) string { return "\x00o" + strconv.Itoa(i) }
+func Output(i int) Col { return Col{Out: i + 1} }
 
 // OutputIndex is Output's inverse: ok is false for a column that is not
 // an output.
-func OutputIndex(col string) (int, bool) {
-	if !strings.HasPrefix(col, "\x00o") {
-		return 0, false
-	}
-	i, err := strconv.Atoi(col[2:])
-	return i, err == nil && i >= 0
-}
+func OutputIndex(c Col) (int, bool) { return c.Out - 1, c.Out > 0 }
 
-// RowIdentity is the name of a table's row identity in a plan: Unit is
-// Column(t, RowIdentity) when each row of table t is its own unit and a
-// join could repeat it (the engine holding the table names its rows; no
-// SQL column has this name).
-const RowIdentity = "\x00"
-
-// SplitColumn is Column's inverse.
-func SplitColumn(col string) (t int, name string) {
-	if !strings.HasPrefix(col, "\x00") {
-		return 0, col
-	}
-	i := strings.IndexByte(col[1:], 0)
-	if i < 0 {
-		return 0, col
-	}
-	t, err := strconv.Atoi(col[1 : 1+i])
-	if err != nil {
-		return 0, col
-	}
-	return t, col[2+i:]
-}
+// RowIdentity names table t's row identity: Unit is RowIdentity(t) when
+// each row of table t is its own unit and a join could repeat it.
+func RowIdentity(t int) Col { return Col{Table: t, Identity: true} }
 
 // Key is a group key: a column and its public domain (a row's
 // key is the position of the first domain value its column equals, as
 // SQLite compares them; rows matching none are dropped), or with a nil
 // Domain the column's value itself (partition selection).
 type Key struct {
-	Column string
+	Column Col
 	Domain []any
 	// Bin, when set, makes the key a bin of the column rather than its
 	// value; Case, when set, makes it a CASE whose values are constants
@@ -319,7 +319,7 @@ type When struct {
 // Operand is a Case's value: a column (Column set), integer arithmetic
 // (Arith set), a number (Value, an int64 or a float64), or NULL (none).
 type Operand struct {
-	Column string
+	Column Col
 	Arith  *Arith
 	Value  any
 }
@@ -339,7 +339,7 @@ type Not struct{ X Filter }
 // Compare is Column Op Value, or with Arith set, Arith Op Value; Op one
 // of = <> < <= > >=, Value an int64, a float64 or a string.
 type Compare struct {
-	Column string
+	Column Col
 	Arith  *Arith
 	Op     string
 	Value  any
@@ -351,7 +351,7 @@ type Compare struct {
 // arithmetic where both sides are integers and double arithmetic where
 // either is a float.
 type Arith struct {
-	Column  string
+	Column  Col
 	Const   int64
 	Float   float64
 	IsFloat bool
@@ -361,13 +361,13 @@ type Arith struct {
 
 // IsNull is Column IS NULL (IS NOT NULL with Not).
 type IsNull struct {
-	Column string
+	Column Col
 	Not    bool
 }
 
 // In is Column IN (Values) (NOT IN with Not); Values as Compare's.
 type In struct {
-	Column string
+	Column Col
 	Values []any
 	Not    bool
 }
@@ -376,8 +376,9 @@ type In struct {
 // it: % any sequence, _ one character, ASCII letters in either case, no
 // escape character, and a text ending at its first NUL.
 type Like struct {
-	Column, Pattern string
-	Not             bool
+	Column  Col
+	Pattern string
+	Not     bool
 }
 
 // Truth is a filter whose value is the same for every row: a

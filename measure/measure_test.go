@@ -112,17 +112,27 @@ func TestUnitGrid(t *testing.T) {
 	}
 }
 
-func TestColumnRoundTrips(t *testing.T) {
+func TestColumnsAreTyped(t *testing.T) {
 	for _, c := range []struct {
-		t    int
-		name string
-	}{{0, "x"}, {0, ""}, {1, "x"}, {12, "a.b"}, {3, `"q"`}} {
-		col := Column(c.t, c.name)
-		if gt, gn := SplitColumn(col); gt != c.t || gn != c.name {
-			t.Errorf("SplitColumn(Column(%d, %q)) = %d, %q", c.t, c.name, gt, gn)
+		col     Col
+		zero    bool
+		out     int
+		isOut   bool
+		printed string
+	}{
+		{Column(0, "x"), false, -1, false, "x"},
+		{Column(2, "a.b"), false, -1, false, "t2.a.b"},
+		{Col{}, true, -1, false, ""},
+		{Output(0), false, 0, true, "output 0"},
+		{Output(7), false, 7, true, "output 7"},
+		{RowIdentity(0), false, -1, false, "the row identity of table 0"},
+	} {
+		i, isOut := OutputIndex(c.col)
+		if c.col.IsZero() != c.zero || isOut != c.isOut || (isOut && i != c.out) || c.col.String() != c.printed {
+			t.Errorf("%#v: zero %v, output %d %v, %q", c.col, c.col.IsZero(), i, isOut, c.col.String())
 		}
 	}
-	if Column(0, "x") != "x" {
-		t.Error("the main table's columns go by their names")
+	if Column(0, "x") == Column(1, "x") || RowIdentity(1) == Column(1, "") {
+		t.Error("columns of different tables, or a row identity and a column, compare equal")
 	}
 }

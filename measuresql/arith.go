@@ -30,7 +30,7 @@ func (c *compiler) floats(a *measure.Arith) bool {
 		return false
 	case a.Op != 0:
 		return c.floats(a.X) || c.floats(a.Y)
-	case a.Column != "":
+	case !a.Column.IsZero():
 		return c.typeOf(a.Column) == Real
 	}
 	return a.IsFloat
@@ -55,7 +55,7 @@ func (c *compiler) arithTyped(a *measure.Arith) (Type, string) {
 func (c *compiler) double(a *measure.Arith) string {
 	switch {
 	case !c.floats(a):
-		if a.Op == 0 && a.Column != "" {
+		if a.Op == 0 && !a.Column.IsZero() {
 			if !isInt(c.typeOf(a.Column)) {
 				// Text in arithmetic: the reference converts it by SQLite's
 				// affinity ('%' is 0), where a cast raises.
@@ -86,7 +86,7 @@ func (c *compiler) double(a *measure.Arith) string {
 		return c.d.Let(x, abs)
 	case a.Op != 0:
 		return c.floatOp(c.double(a.X), a.Op, c.double(a.Y))
-	case a.Column != "":
+	case !a.Column.IsZero():
 		return c.value(a.Column)
 	}
 	return c.d.Float(a.Float)
@@ -105,7 +105,7 @@ func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
 	var text string
 	var lo, hi *big.Int
 	switch {
-	case a.Op == 0 && a.Column != "":
+	case a.Op == 0 && !a.Column.IsZero():
 		if c.typeOf(a.Column) != Int32 {
 			panic(decline("arithmetic on a column wider than 32 bits"))
 		}

@@ -15,7 +15,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-var types = map[string]Type{"u": Integer, "x": Integer, "y": Real, "g": Text, "n": Integer, "b": Other, "i": Int32, "w": Int,
+// col is a column of the plan's main table.
+func col(name string) measure.Col { return measure.Column(0, name) }
+
+var types = map[measure.Col]Type{col("u"): Integer, col("x"): Integer, col("y"): Real, col("g"): Text, col("n"): Integer, col("b"): Other, col("i"): Int32, col("w"): Int,
 	measure.Column(1, "g"): Text, measure.Column(1, "region"): Text, measure.Column(1, "y"): Real, measure.Column(1, "n"): Text,
 	measure.Column(2, "u"): Integer, measure.Column(2, "z"): Real}
 
@@ -25,123 +28,123 @@ var compileCases = []struct {
 	name string
 	m    measure.Plan
 }{
-	{"count and clipped sum of an integer", measure.Plan{Table: "t", Args: []string{"x"}, Specs: measure.MustParse("n", "s0:0:1000", "c0")}},
-	{"float sum on the fixed-point grid", measure.Plan{Table: "t", Args: []string{"y"}, Specs: measure.MustParse("s0:-0.5:100", "c0")}},
-	{"domain key and a filter", measure.Plan{Table: "t", Args: []string{"x"}, Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}},
-		Where: measure.Or{Parts: []measure.Filter{measure.Compare{Column: "y", Op: ">", Value: 2.5}, measure.Not{X: measure.In{Column: "x", Values: []any{int64(1), int64(2)}}}, measure.IsNull{Column: "y"}}},
+	{"count and clipped sum of an integer", measure.Plan{Table: "t", Args: []measure.Col{col("x")}, Specs: measure.MustParse("n", "s0:0:1000", "c0")}},
+	{"float sum on the fixed-point grid", measure.Plan{Table: "t", Args: []measure.Col{col("y")}, Specs: measure.MustParse("s0:-0.5:100", "c0")}},
+	{"domain key and a filter", measure.Plan{Table: "t", Args: []measure.Col{col("x")}, Keys: []measure.Key{{Column: col("g"), Domain: []any{"a", "b"}}},
+		Where: measure.Or{Parts: []measure.Filter{measure.Compare{Column: col("y"), Op: ">", Value: 2.5}, measure.Not{X: measure.In{Column: col("x"), Values: []any{int64(1), int64(2)}}}, measure.IsNull{Column: col("y")}}},
 		Specs: measure.MustParse("n", "q0:0:10")}},
-	{"variance of a float on the squares' grid", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 2, Args: []string{"y"}, Specs: measure.MustParse("q0:-0.5:1000")}},
-	{"declines: squares with bounds of 2^38", measure.Plan{Table: "t", Args: []string{"y"}, Specs: measure.MustParse("q0:0:274877906944")}},
-	{"CASE of an integer column, a float and NULL, under units", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 2, Args: []string{""},
-		Cases: map[int]*measure.Case{0: {Whens: []measure.When{{Cond: measure.Compare{Column: "x", Op: ">", Value: 0.5}, Then: measure.Operand{Column: "x"}},
-			{Cond: measure.IsNull{Column: "y"}, Then: measure.Operand{Value: 2.5}}}}}, Specs: measure.MustParse("s0:-5:5", "c0")}},
-	{"declines: a CASE of text", measure.Plan{Table: "t", Args: []string{""},
-		Cases: map[int]*measure.Case{0: {Whens: []measure.When{{Cond: measure.IsNull{Column: "x"}, Then: measure.Operand{Column: "b"}}}}}, Specs: measure.MustParse("c0")}},
-	{"arithmetic on a 32-bit column, in a filter and an argument", measure.Plan{Table: "t", Args: []string{""},
-		Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: &measure.Arith{Op: '*', X: &measure.Arith{Column: "i"}, Y: &measure.Arith{Const: -7}}}}},
-		Where: measure.Compare{Arith: &measure.Arith{Op: '+', X: &measure.Arith{Column: "i"}, Y: &measure.Arith{Const: 1}}, Op: ">", Value: 0.5},
+	{"variance of a float on the squares' grid", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 2, Args: []measure.Col{col("y")}, Specs: measure.MustParse("q0:-0.5:1000")}},
+	{"declines: squares with bounds of 2^38", measure.Plan{Table: "t", Args: []measure.Col{col("y")}, Specs: measure.MustParse("q0:0:274877906944")}},
+	{"CASE of an integer column, a float and NULL, under units", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 2, Args: []measure.Col{measure.Col{}},
+		Cases: map[int]*measure.Case{0: {Whens: []measure.When{{Cond: measure.Compare{Column: col("x"), Op: ">", Value: 0.5}, Then: measure.Operand{Column: col("x")}},
+			{Cond: measure.IsNull{Column: col("y")}, Then: measure.Operand{Value: 2.5}}}}}, Specs: measure.MustParse("s0:-5:5", "c0")}},
+	{"declines: a CASE of text", measure.Plan{Table: "t", Args: []measure.Col{measure.Col{}},
+		Cases: map[int]*measure.Case{0: {Whens: []measure.When{{Cond: measure.IsNull{Column: col("x")}, Then: measure.Operand{Column: col("b")}}}}}, Specs: measure.MustParse("c0")}},
+	{"arithmetic on a 32-bit column, in a filter and an argument", measure.Plan{Table: "t", Args: []measure.Col{measure.Col{}},
+		Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: &measure.Arith{Op: '*', X: &measure.Arith{Column: col("i")}, Y: &measure.Arith{Const: -7}}}}},
+		Where: measure.Compare{Arith: &measure.Arith{Op: '+', X: &measure.Arith{Column: col("i")}, Y: &measure.Arith{Const: 1}}, Op: ">", Value: 0.5},
 		Specs: measure.MustParse("s0:-100:100")}},
 	// SQLite converts text in arithmetic by affinity ('%' is 0); a cast
 	// raises (the auditor on PostgreSQL found it).
-	{"declines: text in float arithmetic", measure.Plan{Table: "t", Args: []string{"x"},
-		Where: measure.Compare{Arith: &measure.Arith{Op: '+', X: &measure.Arith{Column: "g"}, Y: &measure.Arith{Column: "y"}}, Op: ">", Value: 0.5},
+	{"declines: text in float arithmetic", measure.Plan{Table: "t", Args: []measure.Col{col("x")},
+		Where: measure.Compare{Arith: &measure.Arith{Op: '+', X: &measure.Arith{Column: col("g")}, Y: &measure.Arith{Column: col("y")}}, Op: ">", Value: 0.5},
 		Specs: measure.MustParse("n")}},
 	{"declines: arithmetic on a 64-bit column", measure.Plan{Table: "t",
-		Where: measure.Compare{Arith: &measure.Arith{Op: '+', X: &measure.Arith{Column: "w"}, Y: &measure.Arith{Const: 1}}, Op: ">", Value: int64(0)}, Specs: measure.MustParse("n")}},
-	{"histogram of a bound search", measure.Plan{Table: "t", Args: []string{"y"}, Keys: []measure.Key{{Column: "n", Domain: []any{int64(1), int64(2)}}}, Specs: measure.MustParse("h0", "c0")}},
-	{"bounding with row sampling", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 3, Args: []string{"x"},
-		Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}}, Specs: measure.MustParse("n", "s0:0:100", "u")}},
-	{"per-unit clamp", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 5, Args: []string{"x"},
-		Keys: []measure.Key{{Column: "g", Domain: []any{"a"}}}, Specs: measure.MustParse("S0:-5:5", "R:0:2", "C0")}},
-	{"partition selection's raw key", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Keys: []measure.Key{{Column: "g"}}, Specs: measure.MustParse("u", "n")}},
-	{"declines: a column of another type", measure.Plan{Table: "t", Args: []string{"b"}, Specs: measure.MustParse("s0:0:1")}},
-	{"declines: a float unit", measure.Plan{Table: "t", Unit: "y", MaxGroups: 1, MaxRows: 1, Specs: measure.MustParse("n")}},
+		Where: measure.Compare{Arith: &measure.Arith{Op: '+', X: &measure.Arith{Column: col("w")}, Y: &measure.Arith{Const: 1}}, Op: ">", Value: int64(0)}, Specs: measure.MustParse("n")}},
+	{"histogram of a bound search", measure.Plan{Table: "t", Args: []measure.Col{col("y")}, Keys: []measure.Key{{Column: col("n"), Domain: []any{int64(1), int64(2)}}}, Specs: measure.MustParse("h0", "c0")}},
+	{"bounding with row sampling", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 3, Args: []measure.Col{col("x")},
+		Keys: []measure.Key{{Column: col("g"), Domain: []any{"a", "b"}}}, Specs: measure.MustParse("n", "s0:0:100", "u")}},
+	{"per-unit clamp", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 5, Args: []measure.Col{col("x")},
+		Keys: []measure.Key{{Column: col("g"), Domain: []any{"a"}}}, Specs: measure.MustParse("S0:-5:5", "R:0:2", "C0")}},
+	{"partition selection's raw key", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 1, Keys: []measure.Key{{Column: col("g")}}, Specs: measure.MustParse("u", "n")}},
+	{"declines: a column of another type", measure.Plan{Table: "t", Args: []measure.Col{col("b")}, Specs: measure.MustParse("s0:0:1")}},
+	{"declines: a float unit", measure.Plan{Table: "t", Unit: col("y"), MaxGroups: 1, MaxRows: 1, Specs: measure.MustParse("n")}},
 	{"texts compared with a stored number column as SQLite's affinity reads them: ' 12 ' as 12, 'a' above every number", measure.Plan{Table: "t",
-		Where: measure.Or{Parts: []measure.Filter{measure.Compare{Column: "x", Op: "=", Value: " 12 "}, measure.Compare{Column: "y", Op: "<", Value: "a"},
-			measure.In{Column: "x", Values: []any{"1e1", "b"}}, measure.Compare{Column: "g", Op: ">=", Value: int64(5)}}}, Specs: measure.MustParse("n")}},
+		Where: measure.Or{Parts: []measure.Filter{measure.Compare{Column: col("x"), Op: "=", Value: " 12 "}, measure.Compare{Column: col("y"), Op: "<", Value: "a"},
+			measure.In{Column: col("x"), Values: []any{"1e1", "b"}}, measure.Compare{Column: col("g"), Op: ">=", Value: int64(5)}}}, Specs: measure.MustParse("n")}},
 	{"conditions the same for every row (folded by the reference: -1 IS NOT NULL, NULL > 1), beside a column's", measure.Plan{Table: "t",
-		Where: measure.Or{Parts: []measure.Filter{measure.And{Parts: []measure.Filter{measure.Truth{Known: true, Value: true}, measure.Compare{Column: "x", Op: ">", Value: int64(3)}}},
+		Where: measure.Or{Parts: []measure.Filter{measure.And{Parts: []measure.Filter{measure.Truth{Known: true, Value: true}, measure.Compare{Column: col("x"), Op: ">", Value: int64(3)}}},
 			measure.Not{X: measure.Truth{}}, measure.Truth{Known: true}}}, Specs: measure.MustParse("n")}},
-	{"declines: a float compared with a text column (SQLite's formatting of the float)", measure.Plan{Table: "t", Where: measure.Compare{Column: "g", Op: "=", Value: 2.5}, Specs: measure.MustParse("n")}},
-	{"declines: a number text beyond 15 digits", measure.Plan{Table: "t", Where: measure.Compare{Column: "y", Op: "=", Value: "0.1000000000000000055511151231257827"}, Specs: measure.MustParse("n")}},
-	{"declines: bounds off the grid", measure.Plan{Table: "t", Args: []string{"y"}, Specs: measure.MustParse("s0:0:" + fmt.Sprint(math.Ldexp(1, -1070)))}},
+	{"declines: a float compared with a text column (SQLite's formatting of the float)", measure.Plan{Table: "t", Where: measure.Compare{Column: col("g"), Op: "=", Value: 2.5}, Specs: measure.MustParse("n")}},
+	{"declines: a number text beyond 15 digits", measure.Plan{Table: "t", Where: measure.Compare{Column: col("y"), Op: "=", Value: "0.1000000000000000055511151231257827"}, Specs: measure.MustParse("n")}},
+	{"declines: bounds off the grid", measure.Plan{Table: "t", Args: []measure.Col{col("y")}, Specs: measure.MustParse("s0:0:" + fmt.Sprint(math.Ldexp(1, -1070)))}},
 	{"a join with a public dimension and a second private table on the unit", measure.Plan{Table: "t", Joins: []string{"dim", "t2"},
-		On:   [][2]string{{"g", measure.Column(1, "g")}, {measure.Column(2, "u"), "u"}, {"y", measure.Column(1, "y")}},
-		Unit: "u", MaxGroups: 2, MaxRows: 3, Args: []string{measure.Column(2, "z")}, Keys: []measure.Key{{Column: measure.Column(1, "region"), Domain: []any{"r1", "r2"}}},
+		On:   [][2]measure.Col{{col("g"), measure.Column(1, "g")}, {measure.Column(2, "u"), col("u")}, {col("y"), measure.Column(1, "y")}},
+		Unit: col("u"), MaxGroups: 2, MaxRows: 3, Args: []measure.Col{measure.Column(2, "z")}, Keys: []measure.Key{{Column: measure.Column(1, "region"), Domain: []any{"r1", "r2"}}},
 		Where: measure.Compare{Column: measure.Column(1, "region"), Op: "<>", Value: "r0"}, Specs: measure.MustParse("n", "s0:-1:1")}},
-	{"a join whose unit is the fact table's row identity, measuring the dimension", measure.Plan{Table: "t", Joins: []string{"dim"}, On: [][2]string{{"g", measure.Column(1, "g")}},
-		Unit: measure.RowIdentity, MaxGroups: 1, MaxRows: 1, Args: []string{measure.Column(1, "y")}, Specs: measure.MustParse("n", "s0:0:1")}},
-	{"a join that only filters a table whose rows are units: a semi-join", measure.Plan{Table: "t", Joins: []string{"dim"}, On: [][2]string{{"g", measure.Column(1, "g")}},
-		Unit: measure.RowIdentity, MaxGroups: 1, MaxRows: 1, Args: []string{"x"}, Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}},
-		Where: measure.And{Parts: []measure.Filter{measure.And{Parts: []measure.Filter{measure.Compare{Column: measure.Column(1, "region"), Op: "=", Value: "r1"}, measure.Compare{Column: "x", Op: ">", Value: int64(0)}}},
-			measure.Or{Parts: []measure.Filter{measure.IsNull{Column: "y"}, measure.IsNull{Column: measure.Column(1, "y")}}}}},
+	{"a join whose unit is the fact table's row identity, measuring the dimension", measure.Plan{Table: "t", Joins: []string{"dim"}, On: [][2]measure.Col{{col("g"), measure.Column(1, "g")}},
+		Unit: measure.RowIdentity(0), MaxGroups: 1, MaxRows: 1, Args: []measure.Col{measure.Column(1, "y")}, Specs: measure.MustParse("n", "s0:0:1")}},
+	{"a join that only filters a table whose rows are units: a semi-join", measure.Plan{Table: "t", Joins: []string{"dim"}, On: [][2]measure.Col{{col("g"), measure.Column(1, "g")}},
+		Unit: measure.RowIdentity(0), MaxGroups: 1, MaxRows: 1, Args: []measure.Col{col("x")}, Keys: []measure.Key{{Column: col("g"), Domain: []any{"a", "b"}}},
+		Where: measure.And{Parts: []measure.Filter{measure.And{Parts: []measure.Filter{measure.Compare{Column: measure.Column(1, "region"), Op: "=", Value: "r1"}, measure.Compare{Column: col("x"), Op: ">", Value: int64(0)}}},
+			measure.Or{Parts: []measure.Filter{measure.IsNull{Column: col("y")}, measure.IsNull{Column: measure.Column(1, "y")}}}}},
 		Specs: measure.MustParse("n", "s0:0:100", "d0")}},
 	{"two levels: counts and maxima per unit, then bounded sums of them", measure.Plan{Table: "t",
-		PerUnit: &measure.Grouping{By: []string{"u", "g"}, Where: measure.Compare{Column: "x", Op: ">", Value: int64(0)},
-			Outputs: []measure.Aggregate{{Column: "g"}, {Func: "count"}, {Func: "max", Column: "y"}, {Func: "min", Column: "g"}, {Column: "u"}}},
-		Unit: measure.Output(4), MaxGroups: 1, MaxRows: 1, Args: []string{measure.Output(1), measure.Output(2)},
+		PerUnit: &measure.Grouping{By: []measure.Col{col("u"), col("g")}, Where: measure.Compare{Column: col("x"), Op: ">", Value: int64(0)},
+			Outputs: []measure.Aggregate{{Column: col("g")}, {Func: "count"}, {Func: "max", Column: col("y")}, {Func: "min", Column: col("g")}, {Column: col("u")}}},
+		Unit: measure.Output(4), MaxGroups: 1, MaxRows: 1, Args: []measure.Col{measure.Output(1), measure.Output(2)},
 		Keys: []measure.Key{{Column: measure.Output(0), Domain: []any{"a", "b"}}}, Where: measure.IsNull{Column: measure.Output(3), Not: true},
 		Specs: measure.MustParse("n", "s0:0:10", "s1:-1:1")}},
-	{"declines: two levels grouped by a float", measure.Plan{Table: "t", PerUnit: &measure.Grouping{By: []string{"u", "y"}, Outputs: []measure.Aggregate{{Func: "count"}, {Column: "u"}}},
+	{"declines: two levels grouped by a float", measure.Plan{Table: "t", PerUnit: &measure.Grouping{By: []measure.Col{col("u"), col("y")}, Outputs: []measure.Aggregate{{Func: "count"}, {Column: col("u")}}},
 		Unit: measure.Output(1), MaxGroups: 1, MaxRows: 1, Specs: measure.MustParse("n")}},
-	{"per-unit sum of a float column: each row clamped to ±2^37 and on the grid of 2^-25, a unit's integers summed, clipped to the bounds on the grid", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 5, Args: []string{"y"},
-		Keys: []measure.Key{{Column: "g", Domain: []any{"a"}}}, Specs: measure.MustParse("S0:-0.5:80")}},
-	{"per-unit sum of a float column where each row is its own unit", measure.Plan{Table: "t", Args: []string{"y"}, Specs: measure.MustParse("S0:-0.5:80")}},
-	{"per-unit means of a float and an integer column: a unit's integers over its values, truncated, clipped on the grid", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 5, Args: []string{"y", "x"},
-		Keys: []measure.Key{{Column: "g", Domain: []any{"a"}}}, Specs: measure.MustParse("A0:-0.5:80", "A1:0:10", "C0")}},
-	{"declines: per-unit sum bounds off the grid", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 5, Args: []string{"y"}, Specs: measure.MustParse("S0:0:0.1")}},
-	{"per-unit bounds where each row is its own unit", measure.Plan{Table: "t", Args: []string{"x"}, Specs: measure.MustParse("R:0:3", "K0:2:3", "C0", "S0:-5:50")}},
+	{"per-unit sum of a float column: each row clamped to ±2^37 and on the grid of 2^-25, a unit's integers summed, clipped to the bounds on the grid", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 5, Args: []measure.Col{col("y")},
+		Keys: []measure.Key{{Column: col("g"), Domain: []any{"a"}}}, Specs: measure.MustParse("S0:-0.5:80")}},
+	{"per-unit sum of a float column where each row is its own unit", measure.Plan{Table: "t", Args: []measure.Col{col("y")}, Specs: measure.MustParse("S0:-0.5:80")}},
+	{"per-unit means of a float and an integer column: a unit's integers over its values, truncated, clipped on the grid", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 5, Args: []measure.Col{col("y"), col("x")},
+		Keys: []measure.Key{{Column: col("g"), Domain: []any{"a"}}}, Specs: measure.MustParse("A0:-0.5:80", "A1:0:10", "C0")}},
+	{"declines: per-unit sum bounds off the grid", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 5, Args: []measure.Col{col("y")}, Specs: measure.MustParse("S0:0:0.1")}},
+	{"per-unit bounds where each row is its own unit", measure.Plan{Table: "t", Args: []measure.Col{col("x")}, Specs: measure.MustParse("R:0:3", "K0:2:3", "C0", "S0:-5:50")}},
 	{"LIKE as a full RE2 match of the text before its first NUL", measure.Plan{Table: "t", Where: measure.Or{Parts: []measure.Filter{
-		measure.Like{Column: "g", Pattern: "a_%.é*"}, measure.Like{Column: "g", Pattern: "%'%", Not: true}}}, Specs: measure.MustParse("n")}},
-	{"declines: LIKE on a number", measure.Plan{Table: "t", Where: measure.Like{Column: "x", Pattern: "1%"}, Specs: measure.MustParse("n")}},
-	{"binned keys: an integer truncated and multiplied, a float floored", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Keys: []measure.Key{
-		{Column: "i", Domain: []any{int64(-10), int64(0), int64(10)}, Bin: &measure.Bin{Func: "floor", Div: int64(10), Mul: int64(10)}},
-		{Column: "y", Domain: []any{int64(0), int64(1)}, Bin: &measure.Bin{Func: "ceil", Div: 2.5}}}, Specs: measure.MustParse("n")}},
+		measure.Like{Column: col("g"), Pattern: "a_%.é*"}, measure.Like{Column: col("g"), Pattern: "%'%", Not: true}}}, Specs: measure.MustParse("n")}},
+	{"declines: LIKE on a number", measure.Plan{Table: "t", Where: measure.Like{Column: col("x"), Pattern: "1%"}, Specs: measure.MustParse("n")}},
+	{"binned keys: an integer truncated and multiplied, a float floored", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 1, Keys: []measure.Key{
+		{Column: col("i"), Domain: []any{int64(-10), int64(0), int64(10)}, Bin: &measure.Bin{Func: "floor", Div: int64(10), Mul: int64(10)}},
+		{Column: col("y"), Domain: []any{int64(0), int64(1)}, Bin: &measure.Bin{Func: "ceil", Div: 2.5}}}, Specs: measure.MustParse("n")}},
 	{"a CASE bucket key of text", measure.Plan{Table: "t", Keys: []measure.Key{{Domain: []any{"lo", "hi"}, Case: &measure.Case{
-		Whens: []measure.When{{Cond: measure.Compare{Column: "x", Op: "<", Value: int64(10)}, Then: measure.Operand{Value: "lo"}}}, Else: measure.Operand{Value: "hi"}}}},
+		Whens: []measure.When{{Cond: measure.Compare{Column: col("x"), Op: "<", Value: int64(10)}, Then: measure.Operand{Value: "lo"}}}, Else: measure.Operand{Value: "hi"}}}},
 		Specs: measure.MustParse("n")}},
 	{"declines: a CASE key of text and numbers", measure.Plan{Table: "t", Keys: []measure.Key{{Domain: []any{"lo", int64(1)}, Case: &measure.Case{
-		Whens: []measure.When{{Cond: measure.IsNull{Column: "x"}, Then: measure.Operand{Value: "lo"}}}, Else: measure.Operand{Value: int64(1)}}}},
+		Whens: []measure.When{{Cond: measure.IsNull{Column: col("x")}, Then: measure.Operand{Value: "lo"}}}, Else: measure.Operand{Value: int64(1)}}}},
 		Specs: measure.MustParse("n")}},
 	{"an integer bin alone, negative values truncated toward zero", measure.Plan{Table: "t", Keys: []measure.Key{
-		{Column: "i", Domain: []any{int64(-10), int64(0), int64(10)}, Bin: &measure.Bin{Func: "floor", Div: int64(10), Mul: int64(10)}}}, Specs: measure.MustParse("n")}},
-	{"ABS of 32-bit integer arithmetic, and of a double (NULL at -2^63, as the reference)", measure.Plan{Table: "t", Args: []string{"", ""},
-		Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: &measure.Arith{Op: 'a', X: &measure.Arith{Op: '-', X: &measure.Arith{Column: "i"}, Y: &measure.Arith{Const: 3}}}}},
-			1: {Else: measure.Operand{Arith: &measure.Arith{Op: 'a', X: &measure.Arith{Column: "y"}}}}},
+		{Column: col("i"), Domain: []any{int64(-10), int64(0), int64(10)}, Bin: &measure.Bin{Func: "floor", Div: int64(10), Mul: int64(10)}}}, Specs: measure.MustParse("n")}},
+	{"ABS of 32-bit integer arithmetic, and of a double (NULL at -2^63, as the reference)", measure.Plan{Table: "t", Args: []measure.Col{measure.Col{}, measure.Col{}},
+		Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: &measure.Arith{Op: 'a', X: &measure.Arith{Op: '-', X: &measure.Arith{Column: col("i")}, Y: &measure.Arith{Const: 3}}}}},
+			1: {Else: measure.Operand{Arith: &measure.Arith{Op: 'a', X: &measure.Arith{Column: col("y")}}}}},
 		Specs: measure.MustParse("s0:0:100", "s1:0:100")}},
-	{"declines: a bin of text", measure.Plan{Table: "t", Keys: []measure.Key{{Column: "g", Domain: []any{int64(0)}, Bin: &measure.Bin{Func: "floor"}}}, Specs: measure.MustParse("n")}},
+	{"declines: a bin of text", measure.Plan{Table: "t", Keys: []measure.Key{{Column: col("g"), Domain: []any{int64(0)}, Bin: &measure.Bin{Func: "floor"}}}, Specs: measure.MustParse("n")}},
 	{"a semi-join on two tables, crossed, with the join's and the filter's conditions", measure.Plan{Table: "t", Joins: []string{"dim", "t2"},
-		On: [][2]string{{"g", measure.Column(1, "g")}, {measure.Column(2, "u"), "u"}}, Unit: measure.RowIdentity, MaxGroups: 1, MaxRows: 1, Args: []string{"x"},
-		Where: measure.And{Parts: []measure.Filter{measure.Like{Column: measure.Column(1, "region"), Pattern: "r%"}, measure.IsNull{Column: "y", Not: true}}},
+		On: [][2]measure.Col{{col("g"), measure.Column(1, "g")}, {measure.Column(2, "u"), col("u")}}, Unit: measure.RowIdentity(0), MaxGroups: 1, MaxRows: 1, Args: []measure.Col{col("x")},
+		Where: measure.And{Parts: []measure.Filter{measure.Like{Column: measure.Column(1, "region"), Pattern: "r%"}, measure.IsNull{Column: col("y"), Not: true}}},
 		Specs: measure.MustParse("n", "s0:0:10")}},
 	{"a join on comparisons of columns (a table of ranges): integers exactly, floats with NaN matching nothing", measure.Plan{Table: "t", Joins: []string{"dim", "t2"},
-		On:      [][2]string{{"g", measure.Column(1, "g")}},
-		Compare: []measure.JoinCompare{{X: "u", Op: ">=", Y: measure.Column(2, "u")}, {X: "y", Op: "<", Y: measure.Column(2, "z")}, {X: measure.Column(1, "y"), Op: ">", Y: "y"}},
-		Unit:    "u", MaxGroups: 2, MaxRows: 3, Args: []string{"x"}, Keys: []measure.Key{{Column: measure.Column(2, "u"), Domain: []any{int64(1), int64(2), int64(3)}}},
+		On:      [][2]measure.Col{{col("g"), measure.Column(1, "g")}},
+		Compare: []measure.JoinCompare{{X: col("u"), Op: ">=", Y: measure.Column(2, "u")}, {X: col("y"), Op: "<", Y: measure.Column(2, "z")}, {X: measure.Column(1, "y"), Op: ">", Y: col("y")}},
+		Unit:    col("u"), MaxGroups: 2, MaxRows: 3, Args: []measure.Col{col("x")}, Keys: []measure.Key{{Column: measure.Column(2, "u"), Domain: []any{int64(1), int64(2), int64(3)}}},
 		Specs: measure.MustParse("n", "s0:-1:1")}},
-	{"a semi-join on a comparison of columns", measure.Plan{Table: "t", Joins: []string{"dim", "t2"}, On: [][2]string{{"g", measure.Column(1, "g")}},
-		Compare: []measure.JoinCompare{{X: "u", Op: "<", Y: measure.Column(2, "u")}}, Unit: measure.RowIdentity, MaxGroups: 1, MaxRows: 1, Args: []string{"x"},
+	{"a semi-join on a comparison of columns", measure.Plan{Table: "t", Joins: []string{"dim", "t2"}, On: [][2]measure.Col{{col("g"), measure.Column(1, "g")}},
+		Compare: []measure.JoinCompare{{X: col("u"), Op: "<", Y: measure.Column(2, "u")}}, Unit: measure.RowIdentity(0), MaxGroups: 1, MaxRows: 1, Args: []measure.Col{col("x")},
 		Specs: measure.MustParse("n", "s0:0:10")}},
 	{"declines: a join comparison of text (collations differ)", measure.Plan{Table: "t", Joins: []string{"dim"},
-		Compare: []measure.JoinCompare{{X: "g", Op: "<", Y: measure.Column(1, "g")}}, Specs: measure.MustParse("n")}},
-	{"declines: a join comparison of an integer with a float", measure.Plan{Table: "t", Joins: []string{"dim", "t2"}, On: [][2]string{{"g", measure.Column(1, "g")}},
-		Compare: []measure.JoinCompare{{X: "x", Op: "<=", Y: measure.Column(2, "z")}}, Specs: measure.MustParse("n")}},
-	{"declines: a join of an integer with text", measure.Plan{Table: "t", Joins: []string{"dim"}, On: [][2]string{{"x", measure.Column(1, "n")}}, Specs: measure.MustParse("n")}},
-	{"distinct values under bounding: the kept rows, then each group's values", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 2, Args: []string{"x"},
-		Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}}, Specs: measure.MustParse("d0", "n")}},
-	{"distinct values under bounding with partition selection's unit counts", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"x"},
-		Keys: []measure.Key{{Column: "g"}}, Specs: measure.MustParse("d0", "u")}},
+		Compare: []measure.JoinCompare{{X: col("g"), Op: "<", Y: measure.Column(1, "g")}}, Specs: measure.MustParse("n")}},
+	{"declines: a join comparison of an integer with a float", measure.Plan{Table: "t", Joins: []string{"dim", "t2"}, On: [][2]measure.Col{{col("g"), measure.Column(1, "g")}},
+		Compare: []measure.JoinCompare{{X: col("x"), Op: "<=", Y: measure.Column(2, "z")}}, Specs: measure.MustParse("n")}},
+	{"declines: a join of an integer with text", measure.Plan{Table: "t", Joins: []string{"dim"}, On: [][2]measure.Col{{col("x"), measure.Column(1, "n")}}, Specs: measure.MustParse("n")}},
+	{"distinct values under bounding: the kept rows, then each group's values", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 2, Args: []measure.Col{col("x")},
+		Keys: []measure.Key{{Column: col("g"), Domain: []any{"a", "b"}}}, Specs: measure.MustParse("d0", "n")}},
+	{"distinct values under bounding with partition selection's unit counts", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 1, Args: []measure.Col{col("x")},
+		Keys: []measure.Key{{Column: col("g")}}, Specs: measure.MustParse("d0", "u")}},
 	// The fourth privacy review's statement: y * 1.5 * ... six deep over a
 	// float column printed 507 MB for PostgreSQL (each guard repeated its
 	// operand); bound once per level, it is linear (TestDepthSix).
-	{"float arithmetic six deep: y * 1.5 * 1.5 * 1.5 * 1.5 * 1.5 * 1.5", measure.Plan{Table: "t", Args: []string{""},
+	{"float arithmetic six deep: y * 1.5 * 1.5 * 1.5 * 1.5 * 1.5 * 1.5", measure.Plan{Table: "t", Args: []measure.Col{measure.Col{}},
 		Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: timesOneAndAHalf(6)}}}, Specs: measure.MustParse("s0:0:100")}},
-	{"declines: histogram under bounding with per-unit sums", measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 1, Args: []string{"y", "x"}, Specs: measure.MustParse("h0", "S1:0:5")}},
+	{"declines: histogram under bounding with per-unit sums", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 1, Args: []measure.Col{col("y"), col("x")}, Specs: measure.MustParse("h0", "S1:0:5")}},
 }
 
 // timesOneAndAHalf is y * 1.5 * ... * 1.5 with depth factors.
 func timesOneAndAHalf(depth int) *measure.Arith {
-	e := &measure.Arith{Column: "y"}
+	e := &measure.Arith{Column: col("y")}
 	for range depth {
 		e = &measure.Arith{Op: '*', X: e, Y: &measure.Arith{Float: 1.5, IsFloat: true}}
 	}
@@ -155,7 +158,7 @@ func TestDepthSix(t *testing.T) {
 	t.Parallel()
 	for _, d := range []Dialect{DuckDB{}, Postgres{}} {
 		for name, e := range map[string]*measure.Arith{"y * 1.5 six deep": timesOneAndAHalf(6), "(y * y + i) five deep": nested(5, false)} {
-			m := measure.Plan{Table: "t", Args: []string{""}, Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: e}}}, Specs: measure.MustParse("s0:0:100")}
+			m := measure.Plan{Table: "t", Args: []measure.Col{measure.Col{}}, Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: e}}}, Specs: measure.MustParse("s0:0:100")}
 			st, ok := Compile(&m, types, d, 1)
 			if !ok {
 				t.Fatalf("%T %s: not compiled: %s", d, name, WhyNot(&m, types, d))
@@ -219,7 +222,7 @@ func TestPrinters(t *testing.T) {
 // positions (groups outside the domain dropped), sums added across
 // detail rows and scaled, q from its three columns.
 func TestDecode(t *testing.T) {
-	m := measure.Plan{Table: "t", Args: []string{"y", "x"}, Keys: []measure.Key{{Column: "g", Domain: []any{"a", "b"}}},
+	m := measure.Plan{Table: "t", Args: []measure.Col{col("y"), col("x")}, Keys: []measure.Key{{Column: col("g"), Domain: []any{"a", "b"}}},
 		Specs: measure.MustParse("h0", "s0:0:1", "q1:0:4")}
 	st, ok := Compile(&m, types, DuckDB{}, 1)
 	if !ok {

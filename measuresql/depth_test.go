@@ -9,9 +9,9 @@ import (
 // nested is the analyst's (((y * y + i) * y + i) ...) at depth d, or with
 // abs ABS(ABS(y * y + i) * y + i)...: each level one operator deeper.
 func nested(d int, abs bool) *measure.Arith {
-	e := &measure.Arith{Column: "y"}
+	e := &measure.Arith{Column: col("y")}
 	for i := 0; i < d; i++ {
-		e = &measure.Arith{Op: '+', X: &measure.Arith{Op: '*', X: e, Y: &measure.Arith{Column: "y"}}, Y: &measure.Arith{Column: "i"}}
+		e = &measure.Arith{Op: '+', X: &measure.Arith{Op: '*', X: e, Y: &measure.Arith{Column: col("y")}}, Y: &measure.Arith{Column: col("i")}}
 		if abs {
 			e = &measure.Arith{Op: 'a', X: e}
 		}
@@ -30,7 +30,7 @@ func TestStatementsGrowLinearly(t *testing.T) {
 		for _, abs := range []bool{false, true} {
 			var sizes []int
 			for depth := 1; depth <= 12; depth++ {
-				m := measure.Plan{Table: "t", Unit: "u", MaxGroups: 1, MaxRows: 2, Args: []string{""},
+				m := measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 2, Args: []measure.Col{measure.Col{}},
 					Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: nested(depth, abs)}}}, Specs: measure.MustParse("s0:0:100", "c0")}
 				st, ok := Compile(&m, types, d, 1)
 				if !ok {

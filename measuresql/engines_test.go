@@ -15,7 +15,6 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/dpsql/dpsql/internal/testing/pgtest"
-	"github.com/dpsql/dpsql/measure"
 )
 
 // enginesSchema is compileCases' tables, in both engines, with rows that
@@ -69,7 +68,7 @@ func TestDialectsAgree(t *testing.T) {
 	compared := 0
 	for _, c := range compileCases {
 		m := c.m
-		if _, n := measure.SplitColumn(m.Unit); m.Unit != "" && n != measure.RowIdentity {
+		if !m.Unit.IsZero() && !m.Unit.Identity {
 			// Which rows and groups bounding keeps depends on each engine's
 			// hash: bounds no unit reaches keep them all, in both.
 			m.MaxGroups, m.MaxRows = 1000, 1000

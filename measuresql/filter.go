@@ -12,7 +12,7 @@ import (
 
 // compare prints column op v for any numeric literal v: as it is where
 // the column's class holds v, else by v's neighbours in the class.
-func (c *compiler) compare(col string, arith *measure.Arith, op string, v any) string {
+func (c *compiler) compare(col measure.Col, arith *measure.Arith, op string, v any) string {
 	var t Type
 	var x string
 	if arith != nil {

@@ -20,8 +20,7 @@ func (c *compiler) from() rel {
 	}
 	on := make([][]string, len(m.Joins)+1)
 	for _, e := range m.On {
-		t0, _ := measure.SplitColumn(e[0])
-		t1, _ := measure.SplitColumn(e[1])
+		t0, t1 := e[0].Table, e[1].Table
 		if t0 > len(m.Joins) || t1 > len(m.Joins) {
 			panic(decline("a join equality of an unknown table"))
 		}
@@ -29,8 +28,7 @@ func (c *compiler) from() rel {
 		on[last] = append(on[last], c.equal(e[0], e[1]))
 	}
 	for _, e := range m.Compare {
-		t0, _ := measure.SplitColumn(e.X)
-		t1, _ := measure.SplitColumn(e.Y)
+		t0, t1 := e.X.Table, e.Y.Table
 		if t0 > len(m.Joins) || t1 > len(m.Joins) {
 			panic(decline("a join comparison of an unknown table"))
 		}
@@ -55,8 +53,8 @@ func (c *compiler) from() rel {
 // no bounding. It returns the table.
 func (c *compiler) rowsOnce() (int, bool) {
 	m := c.m
-	t, n := measure.SplitColumn(m.Unit)
-	if len(m.Joins) == 0 || n != measure.RowIdentity || m.MaxGroups != 1 || m.MaxRows != 1 {
+	t := m.Unit.Table
+	if len(m.Joins) == 0 || !m.Unit.Identity || m.MaxGroups != 1 || m.MaxRows != 1 {
 		return 0, false
 	}
 	for _, sp := range m.Specs {
@@ -68,7 +66,7 @@ func (c *compiler) rowsOnce() (int, bool) {
 			}
 		}
 	}
-	cols := map[string]bool{}
+	cols := map[measure.Col]bool{}
 	for _, k := range m.Keys {
 		if k.Case != nil {
 			caseColumns(k.Case, cols)
@@ -84,7 +82,7 @@ func (c *compiler) rowsOnce() (int, bool) {
 		cols[a] = true
 	}
 	for col := range cols {
-		if ct, _ := measure.SplitColumn(col); ct != t {
+		if col.Table != t {
 			return 0, false
 		}
 	}
@@ -106,11 +104,11 @@ func (c *compiler) semiJoin(t int) (from rel, filter []string) {
 		inner = append(inner, c.compareColumns(e.X, e.Op, e.Y))
 	}
 	for _, f := range conjuncts(m.Where) {
-		cols := map[string]bool{}
+		cols := map[measure.Col]bool{}
 		filterColumns(f, cols)
 		alone := true
 		for col := range cols {
-			if ct, _ := measure.SplitColumn(col); ct != t {
+			if col.Table != t {
 				alone = false
 			}
 		}
@@ -151,12 +149,12 @@ func conjuncts(f measure.Filter) []measure.Filter {
 }
 
 // caseColumns adds the columns a CASE reads to cols.
-func caseColumns(cs *measure.Case, cols map[string]bool) {
+func caseColumns(cs *measure.Case, cols map[measure.Col]bool) {
 	for _, w := range cs.Whens {
 		filterColumns(w.Cond, cols)
 	}
 	for _, o := range operands(cs) {
-		if o.Column != "" {
+		if !o.Column.IsZero() {
 			cols[o.Column] = true
 		}
 		arithColumns(o.Arith, cols)
@@ -164,7 +162,7 @@ func caseColumns(cs *measure.Case, cols map[string]bool) {
 }
 
 // filterColumns adds the columns a filter reads to cols.
-func filterColumns(f measure.Filter, cols map[string]bool) {
+func filterColumns(f measure.Filter, cols map[measure.Col]bool) {
 	switch f := f.(type) {
 	case measure.And:
 		for _, p := range f.Parts {
@@ -177,7 +175,7 @@ func filterColumns(f measure.Filter, cols map[string]bool) {
 	case measure.Not:
 		filterColumns(f.X, cols)
 	case measure.Compare:
-		if f.Column != "" {
+		if !f.Column.IsZero() {
 			cols[f.Column] = true
 		}
 		arithColumns(f.Arith, cols)
@@ -194,11 +192,11 @@ func filterColumns(f measure.Filter, cols map[string]bool) {
 }
 
 // arithColumns adds the columns arithmetic reads to cols.
-func arithColumns(a *measure.Arith, cols map[string]bool) {
+func arithColumns(a *measure.Arith, cols map[measure.Col]bool) {
 	if a == nil {
 		return
 	}
-	if a.Column != "" {
+	if !a.Column.IsZero() {
 		cols[a.Column] = true
 	}
 	arithColumns(a.X, cols)
@@ -252,7 +250,7 @@ func (c *compiler) grouped() rel {
 		case "":
 			e = c.value(a.Column)
 		case "count":
-			if a.Column == "" {
+			if a.Column.IsZero() {
 				e = c.d.Func("count") + "(*)"
 				break
 			}
@@ -260,7 +258,7 @@ func (c *compiler) grouped() rel {
 		default:
 			e = c.d.Func(a.Func) + "(" + c.value(a.Column) + ")"
 		}
-		if a.Func != "" && a.Column != "" && c.typeOf(a.Column) == Real {
+		if a.Func != "" && !a.Column.IsZero() && c.typeOf(a.Column) == Real {
 			e += " FILTER (WHERE NOT " + c.d.IsNaN(c.value(a.Column)) + ")"
 		}
 		q.items = append(q.items, e+" AS o"+strconv.Itoa(i))
@@ -282,7 +280,7 @@ func (c *compiler) grouped() rel {
 // and mixed classes are declined (PostgreSQL orders text by its collation,
 // SQLite by bytes; an integer beyond 2^53 compared with a real is rounded
 // by DuckDB and PostgreSQL).
-func (c *compiler) compareColumns(x, op, y string) string {
+func (c *compiler) compareColumns(x measure.Col, op string, y measure.Col) string {
 	switch op {
 	case "<", "<=", ">", ">=":
 	default:
@@ -298,7 +296,7 @@ func (c *compiler) compareColumns(x, op, y string) string {
 	panic(decline("a join comparison of columns of two classes (or of text)"))
 }
 
-func (c *compiler) equal(x, y string) string {
+func (c *compiler) equal(x, y measure.Col) string {
 	tx, ty := c.typeOf(x), c.typeOf(y)
 	switch {
 	case isInt(tx) && isInt(ty), tx == Text && ty == Text:

@@ -70,7 +70,7 @@ func (c *compiler) keyCase(cs *measure.Case) (string, Type) {
 		var u Type
 		switch o.Value.(type) {
 		case nil:
-			if o.Column != "" || o.Arith != nil {
+			if !o.Column.IsZero() || o.Arith != nil {
 				panic(decline("a CASE key whose value is not a constant"))
 			}
 			continue

@@ -179,13 +179,13 @@ type specOut struct {
 // class; key is the query's fresh random key. ok is false when some part
 // is not compiled (the scan then runs through the reference evaluator).
 // The decision depends only on the plan and the schema.
-func Compile(m *measure.Plan, types map[string]Type, d Dialect, key uint64) (st *Statement, ok bool) {
+func Compile(m *measure.Plan, types map[measure.Col]Type, d Dialect, key uint64) (st *Statement, ok bool) {
 	st, why := compile(m, types, d, key)
 	return st, why == ""
 }
 
 // WhyNot says why the plan is not compiled ("" when it is), for EXPLAIN.
-func WhyNot(m *measure.Plan, types map[string]Type, d Dialect) string {
+func WhyNot(m *measure.Plan, types map[measure.Col]Type, d Dialect) string {
 	_, why := compile(m, types, d, 0)
 	return why
 }
@@ -200,7 +200,7 @@ var ErrEngineResources = measure.ErrEngineResources
 // only an expression of a similar size reaches it.
 const MaxStatementBytes = 1 << 20
 
-func compile(m *measure.Plan, types map[string]Type, d Dialect, key uint64) (st *Statement, why string) {
+func compile(m *measure.Plan, types map[measure.Col]Type, d Dialect, key uint64) (st *Statement, why string) {
 	c := &compiler{m: m, types: types, d: d, key: key}
 	defer func() {
 		if r := recover(); r != nil {
@@ -261,7 +261,7 @@ type decline string
 
 type compiler struct {
 	m     *measure.Plan
-	types map[string]Type
+	types map[measure.Col]Type
 	d     Dialect
 	key   uint64
 	st    Statement
@@ -286,14 +286,14 @@ func (c *compiler) compile() *Statement {
 	once, onceOK := c.rowsOnce()
 	unit := m.Unit
 	if onceOK {
-		unit = "" // each row once: no bounding (rowsOnce)
+		unit = measure.Col{} // each row once: no bounding (rowsOnce)
 	}
 	for i, sp := range specs {
 		if sp.Kind.ReadsArg() && (sp.Arg < 0 || sp.Arg >= len(m.Args)) {
 			panic(decline("spec argument"))
 		}
 		if sp.Kind.Detail() {
-			if unit != "" && !c.detailBoundable() {
+			if !unit.IsZero() && !c.detailBoundable() {
 				panic(decline("distinct values under bounding with per-unit measurements"))
 			}
 			if m.Cases[sp.Arg] != nil {
@@ -312,7 +312,7 @@ func (c *compiler) compile() *Statement {
 	// The rows: unit, keys, measured values.
 	var cols, where []string
 	var keyNames []string
-	if unit != "" {
+	if !unit.IsZero() {
 		if c.typeOf(unit) == Real {
 			panic(decline("a float unit")) // -0 and 0 are two units in the reference
 		}
@@ -320,7 +320,7 @@ func (c *compiler) compile() *Statement {
 		where = append(where, c.value(unit)+" IS NOT NULL")
 	}
 	for i, k := range m.Keys {
-		e, filter, ko := c.keyExpr(k, unit != "")
+		e, filter, ko := c.keyExpr(k, !unit.IsZero())
 		name := "k" + strconv.Itoa(i)
 		cols = append(cols, e+" AS "+name)
 		keyNames = append(keyNames, name)
@@ -341,7 +341,7 @@ func (c *compiler) compile() *Statement {
 		where = append([]string{c.filter(m.Where)}, where...)
 	}
 	rows.where = where
-	if unit == "" {
+	if unit.IsZero() {
 		c.st.SQL = c.unbounded(rows, keyNames, specs)
 	} else if len(c.st.Detail) > 0 {
 		c.keptUnits = true
@@ -356,7 +356,7 @@ func (c *compiler) compile() *Statement {
 // be (Compile with key 0 and 1: where the two differ, the statement holds
 // the per-query bounding key, drawn afresh for each query and shown as
 // 0), with the values of its parameters after it.
-func Shown(m *measure.Plan, types map[string]Type, d Dialect) (string, bool) {
+func Shown(m *measure.Plan, types map[measure.Col]Type, d Dialect) (string, bool) {
 	st, ok := Compile(m, types, d, 0)
 	if !ok {
 		return "", false

@@ -12,8 +12,8 @@ import (
 	"github.com/dpsql/dpsql/measure"
 )
 
-func (c *compiler) typeOf(col string) Type {
-	if _, n := measure.SplitColumn(col); n == measure.RowIdentity {
+func (c *compiler) typeOf(col measure.Col) Type {
+	if col.Identity {
 		return Int
 	}
 	if i, ok := measure.OutputIndex(col); ok {
@@ -24,7 +24,7 @@ func (c *compiler) typeOf(col string) Type {
 	}
 	t, ok := c.types[col]
 	if !ok || t == Other {
-		panic(decline("column " + col))
+		panic(decline("column " + col.String()))
 	}
 	return t
 }
@@ -51,7 +51,7 @@ func (c *compiler) argType(i int) Type {
 				}
 				break
 			}
-			if o.Column == "" {
+			if o.Column.IsZero() {
 				continue // NULL
 			}
 			if u = c.typeOf(o.Column); !isInt(u) && u != Real {
@@ -100,7 +100,7 @@ func (c *compiler) argValue(i int) string {
 			}
 			return c.arith(o.Arith)
 		}
-		if o.Column == "" {
+		if o.Column.IsZero() {
 			return "NULL"
 		}
 		if t == Real && isInt(c.typeOf(o.Column)) {
@@ -137,22 +137,22 @@ func (c *compiler) number(v any, t Type) (string, bool) {
 }
 
 // value reads a column as the reference sees it.
-func (c *compiler) value(col string) string {
+func (c *compiler) value(col measure.Col) string {
 	return c.d.Value(c.name(col), c.typeOf(col))
 }
 
 // name is a column's reference: qualified by its table's alias (t0 for
 // the plan's Table, tI for Joins[I-1]) when the plan joins tables.
-func (c *compiler) name(col string) string {
+func (c *compiler) name(col measure.Col) string {
 	if i, ok := measure.OutputIndex(col); ok {
 		return "o" + strconv.Itoa(i)
 	}
-	t, n := measure.SplitColumn(col)
 	table := ""
 	if len(c.m.Joins) > 0 {
-		table = c.d.Quote("t" + strconv.Itoa(t))
+		table = c.d.Quote("t" + strconv.Itoa(col.Table))
 	}
-	if n == measure.RowIdentity {
+	n := col.Name
+	if col.Identity {
 		id := c.d.RowIdentity(table)
 		if id == "" {
 			panic(decline("a row identity in this dialect"))
@@ -275,7 +275,7 @@ func intClip(x string, lo, hi float64) string {
 // stored reports whether a plan column is a stored table's column (which
 // has a type affinity in SQLite), not an output of a per-unit subquery's
 // aggregate (which has none).
-func stored(col string) bool {
+func stored(col measure.Col) bool {
 	_, out := measure.OutputIndex(col)
 	return !out
 }

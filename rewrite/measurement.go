@@ -23,7 +23,7 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 	}
 	m := &measure.Plan{Table: j.Tables[0], Joins: j.Tables[1:], Specs: specs}
 	for _, e := range j.On {
-		m.On = append(m.On, [2]string{planColumn(e[0]), planColumn(e[1])})
+		m.On = append(m.On, [2]measure.Col{planColumn(e[0]), planColumn(e[1])})
 	}
 	for _, c := range j.Compare {
 		m.Compare = append(m.Compare, measure.JoinCompare{X: planColumn(c.X), Op: c.Op, Y: planColumn(c.Y)})
@@ -39,11 +39,11 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		if j.Unit.Ref == 0 {
 			return nil, "the privacy unit is not a column of the table, nor a row identity the engine holding it has"
 		}
-		unit := j.Unit
-		if unit.Column == "" {
-			unit.Column = measure.RowIdentity
+		m.Unit = planColumn(j.Unit)
+		if j.Unit.Column == "" {
+			m.Unit = measure.RowIdentity(j.Unit.Ref - 1)
 		}
-		m.Unit, m.MaxGroups, m.MaxRows = planColumn(unit), q.Unit.MaxGroups, q.Unit.MaxRows
+		m.MaxGroups, m.MaxRows = q.Unit.MaxGroups, q.Unit.MaxRows
 	}
 	for _, k := range q.Keys {
 		col := planColumn(planner.TableColumn{Ref: k.Ref, Column: k.Base})
@@ -76,7 +76,7 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 			c, ok := caseOf(q, e)
 			if !ok {
 				o, isOperand := operandOf(q, e)
-				if !isOperand || o.Column != "" || (o.Arith == nil && o.Value == nil) {
+				if !isOperand || !o.Column.IsZero() || (o.Arith == nil && o.Value == nil) {
 					return nil, "an aggregate's argument is an expression (" + parser.Format(e) + ")"
 				}
 				c = &measure.Case{Else: o} // arithmetic, or a number
@@ -143,7 +143,7 @@ func keyCaseOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
 // binOf translates a binned key: FLOOR or CEIL (CEILING) of a column,
 // or of a column divided by a positive number, optionally multiplied by
 // a number on either side (the numeric histograms of keydomain.go).
-func binOf(q *planner.PrivateQuery, e parser.Expr) (string, *measure.Bin, bool) {
+func binOf(q *planner.PrivateQuery, e parser.Expr) (measure.Col, *measure.Bin, bool) {
 	e = parser.Unparen(e)
 	if b, ok := e.(*parser.BinaryExpr); ok && b.Op == "*" {
 		for _, pair := range [][2]parser.Expr{{b.X, b.Y}, {b.Y, b.X}} {
@@ -156,11 +156,11 @@ func binOf(q *planner.PrivateQuery, e parser.Expr) (string, *measure.Bin, bool) 
 				return col, bin, true
 			}
 		}
-		return "", nil, false
+		return measure.Col{}, nil, false
 	}
 	call, ok := e.(*parser.CallExpr)
 	if !ok || len(call.Args) != 1 || call.Distinct || call.Star || call.Over != nil || len(call.Named) > 0 {
-		return "", nil, false
+		return measure.Col{}, nil, false
 	}
 	bin := &measure.Bin{}
 	switch call.Name {
@@ -169,7 +169,7 @@ func binOf(q *planner.PrivateQuery, e parser.Expr) (string, *measure.Bin, bool) 
 	case "CEIL", "CEILING":
 		bin.Func = "ceil"
 	default:
-		return "", nil, false
+		return measure.Col{}, nil, false
 	}
 	arg := call.Args[0]
 	arg = parser.Unparen(arg)
@@ -184,7 +184,7 @@ func binOf(q *planner.PrivateQuery, e parser.Expr) (string, *measure.Bin, bool) 
 			isNum = false
 		}
 		if !isNum {
-			return "", nil, false
+			return measure.Col{}, nil, false
 		}
 		bin.Div, arg = w, div.X
 	}
@@ -199,7 +199,7 @@ func binOf(q *planner.PrivateQuery, e parser.Expr) (string, *measure.Bin, bool) 
 // engine need not repeat). The unit is added as the last output.
 func grouping(q *planner.PrivateQuery, j *planner.Joined) (*measure.Grouping, string) {
 	g := &measure.Grouping{}
-	grouped := map[string]bool{}
+	grouped := map[measure.Col]bool{}
 	for _, e := range j.PerUnit.By {
 		col, ok := columnOf(q, e)
 		if !ok {
@@ -496,11 +496,11 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 
 // planColumn names a column of the FROM clause as the plan does
 // (measure.Column; Joined counts tables from 1).
-func planColumn(tc planner.TableColumn) string { return measure.Column(tc.Ref-1, tc.Column) }
+func planColumn(tc planner.TableColumn) measure.Col { return measure.Column(tc.Ref-1, tc.Column) }
 
 // columnOf is the plan's name of the stored column e reads, when e is a
 // plain reference to one.
-func columnOf(q *planner.PrivateQuery, e parser.Expr) (string, bool) {
+func columnOf(q *planner.PrivateQuery, e parser.Expr) (measure.Col, bool) {
 	if i, ok := q.DerivedOutput(e); ok {
 		return measure.Output(i), true
 	}
@@ -509,7 +509,7 @@ func columnOf(q *planner.PrivateQuery, e parser.Expr) (string, bool) {
 	}
 	tc, ok := q.TableColumnOf(e)
 	if !ok || tc.Ref < 1 {
-		return "", false
+		return measure.Col{}, false
 	}
 	return planColumn(tc), true
 }

@@ -443,8 +443,8 @@ func (s *Source) Explain(ctx context.Context, state *sql.DB, m *measure.Plan, no
 // types are the classes of the columns of every table the plan reads,
 // named as the plan names them (measure.Column); ok is false when one of
 // them is not a table of the DuckDB file that the state file mirrors.
-func (s *Source) types(ctx context.Context, state *sql.DB, m *measure.Plan) (types map[string]measuresql.Type, ok bool, err error) {
-	types = map[string]measuresql.Type{}
+func (s *Source) types(ctx context.Context, state *sql.DB, m *measure.Plan) (types map[measure.Col]measuresql.Type, ok bool, err error) {
+	types = map[measure.Col]measuresql.Type{}
 	for i, t := range append([]string{m.Table}, m.Joins...) {
 		if ok, err := IsMirror(ctx, state, t); err != nil || !ok {
 			return nil, false, err

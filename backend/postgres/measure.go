@@ -48,7 +48,7 @@ func classOf(typname string) measuresql.Type {
 type compiled struct {
 	st      *measuresql.Statement
 	why     string
-	types   map[string]measuresql.Type
+	types   map[measure.Col]measuresql.Type
 	dialect measuresql.Postgres
 }
 
@@ -64,7 +64,7 @@ func (s *Source) compile(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 		return compiled{why: "anything: the engine has no connection to PostgreSQL"}, nil
 	}
 	d := measuresql.Postgres{Tables: map[string][2]string{}}
-	types := map[string]measuresql.Type{}
+	types := map[measure.Col]measuresql.Type{}
 	for i, name := range append([]string{m.Table}, m.Joins...) {
 		id, schema, table, ok, err := mirrorOf(ctx, state, name)
 		if err != nil {
