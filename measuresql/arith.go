@@ -14,7 +14,9 @@ import (
 var arithLimit = new(big.Int).Lsh(big.NewInt(1), 62)
 
 // arith prints integer arithmetic over a row (+, −, × of columns of at
-// most 32 bits and integer constants) in 64-bit integers, when every
+// most 32 bits and integer constants, a division by a non-zero constant
+// truncated toward zero, ABS, and FLOOR and CEIL, which leave an integer
+// as it is) in 64-bit integers, when every
 // value it can reach, by the columns' ranges, stays within ±2^62: then it
 // is exact in both engines and cannot raise; otherwise it declines.
 func (c *compiler) arith(a *measure.Arith) string {
@@ -84,6 +86,10 @@ func (c *compiler) double(a *measure.Arith) string {
 			return c.d.Func("abs") + "(" + x + ")"
 		}
 		return c.d.Let(x, abs)
+	case a.Op == 'f' || a.Op == 'c':
+		// floor and ceil of a double, as SQLite's (NaN stays NaN, which
+		// every use guards as NULL; ±Inf stays itself); they never raise.
+		return c.d.Func(map[byte]string{'f': "floor", 'c': "ceil"}[a.Op]) + "(" + c.double(a.X) + ")"
 	case a.Op != 0:
 		return c.floatOp(c.double(a.X), a.Op, c.double(a.Y))
 	case !a.Column.IsZero():
@@ -117,6 +123,23 @@ func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
 		if a.Const < 0 {
 			text = "(" + text + ")"
 		}
+	case a.Op == 'f' || a.Op == 'c':
+		// FLOOR and CEIL of an integer are that integer, in SQLite.
+		return c.arithRange(a.X)
+	case a.Op == '/':
+		// A division by a non-zero constant, truncated toward zero as
+		// SQLite divides integers (the plan never divides by anything
+		// else: rewrite declines it).
+		if a.Y == nil || a.Y.Op != 0 || !a.Y.Column.IsZero() || a.Y.IsFloat || a.Y.Const == 0 {
+			panic(decline("a division by anything but a non-zero integer constant"))
+		}
+		x, xl, xh := c.arithRange(a.X)
+		y := big.NewInt(a.Y.Const)
+		lo, hi = new(big.Int).Quo(xl, y), new(big.Int).Quo(xh, y)
+		if lo.Cmp(hi) > 0 {
+			lo, hi = hi, lo
+		}
+		text = c.d.TruncDiv(x, strconv.FormatInt(a.Y.Const, 10))
 	case a.Op == 'a':
 		x, xl, xh := c.arithRange(a.X)
 		text = c.d.Func("abs") + "(" + x + ")"

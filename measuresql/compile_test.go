@@ -134,6 +134,14 @@ var compileCases = []struct {
 		Keys: []measure.Key{{Column: col("g"), Domain: []any{"a", "b"}}}, Specs: measure.MustParse("d0", "n")}},
 	{"distinct values under bounding with partition selection's unit counts", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 1, Args: []measure.Col{col("x")},
 		Keys: []measure.Key{{Column: col("g")}}, Specs: measure.MustParse("d0", "u")}},
+	{"FLOOR of an integer division and CEIL of a float, in an argument and a filter: integers truncated toward zero as SQLite divides them", measure.Plan{Table: "t", Args: []measure.Col{{}},
+		Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: &measure.Arith{Op: 'f', X: &measure.Arith{Op: '/', X: &measure.Arith{Column: col("i")}, Y: &measure.Arith{Const: -3}}}}}},
+		Where: measure.Compare{Arith: &measure.Arith{Op: 'c', X: &measure.Arith{Op: '*', X: &measure.Arith{Column: col("y")}, Y: &measure.Arith{Float: 0.5, IsFloat: true}}}, Op: ">=", Value: int64(2)},
+		Specs: measure.MustParse("s0:-100:100")}},
+	{"a float divided by a constant (IEEE in DuckDB; PostgreSQL raises where it overflows)", measure.Plan{Table: "t",
+		Where: measure.Compare{Arith: &measure.Arith{Op: '/', X: &measure.Arith{Column: col("y")}, Y: &measure.Arith{Const: 4}}, Op: "<", Value: 1.5}, Specs: measure.MustParse("n")}},
+	{"declines: a division by a column", measure.Plan{Table: "t",
+		Where: measure.Compare{Arith: &measure.Arith{Op: '/', X: &measure.Arith{Column: col("i")}, Y: &measure.Arith{Column: col("i")}}, Op: ">", Value: int64(1)}, Specs: measure.MustParse("n")}},
 	// The fourth privacy review's statement: y * 1.5 * ... six deep over a
 	// float column printed 507 MB for PostgreSQL (each guard repeated its
 	// operand); bound once per level, it is linear (TestDepthSix).
@@ -182,7 +190,8 @@ func TestPrinters(t *testing.T) {
 		d        Dialect
 		declines map[string]bool
 	}{{"duckdb", DuckDB{}, nil}, {"postgres", Postgres{}, map[string]bool{"a join whose unit is the fact table's row identity, measuring the dimension": true,
-		"binned keys: an integer truncated and multiplied, a float floored": true}}} {
+		"binned keys: an integer truncated and multiplied, a float floored":                    true,
+		"a float divided by a constant (IEEE in DuckDB; PostgreSQL raises where it overflows)": true}}} {
 		t.Run(p.name, func(t *testing.T) {
 			var sb strings.Builder
 			for _, c := range compileCases {

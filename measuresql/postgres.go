@@ -169,10 +169,15 @@ func (p Postgres) floatOp(x string, op byte, y string) (string, bool) {
 		up := "((" + x + " * " + f(0x1p600) + ") * (" + y + " * " + f(0x1p600) + "))"
 		signs := "(" + sign(x) + " * " + sign(y) + ")"
 		// Products of magnitudes in [1e-150, 1e150] lie in [1e-300,
-		// 1e300]: normal, so neither overflows nor underflows.
+		// 1e300]: normal, so neither overflows nor underflows. The scaled
+		// branches test each operand on its own: where one is a constant,
+		// its test folds to FALSE when its scaled copy would overflow or
+		// underflow, so PostgreSQL drops the branch before it folds that
+		// constant product (folded, it raised while planning: a CASE does
+		// not stop constant folding).
 		return "(CASE WHEN " + most + " >= " + inf + " OR " + least + " = " + f(0) + " OR (" + least + " >= " + f(1e-150) + " AND " + most + " <= " + f(1e150) + ") THEN " + prod +
-			" WHEN " + least + " >= " + f(1) + " THEN (CASE WHEN " + abs(down) + " >= " + f(0x1p-176) + " THEN " + signs + " * " + inf + " ELSE " + prod + " END)" +
-			" WHEN " + most + " <= " + f(1) + " THEN (CASE WHEN " + abs(up) + " <= " + f(0x1p125) + " THEN " + signs + " * " + f(0) + " ELSE " + prod + " END)" +
+			" WHEN " + abs(x) + " >= " + f(1) + " AND " + abs(y) + " >= " + f(1) + " THEN (CASE WHEN " + abs(down) + " >= " + f(0x1p-176) + " THEN " + signs + " * " + inf + " ELSE " + prod + " END)" +
+			" WHEN " + abs(x) + " <= " + f(1) + " AND " + abs(y) + " <= " + f(1) + " THEN (CASE WHEN " + abs(up) + " <= " + f(0x1p125) + " THEN " + signs + " * " + f(0) + " ELSE " + prod + " END)" +
 			" ELSE " + prod + " END)", true
 	}
 	return "", false

@@ -450,8 +450,9 @@ func constArith(v any) (*measure.Arith, bool) {
 }
 
 // arithOf translates arithmetic of columns and numeric literals with +,
-// - (binary and unary), * and ABS; the compiler decides from the
-// columns' types whether it is exact (measuresql).
+// - (binary and unary), *, / by a non-zero constant, ABS, FLOOR and
+// CEIL; the compiler decides from the columns' types whether it is exact
+// (measuresql).
 func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 	if x, ok := q.DerivedExpr(e); ok {
 		return arithOf(q, x)
@@ -469,11 +470,14 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 		x, ok := arithOf(q, e.X)
 		return &measure.Arith{Op: '-', X: &measure.Arith{}, Y: x}, ok
 	case *parser.BinaryExpr:
-		if e.Op != "+" && e.Op != "-" && e.Op != "*" {
+		if e.Op != "+" && e.Op != "-" && e.Op != "*" && e.Op != "/" {
 			return nil, false
 		}
 		x, ok1 := arithOf(q, e.X)
 		y, ok2 := arithOf(q, e.Y)
+		if e.Op == "/" && !nonZeroConst(y) {
+			return nil, false // SQLite's NULL for a division by 0: not compiled
+		}
 		return &measure.Arith{Op: e.Op[0], X: x, Y: y}, ok1 && ok2
 	case *parser.Literal, *parser.Placeholder:
 		v, ok := literalOf(q, e)
@@ -482,16 +486,22 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 		}
 		return constArith(v)
 	case *parser.CallExpr:
-		if e.Name != "ABS" || len(e.Args) != 1 || e.Distinct || e.Star || e.Over != nil || len(e.Named) > 0 {
+		op, known := map[string]byte{"ABS": 'a', "FLOOR": 'f', "CEIL": 'c'}[e.Name]
+		if !known || len(e.Args) != 1 || e.Distinct || e.Star || e.Over != nil || len(e.Named) > 0 {
 			return nil, false
 		}
 		x, ok := arithOf(q, e.Args[0])
-		return &measure.Arith{Op: 'a', X: x}, ok
+		return &measure.Arith{Op: op, X: x}, ok
 	}
 	if col, ok := columnOf(q, e); ok {
 		return &measure.Arith{Column: col}, true
 	}
 	return nil, false
+}
+
+// nonZeroConst reports whether a is a constant other than 0.
+func nonZeroConst(a *measure.Arith) bool {
+	return a != nil && a.Op == 0 && a.Column.IsZero() && (a.IsFloat && a.Float != 0 || !a.IsFloat && a.Const != 0)
 }
 
 // planColumn names a column of the FROM clause as the plan does

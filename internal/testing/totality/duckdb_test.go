@@ -377,6 +377,31 @@ func TestDuckDBArithmeticIsExact(t *testing.T) {
 	}
 }
 
+// TestDuckDBFloorAndDivisionAreExact is the differential test of FLOOR,
+// CEIL and division by a constant in filters and aggregates: over the
+// adversarial table, for every numeric column, each statement gives the
+// reference's answer — an integer divided with truncation toward zero
+// (negative divisors too), FLOOR and CEIL of an integer that integer, of
+// a double IEEE's (±Inf, NaN made NULL, -0) — and runs compiled exactly
+// when the column has at most 32 bits or is a float.
+func TestDuckDBFloorAndDivisionAreExact(t *testing.T) {
+	t.Parallel()
+	duck := adversarialFile(t, "CREATE PRIVACY POLICY ON a")
+	statements := []string{
+		"COUNT(*) FROM a WHERE FLOOR(%s / 10) = 1", "COUNT(*) FROM a WHERE CEIL(%s / 3) > 0", "COUNT(*) FROM a WHERE FLOOR(%s) - CEIL(%s) < 0",
+		"COUNT(*) FROM a WHERE %s / -4 < 2", "COUNT(*) FROM a WHERE %s / 7 * 7 - %s = 0", "SUM(FLOOR(%s / 2), contribution_bounds_per_row => (-50, 50)) FROM a",
+		"AVG(%s / 3, contribution_bounds_per_row => (-100, 100)) FROM a",
+	}
+	// With a float in it, in doubles: every numeric column compiles.
+	floats := []string{"COUNT(*) FROM a WHERE CEIL(%s * 0.5) >= 1", "COUNT(*) FROM a WHERE %s / 2.5 > 1",
+		"COUNT(*) FROM a WHERE FLOOR(%s / 1e-300) < 0", "SUM(CEIL(%s - 0.5), contribution_bounds_per_row => (-9, 9)) FROM a"}
+	for _, c := range []string{"i8", "i16", "i32", "i64", "u32", "b", "f4", "f8"} {
+		exact := c == "i8" || c == "i16" || c == "i32" || c == "f4" || c == "f8"
+		t.Run(c, func(t *testing.T) { sameCompiled(t, duck, c, statements, exact) })
+		t.Run(c+"/floats", func(t *testing.T) { sameCompiled(t, duck, c, floats, true) })
+	}
+}
+
 // TestDuckDBConditionalsAreExact is the differential test of the
 // conditional functions and constants compiled as CASE (COALESCE,
 // IFNULL, NULLIF, IF, IIF; numbers and TRUE as arguments): over the
