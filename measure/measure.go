@@ -347,11 +347,12 @@ type Compare struct {
 
 // Arith is arithmetic over a row: a column (Column), a constant (Const,
 // or Float when IsFloat; with no Op and no Column), X Op Y with Op one
-// of + - * and / (Y then a non-zero constant), or ABS(X), FLOOR(X) or
-// CEIL(X) with Op 'a', 'f' or 'c' (no Y). As in SQLite, it is integer
-// arithmetic where both sides are integers (a division truncates toward
-// zero; FLOOR and CEIL of an integer are that integer) and double
-// arithmetic where either is a float.
+// of + - * and / (Y then a non-zero constant), or ABS(X), FLOOR(X),
+// CEIL(X) or ROUND(X) with Op 'a', 'f', 'c' or 'r' (no Y). As in SQLite,
+// it is integer arithmetic where both sides are integers (a division
+// truncates toward zero; FLOOR and CEIL of an integer are that integer)
+// and double arithmetic where either is a float; ROUND is always a
+// double.
 type Arith struct {
 	Column  Col
 	Const   int64

@@ -30,6 +30,8 @@ func (c *compiler) floats(a *measure.Arith) bool {
 	switch {
 	case a == nil:
 		return false
+	case a.Op == 'r':
+		return true // ROUND gives a double, of an integer too
 	case a.Op != 0:
 		return c.floats(a.X) || c.floats(a.Y)
 	case !a.Column.IsZero():
@@ -86,6 +88,8 @@ func (c *compiler) double(a *measure.Arith) string {
 			return c.d.Func("abs") + "(" + x + ")"
 		}
 		return c.d.Let(x, abs)
+	case a.Op == 'r':
+		return c.round(a.X)
 	case a.Op == 'f' || a.Op == 'c':
 		// floor and ceil of a double, as SQLite's (NaN stays NaN, which
 		// every use guards as NULL; ±Inf stays itself); they never raise.
@@ -96,6 +100,30 @@ func (c *compiler) double(a *measure.Arith) string {
 		return c.value(a.Column)
 	}
 	return c.d.Float(a.Float)
+}
+
+// round prints SQLite's ROUND(x) of one argument: x as a double; within
+// ±2^52, (double)(int64)(x ± 0.5) — the sum rounded as a double, then
+// truncated toward zero (+ 0.0: a truncated -0.3 is -0, SQLite's +0) —
+// and beyond, x itself (it has no fraction; ±Inf too, and NaN, which
+// stays NaN). Of an integer that is the integer as a double. A compound
+// operand is bound once (Let): it is read four times.
+func (c *compiler) round(x *measure.Arith) string {
+	if !c.floats(x) {
+		return c.double(x) // the integer as a double
+	}
+	v := c.double(x)
+	f := c.d.Float
+	form := func(v string) string {
+		// Within ±2^52 the sum cannot overflow: a plain + in every engine.
+		inner := "(" + v + " + (CASE WHEN " + v + " < " + f(0) + " THEN " + f(-0.5) + " ELSE " + f(0.5) + " END))"
+		return "(CASE WHEN " + v + " < " + f(-0x1p52) + " OR " + v + " > " + f(0x1p52) + " OR " + c.d.IsNaN(v) + " THEN " + v +
+			" ELSE " + c.d.Func("trunc") + "(" + inner + ") + " + f(0) + " END)"
+	}
+	if x.Op == 0 {
+		return form(v)
+	}
+	return c.d.Let(v, form)
 }
 
 // floatOp is x op y in doubles (Dialect.FloatOp), or declines.

@@ -450,8 +450,8 @@ func constArith(v any) (*measure.Arith, bool) {
 }
 
 // arithOf translates arithmetic of columns and numeric literals with +,
-// - (binary and unary), *, / by a non-zero constant, ABS, FLOOR and
-// CEIL; the compiler decides from the columns' types whether it is exact
+// - (binary and unary), *, / by a non-zero constant, ABS, FLOOR, CEIL
+// and ROUND (of one argument); the compiler decides from the columns' types whether it is exact
 // (measuresql).
 func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 	if x, ok := q.DerivedExpr(e); ok {
@@ -486,7 +486,7 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 		}
 		return constArith(v)
 	case *parser.CallExpr:
-		op, known := map[string]byte{"ABS": 'a', "FLOOR": 'f', "CEIL": 'c'}[e.Name]
+		op, known := map[string]byte{"ABS": 'a', "FLOOR": 'f', "CEIL": 'c', "ROUND": 'r'}[e.Name]
 		if !known || len(e.Args) != 1 || e.Distinct || e.Star || e.Over != nil || len(e.Named) > 0 {
 			return nil, false
 		}

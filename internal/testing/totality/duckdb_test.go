@@ -378,7 +378,8 @@ func TestDuckDBArithmeticIsExact(t *testing.T) {
 }
 
 // TestDuckDBFloorAndDivisionAreExact is the differential test of FLOOR,
-// CEIL and division by a constant in filters and aggregates: over the
+// CEIL, ROUND (SQLite's: x ± 0.5 truncated within ±2^52, x beyond) and
+// division by a constant in filters and aggregates: over the
 // adversarial table, for every numeric column, each statement gives the
 // reference's answer — an integer divided with truncation toward zero
 // (negative divisors too), FLOOR and CEIL of an integer that integer, of
@@ -394,6 +395,8 @@ func TestDuckDBFloorAndDivisionAreExact(t *testing.T) {
 	}
 	// With a float in it, in doubles: every numeric column compiles.
 	floats := []string{"COUNT(*) FROM a WHERE CEIL(%s * 0.5) >= 1", "COUNT(*) FROM a WHERE %s / 2.5 > 1",
+		"COUNT(*) FROM a WHERE ROUND(%s) = 0", "COUNT(*) FROM a WHERE ROUND(%s * 0.5) < -1", "SUM(ROUND(%s / 3.0), contribution_bounds_per_row => (-20, 20)) FROM a",
+		"COUNT(*) FROM a WHERE ROUND(%s - 0.49999999999999994) > 0", "COUNT(*) FROM a WHERE ROUND(%s * 0.0 + 0.49999999999999994) = 1", "COUNT(*) FROM a WHERE ROUND(%s * 1e-10) <> 0", "COUNT(*) FROM a WHERE ROUND(%s + 4503599627370495.5) > 4503599627370496",
 		"COUNT(*) FROM a WHERE FLOOR(%s / 1e-300) < 0", "SUM(CEIL(%s - 0.5), contribution_bounds_per_row => (-9, 9)) FROM a"}
 	for _, c := range []string{"i8", "i16", "i32", "i64", "u32", "b", "f4", "f8"} {
 		exact := c == "i8" || c == "i16" || c == "i32" || c == "f4" || c == "f8"
