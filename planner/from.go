@@ -31,8 +31,9 @@ type relCol struct {
 	// an unqualified name does not reach (it names the left side's).
 	qualifiedOnly bool
 	// intAffinity: a base column whose declared type gives it SQLite's
-	// INTEGER affinity (the type contains "INT").
-	intAffinity bool
+	// INTEGER affinity (the type contains "INT"); numAffinity: INTEGER,
+	// REAL or NUMERIC affinity (neither TEXT nor BLOB).
+	intAffinity, numAffinity bool
 	// groupsSQL lists the distinct non-NULL values of a public column
 	// joined with a private relation (its public groups); publicGroups:
 	// the column is on the preserved public side of an outer join, so a
@@ -159,6 +160,9 @@ func (r *relation) resolve(c *parser.ColumnRef) (*relCol, error) {
 	if found.intAffinity {
 		r.rn.intCols[c] = true
 	}
+	if found.numAffinity {
+		r.rn.numCols[c] = true
+	}
 	if found.table != "" {
 		r.rn.read(found.table, found.column)
 		r.rn.baseCols[c] = TableColumn{Ref: found.ref, Column: found.column}
@@ -274,7 +278,7 @@ func (fb *fromBuilder) table(f *parser.TableRef) (*relation, error) {
 	}
 	for _, c := range t.Columns {
 		col := &relCol{qual: qual, name: c.Name, sql: prefix + parser.QuoteIdent(c.Name), private: !t.Public, table: t.Name, column: c.Name,
-			intAffinity: strings.Contains(catalog.FoldName(c.Type), "int"), ref: fb.refs}
+			intAffinity: strings.Contains(catalog.FoldName(c.Type), "int"), numAffinity: numericAffinity(c.Type), ref: fb.refs}
 		if b, ok := t.Bounds[c.Name]; ok && !t.Public {
 			col.bounds = &b
 		}
@@ -1030,4 +1034,21 @@ func expandStar(q *parser.SelectStmt, base *relation) *parser.SelectStmt {
 		}
 	}
 	return &out
+}
+
+// numericAffinity reports whether a column declared with type t has
+// SQLite's INTEGER, REAL or NUMERIC affinity (its rules: "INT" gives
+// INTEGER; else "CHAR", "CLOB" or "TEXT" give TEXT; else "BLOB" or no
+// type give BLOB; else REAL or NUMERIC).
+func numericAffinity(t string) bool {
+	t = catalog.FoldName(t)
+	if strings.Contains(t, "int") {
+		return true
+	}
+	for _, w := range []string{"char", "clob", "text", "blob"} {
+		if strings.Contains(t, w) {
+			return false
+		}
+	}
+	return t != ""
 }

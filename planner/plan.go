@@ -356,6 +356,14 @@ func (q *PrivateQuery) IntegerColumn(e parser.Expr) bool {
 	return c != nil && q.rn.intCols[c]
 }
 
+// NumericColumn reports whether e is a plain reference to a base column
+// of INTEGER, REAL or NUMERIC affinity: compared with a number, SQLite
+// converts nothing, as it converts nothing for an expression.
+func (q *PrivateQuery) NumericColumn(e parser.Expr) bool {
+	c := plainRef(e)
+	return c != nil && q.rn.numCols[c]
+}
+
 // BaseColumn returns the base table column that e reads when e is a
 // plain (possibly parenthesised) reference to one.
 func (q *PrivateQuery) BaseColumn(e parser.Expr) (string, bool) {

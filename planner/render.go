@@ -41,8 +41,9 @@ type renderer struct {
 	// cols maps every resolved column reference (and alias reference) to
 	// its SQL.
 	cols map[*parser.ColumnRef]string
-	// intCols marks the references to base columns of INTEGER affinity.
-	intCols map[*parser.ColumnRef]bool
+	// intCols marks the references to base columns of INTEGER affinity,
+	// numCols those of INTEGER, REAL or NUMERIC affinity.
+	intCols, numCols map[*parser.ColumnRef]bool
 	// baseCols gives the stored table column of every reference to one.
 	baseCols map[*parser.ColumnRef]TableColumn
 	// derived gives the expression of each output of a subquery that
@@ -78,7 +79,7 @@ type renderer struct {
 }
 
 func newRenderer(k *knobs.Knobs) *renderer {
-	return &renderer{knobs: k, cols: map[*parser.ColumnRef]string{}, intCols: map[*parser.ColumnRef]bool{}, baseCols: map[*parser.ColumnRef]TableColumn{}, derived: map[*relCol]parser.Expr{}, derivedRefs: map[*parser.ColumnRef]parser.Expr{}, derivedOut: map[*relCol]int{}, derivedOutRefs: map[*parser.ColumnRef]int{}, reads: map[string]map[string]bool{}, subSQL: map[*parser.SubqueryExpr]string{}, private: true}
+	return &renderer{knobs: k, cols: map[*parser.ColumnRef]string{}, intCols: map[*parser.ColumnRef]bool{}, numCols: map[*parser.ColumnRef]bool{}, baseCols: map[*parser.ColumnRef]TableColumn{}, derived: map[*relCol]parser.Expr{}, derivedRefs: map[*parser.ColumnRef]parser.Expr{}, derivedOut: map[*relCol]int{}, derivedOutRefs: map[*parser.ColumnRef]int{}, reads: map[string]map[string]bool{}, subSQL: map[*parser.SubqueryExpr]string{}, private: true}
 }
 
 // alias returns a fresh table alias. Analysts cannot name anything with the

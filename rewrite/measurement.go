@@ -383,6 +383,12 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 			}
 			return measure.Or{Parts: []measure.Filter{x, y}}, true
 		case "=", "<>", "<", "<=", ">", ">=":
+			if f, ok := coalesceCompare(q, e.X, e.Op, e.Y); ok {
+				return f, true
+			}
+			if f, ok := coalesceCompare(q, e.Y, flipped[e.Op], e.X); ok {
+				return f, true
+			}
 			if col, ok := columnOf(q, e.X); ok {
 				v, ok := literalOf(q, e.Y)
 				return measure.Compare{Column: col, Op: e.Op, Value: v}, ok
@@ -497,6 +503,44 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 		return &measure.Arith{Column: col}, true
 	}
 	return nil, false
+}
+
+// coalesceCompare translates COALESCE(x, c) op v (or IFNULL) for a
+// column x of numeric affinity and numbers c and v: x op v where x is
+// not NULL, and c op v — a truth the reference computes (filterOf's
+// column-free conditions) — where it is. SQLite compares x with a number
+// as it compares the expression COALESCE(x, c) with it (numeric affinity
+// converts no number; a text column would convert v, the expression not:
+// not translated).
+func coalesceCompare(q *planner.PrivateQuery, e parser.Expr, op string, v parser.Expr) (measure.Filter, bool) {
+	call, isCall := parser.Unparen(e).(*parser.CallExpr)
+	if !isCall || (call.Name != "COALESCE" && call.Name != "IFNULL") || len(call.Args) != 2 || call.Distinct || call.Star || call.Over != nil || len(call.Named) > 0 {
+		return nil, false
+	}
+	x, c := call.Args[0], call.Args[1]
+	col, isCol := columnOf(q, x)
+	if !isCol || !q.NumericColumn(x) || !columnFree(c) || !number(q, c) || !number(q, v) {
+		return nil, false
+	}
+	truth, ok := filterOf(q, &parser.BinaryExpr{OpPos: call.Pos(), Op: op, X: c, Y: v})
+	if !ok {
+		return nil, false
+	}
+	vv, _ := literalOf(q, v)
+	return measure.Or{Parts: []measure.Filter{
+		measure.And{Parts: []measure.Filter{measure.IsNull{Column: col, Not: true}, measure.Compare{Column: col, Op: op, Value: vv}}},
+		measure.And{Parts: []measure.Filter{measure.IsNull{Column: col}, truth}},
+	}}, true
+}
+
+// number reports whether e is a numeric literal (an int64 or a float64).
+func number(q *planner.PrivateQuery, e parser.Expr) bool {
+	v, ok := literalOf(q, e)
+	switch v.(type) {
+	case int64, float64:
+		return ok
+	}
+	return false
 }
 
 // nonZeroConst reports whether a is a constant other than 0.

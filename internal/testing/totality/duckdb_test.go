@@ -407,7 +407,9 @@ func TestDuckDBFloorAndDivisionAreExact(t *testing.T) {
 
 // TestDuckDBConditionalsAreExact is the differential test of the
 // conditional functions and constants compiled as CASE (COALESCE,
-// IFNULL, NULLIF, IF, IIF; numbers and TRUE as arguments): over the
+// IFNULL, NULLIF, IF, IIF; numbers and TRUE as arguments), and of
+// COALESCE and IFNULL of a column and a number compared with a number in
+// filters: over the
 // adversarial table, for every numeric column (NULLs, NaN, extremes
 // among its values), each statement runs compiled and gives the
 // reference's answer.
@@ -419,10 +421,18 @@ func TestDuckDBConditionalsAreExact(t *testing.T) {
 		"SUM(IF(%s > 1, 1, 0), contribution_bounds_per_row => (0, 1)) FROM a", "SUM(IIF(%s IS NULL, 2.5, %s), contribution_bounds_per_row => (-4, 4)) FROM a",
 		"AVG(IFNULL(%s, -1), contribution_bounds_per_row => (-100, 100)) FROM a", "COUNT(1), SUM(TRUE, contribution_bounds_per_row => (0, 1)) FROM a WHERE %s > 0",
 		"SUM(2.5, contribution_bounds_per_row => (0, 5)), COUNT(COALESCE(%s, %s, 0)) FROM a",
+		// In filters: x op v where x is not NULL, c op v where it is.
+		"COUNT(*) FROM a WHERE COALESCE(%s, 3) > 2", "COUNT(*) FROM a WHERE IFNULL(%s, -1) <= 0", "COUNT(*) FROM a WHERE NOT (COALESCE(%s, 0.5) = 0.5)",
+		"COUNT(*) FROM a WHERE 1 < COALESCE(%s, 2)", "COUNT(*) FROM a WHERE COALESCE(%s, 1e308) >= 9223372036854775807", "COUNT(*) FROM a WHERE COALESCE(%s, 0) <> 0 OR %s IS NULL",
 	}
 	for _, c := range []string{"i8", "i16", "i32", "i64", "u32", "b", "f4", "f8"} {
 		t.Run(c, func(t *testing.T) { sameCompiled(t, duck, c, statements, true) })
 	}
+	// A text column would convert the number (its TEXT affinity), the
+	// COALESCE expression not: not translated, answered alike.
+	t.Run("s", func(t *testing.T) {
+		sameCompiled(t, duck, "s", []string{"COUNT(*) FROM a WHERE COALESCE(%s, 3) > 2", "COUNT(*) FROM a WHERE IFNULL(%s, 0) = 0"}, false)
+	})
 }
 
 // TestDuckDBLikeIsExact is the differential test of LIKE: over texts
