@@ -121,9 +121,7 @@ func FromResult(r *dpsql.Result) Spec {
 		return Spec{Kind: None}
 	}
 	// A row's label joins its keys' values.
-	first := 0
 	if len(keys) > 0 {
-		first = 1
 		names := make([]string, len(keys))
 		for n, j := range keys {
 			names[n] = r.Columns[j]
@@ -135,7 +133,7 @@ func FromResult(r *dpsql.Result) Spec {
 		// aggregate, and the bar needs no label (the first column's name
 		// labelled the other panels' bars too).
 		label := ""
-		if first == 1 {
+		if len(keys) > 0 {
 			parts := make([]string, len(keys))
 			for n, j := range keys {
 				parts[n] = dpsql.FormatValue(row[j])
@@ -147,20 +145,19 @@ func FromResult(r *dpsql.Result) Spec {
 		spec.Labels = append(spec.Labels, label)
 	}
 	if len(keys) == 1 && len(r.Rows) >= 3 {
-		key := keys[0]
-		keys := make([]float64, len(r.Rows))
+		at := make([]float64, len(r.Rows))
 		numeric := true
 		for i, row := range r.Rows {
-			x, ok := number(row[key])
+			x, ok := number(row[keys[0]])
 			if !ok {
 				numeric = false
 				break
 			}
-			keys[i] = x
+			at[i] = x
 		}
 		if numeric {
 			spec.Kind = Line
-			spec.Keys = keys
+			spec.Keys = at
 			spec.sortByKey()
 		}
 	}

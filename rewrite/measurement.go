@@ -519,28 +519,29 @@ func coalesceCompare(q *planner.PrivateQuery, e parser.Expr, op string, v parser
 	}
 	x, c := call.Args[0], call.Args[1]
 	col, isCol := columnOf(q, x)
-	if !isCol || !q.NumericColumn(x) || !columnFree(c) || !number(q, c) || !number(q, v) {
+	_, cNumber := numberOf(q, c)
+	vv, vNumber := numberOf(q, v)
+	if !isCol || !q.NumericColumn(x) || !columnFree(c) || !cNumber || !vNumber {
 		return nil, false
 	}
 	truth, ok := filterOf(q, &parser.BinaryExpr{OpPos: call.Pos(), Op: op, X: c, Y: v})
 	if !ok {
 		return nil, false
 	}
-	vv, _ := literalOf(q, v)
 	return measure.Or{Parts: []measure.Filter{
 		measure.And{Parts: []measure.Filter{measure.IsNull{Column: col, Not: true}, measure.Compare{Column: col, Op: op, Value: vv}}},
 		measure.And{Parts: []measure.Filter{measure.IsNull{Column: col}, truth}},
 	}}, true
 }
 
-// number reports whether e is a numeric literal (an int64 or a float64).
-func number(q *planner.PrivateQuery, e parser.Expr) bool {
+// numberOf reads a numeric literal: an int64 or a float64.
+func numberOf(q *planner.PrivateQuery, e parser.Expr) (any, bool) {
 	v, ok := literalOf(q, e)
 	switch v.(type) {
 	case int64, float64:
-		return ok
+		return v, ok
 	}
-	return false
+	return nil, false
 }
 
 // nonZeroConst reports whether a is a constant other than 0.
