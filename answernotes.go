@@ -37,6 +37,26 @@ func chosenBoundNotes(c exec.ChosenBound, show bool) []string {
 	return nil
 }
 
+// DroppedWarnShare is the estimated share of a unit's rows, on average,
+// that bounding dropped from which an answer's note is a warning.
+const DroppedWarnShare = 0.05
+
+// droppedNote is an answer's note on what contribution bounding dropped:
+// the private estimates of the share of units that lost a row and of the
+// share of a unit's rows dropped (on average), with their 95% ranges; a
+// warning from DroppedWarnShare of the rows.
+func droppedNote(d *exec.Dropped, unit string) string {
+	pct := func(x float64) string { return fmt.Sprintf("%.3g%%", 100*x) }
+	ulo, uhi := d.UnitsRange()
+	rlo, rhi := d.RowsRange()
+	what := fmt.Sprintf("contribution bounding (at most %d group(s) and %d row(s) per group for each %s) dropped rows of an estimated %s of the units (95%%: %s to %s), on average %s of a unit's rows (95%%: %s to %s; estimated privately, from the query's ε)",
+		d.MaxGroups, d.MaxRows, unit, pct(d.UnitsShare()), pct(ulo), pct(uhi), pct(d.RowsShare()), pct(rlo), pct(rhi))
+	if d.RowsShare() >= DroppedWarnShare {
+		return "warning: " + what + ": the answer counts only the rows kept, so counts and sums may be well below the data's; raise max_groups_contributed or max_rows_contributed (OPTIONS, or the policy) where the noise that adds is worth it"
+	}
+	return what + "; the intervals are about the rows kept"
+}
+
 // textArgumentNotes say when a sum, average or variance reads a TEXT
 // column: each value counts as CAST(value AS REAL) — text that is not a
 // number counts as 0 — and is clipped to the bounds, which is rarely what

@@ -381,6 +381,7 @@ var engineSuite = []struct {
 	{"TestRealNoiseIsAdded", TestRealNoiseIsAdded},
 	{"TestAdult", TestAdult},
 	{"TestBoundingKeepsGroupsAndRowsEvenly", TestBoundingKeepsGroupsAndRowsEvenly},
+	{"TestDroppedShareIsExact", TestDroppedShareIsExact},
 	{"TestRerunningCreatePolicySaysWhatChanged", TestRerunningCreatePolicySaysWhatChanged},
 	{"TestCancelledImportSaysNothingWasImported", TestCancelledImportSaysNothingWasImported},
 	{"TestShowLedgerIsTheOwners", TestShowLedgerIsTheOwners},

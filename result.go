@@ -2,8 +2,14 @@ package dpsql
 
 import (
 	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/interval"
 )
+
+// Dropped is the private estimate of what contribution bounding dropped
+// from a query's rows: the shares of units and of their rows (UnitsShare,
+// RowsShare, with 95% ranges).
+type Dropped = exec.Dropped
 
 // Result is the outcome of one statement: a table, or a message for
 // statements that return none.
@@ -36,6 +42,10 @@ type Result struct {
 	// Notes are remarks to show with the result, such as the privately
 	// chosen bounds after SET show_bounds = on.
 	Notes []string
+	// Dropped, for a private query whose rows are bounded per privacy
+	// unit, is the private estimate of what that bounding dropped (its
+	// note says it in words); nil otherwise.
+	Dropped *Dropped
 	// Cached: the answer released before to the same statement, repeated
 	// from the cache (nothing charged).
 	Cached bool

@@ -151,7 +151,10 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 			e.notify(msg)
 		}
 	}
-	if u := opt.plan.Unit; u.Column != "" && res.Intervals != nil {
+	if u := opt.plan.Unit; r.Dropped != nil {
+		res.Dropped = r.Dropped
+		res.Notes = append(res.Notes, droppedNote(r.Dropped, u.Column))
+	} else if u.Column != "" && res.Intervals != nil {
 		res.Notes = append(res.Notes, fmt.Sprintf("the intervals are about the rows contribution bounding kept (at most %d group(s) and %d row(s) per group for each %s): a unit's rows beyond those are not counted", u.MaxGroups, u.MaxRows, u.Column))
 	}
 	if n := clippedNote(res, chosen); n != "" {

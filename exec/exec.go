@@ -42,6 +42,9 @@ type Result struct {
 	// interval (row by row, column by column; nil where an output is not
 	// a plain aggregate or the aggregate has none).
 	Intervals [][]*Interval
+	// Dropped, for a query whose rows are bounded per unit, is the
+	// private estimate of what bounding dropped (nil otherwise).
+	Dropped *Dropped
 }
 
 // ErrBackend reports that the scan of a private table failed. Its text
@@ -449,6 +452,10 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 		notes = append(notes, ChosenBound{Label: sr.Label, Lo: r.Lo, Hi: r.Hi, Collapsed: r.Collapsed(),
 			Threshold: r.Threshold, Clipped: clipped})
 	}
+	dropped, err := noiseDropped(q, sc.dropped, noise)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := selectGroups(sc, q, rw, noise); err != nil {
 		return nil, nil, err
 	}
@@ -543,7 +550,9 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 	if err != nil {
 		return nil, nil, err
 	}
-	return withIntervals(q, res, ivs), notes, nil
+	res = withIntervals(q, res, ivs)
+	res.Dropped = dropped
+	return res, notes, nil
 }
 
 // groupIntervals computes every group's aggregates' intervals, indexed
@@ -637,6 +646,10 @@ type NoiseCall struct {
 	// made before the search) or of those beyond its chosen bounds (Round
 	// 1); the share clipped the answer reports (autobound.Choose).
 	Clip bool
+	// Dropped marks count Round of what bounding dropped (Dropped: the
+	// units, those that lost a row, their dropped shares), each of
+	// sensitivity 1.
+	Dropped bool
 }
 
 // CallObserver is implemented by test noisers that need to know which
@@ -655,6 +668,9 @@ type scanned struct {
 	values [][]*big.Float           // [group][measured column], exact
 	hists  [][]*autobound.Histogram // [group][search]
 	trees  [][]map[int32]int64      // [group][measured column]: quantile tree leaf counts
+	// dropped is what bounding dropped over the scan (exact), when the
+	// query estimates it; zero when no row matched.
+	dropped measure.Dropped
 }
 
 var bigZero = new(big.Float)
@@ -793,8 +809,15 @@ func (p *Prepared) runScan(ctx context.Context) (*scanned, error) {
 			}
 		}
 	}
+	sc.dropped.Share = new(big.Int)
 	if res == nil {
 		return sc, nil // no row matched
+	}
+	if q.Dropped != nil && res.dropped == nil && len(res.groups) > 0 {
+		return nil, errors.New("exec: the scan did not measure what bounding dropped") // the plan's form, not the rows
+	}
+	if d := res.dropped; d != nil && q.Dropped != nil {
+		sc.dropped = *d
 	}
 	for _, bg := range res.groups {
 		g, err := place(bg.keys)
@@ -878,7 +901,7 @@ func (p *Prepared) measure(ctx context.Context, stmt *sql.Stmt, specs []spec, na
 	}
 	fixed := p.q.Knobs.Fixed()
 	measureConfigs.Store(h, &measureConfig{key: int64(randomKey(fixed)), fixed: fixed, specs: specs,
-		l0: int(rw.MaxGroups), lInf: int(rw.MaxRows), nk: rw.Keys, weighted: rw.Weighted})
+		l0: int(rw.MaxGroups), lInf: int(rw.MaxRows), nk: rw.Keys, weighted: rw.Weighted, dropped: rw.Dropped})
 	defer func() {
 		measureConfigs.Delete(h)
 		measuredResults.Delete(h)
@@ -1205,6 +1228,11 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 		if q.UnitSQL != "" {
 			add("bounding", fmt.Sprintf("the join can repeat a row: each private row (%s) is kept at most once", q.UnitBase))
 		}
+	}
+	if d := q.Dropped; d != nil {
+		each := d.Epsilon / 3
+		add("dropped", fmt.Sprintf("what bounding dropped, estimated privately for the answer's note: three Laplace counts over the whole scan, each of sensitivity 1 (one unit moves each by at most 1), ε=%.6g each (%.6g in all, %g of the query's ε), scale %.4g, 95%% error ±%.4g: the units, the units that lost a row (more than l0 groups, or more than l∞ rows in one), and Σ of each unit's dropped share 1 − min(groups, l0)·Σ min(rows in a group, l∞) / (groups·rows) (the share expected under the uniform choice of its groups); the answer divides the last two by the first",
+			each, d.Epsilon, planner.DroppedFraction, mechanism.LaplaceScale(1, each), mechanism.LaplaceErrorBound(mechanism.LaplaceScale(1, each), 0.05)))
 	}
 	add("groups", keys)
 	if q.TargetError > 0 {

@@ -110,6 +110,7 @@ type measureConfig struct {
 	l0, lInf int
 	nk       int
 	weighted bool // the last argument is the row's multiplicity (l0 = 0 only)
+	dropped  bool // measure what bounding drops (measure.Dropped)
 }
 
 var (
@@ -159,7 +160,8 @@ var measuredResults sync.Map // int64 → *measured
 
 // measured is the measurements of every group that kept a row.
 type measured struct {
-	groups []*measuredGroup
+	groups  []*measuredGroup
+	dropped *measure.Dropped // what bounding dropped, when asked
 }
 
 type measuredGroup struct {
@@ -219,6 +221,10 @@ type keptGroup struct {
 
 type unitState struct {
 	groups []*keptGroup // at most l0, by group key
+	// rows and others count, when the scan measures what bounding
+	// drops, the unit's rows and its rows in each group it did not keep.
+	rows   int64
+	others map[string]int64
 	// index finds a kept group by id once the unit keeps many (a unit in
 	// hundreds of overlapping groups would otherwise scan them per row).
 	index map[string]*keptGroup
@@ -254,12 +260,36 @@ func (st *unitState) keep(g *keptGroup) {
 	}
 }
 
-// drop removes the i-th kept group.
-func (st *unitState) drop(i int) {
+// drop removes the i-th kept group (counted among the others when
+// counting).
+func (st *unitState) drop(i int, counting bool) {
+	g := st.groups[i]
 	if st.index != nil {
-		delete(st.index, st.groups[i].id)
+		delete(st.index, g.id)
+	}
+	if counting {
+		if st.others == nil {
+			st.others = map[string]int64{}
+		}
+		st.others[g.id] = g.seen
 	}
 	st.groups = append(st.groups[:i], st.groups[i+1:]...)
+}
+
+// dropped is the unit's part of measure.Dropped under l0 and l∞.
+func (st *unitState) dropped(l0, lInf int64) (bool, int64) {
+	groups, kept, most := int64(len(st.groups)+len(st.others)), int64(0), int64(0)
+	count := func(n int64) {
+		kept += min(n, lInf)
+		most = max(most, n)
+	}
+	for _, g := range st.groups {
+		count(g.seen)
+	}
+	for _, n := range st.others {
+		count(n)
+	}
+	return measure.UnitDropped(st.rows, groups, kept, most, l0, lInf)
 }
 
 type spec struct {
@@ -439,6 +469,7 @@ type measureAgg struct {
 	l0, lInf int
 	nk       int
 	weighted bool // the last argument is the row's multiplicity
+	dropped  bool // measure what bounding drops (measure.Dropped)
 	first    int  // index of the first key argument
 	perUnit  bool // some spec is per unit (S, A, R, K, C)
 	// distinctArgs marks the arguments a d spec counts the distinct
@@ -634,8 +665,13 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 		a.units[string(a.unitBuf)] = st
 	}
 	a.groupBuf = appendKeys(a.groupBuf[:0], keys...)
+	st.rows++
 	g := st.find(a.groupBuf)
 	if g == nil {
+		if n, ok := st.others[string(a.groupBuf)]; ok {
+			st.others[string(a.groupBuf)] = n + 1 // a group the unit does not keep
+			return nil
+		}
 		h := hashValues(append([]driver.Value{a.key, unit}, keys...))
 		if len(st.groups) >= a.l0 {
 			// Keep the l0 groups with the smallest hashes.
@@ -646,9 +682,15 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 				}
 			}
 			if h >= st.groups[worst].hash {
+				if a.dropped {
+					if st.others == nil {
+						st.others = map[string]int64{}
+					}
+					st.others[string(a.groupBuf)] = 1
+				}
 				return nil
 			}
-			st.drop(worst)
+			st.drop(worst, a.dropped)
 		}
 		g = &keptGroup{id: string(a.groupBuf), hash: h, keys: keyValues(keys)}
 		st.keep(g)
@@ -963,6 +1005,7 @@ func (a *measureAgg) setup(args []driver.Value) error {
 		}
 	}
 	a.init, a.handle, a.key, a.specs, a.l0, a.lInf, a.nk, a.weighted = true, h, cfg.key, cfg.specs, cfg.l0, cfg.lInf, cfg.nk, cfg.weighted
+	a.dropped = cfg.dropped && cfg.l0 > 0
 	a.distinctArgs = map[int]bool{}
 	for i := range a.specs {
 		a.perUnit = a.perUnit || a.specs[i].perUnit()
@@ -1051,6 +1094,12 @@ func (a *measureAgg) WindowValue(*sqlite.FunctionContext) (driver.Value, error) 
 	for _, g := range a.order {
 		res.groups = append(res.groups, g.measured(a.specs))
 	}
+	if a.dropped {
+		res.dropped = &measure.Dropped{Share: new(big.Int)}
+		for _, st := range a.units {
+			res.dropped.Add(st.dropped(int64(a.l0), int64(a.lInf)))
+		}
+	}
 	measuredResults.Store(a.handle, res)
 	return a.handle, nil
 }
@@ -1091,7 +1140,7 @@ func fromCompiled(st *measure.Measured, specs []spec) *measured {
 			at = append(at, i)
 		}
 	}
-	res := &measured{}
+	res := &measured{dropped: st.Dropped}
 	for _, g := range st.Groups {
 		mg := &measuredGroup{keys: g.Keys, values: g.Values}
 		if len(dspecs) > 0 {

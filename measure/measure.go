@@ -215,6 +215,9 @@ type Plan struct {
 	Cases map[int]*Case
 	// Specs are the measurements.
 	Specs []Spec
+	// Dropped asks, with a Unit, for what bounding dropped over the
+	// whole scan (Measured.Dropped).
+	Dropped bool
 }
 
 // Col names a column in a plan's column fields: column Name of table
@@ -490,6 +493,8 @@ type Measured struct {
 	Detail     []int
 	DetailSpec []bool
 	Groups     []*MeasuredGroup
+	// Dropped is what bounding dropped, when the plan asked (nil else).
+	Dropped *Dropped
 }
 
 // MeasuredGroup is one group's measurements: its keys as the reference's

@@ -19,9 +19,25 @@ func (st *Statement) Decode(rows [][]any) ([]*Group, error) {
 	index := map[string]*Group{}
 	sums := map[*Group][][3]*big.Int{} // per group and spec: its columns, added over the group's rows
 	nk, nd, width := len(st.keys), len(st.Detail), st.width()
-	for _, row := range rows {
+	st.decoded = nil
+	if st.dropped > 0 {
+		width = st.dropped + 3
+		st.decoded = &measure.Dropped{Share: new(big.Int)}
+	}
+	for r, row := range rows {
 		if len(row) < width {
 			return nil, fmt.Errorf("measuresql: a row of %d columns, want %d", len(row), width)
+		}
+		if r == 0 && st.dropped > 0 {
+			var counts [3]*big.Int
+			for j := range counts {
+				x, err := bigOf(row[st.dropped+j])
+				if err != nil {
+					return nil, err
+				}
+				counts[j] = x
+			}
+			st.decoded.Units, st.decoded.Affected, st.decoded.Share = counts[0].Int64(), counts[1].Int64(), counts[2]
 		}
 		keys := make([]any, nk)
 		for i, ko := range st.keys {
@@ -210,5 +226,5 @@ func Normalize(v any) any {
 
 // Measured is the statement's groups as a measure.Measured.
 func (st *Statement) Measured(groups []*Group) *measure.Measured {
-	return &measure.Measured{Detail: st.Detail, DetailSpec: st.DetailSpec, Groups: groups}
+	return &measure.Measured{Detail: st.Detail, DetailSpec: st.DetailSpec, Groups: groups, Dropped: st.decoded}
 }

@@ -158,6 +158,11 @@ type Statement struct {
 	DetailSpec []bool
 	keys       []keyOut
 	outs       []specOut
+	// dropped is the first of the three columns of what bounding
+	// dropped (measure.Dropped), in every row (0: none); Decode reads
+	// them into decoded.
+	dropped int
+	decoded *measure.Dropped
 }
 
 type keyOut struct {
@@ -311,7 +316,7 @@ func (c *compiler) compile() *Statement {
 	}
 	// The rows: unit, keys, measured values.
 	var cols, where []string
-	var keyNames []string
+	var keyNames, keyCols, keyFilters []string
 	if !unit.IsZero() {
 		if c.typeOf(unit) == Real {
 			panic(decline("a float unit")) // -0 and 0 are two units in the reference
@@ -323,10 +328,11 @@ func (c *compiler) compile() *Statement {
 		e, filter, ko := c.keyExpr(k, !unit.IsZero())
 		name := "k" + strconv.Itoa(i)
 		cols = append(cols, e+" AS "+name)
-		keyNames = append(keyNames, name)
+		keyNames, keyCols = append(keyNames, name), append(keyCols, e+" AS "+name)
 		c.st.keys = append(c.st.keys, ko)
 		if filter != "" {
 			where = append(where, filter)
+			keyFilters = append(keyFilters, filter)
 		}
 	}
 	for i := range m.Args {
@@ -348,6 +354,9 @@ func (c *compiler) compile() *Statement {
 		c.st.SQL = c.unbounded(c.keptRows(rows, keyNames), keyNames, specs)
 	} else {
 		c.st.SQL = c.bounded(rows, keyNames, specs)
+	}
+	if m.Dropped && !m.Unit.IsZero() {
+		c.st.SQL = c.withDropped(keyCols, keyFilters, keyNames)
 	}
 	return &c.st
 }

@@ -436,3 +436,40 @@ func domainGroups(keys []measure.Key) (int64, bool) {
 	}
 	return n, true
 }
+
+// withDropped adds to the measurement's rows the three columns of what
+// bounding dropped over the scan (measure.Dropped), the same in every
+// row: the units, those with more than l0 groups or more than l∞ rows in
+// one, and Σ each such unit's share (measure.UnitDropped) on the grid of
+// 2^-DroppedBits. They are computed from the plan's rows (every copy a
+// join makes, as the reference meets them: not the semi-join rowsOnce
+// reads) per unit and group, then per unit — counts only, so they do
+// not depend on the keyed hashes.
+func (c *compiler) withDropped(keyCols, keyFilters, keyNames []string) string {
+	m := c.m
+	where := []string{c.value(m.Unit) + " IS NOT NULL"}
+	if m.Where != nil {
+		where = append([]string{c.filter(m.Where)}, where...)
+	}
+	rows := &query{items: append([]string{c.value(m.Unit) + " AS u"}, keyCols...), from: c.from(), where: append(where, keyFilters...), alias: "r"}
+	part := append([]string{"u"}, keyNames...)
+	count, sum := c.d.Func("count")+"(*)", func(x string) string { return c.d.Func("sum") + "(" + x + ")" }
+	l0, lInf := strconv.FormatInt(m.MaxGroups, 10), strconv.FormatInt(m.MaxRows, 10)
+	perGroup := &query{items: append(append([]string{}, part...), count+" AS _n"), from: rows, groupBy: part, alias: "ug"}
+	perUnit := &query{items: []string{"u", sum("_n") + " AS t", count + " AS g", sum("CASE WHEN _n > "+lInf+" THEN "+lInf+" ELSE _n END") + " AS s", c.d.Func("max") + "(_n) AS mx"},
+		from: perGroup, groupBy: []string{"u"}, alias: "pu"}
+	wide := func(x string) string { return "CAST(" + x + " AS " + c.d.Wide() + ")" }
+	affected := "g > " + l0 + " OR mx > " + lInf
+	// floor(2^B·(g·t − min(g, l0)·s) / (g·t)), in the wide type.
+	den := "(" + wide("g") + " * " + wide("t") + ")"
+	share := c.d.WideDiv("("+den+" - "+wide("CASE WHEN g > "+l0+" THEN "+l0+" ELSE g END")+" * "+wide("s")+") * "+strconv.Itoa(1<<measure.DroppedBits), den)
+	dropped := &query{items: []string{c.d.ToText(count) + " AS du", c.d.ToText(count+" FILTER (WHERE "+affected+")") + " AS da",
+		c.d.ToText("COALESCE("+sum("CASE WHEN "+affected+" THEN "+share+" ELSE 0 END")+", 0)") + " AS ds"}, from: perUnit, alias: "dr"}
+	c.st.dropped = c.st.width()
+	return (&query{items: []string{"m.*", "dr.du", "dr.da", "dr.ds"}, from: join{kind: crossJoin, left: printed{c.st.SQL, "m"}, right: dropped}}).text(c.d)
+}
+
+// printed is a statement already printed, as a FROM item under alias.
+type printed struct{ sql, alias string }
+
+func (p printed) item(Dialect) string { return "(" + p.sql + ") AS " + p.alias }

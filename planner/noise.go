@@ -92,6 +92,9 @@ func (q *PrivateQuery) SearchParts() []float64 {
 	if q.Selection != nil {
 		out = append(out, q.Selection.Epsilon)
 	}
+	if d := q.Dropped; d != nil {
+		out = append(out, d.Epsilon/3, d.Epsilon/3, d.Epsilon/3) // three counts (DroppedEstimate)
+	}
 	if q.Threshold != nil {
 		out = append(out, q.Threshold.Sparse.Epsilon)
 	}
@@ -128,6 +131,9 @@ func (q *PrivateQuery) Gaussian(rho float64) (*PrivateQuery, error) {
 		s.Epsilon = pure(s.Epsilon)
 		s.setThreshold()
 		g.Selection = &s
+	}
+	if q.Dropped != nil {
+		g.Dropped = &DroppedEstimate{Epsilon: pure(q.Dropped.Epsilon)}
 	}
 	g.Cells = make([]*Cell, len(q.Cells))
 	for i, c := range q.Cells {

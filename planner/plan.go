@@ -128,6 +128,21 @@ type Search struct {
 	Sensitivity float64
 }
 
+// DroppedEstimate is the private estimate of what contribution bounding
+// dropped, made for every query whose rows are bounded per unit: three
+// Laplace counts over the whole scan (measure.Dropped) — the units, the
+// units that lost a row, and the sum of each unit's dropped share — each
+// at Epsilon/3 with sensitivity 1 (one unit moves each by at most 1),
+// so Epsilon in all, by sequential composition. The answer reports the
+// shares of units and of their rows that bounding dropped.
+type DroppedEstimate struct {
+	Epsilon float64
+}
+
+// DroppedFraction is the share of a bounded query's ε that estimates what
+// bounding dropped (DroppedEstimate).
+const DroppedFraction = 0.05
+
 // Selection is DP partition selection for GROUP BY keys without a public
 // domain: a group is released only when its noisy count of distinct units
 // (after contribution bounding) exceeds Threshold.
@@ -266,6 +281,9 @@ type PrivateQuery struct {
 	Limit      parser.Expr
 	Offset     parser.Expr
 	Searches   []*Search
+	// Dropped is set when the query's rows are bounded per unit: the
+	// answer estimates what bounding dropped.
+	Dropped *DroppedEstimate
 	// Unit is the privacy unit and the contribution bounds in force for
 	// this query (the policy's, or the query's OPTIONS overrides). With a
 	// unit column the rewrite bounds contributions before aggregating.

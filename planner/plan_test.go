@@ -176,6 +176,9 @@ func printPlan(plan planner.Plan) string {
 		for i, s := range p.Searches {
 			fmt.Fprintf(&b, "\nsearch %d: %s: ε %s, sensitivity %s", i, s.Label, g(s.Epsilon), g(s.Sensitivity))
 		}
+		if d := p.Dropped; d != nil {
+			fmt.Fprintf(&b, "\nwhat bounding dropped: ε %s", g(d.Epsilon))
+		}
 		if s := p.Selection; s != nil {
 			fmt.Fprintf(&b, "\npartition selection: ε %s, δ %s, sensitivity %s, threshold %s", g(s.Epsilon), g(s.Delta), g(s.Sensitivity), g(s.Threshold))
 		}

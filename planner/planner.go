@@ -469,26 +469,32 @@ func (b *builder) ordering() error {
 func (b *builder) shareEpsilon(opts options) error {
 	s := b.stmt
 	eps := opts.eps
-	// ε is split by sequential composition: a share frac to the bound
-	// searches (equally), the rest equally across the noisy cells and the
-	// partition selection. Within a cell, one unit changes at most l0
-	// groups by at most l∞ rows each, which the cells' sensitivities
-	// account for (Scale), so one ε covers all groups.
+	// ε is split by sequential composition: with rows bounded per unit,
+	// DroppedFraction to the estimate of what bounding dropped; a share
+	// frac to the bound searches (equally); the rest equally across the
+	// noisy cells and the partition selection. Within a cell, one unit
+	// changes at most l0 groups by at most l∞ rows each, which the cells'
+	// sensitivities account for (Scale), so one ε covers all groups.
 	b.q.Epsilon, b.q.Delta = eps, 0
+	dropped := 0.0
+	if b.q.UnitSQL != "" && b.q.Watch == nil && !b.q.chosen() {
+		dropped = math.Nextafter(eps*DroppedFraction, 0)
+		b.q.Dropped = &DroppedEstimate{Epsilon: dropped}
+	}
 	if b.q.chosen() {
 		if opts.minUnits > 0 {
 			return errorf(s.SelectPos, ErrInvalidOption, "min_privacy_units_per_group applies to groups chosen by partition selection; this query's groups are chosen by comparison")
 		}
-		b.shareChoice(eps)
+		b.shareChoice(eps - dropped)
 		return nil
 	}
-	cellEps := eps
+	cellEps := eps - dropped
 	if len(b.q.Searches) > 0 {
 		b.q.BoundsFraction = opts.frac
 		for _, sr := range b.q.Searches {
 			sr.Epsilon = eps * opts.frac / float64(len(b.q.Searches))
 		}
-		cellEps = eps * (1 - opts.frac)
+		cellEps = eps*(1-opts.frac) - dropped
 	}
 	parts := len(b.q.Cells)
 	if sel := b.q.Selection; sel != nil {

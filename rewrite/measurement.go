@@ -35,6 +35,7 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		}
 		m.PerUnit = g
 		m.Unit, m.MaxGroups, m.MaxRows = measure.Output(len(g.Outputs)-1), q.Unit.MaxGroups, q.Unit.MaxRows
+		m.Dropped = q.Dropped != nil
 	} else if q.UnitSQL != "" {
 		if j.Unit.Ref == 0 {
 			return nil, "the privacy unit is not a column of the table, nor a row identity the engine holding it has"
@@ -44,6 +45,7 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 			m.Unit = measure.RowIdentity(j.Unit.Ref - 1)
 		}
 		m.MaxGroups, m.MaxRows = q.Unit.MaxGroups, q.Unit.MaxRows
+		m.Dropped = q.Dropped != nil
 	}
 	for _, k := range q.Keys {
 		col := planColumn(planner.TableColumn{Ref: k.Ref, Column: k.Base})

@@ -49,6 +49,9 @@ type Rewritten struct {
 	MaxGroups, MaxRows int64
 	// Keys is the number of group-key arguments.
 	Keys int
+	// Dropped asks the aggregate for what bounding dropped over the
+	// scan (measure.Dropped; planner.PrivateQuery.Dropped).
+	Dropped bool
 	// Weighted: the call's last argument is each row's multiplicity
 	// (planner.PrivateQuery.WeightSQL); there is no native scan then.
 	Weighted bool
@@ -219,6 +222,7 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	var where []string
 	if bounded {
 		r.MaxGroups = q.Unit.MaxGroups
+		r.Dropped = q.Dropped != nil
 		call = append(call, q.UnitSQL)
 		where = append(where, q.UnitSQL+" IS NOT NULL")
 	}

@@ -48,6 +48,9 @@ type Knobs struct {
 	// ClipCountHalfSensitivity noises a bound search's counts of clipped
 	// values as if one unit moved them by half the rows it can.
 	ClipCountHalfSensitivity bool
+	// DroppedHalfSensitivity noises the counts of what bounding dropped
+	// (exec's Dropped) at half their sensitivity.
+	DroppedHalfSensitivity bool
 
 	// PostgresGrouping overrides the PostgreSQL backend's choice of
 	// grouping identical rows: 0 decides from statistics, GroupAlways and

@@ -349,6 +349,9 @@ func (c *comparison) index(r *record) map[cellKey]call {
 		if cl.Clip {
 			k = cellKey{clip: true, cell: cl.Cell, round: cl.Round}
 		}
+		if cl.Dropped {
+			k = cellKey{clip: true, cell: -1, round: cl.Round} // what bounding dropped: counts as the clipped ones are
+		}
 		if _, dup := m[k]; dup {
 			c.bad("two noise calls for the same cell %+v", k)
 		}
@@ -421,18 +424,23 @@ func (c *comparison) cells(ma, mb map[cellKey]call) *tally {
 			continue
 		}
 		if k.clip {
-			// The counts of a bound search's clipped values: Laplace
-			// counts made on both sides, each moving by at most its
-			// sensitivity, ε-DP each (sequential composition).
+			// The counts of a bound search's clipped values, and of what
+			// bounding dropped (cell -1): Laplace counts made on both
+			// sides, each moving by at most its sensitivity, ε-DP each
+			// (sequential composition).
 			t.clipEps += cl.eps
 			t.clipRho += cl.eps * cl.eps / 2
+			what := fmt.Sprintf("bound search %d's count %d", k.cell, k.round)
+			if k.cell < 0 {
+				what = fmt.Sprintf("count %d of what bounding dropped", k.round)
+			}
 			if okA != okB || ca.sens != cb.sens || ca.eps != cb.eps {
-				c.bad("bound search %d's count %d: made on one side only, or its noise parameters depend on the data", k.cell, k.round)
+				c.bad("%s: made on one side only, or its noise parameters depend on the data", what)
 				continue
 			}
 			d := new(big.Float).SetPrec(4096).Sub(ca.value, cb.value)
 			if d.Abs(d).Cmp(new(big.Float).SetFloat64(ca.sens)) > 0 {
-				c.bad("bound search %d's count %d moves by %s between neighbours, sensitivity %g", k.cell, k.round, d.Text('g', 8), ca.sens)
+				c.bad("%s moves by %s between neighbours, sensitivity %g", what, d.Text('g', 8), ca.sens)
 			}
 			continue
 		}

@@ -18,4 +18,5 @@ var Faults = []Fault{
 	{"chosen groups' values composed in parallel", func(k *knobs.Knobs) *bool { return &k.ChoiceParallelValues }},
 	{"chosen groups compared at one row's sensitivity", func(k *knobs.Knobs) *bool { return &k.ChoicePerRow }},
 	{"clipped-value counts at half their sensitivity", func(k *knobs.Knobs) *bool { return &k.ClipCountHalfSensitivity }},
+	{"counts of what bounding dropped at half their sensitivity", func(k *knobs.Knobs) *bool { return &k.DroppedHalfSensitivity }},
 }

@@ -43,8 +43,10 @@ func (r *rhoRecorder) note(eps float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch p := r.pending; {
-	case p == nil || p.Composed > 0:
-		r.pure = append(r.pure, eps) // values of chosen groups: each in sequence
+	case p == nil || p.Composed > 0 || p.Dropped || p.Clip:
+		// Values of chosen groups, the counts of what bounding dropped
+		// and of clipped values: each in sequence.
+		r.pure = append(r.pure, eps)
 	case p.Choice:
 		r.rounds[p.Round] = eps
 	case p.Selection:

@@ -43,7 +43,13 @@ func Outcome(e *dpsql.Engine, q string, args ...any) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	return fmt.Sprint(r.Columns, r.Rows)
+	out := fmt.Sprint(r.Columns, r.Rows)
+	if d := r.Dropped; d != nil {
+		// What bounding dropped: exact under zero noise, the same on
+		// every evaluator.
+		out += fmt.Sprintf(" dropped: %g units, %g affected, share %g", d.Units, d.Affected, d.Share)
+	}
+	return out
 }
 
 // LogByCount logs counts by their keys, largest first (ties by key):

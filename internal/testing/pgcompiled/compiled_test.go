@@ -138,6 +138,8 @@ func TestPostgresCompiledMeasuresLikeTheReference(t *testing.T) {
 			t.Errorf("%s:\ncompiled error  %v\nreference error %v", stmt, gerr, werr)
 		case werr == nil && !reflect.DeepEqual(enginetest.RowSet(got.Rows), enginetest.RowSet(want.Rows)):
 			t.Errorf("%s:\ncompiled  %v\nreference %v", stmt, got.Rows, want.Rows)
+		case werr == nil && !reflect.DeepEqual(got.Dropped, want.Dropped):
+			t.Errorf("%s: what bounding dropped:\ncompiled  %+v\nreference %+v", stmt, got.Dropped, want.Dropped)
 		}
 	}
 	if n := compiledKnobs.CompiledFailed.Load(); n > 0 {

@@ -1,0 +1,63 @@
+package dpsql_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+)
+
+// TestDroppedShareIsExact: what contribution bounding dropped, under zero
+// noise, is the definition's exact count on every evaluator (the engine
+// suite runs this test on DuckDB's and PostgreSQL's compiled statements
+// too). With l0 = 2 and l∞ = 2: unit 1 has rows in a (4), b and c; unit
+// 2 one in a; unit 3 three in b; unit 4 one in a and one in b; a row
+// without a unit belongs to nobody. Per unit the share is
+// 1 − min(g, l0)·Σ min(rows, l∞) / (g·rows), on the grid of 2^-20.
+func TestDroppedShareIsExact(t *testing.T) {
+	parallel(t)
+	path := hardDB(t, `CREATE TABLE d (uid INTEGER, g TEXT, v INTEGER);
+		INSERT INTO d VALUES (1, 'a', 1), (1, 'a', 2), (1, 'a', 3), (1, 'a', 4), (1, 'b', 5), (1, 'c', 6),
+			(2, 'a', 1), (3, 'b', 1), (3, 'b', 2), (3, 'b', 3), (4, 'a', 1), (4, 'b', 1), (NULL, 'a', 9);`,
+		`CREATE PRIVACY POLICY ON d OPTIONS (privacy_unit_column = uid, max_groups_contributed = 2, max_rows_contributed = 2);
+		ALTER PRIVACY POLICY ON d SET DOMAIN g ('a', 'b', 'c');
+		ALTER PRIVACY POLICY ON d SET BOUNDS v (0, 10);
+		SET BUDGET epsilon = 1e6`)
+	e := open(t, path, dpsql.Options{Epsilon: 1}) // zero noise
+	grid := func(num, den int64) float64 { return float64((num<<20)/den) / (1 << 20) }
+	for _, c := range []struct {
+		sql             string
+		units, affected float64
+		share           float64
+		unitsPct        string
+	}{
+		// unit 1: 1 − 2·4/(3·6) = 10/18; unit 3: 1 − 1·2/(1·3) = 1/3.
+		{`SELECT g, COUNT(*), SUM(v) FROM d GROUP BY g`, 4, 2, grid(10, 18) + grid(1, 3), "50%"},
+		// One group: unit 1 keeps 2 of 6, unit 3 2 of 3, unit 4 both.
+		{`SELECT COUNT(*) FROM d`, 4, 2, grid(4, 6) + grid(1, 3), "50%"},
+		// Without c: unit 1 has a (4) and b: 1 − 2·3/(2·5).
+		{`SELECT g, AVG(v) FROM d WHERE g <> 'c' GROUP BY g`, 4, 2, grid(2, 5) + grid(1, 3), "50%"},
+		// Only unit 2 and 4's a rows, unit 1's a rows (4 > l∞).
+		{`SELECT COUNT(DISTINCT uid) FROM d WHERE g = 'a'`, 3, 1, grid(2, 4), "33.3%"},
+	} {
+		res := query(t, e, c.sql)
+		d := res.Dropped
+		if d == nil {
+			t.Fatalf("%s: no estimate of what bounding dropped", c.sql)
+		}
+		if d.Units != c.units || d.Affected != c.affected || math.Abs(d.Share-c.share) > 1e-12 {
+			t.Errorf("%s: dropped %g units of %g, share %.12g; want %g of %g, %.12g", c.sql, d.Affected, d.Units, d.Share, c.affected, c.units, c.share)
+		}
+		note := strings.Join(res.Notes, "\n")
+		if !strings.Contains(note, "dropped rows of an estimated "+c.unitsPct+" of the units") || !strings.Contains(note, "warning: contribution bounding") {
+			t.Errorf("%s: notes %q", c.sql, note)
+		}
+	}
+	// A unit that loses no row: nothing dropped, and no warning.
+	if res := query(t, e, `SELECT COUNT(*) FROM d WHERE uid = 2`); res.Dropped == nil || res.Dropped.Affected != 0 || res.Dropped.Units != 1 {
+		t.Errorf("one unit without drops: %+v", res.Dropped)
+	} else if note := strings.Join(res.Notes, "\n"); strings.Contains(note, "warning: contribution") || !strings.Contains(note, "an estimated 0% of the units") {
+		t.Errorf("one unit without drops: notes %q", note)
+	}
+}
