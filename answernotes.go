@@ -39,7 +39,7 @@ func chosenBoundNotes(c exec.ChosenBound, show bool) []string {
 
 // DroppedWarnShare is the estimated share of a unit's rows, on average,
 // that bounding dropped from which an answer's note is a warning.
-const DroppedWarnShare = 0.05
+const DroppedWarnShare = 0.1
 
 // droppedNote is an answer's note on what contribution bounding dropped:
 // the private estimates of the share of units that lost a row and of the

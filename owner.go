@@ -105,7 +105,7 @@ func droppedPolicy(t *catalog.Table) string {
 		parts = append(parts, fmt.Sprintf("privacy unit %s", parser.QuoteIdent(t.Unit.Column)))
 	}
 	if t.HasPolicy && (t.Unit.MaxGroups != 1 || t.Unit.MaxRows != 1) {
-		parts = append(parts, fmt.Sprintf("contribution bounds %d groups, %d rows", t.Unit.MaxGroups, t.Unit.MaxRows))
+		parts = append(parts, fmt.Sprintf("contribution bounds %s groups, %s rows", catalog.BoundText(t.Unit.MaxGroups), catalog.BoundText(t.Unit.MaxRows)))
 	}
 	for _, c := range catalog.SortedColumns(t.Bounds) {
 		b := t.Bounds[c]
@@ -216,8 +216,10 @@ func unitOptions(options []parser.Option) (catalog.Unit, error) {
 		case "max_groups_contributed", "max_rows_contributed":
 			v, err := parser.LiteralValue(o.Value)
 			n, ok := v.(int64)
-			if err != nil || !ok || n < 1 {
-				bad.Msg = o.Name + " takes a positive integer"
+			if planner.IsAuto(o.Value) {
+				n, ok, err = catalog.AutoBound, true, nil
+			} else if err != nil || !ok || n < 1 {
+				bad.Msg = o.Name + " takes a positive integer, or AUTO (chosen privately for each query)"
 				return u, bad
 			}
 			if o.Name == "max_groups_contributed" {
@@ -351,7 +353,7 @@ func policyChange(t *catalog.Table, u catalog.Unit) string {
 		}
 		return w
 	}
-	now := fmt.Sprintf("privacy_unit_column = %s, max_groups_contributed = %d, max_rows_contributed = %d", unit(u.Column), u.MaxGroups, u.MaxRows)
+	now := fmt.Sprintf("privacy_unit_column = %s, max_groups_contributed = %s, max_rows_contributed = %s", unit(u.Column), catalog.BoundText(u.MaxGroups), catalog.BoundText(u.MaxRows))
 	if u.BoundsWarnings != catalog.BoundsWarningsNote {
 		now += ", bounds_warnings = '" + warnings(u.BoundsWarnings) + "'"
 	}
@@ -366,10 +368,10 @@ func policyChange(t *catalog.Table, u catalog.Unit) string {
 		changes = append(changes, fmt.Sprintf("privacy_unit_column %s → %s", unit(t.Unit.Column), unit(u.Column)))
 	}
 	if t.Unit.MaxGroups != u.MaxGroups {
-		changes = append(changes, fmt.Sprintf("max_groups_contributed %d → %d", t.Unit.MaxGroups, u.MaxGroups))
+		changes = append(changes, fmt.Sprintf("max_groups_contributed %s → %s", catalog.BoundText(t.Unit.MaxGroups), catalog.BoundText(u.MaxGroups)))
 	}
 	if t.Unit.MaxRows != u.MaxRows {
-		changes = append(changes, fmt.Sprintf("max_rows_contributed %d → %d", t.Unit.MaxRows, u.MaxRows))
+		changes = append(changes, fmt.Sprintf("max_rows_contributed %s → %s", catalog.BoundText(t.Unit.MaxRows), catalog.BoundText(u.MaxRows)))
 	}
 	if t.Unit.BoundsWarnings != u.BoundsWarnings {
 		changes = append(changes, fmt.Sprintf("bounds_warnings %s → %s", warnings(t.Unit.BoundsWarnings), warnings(u.BoundsWarnings)))

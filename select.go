@@ -103,8 +103,7 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 		return nil, err
 	}
 	cost := budget.Cost{Epsilon: p.Epsilon, Delta: p.Delta}
-	r, chosen, err := prep.Run(ctx, opt.plan, e.noise)
-	if err != nil {
+	failed := func(err error) (*Result, error) {
 		if err = cancelled(ctx, err, &cost); !errors.Is(err, ErrCancelled) {
 			err = &chargedError{err: err, cost: cost} // failed after the charge: say so
 		}
@@ -113,7 +112,25 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 		_ = budget.MarkUnanswered(context.Background(), e.ledger, id, "unanswered: "+unansweredWhy(ctx))
 		return nil, err
 	}
-	res := &Result{Columns: r.Columns, Rows: r.Rows, Intervals: interval.Copy(r.Intervals), Cost: cost, Mechanism: opt.charge.Mechanism, Rho: opt.charge.Rho, ErrorBounds: errorBounds(opt.plan), charges: []int64{id}}
+	runPrep, runPlan := prep, opt.plan
+	var contribution *autoChoice
+	if p.Auto != nil && !p.Auto.Chosen {
+		// AUTO contribution bounds: chosen now, from a profile of the
+		// units, and the query measured again under them.
+		if contribution, err = s.chooseContribution(ctx, st, p, prep, opt); err != nil {
+			return failed(err)
+		}
+		defer contribution.prep.Close()
+		runPrep, runPlan = contribution.prep, contribution.plan
+	}
+	r, chosen, err := runPrep.Run(ctx, runPlan, e.noise)
+	if err != nil {
+		return failed(err)
+	}
+	res := &Result{Columns: r.Columns, Rows: r.Rows, Intervals: interval.Copy(r.Intervals), Cost: cost, Mechanism: opt.charge.Mechanism, Rho: opt.charge.Rho, ErrorBounds: errorBounds(runPlan), charges: []int64{id}}
+	if contribution != nil {
+		res.Notes = append(res.Notes, contribution.note(runPlan.Unit))
+	}
 	if opt.reused {
 		// The same query was charged, then cancelled before anything
 		// was released: that charge pays for this answer.
@@ -127,7 +144,7 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 	for _, c := range chosen {
 		res.Notes = append(res.Notes, chosenBoundNotes(c, s.settings.ShowBounds)...)
 	}
-	if opt.plan.Unit.BoundsWarnings == catalog.BoundsWarningsError {
+	if runPlan.Unit.BoundsWarnings == catalog.BoundsWarningsError {
 		// The owner refuses answers whose bounds warn: the refusal reads
 		// only the bounds and the clipped-share estimate, both released by
 		// the search (post-processing), and comes after the charge.
@@ -139,7 +156,7 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 			}
 		}
 	}
-	if why := prep.FellBack(); why != nil {
+	if why := runPrep.FellBack(); why != nil {
 		// Whether the engine ran out of resources can depend on the rows
 		// the query selects: told to whoever holds the file (the shell,
 		// the Go API, the server's operator through Notify), never in a
@@ -151,7 +168,7 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 			e.notify(msg)
 		}
 	}
-	if u := opt.plan.Unit; r.Dropped != nil {
+	if u := runPlan.Unit; r.Dropped != nil {
 		res.Dropped = r.Dropped
 		res.Notes = append(res.Notes, droppedNote(r.Dropped, u.Column))
 	} else if u.Column != "" && res.Intervals != nil {

@@ -234,7 +234,7 @@ func tablePolicy(t *catalog.Table) string {
 	case t.Unit.Column == "":
 		return "private; each row is a privacy unit"
 	default:
-		return fmt.Sprintf("private; privacy unit %s: at most %d groups, %d rows per group", t.Unit.Column, t.Unit.MaxGroups, t.Unit.MaxRows)
+		return fmt.Sprintf("private; privacy unit %s: at most %s groups, %s rows per group", t.Unit.Column, catalog.BoundText(t.Unit.MaxGroups), catalog.BoundText(t.Unit.MaxRows))
 	}
 }
 
@@ -255,8 +255,8 @@ func policyResult(t *catalog.Table) *Result {
 		add("privacy unit", "", "each row")
 	} else {
 		add("privacy unit", t.Unit.Column, "all rows with the same value")
-		add("max_groups_contributed", "", fmt.Sprint(t.Unit.MaxGroups))
-		add("max_rows_contributed", "", fmt.Sprint(t.Unit.MaxRows))
+		add("max_groups_contributed", "", catalog.BoundText(t.Unit.MaxGroups))
+		add("max_rows_contributed", "", catalog.BoundText(t.Unit.MaxRows))
 	}
 	if t.Unit.BoundsWarnings == catalog.BoundsWarningsError {
 		add("bounds_warnings", "", "error: answers whose privately chosen bounds warn are refused (after the charge)")

@@ -18,6 +18,7 @@ import (
 	"github.com/dpsql/dpsql/dperr"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/dpsql/dpsql/internal/storesql"
@@ -186,6 +187,20 @@ type Unit struct {
 	// the answer with the warning in its notes, BoundsWarningsError
 	// refuses it after the charge (policy option bounds_warnings).
 	BoundsWarnings string
+}
+
+// AutoBound as a Unit's MaxGroups or MaxRows leaves that bound to dpsql:
+// chosen privately for each query from the units' distribution of groups
+// and rows (package contrib; policy option max_groups_contributed = AUTO).
+const AutoBound int64 = -1
+
+// BoundText prints a contribution bound as a policy gives it: the number,
+// or AUTO.
+func BoundText(n int64) string {
+	if n == AutoBound {
+		return "AUTO"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // The values of Unit.BoundsWarnings.
@@ -513,8 +528,8 @@ func (c *Catalog) CreatePolicy(ctx context.Context, db storesql.On, table string
 		}
 		unitCol = col.Name
 	}
-	if u.MaxGroups < 1 || u.MaxRows < 1 {
-		return fmt.Errorf("%w: max_groups_contributed and max_rows_contributed must be at least 1", ErrInvalidPolicy)
+	if (u.MaxGroups < 1 && u.MaxGroups != AutoBound) || (u.MaxRows < 1 && u.MaxRows != AutoBound) {
+		return fmt.Errorf("%w: max_groups_contributed and max_rows_contributed must be at least 1, or AUTO", ErrInvalidPolicy)
 	}
 	if u.BoundsWarnings != BoundsWarningsNote && u.BoundsWarnings != BoundsWarningsError {
 		return fmt.Errorf("%w: bounds_warnings is 'note' or 'error'", ErrInvalidPolicy)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/contrib"
 	"github.com/dpsql/dpsql/exactsum"
 	"github.com/dpsql/dpsql/measure"
 	"github.com/dpsql/dpsql/mechanism"
@@ -650,6 +651,11 @@ type NoiseCall struct {
 	// units, those that lost a row, their dropped shares), each of
 	// sensitivity 1.
 	Dropped bool
+	// Profile marks bin Cell of histogram Round (0: units by their
+	// number of groups, 1: their groups by rows) of the profile that
+	// chooses AUTO contribution bounds: each histogram has L1
+	// sensitivity 1 (ChooseContribution).
+	Profile bool
 }
 
 // CallObserver is implemented by test noisers that need to know which
@@ -891,6 +897,12 @@ func nativeExact(values []any) bool {
 // measure runs one scan statement through the measurement aggregate and
 // returns its measurements and the scan's first natives columns.
 func (p *Prepared) measure(ctx context.Context, stmt *sql.Stmt, specs []spec, natives int) (*measured, []any, error) {
+	return p.measureAs(ctx, stmt, specs, natives, false)
+}
+
+// measureAs is measure, or with profile the units' profile instead
+// (measure.Plan.Profile).
+func (p *Prepared) measureAs(ctx context.Context, stmt *sql.Stmt, specs []spec, natives int, profile bool) (*measured, []any, error) {
 	rw := p.rw
 	h := p.slot
 	var args []any
@@ -901,7 +913,7 @@ func (p *Prepared) measure(ctx context.Context, stmt *sql.Stmt, specs []spec, na
 	}
 	fixed := p.q.Knobs.Fixed()
 	measureConfigs.Store(h, &measureConfig{key: int64(randomKey(fixed)), fixed: fixed, specs: specs,
-		l0: int(rw.MaxGroups), lInf: int(rw.MaxRows), nk: rw.Keys, weighted: rw.Weighted, dropped: rw.Dropped})
+		l0: int(rw.MaxGroups), lInf: int(rw.MaxRows), nk: rw.Keys, weighted: rw.Weighted, dropped: rw.Dropped && !profile, profile: profile})
 	defer func() {
 		measureConfigs.Delete(h)
 		measuredResults.Delete(h)
@@ -1228,6 +1240,17 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 		if q.UnitSQL != "" {
 			add("bounding", fmt.Sprintf("the join can repeat a row: each private row (%s) is kept at most once", q.UnitBase))
 		}
+	}
+	if a := q.Auto; a != nil && !a.Chosen {
+		var which []string
+		if a.Groups {
+			which = append(which, "max_groups_contributed")
+		}
+		if a.Rows {
+			which = append(which, "max_rows_contributed")
+		}
+		add("auto bounds", fmt.Sprintf("%s = AUTO: chosen privately when the query runs, among %v — first a scan profiles the units (how many groups each has; how many rows its groups have), two histograms of %d bins each with Laplace noise of sensitivity 1 (one unit moves each by at most 1 in L1) at ε=%.6g each (%.6g in all, %g of the query's ε); then the pair with the smallest expected error of the counts (the rows it drops plus the noise it needs over the query's groups) is chosen from them (post-processing), and the query is measured under it with the rest of its ε. The rows below show the plan at the largest candidate (%d): its sensitivities and accuracy follow the bounds chosen",
+			strings.Join(which, " and "), contrib.Candidates, contrib.Bins(), a.Epsilon/2, a.Epsilon, planner.AutoFraction, contrib.Largest()))
 	}
 	if d := q.Dropped; d != nil {
 		each := d.Epsilon / 3

@@ -111,6 +111,7 @@ type measureConfig struct {
 	nk       int
 	weighted bool // the last argument is the row's multiplicity (l0 = 0 only)
 	dropped  bool // measure what bounding drops (measure.Dropped)
+	profile  bool // measure the units' profile instead (measure.Profile)
 }
 
 var (
@@ -162,6 +163,7 @@ var measuredResults sync.Map // int64 → *measured
 type measured struct {
 	groups  []*measuredGroup
 	dropped *measure.Dropped // what bounding dropped, when asked
+	profile *measure.Profile // the units' profile, when asked
 }
 
 type measuredGroup struct {
@@ -470,6 +472,7 @@ type measureAgg struct {
 	nk       int
 	weighted bool // the last argument is the row's multiplicity
 	dropped  bool // measure what bounding drops (measure.Dropped)
+	profile  bool // only count each unit's rows per group (measure.Profile)
 	first    int  // index of the first key argument
 	perUnit  bool // some spec is per unit (S, A, R, K, C)
 	// distinctArgs marks the arguments a d spec counts the distinct
@@ -667,6 +670,15 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 	a.groupBuf = appendKeys(a.groupBuf[:0], keys...)
 	st.rows++
 	g := st.find(a.groupBuf)
+	if a.profile {
+		// Every group, counted: no row kept.
+		if g == nil {
+			g = &keptGroup{id: string(a.groupBuf)}
+			st.keep(g)
+		}
+		g.seen++
+		return nil
+	}
 	if g == nil {
 		if n, ok := st.others[string(a.groupBuf)]; ok {
 			st.others[string(a.groupBuf)] = n + 1 // a group the unit does not keep
@@ -1006,6 +1018,7 @@ func (a *measureAgg) setup(args []driver.Value) error {
 	}
 	a.init, a.handle, a.key, a.specs, a.l0, a.lInf, a.nk, a.weighted = true, h, cfg.key, cfg.specs, cfg.l0, cfg.lInf, cfg.nk, cfg.weighted
 	a.dropped = cfg.dropped && cfg.l0 > 0
+	a.profile = cfg.profile && cfg.l0 > 0
 	a.distinctArgs = map[int]bool{}
 	for i := range a.specs {
 		a.perUnit = a.perUnit || a.specs[i].perUnit()
@@ -1068,6 +1081,19 @@ func (a *measureAgg) WindowValue(*sqlite.FunctionContext) (driver.Value, error) 
 	}
 	if !a.init {
 		return nil, nil // no rows: exec treats a missing result as empty
+	}
+	if a.profile {
+		prof := measure.NewProfile()
+		var rows []int64
+		for _, st := range a.units {
+			rows = rows[:0]
+			for _, kg := range st.groups {
+				rows = append(rows, kg.seen)
+			}
+			prof.AddUnit(rows)
+		}
+		measuredResults.Store(a.handle, &measured{profile: prof})
+		return a.handle, nil
 	}
 	if a.l0 > 0 {
 		for _, st := range a.units {
@@ -1140,7 +1166,7 @@ func fromCompiled(st *measure.Measured, specs []spec) *measured {
 			at = append(at, i)
 		}
 	}
-	res := &measured{dropped: st.Dropped}
+	res := &measured{dropped: st.Dropped, profile: st.Profile}
 	for _, g := range st.Groups {
 		mg := &measuredGroup{keys: g.Keys, values: g.Values}
 		if len(dspecs) > 0 {

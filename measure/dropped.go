@@ -64,3 +64,54 @@ func (d *Dropped) Add(affected bool, share int64) {
 		d.Share.Add(d.Share, big.NewInt(share))
 	}
 }
+
+// ProfileBits is the fixed-point precision of a unit's weight in
+// Profile.Rows: each of its g groups adds floor(2^ProfileBits / g).
+const ProfileBits = 20
+
+// ProfileCandidates are the contribution bounds a Profile's bins end at
+// (the candidates dpsql chooses among); each histogram has one bin per
+// candidate and one beyond the last.
+var ProfileCandidates = []int64{1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64}
+
+// ProfileBin is the bin of a count x ≥ 1: the first candidate at or
+// above it, or len(ProfileCandidates) beyond the last.
+func ProfileBin(x int64) int {
+	for i, c := range ProfileCandidates {
+		if x <= c {
+			return i
+		}
+	}
+	return len(ProfileCandidates)
+}
+
+// Profile is the units' distribution of groups and rows over a scan
+// (Plan.Profile), exactly, before noise, for choosing contribution bounds
+// privately: Groups[i] is how many units have a number of groups g in bin
+// i (ProfileBin); Rows[i] is Σ over the units' groups whose row count
+// falls in bin i of floor(2^ProfileBits / g) — so each unit adds at most
+// 2^ProfileBits over all bins. One unit moves each histogram by at most 1
+// (2^ProfileBits) in L1.
+type Profile struct {
+	Groups []int64
+	Rows   []int64
+}
+
+// NewProfile is an empty profile.
+func NewProfile() *Profile {
+	n := len(ProfileCandidates) + 1
+	return &Profile{Groups: make([]int64, n), Rows: make([]int64, n)}
+}
+
+// AddUnit adds a unit whose groups have the row counts rows.
+func (p *Profile) AddUnit(rows []int64) {
+	g := int64(len(rows))
+	if g == 0 {
+		return
+	}
+	p.Groups[ProfileBin(g)]++
+	w := int64(1<<ProfileBits) / g
+	for _, n := range rows {
+		p.Rows[ProfileBin(n)] += w
+	}
+}

@@ -218,6 +218,9 @@ type Plan struct {
 	// Dropped asks, with a Unit, for what bounding dropped over the
 	// whole scan (Measured.Dropped).
 	Dropped bool
+	// Profile asks, with a Unit, for the units' profile (Measured.Profile)
+	// instead of the specs and bounding: no group is measured.
+	Profile bool
 }
 
 // Col names a column in a plan's column fields: column Name of table
@@ -495,6 +498,8 @@ type Measured struct {
 	Groups     []*MeasuredGroup
 	// Dropped is what bounding dropped, when the plan asked (nil else).
 	Dropped *Dropped
+	// Profile is the units' profile, when the plan asked (nil else).
+	Profile *Profile
 }
 
 // MeasuredGroup is one group's measurements: its keys as the reference's

@@ -153,6 +153,10 @@ var compileCases = []struct {
 	{"float arithmetic six deep: y * 1.5 * 1.5 * 1.5 * 1.5 * 1.5 * 1.5", measure.Plan{Table: "t", Args: []measure.Col{measure.Col{}},
 		Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: timesOneAndAHalf(6)}}}, Specs: measure.MustParse("s0:0:100")}},
 	{"declines: histogram under bounding with per-unit sums", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 1, Args: []measure.Col{col("y"), col("x")}, Specs: measure.MustParse("h0", "S1:0:5")}},
+	{"what bounding dropped, beside the bounded measurements: per unit its rows, groups and kept rows, counted", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 1, Args: []measure.Col{col("x")},
+		Keys: []measure.Key{{Column: col("g"), Domain: []any{"a", "b"}}}, Specs: measure.MustParse("n", "s0:0:100"), Dropped: true}},
+	{"the units' profile for AUTO contribution bounds: units by their groups, groups by their rows", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 64, MaxRows: 64,
+		Keys: []measure.Key{{Column: col("g"), Domain: []any{"a", "b"}}}, Specs: measure.MustParse("n"), Profile: true}},
 }
 
 // timesOneAndAHalf is y * 1.5 * ... * 1.5 with depth factors.

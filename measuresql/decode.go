@@ -15,6 +15,9 @@ type Group = measure.MeasuredGroup
 // Decode reads the statement's rows (each value as the driver gives it:
 // int64, float64, string, nil) into groups, in the order first met.
 func (st *Statement) Decode(rows [][]any) ([]*Group, error) {
+	if st.profile {
+		return nil, st.decodeProfile(rows)
+	}
 	var out []*Group
 	index := map[string]*Group{}
 	sums := map[*Group][][3]*big.Int{} // per group and spec: its columns, added over the group's rows
@@ -226,5 +229,30 @@ func Normalize(v any) any {
 
 // Measured is the statement's groups as a measure.Measured.
 func (st *Statement) Measured(groups []*Group) *measure.Measured {
-	return &measure.Measured{Detail: st.Detail, DetailSpec: st.DetailSpec, Groups: groups, Dropped: st.decoded}
+	return &measure.Measured{Detail: st.Detail, DetailSpec: st.DetailSpec, Groups: groups, Dropped: st.decoded, Profile: st.decodedProfile}
+}
+
+// decodeProfile reads a profile statement's one row.
+func (st *Statement) decodeProfile(rows [][]any) error {
+	p := measure.NewProfile()
+	n := len(p.Groups)
+	if len(rows) != 1 || len(rows[0]) != 2*n {
+		return fmt.Errorf("measuresql: a profile of %d rows, want 1 of %d columns", len(rows), 2*n)
+	}
+	for j, v := range rows[0] {
+		x, err := bigOf(v)
+		if err != nil {
+			return err
+		}
+		if !x.IsInt64() {
+			return fmt.Errorf("measuresql: a profile count beyond 64 bits")
+		}
+		if j < n {
+			p.Groups[j] = x.Int64()
+		} else {
+			p.Rows[j-n] = x.Int64()
+		}
+	}
+	st.decodedProfile = p
+	return nil
 }

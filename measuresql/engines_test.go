@@ -15,6 +15,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/dpsql/dpsql/internal/testing/pgtest"
+	"github.com/dpsql/dpsql/measure"
 )
 
 // enginesSchema is compileCases' tables, in both engines, with rows that
@@ -90,6 +91,26 @@ func TestDialectsAgree(t *testing.T) {
 		}
 		if d, p := describe(dg), describe(pgGroups); d != p {
 			t.Errorf("%s:\nDuckDB:     %s\nPostgreSQL: %s", c.name, d, p)
+		}
+		if d, p := fmt.Sprintf("%v %v", dst.decoded, dst.decodedProfile), fmt.Sprintf("%v %v", pst.decoded, pst.decodedProfile); d != p {
+			t.Errorf("%s: what bounding dropped, the profile:\nDuckDB:     %s\nPostgreSQL: %s", c.name, d, p)
+		}
+		if m.Profile {
+			// Units 1, 2 and 4 have one row in each of a and b, unit 5
+			// one in a (unit 3's rows are outside the domain, a row
+			// without a unit is nobody's): 1 unit of one group, 3 of
+			// two; every group of one row, each unit's weight 2^20.
+			want := measure.NewProfile()
+			want.Groups[0], want.Groups[1], want.Rows[0] = 1, 3, 4<<measure.ProfileBits
+			if got := fmt.Sprint(dst.decodedProfile); got != fmt.Sprint(want) {
+				t.Errorf("%s: profile %s, want %v", c.name, got, want)
+			}
+		}
+		if m.Dropped {
+			// Under bounds no unit reaches, nothing dropped of 4 units.
+			if d := dst.decoded; d == nil || d.Units != 4 || d.Affected != 0 || d.Share.Sign() != 0 {
+				t.Errorf("%s: dropped %+v, want 4 units and nothing dropped", c.name, d)
+			}
 		}
 		compared++
 	}

@@ -163,6 +163,11 @@ type Statement struct {
 	// them into decoded.
 	dropped int
 	decoded *measure.Dropped
+	// profile marks a statement of the units' profile (measure.Plan.Profile):
+	// one row of its two histograms, which Decode reads into
+	// decodedProfile.
+	profile        bool
+	decodedProfile *measure.Profile
 }
 
 type keyOut struct {
@@ -337,6 +342,10 @@ func (c *compiler) compile() *Statement {
 	}
 	for i := range m.Args {
 		cols = append(cols, c.argValue(i)+" AS a"+strconv.Itoa(i))
+	}
+	if m.Profile && !m.Unit.IsZero() {
+		c.st.SQL, c.st.profile = c.profile(keyCols, keyFilters, keyNames), true
+		return &c.st
 	}
 	rows := &query{items: cols, from: c.from(), alias: "r"}
 	if onceOK {

@@ -1,6 +1,7 @@
 package measuresql
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -447,15 +448,9 @@ func domainGroups(keys []measure.Key) (int64, bool) {
 // not depend on the keyed hashes.
 func (c *compiler) withDropped(keyCols, keyFilters, keyNames []string) string {
 	m := c.m
-	where := []string{c.value(m.Unit) + " IS NOT NULL"}
-	if m.Where != nil {
-		where = append([]string{c.filter(m.Where)}, where...)
-	}
-	rows := &query{items: append([]string{c.value(m.Unit) + " AS u"}, keyCols...), from: c.from(), where: append(where, keyFilters...), alias: "r"}
-	part := append([]string{"u"}, keyNames...)
 	count, sum := c.d.Func("count")+"(*)", func(x string) string { return c.d.Func("sum") + "(" + x + ")" }
 	l0, lInf := strconv.FormatInt(m.MaxGroups, 10), strconv.FormatInt(m.MaxRows, 10)
-	perGroup := &query{items: append(append([]string{}, part...), count+" AS _n"), from: rows, groupBy: part, alias: "ug"}
+	perGroup := c.unitGroups(keyCols, keyFilters, keyNames)
 	perUnit := &query{items: []string{"u", sum("_n") + " AS t", count + " AS g", sum("CASE WHEN _n > "+lInf+" THEN "+lInf+" ELSE _n END") + " AS s", c.d.Func("max") + "(_n) AS mx"},
 		from: perGroup, groupBy: []string{"u"}, alias: "pu"}
 	wide := func(x string) string { return "CAST(" + x + " AS " + c.d.Wide() + ")" }
@@ -473,3 +468,44 @@ func (c *compiler) withDropped(keyCols, keyFilters, keyNames []string) string {
 type printed struct{ sql, alias string }
 
 func (p printed) item(Dialect) string { return "(" + p.sql + ") AS " + p.alias }
+
+// unitGroups is the relation (alias ug) of each unit's rows per group,
+// _n, over every row the plan reads (every copy a join makes, as the
+// reference meets them: not the semi-join rowsOnce reads).
+func (c *compiler) unitGroups(keyCols, keyFilters, keyNames []string) *query {
+	m := c.m
+	where := []string{c.value(m.Unit) + " IS NOT NULL"}
+	if m.Where != nil {
+		where = append([]string{c.filter(m.Where)}, where...)
+	}
+	rows := &query{items: append([]string{c.value(m.Unit) + " AS u"}, keyCols...), from: c.from(), where: append(where, keyFilters...), alias: "r"}
+	part := append([]string{"u"}, keyNames...)
+	return &query{items: append(append([]string{}, part...), c.d.Func("count")+"(*) AS _n"), from: rows, groupBy: part, alias: "ug"}
+}
+
+// profile prints the units' profile (measure.Profile) as one row: per bin
+// of measure.ProfileBin, the units whose number of groups falls in it, then
+// per bin Σ over the groups whose row count falls in it of
+// floor(2^ProfileBits / the unit's number of groups).
+func (c *compiler) profile(keyCols, keyFilters, keyNames []string) string {
+	count, sum := c.d.Func("count")+"(*)", func(x string) string { return c.d.Func("sum") + "(" + x + ")" }
+	bin := func(x string) string {
+		var b strings.Builder
+		b.WriteString("CASE")
+		for i, cand := range measure.ProfileCandidates {
+			fmt.Fprintf(&b, " WHEN %s <= %d THEN %d", x, cand, i)
+		}
+		fmt.Fprintf(&b, " ELSE %d END", len(measure.ProfileCandidates))
+		return b.String()
+	}
+	perUnit := &query{items: []string{"u", count + " AS g"}, from: withName{name: "ug"}, groupBy: []string{"u"}, alias: "pu"}
+	weighted := &query{items: []string{"_n", c.d.Func("count") + "(*) OVER (PARTITION BY u) AS g"}, from: withName{name: "ug"}, alias: "w"}
+	var units, rows []string
+	for i := 0; i <= len(measure.ProfileCandidates); i++ {
+		units = append(units, c.d.ToText(count+" FILTER (WHERE "+bin("g")+" = "+strconv.Itoa(i)+")")+" AS h"+strconv.Itoa(i))
+		rows = append(rows, c.d.ToText("COALESCE("+sum("CASE WHEN "+bin("_n")+" = "+strconv.Itoa(i)+" THEN "+c.d.TruncDiv(strconv.Itoa(1<<measure.ProfileBits), "g")+" ELSE 0 END")+", 0)")+" AS r"+strconv.Itoa(i))
+	}
+	hu := &query{items: units, from: perUnit, alias: "hu"}
+	hr := &query{items: rows, from: weighted, alias: "hr"}
+	return (&query{with: []named{{"ug", c.unitGroups(keyCols, keyFilters, keyNames), false}}, items: []string{"hu.*", "hr.*"}, from: join{kind: crossJoin, left: hu, right: hr}}).text(c.d)
+}

@@ -95,6 +95,9 @@ func (q *PrivateQuery) SearchParts() []float64 {
 	if d := q.Dropped; d != nil {
 		out = append(out, d.Epsilon/3, d.Epsilon/3, d.Epsilon/3) // three counts (DroppedEstimate)
 	}
+	if a := q.Auto; a != nil {
+		out = append(out, a.Epsilon/2, a.Epsilon/2) // two histograms (AutoContribution)
+	}
 	if q.Threshold != nil {
 		out = append(out, q.Threshold.Sparse.Epsilon)
 	}
@@ -134,6 +137,11 @@ func (q *PrivateQuery) Gaussian(rho float64) (*PrivateQuery, error) {
 	}
 	if q.Dropped != nil {
 		g.Dropped = &DroppedEstimate{Epsilon: pure(q.Dropped.Epsilon)}
+	}
+	if q.Auto != nil {
+		a := *q.Auto
+		a.Epsilon = pure(a.Epsilon)
+		g.Auto = &a
 	}
 	g.Cells = make([]*Cell, len(q.Cells))
 	for i, c := range q.Cells {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/contrib"
 	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/parser"
 )
@@ -57,6 +58,16 @@ type Inputs struct {
 	// Watch reads the bound of one of the session's threshold watches,
 	// for a query sent to it (OPTIONS (watch = name)).
 	Watch func(name string) (WatchBound, error)
+	// Contribution, for a query whose contribution bounds are AUTO, gives
+	// the bounds chosen privately for it (the engine plans it again with
+	// them after the choice); nil plans it with the largest candidates,
+	// for the checks before the charge.
+	Contribution *ContributionChoice
+}
+
+// ContributionChoice is a query's privately chosen contribution bounds.
+type ContributionChoice struct {
+	MaxGroups, MaxRows int64
 }
 
 // DefaultBoundsFraction is the default share of ε spent on bound searches,
@@ -89,6 +100,9 @@ type options struct {
 	publicGroups bool   // group_selection_strategy = PUBLIC_GROUPS
 	maxAbove     int64  // max_groups_above (0: not given)
 	watch        string // watch (a query to a threshold watch; "": none)
+	// autoGroups and autoRows mark the contribution bounds left to dpsql
+	// (AUTO): unit holds the chosen ones, or the largest candidates.
+	autoGroups, autoRows bool
 }
 
 // queryOptions reads epsilon, delta, the bounds share and contribution
@@ -99,7 +113,7 @@ func queryOptions(s *parser.SelectStmt, sess session, rel *relation) (options, e
 	if o.frac == 0 {
 		o.frac = DefaultBoundsFraction
 	}
-	if o.unit.MaxGroups < 1 || o.unit.MaxRows < 1 {
+	if (o.unit.MaxGroups < 1 && o.unit.MaxGroups != catalog.AutoBound) || (o.unit.MaxRows < 1 && o.unit.MaxRows != catalog.AutoBound) {
 		o.unit.MaxGroups, o.unit.MaxRows = 1, 1
 	}
 	for _, opt := range s.DPOptions {
@@ -138,10 +152,12 @@ func queryOptions(s *parser.SelectStmt, sess session, rel *relation) (options, e
 				return options{}, errorf(opt.NamePos, ErrInvalidOption, "%s needs a privacy unit: %s has one row per unit (the owner sets privacy_unit_column)", opt.Name, rel.name)
 			}
 			if lv, err := parser.LiteralValue(opt.Value); err == nil && lv == nil {
-				return bad(opt.Name + " = NULL (no bound) is refused: the guarantee holds per privacy unit only when each unit's contribution is bounded; give a positive integer")
+				return bad(opt.Name + " = NULL (no bound) is refused: the guarantee holds per privacy unit only when each unit's contribution is bounded; give a positive integer, or AUTO")
 			}
-			if verr != nil || v < 1 || v != math.Trunc(v) || v > 1e6 {
-				return bad(opt.Name + " takes a positive integer")
+			if IsAuto(opt.Value) {
+				v = float64(catalog.AutoBound)
+			} else if verr != nil || v < 1 || v != math.Trunc(v) || v > 1e6 {
+				return bad(opt.Name + " takes a positive integer, or AUTO (chosen privately for the query)")
 			}
 			if opt.Name == "max_groups_contributed" {
 				o.unit.MaxGroups = int64(v)
@@ -200,7 +216,35 @@ func queryOptions(s *parser.SelectStmt, sess session, rel *relation) (options, e
 	if rel.unit.Column == "" {
 		o.unit = catalog.Unit{MaxGroups: 1, MaxRows: 1, BoundsWarnings: rel.unit.BoundsWarnings} // a row is in one group, once
 	}
+	// AUTO bounds: the chosen ones, or the largest candidates until then.
+	o.autoGroups, o.autoRows = o.unit.MaxGroups == catalog.AutoBound, o.unit.MaxRows == catalog.AutoBound
+	if o.autoGroups || o.autoRows {
+		l0, lInf := contrib.Largest(), contrib.Largest()
+		if c := sess.Contribution; c != nil {
+			l0, lInf = c.MaxGroups, c.MaxRows
+		}
+		if o.autoGroups {
+			o.unit.MaxGroups = l0
+		}
+		if o.autoRows {
+			o.unit.MaxRows = lInf
+		}
+	}
 	return o, nil
+}
+
+// IsAuto reports whether an option's value is AUTO: the bare name, or the
+// text 'auto', in any case.
+func IsAuto(e parser.Expr) bool {
+	switch v := e.(type) {
+	case *parser.ColumnRef:
+		return v.Table == "" && strings.EqualFold(v.Name, "auto")
+	case *parser.Literal:
+		s, err := parser.LiteralValue(v)
+		str, ok := s.(string)
+		return err == nil && ok && strings.EqualFold(str, "auto")
+	}
+	return false
 }
 
 // hasOption reports whether the query's OPTIONS name an option.

@@ -139,6 +139,28 @@ type DroppedEstimate struct {
 	Epsilon float64
 }
 
+// AutoContribution is set when the policy or the query leaves a
+// contribution bound to dpsql (max_groups_contributed or
+// max_rows_contributed = AUTO): before the query is measured, a scan
+// profiles the units (measure.Profile: how many groups each has, and how
+// many rows its groups have), the profile's two histograms get Laplace
+// noise at Epsilon/2 each (sensitivity 1 in L1 each), and package contrib
+// chooses the bounds from them; the query is then planned again with the
+// chosen bounds (Inputs.Contribution, Chosen) and measured with the rest
+// of its ε.
+type AutoContribution struct {
+	Epsilon      float64
+	Groups, Rows bool // which bounds are chosen
+	// Chosen marks the plan made with the chosen bounds; before the
+	// choice the plan holds the largest candidates (contrib.Largest), so
+	// that its checks hold for every choice.
+	Chosen bool
+}
+
+// AutoFraction is the share of a query's ε that chooses its AUTO
+// contribution bounds (AutoContribution).
+const AutoFraction = 0.1
+
 // DroppedFraction is the share of a bounded query's ε that estimates what
 // bounding dropped (DroppedEstimate).
 const DroppedFraction = 0.05
@@ -284,6 +306,8 @@ type PrivateQuery struct {
 	// Dropped is set when the query's rows are bounded per unit: the
 	// answer estimates what bounding dropped.
 	Dropped *DroppedEstimate
+	// Auto is set when contribution bounds are chosen privately (AUTO).
+	Auto *AutoContribution
 	// Unit is the privacy unit and the contribution bounds in force for
 	// this query (the policy's, or the query's OPTIONS overrides). With a
 	// unit column the rewrite bounds contributions before aggregating.

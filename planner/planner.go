@@ -285,6 +285,8 @@ type builder struct {
 	// watch reads a threshold watch's bound (Inputs.Watch).
 	watch func(name string) (WatchBound, error)
 	knobs *knobs.Knobs
+	// contribution is the AUTO bounds chosen (Inputs.Contribution).
+	contribution *ContributionChoice
 }
 
 func (b *builder) build(sess session) error {
@@ -301,6 +303,7 @@ func (b *builder) build(sess session) error {
 	b.publicGroups, b.publicValues = opts.publicGroups, sess.PublicValues
 	b.candidates = opts.maxAbove > 0
 	b.watch = sess.Watch
+	b.contribution = sess.Contribution
 	b.knobs, b.q.Knobs = sess.Knobs, sess.Knobs
 	if s.Where != nil {
 		if err := b.rowExpr(s.Where, "WHERE"); err != nil {
@@ -476,25 +479,34 @@ func (b *builder) shareEpsilon(opts options) error {
 	// changes at most l0 groups by at most l∞ rows each, which the cells'
 	// sensitivities account for (Scale), so one ε covers all groups.
 	b.q.Epsilon, b.q.Delta = eps, 0
-	dropped := 0.0
+	reserved := 0.0 // the estimate of what bounding dropped, the choice of AUTO bounds
 	if b.q.UnitSQL != "" && b.q.Watch == nil && !b.q.chosen() {
-		dropped = math.Nextafter(eps*DroppedFraction, 0)
-		b.q.Dropped = &DroppedEstimate{Epsilon: dropped}
+		b.q.Dropped = &DroppedEstimate{Epsilon: math.Nextafter(eps*DroppedFraction, 0)}
+		reserved = b.q.Dropped.Epsilon
+	}
+	if opts.autoGroups || opts.autoRows {
+		if err := b.autoContribution(opts); err != nil {
+			return err
+		}
+		if b.q.Auto != nil {
+			b.q.Auto.Epsilon = math.Nextafter(eps*AutoFraction, 0)
+			reserved += b.q.Auto.Epsilon
+		}
 	}
 	if b.q.chosen() {
 		if opts.minUnits > 0 {
 			return errorf(s.SelectPos, ErrInvalidOption, "min_privacy_units_per_group applies to groups chosen by partition selection; this query's groups are chosen by comparison")
 		}
-		b.shareChoice(eps - dropped)
+		b.shareChoice(eps - reserved)
 		return nil
 	}
-	cellEps := eps - dropped
+	cellEps := eps - reserved
 	if len(b.q.Searches) > 0 {
 		b.q.BoundsFraction = opts.frac
 		for _, sr := range b.q.Searches {
 			sr.Epsilon = eps * opts.frac / float64(len(b.q.Searches))
 		}
-		cellEps = eps*(1-opts.frac) - dropped
+		cellEps = eps*(1-opts.frac) - reserved
 	}
 	parts := len(b.q.Cells)
 	if sel := b.q.Selection; sel != nil {
@@ -518,6 +530,23 @@ func (b *builder) shareEpsilon(opts options) error {
 	for _, sr := range b.q.Searches {
 		sr.Epsilon = math.Nextafter(sr.Epsilon, 0)
 	}
+	return nil
+}
+
+// autoContribution marks a query whose contribution bounds are chosen
+// privately (AUTO), or refuses one whose form the choice does not cover.
+func (b *builder) autoContribution(opts options) error {
+	q := b.q
+	pos := b.stmt.SelectPos
+	switch {
+	case q.UnitSQL == "":
+		return nil // each row its own unit: nothing to bound
+	case q.Watch != nil:
+		return errorf(pos, ErrUnsupported, "contribution bounds chosen privately (AUTO) are not supported for a query to a watch (it spends nothing to choose them with): give max_groups_contributed and max_rows_contributed in OPTIONS")
+	case opts.target > 0:
+		return errorf(pos, ErrUnsupported, "contribution bounds chosen privately (AUTO) need an epsilon, not a target_error (the ε that meets a target depends on the bounds)")
+	}
+	q.Auto = &AutoContribution{Groups: opts.autoGroups, Rows: opts.autoRows, Chosen: b.contribution != nil}
 	return nil
 }
 

@@ -51,6 +51,9 @@ type Knobs struct {
 	// DroppedHalfSensitivity noises the counts of what bounding dropped
 	// (exec's Dropped) at half their sensitivity.
 	DroppedHalfSensitivity bool
+	// ProfileHalfSensitivity noises the profile that chooses AUTO
+	// contribution bounds at half its sensitivity.
+	ProfileHalfSensitivity bool
 
 	// PostgresGrouping overrides the PostgreSQL backend's choice of
 	// grouping identical rows: 0 decides from statistics, GroupAlways and

@@ -103,6 +103,19 @@ func (n *Noiser) AddLaplaceExact(v *big.Float, sens, eps float64) (float64, erro
 		}
 		return -math.MaxFloat64, nil
 	}
+	if ok && c.Profile && n.replay != nil {
+		// The profile in a replay: the recorded run's bins, so that both
+		// runs choose the same AUTO bounds (their cells are compared
+		// under the same bounds, conditioned on the choice, as the
+		// composition argument is).
+		for _, r := range n.replay.calls {
+			if r.Profile && r.Round == c.Round && r.Cell == c.Cell {
+				rf, _ := r.value.Float64()
+				return rf, nil
+			}
+		}
+		n.rec.problems = append(n.rec.problems, "a profile bin the recorded run did not draw")
+	}
 	if !ok || !c.Selection || n.replay == nil {
 		return f, nil
 	}
@@ -352,6 +365,9 @@ func (c *comparison) index(r *record) map[cellKey]call {
 		if cl.Dropped {
 			k = cellKey{clip: true, cell: -1, round: cl.Round} // what bounding dropped: counts as the clipped ones are
 		}
+		if cl.Profile {
+			k = cellKey{profile: true, cell: cl.Cell, round: cl.Round}
+		}
 		if _, dup := m[k]; dup {
 			c.bad("two noise calls for the same cell %+v", k)
 		}
@@ -377,12 +393,19 @@ type tally struct {
 	// clipEps is what the bound searches' counts of clipped values spend
 	// (checked within their sensitivity in cells).
 	clipEps, clipRho float64
+	// profileEps, profileL1 and profileSens are, per histogram of the
+	// profile that chooses AUTO contribution bounds, its ε, the L1
+	// distance of its bins between the runs and its L1 sensitivity.
+	profileEps  map[int]float64
+	profileL1   map[int]*big.Float
+	profileSens map[int]float64
 }
 
 // cells checks (2) and (3): cells and partition selection, aligned by
 // group key.
 func (c *comparison) cells(ma, mb map[cellKey]call) *tally {
-	t := &tally{loss: new(big.Float).SetPrec(4096), rhoLoss: new(big.Float).SetPrec(4096), cellRho: map[int]float64{}, cellEps: map[int]float64{}, choiceEps: map[int]float64{}}
+	t := &tally{loss: new(big.Float).SetPrec(4096), rhoLoss: new(big.Float).SetPrec(4096), cellRho: map[int]float64{}, cellEps: map[int]float64{}, choiceEps: map[int]float64{},
+		profileEps: map[int]float64{}, profileL1: map[int]*big.Float{}, profileSens: map[int]float64{}}
 	var keys []cellKey
 	for k := range ma {
 		keys = append(keys, k)
@@ -421,6 +444,22 @@ func (c *comparison) cells(ma, mb map[cellKey]call) *tally {
 			if d.Abs(d).Cmp(new(big.Float).SetFloat64(ca.Sensitivity)) > 0 {
 				c.bad("report noisy max, candidate %s: its score moves by %s between neighbours, sensitivity %g", k.key, d.Text('g', 6), ca.Sensitivity)
 			}
+			continue
+		}
+		if k.profile {
+			// A bin of the profile's histogram round: each histogram is
+			// one Laplace mechanism of L1 sensitivity (its bins add up,
+			// checked after the loop), ε-DP once.
+			t.profileEps[k.round] = cl.eps
+			if okA != okB || ca.sens != cb.sens || ca.eps != cb.eps {
+				c.bad("bin %d of profile histogram %d: made on one side only, or its noise parameters depend on the data", k.cell, k.round)
+				continue
+			}
+			d := new(big.Float).SetPrec(4096).Sub(ca.value, cb.value)
+			if t.profileL1[k.round] == nil {
+				t.profileL1[k.round], t.profileSens[k.round] = new(big.Float).SetPrec(4096), ca.sens
+			}
+			t.profileL1[k.round].Add(t.profileL1[k.round], d.Abs(d))
 			continue
 		}
 		if k.clip {
@@ -473,6 +512,15 @@ func (c *comparison) cells(ma, mb map[cellKey]call) *tally {
 		d.Mul(d, new(big.Float).SetPrec(4096).SetFloat64(ca.eps))
 		d.Quo(d, new(big.Float).SetPrec(4096).SetFloat64(ca.sens))
 		t.loss.Add(t.loss, d)
+	}
+	for h, l1 := range t.profileL1 {
+		if l1.Cmp(new(big.Float).SetFloat64(t.profileSens[h])) > 0 {
+			c.bad("profile histogram %d moves by %s in L1 between neighbours, sensitivity %g", h, l1.Text('g', 8), t.profileSens[h])
+		}
+	}
+	for _, e := range t.profileEps {
+		t.clipEps += e
+		t.clipRho += e * e / 2
 	}
 	return t
 }
@@ -567,6 +615,9 @@ type cellKey struct {
 	// clip: count round (0: beyond the bounds, 1: all) of bound search
 	// cell's values.
 	clip bool
+	// profile: bin cell of histogram round of the profile that chooses
+	// AUTO contribution bounds.
+	profile bool
 }
 
 // cellDetail lists the cells that moved by more than their sensitivity,

@@ -19,4 +19,5 @@ var Faults = []Fault{
 	{"chosen groups compared at one row's sensitivity", func(k *knobs.Knobs) *bool { return &k.ChoicePerRow }},
 	{"clipped-value counts at half their sensitivity", func(k *knobs.Knobs) *bool { return &k.ClipCountHalfSensitivity }},
 	{"counts of what bounding dropped at half their sensitivity", func(k *knobs.Knobs) *bool { return &k.DroppedHalfSensitivity }},
+	{"the AUTO bounds' profile at half its sensitivity", func(k *knobs.Knobs) *bool { return &k.ProfileHalfSensitivity }},
 }

@@ -539,7 +539,19 @@ func (g *generator) options(needDelta bool) []string {
 	}
 	if g.rel.units && g.chance(0.3) {
 		g.use("OPTIONS contribution bounds")
-		options = append(options, fmt.Sprintf("max_groups_contributed = %d, max_rows_contributed = %d", 1+g.r.IntN(3), 1+g.r.IntN(4)))
+		l0, lInf := fmt.Sprint(1+g.r.IntN(3)), fmt.Sprint(1+g.r.IntN(4))
+		// Bounds chosen privately (AUTO) in two of the twelve draws,
+		// without a draw of their own (the other statements stay those
+		// the seeds gave before).
+		switch l0 + lInf {
+		case "34":
+			g.use("OPTIONS contribution bounds AUTO")
+			l0, lInf = "AUTO", "AUTO"
+		case "33":
+			g.use("OPTIONS contribution bounds AUTO")
+			l0 = "AUTO"
+		}
+		options = append(options, "max_groups_contributed = "+l0+", max_rows_contributed = "+lInf)
 	}
 	return options
 }
