@@ -128,9 +128,6 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 		return failed(err)
 	}
 	res := &Result{Columns: r.Columns, Rows: r.Rows, Intervals: interval.Copy(r.Intervals), Cost: cost, Mechanism: opt.charge.Mechanism, Rho: opt.charge.Rho, ErrorBounds: errorBounds(runPlan), charges: []int64{id}}
-	if contribution != nil {
-		res.Notes = append(res.Notes, contribution.note(runPlan.Unit))
-	}
 	if opt.reused {
 		// The same query was charged, then cancelled before anything
 		// was released: that charge pays for this answer.
@@ -156,24 +153,8 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 			}
 		}
 	}
-	if why := runPrep.FellBack(); why != nil {
-		// Whether the engine ran out of resources can depend on the rows
-		// the query selects: told to whoever holds the file (the shell,
-		// the Go API, the server's operator through Notify), never in a
-		// served analyst's answer.
-		msg := fmt.Sprintf("the engine could not run the compiled measurement (%s); the reference evaluator measured the same rows instead (slower, the same answer)", firstLine(why.Error()))
-		if s.analyst == "" {
-			res.Notes = append(res.Notes, msg)
-		} else if e.notify != nil {
-			e.notify(msg)
-		}
-	}
-	if u := runPlan.Unit; r.Dropped != nil {
-		res.Dropped = r.Dropped
-		res.Notes = append(res.Notes, droppedNote(r.Dropped, u.Column))
-	} else if u.Column != "" && res.Intervals != nil {
-		res.Notes = append(res.Notes, fmt.Sprintf("the intervals are about the rows contribution bounding kept (at most %d group(s) and %d row(s) per group for each %s): a unit's rows beyond those are not counted", u.MaxGroups, u.MaxRows, u.Column))
-	}
+	s.fellBackNote(res, runPrep)
+	boundingNotes(res, r.Dropped, runPlan.Unit, contribution)
 	if n := clippedNote(res, chosen); n != "" {
 		res.Notes = append(res.Notes, n)
 	}
@@ -184,6 +165,40 @@ func (s *Session) private(ctx context.Context, st *parser.SelectStmt, p *planner
 		s.toCache(ctx, key, text, tables, epochs, res)
 	}
 	return res, nil
+}
+
+// fellBackNote says, when the engine could not run the compiled
+// measurement, that the reference evaluator measured instead. Whether the
+// engine ran out of resources can depend on the rows the query selects:
+// told to whoever holds the file (the shell, the Go API, the server's
+// operator through Notify), never in a served analyst's answer.
+func (s *Session) fellBackNote(res *Result, prep *exec.Prepared) {
+	why := prep.FellBack()
+	if why == nil {
+		return
+	}
+	msg := fmt.Sprintf("the engine could not run the compiled measurement (%s); the reference evaluator measured the same rows instead (slower, the same answer)", firstLine(why.Error()))
+	if s.analyst == "" {
+		res.Notes = append(res.Notes, msg)
+	} else if s.eng.notify != nil {
+		s.eng.notify(msg)
+	}
+}
+
+// boundingNotes adds an answer's notes on contribution bounding under u:
+// the bounds chosen privately (AUTO), and what bounding dropped — or, for
+// a query that does not estimate it, that the intervals are about the
+// rows kept.
+func boundingNotes(res *Result, dropped *exec.Dropped, u catalog.Unit, contribution *autoChoice) {
+	if contribution != nil {
+		res.Notes = append(res.Notes, contribution.note(u))
+	}
+	if dropped != nil {
+		res.Dropped = dropped
+		res.Notes = append(res.Notes, droppedNote(dropped, u.Column))
+	} else if u.Column != "" && res.Intervals != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("the intervals are about the rows contribution bounding kept (at most %d group(s) and %d row(s) per group for each %s): a unit's rows beyond those are not counted", u.MaxGroups, u.MaxRows, u.Column))
+	}
 }
 
 // prepare compiles p's scan for the backend, measured where the tables

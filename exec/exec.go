@@ -26,7 +26,6 @@ import (
 
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/catalog"
-	"github.com/dpsql/dpsql/contrib"
 	"github.com/dpsql/dpsql/exactsum"
 	"github.com/dpsql/dpsql/measure"
 	"github.com/dpsql/dpsql/mechanism"
@@ -438,20 +437,9 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 	if err != nil {
 		return nil, nil, err
 	}
-	chosen := make([]autobound.Result, len(q.Searches))
-	var notes []ChosenBound
-	for i, sr := range q.Searches {
-		var all autobound.Histogram
-		for g := range sc.hists {
-			all.Merge(sc.hists[g][i])
-		}
-		r, clipped, err := autobound.Choose(&all, sr.Epsilon, sr.Sensitivity, announced(noise, i, q.Knobs != nil && q.Knobs.ClipCountHalfSensitivity))
-		if err != nil {
-			return nil, nil, err
-		}
-		chosen[i] = r
-		notes = append(notes, ChosenBound{Label: sr.Label, Lo: r.Lo, Hi: r.Hi, Collapsed: r.Collapsed(),
-			Threshold: r.Threshold, Clipped: clipped})
+	chosen, notes, err := chooseBounds(q, sc, noise)
+	if err != nil {
+		return nil, nil, err
 	}
 	dropped, err := noiseDropped(q, sc.dropped, noise)
 	if err != nil {
@@ -554,6 +542,27 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 	res = withIntervals(q, res, ivs)
 	res.Dropped = dropped
 	return res, notes, nil
+}
+
+// chooseBounds runs each bound search of q over the scan's histograms
+// (all groups merged): the bounds chosen, and the answer's notes on them.
+func chooseBounds(q *planner.PrivateQuery, sc *scanned, noise mechanism.Noiser) ([]autobound.Result, []ChosenBound, error) {
+	chosen := make([]autobound.Result, len(q.Searches))
+	var notes []ChosenBound
+	for i, sr := range q.Searches {
+		var all autobound.Histogram
+		for g := range sc.hists {
+			all.Merge(sc.hists[g][i])
+		}
+		r, clipped, err := autobound.Choose(&all, sr.Epsilon, sr.Sensitivity, announced(noise, i, q.Knobs != nil && q.Knobs.ClipCountHalfSensitivity))
+		if err != nil {
+			return nil, nil, err
+		}
+		chosen[i] = r
+		notes = append(notes, ChosenBound{Label: sr.Label, Lo: r.Lo, Hi: r.Hi, Collapsed: r.Collapsed(),
+			Threshold: r.Threshold, Clipped: clipped})
+	}
+	return chosen, notes, nil
 }
 
 // groupIntervals computes every group's aggregates' intervals, indexed
@@ -1241,22 +1250,7 @@ func Explain(q *planner.PrivateQuery, rw *rewrite.Rewritten) *Result {
 			add("bounding", fmt.Sprintf("the join can repeat a row: each private row (%s) is kept at most once", q.UnitBase))
 		}
 	}
-	if a := q.Auto; a != nil && !a.Chosen {
-		var which []string
-		if a.Groups {
-			which = append(which, "max_groups_contributed")
-		}
-		if a.Rows {
-			which = append(which, "max_rows_contributed")
-		}
-		add("auto bounds", fmt.Sprintf("%s = AUTO: chosen privately when the query runs, among %v — first a scan profiles the units (how many groups each has; how many rows its groups have), two histograms of %d bins each with Laplace noise of sensitivity 1 (one unit moves each by at most 1 in L1) at ε=%.6g each (%.6g in all, %g of the query's ε); then the pair with the smallest expected error of the counts (the rows it drops plus the noise it needs over the query's groups) is chosen from them (post-processing), and the query is measured under it with the rest of its ε. The rows below show the plan at the largest candidate (%d): its sensitivities and accuracy follow the bounds chosen",
-			strings.Join(which, " and "), contrib.Candidates, contrib.Bins(), a.Epsilon/2, a.Epsilon, planner.AutoFraction, contrib.Largest()))
-	}
-	if d := q.Dropped; d != nil {
-		each := d.Epsilon / 3
-		add("dropped", fmt.Sprintf("what bounding dropped, estimated privately for the answer's note: three Laplace counts over the whole scan, each of sensitivity 1 (one unit moves each by at most 1), ε=%.6g each (%.6g in all, %g of the query's ε), scale %.4g, 95%% error ±%.4g: the units, the units that lost a row (more than l0 groups, or more than l∞ rows in one), and Σ of each unit's dropped share 1 − min(groups, l0)·Σ min(rows in a group, l∞) / (groups·rows) (the share expected under the uniform choice of its groups); the answer divides the last two by the first",
-			each, d.Epsilon, planner.DroppedFraction, mechanism.LaplaceScale(1, each), mechanism.LaplaceErrorBound(mechanism.LaplaceScale(1, each), 0.05)))
-	}
+	explainBoundingChoices(q, add)
 	add("groups", keys)
 	if q.TargetError > 0 {
 		add("target_error", fmt.Sprintf("ε=%.6g is the smallest at which every value's 95%% error is at most %g (Laplace noise, ε shared equally among %d noisy cell(s)%s)", q.Epsilon, q.TargetError, len(q.Cells), map[bool]string{true: " and the partition selection", false: ""}[q.Selection != nil]))

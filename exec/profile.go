@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/dpsql/dpsql/contrib"
 	"github.com/dpsql/dpsql/measure"
@@ -101,4 +102,25 @@ func ChooseContribution(q *planner.PrivateQuery, prof *measure.Profile, noise me
 	}
 	return contrib.Choose(groups, rows, contrib.Query{Groups: groupsOf, CellEpsilon: cells, UnitCounts: unitCounts},
 		a.Groups, a.Rows, q.Unit.MaxGroups, q.Unit.MaxRows, mechanism.LaplaceScale(1, each)), nil
+}
+
+// explainBoundingChoices adds EXPLAIN's rows for the AUTO contribution
+// bounds' choice and the estimate of what bounding dropped.
+func explainBoundingChoices(q *planner.PrivateQuery, add func(step, detail string)) {
+	if a := q.Auto; a != nil && !a.Chosen {
+		var which []string
+		if a.Groups {
+			which = append(which, "max_groups_contributed")
+		}
+		if a.Rows {
+			which = append(which, "max_rows_contributed")
+		}
+		add("auto bounds", fmt.Sprintf("%s = AUTO: chosen privately when the query runs, among %v — first a scan profiles the units (how many groups each has; how many rows its groups have), two histograms of %d bins each with Laplace noise of sensitivity 1 (one unit moves each by at most 1 in L1) at ε=%.6g each (%.6g in all, %g of the query's ε); then the pair with the smallest expected error of the counts (the rows it drops plus the noise it needs over the query's groups) is chosen from them (post-processing), and the query is measured under it with the rest of its ε. The rows below show the plan at the largest candidate (%d): its sensitivities and accuracy follow the bounds chosen",
+			strings.Join(which, " and "), contrib.Candidates, contrib.Bins(), a.Epsilon/2, a.Epsilon, planner.AutoFraction, contrib.Largest()))
+	}
+	if d := q.Dropped; d != nil {
+		each := d.Epsilon / 3
+		add("dropped", fmt.Sprintf("what bounding dropped, estimated privately for the answer's note: three Laplace counts over the whole scan, each of sensitivity 1 (one unit moves each by at most 1), ε=%.6g each (%.6g in all, %g of the query's ε), scale %.4g, 95%% error ±%.4g: the units, the units that lost a row (more than l0 groups, or more than l∞ rows in one), and Σ of each unit's dropped share 1 − min(groups, l0)·Σ min(rows in a group, l∞) / (groups·rows) (the share expected under the uniform choice of its groups); the answer divides the last two by the first",
+			each, d.Epsilon, planner.DroppedFraction, mechanism.LaplaceScale(1, each), mechanism.LaplaceErrorBound(mechanism.LaplaceScale(1, each), 0.05)))
+	}
 }

@@ -216,21 +216,24 @@ func queryOptions(s *parser.SelectStmt, sess session, rel *relation) (options, e
 	if rel.unit.Column == "" {
 		o.unit = catalog.Unit{MaxGroups: 1, MaxRows: 1, BoundsWarnings: rel.unit.BoundsWarnings} // a row is in one group, once
 	}
-	// AUTO bounds: the chosen ones, or the largest candidates until then.
-	o.autoGroups, o.autoRows = o.unit.MaxGroups == catalog.AutoBound, o.unit.MaxRows == catalog.AutoBound
-	if o.autoGroups || o.autoRows {
-		l0, lInf := contrib.Largest(), contrib.Largest()
-		if c := sess.Contribution; c != nil {
-			l0, lInf = c.MaxGroups, c.MaxRows
-		}
-		if o.autoGroups {
-			o.unit.MaxGroups = l0
-		}
-		if o.autoRows {
-			o.unit.MaxRows = lInf
-		}
-	}
+	o.resolveAuto(sess.Contribution)
 	return o, nil
+}
+
+// resolveAuto puts in the AUTO contribution bounds' place the chosen
+// ones (c), or the largest candidates until they are chosen.
+func (o *options) resolveAuto(c *ContributionChoice) {
+	o.autoGroups, o.autoRows = o.unit.MaxGroups == catalog.AutoBound, o.unit.MaxRows == catalog.AutoBound
+	l0, lInf := contrib.Largest(), contrib.Largest()
+	if c != nil {
+		l0, lInf = c.MaxGroups, c.MaxRows
+	}
+	if o.autoGroups {
+		o.unit.MaxGroups = l0
+	}
+	if o.autoRows {
+		o.unit.MaxRows = lInf
+	}
 }
 
 // IsAuto reports whether an option's value is AUTO: the bare name, or the

@@ -204,7 +204,7 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 		cellSource[i] = src
 	}
 	bounded := q.UnitSQL != ""
-	r := &Rewritten{CellSource: cellSource, SearchColumn: searchColumn, UnitsColumn: -1}
+	r := &Rewritten{CellSource: cellSource, SearchColumn: searchColumn, UnitsColumn: -1, Dropped: bounded && q.Dropped != nil}
 	if q.Selection != nil {
 		// The partition selection counts distinct units per group.
 		if bounded {
@@ -222,7 +222,6 @@ func Private(q *planner.PrivateQuery) (*Rewritten, error) {
 	var where []string
 	if bounded {
 		r.MaxGroups = q.Unit.MaxGroups
-		r.Dropped = q.Dropped != nil
 		call = append(call, q.UnitSQL)
 		where = append(where, q.UnitSQL+" IS NOT NULL")
 	}

@@ -447,19 +447,8 @@ func (c *comparison) cells(ma, mb map[cellKey]call) *tally {
 			continue
 		}
 		if k.profile {
-			// A bin of the profile's histogram round: each histogram is
-			// one Laplace mechanism of L1 sensitivity (its bins add up,
-			// checked after the loop), ε-DP once.
 			t.profileEps[k.round] = cl.eps
-			if okA != okB || ca.sens != cb.sens || ca.eps != cb.eps {
-				c.bad("bin %d of profile histogram %d: made on one side only, or its noise parameters depend on the data", k.cell, k.round)
-				continue
-			}
-			d := new(big.Float).SetPrec(4096).Sub(ca.value, cb.value)
-			if t.profileL1[k.round] == nil {
-				t.profileL1[k.round], t.profileSens[k.round] = new(big.Float).SetPrec(4096), ca.sens
-			}
-			t.profileL1[k.round].Add(t.profileL1[k.round], d.Abs(d))
+			c.profileBin(t, k, ca, cb, okA && okB)
 			continue
 		}
 		if k.clip {
@@ -523,6 +512,21 @@ func (c *comparison) cells(ma, mb map[cellKey]call) *tally {
 		t.clipRho += e * e / 2
 	}
 	return t
+}
+
+// profileBin accounts for a bin of the profile's histogram k.round: each
+// histogram is one Laplace mechanism of L1 sensitivity (its bins add up,
+// checked after the cells), ε-DP once.
+func (c *comparison) profileBin(t *tally, k cellKey, ca, cb call, both bool) {
+	if !both || ca.sens != cb.sens || ca.eps != cb.eps {
+		c.bad("bin %d of profile histogram %d: made on one side only, or its noise parameters depend on the data", k.cell, k.round)
+		return
+	}
+	d := new(big.Float).SetPrec(4096).Sub(ca.value, cb.value)
+	if t.profileL1[k.round] == nil {
+		t.profileL1[k.round], t.profileSens[k.round] = new(big.Float).SetPrec(4096), ca.sens
+	}
+	t.profileL1[k.round].Add(t.profileL1[k.round], d.Abs(d))
 }
 
 // oneSide accounts for a noise call made on one database only.
