@@ -14,7 +14,7 @@ import (
 	"strings"
 	"sync"
 
-	_ "github.com/duckdb/duckdb-go/v2" // the "duckdb" database/sql driver
+	"github.com/duckdb/duckdb-go/v2" // the "duckdb" database/sql driver, and its typed errors
 	"modernc.org/sqlite"
 	"modernc.org/sqlite/vtab"
 
@@ -524,11 +524,13 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 }
 
 // resourceError marks DuckDB's out-of-memory and disk-full failures
-// (measuresql.ErrEngineResources): after them the reference measures
-// instead; every other failure stays the query's error.
+// (measuresql.ErrEngineResources), told by the driver's error type
+// (duckdb.ErrorTypeOutOfMemory; ErrorTypeIO only when the disk is full):
+// after them the reference measures instead; every other failure stays
+// the query's error.
 func resourceError(err error) error {
-	msg := err.Error()
-	if strings.Contains(msg, "Out of Memory") || strings.Contains(msg, "No space left on device") || strings.Contains(msg, "could not allocate") {
+	var de *duckdb.Error
+	if errors.As(err, &de) && (de.Type == duckdb.ErrorTypeOutOfMemory || de.Type == duckdb.ErrorTypeIO && strings.Contains(de.Msg, "No space left on device")) {
 		return fmt.Errorf("%w: %w", measuresql.ErrEngineResources, err)
 	}
 	return err
