@@ -79,6 +79,7 @@ type Options struct {
 	knobs    *knobs.Knobs     // tests only; nil in production
 	duckMem  string           // tests only: DuckDB's memory limit for this file
 	duckSeen func(string)     // tests only: sees every statement sent to DuckDB
+	pgSeen   func(string)     // tests only: sees every statement sent to PostgreSQL
 }
 
 // Engine is one open database, shared by its sessions. Its methods are

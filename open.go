@@ -28,7 +28,7 @@ func Open(path string, opts Options) (*Engine, error) {
 		if t.Knobs != nil {
 			opts.knobs = t.Knobs
 		}
-		opts.duckMem, opts.duckSeen = t.DuckDBMemoryLimit, t.DuckDBStatements
+		opts.duckMem, opts.duckSeen, opts.pgSeen = t.DuckDBMemoryLimit, t.DuckDBStatements, t.PostgresStatements
 	}
 	e, err := open(path, opts)
 	if err != nil {
@@ -49,7 +49,7 @@ func open(path string, opts Options) (*Engine, error) {
 	// URI decoding gives it back as written.
 	var src *postgres.Source
 	if opts.Postgres != "" {
-		src = &postgres.Source{Knobs: opts.knobs}
+		src = &postgres.Source{Knobs: opts.knobs, Observe: opts.pgSeen}
 	}
 	var duck duckBackend
 	if opts.DuckDB != "" {

@@ -243,7 +243,7 @@ func (p *pgSource) refusePending(ctx context.Context, db *sql.DB, ledger *budget
 // mirror declares the PostgreSQL tables the state file does not have
 // yet, and says which it added and which it could not.
 func (p *pgSource) mirror(ctx context.Context, db *sql.DB, notify func(string)) error {
-	added, skipped, err := postgres.Mirror(ctx, db, p.pool, p.id)
+	added, skipped, err := postgres.Mirror(ctx, db, p.src)
 	if err != nil {
 		return err
 	}
@@ -277,7 +277,7 @@ func (p *pgSource) importInto(ctx context.Context, e *Engine, table, path string
 	}
 	defer scratch.close()
 	names, types := columnsOf(cols)
-	if _, err := postgres.CopyTable(ctx, p.pool, scratch.db, table, names, types); err != nil {
+	if _, err := postgres.CopyTable(ctx, p.src, scratch.db, table, names, types); err != nil {
 		return 0, nil, err
 	}
 	if err := p.mirror(ctx, e.db, nil); err != nil {

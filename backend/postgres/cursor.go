@@ -131,7 +131,7 @@ func (c *cursor) Filter(_ int, idxStr string, vals []vtab.Value) error {
 	}
 	c.filtered = where != ""
 	q := c.t.selectSQL(c.used, c.weighted, c.identified, where)
-	observe(q)
+	c.t.src.observe(q)
 	rows, err := c.tx.Query(c.ctx, q, args...)
 	if err != nil {
 		return err

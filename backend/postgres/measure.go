@@ -73,7 +73,7 @@ func (s *Source) compile(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 		if !ok || id != s.ID {
 			return compiled{why: "a table that is not one of this PostgreSQL database's"}, nil
 		}
-		cols, err := columns(ctx, s.Pool, schema, table)
+		cols, err := s.columns(ctx, schema, table)
 		if err != nil {
 			return compiled{}, fmt.Errorf("table %s: %w", Quote(name), err)
 		}
@@ -139,7 +139,7 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 	if _, err := tx.Exec(ctx, pinned, statementTimeout(ctx)); err != nil {
 		return nil, nil, false, err
 	}
-	observe(st.SQL)
+	s.observe(st.SQL)
 	rows, err := tx.Query(ctx, st.SQL, st.Args...)
 	if err != nil {
 		return nil, nil, false, debugFailure(err, st.SQL)

@@ -164,12 +164,13 @@ const BudgetSchema = storesql.Schema
 // predicates) that can fail on some row, and a scan that fails or not
 // depending on one row would tell an analyst about it. A materialized view was computed when the
 // owner refreshed it; reading it computes nothing.
-func Mirror(ctx context.Context, db *sql.DB, pool *pgxpool.Pool, id string) (added, skipped []string, err error) {
+func Mirror(ctx context.Context, db *sql.DB, src *Source) (added, skipped []string, err error) {
+	pool, id := src.Pool, src.ID
 	const q = `SELECT n.nspname, c.relname, row_security_active(c.oid) FROM pg_catalog.pg_class c
 	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	WHERE n.nspname = (` + dataSchema + `) AND n.nspname <> '` + BudgetSchema + `' AND c.relkind IN ('r', 'p', 'm')
 	ORDER BY c.relname`
-	observe(q)
+	src.observe(q)
 	rows, err := pool.Query(ctx, q)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing PostgreSQL's tables: %w", err)
@@ -198,7 +199,7 @@ func Mirror(ctx context.Context, db *sql.DB, pool *pgxpool.Pool, id string) (add
 	const strays = `SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	WHERE n.nspname = '` + BudgetSchema + `' AND c.relkind IN ('r', 'p', 'm', 'v', 'f')
 	AND c.relname NOT IN ('budget', 'budget_resets', 'ledger', 'spent', 'analysts', 'auth_secret', 'adopted', 'watches', 'tables', 'bounds', 'domains') ORDER BY c.relname`
-	observe(strays)
+	src.observe(strays)
 	names, err := pool.Query(ctx, strays)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing PostgreSQL's tables: %w", err)
@@ -254,7 +255,8 @@ func mirrorArgs(id, schema, name string) string {
 // columns (types INTEGER, REAL or TEXT, as csvimport infers them) and
 // copies every row of the same table of src into it with COPY, in one
 // transaction: on any error PostgreSQL is left as it was.
-func CopyTable(ctx context.Context, pool *pgxpool.Pool, src *sql.DB, table string, names, types []string) (int64, error) {
+func CopyTable(ctx context.Context, to *Source, src *sql.DB, table string, names, types []string) (int64, error) {
+	pool := to.Pool
 	defs := make([]string, len(names))
 	for i, n := range names {
 		t := "text"
@@ -279,7 +281,7 @@ func CopyTable(ctx context.Context, pool *pgxpool.Pool, src *sql.DB, table strin
 		return 0, fmt.Errorf("PostgreSQL's search path has no schema to import into (other than %s, which holds the budget)", BudgetSchema)
 	}
 	create := "CREATE TABLE " + Quote(schema) + "." + Quote(table) + " (" + strings.Join(defs, ", ") + ")"
-	observe(create)
+	to.observe(create)
 	if _, err := tx.Exec(ctx, create); err != nil {
 		return 0, fmt.Errorf("creating %s in PostgreSQL: %w", Quote(table), err)
 	}

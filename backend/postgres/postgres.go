@@ -70,6 +70,9 @@ type Source struct {
 	ID    string
 	Pool  *pgxpool.Pool // nil until the engine has connected
 	Knobs *knobs.Knobs
+	// Observe, when set (tests only), sees every statement sent to
+	// PostgreSQL for this source.
+	Observe func(sql string)
 }
 
 // Install registers the module that reads src's mirrored tables on drv,
@@ -81,13 +84,10 @@ func Install(drv *sqlite.Driver, src *Source) error {
 	return drv.RegisterModule(Module, module{src: src})
 }
 
-// Observe, when set (tests only), sees every statement this package sends
-// to PostgreSQL.
-var Observe func(sql string)
-
-func observe(sql string) {
-	if Observe != nil {
-		Observe(sql)
+// observe shows sql to the source's observer, if any.
+func (s *Source) observe(sql string) {
+	if s != nil && s.Observe != nil {
+		s.Observe(sql)
 	}
 }
 
@@ -190,7 +190,8 @@ func unliteral(s string) (string, error) {
 }
 
 // columns reads a table's columns from PostgreSQL's catalog.
-func columns(ctx context.Context, pool *pgxpool.Pool, schema, table string) ([]column, error) {
+func (s *Source) columns(ctx context.Context, schema, table string) ([]column, error) {
+	pool := s.Pool
 	const q = `SELECT a.attname, t.typname, pg_catalog.has_table_privilege(c.oid, 'SELECT'), c.relkind = 'p' FROM pg_catalog.pg_attribute a
 	JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -198,7 +199,7 @@ func columns(ctx context.Context, pool *pgxpool.Pool, schema, table string) ([]c
 	WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p', 'm') AND NOT row_security_active(c.oid)
 	AND a.attnum > 0 AND NOT a.attisdropped
 	ORDER BY a.attnum`
-	observe(q)
+	s.observe(q)
 	rows, err := pool.Query(ctx, q, schema, table)
 	if err != nil {
 		return nil, err
@@ -253,7 +254,7 @@ func (m module) connect(vctx vtab.Context, args []string) (vtab.Table, error) {
 	if m.src.Pool == nil || vals[0] != m.src.ID {
 		return nil, fmt.Errorf("table %s: %w (open it with --db postgres://...)", args[2], ErrNoSource)
 	}
-	cols, err := columns(context.Background(), m.src.Pool, vals[1], vals[2])
+	cols, err := m.src.columns(context.Background(), vals[1], vals[2])
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", args[2], err)
 	}
@@ -515,7 +516,7 @@ func (t *table) groupingPays(ctx context.Context, q querier, used []int) bool {
 	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	LEFT JOIN pg_catalog.pg_stats s ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = ANY($3)
 	WHERE n.nspname = $1 AND c.relname = $2 GROUP BY c.reltuples`
-	observe(stats)
+	t.src.observe(stats)
 	var rows float64
 	var distinct []float64
 	if err := q.QueryRow(ctx, stats, t.schema, t.name, names).Scan(&rows, &distinct); err != nil || rows <= 0 || len(distinct) < len(names) {

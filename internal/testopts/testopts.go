@@ -26,4 +26,7 @@ type Options struct {
 	// DuckDBStatements, when set, sees every statement the engine sends
 	// to its DuckDB file.
 	DuckDBStatements func(sql string)
+	// PostgresStatements, when set, sees every statement the engine
+	// sends to PostgreSQL (enginetest.RecordPostgres).
+	PostgresStatements func(sql string)
 }

@@ -115,7 +115,7 @@ func TestChoiceOnPostgres(t *testing.T) {
 	srv := pgtest.StartT(t)
 	fs := [2]*fixture{newFixture(t, 6, 0), newFixture(t, 6, 5)}
 	ref := reference(t, fs)
-	take := enginetest.RecordPostgres(t)
+	observe, take := enginetest.RecordPostgres()
 	var outs, sent [2][]string
 	for n, f := range fs {
 		state := filepath.Join(t.TempDir(), "state.dpsql")
@@ -123,7 +123,7 @@ func TestChoiceOnPostgres(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := dpsql.Open(state, dpsql.Options{Postgres: dsn, NoCache: true, Testing: &testopts.Options{Noise: testopts.ZeroNoise(), Knobs: &knobs.Knobs{FixedRandomness: true}}})
+		e, err := dpsql.Open(state, dpsql.Options{Postgres: dsn, NoCache: true, Testing: &testopts.Options{Noise: testopts.ZeroNoise(), Knobs: &knobs.Knobs{FixedRandomness: true}, PostgresStatements: observe}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -91,11 +91,11 @@ func TestShardedClusterAnswersLikeOneServer(t *testing.T) {
 	}
 	exec(t, single, `CREATE TABLE visits (`+columns+`)`, `INSERT INTO visits `+rows, `ANALYZE visits`)
 
-	take := enginetest.RecordPostgres(t)
+	observe, take := enginetest.RecordPostgres()
 	engines := map[string]*dpsql.Engine{}
 	for name, dsn := range map[string]string{"cluster": coordinator.DSN(), "single": single} {
 		e, err := dpsql.Open(filepath.Join(t.TempDir(), name+".dpsql"), dpsql.Options{Owner: true, Epsilon: 1, NoCache: true, Postgres: dsn,
-			Testing: &testopts.Options{Noise: testopts.ZeroNoise(), Knobs: &knobs.Knobs{FixedRandomness: true}}})
+			Testing: &testopts.Options{Noise: testopts.ZeroNoise(), Knobs: &knobs.Knobs{FixedRandomness: true}, PostgresStatements: observe}})
 		if err != nil {
 			t.Fatal(err)
 		}

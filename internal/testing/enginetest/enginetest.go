@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/backend/postgres"
 	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/internal/testopts"
 )
@@ -92,19 +91,19 @@ func RowSet(rows [][]any) []string {
 	return out
 }
 
-// RecordPostgres records every statement the PostgreSQL backend sends
-// (postgres.Observe, a process-wide hook: one recording test at a time)
-// until the test ends; take returns those recorded since its last call.
-func RecordPostgres(t testing.TB) (take func() []string) {
+// RecordPostgres records the statements an engine sends to PostgreSQL:
+// pass observe as the engine's testopts.Options.PostgresStatements (each
+// engine its own, so recording tests may run in parallel); take returns
+// those recorded since its last call.
+func RecordPostgres() (observe func(string), take func() []string) {
 	var mu sync.Mutex
 	var sent []string
-	postgres.Observe = func(q string) {
+	observe = func(q string) {
 		mu.Lock()
 		sent = append(sent, q)
 		mu.Unlock()
 	}
-	t.Cleanup(func() { postgres.Observe = nil })
-	return func() []string {
+	return observe, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		out := sent

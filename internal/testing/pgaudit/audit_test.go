@@ -28,14 +28,14 @@ import (
 // the copies of D and D′ are neighbours too), its policy and budget go
 // into a state file, and the engine reads the tables through their
 // mirrors.
-func postgresOpener(srv *pgtest.Server, n *atomic.Int64, k *knobs.Knobs) audit.Opener {
+func postgresOpener(srv *pgtest.Server, n *atomic.Int64, k *knobs.Knobs, observe func(string)) audit.Opener {
 	return func(path string, noise mechanism.Noiser) (audit.Engine, error) {
 		state := path + ".pg-state"
 		dsn, err := pgmove.Move(srv, path, state, fmt.Sprintf("audit%d", n.Add(1)))
 		if err != nil {
 			return nil, err
 		}
-		return dpsql.Open(state, dpsql.Options{Epsilon: 1, Postgres: dsn, Testing: &testopts.Options{Noise: noise, Knobs: k}})
+		return dpsql.Open(state, dpsql.Options{Epsilon: 1, Postgres: dsn, Testing: &testopts.Options{Noise: noise, Knobs: k, PostgresStatements: observe}})
 	}
 }
 
@@ -47,12 +47,12 @@ func TestSensitivityAuditorOnPostgres(t *testing.T) {
 	srv := pgtest.StartT(t)
 	k := &knobs.Knobs{FixedRandomness: true}
 	var databases atomic.Int64
-	take := enginetest.RecordPostgres(t)
+	observe, take := enginetest.RecordPostgres()
 	for _, mode := range []int{knobs.GroupAlways, knobs.GroupNever} {
 		k.PostgresGrouping = mode
 		take()
 		cfg := audit.Config{Seed: *auditSeed + 100 + uint64(mode), Databases: 4, PerDatabase: 100, NearMiss: 0.15, UnstableRowIdentities: true}
-		rep, err := audit.Run(postgresOpener(srv, &databases, k), t.TempDir(), cfg)
+		rep, err := audit.Run(postgresOpener(srv, &databases, k, observe), t.TempDir(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,10 +31,12 @@ func nestedSum(d int) string {
 // query runs under a deadline, so an exponential statement fails the
 // test instead of hanging it.
 func TestPostgresNestedArithmeticStaysLinear(t *testing.T) {
+	parallel(t)
+	h := newHarness(t)
 	srv := pgtest.StartT(t)
 	pgExec(t, srv.DSN(), `CREATE TABLE f (uid int8, x float8, y float8);
 		INSERT INTO f SELECT i, (i % 97) / 97.0, (i % 89) / 100.0 FROM generate_series(1, 20000) i`)
-	e := open(t, filepath.Join(t.TempDir(), "f.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, NoCache: true, Postgres: srv.DSN()})
+	e := h.open(filepath.Join(t.TempDir(), "f.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, NoCache: true, Postgres: srv.DSN()})
 	mustRun(t, e, `CREATE PRIVACY POLICY ON f OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 1);
 		ALTER PRIVACY POLICY ON f SET BOUNDS x (0, 1);
 		ALTER PRIVACY POLICY ON f SET BOUNDS y (0, 1);
@@ -43,7 +45,7 @@ func TestPostgresNestedArithmeticStaysLinear(t *testing.T) {
 	for d := 1; d <= 12; d++ {
 		q := nestedSum(d)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		compiled := hooks.Compiled.Load()
+		compiled := h.knobs.Compiled.Load()
 		start := time.Now()
 		got, err := e.Query(ctx, q)
 		times = append(times, time.Since(start))
@@ -51,12 +53,12 @@ func TestPostgresNestedArithmeticStaysLinear(t *testing.T) {
 		if err != nil {
 			t.Fatalf("depth %d: %v", d, err)
 		}
-		if hooks.Compiled.Load() == compiled {
+		if h.knobs.Compiled.Load() == compiled {
 			t.Fatalf("depth %d: not compiled", d)
 		}
-		hooks.ReferenceOnly = true
+		h.knobs.ReferenceOnly = true
 		want, err := e.Query(context.Background(), strings.Replace(q, "epsilon = 1)", "epsilon = 1.5)", 1))
-		hooks.ReferenceOnly = false
+		h.knobs.ReferenceOnly = false
 		if err != nil {
 			t.Fatal(err)
 		}

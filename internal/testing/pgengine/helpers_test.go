@@ -7,21 +7,41 @@ import (
 
 	"github.com/dpsql/dpsql"
 	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/internal/testing/enginetest"
 	"github.com/dpsql/dpsql/internal/testopts"
 )
 
-// hooks are the test knobs of every engine these tests open: a test sets
-// one and resets it when done (such tests do not run in parallel).
-var hooks = &knobs.Knobs{}
+// harness is one test's test knobs and its record of the statements sent
+// to PostgreSQL: every engine the test opens shares them, and no other
+// test's engine does (no package globals), so a test may set a knob or
+// read the record while others run beside it.
+type harness struct {
+	t       *testing.T
+	knobs   *knobs.Knobs
+	log     *statementLog
+	observe func(string)
+}
+
+// newHarness is a harness for t, with no knob set.
+func newHarness(t *testing.T) *harness {
+	observe, take := enginetest.RecordPostgres()
+	return &harness{t: t, knobs: &knobs.Knobs{}, log: &statementLog{take: take}, observe: observe}
+}
+
+// statementLog is what the harness's engines sent to PostgreSQL; take
+// returns the statements recorded since its last call.
+type statementLog struct{ take func() []string }
 
 // parallel lets t run in parallel with the package's other parallel
-// tests (those that set no knob).
+// tests.
 func parallel(t *testing.T) { t.Parallel() }
 
-// open opens an engine on path with zero noise and the package's knobs.
-func open(t *testing.T, path string, opts dpsql.Options) *dpsql.Engine {
+// open opens an engine on path with zero noise, the harness's knobs and
+// its record of statements.
+func (h *harness) open(path string, opts dpsql.Options) *dpsql.Engine {
+	t := h.t
 	t.Helper()
-	opts.Testing = &testopts.Options{Noise: testopts.ZeroNoise(), Knobs: hooks}
+	opts.Testing = &testopts.Options{Noise: testopts.ZeroNoise(), Knobs: h.knobs, PostgresStatements: h.observe}
 	e, err := dpsql.Open(path, opts)
 	if err != nil {
 		t.Fatal(err)

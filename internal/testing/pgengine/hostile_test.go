@@ -49,18 +49,20 @@ ALTER ROLE dpsql SET search_path = public, pg_catalog;`
 // and through the mirror, and no compiled statement fails (a failure is
 // the query's error; before, it fell back silently to the mirror).
 func TestPostgresShadowOperatorsNeverRun(t *testing.T) {
-	hooks.FixedRandomness = true
-	defer func() { hooks.FixedRandomness, hooks.PostgresGrouping = false, 0 }()
-	native, _, srv := bothBackends(t)
+	parallel(t)
+	h := newHarness(t)
+	h.knobs.FixedRandomness = true
+	defer func() { h.knobs.FixedRandomness, h.knobs.PostgresGrouping = false, 0 }()
+	native, _, srv := h.bothBackends()
 	pgExec(t, srv.DSN(), shadowOperators)
-	pg := open(t, filepath.Join(t.TempDir(), "shadow.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	pg := h.open(filepath.Join(t.TempDir(), "shadow.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	mustRun(t, pg, bothPolicy)
-	failed := hooks.CompiledFailed.Load()
+	failed := h.knobs.CompiledFailed.Load()
 	for _, grouping := range []int{knobs.GroupAlways, knobs.GroupNever} {
-		hooks.PostgresGrouping = grouping
+		h.knobs.PostgresGrouping = grouping
 		sameAnswers(t, native, pg, grouping == knobs.GroupAlways)
 	}
-	if n := hooks.CompiledFailed.Load() - failed; n > 0 {
+	if n := h.knobs.CompiledFailed.Load() - failed; n > 0 {
 		t.Errorf("%d compiled statements failed", n)
 	}
 }
@@ -74,6 +76,8 @@ func TestPostgresShadowOperatorsNeverRun(t *testing.T) {
 // UTF8 fails on 0x81) is refused when it is opened, with a message that
 // names the encoding, before anything is read.
 func TestPostgresEncodingIsNoOracle(t *testing.T) {
+	parallel(t)
+	h := newHarness(t)
 	srv := pgtest.StartT(t)
 	ctx := context.Background()
 	engines := map[string]*dpsql.Engine{}
@@ -91,7 +95,7 @@ func TestPostgresEncodingIsNoOracle(t *testing.T) {
 			setup += `INSERT INTO people VALUES (7000, '€', 37);`
 		}
 		pgExec(t, dsn, setup)
-		e := open(t, filepath.Join(t.TempDir(), name+".dpsql"), dpsql.Options{Owner: true, Epsilon: 1, NoCache: true, Postgres: dsn})
+		e := h.open(filepath.Join(t.TempDir(), name+".dpsql"), dpsql.Options{Owner: true, Epsilon: 1, NoCache: true, Postgres: dsn})
 		mustRun(t, e, `CREATE PRIVACY POLICY ON people OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 1);
 			ALTER TABLE regions SET PUBLIC;
 			SET BUDGET epsilon = 1000, delta = 1e-3`)
@@ -102,9 +106,9 @@ func TestPostgresEncodingIsNoOracle(t *testing.T) {
 		`SELECT COUNT(*) FROM people WHERE region = '€' OR age = 37`,
 		`SELECT COUNT(*) FROM people p JOIN regions r ON p.region = r.region WHERE r.label = 'euro'`,
 	}
-	defer func() { hooks.PostgresGrouping = 0 }()
+	defer func() { h.knobs.PostgresGrouping = 0 }()
 	for _, grouping := range []int{knobs.GroupAlways, knobs.GroupNever} {
-		hooks.PostgresGrouping = grouping
+		h.knobs.PostgresGrouping = grouping
 		for _, q := range queries {
 			for name, e := range engines {
 				if _, err := e.Query(ctx, q); err != nil {

@@ -90,6 +90,8 @@ var neighbourQueries = []string{
 // failed the inner scan that only unit 7's row started, and the inner
 // scan was sent only on D.
 func TestPostgresOutcomeIgnoresPrivateRows(t *testing.T) {
+	parallel(t)
+	h := newHarness(t)
 	srv := pgtest.StartT(t)
 	ctx := context.Background()
 	withUnit, err := srv.CreateDatabase(ctx, "with_unit")
@@ -107,7 +109,7 @@ func TestPostgresOutcomeIgnoresPrivateRows(t *testing.T) {
 			setup += unitSeven
 		}
 		pgExec(t, dsn, setup)
-		e := open(t, filepath.Join(t.TempDir(), "state.dpsql"), dpsql.Options{Owner: true, Epsilon: 1e-6, NoCache: true, Postgres: dsn})
+		e := h.open(filepath.Join(t.TempDir(), "state.dpsql"), dpsql.Options{Owner: true, Epsilon: 1e-6, NoCache: true, Postgres: dsn})
 		mustRun(t, e, `CREATE PRIVACY POLICY ON people OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 2);
 			CREATE PRIVACY POLICY ON orders OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 2);
 			ALTER TABLE lookup SET PUBLIC;
@@ -115,7 +117,7 @@ func TestPostgresOutcomeIgnoresPrivateRows(t *testing.T) {
 			SET BUDGET epsilon = 1000, delta = 1e-6`)
 		engines[name] = e
 	}
-	log := recordStatements(t)
+	log := h.log
 	for _, q := range neighbourQueries {
 		var outcome, sent [2]string
 		for i, name := range []string{"D", "D'"} {
@@ -168,11 +170,13 @@ func pgExec(t *testing.T, dsn, script string) {
 // stored as float4 is 0.100000001…, greater than the double 0.1, so all
 // 1,000 rows pass (compared in float4, none did).
 func TestPostgresFloat4KeepsSQLitesRows(t *testing.T) {
+	parallel(t)
+	h := newHarness(t)
 	srv := pgtest.StartT(t)
 	pgSetup(t, srv, `CREATE TABLE f4 (x float4); INSERT INTO f4 SELECT 0.1 FROM generate_series(1, 1000)`)
-	e := open(t, filepath.Join(t.TempDir(), "f4.dpsql"), dpsql.Options{Owner: true, Postgres: srv.DSN()})
+	e := h.open(filepath.Join(t.TempDir(), "f4.dpsql"), dpsql.Options{Owner: true, Postgres: srv.DSN()})
 	mustRun(t, e, `ALTER TABLE f4 SET PUBLIC`)
-	log := recordStatements(t)
+	log := h.log
 	for q, want := range map[string]int64{
 		`SELECT COUNT(*) FROM f4 WHERE x > 0.1`:                  1000,
 		`SELECT COUNT(*) FROM f4 WHERE x = 0.1`:                  0,
@@ -191,12 +195,13 @@ func TestPostgresFloat4KeepsSQLitesRows(t *testing.T) {
 // role may not read fails the query before its charge — whatever the
 // rows — and the same way on every query.
 func TestPostgresUnreadableTableCostsNothing(t *testing.T) {
+	h := newHarness(t)
 	parallel(t)
 	srv := pgtest.StartT(t)
 	pgSetup(t, srv, neighbourTables+unitSeven+`CREATE ROLE reader LOGIN; GRANT SELECT ON people, orders TO reader;
 		CREATE SCHEMA dpsql AUTHORIZATION reader`)
 	reader := strings.Replace(srv.DSN(), "user=dpsql", "user=reader", 1)
-	e := open(t, filepath.Join(t.TempDir(), "r.dpsql"), dpsql.Options{Owner: true, Epsilon: 0.5, NoCache: true, Postgres: reader})
+	e := h.open(filepath.Join(t.TempDir(), "r.dpsql"), dpsql.Options{Owner: true, Epsilon: 0.5, NoCache: true, Postgres: reader})
 	mustRun(t, e, `CREATE PRIVACY POLICY ON people OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 2);
 		ALTER TABLE lookup SET PUBLIC; SET BUDGET epsilon = 10`)
 	for _, q := range []string{

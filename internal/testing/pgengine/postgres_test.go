@@ -44,7 +44,8 @@ SET BUDGET epsilon = 1e6, delta = 0.5;
 // lookup as in newDB, visits with several rows per unit), copies its
 // tables into a fresh PostgreSQL server, and returns an owner engine on
 // each, both with the zero-noise source and the same policy.
-func bothBackends(t *testing.T) (native, pg *dpsql.Engine, srv *pgtest.Server) {
+func (h *harness) bothBackends() (native, pg *dpsql.Engine, srv *pgtest.Server) {
+	t := h.t
 	t.Helper()
 	srv = pgtest.StartT(t)
 	ctx := context.Background()
@@ -77,20 +78,11 @@ func bothBackends(t *testing.T) (native, pg *dpsql.Engine, srv *pgtest.Server) {
 	if err := srv.CopyFromSQLite(ctx, db, "patients", "t", "lookup", "visits"); err != nil {
 		t.Fatal(err)
 	}
-	native = open(t, path, dpsql.Options{Owner: true, Epsilon: 1})
+	native = h.open(path, dpsql.Options{Owner: true, Epsilon: 1})
 	mustRun(t, native, bothPolicy)
-	pg = open(t, filepath.Join(t.TempDir(), "pg.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	pg = h.open(filepath.Join(t.TempDir(), "pg.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	mustRun(t, pg, bothPolicy)
 	return native, pg, srv
-}
-
-// statementLog records the statements sent to PostgreSQL until the test
-// ends (enginetest.RecordPostgres); take returns those recorded since its
-// last call.
-type statementLog struct{ take func() []string }
-
-func recordStatements(t *testing.T) *statementLog {
-	return &statementLog{take: enginetest.RecordPostgres(t)}
 }
 
 // counting returns how many statements contain sub.
@@ -194,13 +186,15 @@ var sameErrors = []string{
 }
 
 func TestPostgresAnswersLikeSQLite(t *testing.T) {
-	hooks.FixedRandomness = true // the same rows kept by contribution bounding
-	defer func() { hooks.FixedRandomness = false }()
-	native, pg, _ := bothBackends(t)
-	defer func() { hooks.PostgresGrouping = 0 }()
-	log := recordStatements(t)
+	parallel(t)
+	h := newHarness(t)
+	h.knobs.FixedRandomness = true // the same rows kept by contribution bounding
+	defer func() { h.knobs.FixedRandomness = false }()
+	native, pg, _ := h.bothBackends()
+	defer func() { h.knobs.PostgresGrouping = 0 }()
+	log := h.log
 	for _, grouping := range []int{knobs.GroupAlways, knobs.GroupNever} {
-		hooks.PostgresGrouping = grouping
+		h.knobs.PostgresGrouping = grouping
 		log.take()
 		// Compiled (GroupAlways), contribution bounding keeps rows by
 		// PostgreSQL's keyed hash, not the reference's: the scans of
@@ -268,8 +262,9 @@ func withoutSource(rows [][]any) [][]any {
 // TestPostgresReadsLiveData: the engine reads PostgreSQL at every query
 // (no copy in the state file), and a private answer follows a change.
 func TestPostgresReadsLiveData(t *testing.T) {
+	h := newHarness(t)
 	parallel(t)
-	_, pg, srv := bothBackends(t)
+	_, pg, srv := h.bothBackends()
 	before := query(t, pg, `SELECT SUM(age) FROM patients`).Rows[0][0].(float64)
 	pgSetup(t, srv, `UPDATE patients SET age = age + 1 WHERE id <= 10`)
 	after := query(t, pg, `SELECT SUM(age) FROM patients`).Rows[0][0].(float64)
@@ -284,8 +279,10 @@ func TestPostgresReadsLiveData(t *testing.T) {
 // which the analyst's strings are bound parameters and numbers are
 // printed by dpsql from their values — never the analyst's text.
 func TestPostgresNeverSeesAnalystText(t *testing.T) {
-	log := recordStatements(t)
-	_, pg, _ := bothBackends(t)
+	parallel(t)
+	h := newHarness(t)
+	log := h.log
+	_, pg, _ := h.bothBackends()
 	for _, q := range []string{
 		`SELECT COUNT(*) FROM patients WHERE region = 'zzq-analyst' OR diagnosis LIKE '%zzq%'`,
 		`SELECT SUM(income * 7777777) FROM patients WHERE age > 4242424`,
@@ -344,6 +341,7 @@ func TestPostgresNeverSeesAnalystText(t *testing.T) {
 // a state file that does not exist yet is made); reserved names are
 // skipped, said so.
 func TestPostgresStateFile(t *testing.T) {
+	h := newHarness(t)
 	parallel(t)
 	srv := pgtest.StartT(t)
 	db := pgSetup(t, srv, `CREATE TABLE people (id int, age int);
@@ -387,7 +385,7 @@ func TestPostgresStateFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	notes = nil
-	analyst := open(t, state, dpsql.Options{Epsilon: 1, Postgres: srv.DSN(), Notify: func(n string) { notes = append(notes, n) }})
+	analyst := h.open(state, dpsql.Options{Epsilon: 1, Postgres: srv.DSN(), Notify: func(n string) { notes = append(notes, n) }})
 	if len(notes) != 2 || !strings.HasSuffix(notes[0], ": later") || !strings.HasSuffix(notes[1], ": dpsql.stray, _dpsql_budget, zoo") {
 		t.Errorf("notes of the analyst's open: %q", notes)
 	}
@@ -401,7 +399,7 @@ func TestPostgresStateFile(t *testing.T) {
 		t.Errorf("a table in the budget's schema was mirrored: %v", err)
 	}
 	// An analyst's open of a state file that does not exist makes it.
-	mine := open(t, filepath.Join(t.TempDir(), "mine.dpsql"), dpsql.Options{Epsilon: 1, Postgres: srv.DSN()})
+	mine := h.open(filepath.Join(t.TempDir(), "mine.dpsql"), dpsql.Options{Epsilon: 1, Postgres: srv.DSN()})
 	if r := query(t, mine, `SELECT COUNT(*) + 0.5 FROM people`); r.Rows[0][0] != 500.5 {
 		t.Errorf("a new analyst's state file: %v", r.Rows)
 	}
@@ -443,14 +441,14 @@ func TestPostgresStateFile(t *testing.T) {
 	if _, err := db.Exec(`ALTER TABLE "Zoo" RENAME TO zoo_old; CREATE VIEW public."Zoo" AS SELECT 1 / (x - 1) AS x FROM zoo_old`); err != nil {
 		t.Fatal(err)
 	}
-	fresh := open(t, state, dpsql.Options{Epsilon: 1, Postgres: srv.DSN()})
+	fresh := h.open(state, dpsql.Options{Epsilon: 1, Postgres: srv.DSN()})
 	if _, err := fresh.Query(ctx, `SELECT COUNT(*) FROM zoo`); !errors.Is(err, dpsql.ErrUnknownName) || !strings.Contains(err.Error(), "PostgreSQL has no table") {
 		t.Errorf("a mirror whose table became a view: %v", err)
 	}
 	if _, err := fresh.Query(ctx, `SELECT COUNT(*) FROM people`); err != nil {
 		t.Errorf("one unreadable mirror broke the others: %v", err)
 	}
-	owner2 := open(t, state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	owner2 := h.open(state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	if _, err := owner2.Query(ctx, `SELECT COUNT(*) FROM zoo_old`); err != nil {
 		t.Errorf("the renamed table was not mirrored: %v", err)
 	}
@@ -461,6 +459,7 @@ func TestPostgresStateFile(t *testing.T) {
 // NaN and ±Infinity, extreme integers, dates, JSON, arrays, bytea — so no
 // private query fails (or succeeds) because of what some row holds.
 func TestPostgresTypesAreTotal(t *testing.T) {
+	h := newHarness(t)
 	parallel(t)
 	srv := pgtest.StartT(t)
 	pgSetup(t, srv, `CREATE TABLE odd (
@@ -475,7 +474,7 @@ func TestPostgresTypesAreTotal(t *testing.T) {
 		(NULL, 1e308, -1e-30, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'x', 'x', NULL),
 		(5, 5, 5, 5, 5, true, '2000-01-01', '2000-01-01', '5', '{5}', '\x05', '5 seconds', NULL, '5', '5', 5)`)
 	state := filepath.Join(t.TempDir(), "odd.dpsql")
-	eng := open(t, state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	eng := h.open(state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	cols := []string{"n", "f", "r", "i", "s", "b", "d", "ts", "j", "a", "bt", "iv", "u", "tx", "c", "m"}
 	policy := `CREATE PRIVACY POLICY ON odd; SET BUDGET epsilon = 1e6, delta = 0.5;`
 	for _, c := range cols {
@@ -509,8 +508,9 @@ func TestPostgresTypesAreTotal(t *testing.T) {
 // (each scan its own PostgreSQL connection) while the ledger in the state
 // file admits exactly what the budget allows.
 func TestPostgresConcurrentSessions(t *testing.T) {
+	h := newHarness(t)
 	parallel(t)
-	_, pg, _ := bothBackends(t)
+	_, pg, _ := h.bothBackends()
 	mustRun(t, pg, `SET BUDGET epsilon = 3, delta = 1e-6`)
 	answered, refused := raceSessions(t, 40, func(i int) *dpsql.Engine { return pg }, dpsql.SessionOptions{}, func(int) string {
 		return `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) region, AVG(income) FROM patients GROUP BY region`
@@ -524,11 +524,13 @@ func TestPostgresConcurrentSessions(t *testing.T) {
 // PostgreSQL's statement too (no scan left running), and says that its
 // cost was charged.
 func TestPostgresCancel(t *testing.T) {
+	parallel(t)
+	h := newHarness(t)
 	srv := pgtest.StartT(t)
 	db := pgSetup(t, srv, `CREATE TABLE big AS SELECT i AS x, random() AS r FROM generate_series(1, 3000000) i`)
-	hooks.PostgresGrouping = knobs.GroupNever // stream every row: a long scan
-	defer func() { hooks.PostgresGrouping = 0 }()
-	eng := open(t, filepath.Join(t.TempDir(), "big.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	h.knobs.PostgresGrouping = knobs.GroupNever // stream every row: a long scan
+	defer func() { h.knobs.PostgresGrouping = 0 }()
+	eng := h.open(filepath.Join(t.TempDir(), "big.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	mustRun(t, eng, `CREATE PRIVACY POLICY ON big; ALTER PRIVACY POLICY ON big SET BOUNDS r (0, 1); SET BUDGET epsilon = 10`)
 	rollbacks := func() (n int64) {
 		if err := db.QueryRow(`SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
@@ -565,11 +567,13 @@ func TestPostgresCancel(t *testing.T) {
 // PostgreSQL at most twice (the inner side's second scan is kept and
 // replayed), not once per outer row, and answers as on SQLite.
 func TestPostgresJoinsScanOnce(t *testing.T) {
-	hooks.FixedRandomness = true
-	hooks.PostgresGrouping = knobs.GroupNever // the mirror's scans are under test, not the compiled join
-	defer func() { hooks.FixedRandomness, hooks.PostgresGrouping = false, 0 }()
-	native, pg, _ := bothBackends(t)
-	log := recordStatements(t)
+	parallel(t)
+	h := newHarness(t)
+	h.knobs.FixedRandomness = true
+	h.knobs.PostgresGrouping = knobs.GroupNever // the mirror's scans are under test, not the compiled join
+	defer func() { h.knobs.FixedRandomness, h.knobs.PostgresGrouping = false, 0 }()
+	native, pg, _ := h.bothBackends()
+	log := h.log
 	for _, q := range []string{
 		`SELECT COUNT(*) FROM t AS a JOIN lookup AS l ON a.g = l.code`,
 		`SELECT COUNT(*) FROM lookup AS l JOIN t AS a ON a.g = l.code`,
@@ -603,8 +607,9 @@ func TestPostgresJoinsScanOnce(t *testing.T) {
 // for another (a cursor that finds the pool busy opens a connection of
 // its own).
 func TestPostgresConcurrentJoins(t *testing.T) {
+	h := newHarness(t)
 	parallel(t)
-	_, pg, _ := bothBackends(t)
+	_, pg, _ := h.bothBackends()
 	var wg sync.WaitGroup
 	for i := 0; i < 12; i++ {
 		wg.Add(1)
@@ -629,6 +634,7 @@ func TestPostgresConcurrentJoins(t *testing.T) {
 // what each statement needs: a column past the 64th, with identical rows
 // counted as rows, alone and joined.
 func TestPostgresWideTables(t *testing.T) {
+	h := newHarness(t)
 	parallel(t)
 	srv := pgtest.StartT(t)
 	cols := make([]string, 70)
@@ -638,7 +644,7 @@ func TestPostgresWideTables(t *testing.T) {
 	pgSetup(t, srv, `CREATE TABLE wide (`+strings.Join(cols, ", ")+`);
 		INSERT INTO wide (c0, c65) SELECT i % 3, 5 FROM generate_series(1, 300) i;
 		CREATE TABLE codes (code int, label text); INSERT INTO codes VALUES (0, 'zero'), (1, 'one')`)
-	eng := open(t, filepath.Join(t.TempDir(), "wide.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	eng := h.open(filepath.Join(t.TempDir(), "wide.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	mustRun(t, eng, `CREATE PRIVACY POLICY ON wide; ALTER PRIVACY POLICY ON wide SET BOUNDS c65 (0, 10);
 		ALTER TABLE codes SET PUBLIC; SET BUDGET epsilon = 100`)
 	for _, c := range []struct {
@@ -659,6 +665,7 @@ func TestPostgresWideTables(t *testing.T) {
 // and could fail on one); the same table is fine for a role that bypasses
 // them.
 func TestPostgresRowLevelSecurity(t *testing.T) {
+	h := newHarness(t)
 	parallel(t)
 	srv := pgtest.StartT(t)
 	pgSetup(t, srv, `CREATE TABLE guarded (x int); INSERT INTO guarded SELECT generate_series(1, 10);
@@ -684,7 +691,7 @@ func TestPostgresRowLevelSecurity(t *testing.T) {
 	}
 	query(t, eng, `SELECT COUNT(*) FROM open_t`)
 	// As the superuser (who bypasses row-level security) it is mirrored.
-	super := open(t, filepath.Join(t.TempDir(), "super.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	super := h.open(filepath.Join(t.TempDir(), "super.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	mustRun(t, super, `SET BUDGET epsilon = 10`)
 	query(t, super, `SELECT COUNT(*) FROM guarded`)
 }
@@ -695,6 +702,7 @@ func TestPostgresRowLevelSecurity(t *testing.T) {
 // budget, and never overspend it together: 60 concurrent queries of
 // ε = 0.1 under a total of 2 answer exactly 20.
 func TestPostgresBudgetIsSharedConcurrently(t *testing.T) {
+	h := newHarness(t)
 	parallel(t)
 	srv := pgtest.StartT(t)
 	pgSetup(t, srv, `CREATE TABLE visits (id int, cost double precision);
@@ -702,7 +710,7 @@ func TestPostgresBudgetIsSharedConcurrently(t *testing.T) {
 	dir := t.TempDir()
 	var engines []*dpsql.Engine
 	for i := range 4 {
-		e := open(t, filepath.Join(dir, fmt.Sprintf("state%d.dpsql", i)), dpsql.Options{Owner: true, Epsilon: 0.1, Postgres: srv.DSN()})
+		e := h.open(filepath.Join(dir, fmt.Sprintf("state%d.dpsql", i)), dpsql.Options{Owner: true, Epsilon: 0.1, Postgres: srv.DSN()})
 		mustRun(t, e, `CREATE PRIVACY POLICY ON visits; ALTER PRIVACY POLICY ON visits SET BOUNDS cost (0, 100)`)
 		if i == 0 {
 			mustRun(t, e, `SET BUDGET epsilon = 2`)
@@ -741,8 +749,9 @@ func TestPostgresBudgetIsSharedConcurrently(t *testing.T) {
 // budget lived in it (earlier versions) hands its total and its charges
 // to PostgreSQL at the next open, once, and says so.
 func TestPostgresAdoptsTheStateFilesBudget(t *testing.T) {
+	h := newHarness(t)
 	parallel(t)
-	srv, state, raw := olderStateFile(t, `CREATE TABLE visits (id int, cost double precision); INSERT INTO visits VALUES (1, 2)`)
+	srv, state, raw := olderStateFile(h, `CREATE TABLE visits (id int, cost double precision); INSERT INTO visits VALUES (1, 2)`)
 	// What an earlier version kept in the file: a total of 3 and a charge
 	// of 1.25.
 	ctx := context.Background()
@@ -762,7 +771,7 @@ func TestPostgresAdoptsTheStateFilesBudget(t *testing.T) {
 	}
 	for round := range 2 {
 		var notes []string
-		e := open(t, state, dpsql.Options{Owner: true, Postgres: srv.DSN(), Notify: func(n string) { notes = append(notes, n) }})
+		e := h.open(state, dpsql.Options{Owner: true, Postgres: srv.DSN(), Notify: func(n string) { notes = append(notes, n) }})
 		moved := slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, "moved the state file's budget into PostgreSQL") })
 		if moved != (round == 0) {
 			t.Errorf("open %d: notes %q", round, notes)
@@ -815,18 +824,19 @@ func raceSessions(t *testing.T, n int, engine func(i int) *dpsql.Engine, opts dp
 // included — and an answer it cached under an older policy is not given
 // again after the policy changed elsewhere.
 func TestPostgresPoliciesAreShared(t *testing.T) {
+	h := newHarness(t)
 	parallel(t)
 	srv := pgtest.StartT(t)
 	pgSetup(t, srv, `CREATE TABLE sales (shop bigint, price double precision, tag text, unit bigint);
 		INSERT INTO sales SELECT i % 4, 20 + i % 5, CASE WHEN i % 3 = 0 THEN 'x' ELSE 'y' END, i / 3 FROM generate_series(1, 600) i`)
 	dir := t.TempDir()
-	a := open(t, filepath.Join(dir, "a.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	a := h.open(filepath.Join(dir, "a.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	mustRun(t, a, `CREATE PRIVACY POLICY ON sales OPTIONS (max_groups_contributed = 1);
 		ALTER PRIVACY POLICY ON sales SET BOUNDS price (0, 10);
 		ALTER PRIVACY POLICY ON sales SET DOMAIN shop (0, 1, 2.5);
 		ALTER PRIVACY POLICY ON sales SET DOMAIN tag ('x', 'zz');
 		SET BUDGET epsilon = 100`)
-	b := open(t, filepath.Join(dir, "b.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	b := h.open(filepath.Join(dir, "b.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	const q = `SELECT shop, COUNT(*), SUM(price) FROM sales GROUP BY shop`
 	ra, rb := query(t, a, q), query(t, b, q)
 	if !reflect.DeepEqual(ra.Rows, rb.Rows) {
@@ -890,8 +900,9 @@ func TestPostgresPoliciesAreShared(t *testing.T) {
 // (earlier versions) move into PostgreSQL at the next open, once, and
 // apply from then on.
 func TestPostgresAdoptsTheStateFilesPolicies(t *testing.T) {
+	h := newHarness(t)
 	parallel(t)
-	srv, state, raw := olderStateFile(t, `CREATE TABLE sales (shop bigint, price double precision); INSERT INTO sales SELECT i % 2, 50 FROM generate_series(1, 10) i`)
+	srv, state, raw := olderStateFile(h, `CREATE TABLE sales (shop bigint, price double precision); INSERT INTO sales SELECT i % 2, 50 FROM generate_series(1, 10) i`)
 	ctx := context.Background()
 	if err := catalog.Init(ctx, raw); err != nil {
 		t.Fatal(err)
@@ -914,7 +925,7 @@ func TestPostgresAdoptsTheStateFilesPolicies(t *testing.T) {
 	}
 	for round := range 2 {
 		var notes []string
-		e := open(t, state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN(), Notify: func(n string) { notes = append(notes, n) }})
+		e := h.open(state, dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN(), Notify: func(n string) { notes = append(notes, n) }})
 		moved := slices.Contains(notes, "moved the state file's policies into PostgreSQL (schema dpsql): sales")
 		if moved != (round == 0) {
 			t.Errorf("open %d: notes %q", round, notes)
@@ -927,18 +938,19 @@ func TestPostgresAdoptsTheStateFilesPolicies(t *testing.T) {
 		e.Close()
 	}
 	// Once adopted, an analyst opens it.
-	open(t, state, dpsql.Options{Epsilon: 1, Postgres: srv.DSN()})
+	h.open(state, dpsql.Options{Epsilon: 1, Postgres: srv.DSN()})
 }
 
 // olderStateFile starts a server with the given tables and makes a state
 // file for it, opened raw (as SQLite) so that a test can write into it
 // what an earlier version kept there.
-func olderStateFile(t *testing.T, setup string) (srv *pgtest.Server, state string, raw *sql.DB) {
+func olderStateFile(h *harness, setup string) (srv *pgtest.Server, state string, raw *sql.DB) {
+	t := h.t
 	t.Helper()
 	srv = pgtest.StartT(t)
 	pgSetup(t, srv, setup)
 	state = filepath.Join(t.TempDir(), "old.dpsql")
-	open(t, state, dpsql.Options{Owner: true, Postgres: srv.DSN()}).Close()
+	h.open(state, dpsql.Options{Owner: true, Postgres: srv.DSN()}).Close()
 	raw, err := sql.Open("sqlite", "file:"+state)
 	if err != nil {
 		t.Fatal(err)
@@ -991,10 +1003,12 @@ func TestDefaultStateFile(t *testing.T) {
 // as a parameter of the scan's WHERE (never as text), once per scan;
 // other comparisons do not.
 func TestPostgresPushesExactComparisons(t *testing.T) {
-	hooks.PostgresGrouping = knobs.GroupNever // the mirror's scans are under test, not the compiled measurement
-	defer func() { hooks.PostgresGrouping = 0 }()
-	log := recordStatements(t)
-	native, pg, _ := bothBackends(t)
+	parallel(t)
+	h := newHarness(t)
+	h.knobs.PostgresGrouping = knobs.GroupNever // the mirror's scans are under test, not the compiled measurement
+	defer func() { h.knobs.PostgresGrouping = 0 }()
+	log := h.log
+	native, pg, _ := h.bothBackends()
 	for _, c := range []struct {
 		query, where string
 	}{
@@ -1081,13 +1095,15 @@ func TestPostgresDriverWithoutStateFile(t *testing.T) {
 // the mirror does (a text key with an integer domain) is scanned as
 // before.
 func TestPostgresMeasuresWhereTheDataIs(t *testing.T) {
+	parallel(t)
+	h := newHarness(t)
 	srv := pgtest.StartT(t)
 	pgSetup(t, srv, `CREATE TABLE n (a int2, b int4, c int8, f float8, ok bool, g varchar, k int4, digits text);
 		INSERT INTO n SELECT i % 300 - 150, i * 37, i * 1000003 - 900000000, i / 7.0, i % 3 = 0,
 			(ARRAY['a', 'b', 'B', 'c', NULL, 'a '])[1 + i % 6], i % 5 - 1, (i % 4)::text FROM generate_series(1, 1500) i;
 		INSERT INTO n VALUES (-32768, -2147483648, -9223372036854775808, 'NaN', NULL, 'a', 1, '1'), (32767, 2147483647, 9223372036854775807, 'Infinity', true, 'b', 2, '2'),
 			(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), (NULL, 5, NULL, 0.5, false, 'c', 3, '01')`)
-	e := open(t, filepath.Join(t.TempDir(), "n.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	e := h.open(filepath.Join(t.TempDir(), "n.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	mustRun(t, e, `CREATE PRIVACY POLICY ON n;
 		ALTER PRIVACY POLICY ON n SET BOUNDS a (-100, 100);
 		ALTER PRIVACY POLICY ON n SET BOUNDS b (-5, 60000);
@@ -1099,8 +1115,8 @@ func TestPostgresMeasuresWhereTheDataIs(t *testing.T) {
 		ALTER PRIVACY POLICY ON n SET DOMAIN digits (1, 2);
 		ALTER PRIVACY POLICY ON n SET DOMAIN f (0.5);
 		SET BUDGET epsilon = 1000`)
-	log := recordStatements(t)
-	defer func() { hooks.PostgresGrouping = 0 }()
+	log := h.log
+	defer func() { h.knobs.PostgresGrouping = 0 }()
 	// Σ clip(c, -1000, 1000), by hand: rows i·1000003 − 900000000 for
 	// i = 1..1500 (NULLs skipped), and the two extremes.
 	var sumC int64
@@ -1137,7 +1153,7 @@ func TestPostgresMeasuresWhereTheDataIs(t *testing.T) {
 	} {
 		var answers [2][][]any
 		for i, mode := range []int{0, knobs.GroupNever} {
-			hooks.PostgresGrouping = mode
+			h.knobs.PostgresGrouping = mode
 			log.take()
 			answers[i] = query(t, e, c.query).Rows
 			aggregated := counting(log.take(), ")::text") > 0
@@ -1151,7 +1167,7 @@ func TestPostgresMeasuresWhereTheDataIs(t *testing.T) {
 		// EXPLAIN shows the statement that runs: PostgreSQL's when it
 		// compiles (the reference evaluator's after it), else the
 		// reference evaluator's.
-		hooks.PostgresGrouping = 0
+		h.knobs.PostgresGrouping = 0
 		var backend, reference string
 		for _, row := range query(t, e, "EXPLAIN "+c.query).Rows {
 			switch row[0] {
@@ -1176,6 +1192,8 @@ func TestPostgresMeasuresWhereTheDataIs(t *testing.T) {
 // exactly the same answers, with zero noise, whether PostgreSQL
 // aggregates them natively or the rows are scanned through SQLite.
 func TestPostgresNativeAggregatesMatchScans(t *testing.T) {
+	parallel(t)
+	h := newHarness(t)
 	srv := pgtest.StartT(t)
 	r := rand.New(rand.NewPCG(13, 17))
 	extremes := []string{"-32768", "32767", "-2147483648", "2147483647", "-9223372036854775808", "9223372036854775807", "NULL", "0"}
@@ -1198,7 +1216,7 @@ func TestPostgresNativeAggregatesMatchScans(t *testing.T) {
 		rows = append(rows, fmt.Sprintf("(%s, %s, %s, %s, %s)", value(300, "int2"), value(70000, "int4"), value(1<<40, "int8"), letters[r.IntN(len(letters))], value(3, "int4")))
 	}
 	pgSetup(t, srv, `CREATE TABLE r (a int2, b int4, c int8, g text, k int4); INSERT INTO r VALUES `+strings.Join(rows, ", "))
-	e := open(t, filepath.Join(t.TempDir(), "r.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
+	e := h.open(filepath.Join(t.TempDir(), "r.dpsql"), dpsql.Options{Owner: true, Epsilon: 1, Postgres: srv.DSN()})
 	bound := func() (int64, int64) {
 		lo, hi := r.Int64N(131071)-65535, r.Int64N(131071)-65535
 		return min(lo, hi), max(lo, hi)
@@ -1210,8 +1228,8 @@ func TestPostgresNativeAggregatesMatchScans(t *testing.T) {
 		policy = append(policy, fmt.Sprintf("ALTER PRIVACY POLICY ON r SET BOUNDS %s (%d, %d)", col, lo, hi))
 	}
 	mustRun(t, e, strings.Join(policy, ";\n"))
-	log := recordStatements(t)
-	defer func() { hooks.PostgresGrouping = 0 }()
+	log := h.log
+	defer func() { h.knobs.PostgresGrouping = 0 }()
 	aggregated := 0
 	for q := 0; q < 80; q++ {
 		var keys, items []string
@@ -1243,7 +1261,7 @@ func TestPostgresNativeAggregatesMatchScans(t *testing.T) {
 		}
 		var answers [2][][]any
 		for i, mode := range []int{0, knobs.GroupNever} {
-			hooks.PostgresGrouping = mode
+			h.knobs.PostgresGrouping = mode
 			log.take()
 			answers[i] = query(t, e, stmt).Rows
 			if mode == 0 && counting(log.take(), ")::text") > 0 {
