@@ -84,26 +84,8 @@ func Choose(groups, rows []float64, q Query, chooseGroups, chooseRows bool, fixe
 		rowWeight += h
 		nSum += h * value(i)
 	}
-	keptGroups := func(l0 int64) float64 { // share of the unit-groups kept
-		if gSum <= 0 {
-			return 1
-		}
-		k := 0.0
-		for i, h := range h0 {
-			k += h * math.Min(value(i), float64(l0))
-		}
-		return k / gSum
-	}
-	keptRows := func(lInf int64) float64 { // share of a group's rows kept
-		if nSum <= 0 {
-			return 1
-		}
-		k := 0.0
-		for i, h := range hr {
-			k += h * math.Min(value(i), float64(lInf))
-		}
-		return k / nSum
-	}
+	keptGroups := func(l0 int64) float64 { return keptShare(h0, gSum, l0) }   // share of the unit-groups kept
+	keptRows := func(lInf int64) float64 { return keptShare(hr, nSum, lInf) } // share of a group's rows kept
 	meanRows := 1.0
 	if rowWeight > 0 {
 		meanRows = nSum / rowWeight
@@ -148,6 +130,20 @@ func Choose(groups, rows []float64, q Query, chooseGroups, chooseRows bool, fixe
 		best.MaxRows = 1 // rows per group do not change a unit count
 	}
 	return best
+}
+
+// keptShare is the share of a histogram's counts (their sum total, as
+// each bin's value weighs them) that a bound keeps: Σ h·min(value, bound)
+// over total; 1 for an empty histogram.
+func keptShare(h []float64, total float64, bound int64) float64 {
+	if total <= 0 {
+		return 1
+	}
+	k := 0.0
+	for i, x := range h {
+		k += x * math.Min(value(i), float64(bound))
+	}
+	return k / total
 }
 
 // clean turns a noisy histogram into non-negative weights, dropping the

@@ -864,22 +864,9 @@ func (p *Prepared) compiled(ctx context.Context, specs []spec) (*measured, error
 		p.q.Knobs.NoteNotCompiled(p.rw.NoPlan)
 		return nil, nil
 	}
-	got, ok, err := p.measurer.Measure(ctx, p.rw.Measurement, randomKey(p.q.Knobs.Fixed()))
-	if err != nil {
-		if ctx.Err() != nil || !errors.Is(err, measure.ErrEngineResources) {
-			// Any other failure is the query's: never retried on another
-			// path (whether, and how, a retry ran could tell of a row).
-			p.q.Knobs.NoteCompiledFailed()
-			return nil, backendError(ctx, err)
-		}
-		// The engine could not run the statement (out of memory under its
-		// cap, a full temporary disk): the reference evaluator measures the
-		// same rows instead, so that whether the query succeeds does not
-		// hang on the engine's resources. Tests count these (none may happen
-		// in the totality and differential tests).
-		p.q.Knobs.NoteCompiledFailed()
-		p.fellBack = err
-		return nil, nil
+	got, ok, err := p.measureCompiled(ctx, p.rw.Measurement)
+	if err != nil || got == nil && ok {
+		return nil, err // failed, or fell back to the reference
 	}
 	if !ok {
 		if p.q.Knobs != nil {
@@ -890,6 +877,27 @@ func (p *Prepared) compiled(ctx context.Context, specs []spec) (*measured, error
 	}
 	p.q.Knobs.NoteCompiled()
 	return fromCompiled(got, specs), nil
+}
+
+// measureCompiled has the backend's Measurer run plan m. A failure for
+// want of resources (out of memory under the engine's cap, a full
+// temporary disk) is recorded as a fall back (FellBack) and returns
+// (nil, true, nil): the reference evaluator then measures the same rows,
+// so that whether the query succeeds does not hang on the engine's
+// resources (tests count these: none may happen in the totality and
+// differential tests). Any other failure is the query's, never retried on
+// another path (whether, and how, a retry ran could tell of a row).
+func (p *Prepared) measureCompiled(ctx context.Context, m *measure.Plan) (*measure.Measured, bool, error) {
+	got, ok, err := p.measurer.Measure(ctx, m, randomKey(p.q.Knobs.Fixed()))
+	if err == nil {
+		return got, ok, nil
+	}
+	p.q.Knobs.NoteCompiledFailed()
+	if ctx.Err() != nil || !errors.Is(err, measure.ErrEngineResources) {
+		return nil, false, backendError(ctx, err)
+	}
+	p.fellBack = err
+	return nil, true, nil
 }
 
 // nativeExact reports whether native measurements are exact: no sum came

@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -22,15 +21,11 @@ func (p *Prepared) Profile(ctx context.Context) (*measure.Profile, error) {
 	if p.measurer != nil && p.rw.Measurement != nil && !p.q.Knobs.Reference() {
 		m := *p.rw.Measurement
 		m.Profile, m.Dropped = true, false
-		got, ok, err := p.measurer.Measure(ctx, &m, randomKey(p.q.Knobs.Fixed()))
-		switch {
-		case err != nil && (ctx.Err() != nil || !errors.Is(err, measure.ErrEngineResources)):
-			p.q.Knobs.NoteCompiledFailed()
-			return nil, backendError(ctx, err)
-		case err != nil:
-			p.q.Knobs.NoteCompiledFailed()
-			p.fellBack = err
-		case ok && got.Profile != nil:
+		got, _, err := p.measureCompiled(ctx, &m)
+		if err != nil {
+			return nil, err
+		}
+		if got != nil && got.Profile != nil {
 			p.q.Knobs.NoteCompiled()
 			return got.Profile, nil
 		}
