@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +156,40 @@ func BenchmarkCountUnitsBounded(b *testing.B) {
 	benchRatioOn(b, path, `SELECT g, COUNT(*), SUM(x) FROM t GROUP BY g`, `SELECT g, COUNT(*), SUM(x) FROM t GROUP BY g`)
 }
 
+// BenchmarkBoundingManyUnits: the bounded grouped query of issue 53 on
+// SQLite, DPSQL_BENCH_ROWS rows (default 2,000,000) of about a quarter as
+// many units (491,000 at 2M), 8 groups, l0 = 2 and l∞ = 3, against the raw
+// two-level query (each unit's sum per group, then per group). The scan
+// reads the rows sorted by unit and holds one unit at a time; its peak
+// memory is measured from the command line (docs/benchmarks.md).
+func BenchmarkBoundingManyUnits(b *testing.B) {
+	rows := envInt(b, "DPSQL_BENCH_ROWS", 2_000_000)
+	path := filepath.Join(b.TempDir(), "units.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = db.Exec(fmt.Sprintf(`CREATE TABLE t (uid INTEGER, g INTEGER, x REAL);
+		WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
+		INSERT INTO t SELECT abs(random()) %% %d, abs(random()) %% 8, (abs(random()) %% 100000) / 1000.0 FROM n`, rows-1, rows*491/2000))
+	db.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	owner, err := dpsql.Open(path, dpsql.Options{Owner: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := owner.Run(context.Background(), `CREATE PRIVACY POLICY ON t OPTIONS (privacy_unit_column = uid, max_groups_contributed = 2, max_rows_contributed = 3);
+		ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 100);
+		ALTER PRIVACY POLICY ON t SET DOMAIN g (0, 1, 2, 3, 4, 5, 6, 7);
+		SET BUDGET epsilon = 1e6`, func(*dpsql.Result) error { return nil }); err != nil {
+		b.Fatal(err)
+	}
+	owner.Close()
+	benchRatioOn(b, path, `SELECT g, SUM(s) FROM (SELECT uid, g, SUM(x) AS s FROM t GROUP BY uid, g) GROUP BY g`, `SELECT g, COUNT(*), SUM(x) FROM t GROUP BY g`)
+}
+
 // BenchmarkSQLOverReleasedResults: a DP query in FROM with a window
 // function over its answer, against the same SQL on SQLite.
 func BenchmarkSQLOverReleasedResults(b *testing.B) {
@@ -207,4 +243,17 @@ func BenchmarkQueryOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// envInt is the positive integer in the environment variable name, or def.
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
 }

@@ -121,7 +121,7 @@ func TestContributionBoundingExact(t *testing.T) {
 	for _, row := range r.Rows {
 		text.WriteString(fmt.Sprint(row...) + "\n")
 	}
-	for _, want := range []string{"privacy unit \"uid\"", "at most 1 group(s) and at most 3 row(s)", "sensitivity 3", "dpsql_measure(?1, \"_dpsql_t0\".\"uid\"", "carried from the base column \"visits\".\"uid\""} {
+	for _, want := range []string{"privacy unit \"uid\"", "at most 1 group(s) and at most 3 row(s)", "sensitivity 3", "dpsql_measure(?1, _dpsql_s0, _dpsql_s1) FROM (SELECT \"_dpsql_t0\".\"uid\" AS _dpsql_s0", "ORDER BY _dpsql_s0 COLLATE BINARY", "carried from the base column \"visits\".\"uid\""} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("EXPLAIN lacks %q:\n%s", want, text.String())
 		}

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"cmp"
 	"database/sql/driver"
 	"errors"
 	"math"
@@ -479,14 +480,23 @@ type measureAgg struct {
 	// values of: only their rows' raw values are kept.
 	distinctArgs map[int]bool
 	seed         [32]byte // of the row sampling; each group's stream mixes in its hash
-	units        map[string]*unitState
-	groups       map[string]*groupAcc
-	order        []*groupAcc
-	only         *groupAcc   // the group of a scan without keys
-	byIndex      []*groupAcc // groups of a single small integer key
-	unitBuf      []byte      // the current row's unit key (appendKey), reused
-	groupBuf     []byte      // the current row's group key, reused
-	err          error
+	// units are the units of the current run (unitRun): the rows come
+	// sorted by unit, and each run is flushed to the groups when it ends.
+	units  map[string]*unitState
+	run    unitRun
+	inRun  bool
+	groups map[string]*groupAcc
+	// prof and droppedAcc add up the flushed units' profile and what
+	// bounding dropped from them, when asked; profRows is reused.
+	prof       *measure.Profile
+	profRows   []int64
+	droppedAcc *measure.Dropped
+	order      []*groupAcc
+	only       *groupAcc   // the group of a scan without keys
+	byIndex    []*groupAcc // groups of a single small integer key
+	unitBuf    []byte      // the current row's unit key (appendKey), reused
+	groupBuf   []byte      // the current row's group key, reused
+	err        error
 }
 
 // specsOf takes the plan's measurements, with each float sum's grid.
@@ -660,6 +670,10 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 	unit := args[a.first-1]
 	if unit == nil {
 		return nil // rows without a unit belong to nobody
+	}
+	if err := a.nextUnit(unit); err != nil {
+		a.err = err
+		return err
 	}
 	a.unitBuf = appendKeys(a.unitBuf[:0], unit)
 	st := a.units[string(a.unitBuf)] // a lookup: no copy of the key
@@ -1029,6 +1043,12 @@ func (a *measureAgg) setup(args []driver.Value) error {
 	a.seed = seedFrom(cfg.key, cfg.fixed)
 	a.units = map[string]*unitState{}
 	a.groups = map[string]*groupAcc{}
+	if a.profile {
+		a.prof = measure.NewProfile()
+	}
+	if a.dropped {
+		a.droppedAcc = &measure.Dropped{Share: new(big.Int)}
+	}
 	return nil
 }
 
@@ -1082,52 +1102,122 @@ func (a *measureAgg) WindowValue(*sqlite.FunctionContext) (driver.Value, error) 
 	if !a.init {
 		return nil, nil // no rows: exec treats a missing result as empty
 	}
+	a.flushUnits()
 	if a.profile {
-		prof := measure.NewProfile()
-		var rows []int64
-		for _, st := range a.units {
-			rows = rows[:0]
-			for _, kg := range st.groups {
-				rows = append(rows, kg.seen)
-			}
-			prof.AddUnit(rows)
-		}
-		measuredResults.Store(a.handle, &measured{profile: prof})
+		measuredResults.Store(a.handle, &measured{profile: a.prof})
 		return a.handle, nil
-	}
-	if a.l0 > 0 {
-		for _, st := range a.units {
-			for _, kg := range st.groups {
-				g := a.groups[kg.id]
-				if g == nil {
-					g = a.newGroup(kg.id, kg.keys)
-				}
-				for _, row := range kg.rows {
-					g.addRow(a.specs, row)
-				}
-				for i, sp := range a.specs {
-					if sp.kind == measure.Units {
-						g.n[i]++
-					}
-					if kg.units != nil && kg.units[i] != nil {
-						g.addUnit(i, &a.specs[i], kg.units[i])
-					}
-				}
-			}
-		}
 	}
 	res := &measured{}
 	for _, g := range a.order {
 		res.groups = append(res.groups, g.measured(a.specs))
 	}
-	if a.dropped {
-		res.dropped = &measure.Dropped{Share: new(big.Int)}
-		for _, st := range a.units {
-			res.dropped.Add(st.dropped(int64(a.l0), int64(a.lInf)))
-		}
-	}
+	res.dropped = a.droppedAcc
 	measuredResults.Store(a.handle, res)
 	return a.handle, nil
+}
+
+// flushUnits adds the units met so far (those of the current run) to the
+// groups' measurements, the profile and what bounding dropped, and
+// forgets them: the scan's rows come in the order of their units
+// (rewrite.Rewritten.ScanWith), so a unit whose run has ended never comes
+// back, and the state held is that of one run of units, not of the table.
+func (a *measureAgg) flushUnits() {
+	for _, st := range a.units {
+		a.flushUnit(st)
+	}
+	clear(a.units)
+}
+
+// flushUnit adds one unit's kept rows to its groups' measurements (or
+// its groups to the profile), and its part of what bounding dropped.
+func (a *measureAgg) flushUnit(st *unitState) {
+	if a.profile {
+		a.profRows = a.profRows[:0]
+		for _, kg := range st.groups {
+			a.profRows = append(a.profRows, kg.seen)
+		}
+		a.prof.AddUnit(a.profRows)
+		return
+	}
+	for _, kg := range st.groups {
+		g := a.groups[kg.id]
+		if g == nil {
+			g = a.newGroup(kg.id, kg.keys)
+		}
+		for _, row := range kg.rows {
+			g.addRow(a.specs, row)
+		}
+		for i, sp := range a.specs {
+			if sp.kind == measure.Units {
+				g.n[i]++
+			}
+			if kg.units != nil && kg.units[i] != nil {
+				g.addUnit(i, &a.specs[i], kg.units[i])
+			}
+		}
+	}
+	if a.dropped {
+		a.droppedAcc.Add(st.dropped(int64(a.l0), int64(a.lInf)))
+	}
+}
+
+// unitRun is what the scan's order knows of a unit: its class (numbers,
+// text, blobs, in SQLite's order) and its value as a float64 (numbers)
+// or its bytes (text, blobs, compared as BINARY orders them). Units that
+// SQLite orders as equal (1 and 1.0, 0.0 and -0.0) share a run; the
+// float64 of a number is monotone in SQLite's order, so a run, once
+// ended, never comes back.
+type unitRun struct {
+	class byte
+	num   float64
+	bytes string
+}
+
+// runOf is unit's run (bytes not copied: compare before keeping it).
+func runOf(unit driver.Value) unitRun {
+	switch v := unit.(type) {
+	case int64:
+		return unitRun{class: 1, num: float64(v)}
+	case float64:
+		return unitRun{class: 1, num: v}
+	case string:
+		return unitRun{class: 2, bytes: v}
+	case []byte:
+		return unitRun{class: 3, bytes: string(v)}
+	}
+	return unitRun{}
+}
+
+// compareRuns orders two runs as the scan's ORDER BY does.
+func compareRuns(x, y unitRun) int {
+	switch {
+	case x.class != y.class:
+		return int(x.class) - int(y.class)
+	case x.class == 1:
+		return cmp.Compare(x.num, y.num)
+	}
+	return strings.Compare(x.bytes, y.bytes)
+}
+
+// nextUnit moves the scan to the run of unit, flushing the units of the
+// run it leaves. A unit before the current run means the rows are not
+// in the order of their units (never, under SQLite's ORDER BY): the scan
+// fails rather than measure a unit twice.
+func (a *measureAgg) nextUnit(unit driver.Value) error {
+	r := runOf(unit)
+	if a.inRun {
+		c := compareRuns(r, a.run)
+		if c == 0 {
+			return nil
+		}
+		if c < 0 {
+			return errors.New("dpsql_measure: the rows are not in the order of their units")
+		}
+		a.flushUnits()
+	}
+	r.bytes = strings.Clone(r.bytes) // the argument is volatile
+	a.run, a.inRun = r, true
+	return nil
 }
 
 // measured is the group's measurement of each spec.

@@ -95,7 +95,17 @@ type Rewritten struct {
 // ScanWith prints the Scan calling the measurement aggregate as fn: with
 // handle, fn takes the handle ?1 first (MeasureFunction); without, fn is
 // bound to a handle of its own and takes only the per-row arguments.
+//
+// A scan with contribution bounding reads its rows sorted by unit (then
+// by group keys and values, each as BINARY orders it), from a subquery
+// that SQLite sorts in its temporary store: the aggregate then holds
+// the state of one unit at a time, not of every unit in the table, and
+// the order in which it meets a unit's rows depends only on that unit's
+// rows (so the rows it samples do too).
 func (r *Rewritten) ScanWith(fn string, handle bool) string {
+	if r.MaxGroups > 0 {
+		return r.sortedByUnit(fn, handle)
+	}
 	call := r.call(fn, handle)
 	if len(r.Native) > 0 {
 		return "SELECT " + strings.Join(r.Native, ", ") + ", " + call + " FILTER (WHERE 0)" + r.tail
@@ -103,11 +113,30 @@ func (r *Rewritten) ScanWith(fn string, handle bool) string {
 	return "SELECT " + call + r.tail
 }
 
+// sortedByUnit prints the bounded scan over its rows sorted by unit.
+func (r *Rewritten) sortedByUnit(fn string, handle bool) string {
+	items := make([]string, len(r.callArgs))
+	names := make([]string, len(r.callArgs))
+	order := make([]string, len(r.callArgs))
+	for i, a := range r.callArgs {
+		names[i] = "_dpsql_s" + strconv.Itoa(i)
+		items[i] = a + " AS " + names[i]
+		order[i] = names[i] + " COLLATE BINARY"
+	}
+	if handle {
+		names = append([]string{"?1"}, names...)
+	}
+	return "SELECT " + fn + "(" + strings.Join(names, ", ") + ") FROM (SELECT " + strings.Join(items, ", ") + r.tail + " ORDER BY " + strings.Join(order, ", ") + ")"
+}
+
 // FallbackWith prints the fallback scan the same way ("" when there is
 // none).
 func (r *Rewritten) FallbackWith(fn string, handle bool) string {
 	if !r.HasFallback {
 		return ""
+	}
+	if r.MaxGroups > 0 {
+		return r.sortedByUnit(fn, handle)
 	}
 	return "SELECT " + r.call(fn, handle) + r.tail
 }
