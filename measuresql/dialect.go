@@ -24,17 +24,11 @@ import (
 // resolves to a macro of the same name in the schema main first), and text
 // is compared, grouped and hashed under the binary collation C, whatever
 // collation the column declares (the reference compares bytes).
-type DuckDB struct{}
+type DuckDB struct{ Standard }
 
 // Func is the built-in function name, qualified with DuckDB's system
 // catalog so that no macro in the file can stand in for it.
 func (DuckDB) Func(name string) string { return "system.main." + name }
-
-// Quote quotes an identifier.
-func (DuckDB) Quote(name string) string { return quoteIdent(name) }
-
-// quoteIdent is SQL's quoted identifier.
-func quoteIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
 // Value reads a column as the reference sees it.
 func (DuckDB) Value(name string, t Type) string {
@@ -59,19 +53,8 @@ func (DuckDB) Hash(values []string, key uint64) string {
 	return "system.main.hash(" + strings.Join(values, ", ") + ", CAST(" + strconv.FormatUint(key, 10) + " AS UBIGINT))"
 }
 
-// Widen reads a 32-bit integer as BIGINT, so that arithmetic on it is
-// 64-bit (DuckDB computes INTEGER × INTEGER in 32 bits, and raises on
-// overflow).
-func (DuckDB) Widen(x string) string { return "CAST(" + x + " AS BIGINT)" }
-
 // IsNaN is DuckDB's isnan.
 func (d DuckDB) IsNaN(x string) string { return d.Func("isnan") + "(" + x + ")" }
-
-// ToDouble is a cast to DOUBLE.
-func (DuckDB) ToDouble(x string) string { return "CAST(" + x + " AS DOUBLE)" }
-
-// ToText is a cast to VARCHAR.
-func (DuckDB) ToText(x string) string { return "CAST(" + x + " AS VARCHAR)" }
 
 // RowIdentity is DuckDB's rowid, the identity the mirror reads.
 func (DuckDB) RowIdentity(table string) string {
@@ -93,16 +76,6 @@ func (d DuckDB) Match(x, re string) string {
 	return d.Func("regexp_full_match") + "(" + x + ", " + re + ")"
 }
 
-// Table is the quoted name: DuckDB's tables are the file's, under their
-// own names.
-func (DuckDB) Table(name string) string { return quoteIdent(name) }
-
-// Text is a string literal in the statement (DuckDB's strings have no
-// escapes but the doubled quote).
-func (DuckDB) Text(s string, _ int) (string, bool) {
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'", false
-}
-
 // FloatOp is DuckDB's operator, which gives ±Inf and NaN rather than
 // raise (DuckDB 1.5).
 func (DuckDB) FloatOp(x string, op byte, y string) (string, bool) {
@@ -117,15 +90,8 @@ func (d DuckDB) Let(x string, body func(v string) string) string {
 	return d.Func("list_transform") + "([" + x + "], lambda dpsql_v: " + body("dpsql_v") + ")[1]"
 }
 
-// With reads the relation once (DuckDB decides itself whether to
-// materialize it).
-func (DuckDB) With(name, body string, _ bool) string { return name + " AS (" + body + ")" }
-
 // Wide is HUGEINT.
 func (DuckDB) Wide() string { return "HUGEINT" }
-
-// RoundToInt64 is DuckDB's cast, which rounds half to even.
-func (DuckDB) RoundToInt64(x string) string { return "CAST(" + x + " AS BIGINT)" }
 
 // SemiJoin is DuckDB's SEMI JOIN (measured faster there than EXISTS or a
 // row-value IN).

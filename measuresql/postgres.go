@@ -19,6 +19,7 @@ import (
 // grouped and hashed under the "C" collation (bytes). PostgreSQL has no
 // semi-join syntax: a semi-join is EXISTS among the conditions.
 type Postgres struct {
+	Standard
 	// Tables gives the schema and name in PostgreSQL of each table the
 	// plan names (a mirror's); a table not in it is read by its name.
 	Tables map[string][2]string
@@ -28,9 +29,6 @@ type Postgres struct {
 
 // Func is the built-in function name, qualified with pg_catalog.
 func (Postgres) Func(name string) string { return "pg_catalog." + name }
-
-// Quote quotes an identifier.
-func (Postgres) Quote(name string) string { return quoteIdent(name) }
 
 // Value reads a column as the reference sees it.
 func (Postgres) Value(name string, t Type) string {
@@ -65,17 +63,8 @@ func (Postgres) Hash(values []string, key uint64) string {
 	return "pg_catalog.hashint8extended(pg_catalog.hash_record_extended(ROW(" + strings.Join(values, ", ") + "), " + strconv.FormatInt(int64(key), 10) + "), 0)"
 }
 
-// Widen reads a 32-bit integer as int8.
-func (Postgres) Widen(x string) string { return "(" + x + ")::int8" }
-
 // IsNaN is x = 'NaN' (PostgreSQL's NaN equals itself).
 func (Postgres) IsNaN(x string) string { return "((" + x + ") = 'NaN'::float8)" }
-
-// ToDouble is a cast to float8.
-func (Postgres) ToDouble(x string) string { return "(" + x + ")::float8" }
-
-// ToText is a cast to text.
-func (Postgres) ToText(x string) string { return "(" + x + ")::text" }
 
 // FloatOp is x op y of float8 values as IEEE computes it, where
 // PostgreSQL itself raises "value out of range": on a +, − or × of finite
@@ -201,15 +190,6 @@ func (p Postgres) With(name, body string, scan bool) string {
 // Wide is numeric.
 func (Postgres) Wide() string { return "numeric" }
 
-// RoundToInt64 is the float8 → int8 cast (rint: half to even).
-func (Postgres) RoundToInt64(x string) string { return "(" + x + ")::int8" }
-
-// SemiJoin has no syntax in PostgreSQL: EXISTS.
-func (Postgres) SemiJoin(from, sub, on string) (string, bool) { return "", true }
-
-// TruncDiv is int8 division, which truncates toward zero.
-func (Postgres) TruncDiv(x, y string) string { return "((" + x + ") / " + y + ")" }
-
 // WideDiv is div on numeric, which truncates toward zero (numeric's /
 // keeps the fraction).
 func (p Postgres) WideDiv(x, y string) string { return p.Func("div") + "(" + x + ", " + y + ")" }
@@ -234,7 +214,3 @@ func (p Postgres) Table(name string) string {
 func (Postgres) Text(_ string, n int) (string, bool) {
 	return "$" + strconv.Itoa(n) + "::text", true
 }
-
-// RowIdentity is not compiled: the PostgreSQL mirror's row identity is
-// not one column of the table.
-func (Postgres) RowIdentity(string) string { return "" }
