@@ -362,7 +362,8 @@ func (c *compiler) compile() *Statement {
 		c.keptUnits = true
 		c.st.SQL = c.unbounded(c.keptRows(rows, keyNames), keyNames, specs)
 	} else {
-		c.st.SQL = c.bounded(rows, keyNames, specs)
+		c.st.SQL = c.bounded(rows, keyNames, specs) // what bounding dropped read beside it
+		return &c.st
 	}
 	if m.Dropped && !m.Unit.IsZero() {
 		c.st.SQL = c.withDropped(keyCols, keyFilters, keyNames)

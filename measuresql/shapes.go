@@ -179,11 +179,27 @@ func (c *compiler) squares(items *[]string, sp measure.Spec, sum string) specOut
 // the row-level measurements over its l∞ rows ranked first and the
 // per-unit ones over all its rows there (perUnit), then per unit its l0
 // groups ranked first (keptGroups), summed per group.
+//
+// With the plan's estimate of what bounding dropped, the estimate reads
+// the same per-unit relation (ug, each unit's rows per group, _n) beside
+// the measurement, so that the table is scanned once.
 func (c *compiler) bounded(rows *query, keyNames []string, specs []measure.Spec) string {
 	b := c.boundedSpecs(specs)
 	partCols := append([]string{"u"}, keyNames...)
 	with, from := c.perUnit(rows, partCols, b)
-	return (&query{with: with, items: append(append([]string(nil), keyNames...), b.final...), from: c.keptGroups(from, keyNames), groupBy: keyNames}).text(c.d)
+	measured := &query{with: with, items: append(append([]string(nil), keyNames...), b.final...), from: c.keptGroups(from, keyNames), groupBy: keyNames}
+	if !c.m.Dropped {
+		return measured.text(c.d)
+	}
+	if !b.needRank {
+		// ug is the per-unit relation itself: named, with its row counts.
+		ug := from.(*query)
+		ug.items = append(ug.items[:len(partCols):len(partCols)], append([]string{c.d.Func("count") + "(*) AS _n"}, ug.items[len(partCols):]...)...)
+		ug.alias = ""
+		measured.with, measured.from = []named{{"ug", ug, false}}, c.keptGroups(withName{name: "ug", alias: "ug"}, keyNames)
+	}
+	with, measured.with, measured.alias = measured.with, nil, "m"
+	return (&query{with: with, items: []string{"m.*", "dr.du", "dr.da", "dr.ds"}, from: join{kind: crossJoin, left: measured, right: c.dropped(withName{name: "ug"})}}).text(c.d)
 }
 
 // boundedMeasures are a bounded plan's measurements at each level.
@@ -447,10 +463,17 @@ func domainGroups(keys []measure.Key) (int64, bool) {
 // reads) per unit and group, then per unit — counts only, so they do
 // not depend on the keyed hashes.
 func (c *compiler) withDropped(keyCols, keyFilters, keyNames []string) string {
+	dropped := c.dropped(c.unitGroups(keyCols, keyFilters, keyNames))
+	return (&query{items: []string{"m.*", "dr.du", "dr.da", "dr.ds"}, from: join{kind: crossJoin, left: printed{c.st.SQL, "m"}, right: dropped}}).text(c.d)
+}
+
+// dropped is the relation (alias dr) of the three counts of what
+// bounding dropped (measure.Dropped) over perGroup, each unit's rows per
+// group (_n); it places their columns after the measurement's.
+func (c *compiler) dropped(perGroup rel) *query {
 	m := c.m
 	count, sum := c.d.Func("count")+"(*)", func(x string) string { return c.d.Func("sum") + "(" + x + ")" }
 	l0, lInf := strconv.FormatInt(m.MaxGroups, 10), strconv.FormatInt(m.MaxRows, 10)
-	perGroup := c.unitGroups(keyCols, keyFilters, keyNames)
 	perUnit := &query{items: []string{"u", sum("_n") + " AS t", count + " AS g", sum("CASE WHEN _n > "+lInf+" THEN "+lInf+" ELSE _n END") + " AS s", c.d.Func("max") + "(_n) AS mx"},
 		from: perGroup, groupBy: []string{"u"}, alias: "pu"}
 	wide := func(x string) string { return "CAST(" + x + " AS " + c.d.Wide() + ")" }
@@ -458,10 +481,9 @@ func (c *compiler) withDropped(keyCols, keyFilters, keyNames []string) string {
 	// floor(2^B·(g·t − min(g, l0)·s) / (g·t)), in the wide type.
 	den := "(" + wide("g") + " * " + wide("t") + ")"
 	share := c.d.WideDiv("("+den+" - "+wide("CASE WHEN g > "+l0+" THEN "+l0+" ELSE g END")+" * "+wide("s")+") * "+strconv.Itoa(1<<measure.DroppedBits), den)
-	dropped := &query{items: []string{c.d.ToText(count) + " AS du", c.d.ToText(count+" FILTER (WHERE "+affected+")") + " AS da",
-		c.d.ToText("COALESCE("+sum("CASE WHEN "+affected+" THEN "+share+" ELSE 0 END")+", 0)") + " AS ds"}, from: perUnit, alias: "dr"}
 	c.st.dropped = c.st.width()
-	return (&query{items: []string{"m.*", "dr.du", "dr.da", "dr.ds"}, from: join{kind: crossJoin, left: printed{c.st.SQL, "m"}, right: dropped}}).text(c.d)
+	return &query{items: []string{c.d.ToText(count) + " AS du", c.d.ToText(count+" FILTER (WHERE "+affected+")") + " AS da",
+		c.d.ToText("COALESCE("+sum("CASE WHEN "+affected+" THEN "+share+" ELSE 0 END")+", 0)") + " AS ds"}, from: perUnit, alias: "dr"}
 }
 
 // printed is a statement already printed, as a FROM item under alias.
