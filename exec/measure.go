@@ -671,15 +671,10 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 	if unit == nil {
 		return nil // rows without a unit belong to nobody
 	}
-	if err := a.nextUnit(unit); err != nil {
+	st, err := a.unitOf(unit)
+	if err != nil {
 		a.err = err
 		return err
-	}
-	a.unitBuf = appendKeys(a.unitBuf[:0], unit)
-	st := a.units[string(a.unitBuf)] // a lookup: no copy of the key
-	if st == nil {
-		st = &unitState{}
-		a.units[string(a.unitBuf)] = st
 	}
 	a.groupBuf = appendKeys(a.groupBuf[:0], keys...)
 	st.rows++
@@ -1159,6 +1154,20 @@ func (a *measureAgg) flushUnit(st *unitState) {
 	if a.dropped {
 		a.droppedAcc.Add(st.dropped(int64(a.l0), int64(a.lInf)))
 	}
+}
+
+// unitOf moves the scan to unit (nextUnit) and returns its state.
+func (a *measureAgg) unitOf(unit driver.Value) (*unitState, error) {
+	if err := a.nextUnit(unit); err != nil {
+		return nil, err
+	}
+	a.unitBuf = appendKeys(a.unitBuf[:0], unit)
+	st := a.units[string(a.unitBuf)] // a lookup: no copy of the key
+	if st == nil {
+		st = &unitState{}
+		a.units[string(a.unitBuf)] = st
+	}
+	return st, nil
 }
 
 // unitRun is what the scan's order knows of a unit: its class (numbers,
