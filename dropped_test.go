@@ -34,6 +34,9 @@ func TestDroppedShareIsExact(t *testing.T) {
 	}{
 		// unit 1: 1 − 2·4/(3·6) = 10/18; unit 3: 1 − 1·2/(1·3) = 1/3.
 		{`SELECT g, COUNT(*), SUM(v) FROM d GROUP BY g`, 4, 2, grid(10, 18) + grid(1, 3), "50%"},
+		// The same, beside per-unit sums (compiled: counted in the l0
+		// choice's window, each unit's part on its first group's row).
+		{`SELECT g, SUM(v, contribution_bounds_per_group => (0, 20)) FROM d GROUP BY g`, 4, 2, grid(10, 18) + grid(1, 3), "50%"},
 		// One group: unit 1 keeps 2 of 6, unit 3 2 of 3, unit 4 both.
 		{`SELECT COUNT(*) FROM d`, 4, 2, grid(4, 6) + grid(1, 3), "50%"},
 		// Without c: unit 1 has a (4) and b: 1 − 2·3/(2·5).

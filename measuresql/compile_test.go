@@ -155,6 +155,8 @@ var compileCases = []struct {
 	{"declines: histogram under bounding with per-unit sums", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 1, Args: []measure.Col{col("y"), col("x")}, Specs: measure.MustParse("h0", "S1:0:5")}},
 	{"what bounding dropped, beside the bounded measurements: per unit its rows, groups and kept rows, counted", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 1, Args: []measure.Col{col("x")},
 		Keys: []measure.Key{{Column: col("g"), Domain: []any{"a", "b"}}}, Specs: measure.MustParse("n", "s0:0:100"), Dropped: true}},
+	{"what bounding dropped, beside per-unit sums: the l0 choice's window totals each unit's groups, its first group carries its part", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 1, MaxRows: 1, Args: []measure.Col{col("x")},
+		Keys: []measure.Key{{Column: col("g"), Domain: []any{"a", "b"}}}, Specs: measure.MustParse("S0:0:5", "R:0:2"), Dropped: true}},
 	{"the units' profile for AUTO contribution bounds: units by their groups, groups by their rows", measure.Plan{Table: "t", Unit: col("u"), MaxGroups: 64, MaxRows: 64,
 		Keys: []measure.Key{{Column: col("g"), Domain: []any{"a", "b"}}}, Specs: measure.MustParse("n"), Profile: true}},
 }

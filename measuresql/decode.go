@@ -31,7 +31,7 @@ func (st *Statement) Decode(rows [][]any) ([]*Group, error) {
 		if len(row) < width {
 			return nil, fmt.Errorf("measuresql: a row of %d columns, want %d", len(row), width)
 		}
-		if r == 0 && st.dropped > 0 {
+		if st.dropped > 0 && (r == 0 || st.droppedPerRow) {
 			var counts [3]*big.Int
 			for j := range counts {
 				x, err := bigOf(row[st.dropped+j])
@@ -40,7 +40,9 @@ func (st *Statement) Decode(rows [][]any) ([]*Group, error) {
 				}
 				counts[j] = x
 			}
-			st.decoded.Units, st.decoded.Affected, st.decoded.Share = counts[0].Int64(), counts[1].Int64(), counts[2]
+			st.decoded.Units += counts[0].Int64()
+			st.decoded.Affected += counts[1].Int64()
+			st.decoded.Share.Add(st.decoded.Share, counts[2])
 		}
 		keys := make([]any, nk)
 		for i, ko := range st.keys {

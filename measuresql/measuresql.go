@@ -162,7 +162,11 @@ type Statement struct {
 	// dropped (measure.Dropped), in every row (0: none); Decode reads
 	// them into decoded.
 	dropped int
-	decoded *measure.Dropped
+	// droppedPerRow: each row holds a part of the three counts (the
+	// units whose first group it is), which Decode adds up; else every
+	// row holds them all.
+	droppedPerRow bool
+	decoded       *measure.Dropped
 	// profile marks a statement of the units' profile (measure.Plan.Profile):
 	// one row of its two histograms, which Decode reads into
 	// decodedProfile.

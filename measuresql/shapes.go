@@ -192,9 +192,19 @@ func (c *compiler) bounded(rows *query, keyNames []string, specs []measure.Spec)
 		return measured.text(c.d)
 	}
 	if !b.needRank {
-		// ug is the per-unit relation itself: named, with its row counts.
+		// ug is the per-unit relation itself, now with its row counts.
 		ug := from.(*query)
 		ug.items = append(ug.items[:len(partCols):len(partCols)], append([]string{c.d.Func("count") + "(*) AS _n"}, ug.items[len(partCols):]...)...)
+		if c.ranksGroups() {
+			// The l0 choice's window over each unit's groups also totals
+			// them, and each unit's first group (always kept) carries its
+			// part of the counts, which Decode adds over the rows.
+			ranks := &query{items: append([]string{"*", c.groupRank(keyNames)}, c.unitTotals()...), from: ug, alias: "g"}
+			measured.from = &query{items: []string{"*"}, from: ranks, where: []string{c.groupKept()}, alias: "kept"}
+			c.st.dropped, c.st.droppedPerRow = c.st.width(), true
+			measured.items = append(measured.items, c.droppedCounts("gn = 1", "_g", "_t", "_s", "_mx")...)
+			return measured.text(c.d)
+		}
 		ug.alias = ""
 		measured.with, measured.from = []named{{"ug", ug, false}}, c.keptGroups(withName{name: "ug", alias: "ug"}, keyNames)
 	}
@@ -334,11 +344,18 @@ func (c *compiler) perUnit(rows *query, partCols []string, b boundedMeasures) ([
 // keptGroups keeps, per unit, its l0 groups ranked first (groupRank) —
 // all of them when the public domains allow no more than l0 groups.
 func (c *compiler) keptGroups(from rel, keyNames []string) rel {
-	if groups, ok := domainGroups(c.m.Keys); ok && groups <= c.m.MaxGroups {
+	if !c.ranksGroups() {
 		return &query{items: []string{"*"}, from: from, alias: "kept"}
 	}
 	ranks := &query{items: []string{"*", c.groupRank(keyNames)}, from: from, alias: "g"}
 	return &query{items: []string{"*"}, from: ranks, where: []string{c.groupKept()}, alias: "kept"}
+}
+
+// ranksGroups reports whether bounding ranks each unit's groups: unless
+// the public domains allow no more than l0 groups (then all are kept).
+func (c *compiler) ranksGroups() bool {
+	groups, ok := domainGroups(c.m.Keys)
+	return !ok || groups > c.m.MaxGroups
 }
 
 // groupKeyMix is xored into the query's key for the ranks of a unit's
@@ -471,19 +488,41 @@ func (c *compiler) withDropped(keyCols, keyFilters, keyNames []string) string {
 // bounding dropped (measure.Dropped) over perGroup, each unit's rows per
 // group (_n); it places their columns after the measurement's.
 func (c *compiler) dropped(perGroup rel) *query {
-	m := c.m
 	count, sum := c.d.Func("count")+"(*)", func(x string) string { return c.d.Func("sum") + "(" + x + ")" }
-	l0, lInf := strconv.FormatInt(m.MaxGroups, 10), strconv.FormatInt(m.MaxRows, 10)
+	lInf := strconv.FormatInt(c.m.MaxRows, 10)
 	perUnit := &query{items: []string{"u", sum("_n") + " AS t", count + " AS g", sum("CASE WHEN _n > "+lInf+" THEN "+lInf+" ELSE _n END") + " AS s", c.d.Func("max") + "(_n) AS mx"},
 		from: perGroup, groupBy: []string{"u"}, alias: "pu"}
-	wide := func(x string) string { return "CAST(" + x + " AS " + c.d.Wide() + ")" }
-	affected := "g > " + l0 + " OR mx > " + lInf
-	// floor(2^B·(g·t − min(g, l0)·s) / (g·t)), in the wide type.
-	den := "(" + wide("g") + " * " + wide("t") + ")"
-	share := c.d.WideDiv("("+den+" - "+wide("CASE WHEN g > "+l0+" THEN "+l0+" ELSE g END")+" * "+wide("s")+") * "+strconv.Itoa(1<<measure.DroppedBits), den)
 	c.st.dropped = c.st.width()
-	return &query{items: []string{c.d.ToText(count) + " AS du", c.d.ToText(count+" FILTER (WHERE "+affected+")") + " AS da",
-		c.d.ToText("COALESCE("+sum("CASE WHEN "+affected+" THEN "+share+" ELSE 0 END")+", 0)") + " AS ds"}, from: perUnit, alias: "dr"}
+	return &query{items: c.droppedCounts("", "g", "t", "s", "mx"), from: perUnit, alias: "dr"}
+}
+
+// unitTotals are the window aggregates, over each unit's groups (one row
+// each, with its rows _n), that droppedCounts reads as _g, _t, _s and _mx.
+func (c *compiler) unitTotals() []string {
+	sum, over := c.d.Func("sum"), " OVER (PARTITION BY u)"
+	lInf := strconv.FormatInt(c.m.MaxRows, 10)
+	return []string{c.d.Func("count") + "(*)" + over + " AS _g", sum + "(_n)" + over + " AS _t",
+		sum + "(CASE WHEN _n > " + lInf + " THEN " + lInf + " ELSE _n END)" + over + " AS _s", c.d.Func("max") + "(_n)" + over + " AS _mx"}
+}
+
+// droppedCounts are the three counts (du, da, ds) over the units, from
+// each unit's groups g, rows t, rows once each group keeps at most l∞
+// s and largest group mx; with first, over the rows where first holds
+// (one per unit).
+func (c *compiler) droppedCounts(first, g, t, s, mx string) []string {
+	l0, lInf := strconv.FormatInt(c.m.MaxGroups, 10), strconv.FormatInt(c.m.MaxRows, 10)
+	wide := func(x string) string { return "CAST(" + x + " AS " + c.d.Wide() + ")" }
+	affected := g + " > " + l0 + " OR " + mx + " > " + lInf
+	units := c.d.Func("count") + "(*)"
+	if first != "" {
+		affected = first + " AND (" + affected + ")"
+		units += " FILTER (WHERE " + first + ")"
+	}
+	// floor(2^B·(g·t − min(g, l0)·s) / (g·t)), in the wide type.
+	den := "(" + wide(g) + " * " + wide(t) + ")"
+	share := c.d.WideDiv("("+den+" - "+wide("CASE WHEN "+g+" > "+l0+" THEN "+l0+" ELSE "+g+" END")+" * "+wide(s)+") * "+strconv.Itoa(1<<measure.DroppedBits), den)
+	return []string{c.d.ToText(units) + " AS du", c.d.ToText(c.d.Func("count")+"(*) FILTER (WHERE "+affected+")") + " AS da",
+		c.d.ToText("COALESCE("+c.d.Func("sum")+"(CASE WHEN "+affected+" THEN "+share+" ELSE 0 END), 0)") + " AS ds"}
 }
 
 // printed is a statement already printed, as a FROM item under alias.
