@@ -935,13 +935,17 @@ func (p *Prepared) measureAs(ctx context.Context, stmt *sql.Stmt, specs []spec, 
 		measureConfigs.Delete(h)
 		measuredResults.Delete(h)
 	}()
-	dest := make([]any, natives+1)
 	native := make([]any, natives)
+	dest := make([]any, natives, natives+1)
 	for i := range native {
 		dest[i] = &native[i]
 	}
 	var handle any
-	dest[natives] = &handle
+	if natives == 0 {
+		dest = append(dest, &handle)
+	} else {
+		args = nil // a native scan is SQLite's aggregates alone: no call, no handle
+	}
 	if err := stmt.QueryRowContext(ctx, args...).Scan(dest...); err != nil {
 		return nil, nil, backendError(ctx, err)
 	}

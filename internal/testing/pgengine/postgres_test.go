@@ -86,6 +86,11 @@ func (h *harness) bothBackends() (native, pg *dpsql.Engine, srv *pgtest.Server) 
 }
 
 // counting returns how many statements contain sub.
+// compiledMark is in every compiled measurement sent to PostgreSQL (its
+// sums and counts come back as text, measuresql.Standard's ToText) and in
+// no statement of the mirror's.
+const compiledMark = " AS VARCHAR)"
+
 func counting(sent []string, sub string) int {
 	n := 0
 	for _, q := range sent {
@@ -206,7 +211,7 @@ func TestPostgresAnswersLikeSQLite(t *testing.T) {
 		if grouped := counting(sent, "COUNT(*) FROM"); (grouping == knobs.GroupAlways) != (grouped > 0) {
 			t.Errorf("grouping mode %d: %d grouped scans", grouping, grouped)
 		}
-		if aggregated := counting(sent, ")::text"); (grouping == knobs.GroupAlways) != (aggregated > 0) {
+		if aggregated := counting(sent, compiledMark); (grouping == knobs.GroupAlways) != (aggregated > 0) {
 			t.Errorf("grouping mode %d: %d scans aggregated in PostgreSQL", grouping, aggregated)
 		}
 	}
@@ -1156,7 +1161,7 @@ func TestPostgresMeasuresWhereTheDataIs(t *testing.T) {
 			h.knobs.PostgresGrouping = mode
 			log.take()
 			answers[i] = query(t, e, c.query).Rows
-			aggregated := counting(log.take(), ")::text") > 0
+			aggregated := counting(log.take(), compiledMark) > 0
 			if aggregated != (c.compiled && mode == 0) {
 				t.Errorf("%s (grouping mode %d): aggregated in PostgreSQL: %v", c.query, mode, aggregated)
 			}
@@ -1177,7 +1182,7 @@ func TestPostgresMeasuresWhereTheDataIs(t *testing.T) {
 				reference = row[1].(string)
 			}
 		}
-		if c.compiled != (strings.Contains(backend, ")::text") && !strings.Contains(backend, "dpsql_measure(") && strings.Contains(reference, "dpsql_measure(")) {
+		if c.compiled != (strings.Contains(backend, compiledMark) && !strings.Contains(backend, "dpsql_measure(") && strings.Contains(reference, "dpsql_measure(")) {
 			t.Errorf("EXPLAIN %s (compiled %v): backend SQL %.100q, reference SQL %.100q", c.query, c.compiled, backend, reference)
 		}
 		if c.check != nil && !c.check(answers[0][0]) {
@@ -1264,7 +1269,7 @@ func TestPostgresNativeAggregatesMatchScans(t *testing.T) {
 			h.knobs.PostgresGrouping = mode
 			log.take()
 			answers[i] = query(t, e, stmt).Rows
-			if mode == 0 && counting(log.take(), ")::text") > 0 {
+			if mode == 0 && counting(log.take(), compiledMark) > 0 {
 				aggregated++
 			}
 		}
