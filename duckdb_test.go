@@ -286,10 +286,12 @@ func TestDuckDBExplainSaysWhereTheScanRuns(t *testing.T) {
 			t.Errorf("EXPLAIN %s: engine %q, want %q", q, got, want)
 		}
 		// The statement shown is the one that runs: DuckDB's when the
-		// scan compiles (the reference evaluator's after it), else the
-		// reference evaluator's over the mirror.
+		// scan compiles (its built-ins qualified, system.main.count; the
+		// reference evaluator's after it), else the reference evaluator's
+		// over the mirror (a call of dpsql_measure, or SQLite's own
+		// aggregates for a native scan).
 		compiled := strings.HasPrefix(got, "one DuckDB statement")
-		if compiled != (reference != "") || compiled == strings.Contains(backend, "dpsql_measure(") {
+		if compiled != (reference != "") || compiled != strings.Contains(backend, "system.main.") {
 			t.Errorf("EXPLAIN %s: backend SQL %.80q, reference SQL %.80q for engine %q", q, backend, reference, got)
 		}
 	}
