@@ -19,16 +19,25 @@ import (
 // (none on y) and a domain on g, and a budget large enough for any
 // benchmark.
 func benchDB(b *testing.B, n int) string {
+	return benchTable(b, fmt.Sprintf(`CREATE TABLE t (x INTEGER, g TEXT, y INTEGER);
+		WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
+		INSERT INTO t (x, g) SELECT abs(random()) %% 1000, 'g' || (i %% 8) FROM n;
+		UPDATE t SET y = x;`, n-1), `CREATE PRIVACY POLICY ON t;
+		ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 1000);
+		ALTER PRIVACY POLICY ON t SET DOMAIN g ('g0', 'g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7');
+		SET BUDGET epsilon = 1e6`)
+}
+
+// benchTable builds a benchmark database: create run in SQLite, then
+// policy run by the owner; it returns the file's path.
+func benchTable(b *testing.B, create, policy string) string {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "bench.db")
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, err = db.Exec(fmt.Sprintf(`CREATE TABLE t (x INTEGER, g TEXT, y INTEGER);
-		WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
-		INSERT INTO t (x, g) SELECT abs(random()) %% 1000, 'g' || (i %% 8) FROM n;
-		UPDATE t SET y = x;`, n-1))
+	_, err = db.Exec(create)
 	db.Close()
 	if err != nil {
 		b.Fatal(err)
@@ -38,11 +47,7 @@ func benchDB(b *testing.B, n int) string {
 		b.Fatal(err)
 	}
 	defer owner.Close()
-	err = owner.Run(context.Background(), `CREATE PRIVACY POLICY ON t;
-		ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 1000);
-		ALTER PRIVACY POLICY ON t SET DOMAIN g ('g0', 'g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7');
-		SET BUDGET epsilon = 1e6`, func(*dpsql.Result) error { return nil })
-	if err != nil {
+	if err := owner.Run(context.Background(), policy, func(*dpsql.Result) error { return nil }); err != nil {
 		b.Fatal(err)
 	}
 	return path
@@ -167,29 +172,13 @@ func BenchmarkCountUnitsBounded(b *testing.B) {
 // the command line (docs/benchmarks.md).
 func BenchmarkBoundingManyUnits(b *testing.B) {
 	rows := envInt(b, "DPSQL_BENCH_ROWS", 2_000_000)
-	path := filepath.Join(b.TempDir(), "units.db")
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	_, err = db.Exec(fmt.Sprintf(`CREATE TABLE t (uid INTEGER, g INTEGER, x REAL);
+	path := benchTable(b, fmt.Sprintf(`CREATE TABLE t (uid INTEGER, g INTEGER, x REAL);
 		WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
-		INSERT INTO t SELECT abs(random()) %% %d, abs(random()) %% 8, (abs(random()) %% 100000) / 1000.0 FROM n`, rows-1, rows*491/2000))
-	db.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
-	owner, err := dpsql.Open(path, dpsql.Options{Owner: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := owner.Run(context.Background(), `CREATE PRIVACY POLICY ON t OPTIONS (privacy_unit_column = uid, max_groups_contributed = 2, max_rows_contributed = 3);
+		INSERT INTO t SELECT abs(random()) %% %d, abs(random()) %% 8, (abs(random()) %% 100000) / 1000.0 FROM n`, rows-1, rows*491/2000),
+		`CREATE PRIVACY POLICY ON t OPTIONS (privacy_unit_column = uid, max_groups_contributed = 2, max_rows_contributed = 3);
 		ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 100);
 		ALTER PRIVACY POLICY ON t SET DOMAIN g (0, 1, 2, 3, 4, 5, 6, 7);
-		SET BUDGET epsilon = 1e6`, func(*dpsql.Result) error { return nil }); err != nil {
-		b.Fatal(err)
-	}
-	owner.Close()
+		SET BUDGET epsilon = 1e6`)
 	b.Run("grouped", func(b *testing.B) {
 		benchRatioOn(b, path, `SELECT g, SUM(s) FROM (SELECT uid, g, SUM(x) AS s FROM t GROUP BY uid, g) GROUP BY g`, `SELECT g, COUNT(*), SUM(x) FROM t GROUP BY g`)
 	})
