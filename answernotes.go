@@ -89,28 +89,44 @@ func textArgumentNotes(p *planner.PrivateQuery, cat *catalog.Catalog) []string {
 
 // clippedNote names the values computed from clipped values and their
 // bounds (the first row's: bounds are per aggregate, the same in every
-// group), or "".
+// group), or "". Where a bound was chosen privately it also says what the
+// intervals allow for beyond it (exec.ChosenBound.TailExcess, the first
+// row's allowance per value), or that the tail was too heavy to allow for.
 func clippedNote(res *Result, chosen []exec.ChosenBound) string {
 	if len(res.Intervals) == 0 {
 		return ""
 	}
-	var parts []string
+	var parts, tails []string
+	heavy := map[float64]bool{}
 	for j, iv := range res.Intervals[0] {
-		if iv != nil && iv.Clipped && j < len(res.Columns) {
-			part := fmt.Sprintf("%s [%g, %g]", res.Columns[j], iv.ClipLo, iv.ClipHi)
-			for _, c := range chosen {
-				if c.Lo == iv.ClipLo && c.Hi == iv.ClipHi {
-					part += " (chosen privately)" // not declared: a release of the data, with its own note
-					break
-				}
-			}
-			parts = append(parts, part)
+		if iv == nil || !iv.Clipped || j >= len(res.Columns) {
+			continue
 		}
+		part := fmt.Sprintf("%s [%g, %g]", res.Columns[j], iv.ClipLo, iv.ClipHi)
+		for _, c := range chosen {
+			if c.Lo != iv.ClipLo || c.Hi != iv.ClipHi {
+				continue
+			}
+			part += " (chosen privately)" // not declared: a release of the data, with its own note
+			switch {
+			case c.TailHeavy && !heavy[c.Hi]:
+				heavy[c.Hi] = true
+				tails = append(tails, fmt.Sprintf("beyond %g the values thin out too slowly to extrapolate, and no interval allows for them", c.Hi))
+			case iv.Tail > 0:
+				tails = append(tails, fmt.Sprintf("the interval of %s reaches %.3g higher to allow for values beyond %g (extrapolated from the bound search)", res.Columns[j], iv.Tail, c.Hi))
+			}
+			break
+		}
+		parts = append(parts, part)
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return "values clipped to bounds: " + strings.Join(parts, ", ") + " (the intervals are about the clipped values)"
+	about := "the intervals are about the clipped values"
+	if len(tails) > 0 {
+		about += "; " + strings.Join(tails, "; ")
+	}
+	return "values clipped to bounds: " + strings.Join(parts, ", ") + " (" + about + ")"
 }
 
 // firstLine is s up to its first newline.

@@ -3,6 +3,7 @@ package dpsql_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/mechanism"
 )
 
@@ -69,6 +71,22 @@ func TestAutoBoundsWithoutNoise(t *testing.T) {
 	if len(r.Notes) != 2 || !strings.Contains(r.Notes[0], "chosen privately: [0, 128]") || !strings.Contains(r.Notes[1], "clipped to bounds") {
 		t.Errorf("notes %q, want the chosen bounds [0, 128] and the clipping note", r.Notes)
 	}
+	// The intervals allow for values beyond 128, extrapolated from the
+	// stops at 72 and 104 (autobound.Result.TailExcess): SUM's interval
+	// reaches that much further above the sum than below it, AVG's that
+	// much over the count's 95% lower end (a little under 1,000).
+	w := autobound.WalkFor(0.3, 1)
+	excess, _ := autobound.Result{Hi: 128, HiIdx: candidateIndex(t, 128), TailIdx: candidateIndex(t, 72), StopIdx: candidateIndex(t, 104),
+		Scale: w.Scale, Threshold: w.Threshold}.TailExcess()
+	if iv := r.Intervals[0][1]; w.Coarse || !(excess > 0) || iv.Tail != excess || math.Abs((iv.Hi-sum)-(sum-iv.Lo)-excess) > 1e-6 {
+		t.Errorf("SUM's interval %+v around %v, want an allowance of %v (walk %+v)", iv, sum, excess, w)
+	}
+	if iv := r.Intervals[0][0]; iv.Tail < excess/1000 || iv.Tail > excess/950 || math.Abs((iv.Hi-sum/1000)-(sum/1000-iv.Lo)-iv.Tail) > 1e-9 {
+		t.Errorf("AVG's interval %+v, want an allowance of about %v", iv, excess/1000)
+	}
+	if !strings.Contains(r.Notes[1], fmt.Sprintf("reaches %.3g higher to allow for values beyond 128", excess)) {
+		t.Errorf("clipping note %q does not name the allowance", r.Notes[1])
+	}
 	// A column capped at a value: 0..89 ten rows each and 100 rows of 90.
 	// Stage one stops at 72 (270 above), stage two at 96 (88 has 110
 	// above): three candidates apart, widened by ⌊2.4⌋ = 2, to 112.
@@ -93,6 +111,9 @@ func TestAutoBoundsWithoutNoise(t *testing.T) {
 	if len(r.Notes) != 2 || !strings.Contains(r.Notes[0], "chosen privately: [1920, 2048]") {
 		t.Errorf("years: notes %q, want the chosen bounds [1920, 2048]", r.Notes)
 	}
+	if iv := r.Intervals[0][0]; iv.Tail != 0 || !strings.Contains(r.Notes[1], "[1920, 2048] (chosen privately)") { // both stops at 2048: nothing to follow
+		t.Errorf("years: interval %+v, note %q: want no allowance", iv, r.Notes[1])
+	}
 	// A column with negative values gets a negative lower bound.
 	r = query(t, e, `SELECT AVG(x - 50) FROM t`)
 	if got := r.Rows[0][0].(float64); math.Abs(got-(-0.5)) > 1 {
@@ -109,6 +130,17 @@ func TestAutoBoundsWithoutNoise(t *testing.T) {
 			t.Errorf("EXPLAIN lacks %q:\n%s", want, text.String())
 		}
 	}
+}
+
+// candidateIndex is v's index among autobound's candidates.
+func candidateIndex(t *testing.T, v float64) int {
+	for j := 1; j < autobound.NumBuckets; j++ {
+		if autobound.Candidate(j) == v {
+			return j
+		}
+	}
+	t.Fatalf("%v is not a candidate", v)
+	return 0
 }
 
 type seededSource struct{ r *rand.Rand }

@@ -48,6 +48,10 @@ type ConfidenceInterval struct {
 	ClippedTo           []float64 `json:"clipped_to,omitempty"`
 	ContributionBounded bool      `json:"contribution_bounded,omitempty"`
 	FewRows             bool      `json:"few_rows,omitempty"`
+	// TailAllowance is how far the upper bound reaches above the clipped
+	// values' interval to allow for values beyond a privately chosen
+	// bound (Interval's Tail).
+	TailAllowance float64 `json:"tail_allowance,omitempty"`
 }
 
 // Released returns r's machine-readable form.
@@ -96,7 +100,7 @@ func (r *Result) ConfidenceIntervals() [][]*ConfidenceInterval {
 				break
 			}
 			if iv != nil && finite(iv.Lo) && finite(iv.Hi) {
-				ci := &ConfidenceInterval{Level: 0.95, Lower: iv.Lo, Upper: iv.Hi, ContributionBounded: iv.Bounded, FewRows: iv.Wide}
+				ci := &ConfidenceInterval{Level: 0.95, Lower: iv.Lo, Upper: iv.Hi, ContributionBounded: iv.Bounded, FewRows: iv.Wide, TailAllowance: iv.Tail}
 				if iv.Clipped && !math.IsInf(iv.ClipLo, 0) && !math.IsInf(iv.ClipHi, 0) {
 					ci.ClippedTo = []float64{iv.ClipLo, iv.ClipHi}
 				}

@@ -135,3 +135,124 @@ func BenchmarkChooseSimulated(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCoverageSimulated: how often SUM's and AVG's 95% intervals,
+// with and without TailExcess, hold the raw truth (sim only).
+func BenchmarkCoverageSimulated(b *testing.B) {
+	runs := 300
+	frac := 0.3
+	if v := os.Getenv("DPSQL_RUNS"); v != "" {
+		fmt.Sscan(v, &runs)
+	}
+	type shape struct {
+		name  string
+		xs    []float64
+		eps   []float64
+		cells int
+	}
+	var shapes []shape
+	for _, units := range []int{1000, 10000, 100000} {
+		r := rand.New(rand.NewPCG(uint64(units), 5))
+		xs := make([]float64, units)
+		for i := range xs {
+			xs[i] = math.Exp(math.Log(23) - 0.5 + r.NormFloat64())
+		}
+		shapes = append(shapes, shape{fmt.Sprintf("lognormal %d", units), xs, []float64{0.01, 0.03, 0.1, 1}, 3})
+	}
+	for _, alpha := range []float64{1.5, 2.5} { // Pareto tails
+		r := rand.New(rand.NewPCG(7, 5))
+		xs := make([]float64, 10000)
+		for i := range xs {
+			xs[i] = math.Pow(1-r.Float64(), -1/alpha)
+		}
+		shapes = append(shapes, shape{fmt.Sprintf("pareto %.1f", alpha), xs, []float64{0.1, 1}, 3})
+	}
+	if f, err := os.Open(filepath.Join("..", "..", "shared", "data", "adult.csv")); err == nil {
+		recs, _ := csv.NewReader(f).ReadAll()
+		f.Close()
+		for _, col := range []struct {
+			name  string
+			index int
+		}{{"adult age", 11}, {"adult gain", 12}, {"adult hours", 8}, {"adult loss", 13}} {
+			var xs []float64
+			for _, rec := range recs[1:] {
+				v, _ := strconv.ParseFloat(rec[col.index], 64)
+				xs = append(xs, v)
+			}
+			shapes = append(shapes, shape{col.name, xs, []float64{0.1, 1}, 2})
+		}
+	}
+	for _, sh := range shapes {
+		for _, eps := range sh.eps {
+			c := simCoverage(sh.xs, eps, frac, sh.cells, runs, 1)
+			b.Logf("%-17s ε %-5v covered SUM %3.0f%% → %3.0f%%  AVG %3.0f%% → %3.0f%%  heavy %3d/%d  allowance/half-width median %.2f", sh.name, eps,
+				100*c.sumWithout, 100*c.sumWith, 100*c.avgWithout, 100*c.avgWith, c.heavy, runs, c.widening)
+		}
+	}
+}
+
+// coverage is how often simulated 95% intervals of SUM and AVG held the
+// raw truth, without and with Result.TailExcess's allowance; heavy counts
+// the runs whose tail had no finite allowance; widening is the median
+// allowance over SUM's half-width.
+type coverage struct {
+	sumWithout, sumWith, avgWithout, avgWith float64
+	heavy                                    int
+	widening                                 float64
+}
+
+// simCoverage runs Choose on xs runs times at a search share frac of eps
+// and draws the cells' Laplace noise as the engine does (the rest of eps,
+// split over cells), with seeded sources: the intervals are the Laplace
+// half-widths ln(20)·b around the noisy SUM and the centred AVG (the
+// count's noise left out of AVG's width), the allowance added above.
+func simCoverage(xs []float64, eps, frac float64, cells, runs int, seed uint64) coverage {
+	var h Histogram
+	sum := 0.0
+	for _, x := range xs {
+		h.Add(x)
+		sum += x
+	}
+	n := float64(len(xs))
+	epsCell := (1 - frac) * eps / float64(cells)
+	rng := rand.New(rand.NewPCG(seed, uint64(eps*1000)))
+	noise := mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed+1, uint64(eps*1000)))})
+	lap := func(s float64) float64 { return s * (rng.ExpFloat64() - rng.ExpFloat64()) }
+	in := func(lo, hi, t float64) bool { return lo <= t && t <= hi }
+	var c coverage
+	var widen []float64
+	for i := 0; i < runs; i++ {
+		res, _, err := Choose(&h, frac*eps, 1, noise)
+		if err != nil {
+			panic(err)
+		}
+		var cs, cc float64
+		mid := (res.Lo + res.Hi) / 2
+		for _, x := range xs {
+			v := math.Min(res.Hi, math.Max(res.Lo, x))
+			cs += v
+			cc += v - mid
+		}
+		bS := math.Max(-res.Lo, res.Hi) / epsCell
+		s, hS := cs+lap(bS), bS*math.Log(20)
+		bA := (res.Hi - res.Lo) / 2 / epsCell
+		cnt := n + lap(1/epsCell)
+		a, hA := (cc+lap(bA))/cnt+mid, bA*math.Log(20)/cnt
+		ex, finite := res.TailExcess()
+		if !finite {
+			c.heavy++
+		}
+		add := func(p *float64, ok bool) {
+			if ok {
+				*p += 1 / float64(runs)
+			}
+		}
+		add(&c.sumWithout, in(s-hS, s+hS, sum))
+		add(&c.sumWith, in(s-hS, s+hS+ex, sum))
+		add(&c.avgWithout, in(a-hA, a+hA, sum/n))
+		add(&c.avgWith, in(a-hA, a+hA+ex/cnt, sum/n))
+		widen = append(widen, ex/hS)
+	}
+	c.widening = simMedian(widen)
+	return c
+}

@@ -241,6 +241,12 @@ type ChosenBound struct {
 	// Clipped is the private estimate of how many values the bounds
 	// clipped (paid from the search's ε).
 	Clipped autobound.Clipped
+	// TailExcess is the allowance the intervals of SUM and AVG make for
+	// the values beyond Hi (autobound.Result.TailExcess); TailHeavy marks
+	// a tail too heavy to extrapolate, which the intervals do not allow
+	// for.
+	TailExcess float64
+	TailHeavy  bool
 }
 
 // announced tells a noise observer (the auditor) about the two counts of
@@ -525,13 +531,15 @@ func (p *Prepared) Run(ctx context.Context, plan *planner.PrivateQuery, noise me
 	keys := sc.keys
 	sc = nil // nothing exact survives past this point
 	aggBounds := make([][2]float64, len(q.Aggregates))
+	tails := make([]float64, len(q.Aggregates)) // each aggregate's allowance for values beyond a chosen upper bound
 	for i, a := range q.Aggregates {
 		aggBounds[i] = [2]float64{a.Lo, a.Hi}
 		if a.Search >= 0 {
 			aggBounds[i] = [2]float64{chosen[a.Search].Lo, chosen[a.Search].Hi}
+			tails[i] = notes[a.Search].TailExcess
 		}
 	}
-	ivs := groupIntervals(q, noisy, cellNoise(q, cells), aggBounds, groups, quantileIvs)
+	ivs := groupIntervals(q, noisy, cellNoise(q, cells), aggBounds, tails, groups, quantileIvs)
 	if err := fill(ctx, p.conn, q, rw, noisy, multi, keys, aggBounds, ivs); err != nil {
 		return nil, nil, err
 	}
@@ -559,15 +567,16 @@ func chooseBounds(q *planner.PrivateQuery, sc *scanned, noise mechanism.Noiser) 
 			return nil, nil, err
 		}
 		chosen[i] = r
+		excess, finite := r.TailExcess()
 		notes = append(notes, ChosenBound{Label: sr.Label, Lo: r.Lo, Hi: r.Hi, Collapsed: r.Collapsed(),
-			Threshold: r.Threshold, Clipped: clipped})
+			Threshold: r.Threshold, Clipped: clipped, TailExcess: excess, TailHeavy: !finite})
 	}
 	return chosen, notes, nil
 }
 
 // groupIntervals computes every group's aggregates' intervals, indexed
 // g·len(q.Aggregates) + aggregate (nil: none).
-func groupIntervals(q *planner.PrivateQuery, noisy []float64, ns []noiseOf, aggBounds [][2]float64, groups int, quantileIvs map[int]*Interval) []*Interval {
+func groupIntervals(q *planner.PrivateQuery, noisy []float64, ns []noiseOf, aggBounds [][2]float64, tails []float64, groups int, quantileIvs map[int]*Interval) []*Interval {
 	nc, na := len(q.Cells), len(q.Aggregates)
 	out := make([]*Interval, groups*na)
 	for g := 0; g < groups; g++ {
@@ -576,6 +585,7 @@ func groupIntervals(q *planner.PrivateQuery, noisy []float64, ns []noiseOf, aggB
 			if a.Kind == planner.AggQuantile {
 				iv = quantileIvs[g*nc+a.Cells[0]] // APPROX_QUANTILES: one per value, in Each
 			} else if v, ok := aggregateInterval(a, noisy[g*nc:(g+1)*nc], ns, aggBounds[i][0], aggBounds[i][1]); ok {
+				withTail(&v, a, tails[i], noisy[g*nc:(g+1)*nc], ns)
 				iv = &v
 			}
 			if iv != nil {

@@ -151,6 +151,28 @@ func aggregateInterval(a *planner.Aggregate, noisy []float64, ns []noiseOf, lo, 
 	return Interval{}, false
 }
 
+// withTail widens a SUM's or AVG's interval upward by the allowance for
+// values beyond a privately chosen upper bound (excess:
+// autobound.Result.TailExcess, over the whole table): all of it for a SUM
+// (the values beyond may all lie in this group), divided by the group's
+// count (the 95% lower end of its noisy count, at least 1) for an AVG.
+// Post-processing of released values: free.
+func withTail(iv *Interval, a *planner.Aggregate, excess float64, noisy []float64, ns []noiseOf) {
+	if !(excess > 0) || math.IsInf(excess, 0) {
+		return
+	}
+	switch a.Kind {
+	case planner.AggSum:
+	case planner.AggAvg:
+		ci := a.Cells[1]
+		excess /= math.Max(1, noisy[ci]-halfWidth([]float64{1}, []noiseOf{ns[ci]}, 1-intervalLevel))
+	default:
+		return
+	}
+	iv.Hi += excess
+	iv.Tail = excess
+}
+
 // momentInterval is AVG's, VAR's and STDDEV's interval: the value's error
 // linearised in the noises of its cells (the count C, the centred sum S
 // and, for VAR and STDDEV, the centred sum of squares Q) at the noisy

@@ -25,6 +25,12 @@ type Interval struct {
 	Clipped bool    `json:"clipped,omitempty"`
 	ClipLo  float64 `json:"clip_lo,omitempty"`
 	ClipHi  float64 `json:"clip_hi,omitempty"`
+	// Tail is how far Hi reaches above the clipped values' interval to
+	// allow for values beyond a privately chosen upper bound: an estimate
+	// of what clipping there removed, extrapolated from the bound search's
+	// released stops (autobound.Result.TailExcess), for SUM and AVG. 0:
+	// none (declared bounds, or no tail to follow).
+	Tail float64 `json:"tail_allowance,omitempty"`
 	// Bounded says contribution bounding may have dropped rows: the
 	// policy has a privacy unit, and a unit's rows beyond its l0 groups
 	// and l∞ rows per group are not measured.
