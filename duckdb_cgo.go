@@ -44,6 +44,37 @@ func (d *duckSource) explain(ctx context.Context, state *sql.DB, m *measure.Plan
 
 func (d *duckSource) measurer(state *sql.DB) exec.Measurer { return stateMeasurer{d.src, state} }
 
+// checkOutcome is how csvimport's check of a CSV file ended.
+type checkOutcome struct {
+	c   *csvimport.Checked
+	err error
+}
+
+// sampleOrEnd waits for the check's sample of column types (sampled) or
+// its end (done), whichever comes first, and returns the sample and, if
+// the check has ended, its outcome; err is the check's failure before it
+// typed a sample. A check that ended well has sent its sample first (the
+// channel holds it), or took none (a file without rows: its columns
+// stand for the sample). Both channels may be ready at once — a small
+// file is checked before the import waits — and select then picks
+// either: an ended check is never taken for a failed one.
+func sampleOrEnd(sampled <-chan []csvimport.Column, done <-chan checkOutcome) ([]csvimport.Column, *checkOutcome, error) {
+	select {
+	case first := <-sampled:
+		return first, nil, nil
+	case o := <-done:
+		if o.err != nil {
+			return nil, nil, o.err
+		}
+		select {
+		case first := <-sampled:
+			return first, &o, nil
+		default:
+			return o.c.Columns, &o, nil
+		}
+	}
+}
+
 // importFile loads a Parquet file with DuckDB's reader, or a CSV file
 // checked and typed by csvimport (into a scratch SQLite file, so that a
 // malformed file fails exactly as on SQLite, before DuckDB is touched)
@@ -61,12 +92,8 @@ func (d *duckSource) importFile(ctx context.Context, table, path string, opts cs
 	// a checked SQLite copy instead.
 	readCtx, cancelRead := context.WithCancel(ctx)
 	defer cancelRead()
-	type outcome struct {
-		c   *csvimport.Checked
-		err error
-	}
 	sampled := make(chan []csvimport.Column, 1)
-	done := make(chan outcome, 1)
+	done := make(chan checkOutcome, 1)
 	checking := opts
 	checking.Sampled = func(cols []csvimport.Column) { sampled <- cols }
 	go func() {
@@ -74,15 +101,12 @@ func (d *duckSource) importFile(ctx context.Context, table, path string, opts cs
 		if err != nil {
 			cancelRead()
 		}
-		done <- outcome{c, err}
+		done <- checkOutcome{c, err}
 	}()
-	var first []csvimport.Column
-	select {
-	case first = <-sampled:
-	case o := <-done: // failed before its sample was typed
-		return 0, nil, o.err
+	first, result, err := sampleOrEnd(sampled, done)
+	if err != nil {
+		return 0, nil, err
 	}
-	var result *outcome
 	wait := func() (duckdb.CSVCheck, error) {
 		if result == nil {
 			o := <-done
