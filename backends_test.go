@@ -382,6 +382,7 @@ var engineSuite = []struct {
 	{"TestAdult", TestAdult},
 	{"TestBoundingKeepsGroupsAndRowsEvenly", TestBoundingKeepsGroupsAndRowsEvenly},
 	{"TestDroppedShareIsExact", TestDroppedShareIsExact},
+	{"TestDroppedShareOfChosenGroups", TestDroppedShareOfChosenGroups},
 	{"TestAutoContributionBounds", TestAutoContributionBounds},
 	{"TestRerunningCreatePolicySaysWhatChanged", TestRerunningCreatePolicySaysWhatChanged},
 	{"TestCancelledImportSaysNothingWasImported", TestCancelledImportSaysNothingWasImported},

@@ -64,3 +64,45 @@ func TestDroppedShareIsExact(t *testing.T) {
 		t.Errorf("one unit without drops: notes %q", note)
 	}
 }
+
+// TestDroppedShareOfChosenGroups: a query whose groups are chosen by
+// comparison (max_groups_above, or ORDER BY ... LIMIT) says what bounding
+// dropped too, counted exactly under zero noise on every evaluator. A
+// threshold query's bounding keeps every group of a unit (l0 = the 3
+// candidates of the domain) and at most l∞ = 2 rows in each: unit 1 keeps
+// 2 + 1 + 1 of its 6 rows, 1 − 3·4/(3·6) = 6/18; unit 3 keeps 2 of 3,
+// 1/3; units 2 and 4 keep all. A top-k read off the noisy histogram
+// (one unit changes few groups) bounds as the plain query does, l0 = 2:
+// unit 1's share is 1 − 2·4/(3·6) = 10/18.
+func TestDroppedShareOfChosenGroups(t *testing.T) {
+	parallel(t)
+	path := hardDB(t, `CREATE TABLE d (uid INTEGER, g TEXT, v INTEGER);
+		INSERT INTO d VALUES (1, 'a', 1), (1, 'a', 2), (1, 'a', 3), (1, 'a', 4), (1, 'b', 5), (1, 'c', 6),
+			(2, 'a', 1), (3, 'b', 1), (3, 'b', 2), (3, 'b', 3), (4, 'a', 1), (4, 'b', 1);`,
+		`CREATE PRIVACY POLICY ON d OPTIONS (privacy_unit_column = uid, max_groups_contributed = 2, max_rows_contributed = 2);
+		ALTER PRIVACY POLICY ON d SET DOMAIN g ('a', 'b', 'c');
+		SET BUDGET epsilon = 1e6`)
+	e := open(t, path, dpsql.Options{Epsilon: 1}) // zero noise
+	grid := func(num, den int64) float64 { return float64((num<<20)/den) / (1 << 20) }
+	for _, c := range []struct {
+		sql   string
+		share float64
+	}{
+		{`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_above = 1) g, COUNT(*) FROM d GROUP BY g HAVING COUNT(*) > 1`, grid(6, 18) + grid(1, 3)},
+		{`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_above = 2) g FROM d GROUP BY g HAVING COUNT(*) > 1`, grid(6, 18) + grid(1, 3)},
+		{`SELECT g, COUNT(*) AS n FROM d GROUP BY g ORDER BY n DESC LIMIT 1`, grid(10, 18) + grid(1, 3)},
+	} {
+		res := query(t, e, c.sql)
+		d := res.Dropped
+		if d == nil {
+			t.Errorf("%s: no estimate of what bounding dropped", c.sql)
+			continue
+		}
+		if d.Units != 4 || d.Affected != 2 || math.Abs(d.Share-c.share) > 1e-12 {
+			t.Errorf("%s: dropped %g units of %g, share %.12g; want 2 of 4, %.12g", c.sql, d.Affected, d.Units, d.Share, c.share)
+		}
+		if note := strings.Join(res.Notes, "\n"); !strings.Contains(note, "dropped rows of an estimated 50% of the units") {
+			t.Errorf("%s: notes %q", c.sql, note)
+		}
+	}
+}

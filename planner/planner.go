@@ -480,7 +480,7 @@ func (b *builder) shareEpsilon(opts options) error {
 	// sensitivities account for (Scale), so one ε covers all groups.
 	b.q.Epsilon, b.q.Delta = eps, 0
 	reserved := 0.0 // the estimate of what bounding dropped, the choice of AUTO bounds
-	if b.q.UnitSQL != "" && b.q.Watch == nil && !b.q.chosen() {
+	if b.q.UnitSQL != "" && b.q.Watch == nil {
 		b.q.Dropped = &DroppedEstimate{Epsilon: math.Nextafter(eps*DroppedFraction, 0)}
 		reserved = b.q.Dropped.Epsilon
 	}
