@@ -47,6 +47,9 @@ const DroppedWarnShare = 0.1
 // warning from DroppedWarnShare of the rows.
 func droppedNote(d *exec.Dropped, unit string) string {
 	pct := func(x float64) string { return fmt.Sprintf("%.3g%%", 100*x) }
+	if unit == "" { // a join that can repeat a row of a table whose rows are its units
+		unit = "unit (a row of the private table)"
+	}
 	ulo, uhi := d.UnitsRange()
 	rlo, rhi := d.RowsRange()
 	what := fmt.Sprintf("contribution bounding (at most %d group(s) and %d row(s) per group for each %s) dropped rows of an estimated %s of the units (95%%: %s to %s), on average %s of a unit's rows (95%%: %s to %s; estimated privately, from the query's ε)",

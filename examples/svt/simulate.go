@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/dpsql/dpsql/mechanism"
+	"github.com/dpsql/dpsql/planner"
 )
 
 // The long-run expectations: each example's mechanism run many times on
@@ -61,6 +62,12 @@ func (l *lab) simulate(runs int, seed uint64) error {
 	return l.simulateRanges(runs, noise)
 }
 
+// compared is the ε of the tutorial's statements (1) left for choosing
+// and measuring once the estimate of what bounding dropped has its share:
+// their joins repeat a person's row, so each row is its own unit, bounded
+// (planner.DroppedFraction).
+const compared = 1 - planner.DroppedFraction
+
 // simulateClip: AboveThreshold (ε = 1, c = 1, sensitivity 1, monotonic)
 // over b = 0, 5, ..., 150 comparing −count(age > b) with −1, against the
 // 31 counts at ε/31 each, the first below 1 taken.
@@ -78,7 +85,7 @@ func (l *lab) simulateClip(runs int, noise *mechanism.SecureNoiser) error {
 	var svt, base stat
 	var svtExact, baseExact int
 	for range runs {
-		run, err := noise.NewSparse(mechanism.SparseOptions{Epsilon: 1, Sensitivity: 1, Threshold: -1, Cutoff: 1, Monotonic: true})
+		run, err := noise.NewSparse(mechanism.SparseOptions{Epsilon: compared, Sensitivity: 1, Threshold: -1, Cutoff: 1, Monotonic: true})
 		if err != nil {
 			return err
 		}
@@ -145,9 +152,9 @@ func (l *lab) simulateRanges(runs int, noise *mechanism.SecureNoiser) error {
 		}
 	}
 	for _, c := range []int{3, 5} {
-		choose := 1.0
+		choose := compared
 		if c == 5 {
-			choose = 0.5
+			choose = compared * planner.ChoiceFraction
 		}
 		var below, bBelow, released, bReleased int
 		var short, bShort, valueErr, bErr stat
@@ -175,7 +182,7 @@ func (l *lab) simulateRanges(runs int, noise *mechanism.SecureNoiser) error {
 					short.add(threshold - k.n)
 				}
 				if c == 5 {
-					v, err := noise.AddLaplace(k.n, 1, 0.5/5)
+					v, err := noise.AddLaplace(k.n, 1, compared*(1-planner.ChoiceFraction)/5)
 					if err != nil {
 						return err
 					}

@@ -26,6 +26,7 @@ import (
 	"github.com/dpsql/dpsql/internal/testing/enginetest"
 	"github.com/dpsql/dpsql/internal/testopts"
 	"github.com/dpsql/dpsql/mechanism"
+	"github.com/dpsql/dpsql/planner"
 )
 
 // fixture is a test database: people (each row a unit, an age) with a
@@ -293,7 +294,11 @@ func TestThresholdQueryParameters(t *testing.T) {
 	if len(rec.sparse) != 1 {
 		t.Fatalf("%d sparse runs, want 1", len(rec.sparse))
 	}
-	want := mechanism.SparseOptions{Epsilon: math.Nextafter(0.5, 0), Sensitivity: 1, Threshold: 300, Cutoff: 3, Monotonic: true}
+	// ε = 1: what bounding dropped takes its share first (three counts),
+	// half of the rest chooses, half measures.
+	dropped := math.Nextafter(planner.DroppedFraction, 0)
+	rest := 1 - dropped
+	want := mechanism.SparseOptions{Epsilon: math.Nextafter(rest*planner.ChoiceFraction, 0), Sensitivity: 1, Threshold: 300, Cutoff: 3, Monotonic: true}
 	if rec.sparse[0] != want {
 		t.Errorf("sparse options %+v, want %+v", rec.sparse[0], want)
 	}
@@ -315,12 +320,16 @@ func TestThresholdQueryParameters(t *testing.T) {
 	if asked != len(rec.queries) {
 		t.Errorf("%d queries asked, want %d (stopping after the third above)", len(rec.queries), asked)
 	}
-	if len(res.Rows) != 3 || len(rec.laplace) != 3 {
-		t.Fatalf("%d rows, %d Laplace calls; want 3 and 3 (one fresh measurement per released group)", len(res.Rows), len(rec.laplace))
+	if len(res.Rows) != 3 || len(rec.laplace) != 3+3 {
+		t.Fatalf("%d rows, %d Laplace calls; want 3 and 3 + 3 (what bounding dropped, then one fresh measurement per released group)", len(res.Rows), len(rec.laplace))
 	}
-	for _, l := range rec.laplace {
-		if l[0] != 1 || l[1] != math.Nextafter(0.5/3, 0) {
-			t.Errorf("a value measured at sensitivity %v, ε %v; want 1 and 0.5/3", l[0], l[1])
+	for i, l := range rec.laplace {
+		want := [2]float64{1, math.Nextafter(rest*(1-planner.ChoiceFraction)/3, 0)}
+		if i < 3 {
+			want = [2]float64{1, dropped / 3}
+		}
+		if l != want {
+			t.Errorf("Laplace call %d at sensitivity %v, ε %v; want %v", i, l[0], l[1], want)
 		}
 	}
 }
@@ -353,14 +362,20 @@ func TestTopKByReportNoisyMax(t *testing.T) {
 	if got := rowStrings(res); !slices.Equal(got, want) {
 		t.Errorf("top 3 = %v, want %v", got, want)
 	}
-	// 3 rounds over 30, 29, 28 candidates, then one fresh value each.
-	if n := len(rec.laplace); n != 30+29+28+3 {
-		t.Errorf("%d Laplace calls, want %d", n, 30+29+28+3)
+	// What bounding dropped (three counts), 3 rounds over 30, 29, 28
+	// candidates, then one fresh value each.
+	if n := len(rec.laplace); n != 3+30+29+28+3 {
+		t.Errorf("%d Laplace calls, want %d", n, 3+30+29+28+3)
 	}
+	dropped := math.Nextafter(planner.DroppedFraction, 0)
+	rest := 1 - dropped
 	for i, l := range rec.laplace {
-		wantL := [2]float64{1, math.Nextafter(0.5, 0) / 3} // a round: monotonic counts, ε/2 over 3 rounds
-		if i >= 87 {
-			wantL = [2]float64{1, math.Nextafter(0.5/3, 0)} // a value: ε/2 over 3 groups
+		wantL := [2]float64{1, math.Nextafter(rest*planner.ChoiceFraction, 0) / 3} // a round: monotonic counts, half the rest over 3 rounds
+		switch {
+		case i < 3:
+			wantL = [2]float64{1, dropped / 3}
+		case i >= 90:
+			wantL = [2]float64{1, math.Nextafter(rest*(1-planner.ChoiceFraction)/3, 0)} // a value: the other half over 3 groups
 		}
 		if l != wantL {
 			t.Errorf("call %d: sensitivity %v, ε %v; want %v", i, l[0], l[1], wantL)

@@ -136,8 +136,10 @@ func TestRecordedRhoIsTheMechanismsComposition(t *testing.T) {
 
 // TestThresholdQueriesFitTheZCDPTotal: under SET BUDGET epsilon = 1,
 // delta = 1e-6, threshold queries releasing 5 groups' counts at ε = 0.1
-// cost ρ = 0.1²·(0.5² + 5·0.1²)/2 = 0.0015 each, and the ledger admits
-// exactly the 15 that fit (before it counted 0.0013 each and admitted 17).
+// cost ρ = 0.1²·(3·(0.05/3)² + 0.475² + 5·0.095²)/2 ≈ 0.001358 each
+// (what bounding dropped, the choice, the values), and the ledger admits
+// exactly the 16 that fit (once it counted 0.0013 each and admitted 17;
+// before the estimate of what bounding dropped, 0.0015 each, 15).
 func TestThresholdQueriesFitTheZCDPTotal(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 4, 0)
@@ -159,7 +161,7 @@ func TestThresholdQueriesFitTheZCDPTotal(t *testing.T) {
 		}
 		admitted++
 	}
-	if admitted != 15 {
-		t.Errorf("the ledger admitted %d threshold queries, 15 fit", admitted)
+	if admitted != 16 {
+		t.Errorf("the ledger admitted %d threshold queries, 16 fit", admitted)
 	}
 }
