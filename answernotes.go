@@ -115,6 +115,8 @@ func clippedNote(res *Result, chosen []exec.ChosenBound) string {
 			case c.TailHeavy && !heavy[c.Hi]:
 				heavy[c.Hi] = true
 				tails = append(tails, fmt.Sprintf("beyond %g the values thin out too slowly to extrapolate, and no interval allows for them", c.Hi))
+			case iv.Tail > 0 && tailVaries(res, j):
+				tails = append(tails, fmt.Sprintf("the intervals of %s reach higher to allow for values beyond %g, by the allowance over each group's count (%.3g in the first row; extrapolated from the bound search)", res.Columns[j], c.Hi, iv.Tail))
 			case iv.Tail > 0:
 				tails = append(tails, fmt.Sprintf("the interval of %s reaches %.3g higher to allow for values beyond %g (extrapolated from the bound search)", res.Columns[j], iv.Tail, c.Hi))
 			}
@@ -130,6 +132,18 @@ func clippedNote(res *Result, chosen []exec.ChosenBound) string {
 		about += "; " + strings.Join(tails, "; ")
 	}
 	return "values clipped to bounds: " + strings.Join(parts, ", ") + " (" + about + ")"
+}
+
+// tailVaries reports whether column j's tail allowance differs between
+// rows (an AVG's: the allowance over each group's count).
+func tailVaries(res *Result, j int) bool {
+	first := res.Intervals[0][j].Tail
+	for _, row := range res.Intervals[1:] {
+		if j < len(row) && row[j] != nil && row[j].Tail != first {
+			return true
+		}
+	}
+	return false
 }
 
 // firstLine is s up to its first newline.

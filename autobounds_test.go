@@ -87,6 +87,19 @@ func TestAutoBoundsWithoutNoise(t *testing.T) {
 	if !strings.Contains(r.Notes[1], fmt.Sprintf("reaches %.3g higher to allow for values beyond 128", excess)) {
 		t.Errorf("clipping note %q does not name the allowance", r.Notes[1])
 	}
+	// Grouped, SUM's allowance is the same in every group (the tail may
+	// all lie in one), AVG's is over each group's count, and the note
+	// says so.
+	r = query(t, e, `SELECT g, SUM(i % 100), AVG(i % 100) FROM t GROUP BY g`)
+	note := strings.Join(r.Notes, "\n")
+	for _, row := range r.Intervals {
+		if row[1].Tail != r.Intervals[0][1].Tail || !(row[1].Tail > 0) || !(row[2].Tail > 0) {
+			t.Errorf("grouped: allowances %v and %v, want SUM's the same in every group (%v) and AVG's positive", row[1].Tail, row[2].Tail, r.Intervals[0][1].Tail)
+		}
+	}
+	if !strings.Contains(note, "by the allowance over each group's count") {
+		t.Errorf("grouped: note %q does not say AVG's allowance is per group", note)
+	}
 	// A column capped at a value: 0..89 ten rows each and 100 rows of 90.
 	// Stage one stops at 72 (270 above), stage two at 96 (88 has 110
 	// above): three candidates apart, widened by ⌊2.4⌋ = 2, to 112.
