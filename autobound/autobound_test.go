@@ -264,12 +264,7 @@ func TestTailExcessFollowsTheStops(t *testing.T) {
 // without). Seeded: the outcome is fixed; the margins are the run-to-run
 // spread of the simulation across seeds.
 func TestTailAllowanceRestoresCoverage(t *testing.T) {
-	r := rand.New(rand.NewPCG(10000, 5))
-	xs := make([]float64, 10000)
-	for i := range xs {
-		xs[i] = math.Exp(math.Log(23) - 0.5 + r.NormFloat64())
-	}
-	c := simCoverage(xs, 1, 0.3, 3, 400, 1)
+	c := simCoverage(logNormal(10000), 1, 0.3, 3, 400, 1)
 	if c.sumWith < 0.90 || c.avgWith < 0.90 {
 		t.Errorf("with the allowance, SUM held the truth in %.1f%%, AVG in %.1f%% (want ≥ 90%%)", 100*c.sumWith, 100*c.avgWith)
 	}

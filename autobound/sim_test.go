@@ -60,44 +60,16 @@ func BenchmarkChooseSimulated(b *testing.B) {
 	if v := os.Getenv("DPSQL_RUNS"); v != "" {
 		fmt.Sscan(v, &runs)
 	}
-	type shape struct {
-		name  string
-		xs    []float64
-		eps   []float64
-		cells int
-	}
-	var shapes []shape
-	for _, units := range []int{1000, 10000, 100000} {
-		r := rand.New(rand.NewPCG(uint64(units), 5))
-		xs := make([]float64, units)
-		for i := range xs {
-			xs[i] = math.Exp(math.Log(23) - 0.5 + r.NormFloat64())
-		}
-		shapes = append(shapes, shape{fmt.Sprintf("lognormal %d", units), xs, []float64{0.01, 0.03, 0.1, 1}, 3})
-	}
+	shapes := logNormalShapes()
 	{
 		r := rand.New(rand.NewPCG(31, 5))
 		xs := make([]float64, 10000)
 		for i := range xs {
 			xs[i] = float64(1990 + r.IntN(31)) // years: far from 0
 		}
-		shapes = append(shapes, shape{"years 10000", xs, []float64{0.1, 1}, 3})
+		shapes = append(shapes, simShape{"years 10000", xs, []float64{0.1, 1}, 3})
 	}
-	if f, err := os.Open(filepath.Join("..", "..", "shared", "data", "adult.csv")); err == nil {
-		recs, _ := csv.NewReader(f).ReadAll()
-		f.Close()
-		for _, col := range []struct {
-			name  string
-			index int
-		}{{"adult age", 11}, {"adult gain", 12}} {
-			var xs []float64
-			for _, rec := range recs[1:] {
-				v, _ := strconv.ParseFloat(rec[col.index], 64)
-				xs = append(xs, v)
-			}
-			shapes = append(shapes, shape{col.name, xs, []float64{0.1, 1}, 2})
-		}
-	}
+	shapes = append(shapes, adultShapes(adultColumn{"adult age", 11}, adultColumn{"adult gain", 12})...)
 	for _, sh := range shapes {
 		var h Histogram
 		sum, mx := 0.0, 0.0
@@ -144,44 +116,16 @@ func BenchmarkCoverageSimulated(b *testing.B) {
 	if v := os.Getenv("DPSQL_RUNS"); v != "" {
 		fmt.Sscan(v, &runs)
 	}
-	type shape struct {
-		name  string
-		xs    []float64
-		eps   []float64
-		cells int
-	}
-	var shapes []shape
-	for _, units := range []int{1000, 10000, 100000} {
-		r := rand.New(rand.NewPCG(uint64(units), 5))
-		xs := make([]float64, units)
-		for i := range xs {
-			xs[i] = math.Exp(math.Log(23) - 0.5 + r.NormFloat64())
-		}
-		shapes = append(shapes, shape{fmt.Sprintf("lognormal %d", units), xs, []float64{0.01, 0.03, 0.1, 1}, 3})
-	}
+	shapes := logNormalShapes()
 	for _, alpha := range []float64{1.5, 2.5} { // Pareto tails
 		r := rand.New(rand.NewPCG(7, 5))
 		xs := make([]float64, 10000)
 		for i := range xs {
 			xs[i] = math.Pow(1-r.Float64(), -1/alpha)
 		}
-		shapes = append(shapes, shape{fmt.Sprintf("pareto %.1f", alpha), xs, []float64{0.1, 1}, 3})
+		shapes = append(shapes, simShape{fmt.Sprintf("pareto %.1f", alpha), xs, []float64{0.1, 1}, 3})
 	}
-	if f, err := os.Open(filepath.Join("..", "..", "shared", "data", "adult.csv")); err == nil {
-		recs, _ := csv.NewReader(f).ReadAll()
-		f.Close()
-		for _, col := range []struct {
-			name  string
-			index int
-		}{{"adult age", 11}, {"adult gain", 12}, {"adult hours", 8}, {"adult loss", 13}} {
-			var xs []float64
-			for _, rec := range recs[1:] {
-				v, _ := strconv.ParseFloat(rec[col.index], 64)
-				xs = append(xs, v)
-			}
-			shapes = append(shapes, shape{col.name, xs, []float64{0.1, 1}, 2})
-		}
-	}
+	shapes = append(shapes, adultShapes(adultColumn{"adult age", 11}, adultColumn{"adult gain", 12}, adultColumn{"adult hours", 8}, adultColumn{"adult loss", 13})...)
 	for _, sh := range shapes {
 		for _, eps := range sh.eps {
 			c := simCoverage(sh.xs, eps, frac, sh.cells, runs, 1)
@@ -255,4 +199,61 @@ func simCoverage(xs []float64, eps, frac float64, cells, runs int, seed uint64) 
 	}
 	c.widening = simMedian(widen)
 	return c
+}
+
+// simShape is a column the simulations choose bounds for: its values, the
+// query ε to simulate at, and how many cells share the rest of it.
+type simShape struct {
+	name  string
+	xs    []float64
+	eps   []float64
+	cells int
+}
+
+// logNormal is the grid's column: units log-normal values (σ = 1, mean
+// ≈ 23), seeded by units.
+func logNormal(units int) []float64 {
+	r := rand.New(rand.NewPCG(uint64(units), 5))
+	xs := make([]float64, units)
+	for i := range xs {
+		xs[i] = math.Exp(math.Log(23) - 0.5 + r.NormFloat64())
+	}
+	return xs
+}
+
+// logNormalShapes is BenchmarkAutoBoundsGrid's grid: 1,000, 10,000 and
+// 100,000 log-normal values at ε = 0.01, 0.03, 0.1 and 1.
+func logNormalShapes() []simShape {
+	var shapes []simShape
+	for _, units := range []int{1000, 10000, 100000} {
+		shapes = append(shapes, simShape{fmt.Sprintf("lognormal %d", units), logNormal(units), []float64{0.01, 0.03, 0.1, 1}, 3})
+	}
+	return shapes
+}
+
+// adultColumn names a column of adult.csv and its index in a row.
+type adultColumn struct {
+	name  string
+	index int
+}
+
+// adultShapes are Adult's columns at ε = 0.1 and 1, when
+// ../shared/data/adult.csv is there (none otherwise).
+func adultShapes(cols ...adultColumn) []simShape {
+	f, err := os.Open(filepath.Join("..", "..", "shared", "data", "adult.csv"))
+	if err != nil {
+		return nil
+	}
+	recs, _ := csv.NewReader(f).ReadAll()
+	f.Close()
+	var shapes []simShape
+	for _, col := range cols {
+		var xs []float64
+		for _, rec := range recs[1:] {
+			v, _ := strconv.ParseFloat(rec[col.index], 64)
+			xs = append(xs, v)
+		}
+		shapes = append(shapes, simShape{col.name, xs, []float64{0.1, 1}, 2})
+	}
+	return shapes
 }

@@ -21,6 +21,22 @@ import (
 // ReadAges returns the Age column of the CSV file at path, row by row
 // (rows whose Age is not an integer are left out).
 func ReadAges(path string) ([]int, error) {
+	vs, err := ReadColumn(path, "Age")
+	if err != nil {
+		return nil, err
+	}
+	var ages []int
+	for _, v := range vs {
+		if a := int(v); float64(a) == v {
+			ages = append(ages, a)
+		}
+	}
+	return ages, nil
+}
+
+// ReadColumn returns the numeric column name of the CSV file at path,
+// row by row (rows whose value is not a number are left out).
+func ReadColumn(path, name string) ([]float64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -34,21 +50,21 @@ func ReadAges(path string) ([]int, error) {
 		return nil, fmt.Errorf("%s is empty", path)
 	}
 	col := -1
-	for i, name := range rows[0] {
-		if name == "Age" {
+	for i, h := range rows[0] {
+		if h == name {
 			col = i
 		}
 	}
 	if col < 0 {
-		return nil, fmt.Errorf("%s has no Age column", path)
+		return nil, fmt.Errorf("%s has no %s column", path, name)
 	}
-	var ages []int
+	var vs []float64
 	for _, r := range rows[1:] {
-		if a, err := strconv.Atoi(r[col]); err == nil {
-			ages = append(ages, a)
+		if v, err := strconv.ParseFloat(r[col], 64); err == nil {
+			vs = append(vs, v)
 		}
 	}
-	return ages, nil
+	return vs, nil
 }
 
 // AgeRanges are the tutorial's age ranges [lo, hi) with 30 ≤ lo < hi ≤ 70
