@@ -295,6 +295,10 @@ type Key struct {
 	// (Operand.Value may then be a string too), and Column is unused.
 	Bin  *Bin
 	Case *Case
+	// Arith, when set, makes the key an expression's value (Column
+	// unused): a function of a column, grouped by partition selection
+	// when Domain is nil.
+	Arith *Arith
 }
 
 // Bin is a key computed from a column c: Func ("floor" or "ceil") of c,
@@ -342,36 +346,50 @@ type Or struct{ Parts []Filter }
 // Not negates X (NULL stays NULL).
 type Not struct{ X Filter }
 
-// Compare is Column Op Value, or with Arith set, Arith Op Value; Op one
-// of = <> < <= > >=, Value an int64, a float64 or a string.
+// Compare is Column Op Value, or with Arith set, Arith Op Value (or
+// Arith Op Right); Op one of = <> < <= > >=, Value an int64, a float64 or
+// a string.
 type Compare struct {
 	Column Col
 	Arith  *Arith
 	Op     string
 	Value  any
+	// Right, when set, is compared instead of Value: Arith Op Right.
+	Right *Arith
 }
 
-// Arith is arithmetic over a row: a column (Column), a constant (Const,
-// or Float when IsFloat; with no Op and no Column), X Op Y with Op one
-// of + - * and / (Y then a non-zero constant), or ABS(X), FLOOR(X),
-// CEIL(X) or ROUND(X) with Op 'a', 'f', 'c' or 'r' (no Y). As in SQLite,
-// it is integer arithmetic where both sides are integers (a division
-// truncates toward zero; FLOOR and CEIL of an integer are that integer)
-// and double arithmetic where either is a float; ROUND is always a
-// double.
+// Arith is an expression over a row, evaluated as SQLite evaluates it:
+// a column (Column), a constant (Const, or Float when IsFloat; with no Op
+// and no Column), X Op Y with Op one of + - * / and % (Y then a non-zero
+// integer constant for / and %), or a function of X:
+//
+//	'a' ABS(X)    'f' FLOOR(X)   'c' CEIL(X)     'r' ROUND(X) (ROUND(X, n) for n <= 0)
+//	'i' CAST(X AS INTEGER)       'R' CAST(X AS REAL)
+//	'L' LENGTH(X) 'U' UPPER(X)   'W' LOWER(X)    'T' TRIM(X)
+//	'S' SUBSTR(X, From, Len)     (From >= 1; Len < 0: to the end)
+//
+// As in SQLite, it is integer arithmetic where both sides are integers
+// (a division truncates toward zero; FLOOR and CEIL of an integer are
+// that integer) and double arithmetic where either is a float; ROUND and
+// CAST AS REAL are doubles, CAST AS INTEGER and LENGTH integers, UPPER,
+// LOWER, TRIM and SUBSTR text (of a text X: the compiler declines the
+// functions of the other class, which SQLite converts).
 type Arith struct {
-	Column  Col
-	Const   int64
-	Float   float64
-	IsFloat bool
-	Op      byte
-	X, Y    *Arith
+	Column    Col
+	Const     int64
+	Float     float64
+	IsFloat   bool
+	Op        byte
+	X, Y      *Arith
+	From, Len int64
 }
 
-// IsNull is Column IS NULL (IS NOT NULL with Not).
+// IsNull is Column IS NULL (IS NOT NULL with Not), or with Arith set,
+// Arith IS NULL.
 type IsNull struct {
 	Column Col
 	Not    bool
+	Arith  *Arith
 }
 
 // In is Column IN (Values) (NOT IN with Not); Values as Compare's.

@@ -13,6 +13,12 @@ import (
 // it into a float) or in the engine (which would raise).
 var arithLimit = new(big.Int).Lsh(big.NewInt(1), 62)
 
+// exactDoubles bounds the integers every one of which is a double.
+var exactDoubles = new(big.Int).Lsh(big.NewInt(1), 53)
+
+// minInt64 and maxInt64 are the ends of a 64-bit integer.
+var minInt64, maxInt64 = big.NewInt(math.MinInt64), big.NewInt(math.MaxInt64)
+
 // arith prints integer arithmetic over a row (+, −, × of columns of at
 // most 32 bits and integer constants, a division by a non-zero constant
 // truncated toward zero, ABS, and FLOOR and CEIL, which leave an integer
@@ -30,8 +36,10 @@ func (c *compiler) floats(a *measure.Arith) bool {
 	switch {
 	case a == nil:
 		return false
-	case a.Op == 'r':
-		return true // ROUND gives a double, of an integer too
+	case a.Op == 'r' || a.Op == 'R':
+		return true // ROUND and CAST AS REAL give a double, of an integer too
+	case a.Op == 'i' || a.Op == 'L' || textOp(a.Op):
+		return false // integers whatever their operand, or text
 	case a.Op != 0:
 		return c.floats(a.X) || c.floats(a.Y)
 	case !a.Column.IsZero():
@@ -43,6 +51,9 @@ func (c *compiler) floats(a *measure.Arith) bool {
 // arithTyped prints arithmetic with its class: Int for integer
 // arithmetic (arith), Real for arithmetic with a float in it (double).
 func (c *compiler) arithTyped(a *measure.Arith) (Type, string) {
+	if c.textual(a) {
+		return Text, c.textExpr(a)
+	}
 	if c.floats(a) {
 		return Real, c.double(a)
 	}
@@ -90,10 +101,16 @@ func (c *compiler) double(a *measure.Arith) string {
 		return c.d.Let(x, abs)
 	case a.Op == 'r':
 		return c.round(a.X)
+	case a.Op == 'R':
+		return c.double(a.X) // of a double, itself; of an integer, converted (the first case)
+	case a.Op == '%':
+		panic(decline("% of a float")) // SQLite takes both sides as integers and gives a double
 	case a.Op == 'f' || a.Op == 'c':
 		// floor and ceil of a double, as SQLite's (NaN stays NaN, which
 		// every use guards as NULL; ±Inf stays itself); they never raise.
 		return c.d.Func(map[byte]string{'f': "floor", 'c': "ceil"}[a.Op]) + "(" + c.double(a.X) + ")"
+	case a.Op == '/':
+		return c.divide(a.X, a.Y)
 	case a.Op != 0:
 		return c.floatOp(c.double(a.X), a.Op, c.double(a.Y))
 	case !a.Column.IsZero():
@@ -140,10 +157,43 @@ func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
 	var lo, hi *big.Int
 	switch {
 	case a.Op == 0 && !a.Column.IsZero():
-		if c.typeOf(a.Column) != Int32 {
-			panic(decline("arithmetic on a column wider than 32 bits"))
+		switch t := c.typeOf(a.Column); {
+		case t == Int32:
+			text, lo, hi = c.d.Widen(c.value(a.Column)), big.NewInt(math.MinInt32), big.NewInt(math.MaxInt32)
+		case t == Bool:
+			text, lo, hi = c.value(a.Column), big.NewInt(0), big.NewInt(1)
+		case isInt(t):
+			// A 64-bit column: any value; what computes with it is
+			// checked against the limit below.
+			text, lo, hi = c.value(a.Column), big.NewInt(math.MinInt64), big.NewInt(math.MaxInt64)
+		default:
+			panic(decline("arithmetic on a column that is not a number"))
 		}
-		text, lo, hi = c.d.Widen(c.value(a.Column)), big.NewInt(math.MinInt32), big.NewInt(math.MaxInt32)
+		return text, lo, hi
+	case textOp(a.Op):
+		panic(decline("a text function in arithmetic"))
+	case a.Op == 'i':
+		return c.castInt(a.X)
+	case a.Op == 'L':
+		// LENGTH of text: its characters up to its first NUL (SQLite's).
+		return c.d.Widen(c.d.Func("length") + "(" + c.chars(c.textExpr(a.X)) + ")"), big.NewInt(0), big.NewInt(1 << 40)
+	case a.Op == '%':
+		// x % c of integers, the sign of x (C's, SQLite's, DuckDB's and
+		// PostgreSQL's alike); SQLite's x % -1 is 0 where an engine may
+		// raise on -2^63 % -1: declined, as c = 0 is (rewrite).
+		if a.Y == nil || a.Y.Op != 0 || !a.Y.Column.IsZero() || a.Y.IsFloat || a.Y.Const == 0 || a.Y.Const == -1 || a.Y.Const == math.MinInt64 {
+			panic(decline("a remainder by anything but an integer constant other than 0 and -1"))
+		}
+		x, xl, xh := c.arithRange(a.X)
+		m := big.NewInt(max(a.Y.Const, -a.Y.Const) - 1)
+		lo, hi = new(big.Int).Neg(m), m
+		if xl.Sign() >= 0 {
+			lo = big.NewInt(0)
+		}
+		if xh.Sign() <= 0 {
+			hi = big.NewInt(0)
+		}
+		return "(" + x + " % " + strconv.FormatInt(a.Y.Const, 10) + ")", lo, hi
 	case a.Op == 0 && a.IsFloat:
 		panic(decline("a float in integer arithmetic"))
 	case a.Op == 0:
@@ -167,7 +217,10 @@ func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
 		if lo.Cmp(hi) > 0 {
 			lo, hi = hi, lo
 		}
-		text = c.d.TruncDiv(x, strconv.FormatInt(a.Y.Const, 10))
+		if lo.Cmp(minInt64) < 0 || hi.Cmp(maxInt64) > 0 {
+			panic(decline("a division of -2^63 by -1")) // SQLite's is a double
+		}
+		return c.d.TruncDiv(x, strconv.FormatInt(a.Y.Const, 10)), lo, hi
 	case a.Op == 'a':
 		x, xl, xh := c.arithRange(a.X)
 		text = c.d.Func("abs") + "(" + x + ")"
@@ -209,4 +262,110 @@ func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
 		panic(decline("arithmetic that could leave ±2^62"))
 	}
 	return text, lo, hi
+}
+
+// castInt prints SQLite's CAST(x AS INTEGER): an integer as it is; a
+// double truncated toward zero, saturating at the ends of 64 bits (±Inf
+// too), and NaN — NULL to the reference — NULL. The double is bound
+// once (Let): it is read four times.
+func (c *compiler) castInt(x *measure.Arith) (string, *big.Int, *big.Int) {
+	if c.textual(x) {
+		panic(decline("CAST of text to INTEGER")) // SQLite reads a numeric prefix
+	}
+	if !c.floats(x) {
+		return c.arithRange(x)
+	}
+	f := c.d.Float
+	form := func(v string) string {
+		return "(CASE WHEN " + c.d.IsNaN(v) + " THEN NULL WHEN " + v + " >= " + f(0x1p63) + " THEN 9223372036854775807 WHEN " + v + " <= " + f(-0x1p63) +
+			" THEN (-9223372036854775807 - 1) ELSE " + c.d.RoundToInt64(c.d.Func("trunc")+"("+v+")") + " END)"
+	}
+	v := c.double(x)
+	text := form(v)
+	if x.Op != 0 {
+		text = c.d.Let(v, form)
+	}
+	return text, new(big.Int).Set(minInt64), new(big.Int).Set(maxInt64)
+}
+
+// textOp reports whether op is a function whose value is text.
+func textOp(op byte) bool { return op == 'U' || op == 'W' || op == 'T' || op == 'S' }
+
+// textual reports whether a is text: a text column, or UPPER, LOWER,
+// TRIM or SUBSTR.
+func (c *compiler) textual(a *measure.Arith) bool {
+	if a == nil {
+		return false
+	}
+	if a.Op == 0 {
+		return !a.Column.IsZero() && c.typeOf(a.Column) == Text
+	}
+	return textOp(a.Op)
+}
+
+// textExpr prints a text function of text as SQLite computes it: UPPER
+// and LOWER change the ASCII letters only (SQLite has no Unicode case
+// table), TRIM removes spaces only, each over the whole value (a NUL
+// too); SUBSTR counts characters up to the first NUL, where SQLite stops
+// reading. Each is compared under the binary collation (Value).
+func (c *compiler) textExpr(a *measure.Arith) string {
+	const lower, upper = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	switch a.Op {
+	case 0:
+		if !c.textual(a) {
+			panic(decline("a text function of a number")) // SQLite prints the number first
+		}
+		return c.value(a.Column)
+	case 'U':
+		return c.d.Value(c.d.Func("translate")+"("+c.textExpr(a.X)+", "+c.text(lower)+", "+c.text(upper)+")", Text)
+	case 'W':
+		return c.d.Value(c.d.Func("translate")+"("+c.textExpr(a.X)+", "+c.text(upper)+", "+c.text(lower)+")", Text)
+	case 'T':
+		return c.d.Value(c.d.Func("trim")+"("+c.textExpr(a.X)+", "+c.text(" ")+")", Text)
+	case 'S':
+		args := c.chars(c.textExpr(a.X)) + ", " + strconv.FormatInt(a.From, 10)
+		if a.Len >= 0 {
+			args += ", " + strconv.FormatInt(a.Len, 10)
+		}
+		return c.d.Value(c.d.Func("substr")+"("+args+")", Text)
+	}
+	panic(decline("a number where text is read"))
+}
+
+// chars is text x up to its first NUL, whose length and substrings the
+// dialect counts in characters (Dialect.Chars), or declines.
+func (c *compiler) chars(x string) string {
+	s, ok := c.d.Chars(x)
+	if !ok {
+		panic(decline("a character count in a database whose encoding is not UTF8"))
+	}
+	return s
+}
+
+// divide prints x / y in doubles, y a non-zero constant (rewrite divides
+// by nothing else). Where 1/y is a double (y a power of two) it is x ×
+// 1/y, the same correctly rounded quotient, which every dialect prints
+// (FloatOp's ×). An integer x divided by 1 <= |y| <= 2^1000 can neither
+// overflow nor underflow (|x| is 0 or at least 1), so the plain division
+// cannot raise either; any other division is FloatOp's.
+func (c *compiler) divide(x, y *measure.Arith) string {
+	if y == nil || y.Op != 0 || !y.Column.IsZero() {
+		panic(decline("a division by anything but a non-zero constant"))
+	}
+	d := y.Float
+	if !y.IsFloat {
+		d = float64(y.Const)
+	}
+	if d == 0 || math.IsInf(d, 0) || math.IsNaN(d) {
+		panic(decline("a division by anything but a non-zero constant"))
+	}
+	if frac, _ := math.Frexp(d); math.Abs(frac) == 0.5 && !math.IsInf(1/d, 0) && 1/d != 0 {
+		if r := 1 / d; math.Abs(r) >= 0x1p-1022 { // a normal reciprocal: exact
+			return c.floatOp(c.double(x), '*', c.d.Float(r))
+		}
+	}
+	if !c.floats(x) && math.Abs(d) >= 1 && math.Abs(d) <= 0x1p1000 {
+		return "(" + c.double(x) + " / " + c.d.Float(d) + ")"
+	}
+	return c.floatOp(c.double(x), '/', c.d.Float(d))
 }

@@ -143,8 +143,36 @@ var compileCases = []struct {
 			1: {Else: measure.Operand{Arith: &measure.Arith{Op: 'r', X: &measure.Arith{Column: col("i")}}}}},
 		Where: measure.Compare{Arith: &measure.Arith{Op: 'r', X: &measure.Arith{Op: '*', X: &measure.Arith{Column: col("y")}, Y: &measure.Arith{Float: 0.5, IsFloat: true}}}, Op: "<>", Value: int64(7)},
 		Specs: measure.MustParse("s0:-10:10", "s1:-10:10", "c0")}},
-	{"a float divided by a constant (IEEE in DuckDB; PostgreSQL raises where it overflows)", measure.Plan{Table: "t",
+	{"a float divided by a power of two: times its reciprocal, the same quotient (guarded in PostgreSQL as any product)", measure.Plan{Table: "t",
 		Where: measure.Compare{Arith: &measure.Arith{Op: '/', X: &measure.Arith{Column: col("y")}, Y: &measure.Arith{Const: 4}}, Op: "<", Value: 1.5}, Specs: measure.MustParse("n")}},
+	{"a float divided by a constant (IEEE in DuckDB; PostgreSQL raises where it overflows)", measure.Plan{Table: "t",
+		Where: measure.Compare{Arith: &measure.Arith{Op: '/', X: &measure.Arith{Column: col("y")}, Y: &measure.Arith{Const: 3}}, Op: "<", Value: 1.5}, Specs: measure.MustParse("n")}},
+	{"an integer divided by a float constant of at least 1: a plain division, which cannot overflow or underflow", measure.Plan{Table: "t",
+		Where: measure.Compare{Arith: &measure.Arith{Op: '/', X: &measure.Arith{Column: col("w")}, Y: &measure.Arith{Float: 1000, IsFloat: true}}, Op: "<", Value: 1.5}, Specs: measure.MustParse("n")}},
+	{"CAST of a float AS INTEGER (truncated, saturating, NaN NULL; bound once) and a 64-bit column's remainder and quotient", measure.Plan{Table: "t", Args: []measure.Col{{}},
+		Cases: map[int]*measure.Case{0: {Else: measure.Operand{Arith: &measure.Arith{Op: '%', X: &measure.Arith{Column: col("w")}, Y: &measure.Arith{Const: 10}}}}},
+		Where: measure.And{Parts: []measure.Filter{
+			measure.Compare{Arith: &measure.Arith{Op: 'i', X: &measure.Arith{Op: '*', X: &measure.Arith{Column: col("y")}, Y: &measure.Arith{Float: 0.5, IsFloat: true}}}, Op: ">", Value: int64(3)},
+			measure.Compare{Arith: &measure.Arith{Op: '/', X: &measure.Arith{Column: col("w")}, Y: &measure.Arith{Const: 1000}}, Op: "<", Value: int64(50)}}},
+		Specs: measure.MustParse("s0:-9:9")}},
+	{"text functions: UPPER and LOWER of ASCII letters, TRIM of spaces, LENGTH and SUBSTR of the characters before a NUL; a key of one", measure.Plan{Table: "t",
+		Keys: []measure.Key{{Arith: &measure.Arith{Op: 'S', X: &measure.Arith{Column: col("g")}, From: 1, Len: 2}}},
+		Where: measure.Or{Parts: []measure.Filter{
+			measure.Compare{Arith: &measure.Arith{Op: 'U', X: &measure.Arith{Op: 'T', X: &measure.Arith{Column: col("g")}}}, Op: "=", Value: "AB"},
+			measure.Compare{Arith: &measure.Arith{Op: 'L', X: &measure.Arith{Op: 'W', X: &measure.Arith{Column: col("g")}}}, Op: ">", Value: int64(2)}}},
+		Specs: measure.MustParse("n")}},
+	{"expressions compared: an integer with a double (exact within 2^53), text with text, IS NULL of an expression", measure.Plan{Table: "t",
+		Where: measure.And{Parts: []measure.Filter{
+			measure.Compare{Arith: &measure.Arith{Column: col("y")}, Op: ">", Right: &measure.Arith{Column: col("i")}},
+			measure.Compare{Arith: &measure.Arith{Op: 'U', X: &measure.Arith{Column: col("g")}}, Op: "<>", Right: &measure.Arith{Column: col("g")}},
+			measure.IsNull{Arith: &measure.Arith{Op: 'R', X: &measure.Arith{Column: col("i")}}, Not: true}}},
+		Specs: measure.MustParse("n")}},
+	{"declines: a double compared with a 64-bit integer (not exact beyond 2^53)", measure.Plan{Table: "t",
+		Where: measure.Compare{Arith: &measure.Arith{Column: col("y")}, Op: ">", Right: &measure.Arith{Column: col("w")}}, Specs: measure.MustParse("n")}},
+	{"declines: the remainder of a float", measure.Plan{Table: "t",
+		Where: measure.Compare{Arith: &measure.Arith{Op: '%', X: &measure.Arith{Column: col("y")}, Y: &measure.Arith{Const: 2}}, Op: "=", Value: int64(1)}, Specs: measure.MustParse("n")}},
+	{"declines: a text function of a number", measure.Plan{Table: "t",
+		Where: measure.Compare{Arith: &measure.Arith{Op: 'L', X: &measure.Arith{Column: col("w")}}, Op: "=", Value: int64(1)}, Specs: measure.MustParse("n")}},
 	{"declines: a division by a column", measure.Plan{Table: "t",
 		Where: measure.Compare{Arith: &measure.Arith{Op: '/', X: &measure.Arith{Column: col("i")}, Y: &measure.Arith{Column: col("i")}}, Op: ">", Value: int64(1)}, Specs: measure.MustParse("n")}},
 	// The fourth privacy review's statement: y * 1.5 * ... six deep over a
@@ -200,7 +228,7 @@ func TestPrinters(t *testing.T) {
 		name     string
 		d        Dialect
 		declines map[string]bool
-	}{{"duckdb", DuckDB{}, nil}, {"postgres", Postgres{}, map[string]bool{"a join whose unit is the fact table's row identity, measuring the dimension": true,
+	}{{"duckdb", DuckDB{}, nil}, {"postgres", Postgres{UTF8: true}, map[string]bool{"a join whose unit is the fact table's row identity, measuring the dimension": true,
 		"binned keys: an integer truncated and multiplied, a float floored":                    true,
 		"a float divided by a constant (IEEE in DuckDB; PostgreSQL raises where it overflows)": true}}} {
 		t.Run(p.name, func(t *testing.T) {
@@ -273,5 +301,18 @@ func TestDecode(t *testing.T) {
 	}
 	if len(g.Details) != 2 || g.Weights[0] != 2 {
 		t.Errorf("details %v weights %v", g.Details, g.Weights)
+	}
+}
+
+// TestCharactersNeedUTF8: PostgreSQL counts a SQL_ASCII database's bytes
+// as characters, where the reference counts UTF-8 code points, so LENGTH
+// and SUBSTR compile only where the database is UTF8.
+func TestCharactersNeedUTF8(t *testing.T) {
+	m := measure.Plan{Table: "t", Where: measure.Compare{Arith: &measure.Arith{Op: 'L', X: &measure.Arith{Column: col("g")}}, Op: ">", Value: int64(2)}, Specs: measure.MustParse("n")}
+	if _, ok := Compile(&m, types, Postgres{UTF8: true}, 1); !ok {
+		t.Error("LENGTH declined in a UTF8 database")
+	}
+	if why := WhyNot(&m, types, Postgres{}); !strings.Contains(why, "UTF8") {
+		t.Errorf("LENGTH in a SQL_ASCII database: %q", why)
 	}
 }

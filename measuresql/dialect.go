@@ -98,3 +98,9 @@ func (DuckDB) Wide() string { return "HUGEINT" }
 func (DuckDB) SemiJoin(from, sub, on string) (string, bool) {
 	return from + " SEMI JOIN " + sub + " ON " + on, false
 }
+
+// Chars cuts x at its first NUL (split_part); DuckDB counts characters
+// in code points, as SQLite does.
+func (d DuckDB) Chars(x string) (string, bool) {
+	return d.Func("split_part") + "(" + x + ", " + d.Func("chr") + "(0), 1)", true
+}

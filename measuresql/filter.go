@@ -55,6 +55,44 @@ func (c *compiler) compare(col measure.Col, arith *measure.Arith, op string, v a
 	return c.notNaN(x, t, cond)
 }
 
+// compareExprs prints x op y of two expressions: text with text (bytes),
+// or numbers, each read as SQLite reads it — exactly, an integer against
+// a double too, which the engines compare as doubles: an integer side
+// is converted only where every value it can take is a double (within
+// ±2^53). A text against a number is declined (SQLite converts a
+// column's text by affinity).
+func (c *compiler) compareExprs(x *measure.Arith, op string, y *measure.Arith) string {
+	tx, ex := c.arithTyped(x)
+	ty, ey := c.arithTyped(y)
+	if (tx == Text) != (ty == Text) {
+		panic(decline("a comparison of text with a number"))
+	}
+	exact := func(a *measure.Arith) string {
+		_, lo, hi := c.arithRange(a)
+		if lo.CmpAbs(exactDoubles) > 0 || hi.CmpAbs(exactDoubles) > 0 {
+			panic(decline("a comparison of a double with an integer beyond 2^53"))
+		}
+		return c.d.ToDouble(c.arith(a))
+	}
+	switch {
+	case tx == Real && ty != Real:
+		ey = exact(y)
+	case ty == Real && tx != Real:
+		ex = exact(x)
+	}
+	switch op {
+	case "=", "<>", "<", "<=", ">", ">=":
+	default:
+		panic(decline("comparison " + op))
+	}
+	cond := "(" + ex + " " + op + " " + ey + ")"
+	if tx == Real || ty == Real {
+		// NaN is NULL to the reference: either side NaN makes it NULL.
+		return "(CASE WHEN " + c.d.IsNaN(ex) + " OR " + c.d.IsNaN(ey) + " THEN NULL ELSE " + cond + " END)"
+	}
+	return cond
+}
+
 // bound is x op lit, or where there is no such literal (the class has no
 // value on that side), a condition no value meets.
 func (c *compiler) bound(x, op, lit string) string {
@@ -79,10 +117,18 @@ func (c *compiler) filter(f measure.Filter) string {
 	case measure.Not:
 		return "(NOT " + c.filter(f.X) + ")"
 	case measure.Compare:
+		if f.Right != nil {
+			return c.compareExprs(f.Arith, f.Op, f.Right)
+		}
 		return c.compare(f.Column, f.Arith, f.Op, f.Value)
 	case measure.IsNull:
-		t := c.typeOf(f.Column)
-		v := c.value(f.Column)
+		var t Type
+		var v string
+		if f.Arith != nil {
+			t, v = c.arithTyped(f.Arith)
+		} else {
+			t, v = c.typeOf(f.Column), c.value(f.Column)
+		}
 		if t == Real {
 			if f.Not {
 				return "(" + v + " IS NOT NULL AND NOT " + c.d.IsNaN(v) + ")"

@@ -72,6 +72,10 @@ func (c *compiler) rowsOnce() (int, bool) {
 			caseColumns(k.Case, cols)
 			continue
 		}
+		if k.Arith != nil {
+			arithColumns(k.Arith, cols)
+			continue
+		}
 		cols[k.Column] = true
 	}
 	for i, a := range m.Args {
@@ -179,7 +183,12 @@ func filterColumns(f measure.Filter, cols map[measure.Col]bool) {
 			cols[f.Column] = true
 		}
 		arithColumns(f.Arith, cols)
+		arithColumns(f.Right, cols)
 	case measure.IsNull:
+		if f.Arith != nil {
+			arithColumns(f.Arith, cols)
+			break
+		}
 		cols[f.Column] = true
 	case measure.In:
 		cols[f.Column] = true

@@ -21,6 +21,11 @@ func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko
 	switch {
 	case k.Case != nil:
 		e, t = c.keyCase(k.Case)
+	case k.Arith != nil:
+		t, e = c.arithTyped(k.Arith)
+		if isInt(t) {
+			t = Integer
+		}
 	case k.Bin != nil:
 		e, t = c.bin(c.value(k.Column), c.typeOf(k.Column), k.Bin)
 	default:

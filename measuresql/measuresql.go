@@ -134,6 +134,10 @@ type Dialect interface {
 	// scan's rows, read twice (per unit, and again for the units with
 	// more rows than l∞).
 	With(name, body string, scan bool) string
+	// Chars is text x up to its first NUL, as a text whose length and
+	// substrings the engine counts in characters (code points) as SQLite
+	// counts them; ok is false where it cannot.
+	Chars(x string) (string, bool)
 	// RoundToInt64 converts a double of magnitude at most 2^62 to a
 	// 64-bit integer, rounding half to even; a SUM of such integers is
 	// exact (taken in a wide accumulator).

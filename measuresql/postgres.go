@@ -25,10 +25,23 @@ type Postgres struct {
 	Tables map[string][2]string
 	// Distributed: a table the plan reads is partitioned (With).
 	Distributed bool
+	// UTF8: the database stores text as UTF8 (not SQL_ASCII, whose
+	// bytes PostgreSQL counts as characters); Chars needs it.
+	UTF8 bool
 }
 
-// Func is the built-in function name, qualified with pg_catalog.
-func (Postgres) Func(name string) string { return "pg_catalog." + name }
+// Chars is x itself (PostgreSQL's text holds no NUL), counted in
+// characters where the database is UTF8.
+func (p Postgres) Chars(x string) (string, bool) { return x, p.UTF8 }
+
+// Func is the built-in function name, qualified with pg_catalog; trim
+// of a text and its characters is btrim.
+func (Postgres) Func(name string) string {
+	if name == "trim" {
+		name = "btrim"
+	}
+	return "pg_catalog." + name
+}
 
 // Value reads a column as the reference sees it.
 func (Postgres) Value(name string, t Type) string {

@@ -58,6 +58,10 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 			}
 			c, bin, ok := binOf(q, k.Expr)
 			if !ok {
+				if a, ok := arithOf(q, k.Expr); ok && a.Op != 0 {
+					m.Keys = append(m.Keys, measure.Key{Domain: k.Domain, Arith: a})
+					continue
+				}
 				return nil, "a GROUP BY key is an expression (" + k.Column + ")"
 			}
 			m.Keys = append(m.Keys, measure.Key{Column: c, Domain: k.Domain, Bin: bin})
@@ -391,26 +395,14 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 			if f, ok := coalesceCompare(q, e.Y, flipped[e.Op], e.X); ok {
 				return f, true
 			}
-			if col, ok := columnOf(q, e.X); ok {
-				v, ok := literalOf(q, e.Y)
-				return measure.Compare{Column: col, Op: e.Op, Value: v}, ok
-			}
-			if col, ok := columnOf(q, e.Y); ok {
-				v, ok := literalOf(q, e.X)
-				return measure.Compare{Column: col, Op: flipped[e.Op], Value: v}, ok
-			}
-			if a, ok := arithOf(q, e.X); ok {
-				v, ok := literalOf(q, e.Y)
-				return measure.Compare{Arith: a, Op: e.Op, Value: v}, ok
-			}
-			if a, ok := arithOf(q, e.Y); ok {
-				v, ok := literalOf(q, e.X)
-				return measure.Compare{Arith: a, Op: flipped[e.Op], Value: v}, ok
-			}
+			return compareOf(q, e)
 		}
 	case *parser.IsNullExpr:
-		col, ok := columnOf(q, e.X)
-		return measure.IsNull{Column: col, Not: e.Not}, ok
+		if col, ok := columnOf(q, e.X); ok {
+			return measure.IsNull{Column: col, Not: e.Not}, true
+		}
+		a, ok := arithOf(q, e.X)
+		return measure.IsNull{Arith: a, Not: e.Not}, ok && a.Op != 0
 	case *parser.LikeExpr:
 		col, ok := columnOf(q, e.X)
 		v, isLit := literalOf(q, e.Pattern)
@@ -418,6 +410,9 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 		return measure.Like{Column: col, Pattern: pattern, Not: e.Not}, ok && isLit && isText
 	case *parser.InExpr:
 		col, ok := columnOf(q, e.X)
+		if !ok && e.Sub == nil && len(e.List) > 0 {
+			return inOf(q, e)
+		}
 		if !ok || e.Sub != nil || len(e.List) == 0 {
 			return nil, false
 		}
@@ -444,6 +439,59 @@ func filterOf(q *planner.PrivateQuery, e parser.Expr) (measure.Filter, bool) {
 		return f, true
 	}
 	return nil, false
+}
+
+// compareOf translates a comparison x op y: of a column or an
+// expression (arithOf) with a literal, or of two expressions.
+func compareOf(q *planner.PrivateQuery, e *parser.BinaryExpr) (measure.Filter, bool) {
+	if col, ok := columnOf(q, e.X); ok {
+		if v, ok := literalOf(q, e.Y); ok {
+			return measure.Compare{Column: col, Op: e.Op, Value: v}, true
+		}
+	}
+	if col, ok := columnOf(q, e.Y); ok {
+		if v, ok := literalOf(q, e.X); ok {
+			return measure.Compare{Column: col, Op: flipped[e.Op], Value: v}, true
+		}
+	}
+	x, okX := arithOf(q, e.X)
+	y, okY := arithOf(q, e.Y)
+	if okX {
+		if v, ok := literalOf(q, e.Y); ok {
+			return measure.Compare{Arith: x, Op: e.Op, Value: v}, true
+		}
+	}
+	if okY {
+		if v, ok := literalOf(q, e.X); ok {
+			return measure.Compare{Arith: y, Op: flipped[e.Op], Value: v}, true
+		}
+	}
+	if okX && okY && (x.Op != 0 || !x.Column.IsZero()) && (y.Op != 0 || !y.Column.IsZero()) {
+		return measure.Compare{Arith: x, Op: e.Op, Right: y}, true
+	}
+	return nil, false
+}
+
+// inOf translates x IN (v1, ...) of an expression x as x = v1 OR ...
+// (NOT: NOT of that), which SQL's three values make the same for
+// literals v.
+func inOf(q *planner.PrivateQuery, e *parser.InExpr) (measure.Filter, bool) {
+	a, ok := arithOf(q, e.X)
+	if !ok || a.Op == 0 {
+		return nil, false
+	}
+	var or measure.Or
+	for _, x := range e.List {
+		v, ok := literalOf(q, x)
+		if !ok || v == nil {
+			return nil, false
+		}
+		or.Parts = append(or.Parts, measure.Compare{Arith: a, Op: "=", Value: v})
+	}
+	if e.Not {
+		return measure.Not{X: or}, true
+	}
+	return or, true
 }
 
 // constArith is a numeric constant of arithmetic.
@@ -478,15 +526,28 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 		x, ok := arithOf(q, e.X)
 		return &measure.Arith{Op: '-', X: &measure.Arith{}, Y: x}, ok
 	case *parser.BinaryExpr:
-		if e.Op != "+" && e.Op != "-" && e.Op != "*" && e.Op != "/" {
+		if e.Op != "+" && e.Op != "-" && e.Op != "*" && e.Op != "/" && e.Op != "%" {
 			return nil, false
 		}
 		x, ok1 := arithOf(q, e.X)
 		y, ok2 := arithOf(q, e.Y)
-		if e.Op == "/" && !nonZeroConst(y) {
+		if (e.Op == "/" || e.Op == "%") && !nonZeroConst(y) {
 			return nil, false // SQLite's NULL for a division by 0: not compiled
 		}
 		return &measure.Arith{Op: e.Op[0], X: x, Y: y}, ok1 && ok2
+	case *parser.CastExpr:
+		x, ok := arithOf(q, e.X)
+		switch e.Type {
+		case "INTEGER":
+			return &measure.Arith{Op: 'i', X: x}, ok
+		case "INT64":
+			// BigQuery's INT64 rounds a double half away from zero
+			// (planner/render.go: CAST(ROUND(x) AS INTEGER) of a real).
+			return &measure.Arith{Op: 'i', X: &measure.Arith{Op: 'r', X: x}}, ok
+		case "REAL", "FLOAT64", "DOUBLE":
+			return &measure.Arith{Op: 'R', X: x}, ok
+		}
+		return nil, false
 	case *parser.Literal, *parser.Placeholder:
 		v, ok := literalOf(q, e)
 		if !ok {
@@ -494,15 +555,47 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 		}
 		return constArith(v)
 	case *parser.CallExpr:
-		op, known := map[string]byte{"ABS": 'a', "FLOOR": 'f', "CEIL": 'c', "ROUND": 'r'}[e.Name]
-		if !known || len(e.Args) != 1 || e.Distinct || e.Star || e.Over != nil || len(e.Named) > 0 {
-			return nil, false
-		}
-		x, ok := arithOf(q, e.Args[0])
-		return &measure.Arith{Op: op, X: x}, ok
+		return callArith(q, e)
 	}
 	if col, ok := columnOf(q, e); ok {
 		return &measure.Arith{Column: col}, true
+	}
+	return nil, false
+}
+
+// callArith translates the scalar functions of arithOf: ABS, FLOOR,
+// CEIL (CEILING), ROUND of one argument or with digits n <= 0 (SQLite
+// takes a negative n as 0), LENGTH, UPPER, LOWER, TRIM, and SUBSTR
+// from a positive constant position, of a non-negative
+// constant length or to the end.
+func callArith(q *planner.PrivateQuery, e *parser.CallExpr) (*measure.Arith, bool) {
+	op, known := map[string]byte{"ABS": 'a', "FLOOR": 'f', "CEIL": 'c', "CEILING": 'c', "ROUND": 'r',
+		"LENGTH": 'L', "UPPER": 'U', "LOWER": 'W', "TRIM": 'T', "SUBSTR": 'S'}[e.Name]
+	if !known || len(e.Args) == 0 || e.Distinct || e.Star || e.Over != nil || len(e.Named) > 0 {
+		return nil, false
+	}
+	x, ok := arithOf(q, e.Args[0])
+	a := &measure.Arith{Op: op, X: x}
+	constant := func(i int) (int64, bool) {
+		v, ok := literalOf(q, e.Args[i])
+		n, isInt := v.(int64)
+		return n, ok && isInt
+	}
+	switch {
+	case len(e.Args) == 1 && op != 'S':
+		return a, ok
+	case op == 'r' && len(e.Args) == 2:
+		n, isConst := constant(1)
+		return a, ok && isConst && n <= 0 // ROUND(x, n > 0) prints decimals: not compiled
+	case op == 'S' && (len(e.Args) == 2 || len(e.Args) == 3):
+		from, ok1 := constant(1)
+		a.From, a.Len = from, -1
+		ok2 := true
+		if len(e.Args) == 3 {
+			a.Len, ok2 = constant(2)
+			ok2 = ok2 && a.Len >= 0
+		}
+		return a, ok && ok1 && ok2 && from >= 1
 	}
 	return nil, false
 }

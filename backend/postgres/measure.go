@@ -64,6 +64,12 @@ func (s *Source) compile(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 		return compiled{why: "anything: the engine has no connection to PostgreSQL"}, nil
 	}
 	d := measuresql.Postgres{Tables: map[string][2]string{}}
+	conn, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		return compiled{}, err
+	}
+	d.UTF8 = conn.Conn().PgConn().ParameterStatus("server_encoding") == "UTF8" // else SQL_ASCII (checkEncoding): bytes
+	conn.Release()
 	types := map[measure.Col]measuresql.Type{}
 	for i, name := range append([]string{m.Table}, m.Joins...) {
 		id, schema, table, ok, err := mirrorOf(ctx, state, name)
