@@ -367,6 +367,9 @@ type Compare struct {
 //	'i' CAST(X AS INTEGER)       'R' CAST(X AS REAL)
 //	'L' LENGTH(X) 'U' UPPER(X)   'W' LOWER(X)    'T' TRIM(X)
 //	'S' SUBSTR(X, From, Len)     (From >= 1; Len < 0: to the end)
+//	'C' COALESCE(X, Y)
+//
+// A text constant is Text with IsText.
 //
 // As in SQLite, it is integer arithmetic where both sides are integers
 // (a division truncates toward zero; FLOOR and CEIL of an integer are
@@ -382,6 +385,8 @@ type Arith struct {
 	Op        byte
 	X, Y      *Arith
 	From, Len int64
+	Text      string
+	IsText    bool
 }
 
 // IsNull is Column IS NULL (IS NOT NULL with Not), or with Arith set,

@@ -82,6 +82,8 @@ func (c *compiler) double(a *measure.Arith) string {
 			return c.d.Float(float64(a.Const))
 		}
 		return c.d.ToDouble(c.arith(a))
+	case a.Op == 'C':
+		panic(decline("COALESCE of floats")) // NaN is NULL to the reference, which COALESCE passes over
 	case a.Op == 'a':
 		// The reference's ABS is ABS(NULLIF(x, -2^63)) (SQLite raises on
 		// the integer -2^63): a double equal to -2^63 is NULL there too.
@@ -170,8 +172,24 @@ func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
 			panic(decline("arithmetic on a column that is not a number"))
 		}
 		return text, lo, hi
-	case textOp(a.Op):
-		panic(decline("a text function in arithmetic"))
+	case textOp(a.Op) || a.IsText:
+		panic(decline("text in arithmetic"))
+	case a.Op == 'C':
+		// COALESCE of integers: the first that is not NULL, within the
+		// ranges of both.
+		if c.textual(a.X) || c.textual(a.Y) {
+			panic(decline("COALESCE of text and a number")) // either class may come out
+		}
+		x, xl, xh := c.arithRange(a.X)
+		y, yl, yh := c.arithRange(a.Y)
+		lo, hi = xl, xh
+		if yl.Cmp(lo) < 0 {
+			lo = yl
+		}
+		if yh.Cmp(hi) > 0 {
+			hi = yh
+		}
+		return "COALESCE(" + x + ", " + y + ")", lo, hi // syntax in both engines: nothing stored can stand in for it
 	case a.Op == 'i':
 		return c.castInt(a.X)
 	case a.Op == 'L':
@@ -297,8 +315,11 @@ func (c *compiler) textual(a *measure.Arith) bool {
 	if a == nil {
 		return false
 	}
-	if a.Op == 0 {
-		return !a.Column.IsZero() && c.typeOf(a.Column) == Text
+	switch a.Op {
+	case 0:
+		return a.IsText || !a.Column.IsZero() && c.typeOf(a.Column) == Text
+	case 'C':
+		return c.textual(a.X) && c.textual(a.Y)
 	}
 	return textOp(a.Op)
 }
@@ -315,7 +336,15 @@ func (c *compiler) textExpr(a *measure.Arith) string {
 		if !c.textual(a) {
 			panic(decline("a text function of a number")) // SQLite prints the number first
 		}
+		if a.IsText {
+			return c.d.Value(c.text(a.Text), Text)
+		}
 		return c.value(a.Column)
+	case 'C':
+		if !c.textual(a) {
+			panic(decline("COALESCE of text and a number"))
+		}
+		return c.d.Value("COALESCE("+c.textExpr(a.X)+", "+c.textExpr(a.Y)+")", Text)
 	case 'U':
 		return c.d.Value(c.d.Func("translate")+"("+c.textExpr(a.X)+", "+c.text(lower)+", "+c.text(upper)+")", Text)
 	case 'W':

@@ -32,7 +32,7 @@ func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko
 		e, t = c.value(k.Column), c.typeOf(k.Column)
 	}
 	if k.Domain == nil {
-		if t == Real {
+		if t == Real && !c.integral(k.Arith) {
 			panic(decline("a float key without a domain")) // -0 and 0 group apart in the reference
 		}
 		return e, "", keyOut{t: t}
@@ -176,4 +176,11 @@ func (c *compiler) bin(x string, t Type, b *measure.Bin) (string, Type) {
 		f = c.floatOp(f, '*', c.d.Float(m))
 	}
 	return f, Real
+}
+
+// integral reports whether a is a double whose every value is an
+// integer's: ROUND or CAST AS REAL of integer arithmetic, never NaN nor
+// −0, so that it groups alike in every engine.
+func (c *compiler) integral(a *measure.Arith) bool {
+	return a != nil && (a.Op == 'r' || a.Op == 'R') && !c.floats(a.X)
 }

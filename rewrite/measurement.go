@@ -58,6 +58,10 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 			}
 			c, bin, ok := binOf(q, k.Expr)
 			if !ok {
+				if cs, ok := truthKeyOf(q, k.Expr); ok {
+					m.Keys = append(m.Keys, measure.Key{Domain: k.Domain, Case: cs})
+					continue
+				}
 				if a, ok := arithOf(q, k.Expr); ok && a.Op != 0 {
 					m.Keys = append(m.Keys, measure.Key{Domain: k.Domain, Arith: a})
 					continue
@@ -69,6 +73,14 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		} else if k.Derived != nil {
 			var ok bool
 			if col, ok = columnOf(q, k.Derived); !ok {
+				if cs, ok := truthKeyOf(q, k.Derived); ok {
+					m.Keys = append(m.Keys, measure.Key{Domain: k.Domain, Case: cs})
+					continue
+				}
+				if a, ok := arithOf(q, k.Derived); ok && a.Op != 0 {
+					m.Keys = append(m.Keys, measure.Key{Domain: k.Domain, Arith: a})
+					continue
+				}
 				return nil, "a GROUP BY key is an expression (" + parser.Format(k.Derived) + ")"
 			}
 		} else if k.Base == "" {
@@ -102,6 +114,36 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		m.Where = f
 	}
 	return m, ""
+}
+
+// truthKeyOf translates a key that is a condition (age > 40, s LIKE
+// 'a%', x IS NULL): SQLite's 1 where it holds, 0 where it fails and NULL
+// where it is unknown, as the CASE WHEN c THEN 1 WHEN NOT c THEN 0 END.
+func truthKeyOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
+	switch x := parser.Unparen(e).(type) {
+	case *parser.BinaryExpr:
+		switch x.Op {
+		case "=", "<>", "<", "<=", ">", ">=", "AND", "OR":
+		default:
+			return nil, false
+		}
+	case *parser.UnaryExpr:
+		if x.Op != "NOT" {
+			return nil, false
+		}
+	case *parser.IsNullExpr, *parser.LikeExpr, *parser.BetweenExpr:
+	case *parser.InExpr:
+		if x.Sub != nil {
+			return nil, false
+		}
+	default:
+		return nil, false
+	}
+	f, ok := filterOf(q, e)
+	if !ok {
+		return nil, false
+	}
+	return &measure.Case{Whens: []measure.When{{Cond: f, Then: measure.Operand{Value: int64(1)}}, {Cond: measure.Not{X: f}, Then: measure.Operand{Value: int64(0)}}}}, true
 }
 
 // keyCaseOf translates a CASE key whose values are constants (numbers,
@@ -494,13 +536,16 @@ func inOf(q *planner.PrivateQuery, e *parser.InExpr) (measure.Filter, bool) {
 	return or, true
 }
 
-// constArith is a numeric constant of arithmetic.
+// constArith is a constant of arithmetic: a number, or text (which only
+// the text functions and COALESCE take).
 func constArith(v any) (*measure.Arith, bool) {
 	switch v := v.(type) {
 	case int64:
 		return &measure.Arith{Const: v}, true
 	case float64:
 		return &measure.Arith{Float: v, IsFloat: true}, true
+	case string:
+		return &measure.Arith{Text: v, IsText: true}, true
 	}
 	return nil, false
 }
@@ -563,14 +608,15 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 	return nil, false
 }
 
-// callArith translates the scalar functions of arithOf: ABS, FLOOR,
+// callArith translates the scalar functions of arithOf: COALESCE and
+// IFNULL of two arguments, ABS, FLOOR,
 // CEIL (CEILING), ROUND of one argument or with digits n <= 0 (SQLite
 // takes a negative n as 0), LENGTH, UPPER, LOWER, TRIM, and SUBSTR
 // from a positive constant position, of a non-negative
 // constant length or to the end.
 func callArith(q *planner.PrivateQuery, e *parser.CallExpr) (*measure.Arith, bool) {
 	op, known := map[string]byte{"ABS": 'a', "FLOOR": 'f', "CEIL": 'c', "CEILING": 'c', "ROUND": 'r',
-		"LENGTH": 'L', "UPPER": 'U', "LOWER": 'W', "TRIM": 'T', "SUBSTR": 'S'}[e.Name]
+		"LENGTH": 'L', "UPPER": 'U', "LOWER": 'W', "TRIM": 'T', "SUBSTR": 'S', "COALESCE": 'C', "IFNULL": 'C'}[e.Name]
 	if !known || len(e.Args) == 0 || e.Distinct || e.Star || e.Over != nil || len(e.Named) > 0 {
 		return nil, false
 	}
@@ -582,8 +628,12 @@ func callArith(q *planner.PrivateQuery, e *parser.CallExpr) (*measure.Arith, boo
 		return n, ok && isInt
 	}
 	switch {
-	case len(e.Args) == 1 && op != 'S':
+	case len(e.Args) == 1 && op != 'S' && op != 'C':
 		return a, ok
+	case op == 'C' && len(e.Args) == 2:
+		y, ok2 := arithOf(q, e.Args[1])
+		a.Y = y
+		return a, ok && ok2
 	case op == 'r' && len(e.Args) == 2:
 		n, isConst := constant(1)
 		return a, ok && isConst && n <= 0 // ROUND(x, n > 0) prints decimals: not compiled

@@ -91,11 +91,13 @@ var filters = []string{
 	"f8 / 4 > 1", "f4 / 0.5 < -1", "f8 / 3 > 1", "ROUND(f8, -1) > 1", "f8 > i4", "i4 = i2", "NOT (f4 <= f8)", "i8 * 2 IS NULL",
 	"ABS(i4) IN (1, 5, 42)", "i2 / 2 NOT IN (0, 3)", "UPPER(t) = 'A'", "LOWER(v) = 'b'", "LENGTH(t) = 1", "LENGTH(c) > 1",
 	"SUBSTR(t, 1, 1) = 'a'", "SUBSTR(v, 2) = ''", "TRIM(t) = 'a'", "UPPER(t) IN ('A', 'É', 'IT''S')", "t > v", "UPPER(tc) <> LOWER(tc)",
+	"COALESCE(UPPER(t), 'x') = 'x'", "COALESCE(i2 % 3, -1) = -1", "IFNULL(i8 / 10, 0) > 1",
 }
 
 // keyExpressions are GROUP BY expressions without a public domain,
 // grouped by partition selection.
-var keyExpressions = []string{"UPPER(t)", "SUBSTR(v, 1, 1)", "LENGTH(t)", "CAST(f8 AS INTEGER)", "i8 % 3", "i8 / 1000", "LOWER(c)", "TRIM(tc)"}
+var keyExpressions = []string{"UPPER(t)", "SUBSTR(v, 1, 1)", "LENGTH(t)", "CAST(f8 AS INTEGER)", "i8 % 3", "i8 / 1000", "LOWER(c)", "TRIM(tc)",
+	"COALESCE(v, 'none')", "i4 > 3", "f8 IS NULL OR f8 < 0", "ROUND(i4 / 10)", "t LIKE 'a%'"}
 
 // TestPostgresCompiledMeasuresLikeTheReference: random statements, each
 // run compiled in PostgreSQL and through the reference evaluator, give

@@ -84,18 +84,34 @@ func TestDuckDBNumericFunctionsAreExact(t *testing.T) {
 		{"COUNT(*) FROM a WHERE ABS(%s) IN (1, 5, 2.5)", wide},
 		{"COUNT(*) FROM a WHERE %s / 2 NOT IN (0, 2)", ""},
 		{"SUM(%s % 10, contribution_bounds_per_row => (-9, 9)) FROM a", floats},
+		{"COUNT(*) FROM a WHERE COALESCE(%s % 3, -1) = -1", floats},
+		{"COUNT(*) FROM a WHERE IFNULL(%s / 2, 'x') = 'x'", "i8 i16 i32 i64 u32 b f4 f8"},
 	}
 	keys := []declinedOn{
 		{"CAST(%s AS INTEGER) AS k, COUNT(*) FROM a GROUP BY CAST(%s AS INTEGER)", ""},
 		{"%s % 3 AS k, COUNT(*) FROM a GROUP BY %s % 3", floats},
 		{"%s / 1000 AS k, COUNT(*) FROM a GROUP BY %s / 1000", floats},
 		{"ABS(%s) AS k, COUNT(*) FROM a GROUP BY ABS(%s)", wide + " " + floats},
+		{"%s > 1 AS k, COUNT(*) FROM a GROUP BY %s > 1", ""},
+		{"%s IS NULL OR %s < 0 AS k, COUNT(*) FROM a GROUP BY %s IS NULL OR %s < 0", ""},
+		{"ROUND(%s / 10) AS k, COUNT(*) FROM a GROUP BY ROUND(%s / 10)", floats},
+		{"CAST(%s AS REAL) AS k, COUNT(*) FROM a GROUP BY CAST(%s AS REAL)", floats},
+	}
+	// A subquery's derived column as a key (a subquery keeps the unit
+	// column: with units only).
+	derived := []declinedOn{
+		{"k, COUNT(*) FROM (SELECT uid, CAST(%s AS INTEGER) AS k FROM a) AS s GROUP BY k", ""},
+		{"k, COUNT(*) FROM (SELECT uid, %s < 2 AS k FROM a WHERE %s IS NOT NULL) AS s GROUP BY k", ""},
 	}
 	for _, units := range []bool{false, true} {
 		duck := adversarialFile(t, adversarialPolicy(units)+"; SET BUDGET epsilon = 1e6, delta = 0.5")
 		for _, c := range []string{"i8", "i16", "i32", "i64", "u32", "b", "f4", "f8"} {
 			t.Run(fmt.Sprintf("%s/units=%v", c, units), func(t *testing.T) { sameCompiledOn(t, duck, c, "", filters) })
-			t.Run(fmt.Sprintf("%s/units=%v/keys", c, units), func(t *testing.T) { sameCompiledOn(t, duck, c, ", delta = 1e-5", keys) })
+			withUnits := keys
+			if units {
+				withUnits = append(append([]declinedOn{}, keys...), derived...)
+			}
+			t.Run(fmt.Sprintf("%s/units=%v/keys", c, units), func(t *testing.T) { sameCompiledOn(t, duck, c, ", delta = 1e-5", withUnits) })
 		}
 	}
 }
@@ -129,10 +145,13 @@ func TestDuckDBTextFunctionsAreExact(t *testing.T) {
 		{"COUNT(*) FROM l WHERE LENGTH(%s) + 1 > 2", "n"}, {"COUNT(*) FROM l WHERE %s > SUBSTR(%s, 2)", "n"}, {"COUNT(*) FROM l WHERE UPPER(%s) > 1", "n"},
 		{"AVG(LENGTH(%s), contribution_bounds_per_row => (0, 10)) FROM l", "n"},
 		{"COUNT(*) FROM l WHERE LENGTH(TRIM(LOWER(%s))) = 2", "n"},
+		{"COUNT(*) FROM l WHERE COALESCE(UPPER(%s), 'none') = 'none'", "n"}, {"COUNT(*) FROM l WHERE IFNULL(SUBSTR(%s, 2), 'b') = 'b'", "n"},
 	}
 	keys := []declinedOn{
 		{"UPPER(%s) AS k, COUNT(*) FROM l GROUP BY UPPER(%s)", "n"}, {"SUBSTR(%s, 1, 1) AS k, COUNT(*) FROM l GROUP BY SUBSTR(%s, 1, 1)", "n"},
 		{"LENGTH(%s) AS k, COUNT(*) FROM l GROUP BY LENGTH(%s)", "n"},
+		{"%s LIKE 'a%' AS k, COUNT(*) FROM l GROUP BY %s LIKE 'a%'", "n"},
+		{"COALESCE(%s, 'none') AS k, COUNT(*) FROM l GROUP BY COALESCE(%s, 'none')", "n"},
 	}
 	for _, c := range []string{"s", "n"} {
 		t.Run(c, func(t *testing.T) { sameCompiledOn(t, duck, c, "", filters) })

@@ -22,7 +22,7 @@ import (
 const (
 	streamSize    = 400
 	streamGoal    = 0.6
-	streamAtLeast = 258
+	streamAtLeast = 319
 )
 
 // TestAnalystStreamOnPostgres measures how much of the analyst stream
