@@ -558,6 +558,15 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 	if x, ok := q.DerivedExpr(e); ok {
 		return arithOf(q, x)
 	}
+	if _, isCall := e.(*parser.CallExpr); isCall && columnFree(e) {
+		// A column-free call (ABS('%'), LENGTH('abc')): the reference's
+		// value, computed by the engine (literalOf), not compiled.
+		v, ok := literalOf(q, e)
+		if !ok {
+			return nil, false
+		}
+		return constArith(v)
+	}
 	switch e := e.(type) {
 	case *parser.ParenExpr:
 		return arithOf(q, e.X)
