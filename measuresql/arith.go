@@ -83,7 +83,20 @@ func (c *compiler) double(a *measure.Arith) string {
 		}
 		return c.d.ToDouble(c.arith(a))
 	case a.Op == 'C':
-		panic(decline("COALESCE of floats")) // NaN is NULL to the reference, which COALESCE passes over
+		// The first that is not NULL, a NaN being NULL to the reference:
+		// the first operand is bound once (it is read three times).
+		if c.textual(a.X) || c.textual(a.Y) {
+			panic(decline("COALESCE of text and a number"))
+		}
+		y := c.double(a.Y)
+		form := func(v string) string {
+			return "(CASE WHEN " + v + " IS NULL OR " + c.d.IsNaN(v) + " THEN " + y + " ELSE " + v + " END)"
+		}
+		if x := c.double(a.X); a.X.Op == 0 {
+			return form(x)
+		} else {
+			return c.d.Let(x, form)
+		}
 	case a.Op == 'a':
 		// The reference's ABS is ABS(NULLIF(x, -2^63)) (SQLite raises on
 		// the integer -2^63): a double equal to -2^63 is NULL there too.

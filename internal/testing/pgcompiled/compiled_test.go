@@ -92,6 +92,7 @@ var filters = []string{
 	"ABS(i4) IN (1, 5, 42)", "i2 / 2 NOT IN (0, 3)", "UPPER(t) = 'A'", "LOWER(v) = 'b'", "LENGTH(t) = 1", "LENGTH(c) > 1",
 	"SUBSTR(t, 1, 1) = 'a'", "SUBSTR(v, 2) = ''", "TRIM(t) = 'a'", "UPPER(t) IN ('A', 'É', 'IT''S')", "t > v", "UPPER(tc) <> LOWER(tc)",
 	"COALESCE(UPPER(t), 'x') = 'x'", "COALESCE(i2 % 3, -1) = -1", "IFNULL(i8 / 10, 0) > 1",
+	"COALESCE(f8 * 0.5, 2.5) > 2", "IFNULL(f4 - 0.25, f8) < 0",
 }
 
 // keyExpressions are GROUP BY expressions without a public domain,

@@ -471,12 +471,12 @@ func TestDuckDBLikeIsExact(t *testing.T) {
 // SQLite decides), with and without units, each statement runs compiled
 // and gives the reference's answer — integer division truncating toward
 // zero, FLOOR of an integer that integer, products that would leave 64
-// bits dropped.
+// bits dropped; ROUND(c) and its multiples (a double of an integer) too.
 func TestDuckDBBinsAreExact(t *testing.T) {
 	t.Parallel()
 	columns := []string{"i8", "i16", "i32", "i64", "u32", "b", "f4", "f8"}
 	keys := []string{"FLOOR(%s / 10) * 10", "10 * FLOOR(%s / 3)", "FLOOR(%s / 3) * 0.5", "CEIL(%s / 4)", "CEIL(%s / 2.5)", "FLOOR(%s)",
-		"FLOOR(%s / 7) * 1000000000000", "FLOOR(%s / 2.0) * -3", "CEIL(%s) * 0"}
+		"FLOOR(%s / 7) * 1000000000000", "FLOOR(%s / 2.0) * -3", "CEIL(%s) * 0", "ROUND(%s)", "ROUND(%s) * 2"}
 	var statements []string
 	for _, k := range keys {
 		statements = append(statements, k+" AS bin, COUNT(*), SUM(uid, contribution_bounds_per_row => (0, 5)) FROM a GROUP BY "+k)

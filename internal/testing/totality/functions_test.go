@@ -85,6 +85,9 @@ func TestDuckDBNumericFunctionsAreExact(t *testing.T) {
 		{"COUNT(*) FROM a WHERE %s / 2 NOT IN (0, 2)", ""},
 		{"SUM(%s % 10, contribution_bounds_per_row => (-9, 9)) FROM a", floats},
 		{"COUNT(*) FROM a WHERE COALESCE(%s % 3, -1) = -1", floats},
+		{"COUNT(*) FROM a WHERE COALESCE(%s * 0.5, 2.5) > 2", ""},
+		{"SUM(IFNULL(%s - 0.25, -1), contribution_bounds_per_row => (-3, 3)) FROM a", ""},
+		{"COUNT(*) FROM a WHERE COALESCE(%s / 0.25, f8) < 0", ""},
 		{"COUNT(*) FROM a WHERE IFNULL(%s / 2, 'x') = 'x'", "i8 i16 i32 i64 u32 b f4 f8"},
 	}
 	keys := []declinedOn{
