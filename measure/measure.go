@@ -326,8 +326,9 @@ type When struct {
 	Then Operand
 }
 
-// Operand is a Case's value: a column (Column set), integer arithmetic
-// (Arith set), a number (Value, an int64 or a float64), or NULL (none).
+// Operand is a Case's value: a column (Column set), arithmetic (Arith
+// set), a number (Value, an int64 or a float64; a string in a key's or an
+// Arith's CASE), or NULL (none).
 type Operand struct {
 	Column Col
 	Arith  *Arith
@@ -367,7 +368,7 @@ type Compare struct {
 //	'i' CAST(X AS INTEGER)       'R' CAST(X AS REAL)
 //	'L' LENGTH(X) 'U' UPPER(X)   'W' LOWER(X)    'T' TRIM(X)
 //	'S' SUBSTR(X, From, Len)     (From >= 1; Len < 0: to the end)
-//	'C' COALESCE(X, Y)
+//	'C' COALESCE(X, Y)           'K' Case (a CASE whose values are any Operand)
 //
 // A text constant is Text with IsText.
 //
@@ -387,6 +388,7 @@ type Arith struct {
 	From, Len int64
 	Text      string
 	IsText    bool
+	Case      *Case
 }
 
 // IsNull is Column IS NULL (IS NOT NULL with Not), or with Arith set,

@@ -40,6 +40,8 @@ func (c *compiler) floats(a *measure.Arith) bool {
 		return true // ROUND and CAST AS REAL give a double, of an integer too
 	case a.Op == 'i' || a.Op == 'L' || textOp(a.Op):
 		return false // integers whatever their operand, or text
+	case a.Op == 'K':
+		return c.caseClass(a.Case) == Real
 	case a.Op != 0:
 		return c.floats(a.X) || c.floats(a.Y)
 	case !a.Column.IsZero():
@@ -82,6 +84,8 @@ func (c *compiler) double(a *measure.Arith) string {
 			return c.d.Float(float64(a.Const))
 		}
 		return c.d.ToDouble(c.arith(a))
+	case a.Op == 'K':
+		return c.caseExpr(a.Case, Real)
 	case a.Op == 'C':
 		// The first that is not NULL, a NaN being NULL to the reference:
 		// the first operand is bound once (it is read three times).
@@ -205,6 +209,8 @@ func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
 		return "COALESCE(" + x + ", " + y + ")", lo, hi // syntax in both engines: nothing stored can stand in for it
 	case a.Op == 'i':
 		return c.castInt(a.X)
+	case a.Op == 'K':
+		return c.caseRange(a.Case)
 	case a.Op == 'L':
 		// LENGTH of text: its characters up to its first NUL (SQLite's).
 		return c.d.Widen(c.d.Func("length") + "(" + c.chars(c.textExpr(a.X)) + ")"), big.NewInt(0), big.NewInt(1 << 40)
@@ -333,6 +339,8 @@ func (c *compiler) textual(a *measure.Arith) bool {
 		return a.IsText || !a.Column.IsZero() && c.typeOf(a.Column) == Text
 	case 'C':
 		return c.textual(a.X) && c.textual(a.Y)
+	case 'K':
+		return c.caseClass(a.Case) == Text
 	}
 	return textOp(a.Op)
 }
@@ -353,6 +361,11 @@ func (c *compiler) textExpr(a *measure.Arith) string {
 			return c.d.Value(c.text(a.Text), Text)
 		}
 		return c.value(a.Column)
+	case 'K':
+		if !c.textual(a) {
+			panic(decline("a CASE of numbers where text is read"))
+		}
+		return c.d.Value(c.caseExpr(a.Case, Text), Text)
 	case 'C':
 		if !c.textual(a) {
 			panic(decline("COALESCE of text and a number"))

@@ -208,6 +208,9 @@ func arithColumns(a *measure.Arith, cols map[measure.Col]bool) {
 	if !a.Column.IsZero() {
 		cols[a.Column] = true
 	}
+	if a.Case != nil {
+		caseColumns(a.Case, cols)
+	}
 	arithColumns(a.X, cols)
 	arithColumns(a.Y, cols)
 }

@@ -610,11 +610,59 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 		return constArith(v)
 	case *parser.CallExpr:
 		return callArith(q, e)
+	case *parser.CaseExpr:
+		c, ok := exprCaseOf(q, e)
+		return &measure.Arith{Op: 'K', Case: c}, ok
 	}
 	if col, ok := columnOf(q, e); ok {
 		return &measure.Arith{Column: col}, true
 	}
 	return nil, false
+}
+
+// exprCaseOf translates a CASE among expressions (arithOf): searched,
+// whose conditions are filters, or simple (CASE x WHEN v ...: x = v, as
+// SQLite compares them), whose values are literals (text too), NULL or
+// expressions.
+func exprCaseOf(q *planner.PrivateQuery, ce *parser.CaseExpr) (*measure.Case, bool) {
+	if len(ce.Whens) == 0 {
+		return nil, false
+	}
+	c := &measure.Case{}
+	for _, w := range ce.Whens {
+		var cond measure.Filter
+		var ok bool
+		if ce.Operand != nil {
+			cond, ok = compareOf(q, &parser.BinaryExpr{OpPos: ce.Pos(), Op: "=", X: ce.Operand, Y: w.Cond})
+			if _, isLit := literalOf(q, w.Cond); !isLit {
+				ok = false
+			}
+		} else {
+			cond, ok = filterOf(q, w.Cond)
+		}
+		then, ok2 := exprOperand(q, w.Result)
+		if !ok || !ok2 {
+			return nil, false
+		}
+		c.Whens = append(c.Whens, measure.When{Cond: cond, Then: then})
+	}
+	if ce.Else != nil {
+		var ok bool
+		if c.Else, ok = exprOperand(q, ce.Else); !ok {
+			return nil, false
+		}
+	}
+	return c, true
+}
+
+// exprOperand reads a value of exprCaseOf's CASE: NULL, a literal (a
+// number or a string), or an expression.
+func exprOperand(q *planner.PrivateQuery, e parser.Expr) (measure.Operand, bool) {
+	if v, ok := literalOf(q, e); ok {
+		return measure.Operand{Value: v}, true // nil: NULL
+	}
+	a, ok := arithOf(q, e)
+	return measure.Operand{Arith: a}, ok
 }
 
 // callArith translates the scalar functions of arithOf: COALESCE and

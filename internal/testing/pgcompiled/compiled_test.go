@@ -93,12 +93,15 @@ var filters = []string{
 	"SUBSTR(t, 1, 1) = 'a'", "SUBSTR(v, 2) = ''", "TRIM(t) = 'a'", "UPPER(t) IN ('A', 'É', 'IT''S')", "t > v", "UPPER(tc) <> LOWER(tc)",
 	"COALESCE(UPPER(t), 'x') = 'x'", "COALESCE(i2 % 3, -1) = -1", "IFNULL(i8 / 10, 0) > 1",
 	"COALESCE(f8 * 0.5, 2.5) > 2", "IFNULL(f4 - 0.25, f8) < 0",
+	"CASE WHEN f8 > 1 THEN 'big' ELSE 'small' END = 'big'", "CASE WHEN t = 'a' THEN UPPER(v) ELSE t END = 'B'",
+	"CASE i4 WHEN 3 THEN 2.5 WHEN 42 THEN f8 END < 2", "CASE WHEN i2 IS NULL THEN -1 ELSE i2 / 2 END > 0",
 }
 
 // keyExpressions are GROUP BY expressions without a public domain,
 // grouped by partition selection.
 var keyExpressions = []string{"UPPER(t)", "SUBSTR(v, 1, 1)", "LENGTH(t)", "CAST(f8 AS INTEGER)", "i8 % 3", "i8 / 1000", "LOWER(c)", "TRIM(tc)",
-	"COALESCE(v, 'none')", "i4 > 3", "f8 IS NULL OR f8 < 0", "ROUND(i4 / 10)", "t LIKE 'a%'"}
+	"COALESCE(v, 'none')", "i4 > 3", "f8 IS NULL OR f8 < 0", "ROUND(i4 / 10)", "t LIKE 'a%'",
+	"CASE WHEN i4 > 0 THEN i2 % 10 ELSE -1 END", "CASE WHEN v IS NULL THEN 'none' ELSE UPPER(v) END"}
 
 // TestPostgresCompiledMeasuresLikeTheReference: random statements, each
 // run compiled in PostgreSQL and through the reference evaluator, give

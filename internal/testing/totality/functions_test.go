@@ -88,6 +88,11 @@ func TestDuckDBNumericFunctionsAreExact(t *testing.T) {
 		{"COUNT(*) FROM a WHERE COALESCE(%s * 0.5, 2.5) > 2", ""},
 		{"SUM(IFNULL(%s - 0.25, -1), contribution_bounds_per_row => (-3, 3)) FROM a", ""},
 		{"COUNT(*) FROM a WHERE COALESCE(%s / 0.25, f8) < 0", ""},
+		{"COUNT(*) FROM a WHERE CASE WHEN %s > 1 THEN 'big' ELSE 'small' END = 'big'", ""},
+		{"COUNT(*) FROM a WHERE CASE WHEN %s IS NULL THEN -1 ELSE %s / 2 END > 0", ""},
+		{"COUNT(*) FROM a WHERE CASE %s WHEN 5 THEN 2.5 WHEN 1 THEN i16 END < 2", ""},
+		{"SUM(CASE WHEN %s > 0 THEN 3 ELSE %s END * 2, contribution_bounds_per_row => (-9, 9)) FROM a", wide},
+		{"COUNT(*) FROM a WHERE CASE WHEN %s > 0 THEN 'pos' ELSE %s END = 'pos'", "i8 i16 i32 i64 u32 b f4 f8"},
 		{"COUNT(*) FROM a WHERE IFNULL(%s / 2, 'x') = 'x'", "i8 i16 i32 i64 u32 b f4 f8"},
 	}
 	keys := []declinedOn{
@@ -99,6 +104,7 @@ func TestDuckDBNumericFunctionsAreExact(t *testing.T) {
 		{"%s IS NULL OR %s < 0 AS k, COUNT(*) FROM a GROUP BY %s IS NULL OR %s < 0", ""},
 		{"ROUND(%s / 10) AS k, COUNT(*) FROM a GROUP BY ROUND(%s / 10)", floats},
 		{"CAST(%s AS REAL) AS k, COUNT(*) FROM a GROUP BY CAST(%s AS REAL)", floats},
+		{"CASE WHEN %s > 0 THEN %s % 10 ELSE -1 END AS k, COUNT(*) FROM a GROUP BY CASE WHEN %s > 0 THEN %s % 10 ELSE -1 END", floats},
 	}
 	// A subquery's derived column as a key (a subquery keeps the unit
 	// column: with units only).
@@ -148,13 +154,15 @@ func TestDuckDBTextFunctionsAreExact(t *testing.T) {
 		{"COUNT(*) FROM l WHERE LENGTH(%s) + 1 > 2", "n"}, {"COUNT(*) FROM l WHERE %s > SUBSTR(%s, 2)", "n"}, {"COUNT(*) FROM l WHERE UPPER(%s) > 1", "n"},
 		{"AVG(LENGTH(%s), contribution_bounds_per_row => (0, 10)) FROM l", "n"},
 		{"COUNT(*) FROM l WHERE LENGTH(TRIM(LOWER(%s))) = 2", "n"},
-		{"COUNT(*) FROM l WHERE COALESCE(UPPER(%s), 'none') = 'none'", "n"}, {"COUNT(*) FROM l WHERE IFNULL(SUBSTR(%s, 2), 'b') = 'b'", "n"},
+		{"COUNT(*) FROM l WHERE COALESCE(UPPER(%s), 'none') = 'none'", "n"},
+		{"COUNT(*) FROM l WHERE CASE WHEN LENGTH(%s) > 2 THEN UPPER(%s) ELSE %s END = 'AB'", "n"}, {"COUNT(*) FROM l WHERE IFNULL(SUBSTR(%s, 2), 'b') = 'b'", "n"},
 	}
 	keys := []declinedOn{
 		{"UPPER(%s) AS k, COUNT(*) FROM l GROUP BY UPPER(%s)", "n"}, {"SUBSTR(%s, 1, 1) AS k, COUNT(*) FROM l GROUP BY SUBSTR(%s, 1, 1)", "n"},
 		{"LENGTH(%s) AS k, COUNT(*) FROM l GROUP BY LENGTH(%s)", "n"},
 		{"%s LIKE 'a%' AS k, COUNT(*) FROM l GROUP BY %s LIKE 'a%'", "n"},
 		{"COALESCE(%s, 'none') AS k, COUNT(*) FROM l GROUP BY COALESCE(%s, 'none')", "n"},
+		{"CASE WHEN %s LIKE 'a%' THEN SUBSTR(%s, 1, 1) ELSE 'other' END AS k, COUNT(*) FROM l GROUP BY CASE WHEN %s LIKE 'a%' THEN SUBSTR(%s, 1, 1) ELSE 'other' END", "n"},
 	}
 	for _, c := range []string{"s", "n"} {
 		t.Run(c, func(t *testing.T) { sameCompiledOn(t, duck, c, "", filters) })

@@ -22,7 +22,7 @@ import (
 const (
 	streamSize    = 400
 	streamGoal    = 0.6
-	streamAtLeast = 328
+	streamAtLeast = 336
 )
 
 // TestAnalystStreamOnPostgres measures how much of the analyst stream

@@ -6,31 +6,29 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"path/filepath"
+	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2"
 )
 
 func main() {
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		panic(err)
-	}
-	for _, q := range os.Args[1:] {
-		rows, err := db.Query(q)
-		if err != nil {
-			fmt.Println(q, "ERR", err)
-			continue
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
+	dir, _ := os.MkdirTemp("", "dopen")
+	defer os.RemoveAll(dir)
+	for _, dsn := range []string{"", "?threads=1", "?autoload_known_extensions=false&autoinstall_known_extensions=false"} {
+		start := time.Now()
+		for i := 0; i < 20; i++ {
+			p := filepath.Join(dir, fmt.Sprintf("f%d%d.duckdb", len(dsn), i))
+			db, err := sql.Open("duckdb", p+dsn)
+			if err != nil {
+				panic(err)
 			}
-			rows.Scan(ptrs...)
-			fmt.Printf("%s => %#v\n", q, vals)
+			if err := db.Ping(); err != nil {
+				panic(err)
+			}
+			db.Exec("CREATE TABLE t (x INTEGER)")
+			db.Close()
 		}
-		rows.Close()
+		fmt.Println(dsn, time.Since(start)/20)
 	}
 }
