@@ -265,7 +265,8 @@ type Grouping struct {
 }
 
 // Aggregate is an output of a Grouping: a grouped column (Func ""), or
-// Func "count", "min" or "max" of Column (COUNT(*) with Column "").
+// Func "count", "count_distinct", "min" or "max" of Column (COUNT(*) with
+// Column "").
 type Aggregate struct {
 	Func   string
 	Column Col

@@ -234,6 +234,13 @@ func (c *compiler) groupingTypes() {
 		switch a.Func {
 		case "count":
 			c.outTypes[i] = Integer
+		case "count_distinct":
+			// Distinct integers or texts (bytes) are the same in every
+			// engine; doubles are not (-0 and 0, NaN).
+			if t := c.typeOf(a.Column); !isInt(t) && t != Text {
+				panic(decline("a per-unit distinct count of a column that is not integers or text"))
+			}
+			c.outTypes[i] = Integer
 		case "", "min", "max":
 			t := c.typeOf(a.Column)
 			if isInt(t) {
@@ -248,8 +255,8 @@ func (c *compiler) groupingTypes() {
 
 // grouped is the plan's grouping as a subquery d whose columns are its
 // outputs (o0, o1, ...), computed as the reference computes them: a
-// count of the values it sees (not NULL, not NaN), the least or greatest
-// of them (text by bytes).
+// count of the values it sees (not NULL, not NaN) or of the distinct
+// ones, the least or greatest of them (text by bytes).
 func (c *compiler) grouped() rel {
 	g := c.m.PerUnit
 	q := &query{from: scan{table: c.m.Table, stored: true}, alias: "d"}
@@ -267,6 +274,8 @@ func (c *compiler) grouped() rel {
 				break
 			}
 			e = c.d.Func("count") + "(" + c.value(a.Column) + ")"
+		case "count_distinct":
+			e = c.d.Func("count") + "(DISTINCT " + c.value(a.Column) + ")"
 		default:
 			e = c.d.Func(a.Func) + "(" + c.value(a.Column) + ")"
 		}

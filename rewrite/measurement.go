@@ -266,10 +266,13 @@ func grouping(q *planner.PrivateQuery, j *planner.Joined) (*measure.Grouping, st
 			continue
 		}
 		call, ok := e.(*parser.CallExpr)
-		if !ok || call.Distinct || call.Over != nil || len(call.Named) > 0 || (call.Name != "COUNT" && call.Name != "MIN" && call.Name != "MAX") {
-			return nil, "the subquery computes " + parser.Format(e) + " per unit (COUNT, MIN and MAX of columns are compiled)"
+		if !ok || call.Distinct && call.Name != "COUNT" || call.Over != nil || len(call.Named) > 0 || (call.Name != "COUNT" && call.Name != "MIN" && call.Name != "MAX") {
+			return nil, "the subquery computes " + parser.Format(e) + " per unit (COUNT, COUNT(DISTINCT), MIN and MAX of columns are compiled)"
 		}
 		a := measure.Aggregate{Func: strings.ToLower(call.Name)}
+		if call.Distinct {
+			a.Func = "count_distinct"
+		}
 		if !call.Star {
 			if len(call.Args) != 1 {
 				return nil, "the subquery computes " + parser.Format(e) + " per unit"

@@ -154,12 +154,17 @@ func TestPostgresCompiledMeasuresLikeTheReference(t *testing.T) {
 	for _, k := range keyExpressions {
 		stmts = append(stmts, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-5) "+k+" AS k, COUNT(*), SUM(i4, contribution_bounds_per_row => (0, 10)) FROM e GROUP BY "+k)
 	}
+	// Per-unit distinct counts of integers and of text (bytes, under
+	// either collation; char without its padding).
+	for _, col := range []string{"i8", "t", "tc", "c"} {
+		stmts = append(stmts, "SELECT AVG(s.n, contribution_bounds_per_row => (0, 5)), COUNT(*) FROM (SELECT uid, COUNT(DISTINCT "+col+") AS n FROM e GROUP BY uid) AS s")
+	}
 	for i, stmt := range stmts {
 		want, werr := reference.Query(ctx, stmt)
 		before := compiledKnobs.Compiled.Load()
 		got, gerr := compiled.Query(ctx, stmt)
 		if i >= statements && compiledKnobs.Compiled.Load() == before {
-			t.Errorf("%s: not compiled (every expression key is)", stmt)
+			t.Errorf("%s: not compiled (every expression key and per-unit distinct count is)", stmt)
 		}
 		switch {
 		case (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error():

@@ -106,9 +106,10 @@ func TestDuckDBNumericFunctionsAreExact(t *testing.T) {
 		{"CAST(%s AS REAL) AS k, COUNT(*) FROM a GROUP BY CAST(%s AS REAL)", floats},
 		{"CASE WHEN %s > 0 THEN %s % 10 ELSE -1 END AS k, COUNT(*) FROM a GROUP BY CASE WHEN %s > 0 THEN %s % 10 ELSE -1 END", floats},
 	}
-	// A subquery's derived column as a key (a subquery keeps the unit
-	// column: with units only).
+	// A subquery's derived column as a key, and a per-unit distinct count
+	// (a subquery keeps the unit column: with units only).
 	derived := []declinedOn{
+		{"AVG(s.n, contribution_bounds_per_row => (0, 5)), COUNT(*) FROM (SELECT uid, COUNT(DISTINCT %s) AS n FROM a GROUP BY uid) AS s", floats},
 		{"k, COUNT(*) FROM (SELECT uid, CAST(%s AS INTEGER) AS k FROM a) AS s GROUP BY k", ""},
 		{"k, COUNT(*) FROM (SELECT uid, %s < 2 AS k FROM a WHERE %s IS NOT NULL) AS s GROUP BY k", ""},
 	}
@@ -158,6 +159,7 @@ func TestDuckDBTextFunctionsAreExact(t *testing.T) {
 		{"COUNT(*) FROM l WHERE CASE WHEN LENGTH(%s) > 2 THEN UPPER(%s) ELSE %s END = 'AB'", "n"}, {"COUNT(*) FROM l WHERE IFNULL(SUBSTR(%s, 2), 'b') = 'b'", "n"},
 	}
 	keys := []declinedOn{
+		{"AVG(s.n, contribution_bounds_per_row => (0, 5)) FROM (SELECT uid, COUNT(DISTINCT %s) AS n FROM l GROUP BY uid) AS s", ""},
 		{"UPPER(%s) AS k, COUNT(*) FROM l GROUP BY UPPER(%s)", "n"}, {"SUBSTR(%s, 1, 1) AS k, COUNT(*) FROM l GROUP BY SUBSTR(%s, 1, 1)", "n"},
 		{"LENGTH(%s) AS k, COUNT(*) FROM l GROUP BY LENGTH(%s)", "n"},
 		{"%s LIKE 'a%' AS k, COUNT(*) FROM l GROUP BY %s LIKE 'a%'", "n"},
