@@ -70,35 +70,14 @@ func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko
 // among numbers are declined (SQLite compares across classes by its own
 // order).
 func (c *compiler) keyCase(cs *measure.Case) (string, Type) {
-	t := Other
 	for _, o := range operands(cs) {
-		var u Type
-		switch o.Value.(type) {
-		case nil:
-			if !o.Column.IsZero() || o.Arith != nil {
-				panic(decline("a CASE key whose value is not a constant"))
-			}
-			continue
-		case string:
-			u = Text
-		case int64:
-			u = Integer
-		case float64:
-			u = Real
-		default:
-			panic(decline("a CASE key's value"))
-		}
-		switch {
-		case t == Other || t == u:
-			t = u
-		case t != Text && u != Text:
-			t = Real
-		default:
-			panic(decline("a CASE key of text and numbers"))
+		if !o.Column.IsZero() || o.Arith != nil {
+			panic(decline("a CASE key whose value is not a constant"))
 		}
 	}
-	if t == Other {
-		panic(decline("a CASE key of NULLs"))
+	t := c.caseClass(cs) // declines text among numbers, and NULLs alone
+	if t == Int {
+		t = Integer
 	}
 	lit := func(o measure.Operand) string {
 		if v, ok := o.Value.(string); ok {

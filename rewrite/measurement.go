@@ -48,45 +48,11 @@ func measurement(q *planner.PrivateQuery, specs []measure.Spec, argExprs []parse
 		m.Dropped = q.Dropped != nil
 	}
 	for _, k := range q.Keys {
-		col := planColumn(planner.TableColumn{Ref: k.Ref, Column: k.Base})
-		if k.Output > 0 && k.Expr == nil {
-			col = measure.Output(k.Output - 1)
-		} else if k.Expr != nil {
-			if cs, ok := keyCaseOf(q, k.Expr); ok {
-				m.Keys = append(m.Keys, measure.Key{Domain: k.Domain, Case: cs})
-				continue
-			}
-			c, bin, ok := binOf(q, k.Expr)
-			if !ok {
-				if cs, ok := truthKeyOf(q, k.Expr); ok {
-					m.Keys = append(m.Keys, measure.Key{Domain: k.Domain, Case: cs})
-					continue
-				}
-				if a, ok := arithOf(q, k.Expr); ok && a.Op != 0 {
-					m.Keys = append(m.Keys, measure.Key{Domain: k.Domain, Arith: a})
-					continue
-				}
-				return nil, "a GROUP BY key is an expression (" + k.Column + ")"
-			}
-			m.Keys = append(m.Keys, measure.Key{Column: c, Domain: k.Domain, Bin: bin})
-			continue
-		} else if k.Derived != nil {
-			var ok bool
-			if col, ok = columnOf(q, k.Derived); !ok {
-				if cs, ok := truthKeyOf(q, k.Derived); ok {
-					m.Keys = append(m.Keys, measure.Key{Domain: k.Domain, Case: cs})
-					continue
-				}
-				if a, ok := arithOf(q, k.Derived); ok && a.Op != 0 {
-					m.Keys = append(m.Keys, measure.Key{Domain: k.Domain, Arith: a})
-					continue
-				}
-				return nil, "a GROUP BY key is an expression (" + parser.Format(k.Derived) + ")"
-			}
-		} else if k.Base == "" {
-			return nil, "a GROUP BY key is an expression (" + k.Column + ")"
+		key, why := keyOf(q, k)
+		if why != "" {
+			return nil, why
 		}
-		m.Keys = append(m.Keys, measure.Key{Column: col, Domain: k.Domain})
+		m.Keys = append(m.Keys, key)
 	}
 	for i, e := range argExprs {
 		col, ok := columnOf(q, e)
@@ -146,30 +112,83 @@ func truthKeyOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
 	return &measure.Case{Whens: []measure.When{{Cond: f, Then: measure.Operand{Value: int64(1)}}, {Cond: measure.Not{X: f}, Then: measure.Operand{Value: int64(0)}}}}, true
 }
 
+// keyOf translates a GROUP BY key: a column (of the FROM clause, or a
+// subquery's output or derived column), or an expression (exprKey); why
+// says why not.
+func keyOf(q *planner.PrivateQuery, k planner.GroupKey) (measure.Key, string) {
+	switch {
+	case k.Output > 0 && k.Expr == nil:
+		return measure.Key{Column: measure.Output(k.Output - 1), Domain: k.Domain}, ""
+	case k.Expr != nil:
+		if key, ok := exprKey(q, k.Expr, k.Domain); ok {
+			return key, ""
+		}
+		return measure.Key{}, "a GROUP BY key is an expression (" + k.Column + ")"
+	case k.Derived != nil:
+		if col, ok := columnOf(q, k.Derived); ok {
+			return measure.Key{Column: col, Domain: k.Domain}, ""
+		}
+		if key, ok := exprKey(q, k.Derived, k.Domain); ok {
+			return key, ""
+		}
+		return measure.Key{}, "a GROUP BY key is an expression (" + parser.Format(k.Derived) + ")"
+	case k.Base == "":
+		return measure.Key{}, "a GROUP BY key is an expression (" + k.Column + ")"
+	}
+	return measure.Key{Column: planColumn(planner.TableColumn{Ref: k.Ref, Column: k.Base}), Domain: k.Domain}, ""
+}
+
+// exprKey translates an expression key, in order: a CASE of constants,
+// a bin (FLOOR or CEIL of a column), a condition (its 1, 0 or NULL), or
+// any other expression arithOf reads, whose value is the key.
+func exprKey(q *planner.PrivateQuery, e parser.Expr, domain []any) (measure.Key, bool) {
+	if cs, ok := keyCaseOf(q, e); ok {
+		return measure.Key{Domain: domain, Case: cs}, true
+	}
+	if c, bin, ok := binOf(q, e); ok {
+		return measure.Key{Column: c, Domain: domain, Bin: bin}, true
+	}
+	if cs, ok := truthKeyOf(q, e); ok {
+		return measure.Key{Domain: domain, Case: cs}, true
+	}
+	if a, ok := arithOf(q, e); ok && a.Op != 0 {
+		return measure.Key{Domain: domain, Arith: a}, true
+	}
+	return measure.Key{}, false
+}
+
 // keyCaseOf translates a CASE key whose values are constants (numbers,
 // strings, NULL; TRUE and FALSE as 1 and 0) and whose conditions are
 // filters (filterOf) — searched, or CASE x WHEN v ... as x = v.
 func keyCaseOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
-	e = parser.Unparen(e)
-	ce, ok := e.(*parser.CaseExpr)
-	if !ok || len(ce.Whens) == 0 {
+	ce, ok := parser.Unparen(e).(*parser.CaseExpr)
+	if !ok {
 		return nil, false
 	}
-	value := func(x parser.Expr) (measure.Operand, bool) {
+	return caseWith(q, ce, true, func(x parser.Expr) (measure.Operand, bool) {
 		if l, ok := x.(*parser.Literal); ok && l.Kind == parser.NullLit {
 			return measure.Operand{}, true
 		}
 		v, ok := literalOf(q, x)
 		return measure.Operand{Value: v}, ok
+	})
+}
+
+// caseWith translates a CASE: a searched one's conditions are filters, a
+// simple one's (CASE x WHEN v ..., where simple allows it) x = v for
+// literals v, as SQLite compares them; each value by value.
+func caseWith(q *planner.PrivateQuery, ce *parser.CaseExpr, simple bool, value func(parser.Expr) (measure.Operand, bool)) (*measure.Case, bool) {
+	if len(ce.Whens) == 0 || ce.Operand != nil && !simple {
+		return nil, false
 	}
 	c := &measure.Case{}
 	for _, w := range ce.Whens {
 		var cond measure.Filter
 		var ok bool
 		if ce.Operand != nil {
-			col, isCol := columnOf(q, ce.Operand)
-			v, isLit := literalOf(q, w.Cond)
-			cond, ok = measure.Compare{Column: col, Op: "=", Value: v}, isCol && isLit
+			_, isLit := literalOf(q, w.Cond)
+			cond, ok = compareOf(q, &parser.BinaryExpr{OpPos: ce.Pos(), Op: "=", X: ce.Operand, Y: w.Cond})
+			ok = ok && isLit
 		} else {
 			cond, ok = filterOf(q, w.Cond)
 		}
@@ -309,25 +328,10 @@ func caseOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Case, bool) {
 		return callCase(q, call)
 	}
 	ce, ok := e.(*parser.CaseExpr)
-	if !ok || ce.Operand != nil || len(ce.Whens) == 0 {
+	if !ok {
 		return nil, false
 	}
-	c := &measure.Case{}
-	for _, w := range ce.Whens {
-		cond, ok1 := filterOf(q, w.Cond)
-		then, ok2 := operandOf(q, w.Result)
-		if !ok1 || !ok2 {
-			return nil, false
-		}
-		c.Whens = append(c.Whens, measure.When{Cond: cond, Then: then})
-	}
-	if ce.Else != nil {
-		var ok bool
-		if c.Else, ok = operandOf(q, ce.Else); !ok {
-			return nil, false
-		}
-	}
-	return c, true
+	return caseWith(q, ce, false, func(x parser.Expr) (measure.Operand, bool) { return operandOf(q, x) })
 }
 
 // callCase translates the conditional functions as the CASE they are:
@@ -628,34 +632,7 @@ func arithOf(q *planner.PrivateQuery, e parser.Expr) (*measure.Arith, bool) {
 // SQLite compares them), whose values are literals (text too), NULL or
 // expressions.
 func exprCaseOf(q *planner.PrivateQuery, ce *parser.CaseExpr) (*measure.Case, bool) {
-	if len(ce.Whens) == 0 {
-		return nil, false
-	}
-	c := &measure.Case{}
-	for _, w := range ce.Whens {
-		var cond measure.Filter
-		var ok bool
-		if ce.Operand != nil {
-			cond, ok = compareOf(q, &parser.BinaryExpr{OpPos: ce.Pos(), Op: "=", X: ce.Operand, Y: w.Cond})
-			if _, isLit := literalOf(q, w.Cond); !isLit {
-				ok = false
-			}
-		} else {
-			cond, ok = filterOf(q, w.Cond)
-		}
-		then, ok2 := exprOperand(q, w.Result)
-		if !ok || !ok2 {
-			return nil, false
-		}
-		c.Whens = append(c.Whens, measure.When{Cond: cond, Then: then})
-	}
-	if ce.Else != nil {
-		var ok bool
-		if c.Else, ok = exprOperand(q, ce.Else); !ok {
-			return nil, false
-		}
-	}
-	return c, true
+	return caseWith(q, ce, true, func(x parser.Expr) (measure.Operand, bool) { return exprOperand(q, x) })
 }
 
 // exprOperand reads a value of exprCaseOf's CASE: NULL, a literal (a
