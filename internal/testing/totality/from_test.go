@@ -80,7 +80,7 @@ func TestDuckDBJoinsAndSubqueriesCompile(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(3, 31))
 	for d := 0; d < 3; d++ {
-		duck := auditDuck(t, r)
+		duck := ducktest.FromAudit(t, r)
 		owner := enginetest.OpenDuckDB(t, duck, true, nil)
 		enginetest.Run(t, owner, `CREATE PRIVACY POLICY ON p OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000);
 			CREATE PRIVACY POLICY ON p2 OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000)`)

@@ -1,11 +1,10 @@
 //go:build cgo
 
-package totality_test
+package duckaudit_test
 
 import (
 	"flag"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,23 +19,6 @@ import (
 )
 
 var auditSeed = flag.Uint64("audit.seed", 1, "seed of the sensitivity auditor's runs on DuckDB")
-
-// auditDuck builds one of the auditor's generated databases and moves
-// it into a DuckDB file (its untyped columns as doubles, so that their
-// numbers are summed in DuckDB), whose path it returns.
-func auditDuck(t *testing.T, r *rand.Rand) string {
-	t.Helper()
-	dir := t.TempDir()
-	path, _, err := audit.NewDatabase(r).Build(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	duck := filepath.Join(dir, "d.duckdb")
-	if err := ducktest.Move(path, dpsql.DuckDBStateFile(duck), duck, "double precision"); err != nil {
-		t.Fatal(err)
-	}
-	return duck
-}
 
 // duckOpener returns an audit.Opener that moves the database at path
 // into a DuckDB file beside it (ducktest.Move: its untyped columns as
@@ -74,7 +56,7 @@ func TestDuckDBMeasuresLikeTheReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	compared, compiled := 0, int64(0)
 	for d := 0; d < databases; d++ {
-		duck := auditDuck(t, r)
+		duck := ducktest.FromAudit(t, r)
 		owner := enginetest.OpenDuckDB(t, duck, true, k)
 		// Bounds no unit reaches: bounding keeps every row, in both.
 		enginetest.Run(t, owner, `CREATE PRIVACY POLICY ON p OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000);
