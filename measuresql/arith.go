@@ -93,14 +93,9 @@ func (c *compiler) double(a *measure.Arith) string {
 			panic(decline("COALESCE of text and a number"))
 		}
 		y := c.double(a.Y)
-		form := func(v string) string {
+		return c.once(a.X, func(v string) string {
 			return "(CASE WHEN " + v + " IS NULL OR " + c.d.IsNaN(v) + " THEN " + y + " ELSE " + v + " END)"
-		}
-		if x := c.double(a.X); a.X.Op == 0 {
-			return form(x)
-		} else {
-			return c.d.Let(x, form)
-		}
+		})
 	case a.Op == 'a':
 		// The reference's ABS is ABS(NULLIF(x, -2^63)) (SQLite raises on
 		// the integer -2^63): a double equal to -2^63 is NULL there too.
@@ -148,18 +143,46 @@ func (c *compiler) round(x *measure.Arith) string {
 	if !c.floats(x) {
 		return c.double(x) // the integer as a double
 	}
-	v := c.double(x)
 	f := c.d.Float
-	form := func(v string) string {
+	return c.once(x, func(v string) string {
 		// Within ±2^52 the sum cannot overflow: a plain + in every engine.
 		inner := "(" + v + " + (CASE WHEN " + v + " < " + f(0) + " THEN " + f(-0.5) + " ELSE " + f(0.5) + " END))"
 		return "(CASE WHEN " + v + " < " + f(-0x1p52) + " OR " + v + " > " + f(0x1p52) + " OR " + c.d.IsNaN(v) + " THEN " + v +
 			" ELSE " + c.d.Func("trunc") + "(" + inner + ") + " + f(0) + " END)"
-	}
+	})
+}
+
+// once is form of x's double, which form reads more than once: a
+// column or constant printed in place, anything else bound once (Let),
+// so that nested forms print and run in space linear in their depth.
+func (c *compiler) once(x *measure.Arith, form func(v string) string) string {
+	v := c.double(x)
 	if x.Op == 0 {
 		return form(v)
 	}
 	return c.d.Let(v, form)
+}
+
+// span is the smallest range holding [lo, hi] (nil: none yet) and [l, h].
+func span(lo, hi, l, h *big.Int) (*big.Int, *big.Int) {
+	if lo == nil || l.Cmp(lo) < 0 {
+		lo = l
+	}
+	if hi == nil || h.Cmp(hi) > 0 {
+		hi = h
+	}
+	return lo, hi
+}
+
+// exactDouble prints integer arithmetic as a double where every value it
+// can take is one exactly (within ±2^53), as SQLite compares an integer
+// with a double exactly; beyond, it declines.
+func (c *compiler) exactDouble(a *measure.Arith) string {
+	text, lo, hi := c.arithRange(a)
+	if lo.CmpAbs(exactDoubles) > 0 || hi.CmpAbs(exactDoubles) > 0 {
+		panic(decline("an integer beyond 2^53 read as a double"))
+	}
+	return c.d.ToDouble(text)
 }
 
 // floatOp is x op y in doubles (Dialect.FloatOp), or declines.
@@ -172,6 +195,20 @@ func (c *compiler) floatOp(x string, op byte, y string) string {
 }
 
 func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
+	if r, ok := c.ranges[a]; ok {
+		return r.text, r.lo, r.hi
+	}
+	text, lo, hi := c.rangeOf(a)
+	if c.ranges == nil {
+		c.ranges = map[*measure.Arith]printedRange{}
+	}
+	c.ranges[a] = printedRange{text, lo, hi}
+	return text, lo, hi
+}
+
+// rangeOf is arithRange's work, for a node not printed before (the
+// ranges it returns are never changed in place: they are kept).
+func (c *compiler) rangeOf(a *measure.Arith) (string, *big.Int, *big.Int) {
 	var text string
 	var lo, hi *big.Int
 	switch {
@@ -199,13 +236,7 @@ func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
 		}
 		x, xl, xh := c.arithRange(a.X)
 		y, yl, yh := c.arithRange(a.Y)
-		lo, hi = xl, xh
-		if yl.Cmp(lo) < 0 {
-			lo = yl
-		}
-		if yh.Cmp(hi) > 0 {
-			hi = yh
-		}
+		lo, hi = span(xl, xh, yl, yh)
 		return "COALESCE(" + x + ", " + y + ")", lo, hi // syntax in both engines: nothing stored can stand in for it
 	case a.Op == 'i':
 		return c.castInt(a.X)
@@ -313,16 +344,11 @@ func (c *compiler) castInt(x *measure.Arith) (string, *big.Int, *big.Int) {
 		return c.arithRange(x)
 	}
 	f := c.d.Float
-	form := func(v string) string {
+	text := c.once(x, func(v string) string {
 		return "(CASE WHEN " + c.d.IsNaN(v) + " THEN NULL WHEN " + v + " >= " + f(0x1p63) + " THEN 9223372036854775807 WHEN " + v + " <= " + f(-0x1p63) +
 			" THEN (-9223372036854775807 - 1) ELSE " + c.d.RoundToInt64(c.d.Func("trunc")+"("+v+")") + " END)"
-	}
-	v := c.double(x)
-	text := form(v)
-	if x.Op != 0 {
-		text = c.d.Let(v, form)
-	}
-	return text, new(big.Int).Set(minInt64), new(big.Int).Set(maxInt64)
+	})
+	return text, minInt64, maxInt64
 }
 
 // textOp reports whether op is a function whose value is text.

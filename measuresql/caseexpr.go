@@ -15,6 +15,19 @@ import (
 
 // caseClass is the class of a CASE's values (Text, Real or Int).
 func (c *compiler) caseClass(cs *measure.Case) Type {
+	if t, ok := c.classes[cs]; ok {
+		return t
+	}
+	t := c.classOf(cs)
+	if c.classes == nil {
+		c.classes = map[*measure.Case]Type{}
+	}
+	c.classes[cs] = t
+	return t
+}
+
+// classOf is caseClass's work, for a CASE not classed before.
+func (c *compiler) classOf(cs *measure.Case) Type {
 	t := Other
 	for _, o := range operands(cs) {
 		u := c.operandClass(o)
@@ -105,11 +118,7 @@ func (c *compiler) caseValue(o measure.Operand, t Type) string {
 	case t == Text:
 		return c.textExpr(a)
 	case t == Real && !c.floats(a):
-		_, lo, hi := c.arithRange(a)
-		if lo.CmpAbs(exactDoubles) > 0 || hi.CmpAbs(exactDoubles) > 0 {
-			panic(decline("an integer beyond 2^53 among doubles"))
-		}
-		return c.d.ToDouble(c.arith(a))
+		return c.exactDouble(a)
 	case t == Real:
 		return c.double(a)
 	}
@@ -122,20 +131,12 @@ func (c *compiler) caseRange(cs *measure.Case) (string, *big.Int, *big.Int) {
 		panic(decline("a CASE of text or doubles in integer arithmetic"))
 	}
 	var lo, hi *big.Int
-	widen := func(l, h *big.Int) {
-		if lo == nil || l.Cmp(lo) < 0 {
-			lo = l
-		}
-		if hi == nil || h.Cmp(hi) > 0 {
-			hi = h
-		}
-	}
 	for _, o := range operands(cs) {
 		if v, ok := o.Value.(int64); ok {
-			widen(big.NewInt(v), big.NewInt(v))
+			lo, hi = span(lo, hi, big.NewInt(v), big.NewInt(v))
 		} else if a := operandArith(o); a != nil {
 			_, l, h := c.arithRange(a)
-			widen(l, h)
+			lo, hi = span(lo, hi, l, h)
 		}
 	}
 	return c.caseExpr(cs, Int), lo, hi

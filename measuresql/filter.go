@@ -67,18 +67,11 @@ func (c *compiler) compareExprs(x *measure.Arith, op string, y *measure.Arith) s
 	if (tx == Text) != (ty == Text) {
 		panic(decline("a comparison of text with a number"))
 	}
-	exact := func(a *measure.Arith) string {
-		_, lo, hi := c.arithRange(a)
-		if lo.CmpAbs(exactDoubles) > 0 || hi.CmpAbs(exactDoubles) > 0 {
-			panic(decline("a comparison of a double with an integer beyond 2^53"))
-		}
-		return c.d.ToDouble(c.arith(a))
-	}
 	switch {
 	case tx == Real && ty != Real:
-		ey = exact(y)
+		ey = c.exactDouble(y)
 	case ty == Real && tx != Real:
-		ex = exact(x)
+		ex = c.exactDouble(x)
 	}
 	switch op {
 	case "=", "<>", "<", "<=", ">", ">=":

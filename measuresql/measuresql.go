@@ -37,6 +37,7 @@ package measuresql
 
 import (
 	"fmt"
+	"math/big"
 	"strconv"
 	"strings"
 
@@ -290,6 +291,19 @@ type compiler struct {
 	keptUnits bool
 	// texts are the text literals printed so far (text).
 	texts []string
+	// ranges and classes keep what arithRange printed for a node and
+	// the class caseClass found for a CASE: a node is read by its
+	// parent more than once (its class, then its text), and without
+	// them nested CASEs took time exponential in their depth.
+	ranges  map[*measure.Arith]printedRange
+	classes map[*measure.Case]Type
+}
+
+// printedRange is integer arithmetic printed, with the range of its
+// values.
+type printedRange struct {
+	text   string
+	lo, hi *big.Int
 }
 
 func (c *compiler) compile() *Statement {

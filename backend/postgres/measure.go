@@ -63,13 +63,11 @@ func (s *Source) compile(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 	if s.Pool == nil {
 		return compiled{why: "anything: the engine has no connection to PostgreSQL"}, nil
 	}
-	d := measuresql.Postgres{Tables: map[string][2]string{}}
-	conn, err := s.Pool.Acquire(ctx)
+	utf8, err := s.storesUTF8(ctx)
 	if err != nil {
 		return compiled{}, err
 	}
-	d.UTF8 = conn.Conn().PgConn().ParameterStatus("server_encoding") == "UTF8" // else SQL_ASCII (checkEncoding): bytes
-	conn.Release()
+	d := measuresql.Postgres{Tables: map[string][2]string{}, UTF8: utf8}
 	types := map[measure.Col]measuresql.Type{}
 	for i, name := range append([]string{m.Table}, m.Joins...) {
 		id, schema, table, ok, err := mirrorOf(ctx, state, name)
@@ -97,6 +95,24 @@ func (s *Source) compile(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 		return compiled{why: measuresql.WhyNot(m, types, d)}, nil
 	}
 	return compiled{st: st, types: types, dialect: d}, nil
+}
+
+// storesUTF8 reports whether the database stores UTF8, where
+// PostgreSQL counts characters as SQLite does (a SQL_ASCII database's
+// bytes are its characters): asked of a connection the first time only.
+func (s *Source) storesUTF8(ctx context.Context) (bool, error) {
+	s.encoding.Lock()
+	defer s.encoding.Unlock()
+	if !s.encoding.known {
+		conn, err := s.Pool.Acquire(ctx)
+		if err != nil {
+			return false, err
+		}
+		s.encoding.utf8 = conn.Conn().PgConn().ParameterStatus("server_encoding") == "UTF8"
+		s.encoding.known = true
+		conn.Release()
+	}
+	return s.encoding.utf8, nil
 }
 
 // WhyNot says why Measure would decline the plan ("": it runs it).

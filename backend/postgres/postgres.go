@@ -37,6 +37,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -73,6 +74,14 @@ type Source struct {
 	// Observe, when set (tests only), sees every statement sent to
 	// PostgreSQL for this source.
 	Observe func(sql string)
+
+	// encoding is whether the database stores UTF8 (else SQL_ASCII,
+	// checkEncoding), read from a connection once: a database's
+	// encoding never changes.
+	encoding struct {
+		sync.Mutex
+		known, utf8 bool
+	}
 }
 
 // Install registers the module that reads src's mirrored tables on drv,
