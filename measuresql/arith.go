@@ -3,7 +3,6 @@ package measuresql
 import (
 	"math"
 	"math/big"
-	"strconv"
 
 	"github.com/dpsql/dpsql/measure"
 )
@@ -25,9 +24,9 @@ var minInt64, maxInt64 = big.NewInt(math.MinInt64), big.NewInt(math.MaxInt64)
 // as it is) in 64-bit integers, when every
 // value it can reach, by the columns' ranges, stays within ±2^62: then it
 // is exact in both engines and cannot raise; otherwise it declines.
-func (c *compiler) arith(a *measure.Arith) string {
-	sqlText, _, _ := c.arithRange(a)
-	return sqlText
+func (c *compiler) arith(a *measure.Arith) expr {
+	x, _, _ := c.arithRange(a)
+	return x
 }
 
 // floats reports whether arithmetic reads a float column or constant:
@@ -52,7 +51,7 @@ func (c *compiler) floats(a *measure.Arith) bool {
 
 // arithTyped prints arithmetic with its class: Int for integer
 // arithmetic (arith), Real for arithmetic with a float in it (double).
-func (c *compiler) arithTyped(a *measure.Arith) (Type, string) {
+func (c *compiler) arithTyped(a *measure.Arith) (Type, expr) {
 	if c.textual(a) {
 		return Text, c.textExpr(a)
 	}
@@ -69,7 +68,7 @@ func (c *compiler) arithTyped(a *measure.Arith) (Type, string) {
 // of doubles, which give ±Inf and NaN rather than raise, as SQLite's do
 // (SQLite makes NaN NULL, and every use of a double guards NaN as NULL:
 // NaN stays NaN through +, − and ×, so the two agree).
-func (c *compiler) double(a *measure.Arith) string {
+func (c *compiler) double(a *measure.Arith) expr {
 	switch {
 	case !c.floats(a):
 		if a.Op == 0 && !a.Column.IsZero() {
@@ -93,8 +92,8 @@ func (c *compiler) double(a *measure.Arith) string {
 			panic(decline("COALESCE of text and a number"))
 		}
 		y := c.double(a.Y)
-		return c.once(a.X, func(v string) string {
-			return "(CASE WHEN " + v + " IS NULL OR " + c.d.IsNaN(v) + " THEN " + y + " ELSE " + v + " END)"
+		return c.once(a.X, func(v expr) expr {
+			return ifThen(bare(isNull{x: v, bare: true}, "OR", c.d.IsNaN(v)), y, v)
 		})
 	case a.Op == 'a':
 		// The reference's ABS is ABS(NULLIF(x, -2^63)) (SQLite raises on
@@ -103,14 +102,14 @@ func (c *compiler) double(a *measure.Arith) string {
 		// (Let), so that nested ABS prints and runs in linear space; the
 		// ABS of an ABS is never -2^63 and needs no test.
 		x := c.double(a.X)
-		abs := func(v string) string {
-			return "(CASE WHEN " + v + " = " + c.d.Float(-0x1p63) + " THEN NULL ELSE " + c.d.Func("abs") + "(" + v + ") END)"
+		abs := func(v expr) expr {
+			return ifThen(bare(v, "=", c.d.Float(-0x1p63)), raw("NULL"), c.fn("abs", v))
 		}
 		switch a.X.Op {
 		case 0:
 			return abs(x)
 		case 'a':
-			return c.d.Func("abs") + "(" + x + ")"
+			return c.fn("abs", x)
 		}
 		return c.d.Let(x, abs)
 	case a.Op == 'r':
@@ -122,7 +121,7 @@ func (c *compiler) double(a *measure.Arith) string {
 	case a.Op == 'f' || a.Op == 'c':
 		// floor and ceil of a double, as SQLite's (NaN stays NaN, which
 		// every use guards as NULL; ±Inf stays itself); they never raise.
-		return c.d.Func(map[byte]string{'f': "floor", 'c': "ceil"}[a.Op]) + "(" + c.double(a.X) + ")"
+		return c.fn(map[byte]string{'f': "floor", 'c': "ceil"}[a.Op], c.double(a.X))
 	case a.Op == '/':
 		return c.divide(a.X, a.Y)
 	case a.Op != 0:
@@ -139,23 +138,23 @@ func (c *compiler) double(a *measure.Arith) string {
 // and beyond, x itself (it has no fraction; ±Inf too, and NaN, which
 // stays NaN). Of an integer that is the integer as a double. A compound
 // operand is bound once (Let): it is read four times.
-func (c *compiler) round(x *measure.Arith) string {
+func (c *compiler) round(x *measure.Arith) expr {
 	if !c.floats(x) {
 		return c.double(x) // the integer as a double
 	}
 	f := c.d.Float
-	return c.once(x, func(v string) string {
+	return c.once(x, func(v expr) expr {
 		// Within ±2^52 the sum cannot overflow: a plain + in every engine.
-		inner := "(" + v + " + (CASE WHEN " + v + " < " + f(0) + " THEN " + f(-0.5) + " ELSE " + f(0.5) + " END))"
-		return "(CASE WHEN " + v + " < " + f(-0x1p52) + " OR " + v + " > " + f(0x1p52) + " OR " + c.d.IsNaN(v) + " THEN " + v +
-			" ELSE " + c.d.Func("trunc") + "(" + inner + ") + " + f(0) + " END)"
+		inner := paren(v, "+", ifThen(bare(v, "<", f(0)), f(-0.5), f(0.5)))
+		outside := bare(bare(bare(v, "<", f(-0x1p52)), "OR", bare(v, ">", f(0x1p52))), "OR", c.d.IsNaN(v))
+		return ifThen(outside, v, bare(c.fn("trunc", inner), "+", f(0)))
 	})
 }
 
 // once is form of x's double, which form reads more than once: a
 // column or constant printed in place, anything else bound once (Let),
 // so that nested forms print and run in space linear in their depth.
-func (c *compiler) once(x *measure.Arith, form func(v string) string) string {
+func (c *compiler) once(x *measure.Arith, form func(v expr) expr) expr {
 	v := c.double(x)
 	if x.Op == 0 {
 		return form(v)
@@ -177,16 +176,16 @@ func span(lo, hi, l, h *big.Int) (*big.Int, *big.Int) {
 // exactDouble prints integer arithmetic as a double where every value it
 // can take is one exactly (within ±2^53), as SQLite compares an integer
 // with a double exactly; beyond, it declines.
-func (c *compiler) exactDouble(a *measure.Arith) string {
-	text, lo, hi := c.arithRange(a)
+func (c *compiler) exactDouble(a *measure.Arith) expr {
+	x, lo, hi := c.arithRange(a)
 	if lo.CmpAbs(exactDoubles) > 0 || hi.CmpAbs(exactDoubles) > 0 {
 		panic(decline("an integer beyond 2^53 read as a double"))
 	}
-	return c.d.ToDouble(text)
+	return c.d.ToDouble(x)
 }
 
 // floatOp is x op y in doubles (Dialect.FloatOp), or declines.
-func (c *compiler) floatOp(x string, op byte, y string) string {
+func (c *compiler) floatOp(x expr, op byte, y expr) expr {
 	e, ok := c.d.FloatOp(x, op, y)
 	if !ok {
 		panic(decline("arithmetic with floats (the engine raises where a float overflows or underflows)"))
@@ -194,22 +193,22 @@ func (c *compiler) floatOp(x string, op byte, y string) string {
 	return e
 }
 
-func (c *compiler) arithRange(a *measure.Arith) (string, *big.Int, *big.Int) {
+func (c *compiler) arithRange(a *measure.Arith) (expr, *big.Int, *big.Int) {
 	if r, ok := c.ranges[a]; ok {
-		return r.text, r.lo, r.hi
+		return r.x, r.lo, r.hi
 	}
-	text, lo, hi := c.rangeOf(a)
+	x, lo, hi := c.rangeOf(a)
 	if c.ranges == nil {
 		c.ranges = map[*measure.Arith]printedRange{}
 	}
-	c.ranges[a] = printedRange{text, lo, hi}
-	return text, lo, hi
+	c.ranges[a] = printedRange{x, lo, hi}
+	return x, lo, hi
 }
 
 // rangeOf is arithRange's work, for a node not printed before (the
 // ranges it returns are never changed in place: they are kept).
-func (c *compiler) rangeOf(a *measure.Arith) (string, *big.Int, *big.Int) {
-	var text string
+func (c *compiler) rangeOf(a *measure.Arith) (expr, *big.Int, *big.Int) {
+	var text expr
 	var lo, hi *big.Int
 	switch {
 	case a.Op == 0 && !a.Column.IsZero():
@@ -237,14 +236,14 @@ func (c *compiler) rangeOf(a *measure.Arith) (string, *big.Int, *big.Int) {
 		x, xl, xh := c.arithRange(a.X)
 		y, yl, yh := c.arithRange(a.Y)
 		lo, hi = span(xl, xh, yl, yh)
-		return "COALESCE(" + x + ", " + y + ")", lo, hi // syntax in both engines: nothing stored can stand in for it
+		return call{fn: "COALESCE", args: []expr{x, y}}, lo, hi // syntax in both engines: nothing stored can stand in for it
 	case a.Op == 'i':
 		return c.castInt(a.X)
 	case a.Op == 'K':
 		return c.caseRange(a.Case)
 	case a.Op == 'L':
 		// LENGTH of text: its characters up to its first NUL (SQLite's).
-		return c.d.Widen(c.d.Func("length") + "(" + c.chars(c.textExpr(a.X)) + ")"), big.NewInt(0), big.NewInt(1 << 40)
+		return c.d.Widen(c.fn("length", c.chars(c.textExpr(a.X)))), big.NewInt(0), big.NewInt(1 << 40)
 	case a.Op == '%':
 		// x % c of integers, the sign of x (C's, SQLite's, DuckDB's and
 		// PostgreSQL's alike); SQLite's x % -1 is 0 where an engine may
@@ -261,13 +260,13 @@ func (c *compiler) rangeOf(a *measure.Arith) (string, *big.Int, *big.Int) {
 		if xh.Sign() <= 0 {
 			hi = big.NewInt(0)
 		}
-		return "(" + x + " % " + strconv.FormatInt(a.Y.Const, 10) + ")", lo, hi
+		return paren(x, "%", num(a.Y.Const)), lo, hi
 	case a.Op == 0 && a.IsFloat:
 		panic(decline("a float in integer arithmetic"))
 	case a.Op == 0:
-		text, lo, hi = strconv.FormatInt(a.Const, 10), big.NewInt(a.Const), big.NewInt(a.Const)
+		text, lo, hi = num(a.Const), big.NewInt(a.Const), big.NewInt(a.Const)
 		if a.Const < 0 {
-			text = "(" + text + ")"
+			text = formOf("({})", text)
 		}
 	case a.Op == 'f' || a.Op == 'c':
 		// FLOOR and CEIL of an integer are that integer, in SQLite.
@@ -288,10 +287,10 @@ func (c *compiler) rangeOf(a *measure.Arith) (string, *big.Int, *big.Int) {
 		if lo.Cmp(minInt64) < 0 || hi.Cmp(maxInt64) > 0 {
 			panic(decline("a division of -2^63 by -1")) // SQLite's is a double
 		}
-		return c.d.TruncDiv(x, strconv.FormatInt(a.Y.Const, 10)), lo, hi
+		return c.d.TruncDiv(x, num(a.Y.Const)), lo, hi
 	case a.Op == 'a':
 		x, xl, xh := c.arithRange(a.X)
-		text = c.d.Func("abs") + "(" + x + ")"
+		text = c.fn("abs", x)
 		hi = new(big.Int).Abs(xl)
 		if h := new(big.Int).Abs(xh); h.Cmp(hi) > 0 {
 			hi = h
@@ -305,7 +304,7 @@ func (c *compiler) rangeOf(a *measure.Arith) (string, *big.Int, *big.Int) {
 	default:
 		x, xl, xh := c.arithRange(a.X)
 		y, yl, yh := c.arithRange(a.Y)
-		text = "(" + x + " " + string(a.Op) + " " + y + ")"
+		text = paren(x, string(a.Op), y)
 		switch a.Op {
 		case '+':
 			lo, hi = new(big.Int).Add(xl, yl), new(big.Int).Add(xh, yh)
@@ -336,7 +335,7 @@ func (c *compiler) rangeOf(a *measure.Arith) (string, *big.Int, *big.Int) {
 // double truncated toward zero, saturating at the ends of 64 bits (±Inf
 // too), and NaN — NULL to the reference — NULL. The double is bound
 // once (Let): it is read four times.
-func (c *compiler) castInt(x *measure.Arith) (string, *big.Int, *big.Int) {
+func (c *compiler) castInt(x *measure.Arith) (expr, *big.Int, *big.Int) {
 	if c.textual(x) {
 		panic(decline("CAST of text to INTEGER")) // SQLite reads a numeric prefix
 	}
@@ -344,9 +343,9 @@ func (c *compiler) castInt(x *measure.Arith) (string, *big.Int, *big.Int) {
 		return c.arithRange(x)
 	}
 	f := c.d.Float
-	text := c.once(x, func(v string) string {
-		return "(CASE WHEN " + c.d.IsNaN(v) + " THEN NULL WHEN " + v + " >= " + f(0x1p63) + " THEN 9223372036854775807 WHEN " + v + " <= " + f(-0x1p63) +
-			" THEN (-9223372036854775807 - 1) ELSE " + c.d.RoundToInt64(c.d.Func("trunc")+"("+v+")") + " END)"
+	text := c.once(x, func(v expr) expr {
+		return caseOf{whens: []when{{c.d.IsNaN(v), raw("NULL")}, {bare(v, ">=", f(0x1p63)), raw("9223372036854775807")},
+			{bare(v, "<=", f(-0x1p63)), raw("(-9223372036854775807 - 1)")}}, els: c.d.RoundToInt64(c.fn("trunc", v))}
 	})
 	return text, minInt64, maxInt64
 }
@@ -376,7 +375,7 @@ func (c *compiler) textual(a *measure.Arith) bool {
 // table), TRIM removes spaces only, each over the whole value (a NUL
 // too); SUBSTR counts characters up to the first NUL, where SQLite stops
 // reading. Each is compared under the binary collation (Value).
-func (c *compiler) textExpr(a *measure.Arith) string {
+func (c *compiler) textExpr(a *measure.Arith) expr {
 	const lower, upper = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 	switch a.Op {
 	case 0:
@@ -384,7 +383,7 @@ func (c *compiler) textExpr(a *measure.Arith) string {
 			panic(decline("a text function of a number")) // SQLite prints the number first
 		}
 		if a.IsText {
-			return c.d.Value(c.text(a.Text), Text)
+			return c.d.Value(text(a.Text), Text)
 		}
 		return c.value(a.Column)
 	case 'K':
@@ -396,26 +395,26 @@ func (c *compiler) textExpr(a *measure.Arith) string {
 		if !c.textual(a) {
 			panic(decline("COALESCE of text and a number"))
 		}
-		return c.d.Value("COALESCE("+c.textExpr(a.X)+", "+c.textExpr(a.Y)+")", Text)
+		return c.d.Value(call{fn: "COALESCE", args: []expr{c.textExpr(a.X), c.textExpr(a.Y)}}, Text)
 	case 'U':
-		return c.d.Value(c.d.Func("translate")+"("+c.textExpr(a.X)+", "+c.text(lower)+", "+c.text(upper)+")", Text)
+		return c.d.Value(c.fn("translate", c.textExpr(a.X), text(lower), text(upper)), Text)
 	case 'W':
-		return c.d.Value(c.d.Func("translate")+"("+c.textExpr(a.X)+", "+c.text(upper)+", "+c.text(lower)+")", Text)
+		return c.d.Value(c.fn("translate", c.textExpr(a.X), text(upper), text(lower)), Text)
 	case 'T':
-		return c.d.Value(c.d.Func("trim")+"("+c.textExpr(a.X)+", "+c.text(" ")+")", Text)
+		return c.d.Value(c.fn("trim", c.textExpr(a.X), text(" ")), Text)
 	case 'S':
-		args := c.chars(c.textExpr(a.X)) + ", " + strconv.FormatInt(a.From, 10)
+		args := []expr{c.chars(c.textExpr(a.X)), num(a.From)}
 		if a.Len >= 0 {
-			args += ", " + strconv.FormatInt(a.Len, 10)
+			args = append(args, num(a.Len))
 		}
-		return c.d.Value(c.d.Func("substr")+"("+args+")", Text)
+		return c.d.Value(c.fn("substr", args...), Text)
 	}
 	panic(decline("a number where text is read"))
 }
 
 // chars is text x up to its first NUL, whose length and substrings the
 // dialect counts in characters (Dialect.Chars), or declines.
-func (c *compiler) chars(x string) string {
+func (c *compiler) chars(x expr) expr {
 	s, ok := c.d.Chars(x)
 	if !ok {
 		panic(decline("a character count in a database whose encoding is not UTF8"))
@@ -429,7 +428,7 @@ func (c *compiler) chars(x string) string {
 // (FloatOp's ×). An integer x divided by 1 <= |y| <= 2^1000 can neither
 // overflow nor underflow (|x| is 0 or at least 1), so the plain division
 // cannot raise either; any other division is FloatOp's.
-func (c *compiler) divide(x, y *measure.Arith) string {
+func (c *compiler) divide(x, y *measure.Arith) expr {
 	if y == nil || y.Op != 0 || !y.Column.IsZero() {
 		panic(decline("a division by anything but a non-zero constant"))
 	}
@@ -446,7 +445,7 @@ func (c *compiler) divide(x, y *measure.Arith) string {
 		}
 	}
 	if !c.floats(x) && math.Abs(d) >= 1 && math.Abs(d) <= 0x1p1000 {
-		return "(" + c.double(x) + " / " + c.d.Float(d) + ")"
+		return paren(c.double(x), "/", c.d.Float(d))
 	}
 	return c.floatOp(c.double(x), '/', c.d.Float(d))
 }

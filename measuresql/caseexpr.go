@@ -2,7 +2,6 @@ package measuresql
 
 import (
 	"math/big"
-	"strings"
 
 	"github.com/dpsql/dpsql/measure"
 )
@@ -88,20 +87,18 @@ func operandArith(o measure.Operand) *measure.Arith {
 // caseExpr prints the CASE with every value read in class t; an integer
 // among doubles only where it is one exactly (within ±2^53: SQLite
 // keeps the integer, which it compares exactly).
-func (c *compiler) caseExpr(cs *measure.Case, t Type) string {
-	var b strings.Builder
-	b.WriteString("(CASE")
+func (c *compiler) caseExpr(cs *measure.Case, t Type) expr {
+	out := caseOf{els: c.caseValue(cs.Else, t)}
 	for _, w := range cs.Whens {
-		b.WriteString(" WHEN " + c.filter(w.Cond) + " THEN " + c.caseValue(w.Then, t))
+		out.whens = append(out.whens, when{c.filter(w.Cond), c.caseValue(w.Then, t)})
 	}
-	b.WriteString(" ELSE " + c.caseValue(cs.Else, t) + " END)")
-	return b.String()
+	return out
 }
 
-func (c *compiler) caseValue(o measure.Operand, t Type) string {
+func (c *compiler) caseValue(o measure.Operand, t Type) expr {
 	switch v := o.Value.(type) {
 	case string:
-		return c.d.Value(c.text(v), Text)
+		return c.d.Value(text(v), Text)
 	case int64:
 		if t == Real && (v > 1<<53 || v < -(1<<53)) {
 			panic(decline("an integer beyond 2^53 among doubles"))
@@ -114,7 +111,7 @@ func (c *compiler) caseValue(o measure.Operand, t Type) string {
 	a := operandArith(o)
 	switch {
 	case a == nil:
-		return "NULL"
+		return raw("NULL")
 	case t == Text:
 		return c.textExpr(a)
 	case t == Real && !c.floats(a):
@@ -126,7 +123,7 @@ func (c *compiler) caseValue(o measure.Operand, t Type) string {
 }
 
 // caseRange prints an integer CASE and the range of its values.
-func (c *compiler) caseRange(cs *measure.Case) (string, *big.Int, *big.Int) {
+func (c *compiler) caseRange(cs *measure.Case) (expr, *big.Int, *big.Int) {
 	if c.caseClass(cs) != Int {
 		panic(decline("a CASE of text or doubles in integer arithmetic"))
 	}

@@ -1,9 +1,6 @@
 package measuresql
 
-import (
-	"strconv"
-	"strings"
-)
+import "strconv"
 
 // DuckDB is DuckDB's dialect.
 //
@@ -31,30 +28,30 @@ type DuckDB struct{ Standard }
 func (DuckDB) Func(name string) string { return "system.main." + name }
 
 // Value reads a column as the reference sees it.
-func (DuckDB) Value(name string, t Type) string {
+func (DuckDB) Value(x expr, t Type) expr {
 	switch t {
 	case Integer, Bool:
-		return "CAST(" + name + " AS BIGINT)"
+		return cast{x, "BIGINT"}
 	case Real:
-		return "CAST(" + name + " AS DOUBLE)" // NaN stays: the compiler guards every use
+		return cast{x, "DOUBLE"} // NaN stays: the compiler guards every use
 	case Text:
-		return "(" + name + " COLLATE C)" // bytes, as the reference compares them
+		return formOf("({} COLLATE C)", x) // bytes, as the reference compares them
 	}
-	return name
+	return x
 }
 
 // Float prints a float64 exactly.
-func (DuckDB) Float(f float64) string {
-	return "CAST('" + strconv.FormatFloat(f, 'g', -1, 64) + "' AS DOUBLE)"
+func (DuckDB) Float(f float64) expr {
+	return raw("CAST('" + strconv.FormatFloat(f, 'g', -1, 64) + "' AS DOUBLE)")
 }
 
 // Hash mixes the values with the key.
-func (DuckDB) Hash(values []string, key uint64) string {
-	return "system.main.hash(" + strings.Join(values, ", ") + ", CAST(" + strconv.FormatUint(key, 10) + " AS UBIGINT))"
+func (d DuckDB) Hash(values []expr, key uint64) expr {
+	return call{fn: d.Func("hash"), args: append(append([]expr{}, values...), raw("CAST("+strconv.FormatUint(key, 10)+" AS UBIGINT)"))}
 }
 
 // IsNaN is DuckDB's isnan.
-func (d DuckDB) IsNaN(x string) string { return d.Func("isnan") + "(" + x + ")" }
+func (d DuckDB) IsNaN(x expr) expr { return call{fn: d.Func("isnan"), args: []expr{x}} }
 
 // RowIdentity is DuckDB's rowid, the identity the mirror reads.
 func (DuckDB) RowIdentity(table string) string {
@@ -66,28 +63,28 @@ func (DuckDB) RowIdentity(table string) string {
 
 // TruncDiv is DuckDB's integer division //, which truncates toward
 // zero.
-func (DuckDB) TruncDiv(x, y string) string { return "(" + x + " // " + y + ")" }
+func (DuckDB) TruncDiv(x, y expr) expr { return paren(x, "//", y) }
 
 // WideDiv is // on HUGEINT, which truncates toward zero.
-func (DuckDB) WideDiv(x, y string) string { return "(" + x + " // " + y + ")" }
+func (DuckDB) WideDiv(x, y expr) expr { return paren(x, "//", y) }
 
 // Match is regexp_full_match (RE2; the expression is anchored anyway).
-func (d DuckDB) Match(x, re string) string {
-	return d.Func("regexp_full_match") + "(" + x + ", " + re + ")"
+func (d DuckDB) Match(x, re expr) expr {
+	return call{fn: d.Func("regexp_full_match"), args: []expr{x, re}}
 }
 
 // FloatOp is DuckDB's operator, which gives ±Inf and NaN rather than
 // raise (DuckDB 1.5).
-func (DuckDB) FloatOp(x string, op byte, y string) (string, bool) {
-	return "(" + x + " " + string(op) + " " + y + ")", true
+func (DuckDB) FloatOp(x expr, op byte, y expr) (expr, bool) {
+	return paren(x, string(op), y), true
 }
 
 // Let binds x to a lambda's parameter: list_transform over the list
 // [x] evaluates x once (measured linear in the depth of nested
 // bindings; DuckDB's NULLIF and CASE copy their operand, which doubles
 // the work at each level).
-func (d DuckDB) Let(x string, body func(v string) string) string {
-	return d.Func("list_transform") + "([" + x + "], lambda dpsql_v: " + body("dpsql_v") + ")[1]"
+func (d DuckDB) Let(x expr, body func(v expr) expr) expr {
+	return formOf(d.Func("list_transform")+"([{}], lambda dpsql_v: {})[1]", x, body(raw("dpsql_v")))
 }
 
 // Wide is HUGEINT.
@@ -95,12 +92,12 @@ func (DuckDB) Wide() string { return "HUGEINT" }
 
 // SemiJoin is DuckDB's SEMI JOIN (measured faster there than EXISTS or a
 // row-value IN).
-func (DuckDB) SemiJoin(from, sub, on string) (string, bool) {
-	return from + " SEMI JOIN " + sub + " ON " + on, false
+func (DuckDB) SemiJoin(from, sub, on expr) (expr, bool) {
+	return formOf("{} SEMI JOIN {} ON {}", from, sub, on), false
 }
 
 // Chars cuts x at its first NUL (split_part); DuckDB counts characters
 // in code points, as SQLite does.
-func (d DuckDB) Chars(x string) (string, bool) {
-	return d.Func("split_part") + "(" + x + ", " + d.Func("chr") + "(0), 1)", true
+func (d DuckDB) Chars(x expr) (expr, bool) {
+	return call{fn: d.Func("split_part"), args: []expr{x, call{fn: d.Func("chr"), args: []expr{raw("0")}}, raw("1")}}, true
 }

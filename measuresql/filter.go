@@ -12,9 +12,9 @@ import (
 
 // compare prints column op v for any numeric literal v: as it is where
 // the column's class holds v, else by v's neighbours in the class.
-func (c *compiler) compare(col measure.Col, arith *measure.Arith, op string, v any) string {
+func (c *compiler) compare(col measure.Col, arith *measure.Arith, op string, v any) expr {
 	var t Type
-	var x string
+	var x expr
 	if arith != nil {
 		t, x = c.arithTyped(arith) // an exact 64-bit integer, never NaN; or a double
 	} else {
@@ -26,20 +26,20 @@ func (c *compiler) compare(col measure.Col, arith *measure.Arith, op string, v a
 	}
 	if cross {
 		// SQLite orders every number before every text.
-		truth := "FALSE"
+		truth := raw("FALSE")
 		if op == "<>" || (t != Text && (op == "<" || op == "<=")) || (t == Text && (op == ">" || op == ">=")) {
 			truth = "TRUE"
 		}
 		return c.notNaN(x, t, c.known(x, truth))
 	}
 	if lit, ok := c.exact(v, t); ok {
-		return c.notNaN(x, t, "("+x+" "+op+" "+lit+")")
+		return c.notNaN(x, t, paren(x, op, lit))
 	}
 	below, above, ok := c.neighbours(v, t)
 	if !ok {
 		panic(decline(fmt.Sprintf("literal %v", v)))
 	}
-	var cond string
+	var cond expr
 	switch op {
 	case "<", "<=":
 		cond = c.bound(x, "<=", below)
@@ -61,7 +61,7 @@ func (c *compiler) compare(col measure.Col, arith *measure.Arith, op string, v a
 // is converted only where every value it can take is a double (within
 // ±2^53). A text against a number is declined (SQLite converts a
 // column's text by affinity).
-func (c *compiler) compareExprs(x *measure.Arith, op string, y *measure.Arith) string {
+func (c *compiler) compareExprs(x *measure.Arith, op string, y *measure.Arith) expr {
 	tx, ex := c.arithTyped(x)
 	ty, ey := c.arithTyped(y)
 	if (tx == Text) != (ty == Text) {
@@ -78,37 +78,37 @@ func (c *compiler) compareExprs(x *measure.Arith, op string, y *measure.Arith) s
 	default:
 		panic(decline("comparison " + op))
 	}
-	cond := "(" + ex + " " + op + " " + ey + ")"
+	cond := paren(ex, op, ey)
 	if tx == Real || ty == Real {
 		// NaN is NULL to the reference: either side NaN makes it NULL.
-		return "(CASE WHEN " + c.d.IsNaN(ex) + " OR " + c.d.IsNaN(ey) + " THEN NULL ELSE " + cond + " END)"
+		return ifThen(bare(c.d.IsNaN(ex), "OR", c.d.IsNaN(ey)), raw("NULL"), cond)
 	}
 	return cond
 }
 
 // bound is x op lit, or where there is no such literal (the class has no
 // value on that side), a condition no value meets.
-func (c *compiler) bound(x, op, lit string) string {
-	if lit == "" {
+func (c *compiler) bound(x expr, op string, lit expr) expr {
+	if lit == nil {
 		return c.known(x, "FALSE")
 	}
-	return "(" + x + " " + op + " " + lit + ")"
+	return paren(x, op, lit)
 }
 
 // known is the condition whose value is truth (TRUE or FALSE) for every
 // value of x, NULL for NULL (as every comparison of NULL is).
-func (c *compiler) known(x, truth string) string {
-	return "(CASE WHEN " + x + " IS NULL THEN NULL ELSE " + truth + " END)"
+func (c *compiler) known(x expr, truth raw) expr {
+	return ifThen(isNull{x: x, bare: true}, raw("NULL"), truth)
 }
 
-func (c *compiler) filter(f measure.Filter) string {
+func (c *compiler) filter(f measure.Filter) expr {
 	switch f := f.(type) {
 	case measure.And:
 		return c.join(f.Parts, " AND ")
 	case measure.Or:
 		return c.join(f.Parts, " OR ")
 	case measure.Not:
-		return "(NOT " + c.filter(f.X) + ")"
+		return not(c.filter(f.X))
 	case measure.Compare:
 		if f.Right != nil {
 			return c.compareExprs(f.Arith, f.Op, f.Right)
@@ -116,7 +116,7 @@ func (c *compiler) filter(f measure.Filter) string {
 		return c.compare(f.Column, f.Arith, f.Op, f.Value)
 	case measure.IsNull:
 		var t Type
-		var v string
+		var v expr
 		if f.Arith != nil {
 			t, v = c.arithTyped(f.Arith)
 		} else {
@@ -124,17 +124,14 @@ func (c *compiler) filter(f measure.Filter) string {
 		}
 		if t == Real {
 			if f.Not {
-				return "(" + v + " IS NOT NULL AND NOT " + c.d.IsNaN(v) + ")"
+				return paren(isNull{x: v, not: true, bare: true}, "AND", unary{o: "NOT ", x: c.d.IsNaN(v), bare: true})
 			}
-			return "(" + v + " IS NULL OR " + c.d.IsNaN(v) + ")"
+			return paren(isNull{x: v, bare: true}, "OR", c.d.IsNaN(v))
 		}
-		if f.Not {
-			return "(" + v + " IS NOT NULL)"
-		}
-		return "(" + v + " IS NULL)"
+		return isNull{x: v, not: f.Not}
 	case measure.In:
 		t := c.typeOf(f.Column)
-		var vals []string
+		var vals []expr
 		for _, v := range f.Values {
 			v, cross, ok := affinity(v, t, stored(f.Column))
 			if !ok {
@@ -150,24 +147,22 @@ func (c *compiler) filter(f measure.Filter) string {
 			} // else: a number no value of the column equals
 		}
 		v := c.value(f.Column)
-		var in string
+		var cond expr = in{x: v, list: vals}
 		if len(vals) == 0 {
-			in = c.known(v, "FALSE") // x IN (values none equals): NULL for NULL, as SQLite
-		} else {
-			in = "(" + v + " IN (" + strings.Join(vals, ", ") + "))"
+			cond = c.known(v, "FALSE") // x IN (values none equals): NULL for NULL, as SQLite
 		}
 		if f.Not {
-			in = "(NOT " + in + ")"
+			cond = not(cond)
 		}
-		return c.notNaN(v, t, in)
+		return c.notNaN(v, t, cond)
 	case measure.Truth:
 		switch {
 		case !f.Known:
-			return "CAST(NULL AS BOOLEAN)"
+			return cast{raw("NULL"), "BOOLEAN"}
 		case f.Value:
-			return "TRUE"
+			return raw("TRUE")
 		}
-		return "FALSE"
+		return raw("FALSE")
 	case measure.Like:
 		if c.typeOf(f.Column) != Text {
 			panic(decline("LIKE on a column that is not text")) // SQLite matches a number's text
@@ -176,9 +171,9 @@ func (c *compiler) filter(f measure.Filter) string {
 		if !ok {
 			panic(decline("a LIKE pattern with NUL or invalid UTF-8"))
 		}
-		m := c.d.Match(c.value(f.Column), c.text(re))
+		m := c.d.Match(c.value(f.Column), text(re))
 		if f.Not {
-			m = "(NOT " + m + ")"
+			m = not(m)
 		}
 		return m
 	}
@@ -215,21 +210,21 @@ func likeRegexp(p string) (string, bool) {
 	return b.String(), true
 }
 
-func (c *compiler) join(parts []measure.Filter, op string) string {
-	var out []string
+func (c *compiler) join(parts []measure.Filter, op string) expr {
+	var out []expr
 	for _, p := range parts {
 		out = append(out, c.filter(p))
 	}
-	return "(" + strings.Join(out, op) + ")"
+	return formOf("({})", list{out, op})
 }
 
 // notNaN makes a condition on a float value NULL where the value is NaN:
 // DuckDB orders NaN above every number and makes NaN <> x true, where the
 // reference reads NaN as NULL, whose comparisons are NULL (so that NOT of
 // them is NULL too).
-func (c *compiler) notNaN(v string, t Type, cond string) string {
+func (c *compiler) notNaN(v expr, t Type, cond expr) expr {
 	if t != Real {
 		return cond
 	}
-	return "(CASE WHEN " + c.d.IsNaN(v) + " THEN NULL ELSE " + cond + " END)"
+	return ifThen(c.d.IsNaN(v), raw("NULL"), cond)
 }

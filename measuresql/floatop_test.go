@@ -41,11 +41,11 @@ func TestPostgresFloatOpIsIEEE(t *testing.T) {
 	}
 	checked := 0
 	for op, goOp := range ops {
-		expr, ok := p.FloatOp("$1::float8", op, "$2::float8")
+		e, ok := p.FloatOp(raw("$1::float8"), op, raw("$2::float8"))
 		if !ok {
 			t.Fatalf("%c: not compiled", op)
 		}
-		stmt, err := db.Prepare("SELECT " + expr)
+		stmt, err := db.Prepare("SELECT " + printed(p, e))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,11 +78,12 @@ func TestPostgresFloatOpIsIEEE(t *testing.T) {
 	for op, goOp := range ops {
 		for _, c := range edges {
 			for _, constLeft := range []bool{false, true} {
-				x, y := "$1::float8", p.Float(c)
+				x, y := expr(raw("$1::float8")), p.Float(c)
 				if constLeft {
 					x, y = y, x
 				}
-				expr, _ := p.FloatOp(x, op, y)
+				e, _ := p.FloatOp(x, op, y)
+				expr := printed(p, e)
 				for _, v := range edges {
 					var got sql.NullFloat64
 					if err := db.QueryRowContext(context.Background(), "SELECT "+expr, v).Scan(&got); err != nil {
@@ -117,17 +118,17 @@ func TestPostgresBoundOperandsAreIEEE(t *testing.T) {
 	defer db.Close()
 	edges := []float64{0, math.Copysign(0, -1), 1, -1.5, 1e308, -1e308, 0x1p600, 0x1p-600, 0x1p-1074, -0x1p63, math.Inf(1), math.NaN()}
 	p := Postgres{}
-	prod, _ := p.FloatOp("$1::float8", '*', "$2::float8")
-	abs := p.Let(prod, func(v string) string {
-		return "(CASE WHEN " + v + " = " + p.Float(-0x1p63) + " THEN NULL ELSE pg_catalog.abs(" + v + ") END)"
+	prod, _ := p.FloatOp(raw("$1::float8"), '*', raw("$2::float8"))
+	abs := p.Let(prod, func(v expr) expr {
+		return ifThen(bare(v, "=", p.Float(-0x1p63)), raw("NULL"), call{fn: "pg_catalog.abs", args: []expr{v}})
 	})
 	forms := map[string]func(x, y float64) float64{}
-	exprs := map[string]string{}
+	exprs := map[string]expr{}
 	for _, op := range []byte{'+', '-', '*'} {
 		goOp := map[byte]func(x, y float64) float64{'+': func(x, y float64) float64 { return x + y },
 			'-': func(x, y float64) float64 { return x - y }, '*': func(x, y float64) float64 { return x * y }}[op]
-		left, _ := p.FloatOp(prod, op, "$2::float8")
-		right, _ := p.FloatOp("$1::float8", op, prod)
+		left, _ := p.FloatOp(prod, op, raw("$2::float8"))
+		right, _ := p.FloatOp(raw("$1::float8"), op, prod)
 		exprs["(x*y)"+string(op)+"y"], forms["(x*y)"+string(op)+"y"] = left, func(x, y float64) float64 { return goOp(x*y, y) }
 		exprs["x"+string(op)+"(x*y)"], forms["x"+string(op)+"(x*y)"] = right, func(x, y float64) float64 { return goOp(x, x*y) }
 	}
@@ -137,8 +138,8 @@ func TestPostgresBoundOperandsAreIEEE(t *testing.T) {
 		}
 		return math.Abs(x * y)
 	}
-	for name, expr := range exprs {
-		stmt, err := db.Prepare("SELECT " + expr)
+	for name, e := range exprs {
+		stmt, err := db.Prepare("SELECT " + printed(p, e))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -1,10 +1,6 @@
 package measuresql
 
-import (
-	"strconv"
-
-	"github.com/dpsql/dpsql/measure"
-)
+import "github.com/dpsql/dpsql/measure"
 
 // from is the statement's FROM clause: the table, or the tables joined
 // on the plan's equalities, each under the next join that has both its
@@ -18,7 +14,7 @@ func (c *compiler) from() rel {
 	if len(m.Joins) == 0 {
 		return scan{table: m.Table, stored: true}
 	}
-	on := make([][]string, len(m.Joins)+1)
+	on := make([][]expr, len(m.Joins)+1)
 	for _, e := range m.On {
 		t0, t1 := e[0].Table, e[1].Table
 		if t0 > len(m.Joins) || t1 > len(m.Joins) {
@@ -37,7 +33,7 @@ func (c *compiler) from() rel {
 	}
 	var r rel = scan{table: m.Table, alias: "t0", stored: true}
 	for i, t := range m.Joins {
-		r = join{kind: innerJoin, left: r, right: scan{table: t, alias: "t" + strconv.Itoa(i+1), stored: true}, on: on[i+1]}
+		r = join{kind: innerJoin, left: r, right: scan{table: t, alias: string(numbered("t", i+1)), stored: true}, on: on[i+1]}
 	}
 	return r
 }
@@ -97,10 +93,10 @@ func (c *compiler) rowsOnce() (int, bool) {
 // other tables on the join's equalities and the parts of the plan's
 // filter that read them (measured three times faster than EXISTS in
 // DuckDB), and the parts of the filter that read t alone.
-func (c *compiler) semiJoin(t int) (from rel, filter []string) {
+func (c *compiler) semiJoin(t int) (from rel, filter []expr) {
 	m := c.m
 	tables := append([]string{m.Table}, m.Joins...)
-	var inner []string
+	var inner []expr
 	for _, e := range m.On {
 		inner = append(inner, c.equal(e[0], e[1]))
 	}
@@ -127,14 +123,14 @@ func (c *compiler) semiJoin(t int) (from rel, filter []string) {
 		if i == t {
 			continue
 		}
-		s := scan{table: name, alias: "t" + strconv.Itoa(i), stored: true}
+		s := scan{table: name, alias: string(numbered("t", i)), stored: true}
 		if others == nil {
 			others = s
 		} else {
 			others = join{kind: crossJoin, left: others, right: s}
 		}
 	}
-	return join{kind: semiJoin, left: scan{table: tables[t], alias: "t" + strconv.Itoa(t), stored: true}, right: others, on: inner}, filter
+	return join{kind: semiJoin, left: scan{table: tables[t], alias: string(numbered("t", t)), stored: true}, right: others, on: inner}, filter
 }
 
 // conjuncts are the parts of a filter that must all hold (nil: none).
@@ -264,28 +260,28 @@ func (c *compiler) grouped() rel {
 		q.groupBy = append(q.groupBy, c.value(col))
 	}
 	for i, a := range g.Outputs {
-		var e string
+		var e expr
 		switch a.Func {
 		case "":
 			e = c.value(a.Column)
 		case "count":
 			if a.Column.IsZero() {
-				e = c.d.Func("count") + "(*)"
+				e = c.countRows()
 				break
 			}
-			e = c.d.Func("count") + "(" + c.value(a.Column) + ")"
+			e = c.fn("count", c.value(a.Column))
 		case "count_distinct":
-			e = c.d.Func("count") + "(DISTINCT " + c.value(a.Column) + ")"
+			e = call{fn: c.d.Func("count"), args: []expr{c.value(a.Column)}, distinct: true}
 		default:
-			e = c.d.Func(a.Func) + "(" + c.value(a.Column) + ")"
+			e = c.fn(a.Func, c.value(a.Column))
 		}
 		if a.Func != "" && !a.Column.IsZero() && c.typeOf(a.Column) == Real {
-			e += " FILTER (WHERE NOT " + c.d.IsNaN(c.value(a.Column)) + ")"
+			e = filtered{e, unary{o: "NOT ", x: c.d.IsNaN(c.value(a.Column)), bare: true}}
 		}
-		q.items = append(q.items, e+" AS o"+strconv.Itoa(i))
+		q.items = append(q.items, as{e, string(numbered("o", i))})
 	}
 	if g.Where != nil {
-		q.where = []string{c.filter(g.Where)}
+		q.where = []expr{c.filter(g.Where)}
 	}
 	return q
 }
@@ -301,7 +297,7 @@ func (c *compiler) grouped() rel {
 // and mixed classes are declined (PostgreSQL orders text by its collation,
 // SQLite by bytes; an integer beyond 2^53 compared with a real is rounded
 // by DuckDB and PostgreSQL).
-func (c *compiler) compareColumns(x measure.Col, op string, y measure.Col) string {
+func (c *compiler) compareColumns(x measure.Col, op string, y measure.Col) expr {
 	switch op {
 	case "<", "<=", ">", ">=":
 	default:
@@ -310,20 +306,25 @@ func (c *compiler) compareColumns(x measure.Col, op string, y measure.Col) strin
 	tx, ty := c.typeOf(x), c.typeOf(y)
 	switch {
 	case isInt(tx) && isInt(ty):
-		return c.value(x) + " " + op + " " + c.value(y)
+		return bare(c.value(x), op, c.value(y))
 	case tx == Real && ty == Real:
-		return "(" + c.value(x) + " " + op + " " + c.value(y) + " AND NOT " + c.d.IsNaN(c.value(x)) + " AND NOT " + c.d.IsNaN(c.value(y)) + ")"
+		return formOf("({})", list{[]expr{bare(c.value(x), op, c.value(y)), c.notNaNs(x), c.notNaNs(y)}, " AND "})
 	}
 	panic(decline("a join comparison of columns of two classes (or of text)"))
 }
 
-func (c *compiler) equal(x, y measure.Col) string {
+func (c *compiler) equal(x, y measure.Col) expr {
 	tx, ty := c.typeOf(x), c.typeOf(y)
 	switch {
 	case isInt(tx) && isInt(ty), tx == Text && ty == Text:
-		return c.value(x) + " = " + c.value(y)
+		return bare(c.value(x), "=", c.value(y))
 	case tx == Real && ty == Real:
-		return "(" + c.value(x) + " = " + c.value(y) + " AND NOT " + c.d.IsNaN(c.value(x)) + ")"
+		return paren(bare(c.value(x), "=", c.value(y)), "AND", c.notNaNs(x))
 	}
 	panic(decline("a join of columns of two classes"))
+}
+
+// notNaNs is NOT isnan(col): a float column's value is a number or NULL.
+func (c *compiler) notNaNs(col measure.Col) expr {
+	return unary{o: "NOT ", x: c.d.IsNaN(c.value(col)), bare: true}
 }

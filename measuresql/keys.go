@@ -2,8 +2,6 @@ package measuresql
 
 import (
 	"math"
-	"strconv"
-	"strings"
 
 	"github.com/dpsql/dpsql/measure"
 )
@@ -13,10 +11,9 @@ import (
 // by the raw value and mapping each group costs one comparison per group,
 // a CASE over the domain one per row. With bounding the rows outside the
 // domain must not take a unit's l0 places, so the filter is returned too
-// ("" for none); without, their groups are dropped in Go, as the
+// (nil for none); without, their groups are dropped in Go, as the
 // reference's WHERE key IN (domain) drops their rows.
-func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko keyOut) {
-	var e string
+func (c *compiler) keyExpr(k measure.Key, bounded bool) (e, filter expr, ko keyOut) {
 	var t Type
 	switch {
 	case k.Case != nil:
@@ -35,10 +32,10 @@ func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko
 		if t == Real && !c.integral(k.Arith) {
 			panic(decline("a float key without a domain")) // -0 and 0 group apart in the reference
 		}
-		return e, "", keyOut{t: t}
+		return e, nil, keyOut{t: t}
 	}
 	ko = keyOut{t: t, domain: map[any]int64{}}
-	var lits []string
+	var lits []expr
 	for i, d := range k.Domain {
 		lits = append(lits, c.literal(d, t)) // declines a value of another class
 		v := d
@@ -56,10 +53,10 @@ func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko
 		}
 	}
 	if len(k.Domain) == 0 {
-		return e, "FALSE", ko
+		return e, raw("FALSE"), ko
 	}
 	if bounded {
-		filter = c.notNaN(e, t, e+" IN ("+strings.Join(lits, ", ")+")")
+		filter = c.notNaN(e, t, formOf("{} IN ({})", e, list{lits, ", "}))
 	}
 	return e, filter, ko
 }
@@ -69,7 +66,7 @@ func (c *compiler) keyExpr(k measure.Key, bounded bool) (expr, filter string, ko
 // of both kinds) a double, as the reference compares them; strings
 // among numbers are declined (SQLite compares across classes by its own
 // order).
-func (c *compiler) keyCase(cs *measure.Case) (string, Type) {
+func (c *compiler) keyCase(cs *measure.Case) (expr, Type) {
 	for _, o := range operands(cs) {
 		if !o.Column.IsZero() || o.Arith != nil {
 			panic(decline("a CASE key whose value is not a constant"))
@@ -79,22 +76,20 @@ func (c *compiler) keyCase(cs *measure.Case) (string, Type) {
 	if t == Int {
 		t = Integer
 	}
-	lit := func(o measure.Operand) string {
+	lit := func(o measure.Operand) expr {
 		if v, ok := o.Value.(string); ok {
 			return c.literal(v, Text)
 		}
 		if n, ok := c.number(o.Value, t); ok {
 			return n
 		}
-		return "NULL"
+		return raw("NULL")
 	}
-	var b strings.Builder
-	b.WriteString("(CASE")
+	out := caseOf{els: lit(cs.Else)}
 	for _, w := range cs.Whens {
-		b.WriteString(" WHEN " + c.filter(w.Cond) + " THEN " + lit(w.Then))
+		out.whens = append(out.whens, when{c.filter(w.Cond), lit(w.Then)})
 	}
-	b.WriteString(" ELSE " + lit(cs.Else) + " END)")
-	return b.String(), t
+	return out, t
 }
 
 // bin prints a binned key over column value x of class t, and its
@@ -104,7 +99,7 @@ func (c *compiler) keyCase(cs *measure.Case) (string, Type) {
 // SQLite it would become a float, which no enumerated bin equals: the
 // row is dropped either way). Float bins are IEEE divisions, floor or
 // ceil, and products, the same in both engines.
-func (c *compiler) bin(x string, t Type, b *measure.Bin) (string, Type) {
+func (c *compiler) bin(x expr, t Type, b *measure.Bin) (expr, Type) {
 	if b.Func != "floor" && b.Func != "ceil" {
 		panic(decline("a bin by " + b.Func))
 	}
@@ -119,7 +114,7 @@ func (c *compiler) bin(x string, t Type, b *measure.Bin) (string, Type) {
 			if w <= 0 {
 				panic(decline("a bin width that is not positive"))
 			}
-			q = c.d.TruncDiv(q, strconv.FormatInt(w, 10))
+			q = c.d.TruncDiv(q, num(w))
 		}
 		if b.Mul == nil {
 			return q, Integer
@@ -132,10 +127,10 @@ func (c *compiler) bin(x string, t Type, b *measure.Bin) (string, Type) {
 			panic(decline("a bin multiplied by -2^63"))
 		}
 		if m == 0 {
-			return "(CASE WHEN " + q + " IS NULL THEN NULL ELSE 0 END)", Integer
+			return ifThen(isNull{x: q, bare: true}, raw("NULL"), raw("0")), Integer
 		}
-		l := strconv.FormatInt(math.MaxInt64/max(m, -m), 10)
-		return "(CASE WHEN " + q + " BETWEEN -" + l + " AND " + l + " THEN " + q + " * " + strconv.FormatInt(m, 10) + " END)", Integer
+		l := math.MaxInt64 / max(m, -m)
+		return caseOf{whens: []when{{formOf("{} BETWEEN {} AND {}", q, num(-l), num(l)), bare(q, "*", num(m))}}}, Integer
 	}
 	f := x
 	if isInt(t) {
@@ -147,7 +142,7 @@ func (c *compiler) bin(x string, t Type, b *measure.Bin) (string, Type) {
 	case float64:
 		f = c.floatOp(f, '/', c.d.Float(w))
 	}
-	f = c.d.Func(b.Func) + "(" + f + ")"
+	f = c.fn(b.Func, f)
 	switch m := b.Mul.(type) {
 	case int64:
 		f = c.floatOp(f, '*', c.d.Float(float64(m)))

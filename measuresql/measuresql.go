@@ -39,7 +39,6 @@ import (
 	"fmt"
 	"math/big"
 	"strconv"
-	"strings"
 
 	"github.com/dpsql/dpsql/measure"
 )
@@ -61,7 +60,9 @@ const (
 // isInt reports whether t holds integers.
 func isInt(t Type) bool { return t == Integer || t == Int || t == Int32 || t == Bool }
 
-// Dialect prints the few forms the compiler needs in one engine's SQL.
+// Dialect gives the few forms the compiler needs in one engine's SQL, as
+// nodes of the statement's tree (tree.go): each form takes its operands'
+// nodes and gives its own, which the printer prints once.
 type Dialect interface {
 	// Quote quotes an identifier.
 	Quote(name string) string
@@ -75,44 +76,44 @@ type Dialect interface {
 	// Value reads column name (already quoted) of class t as the
 	// reference evaluator sees it, totally: integers as 64-bit integers,
 	// floats as doubles with NaN as NULL, text as it is.
-	Value(name string, t Type) string
+	Value(x expr, t Type) expr
 	// Float prints a float64 literal exactly, as a double.
-	Float(f float64) string
+	Float(f float64) expr
 	// Hash is a 64-bit hash of the values (any class, NULL included)
 	// mixed with key; it never raises.
-	Hash(values []string, key uint64) string
+	Hash(values []expr, key uint64) expr
 	// Wide is an exact integer type of at least 127 bits of magnitude.
 	Wide() string
 	// SemiJoin keeps the rows of from that have a match in sub under on
 	// (a semi-join: each row at most once), as a FROM item; or, with
 	// exists, the dialect has none, and the statement reads from with
 	// EXISTS (SELECT 1 FROM sub WHERE on) among its conditions.
-	SemiJoin(from, sub, on string) (item string, exists bool)
+	SemiJoin(from, sub, on expr) (item expr, exists bool)
 	// Func is the name by which the statement calls the built-in
 	// function name (sum, count, row_number), in a form that
 	// nothing stored in the database can redefine.
 	Func(name string) string
 	// Widen reads a signed integer of at most 32 bits as a 64-bit
 	// integer.
-	Widen(x string) string
+	Widen(x expr) expr
 	// IsNaN is true where the double x is NaN (false for NULL or a
 	// number).
-	IsNaN(x string) string
+	IsNaN(x expr) expr
 	// ToDouble converts an integer x to a double (rounded to nearest).
-	ToDouble(x string) string
+	ToDouble(x expr) expr
 	// ToText prints an integer x (a sum or a count, at most 128 bits) as
 	// decimal text, which the driver returns as a string.
-	ToText(x string) string
+	ToText(x expr) expr
 	// TruncDiv divides 64-bit integer x by the positive integer y,
 	// truncating toward zero (as SQLite divides integers).
-	TruncDiv(x, y string) string
+	TruncDiv(x, y expr) expr
 	// WideDiv divides x, an integer of the wide type, by the positive
 	// 64-bit integer y, truncating toward zero.
-	WideDiv(x, y string) string
+	WideDiv(x, y expr) expr
 	// Match is whether text x matches the regular expression re, whose
 	// value is anchored at both ends: (?s)^(?:...)$ in RE2 and
 	// PostgreSQL's advanced expressions alike.
-	Match(x, re string) string
+	Match(x, re expr) expr
 	// RowIdentity names each row of the table with the alias (""
 	// for the statement's one table) uniquely, as the mirror that the
 	// reference reads names it.
@@ -123,26 +124,26 @@ type Dialect interface {
 	// and y once each (binding them, as Let does, where it tests them
 	// more than once), so that nested arithmetic prints in space linear
 	// in its depth.
-	FloatOp(x string, op byte, y string) (expr string, ok bool)
+	FloatOp(x expr, op byte, y expr) (e expr, ok bool)
 	// Let is body(v) where v names the value of the double x, which is
 	// printed, and evaluated, once per row whatever the number of uses
 	// of v in body. body must not itself call Let on an expression that
 	// uses v (each binding's names are its own: a nested binding is only
 	// ever printed inside an operand, never around a use of an outer
 	// name).
-	Let(x string, body func(v string) string) string
+	Let(x expr, body func(v expr) expr) expr
 	// With is the WITH relation name whose body is body; scan marks the
 	// scan's rows, read twice (per unit, and again for the units with
 	// more rows than l∞).
-	With(name, body string, scan bool) string
+	With(name string, body expr, scan bool) expr
 	// Chars is text x up to its first NUL, as a text whose length and
 	// substrings the engine counts in characters (code points) as SQLite
 	// counts them; ok is false where it cannot.
-	Chars(x string) (string, bool)
+	Chars(x expr) (expr, bool)
 	// RoundToInt64 converts a double of magnitude at most 2^62 to a
 	// 64-bit integer, rounding half to even; a SUM of such integers is
 	// exact (taken in a wide accumulator).
-	RoundToInt64(x string) string
+	RoundToInt64(x expr) expr
 }
 
 // Statement is a compiled measurement.
@@ -230,49 +231,13 @@ func compile(m *measure.Plan, types map[measure.Col]Type, d Dialect, key uint64)
 			st, why = nil, string(reason)
 		}
 	}()
-	st = c.compile()
-	st.SQL, st.Args = c.literals(st.SQL)
+	q := c.compile()
+	st = &c.st
+	st.SQL, st.Args = printStatement(d, q)
 	if len(st.SQL) > MaxStatementBytes {
 		return nil, fmt.Sprintf("a statement of %d bytes (at most %d are sent to an engine)", len(st.SQL), MaxStatementBytes)
 	}
 	return st, ""
-}
-
-// text is a text literal whose value is s: a marker (NUL, its index,
-// NUL; no printed name or literal holds a NUL) that literals replaces,
-// in order of appearance, by the dialect's literal or placeholder, so
-// that the placeholders the statement holds are numbered 1, 2, ... in
-// order, whatever the compiler printed and then dropped.
-func (c *compiler) text(s string) string {
-	c.texts = append(c.texts, s)
-	return "\x00" + strconv.Itoa(len(c.texts)-1) + "\x00"
-}
-
-// literals replaces the text markers of sql (text) by the dialect's
-// literals, and returns the values of the parameters it binds.
-func (c *compiler) literals(sql string) (string, []any) {
-	if len(c.texts) == 0 {
-		return sql, nil
-	}
-	parts := strings.Split(sql, "\x00")
-	var args []any
-	var b strings.Builder
-	for i, p := range parts {
-		if i%2 == 0 {
-			b.WriteString(p)
-			continue
-		}
-		k, err := strconv.Atoi(p)
-		if err != nil || k >= len(c.texts) {
-			panic(decline("a statement with a NUL")) // not reached: names and literals hold none
-		}
-		expr, bind := c.d.Text(c.texts[k], len(args)+1)
-		if bind {
-			args = append(args, c.texts[k])
-		}
-		b.WriteString(expr)
-	}
-	return b.String(), args
 }
 
 // decline stops a compilation that meets a form it does not compile.
@@ -289,8 +254,6 @@ type compiler struct {
 	// keptUnits: unbounded measures the kept rows of bounding (rows carry
 	// their unit u), so a unit count is of distinct units.
 	keptUnits bool
-	// texts are the text literals printed so far (text).
-	texts []string
 	// ranges and classes keep what arithRange printed for a node and
 	// the class caseClass found for a CASE: a node is read by its
 	// parent more than once (its class, then its text), and without
@@ -299,14 +262,15 @@ type compiler struct {
 	classes map[*measure.Case]Type
 }
 
-// printedRange is integer arithmetic printed, with the range of its
+// printedRange is integer arithmetic's node, with the range of its
 // values.
 type printedRange struct {
-	text   string
+	x      expr
 	lo, hi *big.Int
 }
 
-func (c *compiler) compile() *Statement {
+// compile builds the statement's tree (and sets c.st's outputs).
+func (c *compiler) compile() *query {
 	m := c.m
 	c.st.Specs = m.Specs
 	specs := m.Specs
@@ -342,55 +306,56 @@ func (c *compiler) compile() *Statement {
 		}
 	}
 	// The rows: unit, keys, measured values.
-	var cols, where []string
-	var keyNames, keyCols, keyFilters []string
+	var cols, where []expr
+	var keyNames []string
+	var keyCols, keyFilters []expr
 	if !unit.IsZero() {
 		if c.typeOf(unit) == Real {
 			panic(decline("a float unit")) // -0 and 0 are two units in the reference
 		}
-		cols = append(cols, c.value(unit)+" AS u")
-		where = append(where, c.value(unit)+" IS NOT NULL")
+		cols = append(cols, as{c.value(unit), "u"})
+		where = append(where, isNull{x: c.value(unit), not: true, bare: true})
 	}
 	for i, k := range m.Keys {
 		e, filter, ko := c.keyExpr(k, !unit.IsZero())
 		name := "k" + strconv.Itoa(i)
-		cols = append(cols, e+" AS "+name)
-		keyNames, keyCols = append(keyNames, name), append(keyCols, e+" AS "+name)
+		cols = append(cols, as{e, name})
+		keyNames, keyCols = append(keyNames, name), append(keyCols, as{e, name})
 		c.st.keys = append(c.st.keys, ko)
-		if filter != "" {
+		if filter != nil {
 			where = append(where, filter)
 			keyFilters = append(keyFilters, filter)
 		}
 	}
 	for i := range m.Args {
-		cols = append(cols, c.argValue(i)+" AS a"+strconv.Itoa(i))
+		cols = append(cols, as{c.argValue(i), "a" + strconv.Itoa(i)})
 	}
 	if m.Profile && !m.Unit.IsZero() {
-		c.st.SQL, c.st.profile = c.profile(keyCols, keyFilters, keyNames), true
-		return &c.st
+		c.st.profile = true
+		return c.profile(keyCols, keyFilters, keyNames)
 	}
 	rows := &query{items: cols, from: c.from(), alias: "r"}
 	if onceOK {
-		var filter []string
+		var filter []expr
 		rows.from, filter = c.semiJoin(once)
 		where = append(filter, where...)
 	} else if m.Where != nil {
-		where = append([]string{c.filter(m.Where)}, where...)
+		where = append([]expr{c.filter(m.Where)}, where...)
 	}
 	rows.where = where
+	var q *query
 	if unit.IsZero() {
-		c.st.SQL = c.unbounded(rows, keyNames, specs)
+		q = c.unbounded(rows, keyNames, specs)
 	} else if len(c.st.Detail) > 0 {
 		c.keptUnits = true
-		c.st.SQL = c.unbounded(c.keptRows(rows, keyNames), keyNames, specs)
+		q = c.unbounded(c.keptRows(rows, keyNames), keyNames, specs)
 	} else {
-		c.st.SQL = c.bounded(rows, keyNames, specs) // what bounding dropped read beside it
-		return &c.st
+		return c.bounded(rows, keyNames, specs) // what bounding dropped read beside it
 	}
 	if m.Dropped && !m.Unit.IsZero() {
-		c.st.SQL = c.withDropped(keyCols, keyFilters, keyNames)
+		q = c.withDropped(q, keyCols, keyFilters, keyNames)
 	}
-	return &c.st
+	return q
 }
 
 // Shown is the statement as EXPLAIN shows it: compiled as a query would

@@ -32,7 +32,7 @@ type Postgres struct {
 
 // Chars is x itself (PostgreSQL's text holds no NUL), counted in
 // characters where the database is UTF8.
-func (p Postgres) Chars(x string) (string, bool) { return x, p.UTF8 }
+func (p Postgres) Chars(x expr) (expr, bool) { return x, p.UTF8 }
 
 // Func is the built-in function name, qualified with pg_catalog; trim
 // of a text and its characters is btrim.
@@ -44,24 +44,24 @@ func (Postgres) Func(name string) string {
 }
 
 // Value reads a column as the reference sees it.
-func (Postgres) Value(name string, t Type) string {
+func (Postgres) Value(x expr, t Type) expr {
 	switch t {
 	case Integer:
-		return "(" + name + ")::int8"
+		return formOf("({})::int8", x)
 	case Bool:
-		return "((" + name + ")::int4)::int8" // 0/1: bool has no cast to int8
+		return formOf("(({})::int4)::int8", x) // 0/1: bool has no cast to int8
 	case Real:
-		return "(" + name + ")::float8"
+		return formOf("({})::float8", x)
 	case Text:
-		return "((" + name + `)::text COLLATE "C")` // char(n) without its padding, as its text is
+		return formOf(`(({})::text COLLATE "C")`, x) // char(n) without its padding, as its text is
 	}
-	return name
+	return x
 }
 
 // Float prints a float64 exactly (PostgreSQL reads the shortest decimal
 // form back to the same double).
-func (Postgres) Float(f float64) string {
-	return "'" + strconv.FormatFloat(f, 'g', -1, 64) + "'::float8"
+func (Postgres) Float(f float64) expr {
+	return raw("'" + strconv.FormatFloat(f, 'g', -1, 64) + "'::float8")
 }
 
 // Hash mixes the values with the key: hash_record_extended of the row of
@@ -72,12 +72,13 @@ func (Postgres) Float(f float64) string {
 // the key: PostgreSQL kept one of two groups for 3% to 84% of the units
 // (TestBoundingKeepsGroupsAndRowsEvenly); the second pass makes every
 // ranking as likely as under SQLite's and DuckDB's keyed hashes.
-func (Postgres) Hash(values []string, key uint64) string {
-	return "pg_catalog.hashint8extended(pg_catalog.hash_record_extended(ROW(" + strings.Join(values, ", ") + "), " + strconv.FormatInt(int64(key), 10) + "), 0)"
+func (p Postgres) Hash(values []expr, key uint64) expr {
+	record := call{fn: p.Func("hash_record_extended"), args: []expr{call{fn: "ROW", args: values}, num(int64(key))}}
+	return call{fn: p.Func("hashint8extended"), args: []expr{record, raw("0")}}
 }
 
 // IsNaN is x = 'NaN' (PostgreSQL's NaN equals itself).
-func (Postgres) IsNaN(x string) string { return "((" + x + ") = 'NaN'::float8)" }
+func (Postgres) IsNaN(x expr) expr { return formOf("(({}) = 'NaN'::float8)", x) }
 
 // FloatOp is x op y of float8 values as IEEE computes it, where
 // PostgreSQL itself raises "value out of range": on a +, − or × of finite
@@ -109,15 +110,15 @@ func (Postgres) IsNaN(x string) string { return "((" + x + ") = 'NaN'::float8)" 
 // a form (nested arithmetic) is bound first (bound: a derived table that
 // PostgreSQL evaluates once per row), so that the statement and the work
 // grow linearly with the nesting, not exponentially.
-func (p Postgres) FloatOp(x string, op byte, y string) (string, bool) {
+func (p Postgres) FloatOp(x expr, op byte, y expr) (expr, bool) {
 	if op != '+' && op != '-' && op != '*' {
-		return "", false
+		return nil, false
 	}
 	if compound(x) || compound(y) {
 		// The alias is short (the body names it about 40 times) and none
 		// of the printer's relations is named so.
-		body, _ := p.floatOp("_f.a", op, "_f.b")
-		return "(SELECT " + body + " FROM (SELECT " + x + " AS a, " + y + " AS b OFFSET 0) AS _f)", true
+		body, _ := p.floatOp(raw("_f.a"), op, raw("_f.b"))
+		return formOf("(SELECT {} FROM (SELECT {} AS a, {} AS b OFFSET 0) AS _f)", body, x, y), true
 	}
 	return p.floatOp(x, op, y)
 }
@@ -128,48 +129,58 @@ func (p Postgres) FloatOp(x string, op byte, y string) (string, bool) {
 // use). x's own references resolve outside it (a derived table sees no
 // sibling), and body's references to the alias resolve to this binding:
 // Dialect.Let's rule keeps bindings from nesting around a use.
-func (Postgres) Let(x string, body func(v string) string) string {
-	return "(SELECT " + body("dpsql_let.v") + " FROM (SELECT " + x + " AS v OFFSET 0) AS dpsql_let)"
+func (Postgres) Let(x expr, body func(v expr) expr) expr {
+	return formOf("(SELECT {} FROM (SELECT {} AS v OFFSET 0) AS dpsql_let)", body(raw("dpsql_let.v")), x)
 }
 
-// compound reports whether an operand is a guarded form (a CASE, or a
-// binding), which FloatOp binds rather than repeat; columns, literals and
-// integer arithmetic are printed as they are (their size is linear).
-func compound(x string) bool {
-	return strings.Contains(x, "CASE") || strings.Contains(x, "SELECT")
+// compound reports whether an operand holds a guarded form (a CASE, or
+// a binding), which FloatOp binds rather than repeat; columns, literals
+// and integer arithmetic are printed as they are (their size is linear).
+func compound(x expr) bool {
+	return holds(x, func(n expr) bool {
+		switch n := n.(type) {
+		case caseOf:
+			return true
+		case form:
+			return strings.Contains(n.tmpl, "SELECT") || strings.Contains(n.tmpl, "CASE")
+		}
+		return false
+	})
 }
 
 // floatOp prints x op y with the guards, each operand repeated.
-func (p Postgres) floatOp(x string, op byte, y string) (string, bool) {
+func (p Postgres) floatOp(x expr, op byte, y expr) (expr, bool) {
 	f := p.Float
-	inf := "'Infinity'::float8"
+	inf := raw("'Infinity'::float8")
 	// @ is PostgreSQL's absolute value (the measuring transaction pins
 	// the search path to pg_catalog: it is the built-in one), shorter
 	// than abs(): the forms name it a dozen times.
-	abs := func(v string) string { return "(@ " + v + ")" }
-	sign := func(v string) string { return "pg_catalog.sign(" + v + ")" }
+	abs := func(v expr) expr { return unary{o: "@ ", x: v} }
+	sign := func(v expr) expr { return call{fn: p.Func("sign"), args: []expr{v}} }
 	// The larger and the smaller magnitude (NaN counts as the largest,
 	// as PostgreSQL orders it: a NaN operand takes the plain branch).
-	most := "GREATEST(" + abs(x) + ", " + abs(y) + ")"
-	least := "LEAST(" + abs(x) + ", " + abs(y) + ")"
+	most := call{fn: "GREATEST", args: []expr{abs(x), abs(y)}}
+	least := call{fn: "LEAST", args: []expr{abs(x), abs(y)}}
+	or, and := func(a, b expr) expr { return bare(a, "OR", b) }, func(a, b expr) expr { return bare(a, "AND", b) }
 	switch op {
 	case '+', '-':
 		yy := y
 		if op == '-' {
-			yy = "(-" + y + ")"
+			yy = unary{o: "-", x: y}
 		}
-		sum := "(" + x + " " + string(op) + " " + y + ")"
-		h := "(" + x + " * " + f(0.5) + " + " + yy + " * " + f(0.5) + ")"
-		return "(CASE WHEN " + most + " >= " + inf + " OR " + most + " < " + f(0x1p1022) + " THEN " + sum +
-			" WHEN " + abs(y) + " < " + f(1) + " THEN " + x +
-			" WHEN " + abs(x) + " < " + f(1) + " THEN " + yy +
-			" WHEN " + abs(h) + " >= " + f(0x1p1023) + " THEN " + sign(h) + " * " + inf +
-			" ELSE " + sum + " END)", true
+		sum := paren(x, string(op), y)
+		h := paren(bare(x, "*", f(0.5)), "+", bare(yy, "*", f(0.5)))
+		return caseOf{whens: []when{
+			{or(bare(most, ">=", inf), bare(most, "<", f(0x1p1022))), sum},
+			{bare(abs(y), "<", f(1)), x},
+			{bare(abs(x), "<", f(1)), yy},
+			{bare(abs(h), ">=", f(0x1p1023)), bare(sign(h), "*", inf)},
+		}, els: sum}, true
 	case '*':
-		prod := "(" + x + " * " + y + ")"
-		down := "((" + x + " * " + f(0x1p-600) + ") * (" + y + " * " + f(0x1p-600) + "))"
-		up := "((" + x + " * " + f(0x1p600) + ") * (" + y + " * " + f(0x1p600) + "))"
-		signs := "(" + sign(x) + " * " + sign(y) + ")"
+		prod := paren(x, "*", y)
+		down := paren(paren(x, "*", f(0x1p-600)), "*", paren(y, "*", f(0x1p-600)))
+		up := paren(paren(x, "*", f(0x1p600)), "*", paren(y, "*", f(0x1p600)))
+		signs := paren(sign(x), "*", sign(y))
 		// Products of magnitudes in [1e-150, 1e150] lie in [1e-300,
 		// 1e300]: normal, so neither overflows nor underflows. The scaled
 		// branches test each operand on its own: where one is a constant,
@@ -177,12 +188,13 @@ func (p Postgres) floatOp(x string, op byte, y string) (string, bool) {
 		// underflow, so PostgreSQL drops the branch before it folds that
 		// constant product (folded, it raised while planning: a CASE does
 		// not stop constant folding).
-		return "(CASE WHEN " + most + " >= " + inf + " OR " + least + " = " + f(0) + " OR (" + least + " >= " + f(1e-150) + " AND " + most + " <= " + f(1e150) + ") THEN " + prod +
-			" WHEN " + abs(x) + " >= " + f(1) + " AND " + abs(y) + " >= " + f(1) + " THEN (CASE WHEN " + abs(down) + " >= " + f(0x1p-176) + " THEN " + signs + " * " + inf + " ELSE " + prod + " END)" +
-			" WHEN " + abs(x) + " <= " + f(1) + " AND " + abs(y) + " <= " + f(1) + " THEN (CASE WHEN " + abs(up) + " <= " + f(0x1p125) + " THEN " + signs + " * " + f(0) + " ELSE " + prod + " END)" +
-			" ELSE " + prod + " END)", true
+		return caseOf{whens: []when{
+			{or(or(bare(most, ">=", inf), bare(least, "=", f(0))), paren(bare(least, ">=", f(1e-150)), "AND", bare(most, "<=", f(1e150)))), prod},
+			{and(bare(abs(x), ">=", f(1)), bare(abs(y), ">=", f(1))), ifThen(bare(abs(down), ">=", f(0x1p-176)), bare(signs, "*", inf), prod)},
+			{and(bare(abs(x), "<=", f(1)), bare(abs(y), "<=", f(1))), ifThen(bare(abs(up), "<=", f(0x1p125)), bare(signs, "*", f(0)), prod)},
+		}, els: prod}, true
 	}
-	return "", false
+	return nil, false
 }
 
 // With materializes the relation (PostgreSQL's choice for a relation
@@ -193,11 +205,11 @@ func (p Postgres) floatOp(x string, op byte, y string) (string, bool) {
 // aggregation; on a foreign partition, postgres_fdw sends it to the
 // shard). On one server that reads the table twice: about 20% slower
 // with bounding at 10M rows (docs/benchmarks.md).
-func (p Postgres) With(name, body string, scan bool) string {
+func (p Postgres) With(name string, body expr, scan bool) expr {
 	if scan && p.Distributed {
-		return name + " AS NOT MATERIALIZED (" + body + ")"
+		return formOf(name+" AS NOT MATERIALIZED ({})", body)
 	}
-	return name + " AS (" + body + ")"
+	return formOf(name+" AS ({})", body)
 }
 
 // Wide is numeric.
@@ -205,12 +217,12 @@ func (Postgres) Wide() string { return "numeric" }
 
 // WideDiv is div on numeric, which truncates toward zero (numeric's /
 // keeps the fraction).
-func (p Postgres) WideDiv(x, y string) string { return p.Func("div") + "(" + x + ", " + y + ")" }
+func (p Postgres) WideDiv(x, y expr) expr { return call{fn: p.Func("div"), args: []expr{x, y}} }
 
 // Match is the regular expression operator ~ (the RE2 forms the
 // compiler prints — (?s), ^ and $, classes, \x00, (?:...) — are
 // PostgreSQL's advanced regular expressions too).
-func (Postgres) Match(x, re string) string { return "(" + x + " ~ " + re + ")" }
+func (Postgres) Match(x, re expr) expr { return paren(x, "~", re) }
 
 // Table is the qualified name the plan's table has in PostgreSQL
 // (Tables), or the quoted name.

@@ -1,17 +1,14 @@
 package measuresql
 
-import "strings"
-
-// The statement as a tree. Each shape (shapes.go) is built from these
+// The statement's relations. Each shape (shapes.go) is built from these
 // relations — scans of stored tables, joins, selections with their
-// filters, groupings and windows, unions — and printed once, by the
-// dialect where engines differ (a semi-join), so that no shape pastes
-// together the text of another. Expressions inside them (items,
-// conditions) are the dialect's own text (values.go, filter.go).
+// filters, groupings and windows, unions — over expression nodes
+// (tree.go), and printed once, by the dialect where engines differ (a
+// semi-join), so that no shape pastes together the text of another.
 
 // rel is a relation the statement reads: printed as a FROM item.
 type rel interface {
-	item(d Dialect) string
+	expr
 }
 
 // scan reads a stored table (stored: by the dialect's name for it) or a
@@ -21,15 +18,15 @@ type scan struct {
 	stored       bool
 }
 
-func (s scan) item(d Dialect) string {
-	name := d.Quote(s.table)
+func (s scan) print(p *printer) {
 	if s.stored {
-		name = d.Table(s.table)
+		p.w(p.d.Table(s.table))
+	} else {
+		p.w(p.d.Quote(s.table))
 	}
-	if s.alias == "" {
-		return name
+	if s.alias != "" {
+		p.w(" AS " + p.d.Quote(s.alias))
 	}
-	return name + " AS " + d.Quote(s.alias)
 }
 
 // joinKind is how a join pairs its sides.
@@ -46,40 +43,53 @@ const (
 type join struct {
 	kind        joinKind
 	left, right rel
-	on          []string
+	on          []expr
 }
 
-func (j join) item(d Dialect) string {
-	l, r := j.left.item(d), j.right.item(d)
-	on := "TRUE"
-	if len(j.on) > 0 {
-		on = strings.Join(j.on, " AND ")
+// conditions is the conjunction of conds (TRUE for none).
+func conditions(conds []expr) expr {
+	if len(conds) == 0 {
+		return raw("TRUE")
 	}
+	return list{conds, " AND "}
+}
+
+func (j join) print(p *printer) {
+	on := conditions(j.on)
 	switch j.kind {
 	case semiJoin:
-		item, exists := d.SemiJoin(l, r, on)
+		item, exists := p.d.SemiJoin(j.left, j.right, on)
 		if exists {
-			// query.text prints it as EXISTS; every semi-join is a query's FROM.
+			// query.printQuery prints it as EXISTS; every semi-join is a query's FROM.
 			panic(decline("a semi-join nested in a join"))
 		}
-		return item
+		item.print(p)
 	case crossJoin:
-		return "(" + l + " CROSS JOIN " + r + ")"
+		formOf("({} CROSS JOIN {})", j.left, j.right).print(p)
 	case leftJoin:
-		return l + " LEFT JOIN " + r + " ON " + on
+		formOf("{} LEFT JOIN {} ON {}", j.left, j.right, on).print(p)
+	default:
+		formOf("{} JOIN {} ON {}", j.left, j.right, on).print(p)
 	}
-	return l + " JOIN " + r + " ON " + on
 }
+
+// list is the nodes with sep between them.
+type list struct {
+	xs  []expr
+	sep string
+}
+
+func (l list) print(p *printer) { p.list(l.xs, l.sep) }
 
 // query is SELECT items FROM from [WHERE where] [GROUP BY groupBy], with
 // the WITH relations first when it is the statement, under alias when it
 // is a FROM item.
 type query struct {
 	with    []named
-	items   []string
+	items   []expr
 	from    rel
-	where   []string
-	groupBy []string
+	where   []expr
+	groupBy []expr
 	alias   string
 }
 
@@ -91,46 +101,56 @@ type named struct {
 	scan bool
 }
 
-// text prints the query as a statement (or a subquery's body).
-func (q *query) text(d Dialect) string {
-	var b strings.Builder
+// statement is a query printed as a statement (or a subquery's body).
+type statement struct{ q *query }
+
+func (s statement) print(p *printer) { s.q.printQuery(p) }
+
+// printQuery prints the query as a statement (or a subquery's body).
+func (q *query) printQuery(p *printer) {
 	for i, n := range q.with {
 		if i == 0 {
-			b.WriteString("WITH ")
+			p.w("WITH ")
 		} else {
-			b.WriteString(", ")
+			p.w(", ")
 		}
-		b.WriteString(d.With(n.name, n.q.text(d), n.scan))
+		p.d.With(n.name, statement{n.q}, n.scan).print(p)
 	}
 	if len(q.with) > 0 {
-		b.WriteString(" ")
+		p.w(" ")
 	}
 	items := q.items
 	if len(items) == 0 {
-		items = []string{"1 AS one"}
+		items = []expr{raw("1 AS one")}
 	}
 	from, where := q.from, q.where
 	if j, ok := from.(join); ok && j.kind == semiJoin {
-		if _, exists := d.SemiJoin("", "", ""); exists {
+		if _, exists := p.d.SemiJoin(nil, nil, nil); exists {
 			// The dialect has no semi-join: EXISTS among the conditions.
-			on := "TRUE"
-			if len(j.on) > 0 {
-				on = strings.Join(j.on, " AND ")
-			}
-			from, where = j.left, append(append([]string{}, where...), "EXISTS (SELECT 1 FROM "+j.right.item(d)+" WHERE "+on+")")
+			exists := formOf("EXISTS (SELECT 1 FROM {} WHERE {})", j.right, conditions(j.on))
+			from, where = j.left, append(append([]expr{}, where...), exists)
 		}
 	}
-	b.WriteString("SELECT " + strings.Join(items, ", ") + " FROM " + from.item(d))
+	p.w("SELECT ")
+	p.list(items, ", ")
+	p.w(" FROM ")
+	from.print(p)
 	if len(where) > 0 {
-		b.WriteString(" WHERE " + strings.Join(where, " AND "))
+		p.w(" WHERE ")
+		p.list(where, " AND ")
 	}
 	if len(q.groupBy) > 0 {
-		b.WriteString(" GROUP BY " + strings.Join(q.groupBy, ", "))
+		p.w(" GROUP BY ")
+		p.list(q.groupBy, ", ")
 	}
-	return b.String()
 }
 
-func (q *query) item(d Dialect) string { return "(" + q.text(d) + ") AS " + q.alias }
+// print prints the query as a FROM item: (statement) AS alias.
+func (q *query) print(p *printer) {
+	p.w("(")
+	q.printQuery(p)
+	p.w(") AS " + q.alias)
+}
 
 // as is the query under an alias, as a FROM item.
 func (q *query) as(alias string) *query {
@@ -145,21 +165,24 @@ type union struct {
 	alias string
 }
 
-func (u union) item(d Dialect) string {
-	texts := make([]string, len(u.parts))
-	for i, p := range u.parts {
-		texts[i] = p.text(d)
+func (u union) print(p *printer) {
+	p.w("(")
+	for i, q := range u.parts {
+		if i > 0 {
+			p.w(" UNION ALL ")
+		}
+		q.printQuery(p)
 	}
-	return "(" + strings.Join(texts, " UNION ALL ") + ") AS " + u.alias
+	p.w(") AS " + u.alias)
 }
 
 // withName reads a WITH relation by its name (unquoted: the compiler's
 // own names) under an alias ("" for none).
 type withName struct{ name, alias string }
 
-func (w withName) item(Dialect) string {
-	if w.alias == "" {
-		return w.name
+func (w withName) print(p *printer) {
+	p.w(w.name)
+	if w.alias != "" {
+		p.w(" AS " + w.alias)
 	}
-	return w.name + " AS " + w.alias
 }

@@ -26,26 +26,26 @@ func (Standard) Text(s string, _ int) (string, bool) {
 }
 
 // Widen casts to BIGINT.
-func (Standard) Widen(x string) string { return "CAST(" + x + " AS BIGINT)" }
+func (Standard) Widen(x expr) expr { return cast{x, "BIGINT"} }
 
 // ToDouble casts to DOUBLE PRECISION (rounded to nearest).
-func (Standard) ToDouble(x string) string { return "CAST(" + x + " AS DOUBLE PRECISION)" }
+func (Standard) ToDouble(x expr) expr { return cast{x, "DOUBLE PRECISION"} }
 
 // ToText casts to VARCHAR, an integer's decimal digits.
-func (Standard) ToText(x string) string { return "CAST(" + x + " AS VARCHAR)" }
+func (Standard) ToText(x expr) expr { return cast{x, "VARCHAR"} }
 
 // RoundToInt64 casts a double to BIGINT, which rounds half to even in
 // DuckDB and PostgreSQL alike.
-func (Standard) RoundToInt64(x string) string { return "CAST(" + x + " AS BIGINT)" }
+func (Standard) RoundToInt64(x expr) expr { return cast{x, "BIGINT"} }
 
 // TruncDiv is integer division, which truncates toward zero.
-func (Standard) TruncDiv(x, y string) string { return "((" + x + ") / " + y + ")" }
+func (Standard) TruncDiv(x, y expr) expr { return formOf("(({}) / {})", x, y) }
 
 // RowIdentity is none: standard SQL gives a row no identity.
 func (Standard) RowIdentity(string) string { return "" }
 
 // SemiJoin has no standard syntax: EXISTS among the conditions.
-func (Standard) SemiJoin(_, _, _ string) (string, bool) { return "", true }
+func (Standard) SemiJoin(_, _, _ expr) (expr, bool) { return nil, true }
 
 // With reads the relation as the engine decides.
-func (Standard) With(name, body string, _ bool) string { return name + " AS (" + body + ")" }
+func (Standard) With(name string, body expr, _ bool) expr { return formOf(name+" AS ({})", body) }

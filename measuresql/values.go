@@ -84,13 +84,13 @@ func operands(cs *measure.Case) []measure.Operand {
 // column, or its CASE over filters, every value read in the CASE's class
 // (argType; an integer among floats rounded to a double, as the reference
 // converts it).
-func (c *compiler) argValue(i int) string {
+func (c *compiler) argValue(i int) expr {
 	cs := c.m.Cases[i]
 	if cs == nil {
 		return c.value(c.m.Args[i])
 	}
 	t := c.argType(i)
-	operand := func(o measure.Operand) string {
+	operand := func(o measure.Operand) expr {
 		if n, ok := c.number(o.Value, t); ok {
 			return n
 		}
@@ -101,7 +101,7 @@ func (c *compiler) argValue(i int) string {
 			return c.arith(o.Arith)
 		}
 		if o.Column.IsZero() {
-			return "NULL"
+			return raw("NULL")
 		}
 		if t == Real && isInt(c.typeOf(o.Column)) {
 			return c.d.ToDouble(c.value(o.Column))
@@ -111,63 +111,60 @@ func (c *compiler) argValue(i int) string {
 	if len(cs.Whens) == 0 {
 		return operand(cs.Else)
 	}
-	var b strings.Builder
-	b.WriteString("(CASE")
+	out := caseOf{els: operand(cs.Else)}
 	for _, w := range cs.Whens {
 		// A condition that is NULL does not hold, as FALSE does not.
-		b.WriteString(" WHEN " + c.filter(w.Cond) + " THEN " + operand(w.Then))
+		out.whens = append(out.whens, when{c.filter(w.Cond), operand(w.Then)})
 	}
-	b.WriteString(" ELSE " + operand(cs.Else) + " END)")
-	return b.String()
+	return out
 }
 
 // number prints a constant number (an int64 or a float64) in class t:
 // an integer as a double where t is Real, as the reference converts it.
-func (c *compiler) number(v any, t Type) (string, bool) {
+func (c *compiler) number(v any, t Type) (expr, bool) {
 	switch v := v.(type) {
 	case int64:
 		if t == Real {
 			return c.d.Float(float64(v)), true
 		}
-		return strconv.FormatInt(v, 10), true
+		return num(v), true
 	case float64:
 		return c.d.Float(v), true
 	}
-	return "", false
+	return nil, false
 }
 
 // value reads a column as the reference sees it.
-func (c *compiler) value(col measure.Col) string {
+func (c *compiler) value(col measure.Col) expr {
 	return c.d.Value(c.name(col), c.typeOf(col))
 }
 
 // name is a column's reference: qualified by its table's alias (t0 for
 // the plan's Table, tI for Joins[I-1]) when the plan joins tables.
-func (c *compiler) name(col measure.Col) string {
+func (c *compiler) name(col measure.Col) expr {
 	if i, ok := measure.OutputIndex(col); ok {
-		return "o" + strconv.Itoa(i)
+		return numbered("o", i)
 	}
 	table := ""
 	if len(c.m.Joins) > 0 {
-		table = c.d.Quote("t" + strconv.Itoa(col.Table))
+		table = c.d.Quote(string(numbered("t", col.Table)))
 	}
-	n := col.Name
 	if col.Identity {
 		id := c.d.RowIdentity(table)
 		if id == "" {
 			panic(decline("a row identity in this dialect"))
 		}
-		return id
+		return raw(id)
 	}
 	if table == "" {
-		return c.d.Quote(n)
+		return raw(c.d.Quote(col.Name))
 	}
-	return table + "." + c.d.Quote(n)
+	return formOf("{}.{}", raw(table), raw(c.d.Quote(col.Name)))
 }
 
 // literal prints v for comparison with a column of class t, or declines
 // when the two engines could decide the comparison differently.
-func (c *compiler) literal(v any, t Type) string {
+func (c *compiler) literal(v any, t Type) expr {
 	if lit, ok := c.exact(v, t); ok {
 		return lit
 	}
@@ -179,12 +176,12 @@ func (c *compiler) literal(v any, t Type) string {
 // integer a double holds; a float in an integer column when it is an
 // integer of int64's range), so that comparing it in the engine decides
 // as the reference's exact comparison across classes does.
-func (c *compiler) exact(v any, t Type) (string, bool) {
+func (c *compiler) exact(v any, t Type) (expr, bool) {
 	switch v := v.(type) {
 	case int64:
 		switch t {
 		case Integer, Int, Int32, Bool:
-			return strconv.FormatInt(v, 10), true
+			return num(v), true
 		case Real:
 			if f := float64(v); f < 1<<63 && int64(f) == v {
 				return c.d.Float(f), true
@@ -196,45 +193,45 @@ func (c *compiler) exact(v any, t Type) (string, bool) {
 		case t == Real:
 			return c.d.Float(v), true
 		case isInt(t) && v == math.Trunc(v) && v >= -1<<63 && v < 1<<63:
-			return strconv.FormatInt(int64(v), 10), true
+			return num(int64(v)), true
 		}
 	case string:
 		if t == Text && utf8.ValidString(v) && !strings.ContainsRune(v, 0) {
-			return c.text(v), true
+			return text(v), true
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // neighbours are, for a number v that no value of the numeric class t
 // equals (exact declined), the greatest value of the class below v and
-// the least above it, as literals ("" where there is none); ok is false
+// the least above it, as literals (nil where there is none); ok is false
 // when v is not such a number (text against a number, or the reverse,
 // which SQLite compares after converting by affinity: not compiled).
 // Then x < v is x <= below, x > v is x >= above, x = v holds for no x.
-func (c *compiler) neighbours(v any, t Type) (below, above string, ok bool) {
+func (c *compiler) neighbours(v any, t Type) (below, above expr, ok bool) {
 	switch v := v.(type) {
 	case float64: // in an integer column: fractional, infinite or beyond int64
 		if !isInt(t) || math.IsNaN(v) {
-			return "", "", false
+			return nil, nil, false
 		}
 		lo, hi := math.Floor(v), math.Ceil(v)
 		switch {
 		case lo >= 1<<63:
-			below = strconv.FormatInt(math.MaxInt64, 10)
+			below = num(int64(math.MaxInt64))
 		case lo >= -1<<63:
-			below = strconv.FormatInt(int64(lo), 10)
+			below = num(int64(lo))
 		}
 		switch {
 		case hi < -1<<63:
-			above = strconv.FormatInt(math.MinInt64, 10)
+			above = num(int64(math.MinInt64))
 		case hi < 1<<63:
-			above = strconv.FormatInt(int64(hi), 10)
+			above = num(int64(hi))
 		}
 		return below, above, true
 	case int64: // in a float column: an integer beyond 2^53 between two doubles
 		if t != Real {
-			return "", "", false
+			return nil, nil, false
 		}
 		f := float64(v) // the nearest double, an integer
 		exact := new(big.Float).SetInt64(v)
@@ -246,17 +243,17 @@ func (c *compiler) neighbours(v any, t Type) (below, above string, ok bool) {
 		}
 		return c.d.Float(lo), c.d.Float(hi), true
 	}
-	return "", "", false
+	return nil, nil, false
 }
 
 // count counts the argument's values that the reference sees (not
 // NULL, and not NaN, which it reads as NULL).
-func (c *compiler) count(arg int) string {
-	a := "a" + strconv.Itoa(arg)
+func (c *compiler) count(arg int) expr {
+	a := numbered("a", arg)
 	if c.argType(arg) == Real {
-		return c.d.Func("count") + "(CASE WHEN NOT " + c.d.IsNaN(a) + " THEN 1 END)"
+		return c.fn("count", caseOf{whens: []when{{unary{o: "NOT ", x: c.d.IsNaN(a), bare: true}, raw("1")}}, bare: true})
 	}
-	return c.d.Func("count") + "(" + a + ")"
+	return c.fn("count", a)
 }
 
 // integerBounds reports whether lo and hi are integers of at most 2^53
@@ -267,9 +264,9 @@ func integerBounds(lo, hi float64) bool {
 
 // intClip clips integer expression x to integer bounds [lo, hi] with
 // CASE (NULL stays NULL).
-func intClip(x string, lo, hi float64) string {
-	l, h := strconv.FormatInt(int64(lo), 10), strconv.FormatInt(int64(hi), 10)
-	return "CASE WHEN " + x + " < " + l + " THEN " + l + " WHEN " + x + " > " + h + " THEN " + h + " ELSE " + x + " END"
+func intClip(x expr, lo, hi float64) expr {
+	l, h := num(int64(lo)), num(int64(hi))
+	return caseOf{whens: []when{{bare(x, "<", l), l}, {bare(x, ">", h), h}}, els: x, bare: true}
 }
 
 // stored reports whether a plan column is a stored table's column (which
