@@ -77,7 +77,7 @@ func (s *Session) cacheKey(statement string, p *planner.PrivateQuery) string {
 	parts := []string{semantics, "epsilon=" + cache.Float(p.Epsilon), "delta=" + cache.Float(p.Delta)}
 	parts = append(parts, s.settings.cacheText()...)
 	parts = append(parts, "analyst="+s.analyst)
-	if _, ok := s.eng.be.(policyKeepingBackend); ok {
+	if _, ok := s.eng.policyKeeper(); ok {
 		parts = append(parts, "policy="+p.Policy)
 	}
 	return cache.Key(statement, parts...)

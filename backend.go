@@ -3,67 +3,30 @@ package dpsql
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"strings"
 
+	"github.com/dpsql/dpsql/backend"
 	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/measure"
-	"github.com/dpsql/dpsql/measuresql"
 )
 
-// A backend is where an engine's tables live when they are not in its
-// SQLite file (PostgreSQL, DuckDB); an engine without one keeps them in
-// the file. The engine reads every table of a backend through its mirror
-// in the file (a SQLite virtual table), so every query runs on every
-// backend; what else a backend can do it says by the optional
-// capabilities below, which the engine asks for by type assertion, as
+// An engine's backend is where its tables live when they are not in its
+// SQLite file: a PostgreSQL database (backend/postgres.Source) or a
+// DuckDB file (backend/duckdb.Source); an engine without one keeps them
+// in the file. Each Source implements package backend's capabilities
+// itself, and the engine asks for them by type assertion, as
 // database/sql asks a driver for its optional interfaces — never by
-// which backend it is.
-type backend interface {
-	// where names the backend in messages ("PostgreSQL", "DuckDB").
-	where() string
-	// shutdown closes the backend, after the engine's SQLite
-	// connections, which read through it.
-	shutdown()
-}
+// which backend it is: backend.Measurer (else the reference evaluator
+// measures, reading through the mirrors), backend.Importer (else an
+// import goes into the file), backend.PolicyKeeper (else the file keeps
+// the policies and the budget).
 
-// measuringBackend runs a scan's whole measurement (measure.Plan) as
-// one statement where the tables live (exec.Measurer), and says in
-// EXPLAIN whether a scan does, and why not.
-type measuringBackend interface {
-	backend
-	measurer(state *sql.DB) exec.Measurer
-	explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (where, statement string, err error)
-}
-
-// importingBackend loads a file into a new table where the tables live,
-// all or nothing, and mirrors it into the engine's file.
-type importingBackend interface {
-	backend
-	importInto(ctx context.Context, e *Engine, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error)
-}
-
-// policyKeepingBackend keeps the policies and the budget itself (in
-// PostgreSQL's schema dpsql), not the engine's file: the policies are
-// read and written there, the owner drops tables there, and a cached
-// answer's key names the policies it was given under.
-type policyKeepingBackend interface {
-	backend
-	// policyStore is the database that keeps them, and whether it
-	// speaks PostgreSQL (storesql.On).
-	policyStore() (db *sql.DB, postgres bool)
-}
-
-// planSource compiles and runs measurement plans over the tables a state
-// file mirrors (backend/duckdb's and backend/postgres's Source).
-type planSource interface {
-	WhyNot(ctx context.Context, state *sql.DB, m *measure.Plan) (string, error)
-	Measure(ctx context.Context, state *sql.DB, m *measure.Plan, key uint64) (*measuresql.Statement, []*measuresql.Group, bool, error)
-}
-
-// stateMeasurer is a planSource bound to the engine's state file: an
-// exec.Measurer.
+// stateMeasurer is a backend's Measurer bound to the engine's state
+// file: an exec.Measurer.
 type stateMeasurer struct {
-	src   planSource
+	src   backend.Measurer
 	state *sql.DB
 }
 
@@ -79,11 +42,55 @@ func (m stateMeasurer) Measure(ctx context.Context, plan *measure.Plan, key uint
 	return st.Measured(groups), true, nil
 }
 
-// The backends and their capabilities.
-var (
-	_ measuringBackend     = (*pgSource)(nil)
-	_ importingBackend     = (*pgSource)(nil)
-	_ policyKeepingBackend = (*pgSource)(nil)
-	_ measuringBackend     = duckdbBackend{}
-	_ importingBackend     = duckdbBackend{}
-)
+// measurer is the backend's measurer, bound to the engine's file (nil:
+// the reference evaluator measures every scan).
+func (e *Engine) measurer() exec.Measurer {
+	if m, ok := e.be.(backend.Measurer); ok {
+		return stateMeasurer{m, e.db}
+	}
+	return nil
+}
+
+// policyKeeper is the backend that keeps the policies and the budget, if
+// it does.
+func (e *Engine) policyKeeper() (backend.PolicyKeeper, bool) {
+	k, ok := e.be.(backend.PolicyKeeper)
+	return k, ok
+}
+
+// mirror declares the backend's tables the state file lacks, and says
+// which it added and which it could not.
+func mirror(ctx context.Context, db *sql.DB, be backend.Mirrored, notify func(string)) error {
+	added, skipped, err := be.Mirror(ctx, db)
+	if err != nil {
+		return err
+	}
+	if notify != nil {
+		if len(added) > 0 {
+			notify("mirrored from " + be.Where() + " (private, each row its own unit, until a policy says otherwise): " + strings.Join(added, ", "))
+		}
+		if len(skipped) > 0 {
+			notify("not mirrored (" + be.Unmirrored() + "): " + strings.Join(skipped, ", "))
+		}
+	}
+	return nil
+}
+
+// importInto loads a file into a new table of the backend (im), all or
+// nothing, and mirrors it.
+func (e *Engine) importInto(ctx context.Context, im backend.Importer, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error) {
+	var taken int
+	if err := e.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name = ? COLLATE NOCASE`, table).Scan(&taken); err != nil {
+		return 0, nil, err
+	}
+	if taken > 0 {
+		return 0, nil, fmt.Errorf("table %q already exists", table)
+	}
+	n, cols, err := im.Import(ctx, table, path, opts)
+	if err != nil {
+		return 0, nil, err
+	}
+	// The rows are stored: from here the import finishes, whatever a
+	// cancel says (the mirror is the state file's record of the table).
+	return n, cols, mirror(context.WithoutCancel(ctx), e.db, e.be, nil)
+}

@@ -3,153 +3,21 @@
 package dpsql
 
 import (
-	"context"
-	"database/sql"
-	"errors"
-	"os"
-	"strings"
-
-	"modernc.org/sqlite"
-
+	"github.com/dpsql/dpsql/backend"
 	"github.com/dpsql/dpsql/backend/duckdb"
-	"github.com/dpsql/dpsql/csvimport"
-	"github.com/dpsql/dpsql/exec"
-	"github.com/dpsql/dpsql/measure"
 )
 
 // duckAvailable: this build has DuckDB.
 const duckAvailable = true
 
-// duckSource is an engine's DuckDB file.
-type duckSource struct{ src *duckdb.Source }
+// A DuckDB file mirrors its tables, measures, and imports.
+var (
+	_ backend.Mirrored = (*duckdb.Source)(nil)
+	_ backend.Measurer = (*duckdb.Source)(nil)
+	_ backend.Importer = (*duckdb.Source)(nil)
+)
 
-func newDuckBackend(path, memoryLimit string, observe func(string)) (duckBackend, error) {
-	return &duckSource{src: &duckdb.Source{Path: path, MemoryLimit: memoryLimit, Observe: observe}}, nil
-}
-
-func (d *duckSource) install(drv *sqlite.Driver) error { return duckdb.Install(drv, d.src) }
-
-func (d *duckSource) mirror(ctx context.Context, db *sql.DB) ([]string, []string, error) {
-	if _, err := os.Stat(d.src.Path); err != nil {
-		return nil, nil, nil // no file yet: the owner's first import makes it
-	}
-	return duckdb.Mirror(ctx, db, d.src)
-}
-
-func (d *duckSource) close() error { return d.src.Close() }
-
-func (d *duckSource) explain(ctx context.Context, state *sql.DB, m *measure.Plan, noPlan string) (where, statement string, err error) {
-	return d.src.Explain(ctx, state, m, noPlan)
-}
-
-func (d *duckSource) measurer(state *sql.DB) exec.Measurer { return stateMeasurer{d.src, state} }
-
-// checkOutcome is how csvimport's check of a CSV file ended.
-type checkOutcome struct {
-	c   *csvimport.Checked
-	err error
-}
-
-// sampleOrEnd waits for the check's sample of column types (sampled) or
-// its end (done), whichever comes first, and returns the sample and, if
-// the check has ended, its outcome; err is the check's failure before it
-// typed a sample. A check that ended well has sent its sample first (the
-// channel holds it), or took none (a file without rows: its columns
-// stand for the sample). Both channels may be ready at once — a small
-// file is checked before the import waits — and select then picks
-// either: an ended check is never taken for a failed one.
-func sampleOrEnd(sampled <-chan []csvimport.Column, done <-chan checkOutcome) ([]csvimport.Column, *checkOutcome, error) {
-	select {
-	case first := <-sampled:
-		return first, nil, nil
-	case o := <-done:
-		if o.err != nil {
-			return nil, nil, o.err
-		}
-		select {
-		case first := <-sampled:
-			return first, &o, nil
-		default:
-			return o.c.Columns, &o, nil
-		}
-	}
-}
-
-// importFile loads a Parquet file with DuckDB's reader, or a CSV file
-// checked and typed by csvimport (into a scratch SQLite file, so that a
-// malformed file fails exactly as on SQLite, before DuckDB is touched)
-// and appended to DuckDB; either way all or nothing.
-func (d *duckSource) importFile(ctx context.Context, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error) {
-	if strings.HasSuffix(strings.ToLower(path), ".parquet") {
-		n, err := d.src.ImportParquet(ctx, table, path)
-		return n, nil, err
-	}
-	// DuckDB's own reader loads the file while csvimport checks it as on
-	// SQLite (the same errors, types and rows); should the check fail,
-	// the load is stopped and undone; should rows after the sample widen
-	// a type, the file is read again with the final types; should
-	// DuckDB read the file differently in any count, it is loaded through
-	// a checked SQLite copy instead.
-	readCtx, cancelRead := context.WithCancel(ctx)
-	defer cancelRead()
-	sampled := make(chan []csvimport.Column, 1)
-	done := make(chan checkOutcome, 1)
-	checking := opts
-	checking.Sampled = func(cols []csvimport.Column) { sampled <- cols }
-	go func() {
-		c, err := csvimport.Check(readCtx, path, checking) // stopped too when the import returns
-		if err != nil {
-			cancelRead()
-		}
-		done <- checkOutcome{c, err}
-	}()
-	first, result, err := sampleOrEnd(sampled, done)
-	if err != nil {
-		return 0, nil, err
-	}
-	wait := func() (duckdb.CSVCheck, error) {
-		if result == nil {
-			o := <-done
-			result = &o
-		}
-		if result.err != nil {
-			return duckdb.CSVCheck{}, result.err
-		}
-		_, types := columnsOf(result.c.Columns)
-		return duckdb.CSVCheck{Types: types, Rows: result.c.Rows, Values: result.c.Values}, nil
-	}
-	names, types := columnsOf(first)
-	spec := duckdb.CSVSpec{Names: names, Types: types, Delimiter: opts.Delimiter, Header: !opts.NoHeader}
-	n, err := d.src.ReadCSV(readCtx, table, path, spec, wait)
-	if errors.Is(err, duckdb.ErrTypesWidened) {
-		_, spec.Types = columnsOf(result.c.Columns)
-		n, err = d.src.ReadCSV(ctx, table, path, spec, wait)
-	}
-	if err == nil {
-		return n, result.c.Columns, nil
-	}
-	if readCtx.Err() != nil && ctx.Err() == nil {
-		// The check failed and stopped the read, maybe before DuckDB had
-		// begun it (then the read says only "context canceled"): the
-		// file's own error is the one to report.
-		if _, cerr := wait(); cerr != nil {
-			return 0, nil, cerr
-		}
-	}
-	if !errors.Is(err, duckdb.ErrCSVDiffers) {
-		return 0, nil, err
-	}
-	if _, cerr := wait(); cerr != nil {
-		return 0, nil, cerr
-	}
-	scratch, n, cols, err := importScratch(ctx, table, path, opts)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer scratch.close()
-	names, types = columnsOf(cols)
-	if _, err := d.src.CopyTable(ctx, scratch.db, table, names, types); err != nil {
-		return 0, nil, err
-	}
-	return n, cols, nil
+// newDuckBackend is the engine's DuckDB file.
+func newDuckBackend(path, memoryLimit string, observe func(string)) (backend.Mirrored, error) {
+	return &duckdb.Source{Path: path, MemoryLimit: memoryLimit, Observe: observe}, nil
 }

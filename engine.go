@@ -27,6 +27,7 @@ import (
 	"database/sql"
 	"sync"
 
+	"github.com/dpsql/dpsql/backend"
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/exec"
@@ -93,9 +94,9 @@ type Engine struct {
 	noise   mechanism.Noiser
 	notify  func(string)
 	noCache bool
-	be      backend       // where the tables live, or nil (all in the file)
-	ledger  *budget.Store // the budget: in the file, or in PostgreSQL's schema dpsql
-	knobs   *knobs.Knobs  // test knobs; nil in production
+	be      backend.Mirrored // where the tables live, or nil (all in the file)
+	ledger  *budget.Store    // the budget: in the file, or in PostgreSQL's schema dpsql
+	knobs   *knobs.Knobs     // test knobs; nil in production
 
 	def *Session // the default session of Engine.Query and its siblings
 
@@ -150,7 +151,7 @@ func (e *Engine) Close() error {
 	e.state.Close()
 	err := e.db.Close()
 	if e.be != nil {
-		e.be.shutdown()
+		_ = e.be.Close()
 	}
 	return err
 }
@@ -171,8 +172,8 @@ func (e *Engine) AuthSecret(ctx context.Context) ([]byte, error) {
 // policies is where the catalog's policies are kept: the file, or
 // PostgreSQL's schema dpsql.
 func (e *Engine) policies() storesql.On {
-	if k, ok := e.be.(policyKeepingBackend); ok {
-		db, postgres := k.policyStore()
+	if k, ok := e.policyKeeper(); ok {
+		db, postgres := k.PolicyStore()
 		return storesql.On{R: db, Postgres: postgres}
 	}
 	return storesql.On{R: e.db}
@@ -181,7 +182,7 @@ func (e *Engine) policies() storesql.On {
 // catalog loads the catalog with its policies (on SQLite through
 // statements prepared once: it is read for every statement).
 func (e *Engine) catalog(ctx context.Context) (*catalog.Catalog, error) {
-	if _, ok := e.be.(policyKeepingBackend); ok {
+	if _, ok := e.policyKeeper(); ok {
 		// Tables in PostgreSQL: read each time (a table the role may no
 		// longer read is found unreadable before the query is charged).
 		return catalog.Load(ctx, e.reads, e.policies())

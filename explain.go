@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dpsql/dpsql/backend"
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/exec"
@@ -129,8 +130,8 @@ func (s *Session) explainPrivate(ctx context.Context, st *parser.SelectStmt, p *
 		r = exec.Explain(opts[i].plan, rw)
 	}
 	r.Rows = append(r.Rows, []any{"noise choice", why}, []any{"accounting", costNote(opts[i].charge, status) + "; admitted by " + acct})
-	if m, ok := s.eng.be.(measuringBackend); ok {
-		where, statement, err := m.explain(ctx, s.eng.db, rw.Measurement, rw.NoPlan)
+	if m, ok := s.eng.be.(backend.Measurer); ok {
+		where, statement, err := m.Explain(ctx, s.eng.db, rw.Measurement, rw.NoPlan)
 		if err != nil {
 			return nil, err
 		}

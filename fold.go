@@ -15,7 +15,7 @@ import (
 // column-free expressions computed as constants (folder), which its
 // compiler prints as literals.
 func (e *Engine) rewritePrivate(ctx context.Context, p *planner.PrivateQuery) (*rewrite.Rewritten, error) {
-	if _, ok := e.be.(measuringBackend); ok {
+	if e.measurer() != nil {
 		p.Fold = e.folder(ctx, p)
 	}
 	return rewrite.Private(p)

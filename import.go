@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/dpsql/dpsql/backend"
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/csvimport"
 )
@@ -24,8 +25,8 @@ func (e *Engine) ImportCSV(ctx context.Context, table, path string, opts csvimpo
 	var n int64
 	var cols []csvimport.Column
 	var err error
-	if im, ok := e.be.(importingBackend); ok {
-		n, cols, err = im.importInto(ctx, e, table, path, opts) // all or nothing where the tables live
+	if im, ok := e.be.(backend.Importer); ok {
+		n, cols, err = e.importInto(ctx, im, table, path, opts) // all or nothing where the tables live
 	} else {
 		n, cols, err = e.importSQLite(ctx, table, path, opts)
 	}

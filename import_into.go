@@ -44,7 +44,7 @@ func (e *Engine) ImportInto(ctx context.Context, table, path string, opts csvimp
 		return 0, nil, fmt.Errorf("%w: importing data needs owner mode (run dpsql with --owner)", ErrOwnerOnly)
 	}
 	if e.be != nil {
-		return 0, nil, fmt.Errorf("%w: --replace and --append work on tables in a dpsql database file; replace or append to the table in %s (then RESET CACHE)", ErrUnsupported, e.be.where())
+		return 0, nil, fmt.Errorf("%w: --replace and --append work on tables in a dpsql database file; replace or append to the table in %s (then RESET CACHE)", ErrUnsupported, e.be.Where())
 	}
 	cat, err := e.catalog(ctx)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dpsql/dpsql/backend"
 	"github.com/dpsql/dpsql/backend/postgres"
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/cache"
@@ -47,17 +48,21 @@ func open(path string, opts Options) (*Engine, error) {
 	// makes every transaction take the write lock up front.
 	// The path is a file name, not a URI: '%' is escaped so that SQLite's
 	// URI decoding gives it back as written.
+	// The engine's backend, if any: a PostgreSQL database or a DuckDB
+	// file. Its mirrors' module is installed on the engine's SQLite
+	// driver before anything reads the catalog.
+	var be backend.Mirrored
 	var src *postgres.Source
-	if opts.Postgres != "" {
+	switch {
+	case opts.Postgres != "":
 		src = &postgres.Source{Knobs: opts.knobs, Observe: opts.pgSeen}
-	}
-	var duck duckBackend
-	if opts.DuckDB != "" {
-		if duck, err = newDuckBackend(opts.DuckDB, opts.duckMem, opts.duckSeen); err != nil {
+		be = src
+	case opts.DuckDB != "":
+		if be, err = newDuckBackend(opts.DuckDB, opts.duckMem, opts.duckSeen); err != nil {
 			return nil, err
 		}
 	}
-	db, state, err := openSQLite("file:"+strings.ReplaceAll(path, "%", "%25")+"?_pragma=busy_timeout(30000)&_txlock=immediate"+opts.dsnExtra, src, duck)
+	db, state, err := openSQLite("file:"+strings.ReplaceAll(path, "%", "%25")+"?_pragma=busy_timeout(30000)&_txlock=immediate"+opts.dsnExtra, be)
 	if err != nil {
 		return nil, err
 	}
@@ -73,23 +78,26 @@ func open(path string, opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	// The PostgreSQL source is registered before anything reads the
+	// The PostgreSQL source is connected before anything reads the
 	// catalog: reading a mirrored table's columns connects to it.
-	pg, err := openPostgres(ctx, db, path, opts, src)
+	onPostgres, err := openPostgres(ctx, db, path, opts, src)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	ledger, err := initState(ctx, db, state, pg, path, opts)
+	if !onPostgres {
+		src = nil
+	}
+	ledger, err := initState(ctx, db, state, src, path, opts)
 	if err != nil {
 		db.Close()
-		pg.close()
+		src.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	if duck != nil {
-		if err := mirrorDuckDB(ctx, db, duck, opts.Notify); err != nil && opts.Owner {
+	if be != nil && src == nil {
+		if err := mirror(ctx, db, be, opts.Notify); err != nil && opts.Owner {
 			db.Close()
-			duck.close()
+			be.Close()
 			return nil, err
 		}
 	}
@@ -98,12 +106,7 @@ func open(path string, opts Options) (*Engine, error) {
 		noise = mechanism.NewSecureNoiser(nil)
 	}
 	e := &Engine{db: db, state: state, reads: &storesql.Prepared{DB: state}, path: path, owner: opts.Owner, noise: noise, notify: opts.Notify, noCache: opts.NoCache, ledger: ledger, knobs: opts.knobs, store: newAnswerStore()}
-	switch {
-	case pg != nil:
-		e.be = pg
-	case duck != nil:
-		e.be = duckdbBackend{duck}
-	}
+	e.be = be
 	e.def = &Session{eng: e, owner: opts.Owner, noCache: opts.NoCache, settings: Settings{Epsilon: opts.Epsilon}, initial: Settings{Epsilon: opts.Epsilon}}
 	return e, nil
 }
@@ -161,7 +164,7 @@ func checkAnalystFile(ctx context.Context, db *sql.DB, path string) error {
 // initState makes the catalog, the budget and the cache (in the file,
 // or with the budget and policies in PostgreSQL) and returns the
 // budget's store.
-func initState(ctx context.Context, db, state *sql.DB, pg *pgSource, path string, opts Options) (*budget.Store, error) {
+func initState(ctx context.Context, db, state *sql.DB, pg *postgres.Source, path string, opts Options) (*budget.Store, error) {
 	ledger := budget.SQLite(db, state)
 	if pg == nil {
 		if err := catalog.Init(ctx, db); err != nil {
@@ -172,7 +175,7 @@ func initState(ctx context.Context, db, state *sql.DB, pg *pgSource, path string
 		}
 	} else {
 		var err error
-		if ledger, err = pg.prepare(ctx, db, path, opts); err != nil {
+		if ledger, err = preparePostgres(ctx, pg, db, path, opts); err != nil {
 			return nil, err
 		}
 	}

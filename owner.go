@@ -148,8 +148,8 @@ func (s *Session) policyStatement(ctx context.Context, stmt parser.Stmt, write f
 	}
 	defer tx.Rollback()
 	policies := storesql.On{R: tx}
-	if k, ok := s.eng.be.(policyKeepingBackend); ok {
-		db, postgres := k.policyStore()
+	if k, ok := s.eng.policyKeeper(); ok {
+		db, postgres := k.PolicyStore()
 		var ptx *sql.Tx
 		if ptx, err = db.BeginTx(ctx, nil); err != nil {
 			return nil, err
@@ -308,8 +308,8 @@ func (s *Session) dropTable(ctx context.Context, st *parser.DropTableStmt, cat *
 		}
 		return nil, &Error{Pos: st.Table.NamePos, Kind: ErrUnknownName, Msg: fmt.Sprintf("unknown table %q", st.Table.Name)}
 	}
-	if k, ok := s.eng.be.(policyKeepingBackend); ok {
-		return nil, &Error{Pos: st.DropPos, Kind: ErrUnsupported, Msg: "the tables live in " + k.where() + ": drop the table there (its mirror and policy go at the owner's next open)"}
+	if _, ok := s.eng.policyKeeper(); ok {
+		return nil, &Error{Pos: st.DropPos, Kind: ErrUnsupported, Msg: "the tables live in " + s.eng.be.Where() + ": drop the table there (its mirror and policy go at the owner's next open)"}
 	}
 	return s.policyStatement(ctx, st, func(on storesql.On) (string, error) {
 		if err := cat.DropTable(ctx, on, st.Table.Name); err != nil {

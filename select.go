@@ -204,9 +204,5 @@ func boundingNotes(res *Result, dropped *exec.Dropped, u catalog.Unit, contribut
 // prepare compiles p's scan for the backend, measured where the tables
 // live when the backend can (exec.Measurer).
 func (e *Engine) prepare(ctx context.Context, p *planner.PrivateQuery, rw *rewrite.Rewritten) (*exec.Prepared, error) {
-	var measurer exec.Measurer
-	if m, ok := e.be.(measuringBackend); ok {
-		measurer = m.measurer(e.db)
-	}
-	return exec.Prepare(ctx, e.db, p, rw, measurer)
+	return exec.Prepare(ctx, e.db, p, rw, e.measurer())
 }

@@ -212,19 +212,7 @@ func (c *compiler) rangeOf(a *measure.Arith) (expr, *big.Int, *big.Int) {
 	var lo, hi *big.Int
 	switch {
 	case a.Op == 0 && !a.Column.IsZero():
-		switch t := c.typeOf(a.Column); {
-		case t == Int32:
-			text, lo, hi = c.d.Widen(c.value(a.Column)), big.NewInt(math.MinInt32), big.NewInt(math.MaxInt32)
-		case t == Bool:
-			text, lo, hi = c.value(a.Column), big.NewInt(0), big.NewInt(1)
-		case isInt(t):
-			// A 64-bit column: any value; what computes with it is
-			// checked against the limit below.
-			text, lo, hi = c.value(a.Column), big.NewInt(math.MinInt64), big.NewInt(math.MaxInt64)
-		default:
-			panic(decline("arithmetic on a column that is not a number"))
-		}
-		return text, lo, hi
+		return c.columnRange(a.Column)
 	case textOp(a.Op) || a.IsText:
 		panic(decline("text in arithmetic"))
 	case a.Op == 'C':
@@ -245,22 +233,7 @@ func (c *compiler) rangeOf(a *measure.Arith) (expr, *big.Int, *big.Int) {
 		// LENGTH of text: its characters up to its first NUL (SQLite's).
 		return c.d.Widen(c.fn("length", c.chars(c.textExpr(a.X)))), big.NewInt(0), big.NewInt(1 << 40)
 	case a.Op == '%':
-		// x % c of integers, the sign of x (C's, SQLite's, DuckDB's and
-		// PostgreSQL's alike); SQLite's x % -1 is 0 where an engine may
-		// raise on -2^63 % -1: declined, as c = 0 is (rewrite).
-		if a.Y == nil || a.Y.Op != 0 || !a.Y.Column.IsZero() || a.Y.IsFloat || a.Y.Const == 0 || a.Y.Const == -1 || a.Y.Const == math.MinInt64 {
-			panic(decline("a remainder by anything but an integer constant other than 0 and -1"))
-		}
-		x, xl, xh := c.arithRange(a.X)
-		m := big.NewInt(max(a.Y.Const, -a.Y.Const) - 1)
-		lo, hi = new(big.Int).Neg(m), m
-		if xl.Sign() >= 0 {
-			lo = big.NewInt(0)
-		}
-		if xh.Sign() <= 0 {
-			hi = big.NewInt(0)
-		}
-		return paren(x, "%", num(a.Y.Const)), lo, hi
+		return c.remainder(a)
 	case a.Op == 0 && a.IsFloat:
 		panic(decline("a float in integer arithmetic"))
 	case a.Op == 0:
@@ -335,6 +308,41 @@ func (c *compiler) rangeOf(a *measure.Arith) (expr, *big.Int, *big.Int) {
 // double truncated toward zero, saturating at the ends of 64 bits (±Inf
 // too), and NaN — NULL to the reference — NULL. The double is bound
 // once (Let): it is read four times.
+// columnRange is an integer column, read as a 64-bit integer, and the
+// range of its values.
+func (c *compiler) columnRange(col measure.Col) (expr, *big.Int, *big.Int) {
+	switch t := c.typeOf(col); {
+	case t == Int32:
+		return c.d.Widen(c.value(col)), big.NewInt(math.MinInt32), big.NewInt(math.MaxInt32)
+	case t == Bool:
+		return c.value(col), big.NewInt(0), big.NewInt(1)
+	case isInt(t):
+		// A 64-bit column: any value; what computes with it is checked
+		// against the limit (rangeOf).
+		return c.value(col), big.NewInt(math.MinInt64), big.NewInt(math.MaxInt64)
+	}
+	panic(decline("arithmetic on a column that is not a number"))
+}
+
+// remainder is x % c of integers, the sign of x (C's, SQLite's, DuckDB's
+// and PostgreSQL's alike), and its range; SQLite's x % -1 is 0 where an
+// engine may raise on -2^63 % -1: declined, as c = 0 is (rewrite).
+func (c *compiler) remainder(a *measure.Arith) (expr, *big.Int, *big.Int) {
+	if a.Y == nil || a.Y.Op != 0 || !a.Y.Column.IsZero() || a.Y.IsFloat || a.Y.Const == 0 || a.Y.Const == -1 || a.Y.Const == math.MinInt64 {
+		panic(decline("a remainder by anything but an integer constant other than 0 and -1"))
+	}
+	x, xl, xh := c.arithRange(a.X)
+	m := big.NewInt(max(a.Y.Const, -a.Y.Const) - 1)
+	lo, hi := new(big.Int).Neg(m), m
+	if xl.Sign() >= 0 {
+		lo = big.NewInt(0)
+	}
+	if xh.Sign() <= 0 {
+		hi = big.NewInt(0)
+	}
+	return paren(x, "%", num(a.Y.Const)), lo, hi
+}
+
 func (c *compiler) castInt(x *measure.Arith) (expr, *big.Int, *big.Int) {
 	if c.textual(x) {
 		panic(decline("CAST of text to INTEGER")) // SQLite reads a numeric prefix

@@ -148,11 +148,22 @@ func open(path string, readOnly bool, settings string) (*sql.DB, error) {
 	return db, nil
 }
 
+// openError says why DuckDB would not open path, in dpsql's terms. It
+// tells the errors apart by DuckDB's error type (duckdb.Error): a
+// Connection error is this process holding the file under another
+// configuration (read-only in one engine, for writing in another); an IO
+// error about the file's lock is another process writing it. Within the
+// IO type, the lock is told from the file system's other refusals by the
+// message, which DuckDB gives no type of its own.
 func openError(path string, err error) error {
-	if strings.Contains(err.Error(), "different configuration") {
+	var de *duckdb.Error
+	if !errors.As(err, &de) {
+		return fmt.Errorf("opening DuckDB database %s: %v", path, firstLine(err.Error()))
+	}
+	if de.Type == duckdb.ErrorTypeConnection {
 		return fmt.Errorf("%s: %w (this process has it open read-only in another engine)", path, ErrInUse)
 	}
-	if strings.Contains(err.Error(), "lock") {
+	if de.Type == duckdb.ErrorTypeIO && strings.Contains(de.Msg, "lock") {
 		// DuckDB's own text advises its CLI's -readonly flag; say it in
 		// dpsql's terms, with the process that holds the file.
 		holder := "another process"
@@ -369,17 +380,29 @@ func (s *Source) Tables(ctx context.Context) ([]string, error) {
 // Quote quotes an identifier.
 func Quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
+// Where names DuckDB in messages (backend.Mirrored).
+func (s *Source) Where() string { return "DuckDB" }
+
 // Install registers the mirrors' module on drv, the SQLite driver private
 // to one engine.
-func Install(drv *sqlite.Driver, src *Source) error {
-	return drv.RegisterModule(Module, module{src: src})
+func (s *Source) Install(drv *sqlite.Driver) error {
+	return drv.RegisterModule(Module, module{src: s})
+}
+
+// Unmirrored says what keeps a DuckDB table from being mirrored.
+func (s *Source) Unmirrored() string {
+	return "the name is reserved or taken in the state file"
 }
 
 // Mirror declares in the state file db a mirror of every DuckDB table it
 // does not have yet, and returns the names added and those skipped
-// (reserved names, or a name taken in the file).
-func Mirror(ctx context.Context, db *sql.DB, src *Source) (added, skipped []string, err error) {
-	tables, err := src.Tables(ctx)
+// (reserved names, or a name taken in the file). A file not made yet
+// (the owner's first import makes it) has none.
+func (s *Source) Mirror(ctx context.Context, db *sql.DB) (added, skipped []string, err error) {
+	if _, err := os.Stat(s.Path); err != nil {
+		return nil, nil, nil
+	}
+	tables, err := s.Tables(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,10 +5,13 @@ package duckdb
 import (
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	duck "github.com/duckdb/duckdb-go/v2"
 )
 
 // newFile makes a DuckDB file with one table.
@@ -146,8 +149,34 @@ func TestGivenTempDirIsChecked(t *testing.T) {
 // TestLockErrorInDpsqlsTerms: DuckDB's lock error (which advises its CLI's
 // -readonly flag) becomes ErrInUse naming the process that holds the file.
 func TestLockErrorInDpsqlsTerms(t *testing.T) {
-	err := openError("/d/x.duckdb", errors.New(`IO Error: Could not set lock on file "/d/x.duckdb": Conflicting lock is held in /usr/bin/dpsql (PID 4242) by user ann. However, you would be able to open this database in read-only mode, e.g. by using the -readonly parameter in the CLI. See also https://duckdb.org/docs/stable/connect/concurrency`))
+	msg := `IO Error: Could not set lock on file "/d/x.duckdb": Conflicting lock is held in /usr/bin/dpsql (PID 4242) by user ann. However, you would be able to open this database in read-only mode, e.g. by using the -readonly parameter in the CLI. See also https://duckdb.org/docs/stable/connect/concurrency`
+	err := openError("/d/x.duckdb", fmt.Errorf("database/sql/driver: could not connect to database: %w", &duck.Error{Type: duck.ErrorTypeIO, Msg: msg}))
 	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "process 4242 has it open for writing") || strings.Contains(err.Error(), "-readonly") {
+		t.Errorf("%v", err)
+	}
+	// The same text without DuckDB's type (no error of DuckDB's) is not
+	// taken for a lock.
+	if err := openError("/d/x.duckdb", errors.New(msg)); errors.Is(err, ErrInUse) {
+		t.Errorf("an untyped error read as DuckDB's lock: %v", err)
+	}
+}
+
+// TestOpenInAnotherConfigurationIsInUse: this process holding a file
+// for writing, DuckDB refuses to open it read-only too (a Connection
+// error, told apart by its type): ErrInUse.
+func TestOpenInAnotherConfigurationIsInUse(t *testing.T) {
+	path := newFile(t)
+	w, err := open(path, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r, err := open(path, true, "")
+	if err == nil {
+		r.Close()
+		t.Fatal("DuckDB opened the file read-only beside its writing handle")
+	}
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "in another engine") {
 		t.Errorf("%v", err)
 	}
 }

@@ -164,13 +164,13 @@ const BudgetSchema = storesql.Schema
 // predicates) that can fail on some row, and a scan that fails or not
 // depending on one row would tell an analyst about it. A materialized view was computed when the
 // owner refreshed it; reading it computes nothing.
-func Mirror(ctx context.Context, db *sql.DB, src *Source) (added, skipped []string, err error) {
-	pool, id := src.Pool, src.ID
+func (s *Source) Mirror(ctx context.Context, db *sql.DB) (added, skipped []string, err error) {
+	pool, id := s.Pool, s.ID
 	const q = `SELECT n.nspname, c.relname, row_security_active(c.oid) FROM pg_catalog.pg_class c
 	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	WHERE n.nspname = (` + dataSchema + `) AND n.nspname <> '` + BudgetSchema + `' AND c.relkind IN ('r', 'p', 'm')
 	ORDER BY c.relname`
-	src.observe(q)
+	s.observe(q)
 	rows, err := pool.Query(ctx, q)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing PostgreSQL's tables: %w", err)
@@ -199,7 +199,7 @@ func Mirror(ctx context.Context, db *sql.DB, src *Source) (added, skipped []stri
 	const strays = `SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	WHERE n.nspname = '` + BudgetSchema + `' AND c.relkind IN ('r', 'p', 'm', 'v', 'f')
 	AND c.relname NOT IN ('budget', 'budget_resets', 'ledger', 'spent', 'analysts', 'auth_secret', 'adopted', 'watches', 'tables', 'bounds', 'domains') ORDER BY c.relname`
-	src.observe(strays)
+	s.observe(strays)
 	names, err := pool.Query(ctx, strays)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing PostgreSQL's tables: %w", err)

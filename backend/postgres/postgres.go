@@ -29,6 +29,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -42,7 +43,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/internal/knobs"
 	"github.com/dpsql/dpsql/measuresql"
 	"modernc.org/sqlite"
@@ -82,15 +85,21 @@ type Source struct {
 		sync.Mutex
 		known, utf8 bool
 	}
+	// ledger is the pool as a database/sql handle (PolicyStore), opened
+	// on first use.
+	ledger struct {
+		sync.Once
+		db *sql.DB
+	}
 }
 
-// Install registers the module that reads src's mirrored tables on drv,
-// the SQLite driver private to one engine (register it before drv opens
-// a connection; src's pool may come later). No process-wide registry is
-// involved: two engines over one state file each read through their own
-// pool.
-func Install(drv *sqlite.Driver, src *Source) error {
-	return drv.RegisterModule(Module, module{src: src})
+// Install registers the module that reads the source's mirrored tables
+// on drv, the SQLite driver private to one engine (register it before
+// drv opens a connection; the pool may come later). No process-wide
+// registry is involved: two engines over one state file each read
+// through their own pool.
+func (s *Source) Install(drv *sqlite.Driver) error {
+	return drv.RegisterModule(Module, module{src: s})
 }
 
 // observe shows sql to the source's observer, if any.
@@ -574,4 +583,51 @@ func finiteOrNull(f float64) vtab.Value {
 // floatFromBits decodes float8send's big-endian bits (NaN is NULL).
 func floatFromBits(b []byte) vtab.Value {
 	return finiteOrNull(math.Float64frombits(binary.BigEndian.Uint64(b)))
+}
+
+// Where names PostgreSQL in messages (backend.Mirrored).
+func (s *Source) Where() string { return "PostgreSQL" }
+
+// Unmirrored says what keeps a PostgreSQL table from being mirrored.
+func (s *Source) Unmirrored() string {
+	return "the name is reserved or taken in the state file, the table is under row-level security, or it is in the schema dpsql, which holds the budget"
+}
+
+// PolicyStore is the schema dpsql's database, through the pool
+// (backend.PolicyKeeper): the policies and the budget live there.
+func (s *Source) PolicyStore() (*sql.DB, bool) {
+	s.ledger.Do(func() { s.ledger.db = stdlib.OpenDBFromPool(s.Pool) })
+	return s.ledger.db, true
+}
+
+// Close closes the pool (and its database/sql handle); the engine's
+// SQLite connections, which read through it, are closed first.
+func (s *Source) Close() error {
+	if s == nil || s.Pool == nil {
+		return nil
+	}
+	s.ledger.Do(func() {}) // none opened from now on
+	if s.ledger.db != nil {
+		s.ledger.db.Close()
+	}
+	s.Pool.Close()
+	return nil
+}
+
+// Import loads a CSV file into a new PostgreSQL table
+// (backend.Importer): csvimport reads, checks and types it into a
+// scratch SQLite file (so a malformed file fails exactly as it does on
+// SQLite, before PostgreSQL is touched), then COPY moves the rows in one
+// PostgreSQL transaction.
+func (s *Source) Import(ctx context.Context, table, path string, opts csvimport.Options) (int64, []csvimport.Column, error) {
+	scratch, n, cols, err := csvimport.ImportScratch(ctx, table, path, opts)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer scratch.Close()
+	names, types := csvimport.NamesAndTypes(cols)
+	if _, err := CopyTable(ctx, s, scratch.DB, table, names, types); err != nil {
+		return 0, nil, err
+	}
+	return n, cols, nil
 }

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package dpsql
+package duckdb
 
 import (
 	"errors"
