@@ -38,7 +38,6 @@ package measuresql
 import (
 	"fmt"
 	"math/big"
-	"strconv"
 
 	"github.com/dpsql/dpsql/measure"
 )
@@ -318,7 +317,7 @@ func (c *compiler) compile() *query {
 	}
 	for i, k := range m.Keys {
 		e, filter, ko := c.keyExpr(k, !unit.IsZero())
-		name := "k" + strconv.Itoa(i)
+		name := string(numbered("k", i))
 		cols = append(cols, as{e, name})
 		keyNames, keyCols = append(keyNames, name), append(keyCols, as{e, name})
 		c.st.keys = append(c.st.keys, ko)
@@ -328,7 +327,7 @@ func (c *compiler) compile() *query {
 		}
 	}
 	for i := range m.Args {
-		cols = append(cols, as{c.argValue(i), "a" + strconv.Itoa(i)})
+		cols = append(cols, as{c.argValue(i), string(numbered("a", i))})
 	}
 	if m.Profile && !m.Unit.IsZero() {
 		c.st.profile = true

@@ -84,7 +84,7 @@ func (c *compiler) unbounded(rows *query, keyNames []string, specs []measure.Spe
 		case sp.Kind == measure.Units && c.keptUnits:
 			// The group's distinct units, on its first row only (the
 			// rows are per distinct value, and Decode adds them up).
-			first := bare(window{agg: c.fn("row_number"), part: exprs(keyNames...), order: group}, "=", raw("1"))
+			first := bare(c.rowNumber(exprs(keyNames...), group), "=", raw("1"))
 			c.st.outs[i] = specOut{col: c.out(&items, caseOf{whens: []when{{first, c.fn("max", raw("_nu"))}}, els: raw("0"), bare: true})}
 			units = true
 		case sp.Kind == measure.Rows || sp.Kind == measure.Units:
@@ -378,7 +378,12 @@ func (c *compiler) argNames() []expr {
 // shapes rank rows (rowRank) and groups (groupRank) with it.
 func (c *compiler) rank(name string, part, what []expr, key uint64, tie []expr) expr {
 	order := append([]expr{c.d.Hash(what, key)}, tie...)
-	return as{window{agg: c.fn("row_number"), part: part, order: order}, name}
+	return as{c.rowNumber(part, order), name}
+}
+
+// rowNumber is a row's number within part, in order.
+func (c *compiler) rowNumber(part, order []expr) expr {
+	return window{agg: c.fn("row_number"), part: part, order: order}
 }
 
 // rowRank is the rank rn of a row among its unit's rows in a group
