@@ -91,7 +91,9 @@ func open(path string, opts Options) (*Engine, error) {
 	ledger, err := initState(ctx, db, state, src, path, opts)
 	if err != nil {
 		db.Close()
-		src.Close()
+		if be != nil {
+			be.Close()
+		}
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	if be != nil && src == nil {
