@@ -81,13 +81,20 @@ type op struct {
 }
 
 func (o op) print(p *printer) {
-	if !o.bare {
+	p.parens(o.bare, func() {
+		o.x.print(p)
+		p.w(" " + o.o + " ")
+		o.y.print(p)
+	})
+}
+
+// parens prints body, in parentheses unless bare.
+func (p *printer) parens(bare bool, body func()) {
+	if !bare {
 		p.w("(")
 	}
-	o.x.print(p)
-	p.w(" " + o.o + " ")
-	o.y.print(p)
-	if !o.bare {
+	body()
+	if !bare {
 		p.w(")")
 	}
 }
@@ -104,14 +111,10 @@ type unary struct {
 }
 
 func (u unary) print(p *printer) {
-	if !u.bare {
-		p.w("(")
-	}
-	p.w(u.o)
-	u.x.print(p)
-	if !u.bare {
-		p.w(")")
-	}
+	p.parens(u.bare, func() {
+		p.w(u.o)
+		u.x.print(p)
+	})
 }
 
 // not is (NOT x).
@@ -185,24 +188,20 @@ type caseOf struct {
 }
 
 func (c caseOf) print(p *printer) {
-	if !c.bare {
-		p.w("(")
-	}
-	p.w("CASE")
-	for _, w := range c.whens {
-		p.w(" WHEN ")
-		w.cond.print(p)
-		p.w(" THEN ")
-		w.then.print(p)
-	}
-	if c.els != nil {
-		p.w(" ELSE ")
-		c.els.print(p)
-	}
-	p.w(" END")
-	if !c.bare {
-		p.w(")")
-	}
+	p.parens(c.bare, func() {
+		p.w("CASE")
+		for _, w := range c.whens {
+			p.w(" WHEN ")
+			w.cond.print(p)
+			p.w(" THEN ")
+			w.then.print(p)
+		}
+		if c.els != nil {
+			p.w(" ELSE ")
+			c.els.print(p)
+		}
+		p.w(" END")
+	})
 }
 
 // ifThen is (CASE WHEN cond THEN then ELSE els END).
@@ -227,18 +226,14 @@ type isNull struct {
 }
 
 func (n isNull) print(p *printer) {
-	if !n.bare {
-		p.w("(")
-	}
-	n.x.print(p)
-	if n.not {
-		p.w(" IS NOT NULL")
-	} else {
-		p.w(" IS NULL")
-	}
-	if !n.bare {
-		p.w(")")
-	}
+	p.parens(n.bare, func() {
+		n.x.print(p)
+		if n.not {
+			p.w(" IS NOT NULL")
+		} else {
+			p.w(" IS NULL")
+		}
+	})
 }
 
 // in is (x IN (list)).
@@ -300,8 +295,7 @@ func exprs(names ...string) []expr {
 	return out
 }
 
-// printed is a node printed on its own, as text (the tests', and
-// TruncDiv's operands in the dialect tests).
+// printed is a node printed on its own, as text (for the tests).
 func printed(d Dialect, x expr) string {
 	p := &printer{d: d}
 	x.print(p)
