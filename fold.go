@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 
+	"github.com/dpsql/dpsql/backend"
 	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/parser"
 	"github.com/dpsql/dpsql/planner"
@@ -15,7 +16,7 @@ import (
 // column-free expressions computed as constants (folder), which its
 // compiler prints as literals.
 func (e *Engine) rewritePrivate(ctx context.Context, p *planner.PrivateQuery) (*rewrite.Rewritten, error) {
-	if e.measurer() != nil {
+	if _, ok := e.be.(backend.Measurer); ok {
 		p.Fold = e.folder(ctx, p)
 	}
 	return rewrite.Private(p)

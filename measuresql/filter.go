@@ -124,7 +124,7 @@ func (c *compiler) filter(f measure.Filter) expr {
 		}
 		if t == Real {
 			if f.Not {
-				return paren(isNull{x: v, not: true, bare: true}, "AND", unary{o: "NOT ", x: c.d.IsNaN(v), bare: true})
+				return paren(isNull{x: v, not: true, bare: true}, "AND", c.notIsNaN(v))
 			}
 			return paren(isNull{x: v, bare: true}, "OR", c.d.IsNaN(v))
 		}

@@ -276,7 +276,7 @@ func (c *compiler) grouped() rel {
 			e = c.fn(a.Func, c.value(a.Column))
 		}
 		if a.Func != "" && !a.Column.IsZero() && c.typeOf(a.Column) == Real {
-			e = filtered{e, unary{o: "NOT ", x: c.d.IsNaN(c.value(a.Column)), bare: true}}
+			e = filtered{e, c.notIsNaN(c.value(a.Column))}
 		}
 		q.items = append(q.items, as{e, string(numbered("o", i))})
 	}
@@ -308,7 +308,7 @@ func (c *compiler) compareColumns(x measure.Col, op string, y measure.Col) expr 
 	case isInt(tx) && isInt(ty):
 		return bare(c.value(x), op, c.value(y))
 	case tx == Real && ty == Real:
-		return formOf("({})", list{[]expr{bare(c.value(x), op, c.value(y)), c.notNaNs(x), c.notNaNs(y)}, " AND "})
+		return formOf("({})", list{[]expr{bare(c.value(x), op, c.value(y)), c.notIsNaN(c.value(x)), c.notIsNaN(c.value(y))}, " AND "})
 	}
 	panic(decline("a join comparison of columns of two classes (or of text)"))
 }
@@ -319,12 +319,12 @@ func (c *compiler) equal(x, y measure.Col) expr {
 	case isInt(tx) && isInt(ty), tx == Text && ty == Text:
 		return bare(c.value(x), "=", c.value(y))
 	case tx == Real && ty == Real:
-		return paren(bare(c.value(x), "=", c.value(y)), "AND", c.notNaNs(x))
+		return paren(bare(c.value(x), "=", c.value(y)), "AND", c.notIsNaN(c.value(x)))
 	}
 	panic(decline("a join of columns of two classes"))
 }
 
-// notNaNs is NOT isnan(col): a float column's value is a number or NULL.
-func (c *compiler) notNaNs(col measure.Col) expr {
-	return unary{o: "NOT ", x: c.d.IsNaN(c.value(col)), bare: true}
+// notIsNaN is NOT isnan(x), bare: the double x is a number or NULL.
+func (c *compiler) notIsNaN(x expr) expr {
+	return unary{o: "NOT ", x: c.d.IsNaN(x), bare: true}
 }

@@ -127,7 +127,7 @@ func (c *compiler) bin(x expr, t Type, b *measure.Bin) (expr, Type) {
 			panic(decline("a bin multiplied by -2^63"))
 		}
 		if m == 0 {
-			return ifThen(isNull{x: q, bare: true}, raw("NULL"), raw("0")), Integer
+			return c.known(q, "0"), Integer
 		}
 		l := math.MaxInt64 / max(m, -m)
 		return caseOf{whens: []when{{formOf("{} BETWEEN {} AND {}", q, num(-l), num(l)), bare(q, "*", num(m))}}}, Integer

@@ -94,7 +94,7 @@ func (c *compiler) unbounded(rows *query, keyNames []string, specs []measure.Spe
 			c.st.outs[i] = specOut{col: c.out(&items, c.count(sp.Arg))}
 		case sp.Kind == measure.Sum:
 			e, f := c.clipped(sp.Arg, sp.Lo, sp.Hi)
-			c.st.outs[i] = specOut{col: c.out(&items, c.fn("sum", e)), shift: f}
+			c.st.outs[i] = specOut{col: c.out(&items, c.sum(e)), shift: f}
 		case sp.Kind == measure.Squares:
 			c.st.outs[i] = c.squares(&items, sp)
 		case sp.Kind == measure.UnitRows || sp.Kind == measure.UnitValues:
@@ -119,10 +119,10 @@ func (c *compiler) unbounded(rows *query, keyNames []string, specs []measure.Spe
 			// itself.
 			f := unitGrid(sp)
 			if isInt(c.argType(sp.Arg)) && integerBounds(sp.Lo, sp.Hi) && f >= 0 {
-				c.st.outs[i] = specOut{col: c.out(&items, c.fn("sum", intClip(numbered("a", sp.Arg), sp.Lo, sp.Hi)))}
+				c.st.outs[i] = specOut{col: c.out(&items, c.sum(intClip(numbered("a", sp.Arg), sp.Lo, sp.Hi)))}
 				break
 			}
-			c.st.outs[i] = specOut{col: c.out(&items, c.fn("sum", c.onGrid(sp.Arg, sp.Lo, sp.Hi, f))), shift: f}
+			c.st.outs[i] = specOut{col: c.out(&items, c.sum(c.onGrid(sp.Arg, sp.Lo, sp.Hi, f))), shift: f}
 		default:
 			panic(decline("spec " + sp.String()))
 		}
@@ -140,6 +140,14 @@ func (c *compiler) unbounded(rows *query, keyNames []string, specs []measure.Spe
 		q.from = join{kind: innerJoin, left: withName{name: "kr", alias: "r"}, right: nu, on: on}
 	}
 	return q
+}
+
+// sum is the dialect's SUM of x.
+func (c *compiler) sum(x expr) expr { return c.fn("sum", x) }
+
+// sumWhere is the sum of x over the rows where cond holds, 0 for none.
+func (c *compiler) sumWhere(cond, x expr) expr {
+	return call{fn: "COALESCE", args: []expr{c.sum(caseOf{whens: []when{{cond, x}}, els: raw("0"), bare: true}), raw("0")}}
 }
 
 // wide is x cast to the dialect's wide integer type.
@@ -167,7 +175,7 @@ func (c *compiler) squareTerms(sp measure.Spec) (clip, square expr, f int) {
 // squares prints a q spec's Σc, Σc² and count.
 func (c *compiler) squares(items *[]expr, sp measure.Spec) specOut {
 	e, sq, f := c.squareTerms(sp)
-	col := c.out(items, c.fn("sum", e), c.fn("sum", sq), c.count(sp.Arg))
+	col := c.out(items, c.sum(e), c.sum(sq), c.count(sp.Arg))
 	return specOut{col: col, q: true, mid: sp.Lo/2 + sp.Hi/2, shift: f}
 }
 
@@ -220,7 +228,6 @@ type boundedMeasures struct {
 // bounded form (and sets the outputs' places).
 func (c *compiler) boundedSpecs(specs []measure.Spec) boundedMeasures {
 	var b boundedMeasures
-	sum := func(x expr) expr { return c.fn("sum", x) }
 	c.st.outs = make([]specOut, len(specs))
 	for i, sp := range specs {
 		v := string(numbered("v", i))
@@ -235,15 +242,15 @@ func (c *compiler) boundedSpecs(specs []measure.Spec) boundedMeasures {
 			case measure.Sum:
 				var e expr
 				e, f = c.clipped(sp.Arg, sp.Lo, sp.Hi)
-				agg = sum(e)
+				agg = c.sum(e)
 			}
 			b.rowAggs = append(b.rowAggs, as{agg, v})
-			c.st.outs[i] = specOut{col: c.out(&b.final, sum(raw(v))), shift: f}
+			c.st.outs[i] = specOut{col: c.out(&b.final, c.sum(raw(v))), shift: f}
 		case measure.Squares:
 			b.needRank = true
 			e, sq, f := c.squareTerms(sp)
-			b.rowAggs = append(b.rowAggs, as{sum(e), v + "s"}, as{sum(sq), v + "q"}, as{c.count(sp.Arg), v + "c"})
-			col := c.out(&b.final, sum(raw(v+"s")), sum(raw(v+"q")), sum(raw(v+"c")))
+			b.rowAggs = append(b.rowAggs, as{c.sum(e), v + "s"}, as{c.sum(sq), v + "q"}, as{c.count(sp.Arg), v + "c"})
+			col := c.out(&b.final, c.sum(raw(v+"s")), c.sum(raw(v+"q")), c.sum(raw(v+"c")))
 			c.st.outs[i] = specOut{col: col, q: true, mid: sp.Lo/2 + sp.Hi/2, shift: f}
 		case measure.Units:
 			c.st.outs[i] = specOut{col: c.out(&b.final, c.countRows())}
@@ -258,7 +265,7 @@ func (c *compiler) boundedSpecs(specs []measure.Spec) boundedMeasures {
 				cnt = c.count(sp.Arg)
 			}
 			b.ug = append(b.ug, as{cnt, v})
-			c.st.outs[i] = specOut{col: c.out(&b.final, sum(intClip(raw(v), sp.Lo, sp.Hi)))}
+			c.st.outs[i] = specOut{col: c.out(&b.final, c.sum(intClip(raw(v), sp.Lo, sp.Hi)))}
 		case measure.UnitsWithValue:
 			b.ug = append(b.ug, as{c.count(sp.Arg), v})
 			c.st.outs[i] = specOut{col: c.out(&b.final, filtered{c.countRows(), bare(raw(v), ">", raw("0"))})}
@@ -273,29 +280,28 @@ func (c *compiler) boundedSpecs(specs []measure.Spec) boundedMeasures {
 // unit's exact sum of its rows' terms on the grid), as integers
 // (measure.UnitGrid).
 func (c *compiler) unitSum(b *boundedMeasures, sp measure.Spec, v string) specOut {
-	sum := func(x expr) expr { return c.fn("sum", x) }
 	f := unitGrid(sp)
 	_, r, _ := measure.UnitGrid(sp.Lo, sp.Hi)
 	if sp.Kind == measure.UnitMean {
 		// The unit's sum clipped to n times the bounds, then over n on
 		// the finer grid (measure.MeanBits), truncated.
-		b.ug = append(b.ug, as{sum(c.wide(c.onGrid(sp.Arg, -r, r, f))), v + "s"}, as{c.count(sp.Arg), v + "n"})
+		b.ug = append(b.ug, as{c.sum(c.wide(c.onGrid(sp.Arg, -r, r, f))), v + "s"}, as{c.count(sp.Arg), v + "n"})
 		l, h := whole(math.Ldexp(sp.Lo, f)), whole(math.Ldexp(sp.Hi, f))
 		n, s := c.wide(raw(v+"n")), raw(v+"s")
 		clipped := caseOf{whens: []when{{bare(s, "<", bare(n, "*", l)), bare(n, "*", l)}, {bare(s, ">", bare(n, "*", h)), bare(n, "*", h)}}, els: s}
 		mean := c.d.WideDiv(bare(clipped, "*", num(int64(1)<<measure.MeanBits)), call{fn: "NULLIF", args: []expr{raw(v + "n"), raw("0")}})
-		return specOut{col: c.out(&b.final, sum(mean)), shift: f + measure.MeanBits}
+		return specOut{col: c.out(&b.final, c.sum(mean)), shift: f + measure.MeanBits}
 	}
 	if isInt(c.argType(sp.Arg)) && integerBounds(sp.Lo, sp.Hi) && f >= 0 {
 		// An integer column on a grid of F ≥ 0: each term is 2^F times the
 		// value as a double clamped to ±r (r is a power of 2 below 2^63,
 		// so clamping the integer first is the same), summed and clipped
 		// as integers at F = 0.
-		b.ug = append(b.ug, as{sum(c.wide(c.d.ToDouble(intClip(numbered("a", sp.Arg), -r, r)))), v})
-		return specOut{col: c.out(&b.final, sum(intClip(raw(v), sp.Lo, sp.Hi)))}
+		b.ug = append(b.ug, as{c.sum(c.wide(c.d.ToDouble(intClip(numbered("a", sp.Arg), -r, r)))), v})
+		return specOut{col: c.out(&b.final, c.sum(intClip(raw(v), sp.Lo, sp.Hi)))}
 	}
-	b.ug = append(b.ug, as{sum(c.wide(c.onGrid(sp.Arg, -r, r, f))), v})
-	return specOut{col: c.out(&b.final, sum(intClip(raw(v), math.Ldexp(sp.Lo, f), math.Ldexp(sp.Hi, f)))), shift: f}
+	b.ug = append(b.ug, as{c.sum(c.wide(c.onGrid(sp.Arg, -r, r, f))), v})
+	return specOut{col: c.out(&b.final, c.sum(intClip(raw(v), math.Ldexp(sp.Lo, f), math.Ldexp(sp.Hi, f)))), shift: f}
 }
 
 // perUnit is the relation of each unit's measurements per group (alias
@@ -495,9 +501,8 @@ func (c *compiler) withDropped(measured *query, keyCols, keyFilters []expr, keyN
 // bounding dropped (measure.Dropped) over perGroup, each unit's rows per
 // group (_n); it places their columns after the measurement's.
 func (c *compiler) dropped(perGroup rel) *query {
-	sum := func(x expr) expr { return c.fn("sum", x) }
 	n := raw("_n")
-	perUnit := &query{items: []expr{raw("u"), as{sum(n), "t"}, as{c.countRows(), "g"}, as{sum(c.atMostRows(n)), "s"}, as{c.fn("max", n), "mx"}},
+	perUnit := &query{items: []expr{raw("u"), as{c.sum(n), "t"}, as{c.countRows(), "g"}, as{c.sum(c.atMostRows(n)), "s"}, as{c.fn("max", n), "mx"}},
 		from: perGroup, groupBy: exprs("u"), alias: "pu"}
 	c.st.dropped = c.st.width()
 	return &query{items: c.droppedCounts(nil, "g", "t", "s", "mx"), from: perUnit, alias: "dr"}
@@ -514,7 +519,7 @@ func (c *compiler) atMostRows(n expr) expr {
 func (c *compiler) unitTotals() []expr {
 	over := func(agg expr, name string) expr { return as{window{agg: agg, part: exprs("u")}, name} }
 	n := raw("_n")
-	return []expr{over(c.countRows(), "_g"), over(c.fn("sum", n), "_t"), over(c.fn("sum", c.atMostRows(n)), "_s"), over(c.fn("max", n), "_mx")}
+	return []expr{over(c.countRows(), "_g"), over(c.sum(n), "_t"), over(c.sum(c.atMostRows(n)), "_s"), over(c.fn("max", n), "_mx")}
 }
 
 // droppedCounts are the three counts (du, da, ds) over the units, from
@@ -533,7 +538,7 @@ func (c *compiler) droppedCounts(first expr, g, t, s, mx string) []expr {
 	den := paren(c.wide(raw(g)), "*", c.wide(raw(t)))
 	kept := c.wide(caseOf{whens: []when{{bare(raw(g), ">", l0), l0}}, els: raw(g), bare: true})
 	share := c.d.WideDiv(bare(paren(den, "-", bare(kept, "*", c.wide(raw(s)))), "*", num(1<<measure.DroppedBits)), den)
-	total := call{fn: "COALESCE", args: []expr{c.fn("sum", caseOf{whens: []when{{affected, share}}, els: raw("0"), bare: true}), raw("0")}}
+	total := c.sumWhere(affected, share)
 	return []expr{as{c.d.ToText(units), "du"}, as{c.d.ToText(filtered{c.countRows(), affected}), "da"}, as{c.d.ToText(total), "ds"}}
 }
 
@@ -569,7 +574,7 @@ func (c *compiler) profile(keyCols, keyFilters []expr, keyNames []string) *query
 	for i := 0; i <= len(measure.ProfileCandidates); i++ {
 		units = append(units, as{c.d.ToText(filtered{c.countRows(), bare(bin(raw("g")), "=", num(i))}), string(numbered("h", i))})
 		share := c.d.TruncDiv(num(1<<measure.ProfileBits), raw("g"))
-		total := call{fn: "COALESCE", args: []expr{c.fn("sum", caseOf{whens: []when{{bare(bin(raw("_n")), "=", num(i)), share}}, els: raw("0"), bare: true}), raw("0")}}
+		total := c.sumWhere(bare(bin(raw("_n")), "=", num(i)), share)
 		rows = append(rows, as{c.d.ToText(total), string(numbered("r", i))})
 	}
 	hu := &query{items: units, from: perUnit, alias: "hu"}

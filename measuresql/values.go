@@ -251,7 +251,7 @@ func (c *compiler) neighbours(v any, t Type) (below, above expr, ok bool) {
 func (c *compiler) count(arg int) expr {
 	a := numbered("a", arg)
 	if c.argType(arg) == Real {
-		return c.fn("count", caseOf{whens: []when{{unary{o: "NOT ", x: c.d.IsNaN(a), bare: true}, raw("1")}}, bare: true})
+		return c.fn("count", caseOf{whens: []when{{c.notIsNaN(a), raw("1")}}, bare: true})
 	}
 	return c.fn("count", a)
 }
