@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dpsql/dpsql/backend"
+	sqlitemeasure "github.com/dpsql/dpsql/backend/sqlite"
 	"github.com/dpsql/dpsql/csvimport"
 	"github.com/dpsql/dpsql/exec"
 	"github.com/dpsql/dpsql/measure"
@@ -42,13 +43,24 @@ func (m stateMeasurer) Measure(ctx context.Context, plan *measure.Plan, key uint
 	return st.Measured(groups), true, nil
 }
 
-// measurer is the backend's measurer, bound to the engine's file (nil:
+// measurer is the engine's compiled measurer, bound to its file (nil:
 // the reference evaluator measures every scan).
 func (e *Engine) measurer() exec.Measurer {
-	if m, ok := e.be.(backend.Measurer); ok {
+	if m := e.compiler(); m != nil {
 		return stateMeasurer{m, e.db}
 	}
 	return nil
+}
+
+// compiler is what compiles the engine's scans: the backend's Measurer,
+// or without a backend SQLite's own (backend/sqlite), which measures the
+// file's STRICT tables in SQL; nil for a backend without one.
+func (e *Engine) compiler() backend.Measurer {
+	if e.be == nil {
+		return sqlitemeasure.Measurer{}
+	}
+	m, _ := e.be.(backend.Measurer)
+	return m
 }
 
 // policyKeeper is the backend that keeps the policies and the budget, if

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dpsql/dpsql/backend"
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/exec"
@@ -130,7 +129,7 @@ func (s *Session) explainPrivate(ctx context.Context, st *parser.SelectStmt, p *
 		r = exec.Explain(opts[i].plan, rw)
 	}
 	r.Rows = append(r.Rows, []any{"noise choice", why}, []any{"accounting", costNote(opts[i].charge, status) + "; admitted by " + acct})
-	if m, ok := s.eng.be.(backend.Measurer); ok {
+	if m := s.eng.compiler(); m != nil {
 		where, statement, err := m.Explain(ctx, s.eng.db, rw.Measurement, rw.NoPlan)
 		if err != nil {
 			return nil, err

@@ -527,7 +527,9 @@ func createSQL(table string, cols []Column) string {
 	for i, c := range cols {
 		defs[i] = parser.QuoteIdent(c.Name) + " " + c.Type
 	}
-	return "CREATE TABLE " + parser.QuoteIdent(table) + " (" + strings.Join(defs, ", ") + ")"
+	// STRICT: each column holds its class alone (NULL aside), so the
+	// compiled measurement (backend/sqlite) reads it as the reference does.
+	return "CREATE TABLE " + parser.QuoteIdent(table) + " (" + strings.Join(defs, ", ") + ") STRICT"
 }
 
 // convert turns a field into the value stored for a column of kind k,
@@ -553,12 +555,13 @@ func convert(v string, k kind, seen *kind, big *bool) any {
 			return f
 		}
 		*seen = kindText // not a number a REAL holds exactly
-		return v
+		return nil       // this pass is rolled back (a STRICT column would refuse v)
 	}
-	// An INTEGER column meets something else: keep the value as written
-	// for now; Import runs a second pass with the final types.
+	// An INTEGER column meets something else: this pass is rolled back,
+	// and Import runs a second one with the final types (a STRICT column
+	// would refuse v; NULL stands in for it meanwhile).
 	*seen = max(*seen, kindOf(v))
-	return v
+	return nil
 }
 
 // finalKinds returns the types a second pass must use, or nil when every

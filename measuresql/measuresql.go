@@ -109,6 +109,14 @@ type Dialect interface {
 	// WideDiv divides x, an integer of the wide type, by the positive
 	// 64-bit integer y, truncating toward zero.
 	WideDiv(x, y expr) expr
+	// WideOp is x op y (op '*' or '-') of integers of the wide type,
+	// exactly.
+	WideOp(x expr, op byte, y expr) expr
+	// NarrowSum is the exact sum of x clipped to [lo, hi] (integer
+	// literals) as one aggregate, for a dialect that cannot compare a wide
+	// sum with a number in SQL; ok is false where it can (the compiler
+	// then clips the SUM with CASE).
+	NarrowSum(x, lo, hi expr) (e expr, ok bool)
 	// Match is whether text x matches the regular expression re, whose
 	// value is anchored at both ends: (?s)^(?:...)$ in RE2 and
 	// PostgreSQL's advanced expressions alike.

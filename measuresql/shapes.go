@@ -169,7 +169,7 @@ func (c *compiler) squareTerms(sp measure.Spec) (clip, square expr, f int) {
 		clip = c.onGrid(sp.Arg, sp.Lo, sp.Hi, f)
 	}
 	sq := c.wide(clip)
-	return clip, bare(sq, "*", sq), f
+	return clip, c.d.WideOp(sq, '*', sq), f
 }
 
 // squares prints a q spec's Σc, Σc² and count.
@@ -282,11 +282,14 @@ func (c *compiler) boundedSpecs(specs []measure.Spec) boundedMeasures {
 func (c *compiler) unitSum(b *boundedMeasures, sp measure.Spec, v string) specOut {
 	f := unitGrid(sp)
 	_, r, _ := measure.UnitGrid(sp.Lo, sp.Hi)
+	l, h := whole(math.Ldexp(sp.Lo, f)), whole(math.Ldexp(sp.Hi, f))
+	if _, narrow := c.d.NarrowSum(nil, l, h); narrow && sp.Kind == measure.UnitMean {
+		panic(decline("a per-unit mean (its sum is clipped to bounds its count scales) in a dialect that cannot compare wide sums"))
+	}
 	if sp.Kind == measure.UnitMean {
 		// The unit's sum clipped to n times the bounds, then over n on
 		// the finer grid (measure.MeanBits), truncated.
 		b.ug = append(b.ug, as{c.sum(c.wide(c.onGrid(sp.Arg, -r, r, f))), v + "s"}, as{c.count(sp.Arg), v + "n"})
-		l, h := whole(math.Ldexp(sp.Lo, f)), whole(math.Ldexp(sp.Hi, f))
 		n, s := c.wide(raw(v+"n")), raw(v+"s")
 		clipped := caseOf{whens: []when{{bare(s, "<", bare(n, "*", l)), bare(n, "*", l)}, {bare(s, ">", bare(n, "*", h)), bare(n, "*", h)}}, els: s}
 		mean := c.d.WideDiv(bare(clipped, "*", num(int64(1)<<measure.MeanBits)), call{fn: "NULLIF", args: []expr{raw(v + "n"), raw("0")}})
@@ -297,10 +300,20 @@ func (c *compiler) unitSum(b *boundedMeasures, sp measure.Spec, v string) specOu
 		// value as a double clamped to ±r (r is a power of 2 below 2^63,
 		// so clamping the integer first is the same), summed and clipped
 		// as integers at F = 0.
-		b.ug = append(b.ug, as{c.sum(c.wide(c.d.ToDouble(intClip(numbered("a", sp.Arg), -r, r)))), v})
+		term := c.wide(c.d.ToDouble(intClip(numbered("a", sp.Arg), -r, r)))
+		if narrow, ok := c.d.NarrowSum(term, whole(sp.Lo), whole(sp.Hi)); ok {
+			b.ug = append(b.ug, as{narrow, v})
+			return specOut{col: c.out(&b.final, c.sum(raw(v)))}
+		}
+		b.ug = append(b.ug, as{c.sum(term), v})
 		return specOut{col: c.out(&b.final, c.sum(intClip(raw(v), sp.Lo, sp.Hi)))}
 	}
-	b.ug = append(b.ug, as{c.sum(c.wide(c.onGrid(sp.Arg, -r, r, f))), v})
+	term := c.wide(c.onGrid(sp.Arg, -r, r, f))
+	if narrow, ok := c.d.NarrowSum(term, l, h); ok {
+		b.ug = append(b.ug, as{narrow, v})
+		return specOut{col: c.out(&b.final, c.sum(raw(v))), shift: f}
+	}
+	b.ug = append(b.ug, as{c.sum(term), v})
 	return specOut{col: c.out(&b.final, c.sum(intClip(raw(v), math.Ldexp(sp.Lo, f), math.Ldexp(sp.Hi, f)))), shift: f}
 }
 
@@ -535,9 +548,9 @@ func (c *compiler) droppedCounts(first expr, g, t, s, mx string) []expr {
 		units = filtered{units, first}
 	}
 	// floor(2^B·(g·t − min(g, l0)·s) / (g·t)), in the wide type.
-	den := paren(c.wide(raw(g)), "*", c.wide(raw(t)))
+	den := c.d.WideOp(c.wide(raw(g)), '*', c.wide(raw(t)))
 	kept := c.wide(caseOf{whens: []when{{bare(raw(g), ">", l0), l0}}, els: raw(g), bare: true})
-	share := c.d.WideDiv(bare(paren(den, "-", bare(kept, "*", c.wide(raw(s)))), "*", num(1<<measure.DroppedBits)), den)
+	share := c.d.WideDiv(c.d.WideOp(c.d.WideOp(den, '-', c.d.WideOp(kept, '*', c.wide(raw(s)))), '*', num(1<<measure.DroppedBits)), den)
 	total := c.sumWhere(affected, share)
 	return []expr{as{c.d.ToText(units), "du"}, as{c.d.ToText(filtered{c.countRows(), affected}), "da"}, as{c.d.ToText(total), "ds"}}
 }

@@ -49,3 +49,9 @@ func (Standard) SemiJoin(_, _, _ expr) (expr, bool) { return nil, true }
 
 // With reads the relation as the engine decides.
 func (Standard) With(name string, body expr, _ bool) expr { return formOf(name+" AS ({})", body) }
+
+// WideOp is the operator on the wide type.
+func (Standard) WideOp(x expr, op byte, y expr) expr { return paren(x, string(op), y) }
+
+// NarrowSum is none: the wide type compares with numbers.
+func (Standard) NarrowSum(_, _, _ expr) (expr, bool) { return nil, false }

@@ -1,0 +1,148 @@
+package totality_test
+
+import (
+	"database/sql"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/internal/testing/enginetest"
+	"github.com/dpsql/dpsql/internal/testopts"
+)
+
+// sqliteAdversarial makes a SQLite file at path with the STRICT table a
+// (which the SQLite dialect compiles) holding the values that make a
+// careless expression raise or round: the extremes of 64-bit integers,
+// ±Inf, −0, the largest and smallest doubles, text that looks like a
+// number, text with a NUL, huge text, NULLs; then the policy script pol.
+func sqliteAdversarial(t *testing.T, pol string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "adv.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	big := strings.Repeat("y", 100000)
+	if _, err := db.Exec(`CREATE TABLE a (uid INTEGER, i INTEGER, i64 INTEGER, f8 REAL, s TEXT, g TEXT) STRICT`); err != nil {
+		t.Fatal(err)
+	}
+	rows := [][]any{
+		{1, -128, int64(-9223372036854775808), math.Inf(1), "", "a"},
+		{1, 127, int64(9223372036854775807), math.Inf(-1), "abc", "b"},
+		{2, 0, 0, 1.7976931348623157e308, big, "a"},
+		{2, nil, nil, nil, nil, nil},
+		{3, -1, -1, math.Copysign(0, -1), "1e999", "c"},
+		{3, 1, 1, -1.7976931348623157e308, "-1e999", "c"},
+		{4, 5, 5, 4.9e-324, " 12.5e1x", nil},
+		{nil, 5, 5, 2.5, "0x10", "a"},
+		{5, 1, 9007199254740993, 1, "ABC", "A"},
+		{5, 2, -9007199254740993, -2.5, "a\x00b", "b"},
+		{6, 3, 4611686018427387904, 0.1, "12", "zz"},
+	}
+	for _, r := range rows {
+		if _, err := db.Exec(`INSERT INTO a VALUES (?, ?, ?, ?, ?, ?)`, r...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	owner, err := dpsql.Open(path, dpsql.Options{Owner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	enginetest.Run(t, owner, `SET BUDGET epsilon = 1e6; `+pol)
+	return path
+}
+
+// openSQLite opens the SQLite file path as an analyst with zero noise
+// and the test knobs k; the test closes it.
+func openSQLite(t *testing.T, path string, k *knobs.Knobs) *dpsql.Engine {
+	t.Helper()
+	e, err := dpsql.Open(path, dpsql.Options{Testing: &testopts.Options{Noise: testopts.ZeroNoise(), Knobs: k}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// TestSQLiteCompiledMeasurementIsTotal is the totality property on
+// SQLite's own compiled measurement (backend/sqlite): over the
+// adversarial STRICT table, every aggregate kind over every column, with
+// declared bounds (at the edges of what the fixed-point sums allow),
+// grouped and filtered, with and without units, succeeds and equals the
+// reference evaluator's answer (zero noise, bounds no unit reaches).
+func TestSQLiteCompiledMeasurementIsTotal(t *testing.T) {
+	t.Parallel()
+	cols := []string{"i", "i64", "f8", "s"}
+	aggs := []string{"COUNT(*)", "COUNT(%s)", "SUM(%s)", "AVG(%s)", "VARIANCE(%s)", "STDDEV(%s)", "COUNT(DISTINCT %s)",
+		"PERCENTILE_CONT(%s, 0.5)", "SUM(%s, contribution_bounds_per_row => (-9007199254740992, 9007199254740992))",
+		"SUM(%s, contribution_bounds_per_row => (-1e300, 1e300))", "AVG(%s, contribution_bounds_per_row => (-1e-300, 1e-300))",
+		"SUM(%s, contribution_bounds_per_row => (0.1, 0.7))", "VARIANCE(%s, contribution_bounds_per_row => (-274877906944, 274877906944))",
+		"VARIANCE(%s, contribution_bounds_per_row => (-0.5, 1e6))",
+		"SUM(CASE WHEN %s > 0 THEN %s WHEN %s IS NULL THEN 2.5 ELSE 1 END, contribution_bounds_per_row => (-5, 5))",
+		"COUNT(CASE WHEN %s < 2.5 THEN 1 END)",
+		"SUM(%s, contribution_bounds_per_group => (-5, 5))", "COUNT(%s, contribution_bounds_per_group => (0, 1))",
+		"SUM(%s, contribution_bounds_per_group => (-0.75, 2.5)), AVG(%s, contribution_bounds_per_group => (-2.5, 1e6))",
+		"SUM(%s * 2, contribution_bounds_per_row => (-300, 300))", "SUM(%s * 0.5 + 1, contribution_bounds_per_row => (-50, 50))",
+		"SUM(ABS(%s), contribution_bounds_per_row => (0, 1000))", "AVG(LENGTH(%s), contribution_bounds_per_row => (0, 10))"}
+	filters := []string{"", " WHERE %s > 0", " WHERE %s = 5", " WHERE %s IN (1, 5)", " WHERE %s IS NULL", " WHERE NOT (%s < 2.5)",
+		" WHERE %s = 'abc'", " WHERE %s BETWEEN -1 AND 1", " WHERE %s > 9223372036854775807", " WHERE %s IN (-300, 70000, -9223372036854775808)",
+		" WHERE %s LIKE 'a%%'", " WHERE %s < '5'", " WHERE %s * 3 > 2.5", " WHERE %s = 9007199254740993", " WHERE %s > 0.5"}
+	policies := []string{
+		`CREATE PRIVACY POLICY ON a`,
+		`CREATE PRIVACY POLICY ON a OPTIONS (privacy_unit_column = uid, max_groups_contributed = 100, max_rows_contributed = 100);
+		 ALTER PRIVACY POLICY ON a SET DOMAIN g ('a', 'b', 'c', 'zz')`,
+	}
+	var compiled, failed atomic.Int64
+	t.Run("policies", func(t *testing.T) {
+		for pi, pol := range policies {
+			path := sqliteAdversarial(t, pol)
+			for _, c := range cols {
+				t.Run(fmt.Sprintf("policy%d/%s", pi, c), func(t *testing.T) {
+					t.Parallel()
+					k := &knobs.Knobs{FixedRandomness: true}
+					e := openSQLite(t, path, k)
+					failures := 0
+					for _, a := range aggs {
+						for _, f := range filters {
+							agg := strings.ReplaceAll(a, "%s", c)
+							where := strings.ReplaceAll(strings.ReplaceAll(f, "%s", c), "%%", "%")
+							for _, q := range []string{"SELECT " + agg + " FROM a" + where, "SELECT g, " + agg + " FROM a" + where + " GROUP BY g"} {
+								q = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) " + strings.TrimPrefix(q, "SELECT ")
+								k.ReferenceOnly = true
+								want := enginetest.Outcome(e, q)
+								k.ReferenceOnly = false
+								got := enginetest.Outcome(e, q)
+								if got != want {
+									t.Errorf("%s:\ncompiled:  %s\nreference: %s", q, got, want)
+									failures++
+								}
+								if failures > 20 {
+									t.Fatal("too many failures")
+								}
+							}
+						}
+					}
+					compiled.Add(k.Compiled.Load())
+					failed.Add(k.CompiledFailed.Load())
+				})
+			}
+		}
+	})
+	t.Logf("%d scans ran compiled", compiled.Load())
+	if n := compiled.Load(); n < 1000 {
+		t.Errorf("only %d scans ran compiled", n)
+	}
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d compiled statements failed in SQLite", n)
+	}
+}
