@@ -527,9 +527,7 @@ func createSQL(table string, cols []Column) string {
 	for i, c := range cols {
 		defs[i] = parser.QuoteIdent(c.Name) + " " + c.Type
 	}
-	// STRICT: each column holds its class alone (NULL aside), so the
-	// compiled measurement (backend/sqlite) reads it as the reference does.
-	return "CREATE TABLE " + parser.QuoteIdent(table) + " (" + strings.Join(defs, ", ") + ") STRICT"
+	return "CREATE TABLE " + parser.QuoteIdent(table) + " (" + strings.Join(defs, ", ") + ")"
 }
 
 // convert turns a field into the value stored for a column of kind k,
@@ -555,13 +553,12 @@ func convert(v string, k kind, seen *kind, big *bool) any {
 			return f
 		}
 		*seen = kindText // not a number a REAL holds exactly
-		return nil       // this pass is rolled back (a STRICT column would refuse v)
+		return v
 	}
-	// An INTEGER column meets something else: this pass is rolled back,
-	// and Import runs a second one with the final types (a STRICT column
-	// would refuse v; NULL stands in for it meanwhile).
+	// An INTEGER column meets something else: keep the value as written
+	// for now; Import runs a second pass with the final types.
 	*seen = max(*seen, kindOf(v))
-	return nil
+	return v
 }
 
 // finalKinds returns the types a second pass must use, or nil when every

@@ -56,7 +56,7 @@ func Generate(ctx context.Context, path string) error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE patients (id INTEGER, age INTEGER, sex TEXT, region TEXT, diagnosis TEXT, visits INTEGER, income REAL) STRICT`); err != nil {
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE patients (id INTEGER, age INTEGER, sex TEXT, region TEXT, diagnosis TEXT, visits INTEGER, income REAL)`); err != nil {
 		return err
 	}
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO patients VALUES (?, ?, ?, ?, ?, ?, ?)`)

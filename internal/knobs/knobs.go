@@ -68,6 +68,15 @@ type Knobs struct {
 	// attempt to reach the cache (a test takes the write lock there).
 	BeforeCacheStore func()
 
+	// CompileSQLite measures the scans of an engine without a backend
+	// (its tables in its own SQLite file) by the compiled SQLite
+	// statement (backend/sqlite), for the file's STRICT tables. Production
+	// engines do not: on SQLite the reference evaluator, fed in unit
+	// order, is measured faster on every shape (docs/benchmarks.md), so
+	// the SQLite dialect is the third printer the differential tests
+	// prove, not the default path.
+	CompileSQLite bool
+
 	// ReferenceOnly keeps every scan in the reference evaluator (the
 	// measurement aggregate in SQLite), never compiled for the engine
 	// that holds the table nor pushed to it, so that tests can compare

@@ -101,60 +101,10 @@ func TestDuckDBMeasuresLikeTheReference(t *testing.T) {
 	}
 }
 
-// plainStatements are statements whose measurement compiles: aggregates
-// of plain columns of the auditor's tables, of their joins (with the
-// public table, and of the two private tables on the unit) and of
-// subqueries (filtering, and aggregating per unit), grouped by
-// columns with and without public domains, bins and CASE buckets,
-// filtered by comparisons with literals, LIKE and float arithmetic,
-// measuring columns and IFNULL.
-func plainStatements(r *rand.Rand, n int) []audit.Statement {
-	aggs := []string{"COUNT(*)", "COUNT(%s)", "SUM(%s)", "AVG(%s)", "VARIANCE(%s)", "STDDEV(%s)", "SUM(%s, contribution_bounds_per_row => (-20, 20))",
-		"SUM(IFNULL(%s, 1) * 2, contribution_bounds_per_row => (-10, 10))",
-		"AVG(%s, contribution_bounds_per_row => (0, 100))", "COUNT(%s, contribution_bounds_per_group => (0, 2))", "SUM(%s, contribution_bounds_per_group => (-10, 10))",
-		"COUNT(DISTINCT %s)"} // (the auditor's recorder does not follow the percentiles' tree descent)
-	type rel struct {
-		table string
-		cols  []string
-		keys  []string
-		where []string
-	}
-	rels := []rel{
-		{"p", []string{"w", "n", "v", "uid"}, []string{"", "g", "n", "h", "g, n", "FLOOR(n / 2) * 2", "CASE WHEN w > 1 THEN 'hi' WHEN w IS NULL THEN NULL ELSE 'lo' END"},
-			[]string{"", "w > 0", "n IN (1, 2)", "g = 'a' OR w < -5", "NOT (v >= 2.5)", "h IS NOT NULL", "n BETWEEN 2 AND 3", "h LIKE 'a%'", "w * 1.5 + n > 2"}},
-		{"q", []string{"x", "y"}, []string{"", "k"}, []string{"", "y > 1", "k <> 'x'", "x IS NULL"}},
-		{"p JOIN pub ON p.g = pub.g", []string{"p.w", "p.n", "pub.weight"}, []string{"", "p.g", "pub.label"}, []string{"", "pub.weight > 1", "p.n < 3"}},
-		{"p JOIN p2 USING (uid)", []string{"p.w", "p2.z"}, []string{"", "p.g", "p2.tag"}, []string{"", "p2.z > 0"}},
-		{"(SELECT uid, w, n AS m, g FROM p WHERE n > 0) AS s", []string{"s.w", "s.m"}, []string{"", "s.g"}, []string{"", "s.m < 3"}},
-		{"(SELECT uid, g, COUNT(*) AS k, MAX(n) AS m FROM p GROUP BY uid, g) AS s", []string{"s.k", "s.m"}, []string{"", "s.g"}, []string{"", "s.k > 1"}},
-	}
-	var out []audit.Statement
-	for len(out) < n {
-		rl := rels[r.IntN(len(rels))]
-		col := rl.cols[r.IntN(len(rl.cols))]
-		agg := strings.ReplaceAll(aggs[r.IntN(len(aggs))], "%s", col)
-		key := rl.keys[r.IntN(len(rl.keys))]
-		where := rl.where[r.IntN(len(rl.where))]
-		sel := agg
-		if key != "" {
-			sel = key + ", " + agg
-		}
-		q := "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-5) " + sel + " FROM " + rl.table
-		if where != "" {
-			q += " WHERE " + where
-		}
-		if key != "" {
-			q += " GROUP BY " + key
-		}
-		out = append(out, audit.Statement{SQL: q})
-	}
-	return out
-}
-
 // TestDuckDBPrivacyAuditor runs the sensitivity auditor's checks with
 // every database in DuckDB: the auditor's own run (generated statements;
 // most have expressions, which the reference evaluator measures), and
-// plain statements whose measurement compiles (plainStatements), on the
+// plain statements whose measurement compiles (audit.PlainStatements), on the
 // auditor's neighbouring databases with their small contribution bounds,
 // so that the compiled bounding samples. Keys are fixed (the per-query
 // key is the compiled bounding's only randomness, so neighbours are
@@ -190,7 +140,7 @@ func TestDuckDBPrivacyAuditor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, st := range plainStatements(r, 40) {
+		for _, st := range audit.PlainStatements(r, 40) {
 			for _, p := range pair.Check(st) {
 				t.Errorf("database %d (%s): %s: %s", d, strings.Join(db.Neighbour, "; "), st.SQL, p)
 			}

@@ -109,7 +109,7 @@ func TestSQLiteCompiledMeasurementIsTotal(t *testing.T) {
 			for _, c := range cols {
 				t.Run(fmt.Sprintf("policy%d/%s", pi, c), func(t *testing.T) {
 					t.Parallel()
-					k := &knobs.Knobs{FixedRandomness: true}
+					k := &knobs.Knobs{FixedRandomness: true, CompileSQLite: true}
 					e := openSQLite(t, path, k)
 					failures := 0
 					for _, a := range aggs {

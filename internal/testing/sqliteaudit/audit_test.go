@@ -1,0 +1,163 @@
+package sqliteaudit_test
+
+import (
+	"flag"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/knobs"
+	"github.com/dpsql/dpsql/internal/testing/audit"
+	"github.com/dpsql/dpsql/internal/testing/enginetest"
+	"github.com/dpsql/dpsql/internal/testing/stricttest"
+	"github.com/dpsql/dpsql/internal/testopts"
+	"github.com/dpsql/dpsql/mechanism"
+)
+
+var auditSeed = flag.Uint64("audit.seed", 1, "seed of the sensitivity auditor's runs on SQLite's compiled measurement")
+
+// strictOpener returns an audit.Opener that copies the database at path
+// into one of STRICT tables beside it (stricttest.Copy: untyped columns
+// as REAL) and opens the engine over the copy with the knobs k, which
+// turn on the compiled SQLite measurement.
+func strictOpener(k *knobs.Knobs) audit.Opener {
+	return func(path string, noise mechanism.Noiser) (audit.Engine, error) {
+		strict := path + ".strict.db"
+		if err := stricttest.Copy(path, strict); err != nil {
+			return nil, err
+		}
+		return dpsql.Open(strict, dpsql.Options{Epsilon: 1, Testing: &testopts.Options{Noise: noise, Knobs: k}})
+	}
+}
+
+// TestSQLiteMeasuresLikeTheReference is the differential test of the
+// SQLite printer: on the sensitivity auditor's generated databases
+// (copied STRICT: extremes of int64 and float64, NULLs, units alone in
+// their group) and its generated statements, every answer computed with
+// the measurement compiled for SQLite equals, exactly, the reference
+// evaluator's over the same rows — with zero noise, and contribution
+// bounds large enough that bounding selects no row at random. Errors
+// must agree too, and hundreds of scans must have run compiled.
+func TestSQLiteMeasuresLikeTheReference(t *testing.T) {
+	databases, perDatabase := 10, 120
+	if testing.Short() {
+		databases = 3
+	}
+	t.Parallel()
+	k := &knobs.Knobs{FixedRandomness: true, CompileSQLite: true}
+	r := rand.New(rand.NewPCG(7, 11))
+	compared, compiled := 0, int64(0)
+	for d := 0; d < databases; d++ {
+		dir := t.TempDir()
+		built, _, err := audit.NewDatabase(r).Build(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "strict.db")
+		if err := stricttest.Copy(built, path); err != nil {
+			t.Fatal(err)
+		}
+		owner, err := dpsql.Open(path, dpsql.Options{Owner: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Bounds no unit reaches: bounding keeps every row, in both.
+		enginetest.Run(t, owner, `DROP PRIVACY POLICY ON p; DROP PRIVACY POLICY ON p2;
+			CREATE PRIVACY POLICY ON p OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000);
+			CREATE PRIVACY POLICY ON p2 OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000)`)
+		owner.Close()
+		e, err := dpsql.Open(path, dpsql.Options{Testing: &testopts.Options{Noise: testopts.ZeroNoise(), Knobs: k}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		enginetest.Run(t, e, "SET epsilon = 1")
+		for i := 0; i < perDatabase; i++ {
+			st := audit.Generate(r, 0.15)
+			if strings.Contains(st.SQL, "_contributed") {
+				continue // its own contribution bounds: bounding may sample
+			}
+			if slices.Contains(st.Constructs, "choice FROM rows as units JOIN public by an inequality") && slices.Contains(st.Constructs, "top-k (ORDER BY aggregate DESC LIMIT k)") {
+				continue // each row a unit in many ranges: each evaluator keeps it in one of its own choosing
+			}
+			k.ReferenceOnly = true
+			want := enginetest.Outcome(e, st.SQL, st.Args...)
+			k.ReferenceOnly = false
+			before := k.Compiled.Load()
+			got := enginetest.Outcome(e, st.SQL, st.Args...)
+			if k.Compiled.Load() == before {
+				continue // not compiled: the same path twice
+			}
+			compiled += k.Compiled.Load() - before
+			compared++
+			if got != want {
+				t.Errorf("database %d, %s %v:\ncompiled:  %s\nreference: %s", d, st.SQL, st.Args, got, want)
+			}
+		}
+		e.Close()
+	}
+	t.Logf("%d statements compared, %d scans compiled", compared, compiled)
+	if n := k.CompiledFailed.Load(); n > 0 {
+		t.Errorf("%d compiled statements failed in SQLite", n)
+	}
+	if compared < 5*databases {
+		t.Errorf("only %d of %d statements ran compiled", compared, databases*perDatabase)
+	}
+}
+
+// TestSQLitePrivacyAuditor runs the sensitivity auditor's checks with
+// every database copied STRICT and measured by the compiled SQLite
+// statement: the auditor's own run (generated statements; those with
+// expressions the printer declines run in the reference evaluator), and
+// plain statements whose measurement compiles (audit.PlainStatements),
+// on the auditor's neighbouring databases with their small contribution
+// bounds, so that the compiled bounding samples (SQLite's row_number over
+// the keyed hash). Keys are fixed (the per-query key is the compiled
+// bounding's only randomness, so neighbours are coupled); every plan's
+// sensitivity claim must hold on the compiled measurements.
+func TestSQLitePrivacyAuditor(t *testing.T) {
+	t.Parallel()
+	hooks := &knobs.Knobs{FixedRandomness: true, CompileSQLite: true}
+	opener := strictOpener(hooks)
+	cfg := audit.Config{Seed: *auditSeed + 200, Databases: 2, PerDatabase: 100, NearMiss: 0.15}
+	rep, err := audit.Run(opener, t.TempDir(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.ReportFindings(t, 20, "")
+	before := hooks.Compiled.Load()
+	r := rand.New(rand.NewPCG(*auditSeed, 37))
+	databases := 8
+	if testing.Short() {
+		databases = 3
+	}
+	checked := 0
+	for d := 0; d < databases; d++ {
+		db := audit.NewDatabase(r)
+		path, path2, err := db.Build(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := audit.OpenPair(opener, path, path2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range audit.PlainStatements(r, 40) {
+			for _, p := range pair.Check(st) {
+				t.Errorf("database %d (%s): %s: %s", d, strings.Join(db.Neighbour, "; "), st.SQL, p)
+			}
+			checked++
+		}
+		pair.Close()
+	}
+	compiled := hooks.Compiled.Load() - before
+	t.Logf("%d plain statements checked, %d scans compiled", checked, compiled)
+	if n := hooks.CompiledFailed.Load(); n > 0 {
+		t.Errorf("%d compiled statements failed in SQLite", n)
+	}
+	if compiled < int64(checked) {
+		t.Errorf("only %d scans of %d plain statements ran compiled in SQLite", compiled, checked)
+	}
+}
