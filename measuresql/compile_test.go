@@ -222,7 +222,9 @@ func TestDepthSix(t *testing.T) {
 // every dialect, but for bounding by a row identity, which the
 // PostgreSQL dialect does not print (its semi-join needs none), and
 // float division, which PostgreSQL raises on where the divisor is 0
-// (Postgres.FloatOp).
+// (Postgres.FloatOp); SQLite's (testdata/sqlite.txt) all but a per-unit
+// mean, whose sum it cannot compare with its count's bounds in SQL
+// (SQLite.NarrowSum).
 func TestPrinters(t *testing.T) {
 	for _, p := range []struct {
 		name     string
@@ -230,7 +232,8 @@ func TestPrinters(t *testing.T) {
 		declines map[string]bool
 	}{{"duckdb", DuckDB{}, nil}, {"postgres", Postgres{UTF8: true}, map[string]bool{"a join whose unit is the fact table's row identity, measuring the dimension": true,
 		"binned keys: an integer truncated and multiplied, a float floored":                    true,
-		"a float divided by a constant (IEEE in DuckDB; PostgreSQL raises where it overflows)": true}}} {
+		"a float divided by a constant (IEEE in DuckDB; PostgreSQL raises where it overflows)": true}},
+		{"sqlite", SQLite{}, map[string]bool{"per-unit means of a float and an integer column: a unit's integers over its values, truncated, clipped on the grid": true}}} {
 		t.Run(p.name, func(t *testing.T) {
 			var sb strings.Builder
 			for _, c := range compileCases {

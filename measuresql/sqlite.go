@@ -30,14 +30,15 @@ import (
 // connection.
 type SQLite struct{ Standard }
 
-// Func is the built-in's name; SUM is sqlitefn's exact sum. SQLite has
-// no translate (the ASCII case mapping the compiler prints with it).
+// Func is the built-in's name; SUM is sqlitefn's exact sum, and
+// translate (the ASCII case mapping the compiler prints UPPER and LOWER
+// with) sqlitefn's, as SQLite has none.
 func (SQLite) Func(name string) string {
 	switch name {
 	case "sum":
 		return sqlitefn.Sum
 	case "translate":
-		panic(decline("UPPER or LOWER on SQLite (no translate)"))
+		return sqlitefn.Translate
 	}
 	return name
 }

@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"math/bits"
 	"regexp"
+	"strings"
 	"sync"
 
 	sqlite "modernc.org/sqlite"
@@ -32,6 +33,10 @@ const (
 	Round   = "dpsql_round"    // dpsql_round(x): a double rounded half to even, as a 64-bit integer (saturated)
 	Match   = "dpsql_match"    // dpsql_match(x, re): whether text x matches the RE2 expression re
 	SumClip = "dpsql_sum_clip" // dpsql_sum_clip(x, lo, hi): the exact sum of wide integers clipped to [lo, hi]
+	// Translate is dpsql_translate(x, from, to): each character of x
+	// found in from replaced by the one at its place in to (dropped past
+	// its end), as translate is in DuckDB and PostgreSQL.
+	Translate = "dpsql_translate"
 )
 
 // Register registers the functions with reg (sqlite.RegisterFunction, or
@@ -42,7 +47,7 @@ func Register(reg func(string, *sqlite.FunctionImpl) error) error {
 		n    int32
 		f    func([]driver.Value) driver.Value
 	}{
-		{Hash, -1, hash}, {Mul, 2, mul}, {Sub, 2, sub}, {Div, 2, div}, {Round, 1, round}, {Match, 2, match},
+		{Hash, -1, hash}, {Mul, 2, mul}, {Sub, 2, sub}, {Div, 2, div}, {Round, 1, round}, {Match, 2, match}, {Translate, 3, translate},
 	}
 	for _, s := range scalars {
 		f := s.f
@@ -237,6 +242,33 @@ func match(args []driver.Value) driver.Value {
 		return int64(1)
 	}
 	return int64(0)
+}
+
+func translate(args []driver.Value) driver.Value {
+	x, ok1 := text(args[0])
+	from, ok2 := text(args[1])
+	to, ok3 := text(args[2])
+	if !ok1 || !ok2 || !ok3 {
+		return nil
+	}
+	toRunes := []rune(to)
+	place := map[rune]int{}
+	for i, r := range []rune(from) {
+		if _, seen := place[r]; !seen {
+			place[r] = i
+		}
+	}
+	var b strings.Builder
+	for _, r := range x {
+		i, ok := place[r]
+		switch {
+		case !ok:
+			b.WriteRune(r)
+		case i < len(toRunes):
+			b.WriteRune(toRunes[i])
+		}
+	}
+	return b.String()
 }
 
 func text(v driver.Value) (string, bool) {
