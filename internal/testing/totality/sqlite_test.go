@@ -46,6 +46,7 @@ func sqliteAdversarial(t *testing.T, pol string) string {
 		{5, 1, 9007199254740993, 1, "ABC", "A"},
 		{5, 2, -9007199254740993, -2.5, "a\x00b", "b"},
 		{6, 3, 4611686018427387904, 0.1, "12", "zz"},
+		{7, 4, 2, 0.5, "a\x00c", "zz\x00x"},
 	}
 	for _, r := range rows {
 		if _, err := db.Exec(`INSERT INTO a VALUES (?, ?, ?, ?, ?, ?)`, r...); err != nil {
