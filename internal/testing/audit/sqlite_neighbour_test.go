@@ -1,4 +1,4 @@
-package sqliteaudit_test
+package audit_test
 
 import (
 	"context"

@@ -1,7 +1,6 @@
-package sqliteaudit_test
+package audit_test
 
 import (
-	"flag"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -17,8 +16,6 @@ import (
 	"github.com/dpsql/dpsql/mechanism"
 )
 
-var auditSeed = flag.Uint64("audit.seed", 1, "seed of the sensitivity auditor's runs on SQLite's compiled measurement")
-
 // strictOpener returns an audit.Opener that copies the database at path
 // into one of STRICT tables beside it (stricttest.Copy: untyped columns
 // as REAL) and opens the engine over the copy with the knobs k, which
@@ -32,6 +29,9 @@ func strictOpener(k *knobs.Knobs) audit.Opener {
 		return dpsql.Open(strict, dpsql.Options{Epsilon: 1, Testing: &testopts.Options{Noise: noise, Knobs: k}})
 	}
 }
+
+// The compiled SQLite measurement (backend/sqlite, on for tests by
+// knobs.CompileSQLite) on the auditor's databases, copied STRICT.
 
 // TestSQLiteMeasuresLikeTheReference is the differential test of the
 // SQLite printer: on the sensitivity auditor's generated databases
