@@ -28,6 +28,10 @@ import (
 // stores no functions or macros, and the functions the statement calls
 // are SQLite's built-ins and those registered by dpsql itself on every
 // connection.
+//
+// The standard forms it keeps read in SQLite as they do elsewhere: CAST AS
+// DOUBLE PRECISION, VARCHAR and BIGINT take the affinities REAL, TEXT and
+// INTEGER (a wide integer past 64 bits, already text, stays text).
 type SQLite struct{ Standard }
 
 // Func is the built-in's name; SUM is sqlitefn's exact sum, and
@@ -84,15 +88,6 @@ func (SQLite) Hash(values []expr, key uint64) expr {
 func (SQLite) IsNaN(x expr) expr {
 	return caseOf{whens: []when{{isNull{x: x, not: true, bare: true}, raw("0")}}}
 }
-
-// ToDouble is CAST AS REAL.
-func (SQLite) ToDouble(x expr) expr { return cast{x, "REAL"} }
-
-// ToText is CAST AS TEXT (a wide integer beyond 64 bits is text already).
-func (SQLite) ToText(x expr) expr { return cast{x, "TEXT"} }
-
-// Widen is the integer itself (every SQLite integer has 64 bits).
-func (SQLite) Widen(x expr) expr { return x }
 
 // RoundToInt64 is sqlitefn's rounding half to even (CAST truncates).
 func (SQLite) RoundToInt64(x expr) expr { return call{fn: sqlitefn.Round, args: []expr{x}} }
