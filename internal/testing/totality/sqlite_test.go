@@ -81,6 +81,8 @@ func openSQLite(t *testing.T, path string, k *knobs.Knobs) *dpsql.Engine {
 // declared bounds (at the edges of what the fixed-point sums allow),
 // grouped and filtered, with and without units, succeeds and equals the
 // reference evaluator's answer (zero noise, bounds no unit reaches).
+// Half of the (column, aggregate, filter) triples run (by parity), which
+// still runs every pair.
 func TestSQLiteCompiledMeasurementIsTotal(t *testing.T) {
 	t.Parallel()
 	cols := []string{"i", "i64", "f8", "s"}
@@ -107,14 +109,17 @@ func TestSQLiteCompiledMeasurementIsTotal(t *testing.T) {
 	t.Run("policies", func(t *testing.T) {
 		for pi, pol := range policies {
 			path := sqliteAdversarial(t, pol)
-			for _, c := range cols {
+			for ci, c := range cols {
 				t.Run(fmt.Sprintf("policy%d/%s", pi, c), func(t *testing.T) {
 					t.Parallel()
 					k := &knobs.Knobs{FixedRandomness: true, CompileSQLite: true}
 					e := openSQLite(t, path, k)
 					failures := 0
-					for _, a := range aggs {
-						for _, f := range filters {
+					for ai, a := range aggs {
+						for fi, f := range filters {
+							if (ci+ai+fi)%2 != 0 {
+								continue // half of the triples; every pair of two of them is still run
+							}
 							agg := strings.ReplaceAll(a, "%s", c)
 							where := strings.ReplaceAll(strings.ReplaceAll(f, "%s", c), "%%", "%")
 							for _, q := range []string{"SELECT " + agg + " FROM a" + where, "SELECT g, " + agg + " FROM a" + where + " GROUP BY g"} {
@@ -140,7 +145,7 @@ func TestSQLiteCompiledMeasurementIsTotal(t *testing.T) {
 		}
 	})
 	t.Logf("%d scans ran compiled", compiled.Load())
-	if n := compiled.Load(); n < 1000 {
+	if n := compiled.Load(); n < 500 {
 		t.Errorf("only %d scans ran compiled", n)
 	}
 	if n := failed.Load(); n > 0 {
