@@ -20,6 +20,7 @@ import (
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/rewrite"
+	"github.com/dpsql/dpsql/sqlitefn"
 )
 
 // The measurement aggregate performs contribution bounding and every
@@ -693,7 +694,7 @@ func (a *measureAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error 
 			st.others[string(a.groupBuf)] = n + 1 // a group the unit does not keep
 			return nil
 		}
-		h := hashValues(append([]driver.Value{a.key, unit}, keys...))
+		h := sqlitefn.HashValues(append([]driver.Value{a.key, unit}, keys...))
 		if len(st.groups) >= a.l0 {
 			// Keep the l0 groups with the smallest hashes.
 			worst := 0
@@ -1298,42 +1299,3 @@ func fromCompiled(st *measure.Measured, specs []spec) *measured {
 }
 
 func (a *measureAgg) Final(*sqlite.FunctionContext) {}
-
-// hashValues is the keyed hash that orders a unit's groups.
-func hashValues(args []driver.Value) uint64 {
-	h := uint64(14695981039346656037)
-	mix := func(b byte) { h = (h ^ uint64(b)) * 1099511628211 }
-	mix64 := func(x uint64) {
-		for i := 0; i < 8; i++ {
-			mix(byte(x >> (8 * i)))
-		}
-	}
-	for _, a := range args {
-		switch v := a.(type) {
-		case nil:
-			mix(0)
-		case int64:
-			mix(1)
-			mix64(uint64(v))
-		case float64:
-			mix(2)
-			mix64(math.Float64bits(v))
-		case string:
-			mix(3)
-			for i := 0; i < len(v); i++ {
-				mix(v[i])
-			}
-			mix64(uint64(len(v)))
-		case []byte:
-			mix(4)
-			for _, c := range v {
-				mix(c)
-			}
-			mix64(uint64(len(v)))
-		}
-	}
-	h += 0x9e3779b97f4a7c15
-	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9
-	h = (h ^ (h >> 27)) * 0x94d049bb133111eb
-	return h ^ (h >> 31)
-}

@@ -1,6 +1,7 @@
 package measuresql
 
 import (
+	"database/sql"
 	"fmt"
 	"math"
 	"math/big"
@@ -11,6 +12,31 @@ import (
 
 // Group is one group's measurements (measure.MeasuredGroup).
 type Group = measure.MeasuredGroup
+
+// ReadRows reads a statement's result through database/sql, each value
+// Normalized, for Decode.
+func ReadRows(rows *sql.Rows) ([][]any, error) {
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out [][]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		for i, v := range vals {
+			vals[i] = Normalize(v)
+		}
+		out = append(out, vals)
+	}
+	return out, rows.Err()
+}
 
 // Decode reads the statement's rows (each value as the driver gives it:
 // int64, float64, string, nil) into groups, in the order first met.

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpsql/dpsql/measuresql/sqlitefn"
+	"github.com/dpsql/dpsql/sqlitefn"
 )
 
 // SQLite is SQLite's dialect: the measurement run by SQLite's own GROUP

@@ -523,23 +523,8 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 		return nil, nil, false, resourceError(err)
 	}
 	defer rows.Close()
-	n := len(mustColumns(rows))
-	var out [][]any
-	for rows.Next() {
-		vals := make([]any, n)
-		ptrs := make([]any, n)
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, nil, false, err
-		}
-		for i, v := range vals {
-			vals[i] = measuresql.Normalize(v)
-		}
-		out = append(out, vals)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := measuresql.ReadRows(rows)
+	if err != nil {
 		return nil, nil, false, err
 	}
 	groups, err := st.Decode(out)
@@ -557,11 +542,6 @@ func resourceError(err error) error {
 		return fmt.Errorf("%w: %w", measuresql.ErrEngineResources, err)
 	}
 	return err
-}
-
-func mustColumns(rows *sql.Rows) []string {
-	cols, _ := rows.Columns()
-	return cols
 }
 
 // module is the virtual-table module of one engine's mirrors.

@@ -28,7 +28,7 @@ import (
 
 	"github.com/dpsql/dpsql/measure"
 	"github.com/dpsql/dpsql/measuresql"
-	_ "github.com/dpsql/dpsql/measuresql/sqlitefn" // the statement's Go functions, on every connection of the default driver
+	_ "github.com/dpsql/dpsql/sqlitefn" // the statement's Go functions, on every connection of the default driver
 )
 
 // Measurer is backend.Measurer for the tables of the state file itself.
@@ -80,26 +80,8 @@ func (Measurer) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, key
 		return nil, nil, false, err
 	}
 	defer rows.Close()
-	cols, err := rows.Columns()
+	out, err := measuresql.ReadRows(rows)
 	if err != nil {
-		return nil, nil, false, err
-	}
-	var out [][]any
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, nil, false, err
-		}
-		for i, v := range vals {
-			vals[i] = measuresql.Normalize(v)
-		}
-		out = append(out, vals)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, nil, false, err
 	}
 	groups, err := st.Decode(out)

@@ -11,11 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dpsql/dpsql/internal/testing/memtmp"
 )
 
 var binary string
 
-// TestMain builds the dpsql binary once; the tests drive it as a user would.
+// TestMain builds the dpsql binary once; the tests drive it as a user would,
+// with their files in memory (memtmp).
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "dpsql-cli-")
 	if err != nil {
@@ -26,7 +29,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := memtmp.Run(m) // the databases in memory: no disk syncs (the binary's own TMPDIR too)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

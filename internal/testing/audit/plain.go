@@ -3,7 +3,37 @@ package audit
 import (
 	"math/rand/v2"
 	"strings"
+	"testing"
 )
+
+// CheckPlainOnNeighbours checks PlainStatements (40 per pair) on the
+// given number of the auditor's neighbouring pairs, drawn from r and
+// opened with open (with their small contribution bounds, so that
+// bounding samples), and reports each broken sensitivity claim as an
+// error of t; it returns how many statements it checked.
+func CheckPlainOnNeighbours(t testing.TB, open Opener, r *rand.Rand, databases int) int {
+	t.Helper()
+	checked := 0
+	for d := 0; d < databases; d++ {
+		db := NewDatabase(r)
+		path, path2, err := db.Build(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := OpenPair(open, path, path2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range PlainStatements(r, 40) {
+			for _, p := range pair.Check(st) {
+				t.Errorf("database %d (%s): %s: %s", d, strings.Join(db.Neighbour, "; "), st.SQL, p)
+			}
+			checked++
+		}
+		pair.Close()
+	}
+	return checked
+}
 
 // PlainStatements are n statements whose measurement the printers
 // compile (the compiled engines' auditor tests run them): aggregates

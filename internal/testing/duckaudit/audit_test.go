@@ -129,25 +129,7 @@ func TestDuckDBPrivacyAuditor(t *testing.T) {
 	if testing.Short() {
 		databases = 3
 	}
-	checked := 0
-	for d := 0; d < databases; d++ {
-		db := audit.NewDatabase(r)
-		path, path2, err := db.Build(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		pair, err := audit.OpenPair(auditOpener, path, path2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, st := range audit.PlainStatements(r, 40) {
-			for _, p := range pair.Check(st) {
-				t.Errorf("database %d (%s): %s: %s", d, strings.Join(db.Neighbour, "; "), st.SQL, p)
-			}
-			checked++
-		}
-		pair.Close()
-	}
+	checked := audit.CheckPlainOnNeighbours(t, auditOpener, r, databases)
 	compiled := hooks.Compiled.Load() - before
 	t.Logf("%d plain statements checked, %d scans compiled", checked, compiled)
 	if n := hooks.CompiledFailed.Load(); n > 0 {

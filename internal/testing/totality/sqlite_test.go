@@ -105,6 +105,7 @@ func TestSQLiteCompiledMeasurementIsTotal(t *testing.T) {
 		`CREATE PRIVACY POLICY ON a OPTIONS (privacy_unit_column = uid, max_groups_contributed = 100, max_rows_contributed = 100);
 		 ALTER PRIVACY POLICY ON a SET DOMAIN g ('a', 'b', 'c', 'zz')`,
 	}
+	m := triples{aggs: aggs, filters: filters}
 	var compiled, failed atomic.Int64
 	t.Run("policies", func(t *testing.T) {
 		for pi, pol := range policies {
@@ -114,30 +115,7 @@ func TestSQLiteCompiledMeasurementIsTotal(t *testing.T) {
 					t.Parallel()
 					k := &knobs.Knobs{FixedRandomness: true, CompileSQLite: true}
 					e := openSQLite(t, path, k)
-					failures := 0
-					for ai, a := range aggs {
-						for fi, f := range filters {
-							if (ci+ai+fi)%2 != 0 {
-								continue // half of the triples; every pair of two of them is still run
-							}
-							agg := strings.ReplaceAll(a, "%s", c)
-							where := strings.ReplaceAll(strings.ReplaceAll(f, "%s", c), "%%", "%")
-							for _, q := range []string{"SELECT " + agg + " FROM a" + where, "SELECT g, " + agg + " FROM a" + where + " GROUP BY g"} {
-								q = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) " + strings.TrimPrefix(q, "SELECT ")
-								k.ReferenceOnly = true
-								want := enginetest.Outcome(e, q)
-								k.ReferenceOnly = false
-								got := enginetest.Outcome(e, q)
-								if got != want {
-									t.Errorf("%s:\ncompiled:  %s\nreference: %s", q, got, want)
-									failures++
-								}
-								if failures > 20 {
-									t.Fatal("too many failures")
-								}
-							}
-						}
-					}
+					m.compare(t, e, k, c, ci)
 					compiled.Add(k.Compiled.Load())
 					failed.Add(k.CompiledFailed.Load())
 				})

@@ -1,5 +1,6 @@
 // Package sqlitefn holds the few Go functions that the SQLite dialect of
-// the compiled measurement (measuresql.SQLite) calls where SQLite has no
+// the compiled measurement (measuresql.SQLite) calls, and the keyed hash
+// (HashValues) the reference evaluator (exec) shares with it, where SQLite has no
 // exact, total primitive of its own: a keyed hash of any values, exact
 // sums beyond 64 bits (SQLite's SUM raises on overflow, and its integer
 // arithmetic turns to doubles), rounding half to even, and RE2 matching.
@@ -70,9 +71,13 @@ func init() {
 	}
 }
 
-// hash is the keyed hash: FNV-1a over each value's class and bytes, then
-// a splitmix64 finalizer.
-func hash(args []driver.Value) driver.Value {
+// hash is the keyed hash as SQLite's INTEGER.
+func hash(args []driver.Value) driver.Value { return int64(HashValues(args)) }
+
+// HashValues is the keyed hash of the values (the key among them):
+// FNV-1a over each value's class and bytes, then a splitmix64 finalizer.
+// The reference evaluator orders a unit's groups by it too.
+func HashValues(args []driver.Value) uint64 {
 	h := uint64(14695981039346656037)
 	mix := func(b byte) { h = (h ^ uint64(b)) * 1099511628211 }
 	mix64 := func(x uint64) {
@@ -107,7 +112,7 @@ func hash(args []driver.Value) driver.Value {
 	h += 0x9e3779b97f4a7c15
 	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9
 	h = (h ^ (h >> 27)) * 0x94d049bb133111eb
-	return int64(h ^ (h >> 31))
+	return h ^ (h >> 31)
 }
 
 // wide reads a wide integer: an INTEGER, a decimal TEXT, or an integral
