@@ -652,45 +652,6 @@ func TestWideningDoesNotGrowTheFile(t *testing.T) {
 	}
 }
 
-// TestRepeatsAreFreeAcrossBuilds: a query repeated by another build of
-// dpsql — here a position-independent one, whose code addresses differ
-// from run to run — gets the cached answer, free: the cache's keys hold
-// values, never an address.
-func TestRepeatsAreFreeAcrossBuilds(t *testing.T) {
-	dir := t.TempDir()
-	pie := filepath.Join(dir, "dpsql-pie")
-	if out, err := exec.Command("go", "build", "-buildmode=pie", "-o", pie, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build -buildmode=pie: %v\n%s", err, out)
-	}
-	db := filepath.Join(dir, "p.db")
-	if _, errOut, code := runCLI(t, "", "import", "--db", db, "--table", "people", writeCSV(t, dir, 50)); code != 0 {
-		t.Fatal(errOut)
-	}
-	if _, errOut, code := runCLI(t, "", "--db", db, "--owner", "-c", `CREATE PRIVACY POLICY ON people; SET BUDGET epsilon = 3`); code != 0 {
-		t.Fatal(errOut)
-	}
-	const q = `SET epsilon = 0.5; SELECT COUNT(*) FROM people`
-	var answers []string
-	for _, bin := range []string{binary, pie, pie, binary} {
-		cmd := exec.Command(bin, "--db", db, "--format", "csv", "-c", q)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s: %v", bin, err)
-		}
-		answers = append(answers, string(out))
-	}
-	for _, a := range answers[1:] {
-		if a != answers[0] {
-			t.Errorf("answers differ across builds: %q", answers)
-		}
-	}
-	out, _, _ := runCLI(t, "", "--db", db, "--format", "json", "-c", `SHOW BUDGET`)
-	var rows []map[string]any
-	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) < 2 || rows[1]["epsilon"] != 0.5 {
-		t.Errorf("four runs by two builds spent %q, want ε = 0.5 once", out)
-	}
-}
-
 // TestExitStatusesByKind: each kind of failure has its own exit status.
 func TestExitStatusesByKind(t *testing.T) {
 	dir := t.TempDir()
