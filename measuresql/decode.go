@@ -13,9 +13,19 @@ import (
 // Group is one group's measurements (measure.MeasuredGroup).
 type Group = measure.MeasuredGroup
 
-// ReadRows reads a statement's result through database/sql, each value
-// Normalized, for Decode.
-func ReadRows(rows *sql.Rows) ([][]any, error) {
+// Read reads the statement's result through database/sql and decodes
+// it (readRows, then Decode).
+func (st *Statement) Read(rows *sql.Rows) ([]*Group, error) {
+	out, err := readRows(rows)
+	if err != nil {
+		return nil, err
+	}
+	return st.Decode(out)
+}
+
+// readRows reads a statement's result through database/sql, each value
+// Normalized (text a driver gives as bytes as a string), for Decode.
+func readRows(rows *sql.Rows) ([][]any, error) {
 	cols, err := rows.Columns()
 	if err != nil {
 		return nil, err
@@ -31,6 +41,9 @@ func ReadRows(rows *sql.Rows) ([][]any, error) {
 			return nil, err
 		}
 		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				v = string(b) // database/sql's pgx returns some text as bytes
+			}
 			vals[i] = Normalize(v)
 		}
 		out = append(out, vals)

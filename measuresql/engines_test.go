@@ -135,29 +135,7 @@ func run(ctx context.Context, db *sql.DB, st *Statement) ([]*Group, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out [][]any
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
-				v = string(b) // database/sql's pgx returns some text as bytes
-			}
-			vals[i] = Normalize(v)
-		}
-		out = append(out, vals)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return st.Decode(out)
+	return st.Read(rows)
 }
 
 // describe prints groups in a canonical order.

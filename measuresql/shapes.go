@@ -282,13 +282,13 @@ func (c *compiler) boundedSpecs(specs []measure.Spec) boundedMeasures {
 func (c *compiler) unitSum(b *boundedMeasures, sp measure.Spec, v string) specOut {
 	f := unitGrid(sp)
 	_, r, _ := measure.UnitGrid(sp.Lo, sp.Hi)
-	l, h := whole(math.Ldexp(sp.Lo, f)), whole(math.Ldexp(sp.Hi, f))
-	if _, narrow := c.d.NarrowSum(nil, l, h); narrow && sp.Kind == measure.UnitMean {
-		panic(decline("a per-unit mean (its sum is clipped to bounds its count scales) in a dialect that cannot compare wide sums"))
-	}
 	if sp.Kind == measure.UnitMean {
 		// The unit's sum clipped to n times the bounds, then over n on
 		// the finer grid (measure.MeanBits), truncated.
+		l, h := whole(math.Ldexp(sp.Lo, f)), whole(math.Ldexp(sp.Hi, f))
+		if _, narrow := c.d.NarrowSum(raw(v+"s"), l, h); narrow {
+			panic(decline("a per-unit mean (its sum is clipped to bounds its count scales) in a dialect that cannot compare wide sums"))
+		}
 		b.ug = append(b.ug, as{c.sum(c.wide(c.onGrid(sp.Arg, -r, r, f))), v + "s"}, as{c.count(sp.Arg), v + "n"})
 		n, s := c.wide(raw(v+"n")), raw(v+"s")
 		clipped := caseOf{whens: []when{{bare(s, "<", bare(n, "*", l)), bare(n, "*", l)}, {bare(s, ">", bare(n, "*", h)), bare(n, "*", h)}}, els: s}
@@ -301,20 +301,24 @@ func (c *compiler) unitSum(b *boundedMeasures, sp measure.Spec, v string) specOu
 		// so clamping the integer first is the same), summed and clipped
 		// as integers at F = 0.
 		term := c.wide(c.d.ToDouble(intClip(numbered("a", sp.Arg), -r, r)))
-		if narrow, ok := c.d.NarrowSum(term, whole(sp.Lo), whole(sp.Hi)); ok {
-			b.ug = append(b.ug, as{narrow, v})
-			return specOut{col: c.out(&b.final, c.sum(raw(v)))}
-		}
-		b.ug = append(b.ug, as{c.sum(term), v})
-		return specOut{col: c.out(&b.final, c.sum(intClip(raw(v), sp.Lo, sp.Hi)))}
+		return specOut{col: c.out(&b.final, c.clippedUnitSums(b, v, term, sp.Lo, sp.Hi))}
 	}
 	term := c.wide(c.onGrid(sp.Arg, -r, r, f))
-	if narrow, ok := c.d.NarrowSum(term, l, h); ok {
+	return specOut{col: c.out(&b.final, c.clippedUnitSums(b, v, term, math.Ldexp(sp.Lo, f), math.Ldexp(sp.Hi, f))), shift: f}
+}
+
+// clippedUnitSums adds each unit's exact sum of term, as v, to its
+// per-unit measurements, and returns the per-group sum of those sums
+// clipped to [lo, hi] (integers): clipped in the per-unit aggregate where
+// the dialect cannot compare a wide sum with a number (NarrowSum), else
+// by CASE at the per-group level.
+func (c *compiler) clippedUnitSums(b *boundedMeasures, v string, term expr, lo, hi float64) expr {
+	if narrow, ok := c.d.NarrowSum(term, whole(lo), whole(hi)); ok {
 		b.ug = append(b.ug, as{narrow, v})
-		return specOut{col: c.out(&b.final, c.sum(raw(v))), shift: f}
+		return c.sum(raw(v))
 	}
 	b.ug = append(b.ug, as{c.sum(term), v})
-	return specOut{col: c.out(&b.final, c.sum(intClip(raw(v), math.Ldexp(sp.Lo, f), math.Ldexp(sp.Hi, f)))), shift: f}
+	return c.sum(intClip(raw(v), lo, hi))
 }
 
 // perUnit is the relation of each unit's measurements per group (alias

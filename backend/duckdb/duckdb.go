@@ -523,11 +523,7 @@ func (s *Source) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, ke
 		return nil, nil, false, resourceError(err)
 	}
 	defer rows.Close()
-	out, err := measuresql.ReadRows(rows)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	groups, err := st.Decode(out)
+	groups, err := st.Read(rows)
 	return st, groups, err == nil, err
 }
 

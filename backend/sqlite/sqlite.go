@@ -43,25 +43,31 @@ func (Measurer) Explain(ctx context.Context, state *sql.DB, m *measure.Plan, noP
 	if m == nil {
 		return reference + ": " + noPlan, "", nil
 	}
-	why, err := Measurer{}.WhyNot(ctx, state, m)
+	types, why, err := compiled(ctx, state, m)
 	if err != nil || why != "" {
 		return reference + ": " + why, "", err
 	}
-	types, _, _ := classes(ctx, state, m)
 	statement, _ = measuresql.Shown(m, types, measuresql.SQLite{})
 	return "one SQLite statement (measuresql): SQLite groups, bounds and sums every group in its own storage and returns only per-group aggregates", statement, nil
 }
 
 // WhyNot says why Measure would decline the plan ("": it runs it).
 func (Measurer) WhyNot(ctx context.Context, state *sql.DB, m *measure.Plan) (string, error) {
+	_, why, err := compiled(ctx, state, m)
+	return why, err
+}
+
+// compiled is the classes of the plan's columns, and why the plan is not
+// compiled ("" when it is): a table it reads, or a form of it.
+func compiled(ctx context.Context, state *sql.DB, m *measure.Plan) (map[measure.Col]measuresql.Type, string, error) {
 	types, why, err := classes(ctx, state, m)
 	if err != nil || why != "" {
-		return why, err
+		return nil, why, err
 	}
 	if why := measuresql.WhyNot(m, types, measuresql.SQLite{}); why != "" {
-		return "the SQLite printer does not compile " + why, nil
+		return nil, "the SQLite printer does not compile " + why, nil
 	}
-	return "", nil
+	return types, "", nil
 }
 
 // Measure runs the plan as one SQLite statement on the state file; ok is
@@ -80,11 +86,7 @@ func (Measurer) Measure(ctx context.Context, state *sql.DB, m *measure.Plan, key
 		return nil, nil, false, err
 	}
 	defer rows.Close()
-	out, err := measuresql.ReadRows(rows)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	groups, err := st.Decode(out)
+	groups, err := st.Read(rows)
 	return st, groups, err == nil, err
 }
 

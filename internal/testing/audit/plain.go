@@ -4,15 +4,24 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/dpsql/dpsql/internal/knobs"
 )
 
-// CheckPlainOnNeighbours checks PlainStatements (40 per pair) on the
-// given number of the auditor's neighbouring pairs, drawn from r and
-// opened with open (with their small contribution bounds, so that
-// bounding samples), and reports each broken sensitivity claim as an
-// error of t; it returns how many statements it checked.
-func CheckPlainOnNeighbours(t testing.TB, open Opener, r *rand.Rand, databases int) int {
+// CheckCompiledOnNeighbours checks PlainStatements (40 per pair) on the
+// auditor's neighbouring pairs drawn from r (8, or 3 with -short),
+// opened with open over engines carrying hooks (with their small
+// contribution bounds, so that the compiled bounding samples), and
+// reports as errors of t each broken sensitivity claim, any compiled
+// statement that failed in the engine (named where), and fewer compiled
+// scans than statements.
+func CheckCompiledOnNeighbours(t testing.TB, open Opener, hooks *knobs.Knobs, r *rand.Rand, where string) {
 	t.Helper()
+	databases := 8
+	if testing.Short() {
+		databases = 3
+	}
+	before := hooks.Compiled.Load()
 	checked := 0
 	for d := 0; d < databases; d++ {
 		db := NewDatabase(r)
@@ -32,7 +41,14 @@ func CheckPlainOnNeighbours(t testing.TB, open Opener, r *rand.Rand, databases i
 		}
 		pair.Close()
 	}
-	return checked
+	compiled := hooks.Compiled.Load() - before
+	t.Logf("%d plain statements checked, %d scans compiled", checked, compiled)
+	if n := hooks.CompiledFailed.Load(); n > 0 {
+		t.Errorf("%d compiled statements failed in %s", n, where)
+	}
+	if compiled < int64(checked) {
+		t.Errorf("only %d scans of %d plain statements ran compiled in %s", compiled, checked, where)
+	}
 }
 
 // PlainStatements are n statements whose measurement the printers

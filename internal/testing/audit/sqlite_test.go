@@ -3,8 +3,6 @@ package audit_test
 import (
 	"math/rand/v2"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/dpsql/dpsql"
@@ -74,28 +72,8 @@ func TestSQLiteMeasuresLikeTheReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		enginetest.Run(t, e, "SET epsilon = 1")
-		for i := 0; i < perDatabase; i++ {
-			st := audit.Generate(r, 0.15)
-			if strings.Contains(st.SQL, "_contributed") {
-				continue // its own contribution bounds: bounding may sample
-			}
-			if slices.Contains(st.Constructs, "choice FROM rows as units JOIN public by an inequality") && slices.Contains(st.Constructs, "top-k (ORDER BY aggregate DESC LIMIT k)") {
-				continue // each row a unit in many ranges: each evaluator keeps it in one of its own choosing
-			}
-			k.ReferenceOnly = true
-			want := enginetest.Outcome(e, st.SQL, st.Args...)
-			k.ReferenceOnly = false
-			before := k.Compiled.Load()
-			got := enginetest.Outcome(e, st.SQL, st.Args...)
-			if k.Compiled.Load() == before {
-				continue // not compiled: the same path twice
-			}
-			compiled += k.Compiled.Load() - before
-			compared++
-			if got != want {
-				t.Errorf("database %d, %s %v:\ncompiled:  %s\nreference: %s", d, st.SQL, st.Args, got, want)
-			}
-		}
+		c, scans := audit.CompareCompiled(t, e, k, r, perDatabase, d)
+		compared, compiled = compared+c, compiled+scans
 		e.Close()
 	}
 	t.Logf("%d statements compared, %d scans compiled", compared, compiled)
@@ -127,19 +105,5 @@ func TestSQLitePrivacyAuditor(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep.ReportFindings(t, 20, "")
-	before := hooks.Compiled.Load()
-	r := rand.New(rand.NewPCG(*auditSeed, 37))
-	databases := 8
-	if testing.Short() {
-		databases = 3
-	}
-	checked := audit.CheckPlainOnNeighbours(t, opener, r, databases)
-	compiled := hooks.Compiled.Load() - before
-	t.Logf("%d plain statements checked, %d scans compiled", checked, compiled)
-	if n := hooks.CompiledFailed.Load(); n > 0 {
-		t.Errorf("%d compiled statements failed in SQLite", n)
-	}
-	if compiled < int64(checked) {
-		t.Errorf("only %d scans of %d plain statements ran compiled in SQLite", compiled, checked)
-	}
+	audit.CheckCompiledOnNeighbours(t, opener, hooks, rand.New(rand.NewPCG(*auditSeed, 37)), "SQLite")
 }

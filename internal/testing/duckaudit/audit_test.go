@@ -5,8 +5,6 @@ package duckaudit_test
 import (
 	"flag"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/dpsql/dpsql"
@@ -63,32 +61,8 @@ func TestDuckDBMeasuresLikeTheReference(t *testing.T) {
 			CREATE PRIVACY POLICY ON p2 OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1000, max_rows_contributed = 100000)`)
 		e := enginetest.OpenDuckDB(t, duck, false, k)
 		enginetest.Run(t, e, "SET epsilon = 1")
-		for i := 0; i < perDatabase; i++ {
-			st := audit.Generate(r, 0.15)
-			if strings.Contains(st.SQL, "_contributed") {
-				continue // its own contribution bounds: bounding may sample
-			}
-			if slices.Contains(st.Constructs, "choice FROM rows as units JOIN public by an inequality") && slices.Contains(st.Constructs, "top-k (ORDER BY aggregate DESC LIMIT k)") {
-				// Each row of q is its own unit (l0 = 1) and falls in many
-				// ranges: bounding keeps it in one, chosen by each engine's
-				// own hash of its row identity (a threshold query keeps it
-				// in all of them, and is compared).
-				continue
-			}
-			k.ReferenceOnly = true
-			want := enginetest.Outcome(e, st.SQL, st.Args...)
-			k.ReferenceOnly = false
-			before := k.Compiled.Load()
-			got := enginetest.Outcome(e, st.SQL, st.Args...)
-			if k.Compiled.Load() == before {
-				continue // not compiled: the same path twice
-			}
-			compiled += k.Compiled.Load() - before
-			compared++
-			if got != want {
-				t.Errorf("database %d, %s %v:\ncompiled:  %s\nreference: %s", d, st.SQL, st.Args, got, want)
-			}
-		}
+		c, scans := audit.CompareCompiled(t, e, k, r, perDatabase, d)
+		compared, compiled = compared+c, compiled+scans
 		owner.Close()
 		e.Close()
 	}
@@ -123,19 +97,5 @@ func TestDuckDBPrivacyAuditor(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep.ReportFindings(t, 20, "")
-	before := hooks.Compiled.Load()
-	r := rand.New(rand.NewPCG(*auditSeed, 31))
-	databases := 8
-	if testing.Short() {
-		databases = 3
-	}
-	checked := audit.CheckPlainOnNeighbours(t, auditOpener, r, databases)
-	compiled := hooks.Compiled.Load() - before
-	t.Logf("%d plain statements checked, %d scans compiled", checked, compiled)
-	if n := hooks.CompiledFailed.Load(); n > 0 {
-		t.Errorf("%d compiled statements failed in DuckDB", n)
-	}
-	if compiled < int64(checked) {
-		t.Errorf("only %d scans of %d plain statements ran compiled in DuckDB", compiled, checked)
-	}
+	audit.CheckCompiledOnNeighbours(t, auditOpener, hooks, rand.New(rand.NewPCG(*auditSeed, 31)), "DuckDB")
 }

@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/dpsql/dpsql"
-	"github.com/dpsql/dpsql/internal/storesql"
+	"github.com/dpsql/dpsql/internal/testing/stricttest"
 )
 
 // Move copies the user tables of the SQLite database at path
@@ -23,8 +23,7 @@ func Move(path, state, duck, untyped string) error {
 		return err
 	}
 	defer src.Close()
-	tables, err := storesql.Collect(ctx, src, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\_dpsql\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`, nil,
-		func(rows *sql.Rows) (name string, err error) { return name, rows.Scan(&name) })
+	tables, err := stricttest.OwnerTables(ctx, src)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,8 @@
 // Package stricttest copies a SQLite database file into one whose tables
 // are STRICT, the tables the compiled SQLite measurement reads
 // (backend/sqlite), for the tests that run the sensitivity auditor's
-// generated databases on that path.
+// generated databases on that path; and it lists a file's own tables
+// (OwnerTables), which ducktest moves into DuckDB too.
 package stricttest
 
 import (
@@ -39,8 +40,7 @@ func Copy(src, dst string) error {
 		return err
 	}
 	defer db.Close()
-	tables, err := storesql.Collect(ctx, db, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE '\_dpsql\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`, nil,
-		func(rows *sql.Rows) (name string, err error) { return name, rows.Scan(&name) })
+	tables, err := OwnerTables(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -50,6 +50,13 @@ func Copy(src, dst string) error {
 		}
 	}
 	return nil
+}
+
+// OwnerTables are the tables of a SQLite file that are the owner's: not
+// dpsql's catalog (_dpsql_*) nor SQLite's own.
+func OwnerTables(ctx context.Context, db *sql.DB) ([]string, error) {
+	return storesql.Collect(ctx, db, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE '\_dpsql\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`, nil,
+		func(rows *sql.Rows) (name string, err error) { return name, rows.Scan(&name) })
 }
 
 // strict replaces table t with a STRICT table of the same columns.
