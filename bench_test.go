@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/knobs"
 )
 
 // benchDB builds a table t(x INTEGER, g TEXT, y INTEGER) of n rows (x
@@ -61,17 +62,44 @@ func benchTable(b *testing.B, create, policy string) string {
 // in the same run and reports both and their ratio, on a table of rows
 // rows (DPSQL_BENCH_ROWS, when set, for every benchmark).
 func benchRatio(b *testing.B, rows int, raw, private string) {
-	benchRatioOn(b, benchDB(b, envInt(b, "DPSQL_BENCH_ROWS", rows)), raw, private)
+	path := benchDB(b, envInt(b, "DPSQL_BENCH_ROWS", rows))
+	if os.Getenv("DPSQL_BENCH_STRICT") != "" {
+		benchRatioCompiled(b, path, raw, private)
+		return
+	}
+	benchRatioOn(b, path, raw, private)
 }
 
-// benchRatioOn is benchRatio on an existing database.
+// benchRatioOn is benchRatio on an existing database, measured by the
+// reference evaluator (what production SQLite engines run).
 func benchRatioOn(b *testing.B, path, raw, private string) {
+	benchRatioWith(b, path, raw, private, nil)
+}
+
+// benchRatioCompiled is benchRatioOn with the scans compiled to one
+// SQLite statement (knobs.CompileSQLite, on STRICT tables): it fails
+// when no scan compiled, so that it never times the reference under the
+// compiled path's name.
+func benchRatioCompiled(b *testing.B, path, raw, private string) {
+	k := &knobs.Knobs{CompileSQLite: true}
+	benchRatioWith(b, path, raw, private, k)
+	if k.Compiled.Load() == 0 || k.CompiledFailed.Load() > 0 {
+		b.Fatalf("%s: %d scans compiled, %d failed (not compiled: %v)", private, k.Compiled.Load(), k.CompiledFailed.Load(), k.NotCompiled())
+	}
+}
+
+// benchRatioWith is benchRatioOn with the test knobs k (nil: none).
+func benchRatioWith(b *testing.B, path, raw, private string, k *knobs.Knobs) {
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	eng, err := dpsql.Open(path, dpsql.Options{Epsilon: 1, NoCache: true}) // measure the work, not the answer cache
+	opts := dpsql.Options{Epsilon: 1, NoCache: true} // measure the work, not the answer cache
+	if k != nil {
+		opts = dpsql.WithKnobs(opts, k)
+	}
+	eng, err := dpsql.Open(path, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -191,11 +219,15 @@ func BenchmarkBoundingManyUnits(b *testing.B) {
 		ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 100);
 		ALTER PRIVACY POLICY ON t SET DOMAIN g (0, 1, 2, 3, 4, 5, 6, 7);
 		SET BUDGET epsilon = 1e6`)
+		run := benchRatioOn
+		if strict != "" {
+			run = benchRatioCompiled
+		}
 		b.Run("grouped/"+name, func(b *testing.B) {
-			benchRatioOn(b, path, `SELECT g, SUM(s) FROM (SELECT uid, g, SUM(x) AS s FROM t GROUP BY uid, g) GROUP BY g`, `SELECT g, COUNT(*), SUM(x) FROM t GROUP BY g`)
+			run(b, path, `SELECT g, SUM(s) FROM (SELECT uid, g, SUM(x) AS s FROM t GROUP BY uid, g) GROUP BY g`, `SELECT g, COUNT(*), SUM(x) FROM t GROUP BY g`)
 		})
 		b.Run("avg/"+name, func(b *testing.B) {
-			benchRatioOn(b, path, `SELECT SUM(s) / SUM(n) FROM (SELECT uid, SUM(x) AS s, COUNT(x) AS n FROM t GROUP BY uid)`, `SELECT AVG(x) FROM t`)
+			run(b, path, `SELECT SUM(s) / SUM(n) FROM (SELECT uid, SUM(x) AS s, COUNT(x) AS n FROM t GROUP BY uid)`, `SELECT AVG(x) FROM t`)
 		})
 	}
 }
