@@ -19,14 +19,14 @@ import (
 
 // adultDB imports ../shared/data/adult.csv into a fresh database with a
 // policy (no bounds) and a budget large enough for many runs.
-func adultDB(tb testing.TB) string {
+func (h *harness) adultDB(tb testing.TB) string {
 	tb.Helper()
 	csvPath := filepath.Join("..", "shared", "data", "adult.csv")
 	if _, err := os.Stat(csvPath); err != nil {
 		tb.Skip("../shared/data/adult.csv not present")
 	}
 	path := filepath.Join(tb.TempDir(), "adult.db")
-	owner, err := openEngine(path, dpsql.Options{Owner: true}, nil)
+	owner, err := h.openEngine(path, dpsql.Options{Owner: true}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -58,7 +58,8 @@ func median(xs []float64) float64 {
 //
 // DPSQL_FRACTION sets bounds_epsilon_fraction (default: the engine's).
 func BenchmarkAutoBoundsAccuracyAdult(b *testing.B) {
-	path := adultDB(b)
+	h := newHarness(nil, false) // on SQLite
+	path := h.adultDB(b)
 	runs := 200
 	if v := os.Getenv("DPSQL_RUNS"); v != "" {
 		fmt.Sscan(v, &runs)
@@ -67,7 +68,7 @@ func BenchmarkAutoBoundsAccuracyAdult(b *testing.B) {
 	if v := os.Getenv("DPSQL_FRACTION"); v != "" {
 		frac = ", bounds_epsilon_fraction = " + v
 	}
-	eng, err := openEngine(path, dpsql.Options{NoCache: true}, nil) // repeated runs measure fresh noise
+	eng, err := h.openEngine(path, dpsql.Options{NoCache: true}, nil) // repeated runs measure fresh noise
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -141,12 +142,13 @@ func BenchmarkAutoBoundsAccuracyAdult(b *testing.B) {
 //
 //	go test -run XXX -bench AutoBoundsCoverageAdult -benchtime 1x -v .
 func BenchmarkAutoBoundsCoverageAdult(b *testing.B) {
-	path := adultDB(b)
+	h := newHarness(nil, false) // on SQLite
+	path := h.adultDB(b)
 	runs := 200
 	if v := os.Getenv("DPSQL_RUNS"); v != "" {
 		fmt.Sscan(v, &runs)
 	}
-	eng, err := openEngine(path, dpsql.Options{NoCache: true}, nil)
+	eng, err := h.openEngine(path, dpsql.Options{NoCache: true}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -216,6 +218,7 @@ func adultTruth(tb testing.TB, col string) [3]float64 {
 //
 //	go test -run XXX -bench AutoBoundsGrid -benchtime 1x -v .
 func BenchmarkAutoBoundsGrid(b *testing.B) {
+	h := newHarness(nil, false) // on SQLite
 	runs := 10
 	if v := os.Getenv("DPSQL_RUNS"); v != "" {
 		fmt.Sscan(v, &runs)
@@ -242,8 +245,8 @@ func BenchmarkAutoBoundsGrid(b *testing.B) {
 			fmt.Fprintf(&sb, "(%v)", zs[i])
 		}
 		sb.WriteString("; INSERT INTO zd SELECT z FROM za;")
-		path := hardDB(b, sb.String(), fmt.Sprintf(`CREATE PRIVACY POLICY ON za; CREATE PRIVACY POLICY ON zd; ALTER PRIVACY POLICY ON zd SET BOUNDS z (0, %v); SET BUDGET epsilon = 1e6`, mx))
-		eng, err := openEngine(path, dpsql.Options{NoCache: true}, nil)
+		path := h.hardDB(b, sb.String(), fmt.Sprintf(`CREATE PRIVACY POLICY ON za; CREATE PRIVACY POLICY ON zd; ALTER PRIVACY POLICY ON zd SET BOUNDS z (0, %v); SET BUDGET epsilon = 1e6`, mx))
+		eng, err := h.openEngine(path, dpsql.Options{NoCache: true}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -14,24 +14,25 @@ import (
 const auditCases = "testdata/audit"
 
 // auditOpener opens engines with the auditor's recording noiser.
-func auditOpener(path string, n mechanism.Noiser) (audit.Engine, error) {
-	return openEngine(path, dpsql.Options{Epsilon: 1}, n)
+func (h *harness) auditOpener(path string, n mechanism.Noiser) (audit.Engine, error) {
+	return h.openEngine(path, dpsql.Options{Epsilon: 1}, n)
 }
 
 // TestAuditRegressionCases replays the minimized cases under
 // testdata/audit: each passes on main, and each case found with a fault
 // switched on still fails with that fault.
-func TestAuditRegressionCases(t *testing.T) {
-	parallel(t)
-	k := hooksFor(t) // this test's own knobs (in a suite's backend run: the run's)
+func TestAuditRegressionCases(t *testing.T) { testAuditRegressionCases(t, parallel(t)) }
+
+func testAuditRegressionCases(t *testing.T, h *harness) {
+	k := h.knobs // the knobs of this test's engines (its harness's)
 	k.FixedRandomness = true
 	defer func() { k.FixedRandomness = false }()
 	paths, _ := filepath.Glob(filepath.Join(auditCases, "*.case"))
 	if len(paths) < len(audit.Faults) {
 		t.Fatalf("%d regression cases under %s, want at least one per fault (%d)", len(paths), auditCases, len(audit.Faults))
 	}
-	root := t.TempDir() // the cases' databases live under this test's directory (and its backend run)
-	open := func(t *testing.T, c audit.Case) *audit.Pair {
+	root := t.TempDir() // the cases' databases live under this test's directory
+	openCase := func(t *testing.T, c audit.Case) *audit.Pair {
 		dir, err := os.MkdirTemp(root, "case")
 		if err != nil {
 			t.Fatal(err)
@@ -40,7 +41,7 @@ func TestAuditRegressionCases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pair, err := audit.OpenPair(auditOpener, d, d2)
+		pair, err := audit.OpenPair(h.auditOpener, d, d2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +59,7 @@ func TestAuditRegressionCases(t *testing.T) {
 			}
 			// One pair of databases serves both checks: the engines read
 			// the knobs at each query, and keep no answer (NoCache).
-			pair := open(t, c)
+			pair := openCase(t, c)
 			defer pair.Close()
 			if p := pair.Check(c.Statement); len(p) > 0 {
 				t.Errorf("fails on main: %v", p)

@@ -19,15 +19,16 @@ import (
 // 3 groups·3·2/ε, where any smaller pair drops a third or half of the
 // rows — so (3, 2) is chosen and the counts are exact. The engine suite
 // runs it on DuckDB's and PostgreSQL's compiled profile too.
-func TestAutoContributionBounds(t *testing.T) {
-	parallel(t)
-	path := hardDB(t, `CREATE TABLE v (uid INTEGER, g TEXT, h TEXT);
+func TestAutoContributionBounds(t *testing.T) { testAutoContributionBounds(t, parallel(t)) }
+
+func testAutoContributionBounds(t *testing.T, h *harness) {
+	path := h.hardDB(t, `CREATE TABLE v (uid INTEGER, g TEXT, h TEXT);
 		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000)
 		INSERT INTO v SELECT i, g, g FROM n, (SELECT 'a' AS g UNION ALL SELECT 'b' UNION ALL SELECT 'c'), (SELECT 0 UNION ALL SELECT 1);`,
 		`CREATE PRIVACY POLICY ON v OPTIONS (privacy_unit_column = uid, max_groups_contributed = AUTO, max_rows_contributed = AUTO);
 		ALTER PRIVACY POLICY ON v SET DOMAIN g ('a', 'b', 'c');
 		SET BUDGET epsilon = 1e6`)
-	e := open(t, path, dpsql.Options{Epsilon: 1}) // zero noise
+	e := h.open(t, path, dpsql.Options{Epsilon: 1}) // zero noise
 	res := query(t, e, `SELECT g, COUNT(*) FROM v GROUP BY g`)
 	if fmt.Sprint(res.Rows) != "[[a 2000] [b 2000] [c 2000]]" {
 		t.Errorf("rows %v, want 2,000 per group (nothing dropped)", res.Rows)

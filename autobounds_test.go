@@ -15,9 +15,10 @@ import (
 	"github.com/dpsql/dpsql/mechanism"
 )
 
-func TestVarianceAndStddevExact(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestVarianceAndStddevExact(t *testing.T) { testVarianceAndStddevExact(t, parallel(t)) }
+
+func testVarianceAndStddevExact(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	// x = i % 100 over 1000 rows: population variance (100² − 1)/12.
 	r := query(t, e, `SELECT VAR_POP(x), VARIANCE(x), STDDEV_POP(x), STDDEV(x) FROM t`)
 	want := (100.0*100 - 1) / 12
@@ -49,9 +50,10 @@ func TestVarianceAndStddevExact(t *testing.T) {
 // candidate with at most 16σ ≈ 296 rows above it, 72 (270 above); stage
 // two at the first from there with at most σ, 104 (none above, where 96
 // has 30); the bound is then widened by ⌊0.8 × 4⌋ = 3 candidates, to 128.
-func TestAutoBoundsWithoutNoise(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestAutoBoundsWithoutNoise(t *testing.T) { testAutoBoundsWithoutNoise(t, parallel(t)) }
+
+func testAutoBoundsWithoutNoise(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	mustRun(t, e, "SET show_bounds = on")
 	mustRun(t, e, "SET noise = 'laplace'") // the search's ε as planned (zCDP would run it at √(2ρ_k))
 	r := query(t, e, `SELECT AVG(i % 100), SUM(i % 100), COUNT(i % 100) FROM t`)
@@ -167,8 +169,9 @@ func (s seededSource) Uint64() uint64 { return s.r.Uint64() }
 // 0.003) and 2% for STDDEV (measured 0.07%). With these margins a correct
 // engine fails with negligible probability; a broken clip, split or
 // centring fails by orders of magnitude.
-func TestAutoBoundsAccuracy(t *testing.T) {
-	parallel(t)
+func TestAutoBoundsAccuracy(t *testing.T) { testAutoBoundsAccuracy(t, parallel(t)) }
+
+func testAutoBoundsAccuracy(t *testing.T, h *harness) {
 	path := filepath.Join(t.TempDir(), "ages.db")
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
@@ -187,7 +190,7 @@ func TestAutoBoundsAccuracy(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	owner := open(t, path, dpsql.Options{Owner: true})
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	mustRun(t, owner, `SET BUDGET epsilon = 1000`)
 	var mean, m2 float64
 	for _, a := range ages {
@@ -197,7 +200,7 @@ func TestAutoBoundsAccuracy(t *testing.T) {
 		m2 += (a - mean) * (a - mean) / float64(len(ages))
 	}
 	sd := math.Sqrt(m2)
-	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, mechanism.NewSecureNoiser(seededSource{rand.New(rand.NewPCG(10, 10))}))
+	e, err := h.openEngine(path, dpsql.Options{Epsilon: 1}, mechanism.NewSecureNoiser(seededSource{rand.New(rand.NewPCG(10, 10))}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,9 +227,9 @@ func TestAutoBoundsAccuracy(t *testing.T) {
 // NULL) are too few for its clipped-share estimate to rule out a half
 // (its 95% figure is 100%): a warning.
 func TestOwnerRefusesWarnedAnswers(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	owner := open(t, path, dpsql.Options{Owner: true})
+	h := parallel(t)
+	path := h.newDB(t)
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	if _, err := owner.Query(context.Background(), "CREATE PRIVACY POLICY ON t OPTIONS (bounds_warnings = 'loud')"); err == nil || !strings.Contains(err.Error(), "'note'") {
 		t.Errorf("bounds_warnings = 'loud': %v", err)
 	}
@@ -234,7 +237,7 @@ func TestOwnerRefusesWarnedAnswers(t *testing.T) {
 	if !strings.Contains(r[0].Message, "bounds_warnings note → error") {
 		t.Errorf("policy change message %q", r[0].Message)
 	}
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	before, _ := e.Budget(context.Background())
 	_, err := e.Query(context.Background(), "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01) SUM(y) FROM t")
 	if err == nil || !strings.Contains(err.Error(), "answer refused") || !strings.Contains(err.Error(), "bounds_warnings = 'error'") || !strings.Contains(err.Error(), "ε=0.01") {

@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -25,117 +25,62 @@ import (
 	"github.com/dpsql/dpsql/mechanism"
 )
 
-// suiteBackend is where the engine suite's tests keep their tables while
-// they run, test by test: a suite's subtest registers a backendRun for
-// its temporary directory (onBackend), and every database file a test
-// makes there moves to that run's backend when an engine first opens it.
-// Files elsewhere stay SQLite files. So the suites on PostgreSQL and
-// DuckDB, and the tests inside each, run in parallel, each with its own
-// test knobs: no switch is shared.
-var suiteBackend struct {
-	sync.Mutex
-	runs map[string]*backendRun // a test's temporary root → its run
-	all  *backendRun            // DPSQL_SUITE_BACKEND=postgres: every file
-	n    int                    // databases moved so far (for unique names)
+// harness is what one test runs on: the backend its database files
+// move to when an engine first opens them (none: they stay SQLite files)
+// and the test knobs of its engines. Every test has its own (parallel
+// gives one on SQLite; runSuite one per suite test and backend), and the
+// helpers that open engines take it, so tests share no switch and run in
+// parallel.
+type harness struct {
+	pg    *pgServer    // the files' tables move into a fresh database of this server
+	duck  bool         // the files' tables move into a DuckDB file beside each
+	knobs *knobs.Knobs // the test knobs of the harness's engines
+
+	mu    sync.Mutex
+	moved map[string]string // database file → DSN (PostgreSQL) or state file (DuckDB)
 }
 
-// backendRun is one test's backend: a PostgreSQL server, or DuckDB.
-type backendRun struct {
-	pg    *pgtest.Server
-	duck  bool
-	knobs *knobs.Knobs // the test knobs of the run's engines
-	// untyped is the type DuckDB gives a column declared without one
-	// (ducktest.CopyFromSQLite; "" is text).
-	untyped string
-	moved   map[string]string // database file → DSN (PostgreSQL) or state file (DuckDB)
+// pgServer is a PostgreSQL server the suite's files move to, with the
+// number of databases made in it so far (for unique names).
+type pgServer struct {
+	*pgtest.Server
+	made atomic.Int64
 }
 
-// onBackend makes the database files t creates in its temporary
-// directories move to run's backend.
-func onBackend(t *testing.T, run *backendRun) {
-	root := testRoot(t)
-	run.moved = map[string]string{}
-	suiteBackend.Lock()
-	if suiteBackend.runs == nil {
-		suiteBackend.runs = map[string]*backendRun{}
-	}
-	suiteBackend.runs[root] = run
-	suiteBackend.Unlock()
-	t.Cleanup(func() {
-		suiteBackend.Lock()
-		delete(suiteBackend.runs, root)
-		suiteBackend.Unlock()
-	})
+// newHarness is a harness on the backend of pg or duck (neither: SQLite)
+// with knobs of its own.
+func newHarness(pg *pgServer, duck bool) *harness {
+	return &harness{pg: pg, duck: duck, knobs: &knobs.Knobs{}, moved: map[string]string{}}
 }
 
-// parallelTests are the tests parallel has let run in parallel.
-var parallelTests sync.Map // *testing.T → true
+// allOnPostgres is the server every test's files move to when the whole
+// package runs on PostgreSQL (DPSQL_SUITE_BACKEND=postgres; TestMain
+// starts it before any test and stops it after all); nil otherwise.
+var allOnPostgres *pgServer
 
 // parallel lets t run in parallel with the package's other parallel
-// tests, its engines with test knobs of their own (a SQLite backend run
-// for its temporary directory): so a test that sets a knob changes only
-// its own engines. Within a suite's backend run (runSuite), it does
-// nothing more.
-func parallel(t *testing.T) {
-	if _, done := parallelTests.LoadOrStore(t, true); done {
-		return
-	}
+// tests and returns its harness: on SQLite (on PostgreSQL when the whole
+// package runs there), with test knobs of its own, so a test that sets a
+// knob changes only its own engines.
+func parallel(t *testing.T) *harness {
 	t.Parallel()
-	onBackend(t, &backendRun{knobs: &knobs.Knobs{}})
+	return newHarness(allOnPostgres, false)
 }
-
-// testRoot is the directory that holds t's temporary directories.
-func testRoot(t *testing.T) string { return filepath.Dir(t.TempDir()) }
-
-// runOf is the backend run the file at path belongs to (nil: SQLite).
-// The caller holds suiteBackend's lock.
-func runOf(path string) *backendRun {
-	for root, run := range suiteBackend.runs {
-		if strings.HasPrefix(path, root+string(filepath.Separator)) {
-			return run
-		}
-	}
-	return suiteBackend.all
-}
-
-// hooksFor are the test knobs of t's engines: its backend run's, or the
-// package's hooks.
-func hooksFor(t *testing.T) *knobs.Knobs {
-	root := testRoot(t)
-	suiteBackend.Lock()
-	defer suiteBackend.Unlock()
-	if run := suiteBackend.runs[root]; run != nil && run.knobs != nil {
-		return run.knobs
-	}
-	return hooks
-}
-
-// hooks are the test knobs of every engine the tests open through
-// openEngine outside a backend run (internal/knobs): a test sets one and
-// resets it when done (such tests do not run in parallel).
-var hooks = &knobs.Knobs{}
 
 // openEngine opens the engine of a test's database file. On SQLite it is
-// dpsql.OpenWithNoise (dpsql.Open for a nil noise). In a backend run on
-// PostgreSQL, the file's tables first move into a fresh PostgreSQL
-// database (once per file: moveToPostgres) and the engine reads them
-// there, with the file as its state file; on DuckDB, into a DuckDB file
-// beside it (moveToDuckDB).
-func openEngine(path string, opts dpsql.Options, noise mechanism.Noiser) (*dpsql.Engine, error) {
-	k := hooks
-	suiteBackend.Lock()
-	if run := runOf(path); run != nil && run.knobs != nil {
-		k = run.knobs
-	}
-	suiteBackend.Unlock()
-	return openEngineWith(path, opts, noise, k)
+// dpsql.OpenWithNoise (dpsql.Open for a nil noise). On PostgreSQL, the
+// file's tables first move into a fresh PostgreSQL database (once per
+// file: postgresOf) and the engine reads them there, with the file as
+// its state file; on DuckDB, into a DuckDB file beside it (duckOf).
+func (h *harness) openEngine(path string, opts dpsql.Options, noise mechanism.Noiser) (*dpsql.Engine, error) {
+	return h.openEngineWith(path, opts, noise, h.knobs)
 }
 
 // openEngineWith is openEngine with the test knobs k.
-func openEngineWith(path string, opts dpsql.Options, noise mechanism.Noiser, k *knobs.Knobs) (*dpsql.Engine, error) {
+func (h *harness) openEngineWith(path string, opts dpsql.Options, noise mechanism.Noiser, k *knobs.Knobs) (*dpsql.Engine, error) {
 	opts = dpsql.WithKnobs(opts, k)
 	if opts.Postgres == "" && opts.DuckDB == "" {
-		state, err := duckOf(path)
+		state, err := h.duckOf(path)
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +89,7 @@ func openEngineWith(path string, opts dpsql.Options, noise mechanism.Noiser, k *
 		}
 	}
 	if opts.Postgres == "" && opts.DuckDB == "" {
-		dsn, err := postgresOf(path)
+		dsn, err := h.postgresOf(path)
 		if err != nil {
 			return nil, err
 		}
@@ -156,14 +101,9 @@ func openEngineWith(path string, opts dpsql.Options, noise mechanism.Noiser, k *
 	return dpsql.OpenWithNoise(path, opts, noise)
 }
 
-// onOtherBackend reports whether the file at path keeps its tables in
-// PostgreSQL or DuckDB (a suite's backend run).
-func onOtherBackend(path string) bool {
-	suiteBackend.Lock()
-	defer suiteBackend.Unlock()
-	run := runOf(path)
-	return run != nil && (run.pg != nil || run.duck)
-}
+// onOtherBackend reports whether the harness keeps its files' tables in
+// PostgreSQL or DuckDB.
+func (h *harness) onOtherBackend() bool { return h.pg != nil || h.duck }
 
 // sameAsTheReference is what a statistical test checks on PostgreSQL and
 // DuckDB, in place of sampling the noise again: for each database, q's
@@ -176,10 +116,10 @@ func onOtherBackend(path string) bool {
 // give equal output distributions, so this has the sampling test's power
 // for a backend's faults (more: a deterministic difference of any size
 // fails it, where sampling sees only differences larger than its noise).
-func sameAsTheReference(t *testing.T, q string, paths ...string) {
+func (h *harness) sameAsTheReference(t *testing.T, q string, paths ...string) {
 	t.Helper()
 	answer := func(path string, k *knobs.Knobs) string {
-		e, err := openEngineWith(path, dpsql.Options{Epsilon: 1, NoCache: true, Owner: true}, dpsql.ZeroNoise(), k)
+		e, err := h.openEngineWith(path, dpsql.Options{Epsilon: 1, NoCache: true, Owner: true}, dpsql.ZeroNoise(), k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,13 +135,10 @@ func sameAsTheReference(t *testing.T, q string, paths ...string) {
 	}
 	for _, path := range paths {
 		// Fixed randomness: contribution bounding samples the same rows
-		// in both runs. The native run uses the test's own knobs (the
+		// in both runs. The native run uses the harness's own knobs (the
 		// DuckDB suite counts its compiled scans there).
-		suiteBackend.Lock()
-		k := runOf(path).knobs
-		suiteBackend.Unlock()
-		k.FixedRandomness = true
-		native := answer(path, k)
+		h.knobs.FixedRandomness = true
+		native := answer(path, h.knobs)
 		reference := answer(path, &knobs.Knobs{FixedRandomness: true, ReferenceOnly: true})
 		if native != reference {
 			t.Errorf("%s on %s: %s where the reference evaluator gives %s", q, filepath.Base(path), native, reference)
@@ -211,23 +148,28 @@ func sameAsTheReference(t *testing.T, q string, paths ...string) {
 
 // postgresOf returns the DSN that the file's tables live in: "" on
 // SQLite.
-func postgresOf(path string) (string, error) {
-	suiteBackend.Lock()
-	defer suiteBackend.Unlock()
-	run := runOf(path)
-	if run == nil || run.pg == nil {
+func (h *harness) postgresOf(path string) (string, error) {
+	if h.pg == nil {
 		return "", nil
 	}
-	if dsn, ok := run.moved[path]; ok {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if dsn, ok := h.moved[path]; ok {
 		return dsn, nil
 	}
-	suiteBackend.n++
-	dsn, err := pgmove.Move(run.pg, path, path, fmt.Sprintf("suite%d", suiteBackend.n))
+	dsn, err := pgmove.Move(h.pg.Server, path, path, fmt.Sprintf("suite%d", h.pg.made.Add(1)))
 	if err != nil {
 		return "", fmt.Errorf("moving %s to PostgreSQL: %w", path, err)
 	}
-	run.moved[path] = dsn
+	h.moved[path] = dsn
 	return dsn, nil
+}
+
+// movedFiles is how many database files the harness has moved.
+func (h *harness) movedFiles() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.moved)
 }
 
 // TestEngineSuiteOnPostgres runs the engine suite's tests again with
@@ -240,8 +182,8 @@ func TestEngineSuiteOnPostgres(t *testing.T) {
 		t.Skip("the whole package runs on PostgreSQL (DPSQL_SUITE_BACKEND=postgres)")
 	}
 	parallel(t)
-	srv := pgtest.StartT(t)
-	runs := runSuite(t, "PostgreSQL", notOnPostgres, func() *backendRun { return &backendRun{pg: srv} })
+	srv := &pgServer{Server: pgtest.StartT(t)}
+	runs := runSuite(t, "PostgreSQL", notOnPostgres, func() *harness { return newHarness(srv, false) })
 	checkCompiled(t, "PostgreSQL", runs)
 }
 
@@ -250,7 +192,7 @@ func TestEngineSuiteOnPostgres(t *testing.T) {
 // when a compiled statement failed in the engine (the reference then
 // measured it: a printed expression that is not total) or when fewer
 // than 50 scans compiled.
-func checkCompiled(t *testing.T, where string, runs []*backendRun) {
+func checkCompiled(t *testing.T, where string, runs []*harness) {
 	var compiled, failed, reference int64
 	reasons := map[string]int64{}
 	for _, run := range runs {
@@ -295,12 +237,12 @@ var notOnPostgres = map[string]string{
 }
 
 // runSuite runs the engine suite's tests (but those in skip, with the
-// reason) in parallel, each in a backend run of its own made by newRun,
-// and returns their runs once all have ended.
-func runSuite(t *testing.T, where string, skip map[string]string, newRun func() *backendRun) []*backendRun {
+// reason) in parallel, each with a harness of its own made by
+// newHarness, and returns their harnesses once all have ended.
+func runSuite(t *testing.T, where string, skip map[string]string, newHarness func() *harness) []*harness {
 	var (
 		mu   sync.Mutex
-		runs []*backendRun
+		runs []*harness
 	)
 	t.Run("suite", func(t *testing.T) {
 		for _, test := range engineSuite {
@@ -308,19 +250,13 @@ func runSuite(t *testing.T, where string, skip map[string]string, newRun func() 
 				if why, ok := skip[test.name]; ok {
 					t.Skip(why)
 				}
-				parallelTests.Store(t, true) // the test's own parallel(t) adds nothing
 				t.Parallel()
-				run := newRun()
-				run.knobs = &knobs.Knobs{}
-				onBackend(t, run)
+				h := newHarness()
 				mu.Lock()
-				runs = append(runs, run)
+				runs = append(runs, h)
 				mu.Unlock()
-				test.run(t)
-				suiteBackend.Lock()
-				moved := len(run.moved)
-				suiteBackend.Unlock()
-				if moved == 0 && !t.Failed() {
+				test.run(t, h)
+				if h.movedFiles() == 0 && !t.Failed() {
 					t.Errorf("%s opened no database on %s", test.name, where)
 				}
 			})
@@ -349,7 +285,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		suiteBackend.all = &backendRun{pg: srv, moved: map[string]string{}}
+		allOnPostgres = &pgServer{Server: srv}
 		code := memtmp.Run(m)
 		srv.Stop()
 		os.Exit(code)
@@ -367,97 +303,97 @@ func TestMain(m *testing.M) {
 // the backend. DPSQL_SUITE_BACKEND=postgres runs everything there.
 var engineSuite = []struct {
 	name string
-	run  func(*testing.T)
+	run  func(*testing.T, *harness)
 }{
 	// exact answers, refusals, budget and the answer cache
-	{"TestExactAnswersWithoutNoise", TestExactAnswersWithoutNoise},
-	{"TestSetPrivateAgain", TestSetPrivateAgain},
-	{"TestSessionsKeepTheirSettings", TestSessionsKeepTheirSettings},
-	{"TestIntervalsReachEveryClient", TestIntervalsReachEveryClient},
-	{"TestAvgClippedAndColumnNames", TestAvgClippedAndColumnNames},
-	{"TestVarianceAndStddevExact", TestVarianceAndStddevExact},
-	{"TestRefusalsSpendNothing", TestRefusalsSpendNothing},
-	{"TestNoBudgetNoEpsilon", TestNoBudgetNoEpsilon},
-	{"TestRealNoiseIsAdded", TestRealNoiseIsAdded},
-	{"TestAdult", TestAdult},
-	{"TestBoundingKeepsGroupsAndRowsEvenly", TestBoundingKeepsGroupsAndRowsEvenly},
-	{"TestDroppedShareIsExact", TestDroppedShareIsExact},
-	{"TestDroppedShareOfChosenGroups", TestDroppedShareOfChosenGroups},
-	{"TestAutoContributionBounds", TestAutoContributionBounds},
-	{"TestRerunningCreatePolicySaysWhatChanged", TestRerunningCreatePolicySaysWhatChanged},
-	{"TestCancelledImportSaysNothingWasImported", TestCancelledImportSaysNothingWasImported},
-	{"TestShowLedgerIsTheOwners", TestShowLedgerIsTheOwners},
-	{"TestRepeatedQueriesAreFree", TestRepeatedQueriesAreFree},
-	{"TestShowBudgetSaysHowManyQueriesFit", TestShowBudgetSaysHowManyQueriesFit},
-	{"TestConcurrentRepeatsShareOneAnswer", TestConcurrentRepeatsShareOneAnswer},
+	{"TestExactAnswersWithoutNoise", testExactAnswersWithoutNoise},
+	{"TestSetPrivateAgain", testSetPrivateAgain},
+	{"TestSessionsKeepTheirSettings", testSessionsKeepTheirSettings},
+	{"TestIntervalsReachEveryClient", testIntervalsReachEveryClient},
+	{"TestAvgClippedAndColumnNames", testAvgClippedAndColumnNames},
+	{"TestVarianceAndStddevExact", testVarianceAndStddevExact},
+	{"TestRefusalsSpendNothing", testRefusalsSpendNothing},
+	{"TestNoBudgetNoEpsilon", testNoBudgetNoEpsilon},
+	{"TestRealNoiseIsAdded", testRealNoiseIsAdded},
+	{"TestAdult", testAdult},
+	{"TestBoundingKeepsGroupsAndRowsEvenly", testBoundingKeepsGroupsAndRowsEvenly},
+	{"TestDroppedShareIsExact", testDroppedShareIsExact},
+	{"TestDroppedShareOfChosenGroups", testDroppedShareOfChosenGroups},
+	{"TestAutoContributionBounds", testAutoContributionBounds},
+	{"TestRerunningCreatePolicySaysWhatChanged", testRerunningCreatePolicySaysWhatChanged},
+	{"TestCancelledImportSaysNothingWasImported", testCancelledImportSaysNothingWasImported},
+	{"TestShowLedgerIsTheOwners", testShowLedgerIsTheOwners},
+	{"TestRepeatedQueriesAreFree", testRepeatedQueriesAreFree},
+	{"TestShowBudgetSaysHowManyQueriesFit", testShowBudgetSaysHowManyQueriesFit},
+	{"TestConcurrentRepeatsShareOneAnswer", testConcurrentRepeatsShareOneAnswer},
 	// the database/sql driver
-	{"TestDriverQueriesThroughDatabaseSQL", TestDriverQueriesThroughDatabaseSQL},
-	{"TestDriverErrors", TestDriverErrors},
-	{"TestBoundParameterIsALiteral", TestBoundParameterIsALiteral},
-	{"TestDriverSetEpsilonIsPerConnection", TestDriverSetEpsilonIsPerConnection},
+	{"TestDriverQueriesThroughDatabaseSQL", testDriverQueriesThroughDatabaseSQL},
+	{"TestDriverErrors", testDriverErrors},
+	{"TestBoundParameterIsALiteral", testBoundParameterIsALiteral},
+	{"TestDriverSetEpsilonIsPerConnection", testDriverSetEpsilonIsPerConnection},
 	// privacy units, partition selection, joins and subqueries
-	{"TestContributionBoundingExact", TestContributionBoundingExact},
-	{"TestGroupBoundingLimitsUnits", TestGroupBoundingLimitsUnits},
-	{"TestPartitionSelectionWithoutNoise", TestPartitionSelectionWithoutNoise},
-	{"TestPartitionSelectionReleasesARareGroupRarely", TestPartitionSelectionReleasesARareGroupRarely},
-	{"TestJoinsAndSubqueriesExact", TestJoinsAndSubqueriesExact},
-	{"TestGroupByUnitIsRefused", TestGroupByUnitIsRefused},
-	{"TestUnitNeighboursEmpirically", TestUnitNeighboursEmpirically},
+	{"TestContributionBoundingExact", testContributionBoundingExact},
+	{"TestGroupBoundingLimitsUnits", testGroupBoundingLimitsUnits},
+	{"TestPartitionSelectionWithoutNoise", testPartitionSelectionWithoutNoise},
+	{"TestPartitionSelectionReleasesARareGroupRarely", testPartitionSelectionReleasesARareGroupRarely},
+	{"TestJoinsAndSubqueriesExact", testJoinsAndSubqueriesExact},
+	{"TestGroupByUnitIsRefused", testGroupByUnitIsRefused},
+	{"TestUnitNeighboursEmpirically", testUnitNeighboursEmpirically},
 	// per-unit bounds and COUNT(DISTINCT)
-	{"TestBigQueryContributionBounds", TestBigQueryContributionBounds},
-	{"TestPerUnitBoundsSensitivity", TestPerUnitBoundsSensitivity},
-	{"TestCountDistinctValues", TestCountDistinctValues},
-	{"TestPerUnitBoundsNeighboursEmpirically", TestPerUnitBoundsNeighboursEmpirically},
+	{"TestBigQueryContributionBounds", testBigQueryContributionBounds},
+	{"TestPerUnitBoundsSensitivity", testPerUnitBoundsSensitivity},
+	{"TestCountDistinctValues", testCountDistinctValues},
+	{"TestPerUnitBoundsNeighboursEmpirically", testPerUnitBoundsNeighboursEmpirically},
 	// SQL over released results, public groups, subqueries
-	{"TestSQLOverReleasedResults", TestSQLOverReleasedResults},
-	{"TestSQLOverReleasedResultsRefusals", TestSQLOverReleasedResultsRefusals},
-	{"TestPublicGroups", TestPublicGroups},
-	{"TestSubqueriesInDPQueries", TestSubqueriesInDPQueries},
+	{"TestSQLOverReleasedResults", testSQLOverReleasedResults},
+	{"TestSQLOverReleasedResultsRefusals", testSQLOverReleasedResultsRefusals},
+	{"TestPublicGroups", testPublicGroups},
+	{"TestSubqueriesInDPQueries", testSubqueriesInDPQueries},
 	// peers' spellings, sessions, delta
-	{"TestJoinUsing", TestJoinUsing},
-	{"TestStarInSubqueries", TestStarInSubqueries},
-	{"TestMainSchemaQualifiedNames", TestMainSchemaQualifiedNames},
-	{"TestSessionDelta", TestSessionDelta},
-	{"TestDeltaOne", TestDeltaOne},
-	{"TestUnboundedContributionsRefused", TestUnboundedContributionsRefused},
-	{"TestMinPrivacyUnitsPerGroup", TestMinPrivacyUnitsPerGroup},
-	{"TestPeersSpellings", TestPeersSpellings},
+	{"TestJoinUsing", testJoinUsing},
+	{"TestStarInSubqueries", testStarInSubqueries},
+	{"TestMainSchemaQualifiedNames", testMainSchemaQualifiedNames},
+	{"TestSessionDelta", testSessionDelta},
+	{"TestDeltaOne", testDeltaOne},
+	{"TestUnboundedContributionsRefused", testUnboundedContributionsRefused},
+	{"TestMinPrivacyUnitsPerGroup", testMinPrivacyUnitsPerGroup},
+	{"TestPeersSpellings", testPeersSpellings},
 	// expression group keys
-	{"TestExpressionGroupKeys", TestExpressionGroupKeys},
-	{"TestExpressionKeysDropValuesOutsideTheBins", TestExpressionKeysDropValuesOutsideTheBins},
-	{"TestExpressionKeysRefused", TestExpressionKeysRefused},
+	{"TestExpressionGroupKeys", testExpressionGroupKeys},
+	{"TestExpressionKeysDropValuesOutsideTheBins", testExpressionKeysDropValuesOutsideTheBins},
+	{"TestExpressionKeysRefused", testExpressionKeysRefused},
 	// automatic bounds and quantiles
-	{"TestAutoBoundsWithoutNoise", TestAutoBoundsWithoutNoise},
-	{"TestAutoBoundsAccuracy", TestAutoBoundsAccuracy},
-	{"TestPercentilesWithoutNoise", TestPercentilesWithoutNoise},
-	{"TestApproxQuantiles", TestApproxQuantiles},
-	{"TestPercentileNeighboursEmpirically", TestPercentileNeighboursEmpirically},
+	{"TestAutoBoundsWithoutNoise", testAutoBoundsWithoutNoise},
+	{"TestAutoBoundsAccuracy", testAutoBoundsAccuracy},
+	{"TestPercentilesWithoutNoise", testPercentilesWithoutNoise},
+	{"TestApproxQuantiles", testApproxQuantiles},
+	{"TestPercentileNeighboursEmpirically", testPercentileNeighboursEmpirically},
 	// accounting
-	{"TestSingleQueryNeverNoisier", TestSingleQueryNeverNoisier},
-	{"TestPureBudgetAndRecordedRho", TestPureBudgetAndRecordedRho},
+	{"TestSingleQueryNeverNoisier", testSingleQueryNeverNoisier},
+	{"TestPureBudgetAndRecordedRho", testPureBudgetAndRecordedRho},
 	// hardening, totality and the empirical neighbour tests
-	{"TestNamesResolveAsSQLiteDoes", TestNamesResolveAsSQLiteDoes},
-	{"TestRowEvaluationIsTotal", TestRowEvaluationIsTotal},
-	{"TestExactValuesFarFromZero", TestExactValuesFarFromZero},
-	{"TestUnitByProvenance", TestUnitByProvenance},
-	{"TestClippingIsNumeric", TestClippingIsNumeric},
-	{"TestParametersCheckedBeforeTheCharge", TestParametersCheckedBeforeTheCharge},
-	{"TestConcurrentQueriesKeepTheirMeasurements", TestConcurrentQueriesKeepTheirMeasurements},
-	{"TestRefusalsAreTheSameOnNeighbours", TestRefusalsAreTheSameOnNeighbours},
-	{"TestPublicQueriesKeepSQLiteSemantics", TestPublicQueriesKeepSQLiteSemantics},
-	{"TestPublicQueriesMatchSQLite", TestPublicQueriesMatchSQLite},
-	{"TestNeighbourSensitivityProperty", TestNeighbourSensitivityProperty},
-	{"TestCancelledQuerySaysWhatWasCharged", TestCancelledQuerySaysWhatWasCharged},
-	{"TestEveryFunctionAndOperatorIsTotal", TestEveryFunctionAndOperatorIsTotal},
-	{"TestAuditRegressionCases", TestAuditRegressionCases},
+	{"TestNamesResolveAsSQLiteDoes", testNamesResolveAsSQLiteDoes},
+	{"TestRowEvaluationIsTotal", testRowEvaluationIsTotal},
+	{"TestExactValuesFarFromZero", testExactValuesFarFromZero},
+	{"TestUnitByProvenance", testUnitByProvenance},
+	{"TestClippingIsNumeric", testClippingIsNumeric},
+	{"TestParametersCheckedBeforeTheCharge", testParametersCheckedBeforeTheCharge},
+	{"TestConcurrentQueriesKeepTheirMeasurements", testConcurrentQueriesKeepTheirMeasurements},
+	{"TestRefusalsAreTheSameOnNeighbours", testRefusalsAreTheSameOnNeighbours},
+	{"TestPublicQueriesKeepSQLiteSemantics", testPublicQueriesKeepSQLiteSemantics},
+	{"TestPublicQueriesMatchSQLite", testPublicQueriesMatchSQLite},
+	{"TestNeighbourSensitivityProperty", testNeighbourSensitivityProperty},
+	{"TestCancelledQuerySaysWhatWasCharged", testCancelledQuerySaysWhatWasCharged},
+	{"TestEveryFunctionAndOperatorIsTotal", testEveryFunctionAndOperatorIsTotal},
+	{"TestAuditRegressionCases", testAuditRegressionCases},
 }
 
 // driverDSN is the driver's DSN for a test's database file with query
 // ("" or "?k=v&..."): on PostgreSQL (openEngine) it also names the
 // database the file's tables moved to.
-func driverDSN(t *testing.T, path, query string) string {
+func (h *harness) driverDSN(t *testing.T, path, query string) string {
 	t.Helper()
-	if state, err := duckOf(path); err != nil {
+	if state, err := h.duckOf(path); err != nil {
 		t.Fatal(err)
 	} else if state != "" {
 		sep := "?"
@@ -466,7 +402,7 @@ func driverDSN(t *testing.T, path, query string) string {
 		}
 		return "file:" + state + query + sep + "duckdb=" + url.QueryEscape(path+".duckdb")
 	}
-	dsn, err := postgresOf(path)
+	dsn, err := h.postgresOf(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,9 +418,9 @@ func driverDSN(t *testing.T, path, query string) string {
 
 // execData runs stmt (SQL that SQLite and PostgreSQL read alike) on a
 // test's data: in the file, or in PostgreSQL once its tables moved there.
-func execData(t *testing.T, path, stmt string) {
+func (h *harness) execData(t *testing.T, path, stmt string) {
 	t.Helper()
-	dsn, err := postgresOf(path)
+	dsn, err := h.postgresOf(path)
 	if err != nil {
 		t.Fatal(err)
 	}

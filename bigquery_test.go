@@ -22,7 +22,7 @@ import (
 //	uid 1: (a, 2) (a, 3) (a, 4) (b, 5) (a, 4)
 //	uid 2: (a, 1)
 //	uid 3: (b, 10) (b, 10) (a, NULL)
-func bqDB(t *testing.T) string {
+func (h *harness) bqDB(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "bq.db")
 	db, err := sql.Open("sqlite", "file:"+path)
@@ -35,7 +35,7 @@ func bqDB(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustRun(t, open(t, path, dpsql.Options{Owner: true}), `CREATE PRIVACY POLICY ON v OPTIONS (privacy_unit_column = uid, max_groups_contributed = 2, max_rows_contributed = 5);
+	mustRun(t, h.open(t, path, dpsql.Options{Owner: true}), `CREATE PRIVACY POLICY ON v OPTIONS (privacy_unit_column = uid, max_groups_contributed = 2, max_rows_contributed = 5);
 		ALTER PRIVACY POLICY ON v SET DOMAIN g ('a', 'b');
 		SET BUDGET epsilon = 1000`)
 	return path
@@ -45,9 +45,10 @@ func bqDB(t *testing.T) string {
 // each unit's combined value in a group (its sum, its mean for AVG, its
 // count), as BigQuery does; contribution_bounds_per_row clamps rows.
 // Answers computed by hand, under zero noise (issue 10).
-func TestBigQueryContributionBounds(t *testing.T) {
-	parallel(t)
-	e := open(t, bqDB(t), dpsql.Options{Epsilon: 1})
+func TestBigQueryContributionBounds(t *testing.T) { testBigQueryContributionBounds(t, parallel(t)) }
+
+func testBigQueryContributionBounds(t *testing.T, h *harness) {
+	e := h.open(t, h.bqDB(t), dpsql.Options{Epsilon: 1})
 	for _, tc := range []struct {
 		sql  string
 		want string
@@ -89,9 +90,10 @@ func TestBigQueryContributionBounds(t *testing.T) {
 // TestPerUnitBoundsSensitivity: the EXPLAIN of a per-group bound says the
 // sensitivity is per unit (min(l0, groups) · max|bound|), not per row
 // (min(l0, groups) · l∞ · …).
-func TestPerUnitBoundsSensitivity(t *testing.T) {
-	parallel(t)
-	e := open(t, bqDB(t), dpsql.Options{Epsilon: 1})
+func TestPerUnitBoundsSensitivity(t *testing.T) { testPerUnitBoundsSensitivity(t, parallel(t)) }
+
+func testPerUnitBoundsSensitivity(t *testing.T, h *harness) {
+	e := h.open(t, h.bqDB(t), dpsql.Options{Epsilon: 1})
 	for _, tc := range []struct {
 		sql              string
 		perUnit, perRows string
@@ -115,9 +117,10 @@ func TestPerUnitBoundsSensitivity(t *testing.T) {
 // TestCountDistinctValues: COUNT(DISTINCT x) on a column that is not the
 // privacy unit counts the distinct non-NULL values among the rows kept
 // after contribution bounding, with sensitivity l0·l∞ (issue 10).
-func TestCountDistinctValues(t *testing.T) {
-	parallel(t)
-	e := open(t, bqDB(t), dpsql.Options{Epsilon: 1})
+func TestCountDistinctValues(t *testing.T) { testCountDistinctValues(t, parallel(t)) }
+
+func testCountDistinctValues(t *testing.T, h *harness) {
+	e := h.open(t, h.bqDB(t), dpsql.Options{Epsilon: 1})
 	for _, tc := range []struct{ sql, want string }{
 		// x: 2, 3, 4, 5, 4, 1, 10, 10, NULL (l0 = 2, l∞ = 5 keep every row).
 		{`SELECT COUNT(DISTINCT x), COUNT(DISTINCT x * 1.0), COUNT(DISTINCT CAST(x AS TEXT)), COUNT(DISTINCT uid) FROM v`, "6:6:6:3"},
@@ -144,7 +147,7 @@ func TestCountDistinctValues(t *testing.T) {
 		}
 	}
 	// Each row its own unit: sensitivity 1, exact on t.
-	e2 := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	e2 := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	if got := rowsOf(query(t, e2, `SELECT g, COUNT(DISTINCT x) FROM t GROUP BY g`)); got != "a:25 b:25 c:25 d:0" {
 		t.Errorf("grouped distinct on t: %s", got)
 	}
@@ -156,16 +159,19 @@ func TestCountDistinctValues(t *testing.T) {
 // bin; with per-row clipping of those 30 rows the unit would move the sum
 // by 150, with its per-unit sum clipped it moves it by 5.
 func TestPerUnitBoundsNeighboursEmpirically(t *testing.T) {
-	parallel(t)
+	testPerUnitBoundsNeighboursEmpirically(t, parallel(t))
+}
+
+func testPerUnitBoundsNeighboursEmpirically(t *testing.T, h *harness) {
 	base := `CREATE TABLE v (uid INTEGER, x REAL); INSERT INTO v VALUES (1, 1), (2, 2), (3, 3);`
 	var many strings.Builder
 	for i := 0; i < 30; i++ {
 		many.WriteString(" INSERT INTO v VALUES (9, 100);")
 	}
 	policy := `CREATE PRIVACY POLICY ON v OPTIONS (privacy_unit_column = uid, max_rows_contributed = 30)`
-	d := hardDB(t, base+many.String(), policy)
-	d2 := hardDB(t, base, policy)
-	empiricalNeighbours(t, d, d2, `SELECT SUM(x, contribution_bounds_per_group => (0, 5)) FROM v`, 1, 2)
+	d := h.hardDB(t, base+many.String(), policy)
+	d2 := h.hardDB(t, base, policy)
+	h.empiricalNeighbours(t, d, d2, `SELECT SUM(x, contribution_bounds_per_group => (0, 5)) FROM v`, 1, 2)
 }
 
 // TestReportFormatJSON: report_format => 'JSON' releases BigQuery's JSON
@@ -173,8 +179,8 @@ func TestPerUnitBoundsNeighboursEmpirically(t *testing.T) {
 // AVG's from its count and sum) — which an outer query reads with
 // JSON_EXTRACT. Exact values under zero noise (issue 10).
 func TestReportFormatJSON(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	h := parallel(t)
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	plain := query(t, e, `SELECT COUNT(*) AS r, AVG(x) AS a FROM t`) // the same cells and ε shares
 	half := plain.ErrorBounds["r"]
 	if half <= 0 {

@@ -17,9 +17,12 @@ import (
 // false failure about once in 10⁹ runs). A hash that mixes the unit and
 // the group linearly kept 3% to 84% on PostgreSQL.
 func TestBoundingKeepsGroupsAndRowsEvenly(t *testing.T) {
-	parallel(t)
+	testBoundingKeepsGroupsAndRowsEvenly(t, parallel(t))
+}
+
+func testBoundingKeepsGroupsAndRowsEvenly(t *testing.T, h *harness) {
 	const units = 4000
-	path := hardDB(t, fmt.Sprintf(`CREATE TABLE two (uid INTEGER, g TEXT, v INTEGER);
+	path := h.hardDB(t, fmt.Sprintf(`CREATE TABLE two (uid INTEGER, g TEXT, v INTEGER);
 		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
 		INSERT INTO two SELECT i, 'x', 0 FROM n UNION ALL SELECT i, 'y', 0 FROM n;
 		CREATE TABLE rows2 (uid INTEGER, v INTEGER);
@@ -30,7 +33,7 @@ func TestBoundingKeepsGroupsAndRowsEvenly(t *testing.T) {
 		CREATE PRIVACY POLICY ON rows2 OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 1);
 		ALTER PRIVACY POLICY ON rows2 SET BOUNDS v (0, 1);
 		SET BUDGET epsilon = 1e6`)
-	e := open(t, path, dpsql.Options{Epsilon: 1}) // zero noise: the exact kept counts; a fresh query key each time
+	e := h.open(t, path, dpsql.Options{Epsilon: 1}) // zero noise: the exact kept counts; a fresh query key each time
 	for k := 0; k < 8; k++ {
 		res := query(t, e, `SELECT g, COUNT(*) FROM two GROUP BY g`)
 		if len(res.Rows) != 2 || res.Rows[0][0] != "x" {

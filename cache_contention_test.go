@@ -57,9 +57,9 @@ func lockHolder(t *testing.T, path string, hold, gap time.Duration) (stop func()
 
 // chargesOf counts the ledger's charges by statement, for those that
 // contain part.
-func chargesOf(t *testing.T, path, part string) map[string]int {
+func (h *harness) chargesOf(t *testing.T, path, part string) map[string]int {
 	t.Helper()
-	owner := open(t, path, dpsql.Options{Owner: true})
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	charged := map[string]int{}
 	for _, row := range query(t, owner, "SHOW LEDGER").Rows {
 		if s := fmt.Sprint(row[3]); strings.Contains(s, part) {
@@ -78,11 +78,11 @@ func chargesOf(t *testing.T, path, part string) map[string]int {
 // (1.2% of repeats were charged again under such load when an answer
 // that missed the lock went uncached.)
 func TestRepeatsStayFreeWhileTheLockIsHeld(t *testing.T) {
-	parallel(t)
-	path := hardDB(t, `CREATE TABLE c (x INTEGER); WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199999) INSERT INTO c SELECT i FROM n;`,
+	h := parallel(t)
+	path := h.hardDB(t, `CREATE TABLE c (x INTEGER); WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199999) INSERT INTO c SELECT i FROM n;`,
 		`CREATE PRIVACY POLICY ON c; ALTER PRIVACY POLICY ON c SET BOUNDS x (0, 1000); SET BUDGET epsilon = 1e6`)
 	k := &knobs.Knobs{CacheStoreWait: 50 * time.Millisecond}
-	e, err := openEngineWith(path, dpsql.Options{Epsilon: 0.01}, nil, k) // real noise, the cache on
+	e, err := h.openEngineWith(path, dpsql.Options{Epsilon: 0.01}, nil, k) // real noise, the cache on
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestRepeatsStayFreeWhileTheLockIsHeld(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	charged := chargesOf(t, path, "COUNT(*)")
+	charged := h.chargesOf(t, path, "COUNT(*)")
 	if len(charged) != 3 {
 		t.Errorf("%d repeated statements in the ledger, want 3: %v", len(charged), charged)
 	}
@@ -143,7 +143,7 @@ func TestRepeatsStayFreeWhileTheLockIsHeld(t *testing.T) {
 		t.Errorf("%d of %d answers came from the cache, want all but the first of each of the 3 queries", cachedRepeats, repeats)
 	}
 	// The next process finds every answer in the file.
-	nextEngine, err := openEngineWith(path, dpsql.Options{}, nil, nil) // real noise: the cache on
+	nextEngine, err := h.openEngineWith(path, dpsql.Options{}, nil, nil) // real noise: the cache on
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,8 +162,8 @@ func TestRepeatsStayFreeWhileTheLockIsHeld(t *testing.T) {
 // next identical query is answered afresh, not served the old answer,
 // and the old answer never reaches the cache.
 func TestUnstoredAnswerGoesStale(t *testing.T) {
-	parallel(t)
-	path := hardDB(t, `CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2), (3);`,
+	h := parallel(t)
+	path := h.hardDB(t, `CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2), (3);`,
 		`CREATE PRIVACY POLICY ON c; SET BUDGET epsilon = 1e6`)
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(30000)")
 	if err != nil {
@@ -184,7 +184,7 @@ func TestUnstoredAnswerGoesStale(t *testing.T) {
 			}
 		})
 	}}
-	e, err := openEngineWith(path, dpsql.Options{Epsilon: 1}, nil, k)
+	e, err := h.openEngineWith(path, dpsql.Options{Epsilon: 1}, nil, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestUnstoredAnswerGoesStale(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := chargesOf(t, path, "COUNT(*)")[q]; n != 2 {
+	if n := h.chargesOf(t, path, "COUNT(*)")[q]; n != 2 {
 		t.Errorf("%d charges, want 2 (the first answer, and the one after the change)", n)
 	}
 	var stored int

@@ -19,9 +19,10 @@ import (
 // answers (DISTINCT, joins with a public table, arithmetic, ORDER BY) and
 // costs nothing beyond the parts. Exact answers under zero noise (issue
 // 10).
-func TestSQLOverReleasedResults(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestSQLOverReleasedResults(t *testing.T) { testSQLOverReleasedResults(t, parallel(t)) }
+
+func testSQLOverReleasedResults(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	// x = i % 100, g = 'a', 'b', 'c', 'z' by i % 4 (domain a, b, c, d).
 	sumX := func(g int) int {
 		s := 0
@@ -51,7 +52,7 @@ func TestSQLOverReleasedResults(t *testing.T) {
 		{`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5) COUNT(*) AS n FROM t UNION ALL SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.25) COUNT(*) FROM t WHERE g = 'a'`, "1000 250", "n", 2},
 	} {
 		t.Run(tc.sql, func(t *testing.T) {
-			mustRun(t, open(t, e.Path(), dpsql.Options{Owner: true}), "RESET CACHE")
+			mustRun(t, h.open(t, e.Path(), dpsql.Options{Owner: true}), "RESET CACHE")
 			before := spent(t, e)
 			r := query(t, e, tc.sql)
 			if got := rowsOf(r); got != tc.want {
@@ -80,8 +81,11 @@ func TestSQLOverReleasedResults(t *testing.T) {
 // backend compiling the outer query, or by the budget for the parts'
 // sum — is refused before anything is charged.
 func TestSQLOverReleasedResultsRefusals(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	testSQLOverReleasedResultsRefusals(t, parallel(t))
+}
+
+func testSQLOverReleasedResultsRefusals(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	for _, tc := range []struct {
 		sql  string
 		kind error
@@ -121,8 +125,8 @@ func TestSQLOverReleasedResultsRefusals(t *testing.T) {
 // TestExplainSQLOverReleasedResults: EXPLAIN shows each part's plan and
 // the total, and spends nothing.
 func TestExplainSQLOverReleasedResults(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{})
+	h := parallel(t)
+	e := h.open(t, h.newDB(t), dpsql.Options{})
 	r := query(t, e, `EXPLAIN SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5) COUNT(*) AS n FROM t UNION ALL SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.25) COUNT(*) FROM t WHERE g = 'a'`)
 	var steps []string
 	for _, row := range r.Rows {
@@ -143,9 +147,9 @@ func TestExplainSQLOverReleasedResults(t *testing.T) {
 // query asked again gets every part from the cache — the same rows, free
 // — and a part asked alone afterwards is the cached answer too.
 func TestSQLOverReleasedResultsUsesTheCache(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, nil)
+	h := parallel(t)
+	path := h.newDB(t)
+	e, err := h.openEngine(path, dpsql.Options{Epsilon: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,12 +181,13 @@ func TestSQLOverReleasedResultsUsesTheCache(t *testing.T) {
 // private rows with a noisy zero, no δ spent; unmatched public rows add
 // nothing to any aggregate (BigQuery's semantics). Exact answers under
 // zero noise (issue 10).
-func TestPublicGroups(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
+func TestPublicGroups(t *testing.T) { testPublicGroups(t, parallel(t)) }
+
+func testPublicGroups(t *testing.T, h *harness) {
+	path := h.newDB(t)
 	// 'z' has private rows but is outside g's declared domain; 'q' has none.
-	execData(t, path, `INSERT INTO lookup VALUES ('q', 'Quebec'), ('z', 'Zulu'), (NULL, 'Nothing')`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	h.execData(t, path, `INSERT INTO lookup VALUES ('q', 'Quebec'), ('z', 'Zulu'), (NULL, 'Nothing')`)
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	for _, tc := range []struct{ sql, want string }{
 		{`SELECT l.code, COUNT(*) AS n FROM lookup AS l LEFT JOIN t ON t.g = l.code GROUP BY l.code`, "a:250 b:250 q:0 z:250"},
 		{`SELECT l.code, SUM(t.x) AS s FROM lookup AS l LEFT OUTER JOIN t ON t.g = l.code WHERE t.x < 10 GROUP BY l.code`, "a:120 b:150 q:0 z:100"},
@@ -231,9 +236,10 @@ func TestPublicGroups(t *testing.T) {
 // their values in it as constants, so nothing they do can depend on the
 // private rows. A DP query may also join the answers of another as a
 // public relation. Exact answers under zero noise (issue 10).
-func TestSubqueriesInDPQueries(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestSubqueriesInDPQueries(t *testing.T) { testSubqueriesInDPQueries(t, parallel(t)) }
+
+func testSubqueriesInDPQueries(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	// x = i % 100 over 1,000 rows; g by i % 4 in a, b, c, z (domain a–d).
 	for _, tc := range []struct {
 		sql  string

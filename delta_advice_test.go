@@ -15,10 +15,10 @@ import (
 // budget and ALTER ANALYST, not the database's SET BUDGET (issue 51 U1).
 // An analyst with a δ gets the plain advice, and it works.
 func TestDeltaAdviceSaysWhoseBudget(t *testing.T) {
-	parallel(t)
+	h := parallel(t)
 	ctx := context.Background()
-	path := newDB(t)
-	owner := open(t, path, dpsql.Options{Owner: true})
+	path := h.newDB(t)
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	mustRun(t, owner, `SET BUDGET epsilon = 10, delta = 1e-6; CREATE ANALYST alice PASSWORD 'pw' BUDGET epsilon = 1; CREATE ANALYST bob PASSWORD 'pw' BUDGET epsilon = 1, delta = 1e-7`)
 	alice, err := owner.NewSession(dpsql.SessionOptions{Analyst: "alice", Epsilon: 0.1})
 	if err != nil {

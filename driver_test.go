@@ -12,9 +12,12 @@ import (
 )
 
 func TestDriverQueriesThroughDatabaseSQL(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	db, err := sql.Open("dpsql", driverDSN(t, path, "?epsilon=0.5"))
+	testDriverQueriesThroughDatabaseSQL(t, parallel(t))
+}
+
+func testDriverQueriesThroughDatabaseSQL(t *testing.T, h *harness) {
+	path := h.newDB(t)
+	db, err := sql.Open("dpsql", h.driverDSN(t, path, "?epsilon=0.5"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,9 +68,10 @@ func TestDriverQueriesThroughDatabaseSQL(t *testing.T) {
 
 // TestBoundParameterIsALiteral checks, with the noise off, that a bound
 // string cannot change the statement.
-func TestBoundParameterIsALiteral(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestBoundParameterIsALiteral(t *testing.T) { testBoundParameterIsALiteral(t, parallel(t)) }
+
+func testBoundParameterIsALiteral(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	r, err := e.Query(context.Background(), `SELECT COUNT(*) FROM t WHERE g = ?`, "a' OR 1=1 --")
 	if err != nil {
 		t.Fatal(err)
@@ -81,10 +85,11 @@ func TestBoundParameterIsALiteral(t *testing.T) {
 	}
 }
 
-func TestDriverErrors(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	db, _ := sql.Open("dpsql", driverDSN(t, path, ""))
+func TestDriverErrors(t *testing.T) { testDriverErrors(t, parallel(t)) }
+
+func testDriverErrors(t *testing.T, h *harness) {
+	path := h.newDB(t)
+	db, _ := sql.Open("dpsql", h.driverDSN(t, path, ""))
 	defer db.Close()
 	_, err := db.Query("SELECT COUNT(*)\nFROM t WHERE")
 	var se *dpsql.SyntaxError
@@ -121,7 +126,7 @@ func TestDriverErrors(t *testing.T) {
 	if _, err := db.Exec(`SET BUDGET epsilon = 1`); !errors.Is(err, dpsql.ErrOwnerOnly) || !strings.Contains(err.Error(), "role=owner") {
 		t.Errorf("owner statement as an analyst: %v", err)
 	}
-	owner, _ := sql.Open("dpsql", driverDSN(t, path, "?role=owner"))
+	owner, _ := sql.Open("dpsql", h.driverDSN(t, path, "?role=owner"))
 	defer owner.Close()
 	if _, err := owner.Exec(`SET BUDGET epsilon = ?`, 200.0); err != nil {
 		t.Errorf("owner SET BUDGET with a parameter: %v", err)
@@ -132,10 +137,13 @@ func TestDriverErrors(t *testing.T) {
 // connection that ran it, the DSN's epsilon to every connection (as the
 // README says; issue 11).
 func TestDriverSetEpsilonIsPerConnection(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
+	testDriverSetEpsilonIsPerConnection(t, parallel(t))
+}
+
+func testDriverSetEpsilonIsPerConnection(t *testing.T, h *harness) {
+	path := h.newDB(t)
 	ctx := context.Background()
-	db, err := sql.Open("dpsql", driverDSN(t, path, ""))
+	db, err := sql.Open("dpsql", h.driverDSN(t, path, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +168,7 @@ func TestDriverSetEpsilonIsPerConnection(t *testing.T) {
 	if err := c2.QueryRowContext(ctx, "SELECT COUNT(*) FROM t").Scan(&n); !errors.Is(err, dpsql.ErrNoEpsilon) {
 		t.Errorf("another connection: %v, want ErrNoEpsilon", err)
 	}
-	withDSN, err := sql.Open("dpsql", driverDSN(t, path, "?epsilon=0.5"))
+	withDSN, err := sql.Open("dpsql", h.driverDSN(t, path, "?epsilon=0.5"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,18 +188,18 @@ func TestDriverSetEpsilonIsPerConnection(t *testing.T) {
 // TestDriverCacheOption: cache=off in the DSN answers repeats afresh (and
 // charges them); by default a repeat is free.
 func TestDriverCacheOption(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
+	h := parallel(t)
+	path := h.newDB(t)
 	for _, tc := range []struct {
 		dsn   string
 		spent float64
 	}{{"?epsilon=0.5", 0.5}, {"?epsilon=0.5&cache=off", 1}} {
-		db, err := sql.Open("dpsql", driverDSN(t, path, tc.dsn))
+		db, err := sql.Open("dpsql", h.driverDSN(t, path, tc.dsn))
 		if err != nil {
 			t.Fatal(err)
 		}
 		db.SetMaxOpenConns(1)
-		owner, _ := sql.Open("dpsql", driverDSN(t, path, "?role=owner"))
+		owner, _ := sql.Open("dpsql", h.driverDSN(t, path, "?role=owner"))
 		for _, q := range []string{"RESET CACHE", "RESET BUDGET"} {
 			if _, err := owner.Exec(q); err != nil {
 				t.Fatal(err)
@@ -225,8 +233,8 @@ func TestDriverCacheOption(t *testing.T) {
 		}
 		db.Close()
 	}
-	if _, err := sql.Open("dpsql", driverDSN(t, path, "?cache=maybe")); err == nil {
-		if db, _ := sql.Open("dpsql", driverDSN(t, path, "?cache=maybe")); db.Ping() == nil {
+	if _, err := sql.Open("dpsql", h.driverDSN(t, path, "?cache=maybe")); err == nil {
+		if db, _ := sql.Open("dpsql", h.driverDSN(t, path, "?cache=maybe")); db.Ping() == nil {
 			t.Error("cache=maybe accepted")
 		}
 	}

@@ -15,16 +15,17 @@ import (
 // 2 one in a; unit 3 three in b; unit 4 one in a and one in b; a row
 // without a unit belongs to nobody. Per unit the share is
 // 1 − min(g, l0)·Σ min(rows, l∞) / (g·rows), on the grid of 2^-20.
-func TestDroppedShareIsExact(t *testing.T) {
-	parallel(t)
-	path := hardDB(t, `CREATE TABLE d (uid INTEGER, g TEXT, v INTEGER);
+func TestDroppedShareIsExact(t *testing.T) { testDroppedShareIsExact(t, parallel(t)) }
+
+func testDroppedShareIsExact(t *testing.T, h *harness) {
+	path := h.hardDB(t, `CREATE TABLE d (uid INTEGER, g TEXT, v INTEGER);
 		INSERT INTO d VALUES (1, 'a', 1), (1, 'a', 2), (1, 'a', 3), (1, 'a', 4), (1, 'b', 5), (1, 'c', 6),
 			(2, 'a', 1), (3, 'b', 1), (3, 'b', 2), (3, 'b', 3), (4, 'a', 1), (4, 'b', 1), (NULL, 'a', 9);`,
 		`CREATE PRIVACY POLICY ON d OPTIONS (privacy_unit_column = uid, max_groups_contributed = 2, max_rows_contributed = 2);
 		ALTER PRIVACY POLICY ON d SET DOMAIN g ('a', 'b', 'c');
 		ALTER PRIVACY POLICY ON d SET BOUNDS v (0, 10);
 		SET BUDGET epsilon = 1e6`)
-	e := open(t, path, dpsql.Options{Epsilon: 1}) // zero noise
+	e := h.open(t, path, dpsql.Options{Epsilon: 1}) // zero noise
 	grid := func(num, den int64) float64 { return float64((num<<20)/den) / (1 << 20) }
 	for _, c := range []struct {
 		sql             string
@@ -74,15 +75,16 @@ func TestDroppedShareIsExact(t *testing.T) {
 // 1/3; units 2 and 4 keep all. A top-k read off the noisy histogram
 // (one unit changes few groups) bounds as the plain query does, l0 = 2:
 // unit 1's share is 1 − 2·4/(3·6) = 10/18.
-func TestDroppedShareOfChosenGroups(t *testing.T) {
-	parallel(t)
-	path := hardDB(t, `CREATE TABLE d (uid INTEGER, g TEXT, v INTEGER);
+func TestDroppedShareOfChosenGroups(t *testing.T) { testDroppedShareOfChosenGroups(t, parallel(t)) }
+
+func testDroppedShareOfChosenGroups(t *testing.T, h *harness) {
+	path := h.hardDB(t, `CREATE TABLE d (uid INTEGER, g TEXT, v INTEGER);
 		INSERT INTO d VALUES (1, 'a', 1), (1, 'a', 2), (1, 'a', 3), (1, 'a', 4), (1, 'b', 5), (1, 'c', 6),
 			(2, 'a', 1), (3, 'b', 1), (3, 'b', 2), (3, 'b', 3), (4, 'a', 1), (4, 'b', 1);`,
 		`CREATE PRIVACY POLICY ON d OPTIONS (privacy_unit_column = uid, max_groups_contributed = 2, max_rows_contributed = 2);
 		ALTER PRIVACY POLICY ON d SET DOMAIN g ('a', 'b', 'c');
 		SET BUDGET epsilon = 1e6`)
-	e := open(t, path, dpsql.Options{Epsilon: 1}) // zero noise
+	e := h.open(t, path, dpsql.Options{Epsilon: 1}) // zero noise
 	grid := func(num, den int64) float64 { return float64((num<<20)/den) / (1 << 20) }
 	for _, c := range []struct {
 		sql   string

@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-func duckOf(string) (string, error) { return "", nil }
+// duckOf is "": a build without cgo has no DuckDB.
+func (h *harness) duckOf(string) (string, error) { return "", nil }
 
 // TestDuckDBIsBuilt fails where DuckDB is required (DPSQL_REQUIRE_DUCKDB=1,
 // as in CI) but this build has none (CGO_ENABLED=0), instead of letting

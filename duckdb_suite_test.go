@@ -8,25 +8,23 @@ import (
 	"github.com/dpsql/dpsql/internal/testing/ducktest"
 )
 
-// duckOf returns, while the suite runs on DuckDB, the state file that
+// duckOf returns, when the harness is on DuckDB, the state file that
 // the database file's engine opens (its tables moved into path.duckdb,
 // once: moveToDuckDB); "" otherwise.
-func duckOf(path string) (string, error) {
-	suiteBackend.Lock()
-	defer suiteBackend.Unlock()
-	run := runOf(path)
-	if run == nil || !run.duck {
+func (h *harness) duckOf(path string) (string, error) {
+	if !h.duck {
 		return "", nil
 	}
-	if state, ok := run.moved[path]; ok {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if state, ok := h.moved[path]; ok {
 		return state, nil
 	}
 	state := path // as on PostgreSQL: tables made after the move stay in the file
-	if err := moveToDuckDB(path, state, path+".duckdb", run.untyped); err != nil {
+	if err := moveToDuckDB(path, state, path+".duckdb", ""); err != nil {
 		return "", err
 	}
-	suiteBackend.n++
-	run.moved[path] = state
+	h.moved[path] = state
 	return state, nil
 }
 
@@ -58,6 +56,6 @@ var notOnDuckDB = map[string]string{
 // reference evaluator over the mirrors.
 func TestEngineSuiteOnDuckDB(t *testing.T) {
 	parallel(t)
-	runs := runSuite(t, "DuckDB", notOnDuckDB, func() *backendRun { return &backendRun{duck: true} })
+	runs := runSuite(t, "DuckDB", notOnDuckDB, func() *harness { return newHarness(nil, true) })
 	checkCompiled(t, "DuckDB", runs)
 }

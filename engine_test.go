@@ -21,7 +21,7 @@ import (
 
 // newDB creates a database with table t of 1000 rows: x = i % 100 (so
 // Σx = 49500), g = one of 'a', 'b', 'c', 'z' by i % 4, y NULL on odd i.
-func newDB(t *testing.T) string {
+func (h *harness) newDB(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "t.db")
 	db, err := sql.Open("sqlite", "file:"+path)
@@ -37,7 +37,7 @@ func newDB(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := open(t, path, dpsql.Options{Owner: true})
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	mustRun(t, owner, `CREATE PRIVACY POLICY ON t;
 		ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 100);
 		ALTER PRIVACY POLICY ON t SET DOMAIN g ('a', 'b', 'c', 'd');
@@ -46,9 +46,9 @@ func newDB(t *testing.T) string {
 	return path
 }
 
-func open(t *testing.T, path string, opts dpsql.Options) *dpsql.Engine {
+func (h *harness) open(t *testing.T, path string, opts dpsql.Options) *dpsql.Engine {
 	t.Helper()
-	e, err := openEngine(path, opts, dpsql.ZeroNoise())
+	e, err := h.openEngine(path, opts, dpsql.ZeroNoise())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,9 +102,10 @@ func bruteClippedMeanY(lo, hi float64) float64 {
 	return sum / 500
 }
 
-func TestExactAnswersWithoutNoise(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestExactAnswersWithoutNoise(t *testing.T) { testExactAnswersWithoutNoise(t, parallel(t)) }
+
+func testExactAnswersWithoutNoise(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	for _, tc := range []struct {
 		sql  string
 		want [][]any
@@ -147,9 +148,10 @@ func TestExactAnswersWithoutNoise(t *testing.T) {
 	}
 }
 
-func TestAvgClippedAndColumnNames(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestAvgClippedAndColumnNames(t *testing.T) { testAvgClippedAndColumnNames(t, parallel(t)) }
+
+func testAvgClippedAndColumnNames(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	r := query(t, e, `SELECT AVG(x, contribution_bounds_per_group => (60, 70)) AS m, COUNT(*) FROM t`)
 	if r.Columns[0] != "m" || r.Columns[1] != "COUNT(*)" {
 		t.Errorf("columns %q", r.Columns)
@@ -164,9 +166,10 @@ func TestAvgClippedAndColumnNames(t *testing.T) {
 	}
 }
 
-func TestRefusalsSpendNothing(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestRefusalsSpendNothing(t *testing.T) { testRefusalsSpendNothing(t, parallel(t)) }
+
+func testRefusalsSpendNothing(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	for _, tc := range []struct {
 		sql  string
 		kind error
@@ -218,10 +221,11 @@ func TestRefusalsSpendNothing(t *testing.T) {
 	}
 }
 
-func TestNoBudgetNoEpsilon(t *testing.T) {
-	parallel(t)
+func TestNoBudgetNoEpsilon(t *testing.T) { testNoBudgetNoEpsilon(t, parallel(t)) }
+
+func testNoBudgetNoEpsilon(t *testing.T, h *harness) {
 	path := filepath.Join(t.TempDir(), "n.db")
-	owner := open(t, path, dpsql.Options{Owner: true})
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	db, _ := sql.Open("sqlite", "file:"+path)
 	db.Exec(`CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1)`)
 	db.Close()
@@ -236,9 +240,9 @@ func TestNoBudgetNoEpsilon(t *testing.T) {
 }
 
 func TestChargeIsDurableAndExplainIsFree(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	e := open(t, path, dpsql.Options{})
+	h := parallel(t)
+	path := h.newDB(t)
+	e := h.open(t, path, dpsql.Options{})
 	mustRun(t, e, `SET epsilon = 0.25; EXPLAIN SELECT g, AVG(x) FROM t GROUP BY g`)
 	if s := spent(t, e); s != 0 {
 		t.Fatalf("EXPLAIN spent ε=%v", s)
@@ -261,8 +265,8 @@ func TestChargeIsDurableAndExplainIsFree(t *testing.T) {
 }
 
 func TestExplainShowsCells(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	h := parallel(t)
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	explain := func(q string) string {
 		var text strings.Builder
 		for _, row := range query(t, e, q).Rows {
@@ -302,10 +306,11 @@ func TestExplainShowsCells(t *testing.T) {
 	}
 }
 
-func TestRealNoiseIsAdded(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	e, err := openEngine(path, dpsql.Options{Epsilon: 0.1, NoCache: true}, nil) // fresh noise for every repeat
+func TestRealNoiseIsAdded(t *testing.T) { testRealNoiseIsAdded(t, parallel(t)) }
+
+func testRealNoiseIsAdded(t *testing.T, h *harness) {
+	path := h.newDB(t)
+	e, err := h.openEngine(path, dpsql.Options{Epsilon: 0.1, NoCache: true}, nil) // fresh noise for every repeat
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,8 +337,8 @@ func TestRealNoiseIsAdded(t *testing.T) {
 }
 
 func TestRunStopsAtFirstError(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 0.5})
+	h := parallel(t)
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 0.5})
 	n := 0
 	err := e.Run(context.Background(), "SELECT COUNT(*) FROM t;\nSELECT nope FROM t;\nSELECT COUNT(*) FROM t;", func(*dpsql.Result) error { n++; return nil })
 	if err == nil || !strings.HasPrefix(err.Error(), "2:8: ") {
@@ -351,14 +356,15 @@ func TestRunStopsAtFirstError(t *testing.T) {
 
 // TestAdult checks exact figures on the UCI Adult extract (skipped when
 // ../shared/data is absent).
-func TestAdult(t *testing.T) {
-	parallel(t)
+func TestAdult(t *testing.T) { testAdult(t, parallel(t)) }
+
+func testAdult(t *testing.T, h *harness) {
 	csvPath := filepath.Join("..", "shared", "data", "adult.csv")
 	if _, err := os.Stat(csvPath); err != nil {
 		t.Skip("../shared/data/adult.csv not present")
 	}
 	path := filepath.Join(t.TempDir(), "adult.db")
-	owner := open(t, path, dpsql.Options{Owner: true})
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	n, _, err := owner.ImportCSV(context.Background(), "adult", csvPath, csvimport.Options{})
 	if err != nil || n != 32561 {
 		t.Fatalf("import: %d rows, %v", n, err)
@@ -367,7 +373,7 @@ func TestAdult(t *testing.T) {
 		ALTER PRIVACY POLICY ON adult SET BOUNDS "Age" (0, 125);
 		ALTER PRIVACY POLICY ON adult SET DOMAIN "Education" ('HS-grad', 'Some-college', 'Bachelors');
 		SET BUDGET epsilon = 10`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	for _, tc := range []struct {
 		sql  string
 		want float64
@@ -419,8 +425,8 @@ func TestAnalystOpenChangesNothing(t *testing.T) {
 // shows the plan at ε = 1 and says so (the README's quick start runs it
 // in a new process, issue 11).
 func TestExplainWithoutEpsilon(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{})
+	h := parallel(t)
+	e := h.open(t, h.newDB(t), dpsql.Options{})
 	res := query(t, e, `EXPLAIN SELECT AVG(x) FROM t`)
 	got := fmt.Sprint(res.Rows)
 	if !strings.Contains(got, "shown at ε = 1") || !strings.Contains(got, "ε=1, δ=0") {
@@ -435,8 +441,11 @@ func TestExplainWithoutEpsilon(t *testing.T) {
 // table that has one says what it changed, or that nothing changed, and
 // keeps bounds and domains (issue 11).
 func TestRerunningCreatePolicySaysWhatChanged(t *testing.T) {
-	parallel(t)
-	owner := open(t, newDB(t), dpsql.Options{Owner: true})
+	testRerunningCreatePolicySaysWhatChanged(t, parallel(t))
+}
+
+func testRerunningCreatePolicySaysWhatChanged(t *testing.T, h *harness) {
+	owner := h.open(t, h.newDB(t), dpsql.Options{Owner: true})
 	ctx := context.Background()
 	for _, tc := range []struct{ stmt, want string }{
 		{`CREATE PRIVACY POLICY ON t`, "privacy policy on t unchanged (privacy_unit_column = none (each row is a unit), max_groups_contributed = 1, max_rows_contributed = 1)"},
@@ -467,8 +476,8 @@ func TestRerunningCreatePolicySaysWhatChanged(t *testing.T) {
 // cannot write says that its cost must be recorded in the file, charges
 // nothing, and public queries and EXPLAIN still work (issue 11).
 func TestReadOnlyDatabaseSaysWhy(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
+	h := parallel(t)
+	path := h.newDB(t)
 	e, err := dpsql.OpenReadOnly(path, dpsql.Options{Epsilon: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -484,7 +493,7 @@ func TestReadOnlyDatabaseSaysWhy(t *testing.T) {
 			t.Errorf("%s: %v", q, err)
 		}
 	}
-	st, err := open(t, path, dpsql.Options{}).Budget(ctx)
+	st, err := h.open(t, path, dpsql.Options{}).Budget(ctx)
 	if err != nil || st.Spent.Epsilon != 0 {
 		t.Errorf("spent %v, %v", st.Spent, err)
 	}
@@ -495,8 +504,8 @@ func TestReadOnlyDatabaseSaysWhy(t *testing.T) {
 // says that it waits, and waits — then answers once the lock is free, or
 // charges nothing if cancelled meanwhile (issue 11).
 func TestWaitingForTheLedgerSaysSo(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
+	h := parallel(t)
+	path := h.newDB(t)
 	holder, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
@@ -532,7 +541,7 @@ func TestWaitingForTheLedgerSaysSo(t *testing.T) {
 	if n := <-notices; !strings.Contains(n, "waiting for the database's write lock") {
 		t.Errorf("notice %q", n)
 	}
-	other := open(t, path, dpsql.Options{}) // one engine runs one statement at a time
+	other := h.open(t, path, dpsql.Options{}) // one engine runs one statement at a time
 	if _, err := other.Query(ctx, `SELECT COUNT(*) FROM lookup`); err != nil {
 		t.Errorf("a public query while the lock is held: %v", err)
 	}
@@ -561,7 +570,10 @@ func TestWaitingForTheLedgerSaysSo(t *testing.T) {
 
 // TestCancelledImportSaysNothingWasImported (issue 11).
 func TestCancelledImportSaysNothingWasImported(t *testing.T) {
-	parallel(t)
+	testCancelledImportSaysNothingWasImported(t, parallel(t))
+}
+
+func testCancelledImportSaysNothingWasImported(t *testing.T, h *harness) {
 	dir := t.TempDir()
 	var sb strings.Builder
 	sb.WriteString("a,b\n")
@@ -570,7 +582,7 @@ func TestCancelledImportSaysNothingWasImported(t *testing.T) {
 	}
 	csvPath := filepath.Join(dir, "c.csv")
 	os.WriteFile(csvPath, []byte(sb.String()), 0o644)
-	owner := open(t, filepath.Join(dir, "c.db"), dpsql.Options{Owner: true})
+	owner := h.open(t, filepath.Join(dir, "c.db"), dpsql.Options{Owner: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	_, _, err := owner.ImportCSV(ctx, "c", csvPath, csvimport.Options{Progress: func(int64, float64) { cancel() }})
@@ -584,10 +596,11 @@ func TestCancelledImportSaysNothingWasImported(t *testing.T) {
 
 // TestShowLedgerIsTheOwners: the owner lists every charge with its
 // statement and cost; an analyst is refused (issue 12's budget planning).
-func TestShowLedgerIsTheOwners(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	analyst := open(t, path, dpsql.Options{Epsilon: 0.5})
+func TestShowLedgerIsTheOwners(t *testing.T) { testShowLedgerIsTheOwners(t, parallel(t)) }
+
+func testShowLedgerIsTheOwners(t *testing.T, h *harness) {
+	path := h.newDB(t)
+	analyst := h.open(t, path, dpsql.Options{Epsilon: 0.5})
 	ctx := context.Background()
 	for _, q := range []string{`SELECT COUNT(*) FROM t`, `SELECT g, SUM(x) FROM t GROUP BY g`} {
 		if _, err := analyst.Query(ctx, q); err != nil {
@@ -597,7 +610,7 @@ func TestShowLedgerIsTheOwners(t *testing.T) {
 	if _, err := analyst.Query(ctx, `SHOW LEDGER`); !errors.Is(err, dpsql.ErrOwnerOnly) {
 		t.Errorf("analyst: %v", err)
 	}
-	res, err := open(t, path, dpsql.Options{Owner: true}).Query(ctx, `show ledger`)
+	res, err := h.open(t, path, dpsql.Options{Owner: true}).Query(ctx, `show ledger`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,12 +627,13 @@ func TestShowLedgerIsTheOwners(t *testing.T) {
 // anything different is charged; a policy change through dpsql
 // invalidates the table's answers; RESET CACHE drops them all; SHOW CACHE
 // is the owner's (issue 12).
-func TestRepeatedQueriesAreFree(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
+func TestRepeatedQueriesAreFree(t *testing.T) { testRepeatedQueriesAreFree(t, parallel(t)) }
+
+func testRepeatedQueriesAreFree(t *testing.T, h *harness) {
+	path := h.newDB(t)
 	ctx := context.Background()
 	openCached := func(opts dpsql.Options) *dpsql.Engine { // real noise, cache on: as in production
-		e, err := openEngine(path, opts, nil)
+		e, err := h.openEngine(path, opts, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -706,9 +720,12 @@ func TestRepeatedQueriesAreFree(t *testing.T) {
 // how many more queries of that ε the remaining budget allows, counted as
 // the ledger counts (issue 12, budget planning).
 func TestShowBudgetSaysHowManyQueriesFit(t *testing.T) {
-	parallel(t)
-	path := newDB(t) // total ε = 100
-	e := open(t, path, dpsql.Options{Epsilon: 0.3})
+	testShowBudgetSaysHowManyQueriesFit(t, parallel(t))
+}
+
+func testShowBudgetSaysHowManyQueriesFit(t *testing.T, h *harness) {
+	path := h.newDB(t) // total ε = 100
+	e := h.open(t, path, dpsql.Options{Epsilon: 0.3})
 	if _, err := e.Query(context.Background(), `SELECT COUNT(*) FROM t`); err != nil {
 		t.Fatal(err)
 	}
@@ -721,7 +738,7 @@ func TestShowBudgetSaysHowManyQueriesFit(t *testing.T) {
 	if len(res.Notes) != 2 || !strings.Contains(res.Notes[0], "Gaussian noise was used") || !strings.Contains(res.Notes[1], "at ε = 0.3 per query (this session's), 332 more queries fit") {
 		t.Errorf("notes %q", res.Notes)
 	}
-	res, _ = open(t, path, dpsql.Options{}).Query(context.Background(), `SHOW BUDGET`)
+	res, _ = h.open(t, path, dpsql.Options{}).Query(context.Background(), `SHOW BUDGET`)
 	if len(res.Notes) != 1 {
 		t.Errorf("without a session ε: %q", res.Notes)
 	}
@@ -731,8 +748,11 @@ func TestShowBudgetSaysHowManyQueriesFit(t *testing.T) {
 // sessions at once are each charged at most once, and once an answer is
 // stored every later repeat gets exactly that answer.
 func TestConcurrentRepeatsShareOneAnswer(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
+	testConcurrentRepeatsShareOneAnswer(t, parallel(t))
+}
+
+func testConcurrentRepeatsShareOneAnswer(t *testing.T, h *harness) {
+	path := h.newDB(t)
 	ctx := context.Background()
 	const n = 8
 	answers := make([]string, n)
@@ -741,7 +761,7 @@ func TestConcurrentRepeatsShareOneAnswer(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			e, err := openEngine(path, dpsql.Options{Epsilon: 0.5}, nil)
+			e, err := h.openEngine(path, dpsql.Options{Epsilon: 0.5}, nil)
 			if err != nil {
 				t.Error(err)
 				return
@@ -756,7 +776,7 @@ func TestConcurrentRepeatsShareOneAnswer(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	e, err := openEngine(path, dpsql.Options{Epsilon: 0.5}, nil)
+	e, err := h.openEngine(path, dpsql.Options{Epsilon: 0.5}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -781,8 +801,8 @@ func TestConcurrentRepeatsShareOneAnswer(t *testing.T) {
 // BigQuery does (SQLite's CAST truncates), keeps large integers exact;
 // FLOAT64 and DOUBLE are REAL (issue 10).
 func TestBigQueryCastTypes(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	h := parallel(t)
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	res, err := e.Query(context.Background(), `SELECT CAST(2.5 AS INT64), CAST(-2.5 AS INT64), CAST(2.4 AS INT64), CAST('7' AS INT64),
 		CAST(9007199254740993 AS INT64), CAST(3 AS FLOAT64), CAST('1.5' AS DOUBLE), CAST(NULL AS INT64), CAST(1e300 AS INT64)`)
 	if err != nil {
@@ -803,9 +823,9 @@ func TestBigQueryCastTypes(t *testing.T) {
 // query asking for δ on a δ = 0 budget is told so, not that the budget ran
 // out (and spends nothing).
 func TestOwnerHearsWhatAStatementMeans(t *testing.T) {
-	parallel(t)
+	h := parallel(t)
 	ctx := context.Background()
-	e := open(t, newDB(t), dpsql.Options{Owner: true})
+	e := h.open(t, h.newDB(t), dpsql.Options{Owner: true})
 	res := mustRun(t, e, `SET BUDGET epsilon = 1e6, delta = 0.5`)
 	if notes := strings.Join(res[0].Notes, "\n"); !strings.Contains(notes, "ε = 1e+06 protects little") || !strings.Contains(notes, "δ = 0.5 is the chance") {
 		t.Errorf("no warnings: %q", res[0].Notes)
@@ -832,9 +852,9 @@ func TestOwnerHearsWhatAStatementMeans(t *testing.T) {
 // table dropped by another connection, as another process would — while
 // the policies, changed by another engine, count from the next statement.
 func TestCatalogFollowsChangesFromElsewhere(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	analyst := open(t, path, dpsql.Options{Epsilon: 1})
+	h := parallel(t)
+	path := h.newDB(t)
+	analyst := h.open(t, path, dpsql.Options{Epsilon: 1})
 	query(t, analyst, `SELECT COUNT(*) FROM t`) // the schema is read, and kept
 	other, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
@@ -849,7 +869,7 @@ func TestCatalogFollowsChangesFromElsewhere(t *testing.T) {
 		t.Errorf("SHOW TABLES after another connection's CREATE TABLE: %s", tables)
 	}
 	query(t, analyst, `SELECT COUNT(w) FROM t`) // the new column resolves
-	owner := open(t, path, dpsql.Options{Owner: true})
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	mustRun(t, owner, `ALTER PRIVACY POLICY ON t SET BOUNDS w (0, 7)`)
 	if plan := fmt.Sprint(query(t, analyst, `EXPLAIN SELECT SUM(w) FROM t`).Rows); !strings.Contains(plan, "sensitivity 7 ") {
 		t.Errorf("EXPLAIN after the owner's new bounds: %s", plan)

@@ -28,7 +28,7 @@ import (
 
 // hardDB creates a database from SQL, then runs the owner's policy script
 // (with a large budget).
-func hardDB(t testing.TB, create, policy string) string {
+func (h *harness) hardDB(t testing.TB, create, policy string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "h.db")
 	db, err := sql.Open("sqlite", "file:"+path)
@@ -39,7 +39,7 @@ func hardDB(t testing.TB, create, policy string) string {
 		t.Fatal(err)
 	}
 	db.Close()
-	ownerPolicy(t, path, policy)
+	h.ownerPolicy(t, path, policy)
 	return path
 }
 
@@ -97,17 +97,17 @@ func (exactSparse) NewSparse(opts mechanism.SparseOptions) (mechanism.Thresholde
 	return dpsql.ZeroNoise().NewSparse(opts)
 }
 
-// checkNeighbourSensitivity: on neighbouring databases, every exact value
+// h.checkNeighbourSensitivity: on neighbouring databases, every exact value
 // handed to the noise moves by at most its declared sensitivity — checked
 // exactly, in big arithmetic.
-func checkNeighbourSensitivity(t *testing.T, d, d2, q string) {
+func (h *harness) checkNeighbourSensitivity(t *testing.T, d, d2, q string) {
 	t.Helper()
-	checkNeighbourSensitivities(t, d, d2, []string{q})
+	h.checkNeighbourSensitivities(t, d, d2, []string{q})
 }
 
-// checkNeighbourSensitivities is checkNeighbourSensitivity for several
+// checkNeighbourSensitivities is h.checkNeighbourSensitivity for several
 // statements on the same pair, each engine opened once.
-func checkNeighbourSensitivities(t *testing.T, d, d2 string, qs []string) {
+func (h *harness) checkNeighbourSensitivities(t *testing.T, d, d2 string, qs []string) {
 	t.Helper()
 	// The same bounding randomness on both sides (which l0 groups each
 	// unit keeps, which l∞ rows): the coupling under which a sensitivity
@@ -115,11 +115,11 @@ func checkNeighbourSensitivities(t *testing.T, d, d2 string, qs []string) {
 	// would differ too (not a leak: the choice is the mechanism's own
 	// randomness), and a per-unit sensitivity l0·|bound| is easily
 	// exceeded by that alone.
-	k := hooksFor(t)
+	k := h.knobs
 	k.FixedRandomness = true
 	defer func() { k.FixedRandomness = false }()
 	ra, rb := &recorder{}, &recorder{}
-	ea, eb := recordingEngine(t, d, ra), recordingEngine(t, d2, rb)
+	ea, eb := h.recordingEngine(t, d, ra), h.recordingEngine(t, d2, rb)
 	for _, q := range qs {
 		a, chosenA := exactValuesOf(t, ea, ra, q)
 		b, chosenB := exactValuesOf(t, eb, rb, q)
@@ -144,9 +144,9 @@ func checkNeighbourSensitivities(t *testing.T, d, d2 string, qs []string) {
 var chosenBoundsIn = regexp.MustCompile(`\[[^\]]*\] \(chosen privately`)
 
 // recordingEngine opens an engine on path whose noise is r.
-func recordingEngine(t *testing.T, path string, r *recorder) *dpsql.Engine {
+func (h *harness) recordingEngine(t *testing.T, path string, r *recorder) *dpsql.Engine {
 	t.Helper()
-	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, r)
+	e, err := h.openEngine(path, dpsql.Options{Epsilon: 1}, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,18 +183,18 @@ func exactValuesOf(t *testing.T, e *dpsql.Engine, r *recorder, q string) ([]reco
 // once in 10^5 per comparison). On PostgreSQL and DuckDB (the suites) it
 // checks instead that the backend measures exactly as the reference
 // evaluator on both databases (sameAsTheReference).
-func empiricalNeighbours(t *testing.T, d, d2, q string, eps, width float64) {
+func (h *harness) empiricalNeighbours(t *testing.T, d, d2, q string, eps, width float64) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("statistical test skipped in -short mode")
 	}
-	if onOtherBackend(d) {
-		sameAsTheReference(t, q, d, d2)
+	if h.onOtherBackend() {
+		h.sameAsTheReference(t, q, d, d2)
 		return
 	}
 	const n = 1000
 	hist := func(path string, seed uint64) map[int]int {
-		e, err := openEngine(path, dpsql.Options{Epsilon: 1}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed+1))}))
+		e, err := h.openEngine(path, dpsql.Options{Epsilon: 1}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed+1))}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,13 +236,14 @@ func empiricalNeighbours(t *testing.T, d, d2, q string, eps, width float64) {
 
 // Class 1: names resolve exactly as SQLite resolves them, and SQLite never
 // sees analyst text.
-func TestNamesResolveAsSQLiteDoes(t *testing.T) {
-	parallel(t)
+func TestNamesResolveAsSQLiteDoes(t *testing.T) { testNamesResolveAsSQLiteDoes(t, parallel(t)) }
+
+func testNamesResolveAsSQLiteDoes(t *testing.T, h *harness) {
 	const create = `CREATE TABLE visits (uid INTEGER, code TEXT, amount INTEGER);
 		INSERT INTO visits VALUES (1, 'a', 10), (2, 'b', 20);
 		CREATE TABLE pub (code TEXT); INSERT INTO pub VALUES ('a');`
-	path := hardDB(t, create, `CREATE PRIVACY POLICY ON visits; ALTER TABLE pub SET PUBLIC`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	path := h.hardDB(t, create, `CREATE PRIVACY POLICY ON visits; ALTER TABLE pub SET PUBLIC`)
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	before := spent(t, e)
 	for _, q := range []string{
 		// U+0130 folds to "i" in Go's Unicode rules, and not at all in SQLite.
@@ -272,9 +273,9 @@ func TestNamesResolveAsSQLiteDoes(t *testing.T) {
 		t.Errorf("public query: %v", got)
 	}
 	// A join bounded by rowid works when the rowid is an INTEGER PRIMARY KEY.
-	ipk := hardDB(t, `CREATE TABLE p (id INTEGER PRIMARY KEY, code TEXT); INSERT INTO p VALUES (1, 'a'), (2, 'a');
+	ipk := h.hardDB(t, `CREATE TABLE p (id INTEGER PRIMARY KEY, code TEXT); INSERT INTO p VALUES (1, 'a'), (2, 'a');
 		CREATE TABLE pub (code TEXT); INSERT INTO pub VALUES ('a'), ('a');`, `CREATE PRIVACY POLICY ON p; ALTER TABLE pub SET PUBLIC`)
-	if got := num(query(t, open(t, ipk, dpsql.Options{Epsilon: 1}), `SELECT COUNT(*) FROM p JOIN pub ON p.code = pub.code`).Rows[0][0]); got != 2 {
+	if got := num(query(t, h.open(t, ipk, dpsql.Options{Epsilon: 1}), `SELECT COUNT(*) FROM p JOIN pub ON p.code = pub.code`).Rows[0][0]); got != 2 {
 		t.Errorf("join bounded by an INTEGER PRIMARY KEY rowid counted %v, want 2", got)
 	}
 }
@@ -282,10 +283,10 @@ func TestNamesResolveAsSQLiteDoes(t *testing.T) {
 // Class 1, second line of defence: even a statement that reached the
 // backend could read only what its plan resolved.
 func TestAuthorizerEnforcesThePlan(t *testing.T) {
-	parallel(t)
+	h := parallel(t)
 	const create = `CREATE TABLE visits (uid INTEGER, code TEXT); INSERT INTO visits VALUES (1, 'a');
 		CREATE TABLE pub (code TEXT); INSERT INTO pub VALUES ('a');`
-	path := hardDB(t, create, `CREATE PRIVACY POLICY ON visits; ALTER TABLE pub SET PUBLIC`)
+	path := h.hardDB(t, create, `CREATE PRIVACY POLICY ON visits; ALTER TABLE pub SET PUBLIC`)
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
@@ -314,15 +315,16 @@ func TestAuthorizerEnforcesThePlan(t *testing.T) {
 }
 
 // Class 2: whether a query succeeds does not depend on the data.
-func TestRowEvaluationIsTotal(t *testing.T) {
-	parallel(t)
+func TestRowEvaluationIsTotal(t *testing.T) { testRowEvaluationIsTotal(t, parallel(t)) }
+
+func testRowEvaluationIsTotal(t *testing.T, h *harness) {
 	create := func(extra string) string {
 		return `CREATE TABLE people (uid INTEGER, age INTEGER, gain INTEGER, name TEXT);
 			INSERT INTO people VALUES (1, 30, 100, 'ann'), (2, 40, 9223372036854775807, 'bob'), (2, 41, 9223372036854775807, 'bob');` + extra
 	}
 	policy := `CREATE PRIVACY POLICY ON people OPTIONS (privacy_unit_column = uid, max_rows_contributed = 2)`
-	d := hardDB(t, create(`INSERT INTO people VALUES (3, 90, 5, '`+strings.Repeat("a", 3000)+`');`), policy)
-	d2 := hardDB(t, create(""), policy)
+	d := h.hardDB(t, create(`INSERT INTO people VALUES (3, 90, 5, '`+strings.Repeat("a", 3000)+`');`), policy)
+	d2 := h.hardDB(t, create(""), policy)
 	queries := []string{
 		// The review's oracle: ABS overflows on −2^63 only when such a row exists.
 		`SELECT COUNT(*) FROM people WHERE CASE WHEN age = 90 THEN ABS(-9223372036854775807 - 1) ELSE 1 END = 1`,
@@ -335,14 +337,14 @@ func TestRowEvaluationIsTotal(t *testing.T) {
 	}
 	for _, q := range queries {
 		for _, path := range []string{d, d2} {
-			e := open(t, path, dpsql.Options{Epsilon: 1})
+			e := h.open(t, path, dpsql.Options{Epsilon: 1})
 			if _, err := e.Query(context.Background(), q); err != nil {
 				t.Errorf("%s: %v", q, err)
 			}
 		}
 	}
 	// Patterns SQLite could reject at run time are refused at plan time.
-	e := open(t, d, dpsql.Options{Epsilon: 1})
+	e := h.open(t, d, dpsql.Options{Epsilon: 1})
 	for _, q := range []string{
 		`SELECT COUNT(*) FROM people WHERE name LIKE name`,
 		`SELECT COUNT(*) FROM people WHERE name LIKE '` + strings.Repeat("_", 300) + `'`,
@@ -352,13 +354,14 @@ func TestRowEvaluationIsTotal(t *testing.T) {
 			t.Errorf("%s: %v, want ErrUnsupported", q, err)
 		}
 	}
-	empiricalNeighbours(t, d, d2, queries[0], 1, 2)
+	h.empiricalNeighbours(t, d, d2, queries[0], 1, 2)
 }
 
 // Class 3: the exact value handed to the noise is the exact clipped
 // aggregate, whatever the magnitudes; it is never infinite.
-func TestExactValuesFarFromZero(t *testing.T) {
-	parallel(t)
+func TestExactValuesFarFromZero(t *testing.T) { testExactValuesFarFromZero(t, parallel(t)) }
+
+func testExactValuesFarFromZero(t *testing.T, h *harness) {
 	// Values in (c, c+2), c = 1e15: a float64 sum of 1,000 of them has an
 	// ulp of 128 where the sensitivity is 1, and Σx² − 2mΣx + m²n in
 	// doubles cancels terms of 1e33. (TestNeighbourSensitivityProperty
@@ -369,32 +372,33 @@ func TestExactValuesFarFromZero(t *testing.T) {
 	}
 	create := `CREATE TABLE m (x REAL); INSERT INTO m VALUES ` + strings.Join(rows, ", ") + `;`
 	policy := `CREATE PRIVACY POLICY ON m; ALTER PRIVACY POLICY ON m SET BOUNDS x (1e15, 1000000000000002)`
-	d := hardDB(t, create+` INSERT INTO m VALUES (1000000000000001.75);`, policy)
-	d2 := hardDB(t, create, policy)
+	d := h.hardDB(t, create+` INSERT INTO m VALUES (1000000000000001.75);`, policy)
+	d2 := h.hardDB(t, create, policy)
 	for _, q := range []string{`SELECT VAR_POP(x) FROM m`, `SELECT AVG(x), SUM(x) FROM m`, `SELECT STDDEV(x) FROM m`} {
-		checkNeighbourSensitivity(t, d, d2, q)
+		h.checkNeighbourSensitivity(t, d, d2, q)
 	}
 	// Wide bounds: the centred sum of squares exceeds the float64 range.
 	var big []string
 	for i := 0; i < 500; i++ {
 		big = append(big, "(1e153)", "(-1e153)")
 	}
-	wide := hardDB(t, `CREATE TABLE w (x REAL); INSERT INTO w VALUES `+strings.Join(big, ", ")+`;`,
+	wide := h.hardDB(t, `CREATE TABLE w (x REAL); INSERT INTO w VALUES `+strings.Join(big, ", ")+`;`,
 		`CREATE PRIVACY POLICY ON w; ALTER PRIVACY POLICY ON w SET BOUNDS x (-1e153, 1e153)`)
-	e := open(t, wide, dpsql.Options{Epsilon: 1})
+	e := h.open(t, wide, dpsql.Options{Epsilon: 1})
 	res := query(t, e, `SELECT VAR_POP(x), STDDEV(x), AVG(x) FROM w`)
 	for i, v := range res.Rows[0] {
 		if f := num(v); math.IsNaN(f) || math.IsInf(f, 0) {
 			t.Errorf("column %d is %v", i, v)
 		}
 	}
-	empiricalNeighbours(t, d, d2, `SELECT VAR_POP(x) FROM m`, 1.0/3, 0.3)
+	h.empiricalNeighbours(t, d, d2, `SELECT VAR_POP(x) FROM m`, 1.0/3, 0.3)
 }
 
 // Class 4: the unit of a derived relation comes from provenance, never
 // from a name the analyst controls.
-func TestUnitByProvenance(t *testing.T) {
-	parallel(t)
+func TestUnitByProvenance(t *testing.T) { testUnitByProvenance(t, parallel(t)) }
+
+func testUnitByProvenance(t *testing.T, h *harness) {
 	var rows []string
 	for i := 0; i < 200; i++ {
 		rows = append(rows, fmt.Sprintf("(7, %d, 'rare')", i))
@@ -404,9 +408,9 @@ func TestUnitByProvenance(t *testing.T) {
 	}
 	create := `CREATE TABLE tx (uid INTEGER, amount INTEGER, kind TEXT); INSERT INTO tx VALUES ` + strings.Join(rows, ", ") + `;`
 	policy := `CREATE PRIVACY POLICY ON tx OPTIONS (privacy_unit_column = uid)`
-	d := hardDB(t, create, policy)
-	d2 := hardDB(t, strings.Replace(create, strings.Join(rows[:200], ", ")+", ", "", 1), policy)
-	e := open(t, d, dpsql.Options{Epsilon: 1})
+	d := h.hardDB(t, create, policy)
+	d2 := h.hardDB(t, strings.Replace(create, strings.Join(rows[:200], ", ")+", ", "", 1), policy)
+	e := h.open(t, d, dpsql.Options{Epsilon: 1})
 	fake := `SELECT COUNT(*) FROM (SELECT amount * 1000 + uid AS uid, uid AS real_uid, kind FROM tx) s`
 	if got := num(query(t, e, fake).Rows[0][0]); got != 6 {
 		t.Errorf("%s = %v, want 6 (one row per unit after bounding)", fake, got)
@@ -431,18 +435,19 @@ func TestUnitByProvenance(t *testing.T) {
 	if got := fmt.Sprint(query(t, e, `EXPLAIN `+fake).Rows); !strings.Contains(got, `carried from the base column "tx"."uid"`) {
 		t.Errorf("EXPLAIN does not name the base unit column: %s", got)
 	}
-	checkNeighbourSensitivity(t, d, d2, fake)
-	empiricalNeighbours(t, d, d2, fake, 1, 2)
+	h.checkNeighbourSensitivity(t, d, d2, fake)
+	h.empiricalNeighbours(t, d, d2, fake, 1, 2)
 }
 
 // Class 5: clipping is numeric, whatever the storage class.
-func TestClippingIsNumeric(t *testing.T) {
-	parallel(t)
+func TestClippingIsNumeric(t *testing.T) { testClippingIsNumeric(t, parallel(t)) }
+
+func testClippingIsNumeric(t *testing.T, h *harness) {
 	create := `CREATE TABLE a (age INTEGER, note TEXT, b BLOB); INSERT INTO a VALUES (20, '1e15', x'39'), (30, 'abc', NULL), (25, ' 7x', x'ff');`
 	policy := `CREATE PRIVACY POLICY ON a`
-	d := hardDB(t, create+` INSERT INTO a VALUES (39, '39', x'3339');`, policy)
-	d2 := hardDB(t, create, policy)
-	e := open(t, d, dpsql.Options{Epsilon: 1})
+	d := h.hardDB(t, create+` INSERT INTO a VALUES (39, '39', x'3339');`, policy)
+	d2 := h.hardDB(t, create, policy)
+	e := h.open(t, d, dpsql.Options{Epsilon: 1})
 	res := query(t, e, `SELECT SUM(CAST(age AS TEXT), contribution_bounds_per_group => (0, 5)), SUM(note, contribution_bounds_per_group => (0, 5)), SUM(b, contribution_bounds_per_group => (0, 50)) FROM a`)
 	// 4 ages clipped to 5; notes 1e15 → 5, 'abc' → 0, ' 7x' → 5, '39' → 5;
 	// blobs '9' → 9, NULL skipped, x'ff' → 0, '39' → 39.
@@ -457,19 +462,22 @@ func TestClippingIsNumeric(t *testing.T) {
 		`SELECT AVG(note, contribution_bounds_per_group => (0, 5)), VAR_POP(b, contribution_bounds_per_row => (0, 50)) FROM a`,
 		`SELECT AVG(note) FROM a`,
 	} {
-		checkNeighbourSensitivity(t, d, d2, q)
+		h.checkNeighbourSensitivity(t, d, d2, q)
 	}
-	empiricalNeighbours(t, d, d2, `SELECT SUM(CAST(age AS TEXT), contribution_bounds_per_group => (0, 5)) FROM a`, 1, 10)
+	h.empiricalNeighbours(t, d, d2, `SELECT SUM(CAST(age AS TEXT), contribution_bounds_per_group => (0, 5)) FROM a`, 1, 10)
 }
 
 // Class 6: every parameter that could make the noise step fail is checked
 // before the charge; counts are clamped; statements the backend rejects
 // cost nothing.
 func TestParametersCheckedBeforeTheCharge(t *testing.T) {
-	parallel(t)
+	testParametersCheckedBeforeTheCharge(t, parallel(t))
+}
+
+func testParametersCheckedBeforeTheCharge(t *testing.T, h *harness) {
 	const create = `CREATE TABLE v (uid INTEGER, x REAL); INSERT INTO v VALUES (1, 1), (2, 2);`
-	path := hardDB(t, create, `CREATE PRIVACY POLICY ON v OPTIONS (privacy_unit_column = uid)`)
-	e := open(t, path, dpsql.Options{})
+	path := h.hardDB(t, create, `CREATE PRIVACY POLICY ON v OPTIONS (privacy_unit_column = uid)`)
+	e := h.open(t, path, dpsql.Options{})
 	before := spent(t, e)
 	for _, q := range []string{
 		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 5e-324) COUNT(*) FROM v`,
@@ -486,12 +494,12 @@ func TestParametersCheckedBeforeTheCharge(t *testing.T) {
 		t.Errorf("refused statements spent %v", spent(t, e)-before)
 	}
 	// A huge noisy count is clamped into int64, never wrapped.
-	h, err := openEngine(path, dpsql.Options{Epsilon: 1}, hugeNoise{})
+	huge, err := h.openEngine(path, dpsql.Options{Epsilon: 1}, hugeNoise{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
-	res := query(t, h, `SELECT COUNT(*) FROM v`)
+	defer huge.Close()
+	res := query(t, huge, `SELECT COUNT(*) FROM v`)
 	if c, ok := res.Rows[0][0].(int64); !ok || c <= 0 {
 		t.Errorf("huge count released as %v", res.Rows[0][0])
 	}
@@ -512,19 +520,22 @@ func (hugeNoise) AddGaussianExact(v *big.Float, _, _ float64) (float64, error) {
 // several engines over one file, each get their own measurement handle and
 // results (the registry is process-wide). Run under -race by .ci/run.
 func TestConcurrentQueriesKeepTheirMeasurements(t *testing.T) {
-	parallel(t)
+	testConcurrentQueriesKeepTheirMeasurements(t, parallel(t))
+}
+
+func testConcurrentQueriesKeepTheirMeasurements(t *testing.T, h *harness) {
 	var rows []string
 	for i := 0; i < 300; i++ {
 		rows = append(rows, fmt.Sprintf("(%d, %d)", i%7, i))
 	}
-	path := hardDB(t, `CREATE TABLE c (uid INTEGER, x INTEGER); INSERT INTO c VALUES `+strings.Join(rows, ", ")+`;`,
+	path := h.hardDB(t, `CREATE TABLE c (uid INTEGER, x INTEGER); INSERT INTO c VALUES `+strings.Join(rows, ", ")+`;`,
 		`CREATE PRIVACY POLICY ON c OPTIONS (privacy_unit_column = uid, max_rows_contributed = 1000); ALTER PRIVACY POLICY ON c SET BOUNDS x (0, 1000)`)
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			e, err := openEngine(path, dpsql.Options{Epsilon: 0.01}, dpsql.ZeroNoise())
+			e, err := h.openEngine(path, dpsql.Options{Epsilon: 0.01}, dpsql.ZeroNoise())
 			if err != nil {
 				t.Error(err)
 				return
@@ -550,13 +561,16 @@ func TestConcurrentQueriesKeepTheirMeasurements(t *testing.T) {
 // 6, D and D′ (one unit removed) give the same outcome — the same error
 // text, or an answer on both — so a refusal tells nothing about the unit.
 func TestRefusalsAreTheSameOnNeighbours(t *testing.T) {
-	parallel(t)
+	testRefusalsAreTheSameOnNeighbours(t, parallel(t))
+}
+
+func testRefusalsAreTheSameOnNeighbours(t *testing.T, h *harness) {
 	const base = `CREATE TABLE visits (uid INTEGER, code TEXT, amount REAL);
 		INSERT INTO visits VALUES (1, 'a', 10), (2, 'b', 20);
 		CREATE TABLE pub (code TEXT); INSERT INTO pub VALUES ('a');`
 	policy := `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid); ALTER TABLE pub SET PUBLIC`
-	d := hardDB(t, base+` INSERT INTO visits VALUES (3, 'c', 1e300), (3, 'c', -9223372036854775808);`, policy)
-	d2 := hardDB(t, base, policy)
+	d := h.hardDB(t, base+` INSERT INTO visits VALUES (3, 'c', 1e300), (3, 'c', -9223372036854775808);`, policy)
+	d2 := h.hardDB(t, base, policy)
 	stmts := []string{
 		`WITH "vİsits" AS (SELECT code FROM pub) SELECT * FROM visits`,
 		`WITH "sqlİte_master" AS (SELECT code FROM pub) SELECT * FROM sqlite_master`,
@@ -571,7 +585,7 @@ func TestRefusalsAreTheSameOnNeighbours(t *testing.T) {
 	outcome := func(path, q string) string {
 		e := engines[path]
 		if e == nil {
-			e = open(t, path, dpsql.Options{Epsilon: 1})
+			e = h.open(t, path, dpsql.Options{Epsilon: 1})
 			engines[path] = e
 		}
 		before := spent(t, e)
@@ -597,7 +611,7 @@ func TestRefusalsAreTheSameOnNeighbours(t *testing.T) {
 // and clipped — and a real inside the bounds, text or a blob sends the
 // scan through the aggregate. Both are checked against the exact answer.
 func TestNativeScanMatchesTheAggregate(t *testing.T) {
-	parallel(t)
+	h := parallel(t)
 	numeric := map[string]float64{"3": 3, "-9223372036854775808": -9223372036854775808, "9223372036854775807": 9223372036854775807,
 		"'12abc'": 12, "'x'": 0, "x'3739'": 79, "'1e999'": math.Inf(1), "' -7e1x'": -70, "''": 0, "1e300": 1e300}
 	for _, extra := range [][]string{{}, {"2.5"}, {"'0.25'"}, {"'12abc'", "'x'", "x'3739'", "'1e999'", "' -7e1x'", "''"}} {
@@ -617,8 +631,8 @@ func TestNativeScanMatchesTheAggregate(t *testing.T) {
 				sum += math.Max(-100, math.Min(100, x))
 			}
 		}
-		path := hardDB(t, `CREATE TABLE f (v INTEGER); INSERT INTO f VALUES `+strings.Join(rows, ", ")+`;`, `CREATE PRIVACY POLICY ON f`)
-		e := open(t, path, dpsql.Options{Epsilon: 1})
+		path := h.hardDB(t, `CREATE TABLE f (v INTEGER); INSERT INTO f VALUES `+strings.Join(rows, ", ")+`;`, `CREATE PRIVACY POLICY ON f`)
+		e := h.open(t, path, dpsql.Options{Epsilon: 1})
 		q := `SELECT COUNT(*), COUNT(v), SUM(v, contribution_bounds_per_group => (-100, 100)), AVG(v, contribution_bounds_per_group => (-100, 100)) FROM f`
 		if got := fmt.Sprint(query(t, e, "EXPLAIN "+q).Rows); !strings.Contains(got, "SELECT COUNT(*), COUNT(") || !strings.Contains(got, "BETWEEN -100 AND 100") || !strings.Contains(got, "9e999") {
 			t.Fatalf("the native scan is not used: %s", got)
@@ -634,10 +648,13 @@ func TestNativeScanMatchesTheAggregate(t *testing.T) {
 // need (SUM as TOTAL, text caps, constant LIKE patterns) do not change
 // answers about public tables.
 func TestPublicQueriesKeepSQLiteSemantics(t *testing.T) {
-	parallel(t)
+	testPublicQueriesKeepSQLiteSemantics(t, parallel(t))
+}
+
+func testPublicQueriesKeepSQLiteSemantics(t *testing.T, h *harness) {
 	long := strings.Repeat("y", 2000)
-	path := hardDB(t, `CREATE TABLE pub (n INTEGER, s TEXT); INSERT INTO pub VALUES (1, '`+long+`'), (2, 'ab');`, `ALTER TABLE pub SET PUBLIC`)
-	e := open(t, path, dpsql.Options{})
+	path := h.hardDB(t, `CREATE TABLE pub (n INTEGER, s TEXT); INSERT INTO pub VALUES (1, '`+long+`'), (2, 'ab');`, `ALTER TABLE pub SET PUBLIC`)
+	e := h.open(t, path, dpsql.Options{})
 	row := query(t, e, `SELECT SUM(n), MAX(LENGTH(s || s)), COUNT(*) FROM pub WHERE s LIKE s`).Rows[0]
 	if row[0] != int64(3) || num(row[1]) != 4000 || num(row[2]) != 2 {
 		t.Errorf("public answers changed: %v", row)
@@ -652,8 +669,9 @@ func TestPublicQueriesKeepSQLiteSemantics(t *testing.T) {
 // with privately chosen bounds, and with and without a unit column, the
 // exact values handed to the noise on D and on D′ = D without one unit
 // differ by at most each cell's sensitivity — exactly, in big arithmetic.
-func TestNeighbourSensitivityProperty(t *testing.T) {
-	parallel(t)
+func TestNeighbourSensitivityProperty(t *testing.T) { testNeighbourSensitivityProperty(t, parallel(t)) }
+
+func testNeighbourSensitivityProperty(t *testing.T, h *harness) {
 	r := rand.New(rand.NewPCG(21, 22))
 	value := func() string {
 		switch r.IntN(10) {
@@ -731,20 +749,21 @@ func TestNeighbourSensitivityProperty(t *testing.T) {
 		queries = append(queries, "SELECT "+sel+", COUNT(*) FROM "+table+group)
 	}
 	policy := strings.Join(policies, "; ")
-	d, d2 := hardDB(t, strings.Join(creates, "\n"), policy), hardDB(t, strings.Join(creates2, "\n"), policy)
-	checkNeighbourSensitivities(t, d, d2, queries)
+	d, d2 := h.hardDB(t, strings.Join(creates, "\n"), policy), h.hardDB(t, strings.Join(creates2, "\n"), policy)
+	h.checkNeighbourSensitivities(t, d, d2, queries)
 }
 
 // TestPublicQueriesMatchSQLite: printing a public query from the plan
 // (generated aliases, resolved and quoted names) keeps its meaning: every
 // statement returns the rows SQLite returns for the analyst's own text.
-func TestPublicQueriesMatchSQLite(t *testing.T) {
-	parallel(t)
-	path := hardDB(t, `CREATE TABLE "Pub One" (id INTEGER, name TEXT, score REAL);
+func TestPublicQueriesMatchSQLite(t *testing.T) { testPublicQueriesMatchSQLite(t, parallel(t)) }
+
+func testPublicQueriesMatchSQLite(t *testing.T, h *harness) {
+	path := h.hardDB(t, `CREATE TABLE "Pub One" (id INTEGER, name TEXT, score REAL);
 		INSERT INTO "Pub One" VALUES (1, 'ann', 2.5), (2, 'bob', NULL), (3, 'cy', 7), (4, 'ann', 1);
 		CREATE TABLE two (id INTEGER, tag TEXT); INSERT INTO two VALUES (1, 'x'), (1, 'y'), (3, 'z');`,
 		`ALTER TABLE "Pub One" SET PUBLIC; ALTER TABLE two SET PUBLIC`)
-	e := open(t, path, dpsql.Options{})
+	e := h.open(t, path, dpsql.Options{})
 	raw := dpsql.RawDB(e) // the engine's own SQLite connections (with its mirrors' module on PostgreSQL)
 	for _, q := range []string{
 		`SELECT * FROM "Pub One" ORDER BY id`,
@@ -794,9 +813,12 @@ func TestPublicQueriesMatchSQLite(t *testing.T) {
 // says nothing was charged (and nothing was); one cancelled after the
 // charge says its ε was charged (issue 11).
 func TestCancelledQuerySaysWhatWasCharged(t *testing.T) {
-	parallel(t)
-	path := hardDB(t, `CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2);`, `CREATE PRIVACY POLICY ON c`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	testCancelledQuerySaysWhatWasCharged(t, parallel(t))
+}
+
+func testCancelledQuerySaysWhatWasCharged(t *testing.T, h *harness) {
+	path := h.hardDB(t, `CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2);`, `CREATE PRIVACY POLICY ON c`)
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	before := spent(t, e)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -806,7 +828,7 @@ func TestCancelledQuerySaysWhatWasCharged(t *testing.T) {
 	}
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	c, err := openEngine(path, dpsql.Options{Epsilon: 1}, afterNoise{do: &sync.Once{}, fn: cancel})
+	c, err := h.openEngine(path, dpsql.Options{Epsilon: 1}, afterNoise{do: &sync.Once{}, fn: cancel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -816,7 +838,7 @@ func TestCancelledQuerySaysWhatWasCharged(t *testing.T) {
 		t.Errorf("cancelled after the charge: %v, spent %v", err, spent(t, e)-before)
 	}
 	// The ledger marks the charge unanswered.
-	owner := open(t, path, dpsql.Options{Owner: true})
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	ledger := query(t, owner, "SHOW LEDGER")
 	n := len(ledger.Rows)
 	if n < 1 || !strings.HasPrefix(fmt.Sprint(ledger.Rows[n-1][8]), "unanswered: cancelled") {
@@ -838,7 +860,7 @@ func TestCancelledQuerySaysWhatWasCharged(t *testing.T) {
 		t.Errorf("SHOW LEDGER outcomes after the re-run: %v", ledger.Rows)
 	}
 	// Its charge is used once: the next run (no cache here) pays.
-	c2, err := openEngine(path, dpsql.Options{Epsilon: 1, NoCache: true}, nil)
+	c2, err := h.openEngine(path, dpsql.Options{Epsilon: 1, NoCache: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -871,11 +893,11 @@ func (a afterNoise) AddGaussianExact(v *big.Float, _, _ float64) (float64, error
 // lowers the budget in between), the first's answer is withheld with the
 // statement, and the ledger says so instead of "answered".
 func TestWithheldPartIsNotMarkedAnswered(t *testing.T) {
-	parallel(t)
-	path := hardDB(t, `CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2);`, `CREATE PRIVACY POLICY ON c`)
-	owner := open(t, path, dpsql.Options{Owner: true})
+	h := parallel(t)
+	path := h.hardDB(t, `CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2);`, `CREATE PRIVACY POLICY ON c`)
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	mustRun(t, owner, "SET BUDGET epsilon = 10")
-	e, err := openEngine(path, dpsql.Options{}, afterNoise{do: &sync.Once{}, fn: func() {
+	e, err := h.openEngine(path, dpsql.Options{}, afterNoise{do: &sync.Once{}, fn: func() {
 		mustRun(t, owner, "SET BUDGET epsilon = 0.5")
 	}})
 	if err != nil {
@@ -903,10 +925,10 @@ func TestWithheldPartIsNotMarkedAnswered(t *testing.T) {
 // charge the ledger had, and one on its BEGIN to leave a pooled
 // connection holding the write lock.)
 func TestCancelsRacingChargesTellTheTruth(t *testing.T) {
-	parallel(t)
-	path := hardDB(t, `CREATE TABLE c (x INTEGER); WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999) INSERT INTO c SELECT i FROM n;`,
+	h := parallel(t)
+	path := h.hardDB(t, `CREATE TABLE c (x INTEGER); WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999) INSERT INTO c SELECT i FROM n;`,
 		`CREATE PRIVACY POLICY ON c; ALTER PRIVACY POLICY ON c SET BOUNDS x (0, 1000); SET BUDGET epsilon = 1e6`)
-	e := open(t, path, dpsql.Options{Epsilon: 0.01, NoCache: true})
+	e := h.open(t, path, dpsql.Options{Epsilon: 0.01, NoCache: true})
 	const workers, each = 8, 60
 	outcomes := make([]string, workers*each)
 	var wg sync.WaitGroup
@@ -942,7 +964,7 @@ func TestCancelsRacingChargesTellTheTruth(t *testing.T) {
 	if _, err := e.Query(ctx, "SELECT COUNT(*) FROM c WHERE x < 0"); err != nil || time.Since(start) > 2*time.Second {
 		t.Fatalf("after the cancels: %v after %v", err, time.Since(start))
 	}
-	owner := open(t, path, dpsql.Options{Owner: true})
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	rows := map[int][]string{}
 	for _, row := range query(t, owner, "SHOW LEDGER").Rows {
 		var i int
@@ -978,10 +1000,10 @@ func TestCancelsRacingChargesTellTheTruth(t *testing.T) {
 // first is still being answered waits for it instead of being charged
 // again. (18% of repeats used to be charged again under load.)
 func TestRepeatsStayFreeUnderConcurrency(t *testing.T) {
-	parallel(t)
-	path := hardDB(t, `CREATE TABLE c (x INTEGER); WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999) INSERT INTO c SELECT i FROM n;`,
+	h := parallel(t)
+	path := h.hardDB(t, `CREATE TABLE c (x INTEGER); WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999) INSERT INTO c SELECT i FROM n;`,
 		`CREATE PRIVACY POLICY ON c; ALTER PRIVACY POLICY ON c SET BOUNDS x (0, 1000); SET BUDGET epsilon = 1e6`)
-	e, err := openEngine(path, dpsql.Options{Epsilon: 0.01}, nil) // real noise, the cache on
+	e, err := h.openEngine(path, dpsql.Options{Epsilon: 0.01}, nil) // real noise, the cache on
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1015,7 +1037,7 @@ func TestRepeatsStayFreeUnderConcurrency(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	owner := open(t, path, dpsql.Options{Owner: true})
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	charged := map[string]int{}
 	for _, row := range query(t, owner, "SHOW LEDGER").Rows {
 		if s := fmt.Sprint(row[3]); strings.Contains(s, "COUNT(*)") {
@@ -1038,14 +1060,14 @@ func TestRepeatsStayFreeUnderConcurrency(t *testing.T) {
 // (which group's first row comes first): two databases with the same
 // rows stored in opposite orders release the same rows in the same order.
 func TestReleasedGroupsDoNotFollowStorageOrder(t *testing.T) {
-	parallel(t)
+	h := parallel(t)
 	var got []string
 	for _, order := range []string{"ASC", "DESC"} {
-		path := hardDB(t, `CREATE TABLE v (u INTEGER, diag TEXT);
+		path := h.hardDB(t, `CREATE TABLE v (u INTEGER, diag TEXT);
 			WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 599)
 			INSERT INTO v SELECT i, CASE i % 3 WHEN 0 THEN 'flu' WHEN 1 THEN 'cold' ELSE 'asthma' END FROM n ORDER BY i % 3 `+order+`;`,
 			`CREATE PRIVACY POLICY ON v OPTIONS (privacy_unit_column = u, max_groups_contributed = 1); SET BUDGET epsilon = 10, delta = 1e-3`)
-		e := open(t, path, dpsql.Options{Epsilon: 1})
+		e := h.open(t, path, dpsql.Options{Epsilon: 1})
 		got = append(got, rowsOf(query(t, e, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) diag, COUNT(*) FROM v GROUP BY diag")))
 	}
 	if got[0] != got[1] || !strings.HasPrefix(got[0], "asthma") {
@@ -1057,13 +1079,13 @@ func TestReleasedGroupsDoNotFollowStorageOrder(t *testing.T) {
 // charge took the last of the budget; asked again it is answered on that
 // charge (its ε was paid), while any other query is refused.
 func TestCancelledChargeAnswersOnASpentBudget(t *testing.T) {
-	parallel(t)
-	path := hardDB(t, `CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2);`, `CREATE PRIVACY POLICY ON c`)
-	owner := open(t, path, dpsql.Options{Owner: true})
+	h := parallel(t)
+	path := h.hardDB(t, `CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2);`, `CREATE PRIVACY POLICY ON c`)
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	mustRun(t, owner, `SET BUDGET epsilon = 1`)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c, err := openEngine(path, dpsql.Options{Epsilon: 1}, afterNoise{do: &sync.Once{}, fn: cancel})
+	c, err := h.openEngine(path, dpsql.Options{Epsilon: 1}, afterNoise{do: &sync.Once{}, fn: cancel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1071,7 +1093,7 @@ func TestCancelledChargeAnswersOnASpentBudget(t *testing.T) {
 	if _, err := c.Query(ctx, `SELECT COUNT(*) FROM c`); !errors.Is(err, dpsql.ErrCancelled) || !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "context canceled") || !strings.Contains(err.Error(), "was charged") {
 		t.Fatalf("cancelled after the charge: %v (ErrCancelled and context.Canceled, in words, saying what was charged)", err)
 	}
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	if _, err := e.Query(context.Background(), `SELECT COUNT(x) FROM c`); !errors.Is(err, dpsql.ErrBudgetExhausted) {
 		t.Errorf("another query on the spent budget: %v", err)
 	}

@@ -35,9 +35,10 @@ func rowsOf(r *dpsql.Result) string {
 // outputs every bin, empty ones included, with exact answers under zero
 // noise; the select list may repeat the expression, name its alias, or
 // GROUP BY may give its position (issue 10's numeric histograms).
-func TestExpressionGroupKeys(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestExpressionGroupKeys(t *testing.T) { testExpressionGroupKeys(t, parallel(t)) }
+
+func testExpressionGroupKeys(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	// t: 1,000 rows, x = i % 100 with declared bounds (0, 100).
 	decades := func() string {
 		var parts []string
@@ -86,7 +87,10 @@ func TestExpressionGroupKeys(t *testing.T) {
 // the bins the bounds enumerate (values beyond the bounds, NULL) are not
 // counted, and no bin appears for them.
 func TestExpressionKeysDropValuesOutsideTheBins(t *testing.T) {
-	parallel(t)
+	testExpressionKeysDropValuesOutsideTheBins(t, parallel(t))
+}
+
+func testExpressionKeysDropValuesOutsideTheBins(t *testing.T, h *harness) {
 	path := filepath.Join(t.TempDir(), "h.db")
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
@@ -97,8 +101,8 @@ func TestExpressionKeysDropValuesOutsideTheBins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustRun(t, open(t, path, dpsql.Options{Owner: true}), `CREATE PRIVACY POLICY ON h; ALTER PRIVACY POLICY ON h SET BOUNDS v (0, 100); SET BUDGET epsilon = 100`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	mustRun(t, h.open(t, path, dpsql.Options{Owner: true}), `CREATE PRIVACY POLICY ON h; ALTER PRIVACY POLICY ON h SET BOUNDS v (0, 100); SET BUDGET epsilon = 100`)
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	if got, want := rowsOf(query(t, e, `SELECT FLOOR(v / 50) AS b, COUNT(*) FROM h GROUP BY b`)), "0:2 1:2 2:1"; got != want {
 		t.Errorf("bins: got %s, want %s", got, want)
 	}
@@ -111,9 +115,10 @@ func TestExpressionKeysDropValuesOutsideTheBins(t *testing.T) {
 // determine need δ (partition selection); too many bins and expressions
 // of the privacy unit that are not enumerated are refused, whatever the
 // data.
-func TestExpressionKeysRefused(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestExpressionKeysRefused(t *testing.T) { testExpressionKeysRefused(t, parallel(t)) }
+
+func testExpressionKeysRefused(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	ctx := context.Background()
 	for _, tc := range []struct {
 		sql  string
@@ -136,7 +141,7 @@ func TestExpressionKeysRefused(t *testing.T) {
 	if _, err := e.Query(ctx, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-7) x % 10 AS m, COUNT(*) FROM t GROUP BY m`); err != nil {
 		t.Errorf("with delta: %v", err)
 	}
-	units := open(t, unitsDB(t, generateVisits(20, 1), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid); ALTER PRIVACY POLICY ON visits SET BOUNDS uid (0, 1000)`), dpsql.Options{Epsilon: 1})
+	units := h.open(t, h.unitsDB(t, generateVisits(20, 1), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid); ALTER PRIVACY POLICY ON visits SET BOUNDS uid (0, 1000)`), dpsql.Options{Epsilon: 1})
 	q := `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) uid + 0, COUNT(*) FROM visits GROUP BY 1`
 	if _, err := units.Query(ctx, q); !errors.Is(err, dpsql.ErrNotPrivate) || !strings.Contains(err.Error(), "privacy unit") {
 		t.Errorf("%s: %v", q, err)

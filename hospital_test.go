@@ -49,6 +49,7 @@ func hospitalVisits(seed uint64) (setup string, visits [][3]any) {
 //
 //	go test -run XXX -bench HospitalBounding -benchtime 1x -v .
 func BenchmarkHospitalBounding(b *testing.B) {
+	h := newHarness(nil, false) // on SQLite
 	runs := 20
 	if v := os.Getenv("DPSQL_RUNS"); v != "" {
 		fmt.Sscan(v, &runs)
@@ -69,11 +70,11 @@ func BenchmarkHospitalBounding(b *testing.B) {
 		}
 		perUnit[p][c]++
 	}
-	path := hardDB(b, setup, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = patient_id);
+	path := h.hardDB(b, setup, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = patient_id);
 		ALTER PRIVACY POLICY ON visits SET DOMAIN ward ('A', 'B', 'C', 'D');
 		ALTER PRIVACY POLICY ON visits SET DOMAIN diagnosis ('cardiac', 'neuro', 'ortho', 'general');
 		SET BUDGET epsilon = 1e6`)
-	eng, err := openEngine(path, dpsql.Options{NoCache: true}, nil)
+	eng, err := h.openEngine(path, dpsql.Options{NoCache: true}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

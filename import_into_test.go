@@ -17,7 +17,7 @@ import (
 // table's cached answers (the repeat is charged again), and a bad file,
 // mismatched columns or a missing policy column change nothing.
 func TestImportReplaceAndAppend(t *testing.T) {
-	parallel(t)
+	h := parallel(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "r.db")
 	write := func(name, text string) string {
@@ -28,12 +28,12 @@ func TestImportReplaceAndAppend(t *testing.T) {
 		return p
 	}
 	ctx := context.Background()
-	owner := open(t, path, dpsql.Options{Owner: true})
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	if _, _, err := owner.ImportCSV(ctx, "t", write("a.csv", "x,g\n1,a\n2,b\n3,a\n"), csvimport.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	mustRun(t, owner, `CREATE PRIVACY POLICY ON t; ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 10); SET BUDGET epsilon = 100`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	const q = `SELECT COUNT(*), SUM(x) FROM t`
 	if got := rowsOf(query(t, e, q)); got != "3:6" {
 		t.Fatalf("before: %s", got)

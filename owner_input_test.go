@@ -14,9 +14,9 @@ import (
 // reason, and change nothing. Bounds on a TEXT column (read as numbers:
 // a date's year, else mostly 0) are set with a warning.
 func TestOwnerBoundsThatWouldBreakLaterAreRefused(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	owner := open(t, path, dpsql.Options{Owner: true})
+	h := parallel(t)
+	path := h.newDB(t)
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	for _, tc := range []struct{ stmt, want string }{
 		{`ALTER PRIVACY POLICY ON t SET BOUNDS x (0, 1e308)`, "too wide"},
 		{`ALTER PRIVACY POLICY ON t SET BOUNDS x (-1e200, 1e200)`, "too wide"},

@@ -17,9 +17,10 @@ import (
 // TestPeersSpellings: the spellings people bring from SmartNoise and
 // BigQuery (VAR_SAMP/STDDEV_SAMP, VAR/STD, TOP n, PI(), IF/IIF) mean what
 // they mean there, checked on exact answers under zero noise (issue 10).
-func TestPeersSpellings(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestPeersSpellings(t *testing.T) { testPeersSpellings(t, parallel(t)) }
+
+func testPeersSpellings(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	// x = i % 100 over 1,000 rows, bounds (0, 100): population variance
 	// of 0..99 is (100² − 1)/12.
 	pop := (100.0*100 - 1) / 12
@@ -58,10 +59,11 @@ func TestPeersSpellings(t *testing.T) {
 // TestSessionDelta: SET delta = D is the δ of the session's queries that
 // give none, spent only by those with partition selection; 0 turns it
 // off; bad values are refused (issue 10).
-func TestSessionDelta(t *testing.T) {
-	parallel(t)
-	path := unitsDB(t, generateVisits(200, 3), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+func TestSessionDelta(t *testing.T) { testSessionDelta(t, parallel(t)) }
+
+func testSessionDelta(t *testing.T, h *harness) {
+	path := h.unitsDB(t, generateVisits(200, 3), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	ctx := t.Context()
 	grouped := `SELECT ward, COUNT(*) FROM visits GROUP BY ward`
 	if _, err := e.Query(ctx, grouped); !errors.Is(err, dpsql.ErrNotPrivate) {
@@ -92,9 +94,10 @@ func TestSessionDelta(t *testing.T) {
 // TestJoinUsing: JOIN ... USING (cols) answers as the same join written
 // with ON; an unqualified USING column names the merged column; the
 // privacy checks on joins apply unchanged (issue 10).
-func TestJoinUsing(t *testing.T) {
-	parallel(t)
-	path, _ := joinDB(t)
+func TestJoinUsing(t *testing.T) { testJoinUsing(t, parallel(t)) }
+
+func testJoinUsing(t *testing.T, h *harness) {
+	path, _ := h.joinDB(t)
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
@@ -104,8 +107,8 @@ func TestJoinUsing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustRun(t, open(t, path, dpsql.Options{Owner: true}), `ALTER TABLE wardinfo SET PUBLIC`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	mustRun(t, h.open(t, path, dpsql.Options{Owner: true}), `ALTER TABLE wardinfo SET PUBLIC`)
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	for _, pair := range [][2]string{
 		{`SELECT COUNT(*) FROM visits JOIN wardinfo USING (ward)`, `SELECT COUNT(*) FROM visits v JOIN wardinfo w ON v.ward = w.ward`},
 		// (Units keep at most 10 rows each, sampled: COUNT does not depend on
@@ -134,9 +137,10 @@ func TestJoinUsing(t *testing.T) {
 // TestMainSchemaQualifiedNames: main.t names table t (SQLite's schema
 // name for the database itself); other schemas are refused by name.
 // Columns take at most a table qualifier (t.x, not main.t.x).
-func TestMainSchemaQualifiedNames(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestMainSchemaQualifiedNames(t *testing.T) { testMainSchemaQualifiedNames(t, parallel(t)) }
+
+func testMainSchemaQualifiedNames(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	if got := rowsOf(query(t, e, `SELECT COUNT(*) FROM main.t WHERE t.x >= 0`)); got != "1000" {
 		t.Errorf("main.t: %s", got)
 	}
@@ -152,7 +156,7 @@ func TestMainSchemaQualifiedNames(t *testing.T) {
 	if err := os.WriteFile(csv, []byte("age,sex\n30,1\n40,0\n50,1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	owner := open(t, e.Path(), dpsql.Options{Owner: true})
+	owner := h.open(t, e.Path(), dpsql.Options{Owner: true})
 	if _, _, err := owner.ImportCSV(t.Context(), "PUMS.PUMS", csv, csvimport.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -167,10 +171,11 @@ func TestMainSchemaQualifiedNames(t *testing.T) {
 // TestStarInSubqueries: SELECT * in a per-unit subquery stands for the
 // table's columns, the unit column among them (so the unit is carried as
 // when listed); answers equal the listed form under zero noise.
-func TestStarInSubqueries(t *testing.T) {
-	parallel(t)
-	path, _ := joinDB(t)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+func TestStarInSubqueries(t *testing.T) { testStarInSubqueries(t, parallel(t)) }
+
+func testStarInSubqueries(t *testing.T, h *harness) {
+	path, _ := h.joinDB(t)
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	for _, pair := range [][2]string{
 		{`SELECT COUNT(*), COUNT(DISTINCT s.uid) FROM (SELECT * FROM visits WHERE day > 3) AS s`,
 			`SELECT COUNT(*), COUNT(DISTINCT s.uid) FROM (SELECT uid, ward, day, cost FROM visits WHERE day > 3) AS s`},
@@ -190,10 +195,11 @@ func TestStarInSubqueries(t *testing.T) {
 // TestDeltaOne: δ = 1, which BigQuery accepts, is accepted in OPTIONS: a
 // query without partition selection spends no δ; one with it is refused
 // by the ledger (no total reaches 1), with nothing charged.
-func TestDeltaOne(t *testing.T) {
-	parallel(t)
-	path := unitsDB(t, generateVisits(50, 4), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+func TestDeltaOne(t *testing.T) { testDeltaOne(t, parallel(t)) }
+
+func testDeltaOne(t *testing.T, h *harness) {
+	path := h.unitsDB(t, generateVisits(50, 4), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	r, err := e.Query(t.Context(), `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1) COUNT(*) FROM visits`)
 	if err != nil || r.Cost.Delta != 0 {
 		t.Fatalf("delta = 1 without partition selection: %v %+v", err, r)
@@ -210,9 +216,12 @@ func TestDeltaOne(t *testing.T) {
 // TestUnboundedContributionsRefused: BigQuery's max_groups_contributed =
 // NULL (no bound across groups) is refused with a message that says why.
 func TestUnboundedContributionsRefused(t *testing.T) {
-	parallel(t)
-	path := unitsDB(t, generateVisits(20, 5), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	testUnboundedContributionsRefused(t, parallel(t))
+}
+
+func testUnboundedContributionsRefused(t *testing.T, h *harness) {
+	path := h.unitsDB(t, generateVisits(20, 5), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	_, err := e.Query(t.Context(), `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (max_groups_contributed = NULL) COUNT(*) FROM visits`)
 	if !errors.Is(err, planner.ErrInvalidOption) || !strings.Contains(err.Error(), "NULL (no bound) is refused") {
 		t.Errorf("max_groups_contributed = NULL: %v", err)
@@ -222,13 +231,14 @@ func TestUnboundedContributionsRefused(t *testing.T) {
 // TestMinPrivacyUnitsPerGroup: BigQuery's min_privacy_units_per_group = k
 // raises partition selection's threshold by k − 1 (zero noise: a group
 // needs more than about k units); it needs partition selection.
-func TestMinPrivacyUnitsPerGroup(t *testing.T) {
-	parallel(t)
+func TestMinPrivacyUnitsPerGroup(t *testing.T) { testMinPrivacyUnitsPerGroup(t, parallel(t)) }
+
+func testMinPrivacyUnitsPerGroup(t *testing.T, h *harness) {
 	var vs []visit
 	for u, ward := range []string{"A", "A", "A", "A", "A", "B", "B", "C"} {
 		vs = append(vs, visit{uid: u, ward: ward, day: 1, cost: 1})
 	}
-	e := open(t, unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`), dpsql.Options{Epsilon: 1})
+	e := h.open(t, h.unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`), dpsql.Options{Epsilon: 1})
 	for _, tc := range []struct{ opts, want string }{
 		{"", "A:5 B:2"},
 		{", min_privacy_units_per_group = 1", "A:5 B:2"},

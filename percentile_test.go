@@ -18,9 +18,10 @@ import (
 // TestPercentilesWithoutNoise: with zero noise the quantile tree's
 // descent finds the value at rank p·n to within a leaf ((hi − lo)/65,536),
 // per group; MEDIAN is PERCENTILE_CONT(x, 0.5) (issue 10).
-func TestPercentilesWithoutNoise(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestPercentilesWithoutNoise(t *testing.T) { testPercentilesWithoutNoise(t, parallel(t)) }
+
+func testPercentilesWithoutNoise(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	// t: x = i % 100 over 1,000 rows (ten of each 0..99), bounds (0, 100).
 	leaf := 100.0 / 65536
 	r := query(t, e, `SELECT MEDIAN(x), PERCENTILE_CONT(x, 0.1), PERCENTILE_CONT(x, 0.9), PERCENTILE_CONT(x, 0), PERCENTILE_CONT(x, 1) FROM t`)
@@ -75,12 +76,15 @@ func TestPercentilesWithoutNoise(t *testing.T) {
 // separate them (checked by mutation: a sensitivity 200 times too small
 // fails).
 func TestPercentileNeighboursEmpirically(t *testing.T) {
-	parallel(t)
+	testPercentileNeighboursEmpirically(t, parallel(t))
+}
+
+func testPercentileNeighboursEmpirically(t *testing.T, h *harness) {
 	base := `CREATE TABLE m (x REAL); INSERT INTO m VALUES (10), (10), (10), (10), (10), (30), (30), (30), (30), (30), (30), (30), (30);`
 	policy := `CREATE PRIVACY POLICY ON m; ALTER PRIVACY POLICY ON m SET BOUNDS x (0, 64)`
-	d := hardDB(t, base+` INSERT INTO m VALUES (0);`, policy)
-	d2 := hardDB(t, base, policy)
-	empiricalNeighbours(t, d, d2, `SELECT PERCENTILE_CONT(x, 0.4) FROM m`, 1, 4)
+	d := h.hardDB(t, base+` INSERT INTO m VALUES (0);`, policy)
+	d2 := h.hardDB(t, base, policy)
+	h.empiricalNeighbours(t, d, d2, `SELECT PERCENTILE_CONT(x, 0.4) FROM m`, 1, 4)
 	// With bounds chosen privately (x + 0 has no declared bounds): the
 	// search and the tree together stay within e^ε. 2,000 rows, so that
 	// the search settles on the same bounds ([0, 30]) on both sides: the
@@ -89,9 +93,9 @@ func TestPercentileNeighboursEmpirically(t *testing.T) {
 	// mutation: leaf counts 200 times too large fail).
 	many := `CREATE TABLE m (x REAL); WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1999) INSERT INTO m SELECT CASE WHEN i < 800 THEN 10 ELSE 30 END FROM n;`
 	policy = `CREATE PRIVACY POLICY ON m`
-	d = hardDB(t, many+` INSERT INTO m VALUES (0);`, policy)
-	d2 = hardDB(t, many, policy)
-	empiricalNeighbours(t, d, d2, `SELECT PERCENTILE_CONT(x + 0, 0.40025) FROM m`, 1, 4)
+	d = h.hardDB(t, many+` INSERT INTO m VALUES (0);`, policy)
+	d2 = h.hardDB(t, many, policy)
+	h.empiricalNeighbours(t, d, d2, `SELECT PERCENTILE_CONT(x + 0, 0.40025) FROM m`, 1, 4)
 }
 
 // TestApproxQuantiles: APPROX_QUANTILES(x, n) is BigQuery's array of the
@@ -100,9 +104,10 @@ func TestPercentileNeighboursEmpirically(t *testing.T) {
 // noisy tree (each node's count drawn once), so the array is never out of
 // order — descents with independent noise would cross — and the query
 // costs one ε share, not n + 1 (issue 10).
-func TestApproxQuantiles(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestApproxQuantiles(t *testing.T) { testApproxQuantiles(t, parallel(t)) }
+
+func testApproxQuantiles(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	r := query(t, e, `SELECT APPROX_QUANTILES(x, 4) AS q FROM t`)
 	var want []string
 	for _, p := range []float64{0, 0.25, 0.5, 0.75, 1} {
@@ -123,7 +128,7 @@ func TestApproxQuantiles(t *testing.T) {
 		}
 	}
 
-	real, err := openEngine(e.Path(), dpsql.Options{Epsilon: 0.05, NoCache: true}, nil) // real noise
+	real, err := h.openEngine(e.Path(), dpsql.Options{Epsilon: 0.05, NoCache: true}, nil) // real noise
 	if err != nil {
 		t.Fatal(err)
 	}

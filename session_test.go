@@ -17,9 +17,10 @@ import (
 // TestSessionsKeepTheirSettings: two sessions of one engine have their
 // own settings; SET on one leaves the other and the engine's default
 // session alone.
-func TestSessionsKeepTheirSettings(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+func TestSessionsKeepTheirSettings(t *testing.T) { testSessionsKeepTheirSettings(t, parallel(t)) }
+
+func testSessionsKeepTheirSettings(t *testing.T, h *harness) {
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	ctx := context.Background()
 	a, err := e.NewSession(dpsql.SessionOptions{Epsilon: 0.5})
 	if err != nil {
@@ -61,8 +62,8 @@ func TestSessionsKeepTheirSettings(t *testing.T) {
 // TestExplainSpendsNothing: Session.Explain plans a SELECT without
 // running or charging it, and refuses anything else.
 func TestExplainSpendsNothing(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	h := parallel(t)
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	ctx := context.Background()
 	res, err := e.Explain(ctx, `SELECT COUNT(*) FROM t WHERE x > ?`, 10)
 	if err != nil {
@@ -82,8 +83,8 @@ func TestExplainSpendsNothing(t *testing.T) {
 // TestErrorsCarryTheirSQLState: every layer's error has a kind, and the
 // kind its SQLSTATE (what the wire server sends), whatever the message.
 func TestErrorsCarryTheirSQLState(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	h := parallel(t)
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	ctx := context.Background()
 	for _, tc := range []struct{ sql, state string }{
 		{`SELEC 1`, "42601"},
@@ -121,10 +122,11 @@ func TestErrorsCarryTheirSQLState(t *testing.T) {
 // their 95% intervals in the Go Result, keep them when answered again from
 // the cache, and through database/sql as <col>_lo and <col>_hi columns
 // after SET interval_columns = on (on that connection).
-func TestIntervalsReachEveryClient(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, nil) // real noise, the cache on
+func TestIntervalsReachEveryClient(t *testing.T) { testIntervalsReachEveryClient(t, parallel(t)) }
+
+func testIntervalsReachEveryClient(t *testing.T, h *harness) {
+	path := h.newDB(t)
+	e, err := h.openEngine(path, dpsql.Options{Epsilon: 1}, nil) // real noise, the cache on
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +205,7 @@ func TestIntervalsReachEveryClient(t *testing.T) {
 		}
 	}
 
-	db, err := sql.Open("dpsql", driverDSN(t, path, "?epsilon=1"))
+	db, err := sql.Open("dpsql", h.driverDSN(t, path, "?epsilon=1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,8 +245,8 @@ func TestIntervalsReachEveryClient(t *testing.T) {
 // EXPLAIN at that ε shows errors ≤ E, at an ε a thousandth smaller one
 // above E — and refuses aggregates whose error depends on the data.
 func TestTargetErrorChoosesTheSmallestEpsilon(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{})
+	h := parallel(t)
+	e := h.open(t, h.newDB(t), dpsql.Options{})
 	ctx := context.Background()
 	errorsAt := func(q string, eps float64) []float64 {
 		r := query(t, e, fmt.Sprintf(`EXPLAIN SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = %v, noise = 'laplace') %s`, eps, q))
@@ -331,8 +333,8 @@ func TestDirectoryIsNotADatabase(t *testing.T) {
 // them) is answered, not refused as "nested too deeply" (issue 29): long
 // chains are built as balanced trees.
 func TestLongFlatOrChain(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	h := parallel(t)
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	terms := make([]string, 500)
 	for i := range terms {
 		terms[i] = fmt.Sprintf("x = %d", i)
@@ -355,8 +357,8 @@ func TestLongFlatOrChain(t *testing.T) {
 // TestSumOverTextSaysSo: an aggregate over a TEXT column answers, with a
 // note that says the column is text and how its values were counted.
 func TestSumOverTextSaysSo(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	h := parallel(t)
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	res := query(t, e, `SELECT SUM(g, contribution_bounds_per_row => (0, 1)) FROM t`)
 	found := false
 	for _, n := range res.Notes {
@@ -374,10 +376,11 @@ func TestSumOverTextSaysSo(t *testing.T) {
 
 // TestSetPrivateAgain: ALTER TABLE t SET PRIVATE undoes SET PUBLIC: the
 // table is private with the default policy, and raw rows are refused again.
-func TestSetPrivateAgain(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	owner := open(t, path, dpsql.Options{Owner: true, Epsilon: 1})
+func TestSetPrivateAgain(t *testing.T) { testSetPrivateAgain(t, parallel(t)) }
+
+func testSetPrivateAgain(t *testing.T, h *harness) {
+	path := h.newDB(t)
+	owner := h.open(t, path, dpsql.Options{Owner: true, Epsilon: 1})
 	mustRun(t, owner, `ALTER TABLE lookup SET PUBLIC`)
 	query(t, owner, `SELECT code FROM lookup`)
 	res := mustRun(t, owner, `ALTER TABLE lookup SET PRIVATE`)
@@ -395,13 +398,13 @@ func TestSetPrivateAgain(t *testing.T) {
 // TestDropTable: the owner drops a table with its policy and cached
 // answers; IF EXISTS tolerates a missing one; analysts cannot (issue 29).
 func TestDropTable(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	owner := open(t, path, dpsql.Options{Owner: true, Epsilon: 1})
+	h := parallel(t)
+	path := h.newDB(t)
+	owner := h.open(t, path, dpsql.Options{Owner: true, Epsilon: 1})
 	ctx := context.Background()
 	mustRun(t, owner, `CREATE PRIVACY POLICY ON lookup; ALTER PRIVACY POLICY ON lookup SET DOMAIN code ('a', 'b')`)
 	query(t, owner, `SELECT code, COUNT(*) FROM lookup GROUP BY code`)
-	analyst := open(t, path, dpsql.Options{Epsilon: 1})
+	analyst := h.open(t, path, dpsql.Options{Epsilon: 1})
 	if _, err := analyst.Query(ctx, `DROP TABLE lookup`); !errors.Is(err, dpsql.ErrOwnerOnly) {
 		t.Errorf("analyst DROP TABLE: %v", err)
 	}
@@ -435,8 +438,8 @@ func TestDropTable(t *testing.T) {
 // the output's true value whenever the aggregate's interval holds the
 // aggregate's; outputs of two aggregates or of other functions get none.
 func TestIntervalsThroughMonotoneFunctions(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1}) // zero noise: intervals centred on the truth
+	h := parallel(t)
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1}) // zero noise: intervals centred on the truth
 	res := query(t, e, `SELECT AVG(x), COUNT(*), SUM(x),
 		ROUND(AVG(x)), ROUND(AVG(x), 1), CAST(AVG(x) AS INTEGER), -2 * SUM(x) + 1, COUNT(*) / 3,
 		ABS(AVG(x) - 60), (SUM(x) / 1000.0), 1000 / COUNT(*),
@@ -490,8 +493,8 @@ func TestIntervalsThroughMonotoneFunctions(t *testing.T) {
 // flags survive functions of the value and the answer cache; the result
 // notes name the clipped values.
 func TestIntervalsSayWhatMayBiasThem(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
+	h := parallel(t)
+	path := h.newDB(t)
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
@@ -501,9 +504,9 @@ func TestIntervalsSayWhatMayBiasThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	mustRun(t, open(t, path, dpsql.Options{Owner: true}), `CREATE PRIVACY POLICY ON u OPTIONS (privacy_unit_column = person, max_groups_contributed = 1, max_rows_contributed = 5);
+	mustRun(t, h.open(t, path, dpsql.Options{Owner: true}), `CREATE PRIVACY POLICY ON u OPTIONS (privacy_unit_column = person, max_groups_contributed = 1, max_rows_contributed = 5);
 		ALTER PRIVACY POLICY ON u SET BOUNDS x (0, 80)`)
-	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, nil) // real noise, the cache on
+	e, err := h.openEngine(path, dpsql.Options{Epsilon: 1}, nil) // real noise, the cache on
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,9 +557,9 @@ func TestIntervalsSayWhatMayBiasThem(t *testing.T) {
 // the empty group 'd' (in the domain, no rows) gets sums pulled toward 0
 // where the noise alone would often exceed that.
 func TestSumStaysWithinWhatTheCountAllows(t *testing.T) {
-	parallel(t)
+	h := parallel(t)
 	noise := mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(28, 5))})
-	e, err := openEngine(newDB(t), dpsql.Options{Epsilon: 0.05, NoCache: true}, noise)
+	e, err := h.openEngine(h.newDB(t), dpsql.Options{Epsilon: 0.05, NoCache: true}, noise)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,10 +595,10 @@ func TestSumStaysWithinWhatTheCountAllows(t *testing.T) {
 // their text); an analyst session gets ErrOwnerOnly; BudgetStatus is
 // each session's own budget.
 func TestOwnerViewsAreTyped(t *testing.T) {
-	parallel(t)
+	h := parallel(t)
 	ctx := context.Background()
-	path := newDB(t)
-	owner := open(t, path, dpsql.Options{Owner: true})
+	path := h.newDB(t)
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	if err := owner.Run(ctx, `SET BUDGET epsilon = 5; CREATE ANALYST alice PASSWORD 'pw' BUDGET epsilon = 1`, func(*dpsql.Result) error { return nil }); err != nil {
 		t.Fatal(err)
 	}

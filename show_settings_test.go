@@ -14,8 +14,8 @@ import (
 // an error that points to SHOW ALL and dpsql's own SHOW statements
 // (issue 51: the shell's \set advice named SHOW ALL, a syntax error there).
 func TestShowSettings(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 0.5})
+	h := parallel(t)
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 0.5})
 	all := query(t, e, "SHOW ALL")
 	found := false
 	for _, row := range all.Rows {
@@ -38,8 +38,8 @@ func TestShowSettings(t *testing.T) {
 // and MySQL's habits) list each column with its type and what the policy
 // says of it, for analysts as for the owner; an unknown table is named.
 func TestDescribeTable(t *testing.T) {
-	parallel(t)
-	e := open(t, newDB(t), dpsql.Options{Epsilon: 1})
+	h := parallel(t)
+	e := h.open(t, h.newDB(t), dpsql.Options{Epsilon: 1})
 	want := "[[i INTEGER private: in aggregates only; bounds chosen privately when a SUM or AVG needs them] [x INTEGER bounds [0, 100]] [g TEXT domain of 4 values (GROUP BY without δ)] [y REAL private: in aggregates only; bounds chosen privately when a SUM or AVG needs them]]"
 	for _, q := range []string{"DESCRIBE t", "DESC t", "SHOW COLUMNS FROM t", "show columns in t"} {
 		r := query(t, e, q)

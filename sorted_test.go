@@ -19,7 +19,7 @@ import (
 // SQLite-equal ones among them (1 and 1.0, 0.0 and -0.0, and 'a' and 'A'
 // in a NOCASE column), each still one unit of its own.
 func TestBoundingIsOrderFree(t *testing.T) {
-	parallel(t)
+	h := parallel(t)
 	units := []string{"1", "1.0", "0.0", "-0.0", "'a'", "'A'", "x'61'", "2", "'b'", "2.5", "'B'", "x'41'"}
 	var rows []string
 	for i, u := range units {
@@ -36,8 +36,8 @@ func TestBoundingIsOrderFree(t *testing.T) {
 		ALTER PRIVACY POLICY ON s SET BOUNDS v (0, 10)`
 	k := &knobs.Knobs{FixedRandomness: true}
 	answers := func(order []string) (string, *sql.DB) {
-		path := hardDB(t, "CREATE TABLE s (uid COLLATE NOCASE, g TEXT, v INTEGER); INSERT INTO s VALUES "+strings.Join(order, ", "), policy)
-		e, err := openEngineWith(path, dpsql.Options{Epsilon: 1}, dpsql.ZeroNoise(), k)
+		path := h.hardDB(t, "CREATE TABLE s (uid COLLATE NOCASE, g TEXT, v INTEGER); INSERT INTO s VALUES "+strings.Join(order, ", "), policy)
+		e, err := h.openEngineWith(path, dpsql.Options{Epsilon: 1}, dpsql.ZeroNoise(), k)
 		if err != nil {
 			t.Fatal(err)
 		}

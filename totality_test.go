@@ -40,11 +40,14 @@ const adversarialTable = `CREATE TABLE adv (uid INTEGER, v, w);
 // raise at run time. Expressions are checked many per statement; a failing
 // statement is then split to name the expression.
 func TestEveryFunctionAndOperatorIsTotal(t *testing.T) {
-	parallel(t)
+	testEveryFunctionAndOperatorIsTotal(t, parallel(t))
+}
+
+func testEveryFunctionAndOperatorIsTotal(t *testing.T, h *harness) {
 	long := strings.Repeat("x", 5000)
-	path := hardDB(t, fmt.Sprintf(adversarialTable, long, long),
+	path := h.hardDB(t, fmt.Sprintf(adversarialTable, long, long),
 		`CREATE PRIVACY POLICY ON adv OPTIONS (privacy_unit_column = uid, max_rows_contributed = 10)`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	r := rand.New(rand.NewPCG(8, 9))
 	pick := func() string { return adversarial[r.IntN(len(adversarial))] }
 	var exprs []string
@@ -201,10 +204,11 @@ func firstFailing(e *dpsql.Engine, mk func([]string) string, batch []string) str
 // go test runs the seeds; go test -fuzz FuzzEngineOnAdversarialTable
 // explores further.
 func FuzzEngineOnAdversarialTable(f *testing.F) {
+	h := newHarness(nil, false) // on SQLite
 	long := strings.Repeat("x", 5000)
-	path := hardDB(f, fmt.Sprintf(adversarialTable, long, long),
+	path := h.hardDB(f, fmt.Sprintf(adversarialTable, long, long),
 		`CREATE PRIVACY POLICY ON adv OPTIONS (privacy_unit_column = uid, max_rows_contributed = 10)`)
-	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, dpsql.ZeroNoise())
+	e, err := h.openEngine(path, dpsql.Options{Epsilon: 1}, dpsql.ZeroNoise())
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -25,7 +25,7 @@ type visit struct {
 }
 
 // unitsDB writes visits into a new database with a policy on uid.
-func unitsDB(t testing.TB, visits []visit, policy string) string {
+func (h *harness) unitsDB(t testing.TB, visits []visit, policy string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "v.db")
 	db, err := sql.Open("sqlite", "file:"+path)
@@ -43,15 +43,15 @@ func unitsDB(t testing.TB, visits []visit, policy string) string {
 		t.Fatal(err)
 	}
 	db.Close()
-	ownerPolicy(t, path, policy)
+	h.ownerPolicy(t, path, policy)
 	return path
 }
 
 // ownerPolicy runs the owner's policy script on a database, then sets a
 // budget large enough for any test (ε = 10^6, δ = 0.5).
-func ownerPolicy(t testing.TB, path, policy string) {
+func (h *harness) ownerPolicy(t testing.TB, path, policy string) {
 	t.Helper()
-	owner, err := openEngine(path, dpsql.Options{Owner: true}, nil)
+	owner, err := h.openEngine(path, dpsql.Options{Owner: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +77,14 @@ func generateVisits(units int, seed uint64) []visit {
 	return out
 }
 
-func TestContributionBoundingExact(t *testing.T) {
-	parallel(t)
+func TestContributionBoundingExact(t *testing.T) { testContributionBoundingExact(t, parallel(t)) }
+
+func testContributionBoundingExact(t *testing.T, h *harness) {
 	vs := generateVisits(200, 1)
-	path := unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 3);
+	path := h.unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_groups_contributed = 1, max_rows_contributed = 3);
 		ALTER PRIVACY POLICY ON visits SET BOUNDS cost (0, 100);
 		ALTER PRIVACY POLICY ON visits SET DOMAIN ward ('A', 'B', 'C')`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	// Brute force: each unit keeps min(rows, 3) rows, all in its ward.
 	rows := map[int]int{}
 	wardOf, costOf := map[int]string{}, map[int]float64{}
@@ -130,12 +131,13 @@ func TestContributionBoundingExact(t *testing.T) {
 
 // TestGroupBoundingLimitsUnits: one unit visits every ward; with l0 = 2 it
 // counts in at most two of them.
-func TestGroupBoundingLimitsUnits(t *testing.T) {
-	parallel(t)
+func TestGroupBoundingLimitsUnits(t *testing.T) { testGroupBoundingLimitsUnits(t, parallel(t)) }
+
+func testGroupBoundingLimitsUnits(t *testing.T, h *harness) {
 	vs := []visit{{1, "A", 1, 1}, {1, "B", 1, 1}, {1, "C", 1, 1}, {2, "A", 1, 1}}
-	path := unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = "uid", max_groups_contributed = 2);
+	path := h.unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = "uid", max_groups_contributed = 2);
 		ALTER PRIVACY POLICY ON visits SET DOMAIN ward ('A', 'B', 'C')`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	for i := 0; i < 10; i++ { // a fresh random choice each time
 		r := query(t, e, `SELECT ward, COUNT(DISTINCT uid) FROM visits GROUP BY ward`)
 		var total float64
@@ -149,7 +151,10 @@ func TestGroupBoundingLimitsUnits(t *testing.T) {
 }
 
 func TestPartitionSelectionWithoutNoise(t *testing.T) {
-	parallel(t)
+	testPartitionSelectionWithoutNoise(t, parallel(t))
+}
+
+func testPartitionSelectionWithoutNoise(t *testing.T, h *harness) {
 	var vs []visit
 	for u := 1; u <= 40; u++ {
 		vs = append(vs, visit{u, "A", 1, 5}) // day 1: 40 units
@@ -157,8 +162,8 @@ func TestPartitionSelectionWithoutNoise(t *testing.T) {
 	for u := 41; u <= 45; u++ {
 		vs = append(vs, visit{u, "A", 2, 5}) // day 2: 5 units, below τ
 	}
-	path := unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	path := h.unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	if _, err := e.Query(context.Background(), `SELECT day, COUNT(*) FROM visits GROUP BY day`); err == nil || !strings.Contains(err.Error(), "delta") {
 		t.Errorf("private keys without delta: %v", err)
 	}
@@ -181,8 +186,9 @@ func (s seeded) Uint64() uint64 { return s.r.Uint64() }
 // ε = 1, and checks P(bin | D) ≤ e^ε P(bin | D') both ways for bins with
 // enough samples, within 4.4 standard errors (false-failure rate ~1e-5
 // per bin). A sensitivity of 1 instead of 3 would give ratios near e^3.
-func TestUnitNeighboursEmpirically(t *testing.T) {
-	parallel(t)
+func TestUnitNeighboursEmpirically(t *testing.T) { testUnitNeighboursEmpirically(t, parallel(t)) }
+
+func testUnitNeighboursEmpirically(t *testing.T, h *harness) {
 	if testing.Short() {
 		t.Skip("statistical test skipped in -short mode")
 	}
@@ -204,15 +210,15 @@ func TestUnitNeighboursEmpirically(t *testing.T) {
 		ALTER PRIVACY POLICY ON visits SET BOUNDS cost (0, 100)`
 	// One query releases COUNT(*) (sensitivity 3) and SUM(cost)
 	// (sensitivity 300) with ε/2 each: each marginal is (ε/2)-DP.
-	d, d2 := unitsDB(t, vs, policy), unitsDB(t, without, policy)
-	if onOtherBackend(d) {
-		sameAsTheReference(t, `SELECT COUNT(*), SUM(cost) FROM visits`, d, d2)
+	d, d2 := h.unitsDB(t, vs, policy), h.unitsDB(t, without, policy)
+	if h.onOtherBackend() {
+		h.sameAsTheReference(t, `SELECT COUNT(*), SUM(cost) FROM visits`, d, d2)
 		return
 	}
 	const n, eps = 1500, 1.0
 	widths := []float64{6, 600}
 	hist := func(path string, seed uint64) [2]map[int]int {
-		e, err := openEngine(path, dpsql.Options{Epsilon: eps}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed))}))
+		e, err := h.openEngine(path, dpsql.Options{Epsilon: eps}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(seed, seed))}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,8 +263,8 @@ func TestUnitNeighboursEmpirically(t *testing.T) {
 // person (unit) appears 1 to 3 times; with max_rows_contributed = 1 the
 // exact bounded answers are the original table's figures.
 func TestAdultWithRepeatedRows(t *testing.T) {
-	parallel(t)
-	path := adultDB(t)
+	h := parallel(t)
+	path := h.adultDB(t)
 	db, _ := sql.Open("sqlite", "file:"+path)
 	_, err := db.Exec(`CREATE TABLE people AS SELECT a.rowid AS person, a."Age" AS age, a."Sex" AS sex
 		FROM adult a JOIN (SELECT 1 AS k UNION ALL SELECT 2 UNION ALL SELECT 3) r ON r.k <= 1 + a.rowid % 3`)
@@ -266,11 +272,11 @@ func TestAdultWithRepeatedRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := open(t, path, dpsql.Options{Owner: true})
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	mustRun(t, owner, `CREATE PRIVACY POLICY ON people OPTIONS (privacy_unit_column = person, max_rows_contributed = 1);
 		ALTER PRIVACY POLICY ON people SET BOUNDS age (0, 125);
 		ALTER PRIVACY POLICY ON people SET DOMAIN sex ('Female', 'Male')`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	r := query(t, e, `SELECT COUNT(*), SUM(age), COUNT(DISTINCT person) FROM people`)
 	if num(r.Rows[0][0]) != 32561 || num(r.Rows[0][1]) != 1256257 || num(r.Rows[0][2]) != 32561 {
 		t.Errorf("bounded figures %v, want 32561, 1256257, 32561", r.Rows[0])
@@ -287,7 +293,10 @@ func TestAdultWithRepeatedRows(t *testing.T) {
 // makes that exactly 0.2; over 1,000 seeded runs the observed rate must
 // stay below 0.2 + 4.4 standard errors (false-failure rate ~1e-5).
 func TestPartitionSelectionReleasesARareGroupRarely(t *testing.T) {
-	parallel(t)
+	testPartitionSelectionReleasesARareGroupRarely(t, parallel(t))
+}
+
+func testPartitionSelectionReleasesARareGroupRarely(t *testing.T, h *harness) {
 	if testing.Short() {
 		t.Skip("statistical test skipped in -short mode")
 	}
@@ -296,17 +305,17 @@ func TestPartitionSelectionReleasesARareGroupRarely(t *testing.T) {
 		vs = append(vs, visit{u, "A", 1, 5})
 	}
 	vs = append(vs, visit{101, "A", 2, 5}, visit{101, "A", 2, 5}) // day 2: one unit
-	path := unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_rows_contributed = 5)`)
-	if onOtherBackend(path) {
-		sameAsTheReference(t, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 0.2) day, COUNT(*) FROM visits GROUP BY day`, path)
+	path := h.unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_rows_contributed = 5)`)
+	if h.onOtherBackend() {
+		h.sameAsTheReference(t, `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 0.2) day, COUNT(*) FROM visits GROUP BY day`, path)
 		return
 	}
-	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(5, 5))}))
+	e, err := h.openEngine(path, dpsql.Options{Epsilon: 1}, mechanism.NewSecureNoiser(seeded{rand.New(rand.NewPCG(5, 5))}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	owner := open(t, path, dpsql.Options{Owner: true})
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	const n, delta = 1000, 0.2
 	released, common := 0, 0
 	for i := 0; i < n; i++ {
@@ -330,24 +339,25 @@ func TestPartitionSelectionReleasesARareGroupRarely(t *testing.T) {
 	}
 }
 
-// joinDB: visits (unit uid, l0 = 1, l∞ = 10) and a public wards table in
+// h.joinDB: visits (unit uid, l0 = 1, l∞ = 10) and a public wards table in
 // which ward A appears twice.
-func joinDB(t *testing.T) (string, []visit) {
+func (h *harness) joinDB(t *testing.T) (string, []visit) {
 	vs := generateVisits(100, 7)
-	path := unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_rows_contributed = 10);
+	path := h.unitsDB(t, vs, `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid, max_rows_contributed = 10);
 		ALTER PRIVACY POLICY ON visits SET DOMAIN ward ('A', 'B')`)
 	db, _ := sql.Open("sqlite", "file:"+path)
 	db.Exec(`CREATE TABLE wards (code TEXT, label TEXT); INSERT INTO wards VALUES ('A', 'Acute'), ('A', 'Acute (annex)'), ('B', 'Burns')`)
 	db.Close()
-	owner := open(t, path, dpsql.Options{Owner: true})
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	mustRun(t, owner, `ALTER TABLE wards SET PUBLIC`)
 	return path, vs
 }
 
-func TestJoinsAndSubqueriesExact(t *testing.T) {
-	parallel(t)
-	path, vs := joinDB(t)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+func TestJoinsAndSubqueriesExact(t *testing.T) { testJoinsAndSubqueriesExact(t, parallel(t)) }
+
+func testJoinsAndSubqueriesExact(t *testing.T, h *harness) {
+	path, vs := h.joinDB(t)
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	rows := map[int]int{}
 	wardOf := map[int]string{}
 	for _, v := range vs {
@@ -410,10 +420,11 @@ func TestJoinsAndSubqueriesExact(t *testing.T) {
 // TestGroupByUnitIsRefused: grouping by the privacy unit — directly, through
 // a join on it, or renamed by a WITH query — is refused whatever the data
 // and whatever δ, with a message that says why and what to do instead.
-func TestGroupByUnitIsRefused(t *testing.T) {
-	parallel(t)
-	path := unitsDB(t, generateVisits(20, 1), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+func TestGroupByUnitIsRefused(t *testing.T) { testGroupByUnitIsRefused(t, parallel(t)) }
+
+func testGroupByUnitIsRefused(t *testing.T, h *harness) {
+	path := h.unitsDB(t, generateVisits(20, 1), `CREATE PRIVACY POLICY ON visits OPTIONS (privacy_unit_column = uid)`)
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	for _, q := range []string{
 		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) uid, COUNT(*) FROM visits GROUP BY uid`,
 		`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) ward, COUNT(*) FROM visits GROUP BY ward, uid`,

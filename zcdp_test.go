@@ -17,12 +17,13 @@ import (
 // no cell more noise than Laplace at the query's ε (EXPLAIN's 95% error
 // bounds) — basic composition stays available, so one query never costs
 // more than before zCDP accounting.
-func TestSingleQueryNeverNoisier(t *testing.T) {
-	parallel(t)
+func TestSingleQueryNeverNoisier(t *testing.T) { testSingleQueryNeverNoisier(t, parallel(t)) }
+
+func testSingleQueryNeverNoisier(t *testing.T, h *harness) {
 	for _, total := range []string{"epsilon = 1", "epsilon = 1, delta = 1e-6", "epsilon = 10, delta = 1e-3", "epsilon = 100, delta = 1e-9"} {
-		path := newDB(t)
-		mustRun(t, open(t, path, dpsql.Options{Owner: true}), "SET BUDGET "+total)
-		e := open(t, path, dpsql.Options{})
+		path := h.newDB(t)
+		mustRun(t, h.open(t, path, dpsql.Options{Owner: true}), "SET BUDGET "+total)
+		e := h.open(t, path, dpsql.Options{})
 		for _, eps := range []float64{0.001, 0.01, 0.1, 1} {
 			for _, shape := range []string{
 				"COUNT(*) FROM t",
@@ -84,10 +85,11 @@ func explainErrors(t *testing.T, e *dpsql.Engine, q string) []float64 {
 // counts 0.02 each — and the cell 0.8: 0.0128 + 0.0002 + 0.0002 + 0.32);
 // a Gaussian one records its share
 // of ρ_T.
-func TestPureBudgetAndRecordedRho(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	owner := open(t, path, dpsql.Options{Owner: true})
+func TestPureBudgetAndRecordedRho(t *testing.T) { testPureBudgetAndRecordedRho(t, parallel(t)) }
+
+func testPureBudgetAndRecordedRho(t *testing.T, h *harness) {
+	path := h.newDB(t)
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	r := mustRun(t, owner, "SET BUDGET epsilon = 10 pure")
 	if !strings.Contains(r[0].Message, "pure ε-DP") {
 		t.Errorf("message %q", r[0].Message)
@@ -95,7 +97,7 @@ func TestPureBudgetAndRecordedRho(t *testing.T) {
 	if _, err := owner.Query(context.Background(), "SET BUDGET epsilon = 10, delta = 1e-6 PURE"); err == nil || !strings.Contains(err.Error(), "delta = 0") {
 		t.Errorf("PURE with δ: %v", err)
 	}
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	_, err := e.Query(context.Background(), "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = 'gaussian') COUNT(*) FROM t")
 	if err == nil || !strings.Contains(err.Error(), "PURE") {
 		t.Errorf("Gaussian under PURE: %v", err)
@@ -125,11 +127,11 @@ func TestPureBudgetAndRecordedRho(t *testing.T) {
 // does not repeat the first answer's note of what it spent beside
 // "nothing charged".
 func TestCachedRepeatSaysNothingWasSpent(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	owner := open(t, path, dpsql.Options{Owner: true})
+	h := parallel(t)
+	path := h.newDB(t)
+	owner := h.open(t, path, dpsql.Options{Owner: true})
 	mustRun(t, owner, "SET BUDGET epsilon = 10, delta = 1e-6")
-	e, err := openEngine(path, dpsql.Options{Epsilon: 1}, nil)
+	e, err := h.openEngine(path, dpsql.Options{Epsilon: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,10 +151,10 @@ func TestCachedRepeatSaysNothingWasSpent(t *testing.T) {
 // δ the owner set to 0 fits nothing although its ε is not spent; SHOW
 // BUDGET says why, as a refused query does (issue 51).
 func TestShowBudgetSaysWhyNothingFits(t *testing.T) {
-	parallel(t)
-	path := newDB(t)
-	owner := open(t, path, dpsql.Options{Owner: true})
-	e := open(t, path, dpsql.Options{Epsilon: 1})
+	h := parallel(t)
+	path := h.newDB(t)
+	owner := h.open(t, path, dpsql.Options{Owner: true})
+	e := h.open(t, path, dpsql.Options{Epsilon: 1})
 	query(t, e, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = 'gaussian') COUNT(*) FROM t")
 	mustRun(t, owner, "SET BUDGET epsilon = 100")
 	_, err := e.Query(context.Background(), "SELECT COUNT(*) FROM t")
