@@ -27,6 +27,7 @@ import (
 	"github.com/dpsql/dpsql/autobound"
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/exactsum"
+	"github.com/dpsql/dpsql/internal/sqlrows"
 	"github.com/dpsql/dpsql/measure"
 	"github.com/dpsql/dpsql/mechanism"
 	"github.com/dpsql/dpsql/parser"
@@ -138,18 +139,9 @@ func collect(ctx context.Context, stmt queryer, args ...any) (*Result, error) {
 	}
 	res := &Result{Columns: cols}
 	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := sqlrows.Values(rows, len(cols))
+		if err != nil {
 			return nil, err
-		}
-		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
-				vals[i] = string(b)
-			}
 		}
 		res.Rows = append(res.Rows, vals)
 	}

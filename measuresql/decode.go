@@ -7,6 +7,7 @@ import (
 	"math/big"
 
 	"github.com/dpsql/dpsql/exactsum"
+	"github.com/dpsql/dpsql/internal/sqlrows"
 	"github.com/dpsql/dpsql/measure"
 )
 
@@ -32,18 +33,11 @@ func readRows(rows *sql.Rows) ([][]any, error) {
 	}
 	var out [][]any
 	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := sqlrows.Values(rows, len(cols)) // database/sql's pgx returns some text as bytes
+		if err != nil {
 			return nil, err
 		}
 		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
-				v = string(b) // database/sql's pgx returns some text as bytes
-			}
 			vals[i] = Normalize(v)
 		}
 		out = append(out, vals)

@@ -14,6 +14,7 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/dpsql/dpsql"
+	"github.com/dpsql/dpsql/internal/sqlrows"
 )
 
 // The catalog queries GUI tools and drivers send (information_schema,
@@ -469,19 +470,12 @@ func (c *conn) catalogRows(ctx context.Context, q string) (*answer, error) {
 	a := &answer{desc: &description{columns: cols, types: make([]string, len(cols))}, tag: "SELECT"}
 	size := 0
 	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := sqlrows.Values(rows, len(cols))
+		if err != nil {
 			return nil, err
 		}
-		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
-				vals[i] = string(b)
-			}
-			if s, ok := vals[i].(string); ok {
+		for _, v := range vals {
+			if s, ok := v.(string); ok {
 				size += len(s)
 			}
 			size += 16
